@@ -1,0 +1,85 @@
+# sluice build. `make test` and `make demo` are the two commands of the README; both install
+# the Debian packages they need first (tools/install-deps.sh, a no-op when all are present).
+BUILD      ?= build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+ARCH_INC   := /usr/include/$(shell $(CC) -dumpmachine)
+
+CFLAGS     ?= -O2 -g -Wall -Wextra -Wno-unused-parameter
+CFLAGS     += -std=gnu11 -Iinclude -Iuser -I$(BUILD)
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Iinclude -Ibpf -I$(ARCH_INC)
+LIBS       := -lbpf -lelf -lz -lyaml -lmicrohttpd -lm
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+# Every user/*.c except the two mains is the library both binaries (and the tests) link.
+MAINS      := user/sluiced.c user/sluicectl.c
+LIB_SRCS   := $(filter-out $(MAINS),$(wildcard user/*.c))
+LIB_OBJS   := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
+LIB        := $(BUILD)/libsluice.a
+
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
+BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(BPFT_SRCS))
+TOOL_SRCS  := $(wildcard tools/*.c)
+TOOL_BINS  := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
+
+BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
+
+.PHONY: all deps test demo bench clean
+all: deps-check $(BINS) $(TOOL_BINS)
+
+deps:
+	@tools/install-deps.sh
+
+deps-check:
+	@tools/install-deps.sh --quiet
+
+$(BUILD) $(BUILD)/user $(BUILD)/tests $(BUILD)/tools:
+	@mkdir -p $@
+
+$(BUILD)/vmlinux.h: | $(BUILD)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/sluice.h | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) include/sluice.h $(SKELS) | $(BUILD)/user
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/sluiced: user/sluiced.c $(LIB) $(SKELS)
+	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
+
+$(BUILD)/sluicectl: user/sluicectl.c $(LIB) $(SKELS)
+	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -lcmocka -o $@
+
+$(BUILD)/tests/%: tests/bpf/%.c $(LIB) $(SKELS) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
+
+$(BUILD)/tools/%: tools/%.c | $(BUILD)/tools
+	$(CC) $(CFLAGS) $< -lpthread -lm -o $@
+
+test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS)
+	@tests/run.sh $(BUILD)
+
+demo: deps-check $(BINS) $(TOOL_BINS)
+	@tools/demo.sh $(BUILD)
+
+bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS)
+	@tools/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

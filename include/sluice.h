@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * sluice: the one definition of everything the BPF programs and userspace share.
+ *
+ * Included by bpf/*.bpf.c (with vmlinux-free UAPI types) and by user/*.c. Keep it free of
+ * libc and of kernel-only types: only __u8..__u64 from <linux/types.h>.
+ *
+ * Who writes what (see docs/ARCHITECTURE.md):
+ *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
+ *                                 globals (heartbeat), inflight_released
+ *   BPF programs write          : flows, inflight, class_stats, latency_hist, pkt_stats
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <linux/types.h>
+
+#define SLUICE_MAX_SERVICES   64
+#define SLUICE_NUM_CLASSES    4          /* L0 core .. L3 non-critical */
+#define SLUICE_NAME_LEN       32
+#define SLUICE_MAX_FLOWS      65536      /* tracked units; beyond this new units are admitted untracked */
+#define SLUICE_MAX_SRC_RULES  1024
+#define SLUICE_MAX_PATH_RULES 4
+#define SLUICE_PATH_LEN       24
+#define SLUICE_HEADER_LEN     24         /* header name for from-header classification */
+#define SLUICE_PIN_DIR        "/sys/fs/bpf/sluice"
+
+/* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
+#define SLUICE_PROB_ONE       65536u
+
+enum sluice_class { SLUICE_L0 = 0, SLUICE_L1 = 1, SLUICE_L2 = 2, SLUICE_L3 = 3 };
+
+enum sluice_protocol { SLUICE_PROTO_TCP = 0, SLUICE_PROTO_HTTP = 1 };
+
+enum sluice_reject_mode { SLUICE_REJECT_RST = 0, SLUICE_REJECT_DROP = 1 };
+
+/* Why a unit was refused; index into sluice_class_stats.rejected[]. Order = admission order. */
+enum sluice_reject_reason {
+	SLUICE_REJ_SWITCH = 0,       /* manual degradation switch */
+	SLUICE_REJ_BREAKER,          /* breaker open, or half-open step not drawn */
+	SLUICE_REJ_HEADROOM,         /* in_flight >= class threshold */
+	SLUICE_REJ_LADDER,           /* priority ladder admit probability */
+	SLUICE_REJ_CLIENT_LIMIT,     /* per-client token bucket / concurrency cap */
+	SLUICE_REJ_REASONS,
+};
+
+enum sluice_breaker_state {
+	SLUICE_BREAKER_CLOSED = 0,
+	SLUICE_BREAKER_OPEN = 1,
+	SLUICE_BREAKER_HALF_OPEN = 2,
+};
+
+/* ---- Static per-service configuration (map `services`, written on (re)load) ---- */
+
+/* A packed classification decision: rule position in the config (first match wins) and class. */
+#define SLUICE_RULE_NONE      0xff
+#define SLUICE_CLASS_FROM_HEADER 0xfe   /* header rule whose value L0..L3 picks the class */
+
+struct sluice_path_rule {
+	__u8 len;                        /* 0 = unused slot */
+	__u8 class;
+	__u8 order;                      /* position among the service's classify rules */
+	__u8 _pad;
+	char prefix[SLUICE_PATH_LEN];
+};
+
+struct sluice_service {
+	char name[SLUICE_NAME_LEN];
+	__u16 port;                      /* host byte order */
+	__u8 protocol;                   /* enum sluice_protocol */
+	__u8 reject_mode;                /* enum sluice_reject_mode (tcp only) */
+	__u8 default_class;
+	__u8 header_order;               /* position of the from-header rule, SLUICE_RULE_NONE if none */
+	__u8 header_len;
+	__u8 retry_after_s;
+	char header[SLUICE_HEADER_LEN];  /* lower-case header name, e.g. "x-priority" */
+	/* dscp_rule[d] = (order << 2) | class, or SLUICE_RULE_NONE */
+	__u8 dscp_rule[64];
+	struct sluice_path_rule path[SLUICE_MAX_PATH_RULES];
+};
+
+/* Map `source_rules` (LPM trie). IPv4 is stored v4-mapped (::ffff:a.b.c.d), so prefixlen for a
+ * v4 /24 is 32 (svc) + 96 + 24. Value: the first-matching rule among those covering the prefix
+ * (userspace resolves overlaps so that longest-prefix lookup gives first-match semantics). */
+struct sluice_src_key {
+	__u32 prefixlen;
+	__u32 svc;                       /* big-endian service index: part of the matched prefix */
+	__u8 addr[16];
+};
+
+struct sluice_src_rule {
+	__u8 class;
+	__u8 order;
+	__u8 _pad[2];
+};
+
+/* ---- Verdicts (map `verdicts`, one per service, rewritten by the controller every tick) ---- */
+
+struct sluice_verdict {
+	__u32 limit;                                 /* concurrency limit (AIMD or fixed) */
+	__u32 class_threshold[SLUICE_NUM_CLASSES];   /* admit class k while in_flight < this */
+	__u32 admit_prob[SLUICE_NUM_CLASSES];        /* ladder, SLUICE_PROB_ONE = admit all */
+	__u32 switch_admit[SLUICE_NUM_CLASSES];      /* manual switch, ONE - shed ratio */
+	__u32 breaker_state;                         /* enum sluice_breaker_state */
+	__u32 breaker_admit;                         /* half-open step fraction, fixed point */
+	__u32 retry_after_s;                         /* Retry-After for http rejections */
+	__u32 _pad;
+};
+
+/* ---- Globals (map `globals`, one entry) ---- */
+
+struct sluice_globals {
+	__u64 heartbeat_ns;              /* CLOCK_MONOTONIC (== bpf_ktime_get_ns) of the last tick */
+	__u64 heartbeat_timeout_ns;      /* older than this: fail open, admit everything */
+};
+
+/* ---- Flow table (map `flows`, HASH, BPF-owned) ---- */
+
+struct sluice_flow_key {
+	__u8 client_addr[16];            /* v4-mapped for IPv4 */
+	__u16 client_port;               /* network byte order */
+	__u16 service_port;              /* network byte order */
+};
+
+enum sluice_flow_state {
+	SLUICE_FLOW_SYN = 0,             /* SYN admitted, handshake not seen complete */
+	SLUICE_FLOW_OPEN = 1,            /* established */
+};
+
+struct sluice_flow {
+	__u64 admitted_ns;               /* when the unit (connection) was admitted */
+	__u64 last_seen_ns;              /* refreshed at most once a second; used by flow GC */
+	__u64 req_start_ns;              /* http: start of the request in flight */
+	__u32 syn_seq;                   /* client ISN: a SYN with the same seq is a retransmit */
+	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned) */
+	__u16 svc;
+	__u8 class;
+	__u8 state;                      /* enum sluice_flow_state */
+	__u8 tracked_inflight;           /* tcp: this flow holds one in-flight slot */
+	__u8 _pad[3];
+};
+
+/* ---- Accounting ---- */
+
+/* Map `inflight` (ARRAY, one per service): updated with atomics by BPF. The controller never
+ * writes it; units it reclaims (flow GC) are counted in `inflight_released` instead, and
+ * the effective in-flight is inflight - released. One writer per map, no races. */
+struct sluice_inflight {
+	__s64 total;
+	__s64 cls[SLUICE_NUM_CLASSES];
+};
+
+/* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */
+struct sluice_class_stats {
+	__u64 arrivals;
+	__u64 admitted;
+	__u64 completed;
+	__u64 errors;                    /* 5xx responses, server RSTs */
+	__u64 resp_429;                  /* 429 from the server: counted apart, never a failure */
+	__u64 retransmits;               /* SYN retransmits / re-sent requests (retry-storm signal) */
+	__u64 fail_open;                 /* admitted only because the controller was silent */
+	__u64 untracked;                 /* admitted but flow table full: not counted in in-flight */
+	__u64 rejected[SLUICE_REJ_REASONS];
+};
+
+/* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
+struct sluice_pkt_stats {
+	__u64 packets;
+	__u64 malformed;                 /* truncated / garbage headers: passed untouched */
+	__u64 non_service;               /* parsed, not to a configured service: passed */
+	__u64 service;                   /* to or from a configured service */
+	__u64 rst_sent;
+	__u64 reply_sent;                /* http 429/503 replies */
+	__u64 reply_failed;              /* could not build a reply: unit admitted instead */
+};
+
+/* ---- Latency histogram (map `latency_hist`, PERCPU_ARRAY, index svc * 4 + class) ----
+ * Log-linear in microseconds: values 0..3 exact, then 4 sub-buckets per power of two up to
+ * 2^26 us (67 s). Bucket i >= 4 covers [lo, hi) with p = (i-4)/4 + 2, s = (i-4)%4,
+ * lo = (4+s) << (p-2), hi = (5+s) << (p-2). */
+#define SLUICE_HIST_MAX_POW   26
+#define SLUICE_HIST_BUCKETS   (4 + (SLUICE_HIST_MAX_POW - 1) * 4)   /* 104 */
+
+struct sluice_hist {
+	__u64 bucket[SLUICE_HIST_BUCKETS];
+	__u64 sum_us;
+};
+
+static inline __u32 sluice_log2_u64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8)  { v >>= 8;  r += 8; }
+	if (v >> 4)  { v >>= 4;  r += 4; }
+	if (v >> 2)  { v >>= 2;  r += 2; }
+	if (v >> 1)  { r += 1; }
+	return r;
+}
+
+static inline __u32 sluice_hist_bucket(__u64 us)
+{
+	__u32 p, s, i;
+	if (us < 4)
+		return (__u32)us;
+	p = sluice_log2_u64(us);
+	s = (__u32)(us >> (p - 2)) & 3;
+	i = 4 + (p - 2) * 4 + s;
+	return i < SLUICE_HIST_BUCKETS ? i : SLUICE_HIST_BUCKETS - 1;
+}
+
+/* Upper bound (exclusive) of bucket i, in microseconds. */
+static inline __u64 sluice_hist_upper_us(__u32 i)
+{
+	__u32 p, s;
+	if (i < 4)
+		return (__u64)i + 1;
+	p = (i - 4) / 4 + 2;
+	s = (i - 4) % 4;
+	return (__u64)(5 + s) << (p - 2);
+}
+
+static inline __u32 sluice_stat_index(__u32 svc, __u32 cls)
+{
+	return svc * SLUICE_NUM_CLASSES + cls;
+}
+
+#endif /* SLUICE_H */

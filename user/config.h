@@ -1,0 +1,126 @@
+/* sluice configuration: the parsed form of the one YAML file (see README "Configuration").
+ * sluice_config_load() never touches the running state: the caller swaps configs only when
+ * loading succeeded, so a bad file leaves the last good config in force. */
+#ifndef SLUICE_CONFIG_H
+#define SLUICE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <net/if.h>
+#include "sluice.h"
+
+#define SLUICE_MAX_RULES       16
+#define SLUICE_MAX_HO_STEPS    8
+#define SLUICE_MAX_LADDER_STEPS 8
+#define SLUICE_MAX_ERRORS      32
+
+enum rule_kind { RULE_SOURCE, RULE_DSCP, RULE_HEADER, RULE_PATH };
+
+struct class_rule {
+	enum rule_kind kind;
+	int line;                         /* where it was written, for messages */
+	int class;                        /* 0..3, or SLUICE_CLASS_FROM_HEADER for header rules */
+	/* RULE_SOURCE: v4 addresses stored v4-mapped, prefix_len counted on the 128-bit form */
+	uint8_t addr[16];
+	int prefix_len;
+	int is_v4;
+	int dscp;                         /* RULE_DSCP: 0..63 */
+	char header[SLUICE_HEADER_LEN];   /* RULE_HEADER: as written; BPF gets it lower-cased */
+	char path[SLUICE_PATH_LEN];       /* RULE_PATH */
+};
+
+struct breaker_conf {
+	int min_calls;                    /* 20 */
+	double error_rate;                /* 0.5 */
+	int slow_call_ms;                 /* 800 */
+	double slow_call_rate;            /* 0.6 */
+	double open_s;                    /* 5 */
+	int half_open_steps[SLUICE_MAX_HO_STEPS]; /* percent: 10 30 60 100 */
+	int n_half_open_steps;
+	double step_s;                    /* 5 */
+	double half_open_success;         /* 0.9: a step passes only while success >= this */
+	double window_s;                  /* sliding window length, 10 */
+};
+
+struct service_conf {
+	char name[SLUICE_NAME_LEN];
+	int line;
+	int port;                         /* 1..65535 */
+	int protocol;                     /* enum sluice_protocol */
+	int reject;                       /* enum sluice_reject_mode */
+	int retry_after_s;                /* 1 */
+	int limit_min, limit_max;         /* AIMD bounds; 4, 512 */
+	int limit_fixed;                  /* > 0: static limit, AIMD off */
+	double target_latency_ms;         /* 0 = auto (2x long-run minimum p50) */
+	int aimd_window_ms;               /* 1000 */
+	int headroom[SLUICE_NUM_CLASSES]; /* percent of limit: 100 90 75 50 */
+	int default_class;                /* L2 */
+	struct class_rule rules[SLUICE_MAX_RULES];
+	int n_rules;
+	struct breaker_conf breaker;
+	int ladder_steps[SLUICE_MAX_LADDER_STEPS]; /* recovery, percent: 10 30 50 80 100 */
+	int n_ladder_steps;
+	double recovery_step_s;           /* 5 */
+};
+
+struct cascade_conf {
+	int max_opens;                    /* 5: the 6th opening within window_s suspends */
+	double window_s;                  /* 10 */
+	double suspend_s;                 /* 300: automatic resume after this; 0 = operator only */
+};
+
+struct retry_storm_conf {
+	double ratio;                     /* 0.2 */
+	int windows;                      /* 3 */
+};
+
+struct sluice_config {
+	char interface[IF_NAMESIZE];
+	int xdp_mode;                     /* 0 auto, 1 native, 2 generic */
+	int control_interval_ms;          /* 100 */
+	int heartbeat_timeout_ms;         /* 1000 */
+	char metrics_address[64];         /* 127.0.0.1:9477 */
+	char state_dir[256];              /* /var/lib/sluice */
+	char pin_dir[256];                /* /sys/fs/bpf/sluice */
+	char switch_group[32];            /* group allowed to change switches besides root; "" none */
+	int flow_idle_timeout_s;          /* flows silent this long are reclaimed: 600 */
+	int syn_timeout_s;                /* admitted SYNs never completed are reclaimed: 30 */
+	struct cascade_conf cascade;
+	struct retry_storm_conf retry_storm;
+	struct service_conf services[SLUICE_MAX_SERVICES];
+	int n_services;
+};
+
+enum { XDP_MODE_AUTO = 0, XDP_MODE_NATIVE = 1, XDP_MODE_GENERIC = 2 };
+
+struct config_error {
+	int line;                         /* 0 when not tied to a line */
+	char msg[192];
+};
+
+struct config_errors {
+	char file[256];
+	struct config_error e[SLUICE_MAX_ERRORS];
+	int n;
+};
+
+/* Fill `out` with defaults (no services). */
+void sluice_config_defaults(struct sluice_config *out);
+
+/* Parse and validate `path`. Returns 0 when valid; otherwise -1 and `errs` lists every error
+ * found (up to SLUICE_MAX_ERRORS), each with its line. `out` is unspecified on failure. */
+int sluice_config_load(const char *path, struct sluice_config *out, struct config_errors *errs);
+
+/* Same, from a string (tests, --check of stdin). `name` is used in messages. */
+int sluice_config_parse(const char *text, size_t len, const char *name,
+			struct sluice_config *out, struct config_errors *errs);
+
+/* Print "file:line: msg" for each error to `f`. */
+#include <stdio.h>
+void sluice_config_print_errors(FILE *f, const struct config_errors *errs);
+
+/* "L0".."L3" -> 0..3, else -1. */
+int sluice_class_from_name(const char *s);
+const char *sluice_class_name(int cls);
+
+#endif
