@@ -121,6 +121,16 @@ void sluice_config_print_errors(FILE *f, const struct config_errors *errs);
 
 /* "L0".."L3" -> 0..3, else -1. */
 int sluice_class_from_name(const char *s);
+/* 0..3 -> "L0".."L3", SLUICE_CLASS_FROM_HEADER -> "from-header", else "?". */
 const char *sluice_class_name(int cls);
+
+/* Fill one service with the per-service defaults (no name, no port, no rules). */
+void sluice_service_defaults(struct service_conf *s);
+
+/* XDP_MODE_* -> "auto" | "native" | "generic". */
+const char *sluice_xdp_mode_name(int mode);
+
+/* Index of the service called `name`, or -1. */
+int sluice_config_service_index(const struct sluice_config *cfg, const char *name);
 
 #endif

@@ -1,0 +1,800 @@
+/* Unit tests of user/config.c: the YAML config parser and validator.
+ * Fixtures live in tests/unit/configs/ and are found relative to the repo root (tests/run.sh
+ * runs from there); set SLUICE_SRCDIR to run from elsewhere. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+struct fx {
+	struct sluice_config cfg;
+	struct config_errors errs;
+	char path[512];
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	free(*state);
+	return 0;
+}
+
+static const char *fixture(struct fx *f, const char *name)
+{
+	const char *dir = getenv("SLUICE_SRCDIR");
+	snprintf(f->path, sizeof(f->path), "%s%stests/unit/configs/%s", dir ? dir : "",
+		 dir ? "/" : "", name);
+	return f->path;
+}
+
+static int load(struct fx *f, const char *name)
+{
+	return sluice_config_load(fixture(f, name), &f->cfg, &f->errs);
+}
+
+static int parse(struct fx *f, const char *text)
+{
+	return sluice_config_parse(text, strlen(text), "inline.yaml", &f->cfg, &f->errs);
+}
+
+static void dump_errors(const struct config_errors *e)
+{
+	sluice_config_print_errors(stderr, e);
+}
+
+/* An error at `line` whose message contains `sub` was reported. */
+static void expect_error(const struct config_errors *e, int line, const char *sub)
+{
+	for (int i = 0; i < e->n; i++)
+		if (e->e[i].line == line && strstr(e->e[i].msg, sub))
+			return;
+	fprintf(stderr, "# wanted an error at line %d containing \"%s\"; got:\n", line, sub);
+	dump_errors(e);
+	fail_msg("missing error at line %d: %s", line, sub);
+}
+
+static void expect_ok(struct fx *f, int rc)
+{
+	if (rc != 0 || f->errs.n != 0) {
+		dump_errors(&f->errs);
+		fail_msg("config refused: %d errors", f->errs.n);
+	}
+}
+
+static void expect_fail(struct fx *f, int rc, int n_errors)
+{
+	assert_int_equal(rc, -1);
+	if (n_errors >= 0 && f->errs.n != n_errors) {
+		dump_errors(&f->errs);
+		fail_msg("expected %d errors, got %d", n_errors, f->errs.n);
+	}
+}
+
+/* ---- valid configs ---- */
+
+static void test_spec_example(void **state)
+{
+	struct fx *f = *state;
+	struct sluice_config *c = &f->cfg;
+	struct service_conf *s;
+	struct class_rule *r;
+
+	expect_ok(f, load(f, "good.yaml"));
+	assert_string_equal(c->interface, "eth0");
+	assert_int_equal(c->xdp_mode, XDP_MODE_AUTO);
+	assert_int_equal(c->control_interval_ms, 100);
+	assert_int_equal(c->heartbeat_timeout_ms, 1000);
+	assert_string_equal(c->metrics_address, "127.0.0.1:9477");
+	assert_string_equal(c->state_dir, "/var/lib/sluice");
+	assert_int_equal(c->n_services, 1);
+
+	s = &c->services[0];
+	assert_string_equal(s->name, "web");
+	assert_int_equal(s->line, 8);
+	assert_int_equal(s->port, 8080);
+	assert_int_equal(s->protocol, SLUICE_PROTO_HTTP);
+	assert_int_equal(s->reject, SLUICE_REJECT_RST);
+	assert_int_equal(s->retry_after_s, 1);
+	assert_int_equal(s->limit_min, 4);
+	assert_int_equal(s->limit_max, 512);
+	assert_int_equal(s->limit_fixed, 0);
+	assert_true(s->target_latency_ms == 0);   /* auto */
+	assert_int_equal(s->headroom[0], 100);
+	assert_int_equal(s->headroom[1], 90);
+	assert_int_equal(s->headroom[2], 75);
+	assert_int_equal(s->headroom[3], 50);
+	assert_int_equal(s->default_class, SLUICE_L2);
+
+	assert_int_equal(s->n_rules, 4);
+	r = &s->rules[0];
+	assert_int_equal(r->kind, RULE_SOURCE);
+	assert_int_equal(r->line, 18);
+	assert_int_equal(r->class, SLUICE_L0);
+	assert_int_equal(r->is_v4, 1);
+	assert_int_equal(r->prefix_len, 96 + 24);
+	{
+		const uint8_t want[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 1, 0 };
+		assert_memory_equal(r->addr, want, 16);
+	}
+	r = &s->rules[1];
+	assert_int_equal(r->kind, RULE_DSCP);
+	assert_int_equal(r->line, 19);
+	assert_int_equal(r->dscp, 46);
+	assert_int_equal(r->class, SLUICE_L0);
+	r = &s->rules[2];
+	assert_int_equal(r->kind, RULE_HEADER);
+	assert_string_equal(r->header, "X-Priority");   /* as written */
+	assert_int_equal(r->class, SLUICE_CLASS_FROM_HEADER);
+	r = &s->rules[3];
+	assert_int_equal(r->kind, RULE_PATH);
+	assert_string_equal(r->path, "/report");
+	assert_int_equal(r->class, SLUICE_L3);
+	assert_int_equal(r->line, 21);
+
+	assert_int_equal(s->breaker.min_calls, 20);
+	assert_true(s->breaker.error_rate == 0.5);
+	assert_int_equal(s->breaker.slow_call_ms, 800);
+	assert_true(s->breaker.slow_call_rate == 0.6);
+	assert_true(s->breaker.open_s == 5);
+	assert_int_equal(s->breaker.n_half_open_steps, 4);
+	assert_int_equal(s->breaker.half_open_steps[0], 10);
+	assert_int_equal(s->breaker.half_open_steps[1], 30);
+	assert_int_equal(s->breaker.half_open_steps[2], 60);
+	assert_int_equal(s->breaker.half_open_steps[3], 100);
+	assert_true(s->breaker.step_s == 5);
+}
+
+static void test_defaults(void **state)
+{
+	struct fx *f = *state;
+	struct sluice_config *c = &f->cfg;
+	struct service_conf *s;
+
+	expect_ok(f, load(f, "minimal.yaml"));
+	assert_string_equal(c->interface, "eth1");
+	assert_int_equal(c->xdp_mode, XDP_MODE_AUTO);
+	assert_int_equal(c->control_interval_ms, 100);
+	assert_int_equal(c->heartbeat_timeout_ms, 1000);
+	assert_string_equal(c->metrics_address, "127.0.0.1:9477");
+	assert_string_equal(c->state_dir, "/var/lib/sluice");
+	assert_string_equal(c->pin_dir, SLUICE_PIN_DIR);
+	assert_string_equal(c->switch_group, "");
+	assert_int_equal(c->flow_idle_timeout_s, 600);
+	assert_int_equal(c->syn_timeout_s, 30);
+	assert_int_equal(c->cascade.max_opens, 5);
+	assert_true(c->cascade.window_s == 10);
+	assert_true(c->cascade.suspend_s == 300);
+	assert_true(c->retry_storm.ratio == 0.2);
+	assert_int_equal(c->retry_storm.windows, 3);
+
+	assert_int_equal(c->n_services, 1);
+	s = &c->services[0];
+	assert_string_equal(s->name, "api");
+	assert_int_equal(s->port, 9000);
+	assert_int_equal(s->protocol, SLUICE_PROTO_TCP);
+	assert_int_equal(s->reject, SLUICE_REJECT_RST);
+	assert_int_equal(s->retry_after_s, 1);
+	assert_int_equal(s->limit_min, 4);
+	assert_int_equal(s->limit_max, 512);
+	assert_int_equal(s->limit_fixed, 0);
+	assert_true(s->target_latency_ms == 0);
+	assert_int_equal(s->aimd_window_ms, 1000);
+	assert_int_equal(s->headroom[0], 100);
+	assert_int_equal(s->headroom[1], 90);
+	assert_int_equal(s->headroom[2], 75);
+	assert_int_equal(s->headroom[3], 50);
+	assert_int_equal(s->default_class, SLUICE_L2);
+	assert_int_equal(s->n_rules, 0);
+	assert_int_equal(s->breaker.min_calls, 20);
+	assert_true(s->breaker.error_rate == 0.5);
+	assert_int_equal(s->breaker.slow_call_ms, 800);
+	assert_true(s->breaker.slow_call_rate == 0.6);
+	assert_true(s->breaker.open_s == 5);
+	assert_int_equal(s->breaker.n_half_open_steps, 4);
+	assert_int_equal(s->breaker.half_open_steps[3], 100);
+	assert_true(s->breaker.step_s == 5);
+	assert_true(s->breaker.half_open_success == 0.9);
+	assert_true(s->breaker.window_s == 10);
+	assert_int_equal(s->n_ladder_steps, 5);
+	assert_int_equal(s->ladder_steps[0], 10);
+	assert_int_equal(s->ladder_steps[1], 30);
+	assert_int_equal(s->ladder_steps[2], 50);
+	assert_int_equal(s->ladder_steps[3], 80);
+	assert_int_equal(s->ladder_steps[4], 100);
+	assert_true(s->recovery_step_s == 5);
+}
+
+static void test_defaults_function(void **state)
+{
+	struct fx *f = *state;
+
+	memset(&f->cfg, 0xa5, sizeof(f->cfg));
+	sluice_config_defaults(&f->cfg);
+	assert_int_equal(f->cfg.n_services, 0);
+	assert_string_equal(f->cfg.interface, "");
+	assert_int_equal(f->cfg.control_interval_ms, 100);
+	assert_string_equal(f->cfg.pin_dir, "/sys/fs/bpf/sluice");
+}
+
+/* block.yaml and flow.yaml hold the same settings in the two styles. */
+static void check_db(const struct sluice_config *c)
+{
+	const struct service_conf *s = &c->services[0];
+	const struct class_rule *r;
+
+	assert_string_equal(c->interface, "veth0");
+	assert_int_equal(c->xdp_mode, XDP_MODE_GENERIC);
+	assert_int_equal(c->control_interval_ms, 50);
+	assert_int_equal(c->heartbeat_timeout_ms, 500);
+	assert_string_equal(c->metrics_address, "[::1]:9100");
+	assert_string_equal(c->state_dir, "/tmp/sluice-state");
+	assert_string_equal(c->pin_dir, "/sys/fs/bpf/sluice-test");
+	assert_string_equal(c->switch_group, "sluice");
+	assert_int_equal(c->flow_idle_timeout_s, 120);
+	assert_int_equal(c->syn_timeout_s, 10);
+	assert_int_equal(c->cascade.max_opens, 3);
+	assert_true(c->cascade.window_s == 20);
+	assert_true(c->cascade.suspend_s == 0);
+	assert_true(c->retry_storm.ratio == 0.25);
+	assert_int_equal(c->retry_storm.windows, 5);
+	assert_int_equal(c->n_services, 1);
+
+	assert_string_equal(s->name, "db");
+	assert_int_equal(s->port, 5432);
+	assert_int_equal(s->protocol, SLUICE_PROTO_TCP);
+	assert_int_equal(s->reject, SLUICE_REJECT_DROP);
+	assert_int_equal(s->retry_after_s, 3);
+	assert_int_equal(s->limit_fixed, 64);
+	assert_int_equal(s->limit_min, 64);
+	assert_int_equal(s->limit_max, 64);
+	assert_true(s->target_latency_ms == 12.5);
+	assert_int_equal(s->aimd_window_ms, 250);
+	assert_int_equal(s->headroom[0], 100);
+	assert_int_equal(s->headroom[1], 80);
+	assert_int_equal(s->headroom[2], 60);
+	assert_int_equal(s->headroom[3], 40);
+	assert_int_equal(s->default_class, SLUICE_L1);
+
+	assert_int_equal(s->n_rules, 3);
+	r = &s->rules[0];
+	assert_int_equal(r->kind, RULE_SOURCE);
+	assert_int_equal(r->is_v4, 0);
+	assert_int_equal(r->prefix_len, 48);
+	assert_int_equal(r->class, SLUICE_L0);
+	{
+		const uint8_t want[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1 };
+		assert_memory_equal(r->addr, want, 16);
+	}
+	r = &s->rules[1];
+	assert_int_equal(r->kind, RULE_SOURCE);
+	assert_int_equal(r->is_v4, 1);
+	assert_int_equal(r->prefix_len, 128);      /* bare address: a /32 host */
+	assert_int_equal(r->class, SLUICE_L3);
+	r = &s->rules[2];
+	assert_int_equal(r->kind, RULE_DSCP);
+	assert_int_equal(r->dscp, 10);
+	assert_int_equal(r->class, SLUICE_L2);
+
+	assert_int_equal(s->breaker.min_calls, 50);
+	assert_true(s->breaker.error_rate == 0.25);
+	assert_int_equal(s->breaker.slow_call_ms, 200);
+	assert_true(s->breaker.slow_call_rate == 0.5);
+	assert_true(s->breaker.open_s == 2.5);
+	assert_int_equal(s->breaker.n_half_open_steps, 3);
+	assert_int_equal(s->breaker.half_open_steps[0], 25);
+	assert_int_equal(s->breaker.half_open_steps[1], 50);
+	assert_int_equal(s->breaker.half_open_steps[2], 100);
+	assert_true(s->breaker.step_s == 1);
+	assert_true(s->breaker.half_open_success == 0.95);
+	assert_true(s->breaker.window_s == 30);
+	assert_int_equal(s->n_ladder_steps, 3);
+	assert_int_equal(s->ladder_steps[0], 20);
+	assert_int_equal(s->ladder_steps[1], 60);
+	assert_int_equal(s->ladder_steps[2], 100);
+	assert_true(s->recovery_step_s == 2);
+}
+
+static void test_block_style(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, load(f, "block.yaml"));
+	check_db(&f->cfg);
+	assert_int_equal(f->cfg.services[0].line, 19);
+	assert_int_equal(f->cfg.services[0].rules[2].line, 39);
+}
+
+static void test_flow_style(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, load(f, "flow.yaml"));
+	check_db(&f->cfg);
+	assert_int_equal(f->cfg.services[0].rules[1].line, 10);
+}
+
+static void test_flow_style_errors_have_lines(void **state)
+{
+	struct fx *f = *state;
+	const char *text =
+		"{ interface: eth0,\n"
+		"  services: [ { name: web, port: 80,\n"
+		"                breaker: { min_calls: 5,\n"
+		"                           error_rate: 7 } } ] }\n";
+
+	expect_fail(f, parse(f, text), 1);
+	expect_error(&f->errs, 4, "error_rate");
+}
+
+static void test_v6_prefix(void **state)
+{
+	struct fx *f = *state;
+	const struct class_rule *r;
+
+	expect_ok(f, load(f, "v6.yaml"));
+	r = f->cfg.services[0].rules;
+	assert_int_equal(f->cfg.services[0].n_rules, 3);
+	assert_int_equal(r[0].is_v4, 0);
+	assert_int_equal(r[0].prefix_len, 48);
+	{
+		const uint8_t want[16] = { 0x20, 0x01, 0x0d, 0xb8, 0xab, 0xcd };
+		assert_memory_equal(r[0].addr, want, 16);
+	}
+	assert_int_equal(r[1].is_v4, 0);
+	assert_int_equal(r[1].prefix_len, 0);
+	assert_int_equal(r[1].class, SLUICE_L3);
+	assert_int_equal(r[2].is_v4, 1);
+	assert_int_equal(r[2].prefix_len, 96);      /* 0.0.0.0/0: every v4-mapped address */
+	assert_int_equal(r[2].addr[10], 0xff);
+	assert_int_equal(r[2].addr[11], 0xff);
+}
+
+static void test_fixed_limit(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, limit: { fixed: 7 } }\n"));
+	assert_int_equal(f->cfg.services[0].limit_fixed, 7);
+	assert_int_equal(f->cfg.services[0].limit_min, 7);
+	assert_int_equal(f->cfg.services[0].limit_max, 7);
+}
+
+static void test_limit_only_max(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, limit: { max: 2 } }\n"));
+	assert_int_equal(f->cfg.services[0].limit_min, 2);
+	assert_int_equal(f->cfg.services[0].limit_max, 2);
+	assert_int_equal(f->cfg.services[0].limit_fixed, 0);
+}
+
+static void test_target_latency_number(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, target_latency_ms: 250 }\n"));
+	assert_true(f->cfg.services[0].target_latency_ms == 250);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - { name: s, port: 1, target_latency_ms: 0 }\n"), 1);
+	expect_error(&f->errs, 3, "target_latency_ms");
+}
+
+static void test_many_services(void **state)
+{
+	struct fx *f = *state;
+	size_t cap = 64 * 1024, len = 0;
+	char *t = malloc(cap);
+
+	assert_non_null(t);
+	len += (size_t)snprintf(t + len, cap - len, "interface: eth0\nservices:\n");
+	for (int i = 0; i < SLUICE_MAX_SERVICES; i++)
+		len += (size_t)snprintf(t + len, cap - len, "  - { name: s%d, port: %d }\n", i, 1000 + i);
+	expect_ok(f, sluice_config_parse(t, len, "many", &f->cfg, &f->errs));
+	assert_int_equal(f->cfg.n_services, SLUICE_MAX_SERVICES);
+	assert_int_equal(sluice_config_service_index(&f->cfg, "s63"), 63);
+	assert_int_equal(sluice_config_service_index(&f->cfg, "nope"), -1);
+
+	/* one more: refused at the line of the 65th */
+	len += (size_t)snprintf(t + len, cap - len, "  - { name: extra, port: 2 }\n");
+	expect_fail(f, sluice_config_parse(t, len, "many", &f->cfg, &f->errs), 1);
+	expect_error(&f->errs, 2 + SLUICE_MAX_SERVICES + 1, "too many services");
+	free(t);
+}
+
+static void test_many_rules(void **state)
+{
+	struct fx *f = *state;
+	char t[4096];
+	size_t len = 0;
+
+	len += (size_t)snprintf(t + len, sizeof(t) - len,
+				"interface: eth0\nservices:\n  - name: web\n    port: 80\n    classify:\n");
+	for (int i = 0; i < SLUICE_MAX_RULES; i++)
+		len += (size_t)snprintf(t + len, sizeof(t) - len, "      - { dscp: %d, class: L1 }\n", i);
+	expect_ok(f, sluice_config_parse(t, len, "rules", &f->cfg, &f->errs));
+	assert_int_equal(f->cfg.services[0].n_rules, SLUICE_MAX_RULES);
+
+	len += (size_t)snprintf(t + len, sizeof(t) - len, "      - { dscp: 40, class: L1 }\n");
+	expect_fail(f, sluice_config_parse(t, len, "rules", &f->cfg, &f->errs), 1);
+	expect_error(&f->errs, 5 + SLUICE_MAX_RULES + 1, "too many classify rules");
+}
+
+/* ---- refused configs: every class of mistake, at its line ---- */
+
+static void test_bad_unknown_key(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_unknown_key.yaml"), 4);
+	expect_error(&f->errs, 2, "unknown key 'colour' at top level");
+	expect_error(&f->errs, 6, "unknown key 'foo' in service 'web'");
+	expect_error(&f->errs, 7, "unknown key 'opne_s' in breaker of service 'web'");
+	expect_error(&f->errs, 7, "did you mean 'open_s'");
+	expect_error(&f->errs, 8, "unknown key 'maximum' in limit of service 'web'");
+}
+
+static void test_bad_port(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_port.yaml"), 4);
+	expect_error(&f->errs, 4, "bad port '0' in service 'a'");
+	expect_error(&f->errs, 6, "bad port '65536'");
+	expect_error(&f->errs, 8, "bad port 'http'");
+	expect_error(&f->errs, 10, "bad port '80.5'");
+	expect_error(&f->errs, 10, "1..65535");
+}
+
+static void test_bad_prefix(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_prefix.yaml"), 6);
+	expect_error(&f->errs, 6, "prefix length out of range");
+	expect_error(&f->errs, 7, "host bits set");
+	expect_error(&f->errs, 8, "not an IPv4 or IPv6 address");
+	expect_error(&f->errs, 9, "prefix length out of range 0..128");
+	expect_error(&f->errs, 10, "host bits set");
+	expect_error(&f->errs, 11, "prefix length is not a number");
+}
+
+static void test_bad_headroom(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_headroom.yaml"), 3);
+	expect_error(&f->errs, 7, "bad L1 '150' in headroom of service 'web'");
+	expect_error(&f->errs, 8, "0..100");
+	expect_error(&f->errs, 9, "unknown key 'L5'");
+}
+
+static void test_bad_class(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_class.yaml"), 6);
+	expect_error(&f->errs, 6, "bad default_class 'L4'");
+	expect_error(&f->errs, 8, "from-header is only valid for header rules");
+	expect_error(&f->errs, 9, "bad class 'l1'");
+	expect_error(&f->errs, 10, "header rules take class: from-header");
+	expect_error(&f->errs, 11, "missing 'class'");
+	expect_error(&f->errs, 12, "needs one of source, dscp, header, path_prefix");
+}
+
+static void test_bad_duplicate(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_duplicate.yaml"), 2);
+	expect_error(&f->errs, 6, "duplicate port 8080");
+	expect_error(&f->errs, 7, "duplicate service name 'web' (first at line 3)");
+}
+
+static void test_bad_duplicate_key(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n  - name: a\n    port: 1\n"
+				"    port: 2\ninterface: eth1\n"), 2);
+	expect_error(&f->errs, 5, "duplicate key 'port' in service 'a'");
+	expect_error(&f->errs, 6, "duplicate key 'interface'");
+}
+
+static void test_bad_limit(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_limit.yaml"), 4);
+	expect_error(&f->errs, 5, "min 100 is greater than max 10");
+	expect_error(&f->errs, 8, "bad min '0' in limit of service 'b'");
+	expect_error(&f->errs, 11, "'fixed' cannot be combined");
+	expect_error(&f->errs, 14, "bad fixed '0'");
+}
+
+static void test_bad_rates(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_rates.yaml"), 4);
+	expect_error(&f->errs, 2, "bad ratio '1.2' in retry_storm");
+	expect_error(&f->errs, 7, "bad error_rate '1.5'");
+	expect_error(&f->errs, 8, "bad slow_call_rate '-0.1'");
+	expect_error(&f->errs, 9, "bad half_open_success '2'");
+	expect_error(&f->errs, 9, "0..1");
+}
+
+static void test_bad_steps(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_steps.yaml"), 4);
+	expect_error(&f->errs, 5, "strictly increasing");
+	expect_error(&f->errs, 9, "the last step must be 100");
+	expect_error(&f->errs, 12, "bad recovery_steps '20' in service 'c'");
+	expect_error(&f->errs, 15, "at least one step");
+}
+
+static void test_bad_dscp(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_dscp.yaml"), 2);
+	expect_error(&f->errs, 6, "bad dscp '64'");
+	expect_error(&f->errs, 7, "bad dscp '-1'");
+	expect_error(&f->errs, 7, "0..63");
+}
+
+static void test_bad_path(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_path.yaml"), 2);
+	expect_error(&f->errs, 7, "must start with '/'");
+	expect_error(&f->errs, 8, "too long");
+}
+
+static void test_bad_header(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_header.yaml"), 2);
+	expect_error(&f->errs, 7, "bad header name");
+	expect_error(&f->errs, 7, "too long");
+	expect_error(&f->errs, 12, "header rules need protocol: http");
+}
+
+static void test_bad_interface(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_interface_missing.yaml"), 1);
+	expect_error(&f->errs, 0, "missing required key 'interface'");
+	expect_fail(f, load(f, "bad_interface_long.yaml"), 1);
+	expect_error(&f->errs, 4, "bad interface 'averyveryverylongifname': too long");
+	expect_fail(f, parse(f, "interface: a/b\nservices: [{name: x, port: 1}]\n"), 1);
+	expect_error(&f->errs, 1, "not a valid interface name");
+}
+
+static void test_bad_number(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_number.yaml"), 5);
+	expect_error(&f->errs, 2, "bad control_interval_ms '12x'");
+	expect_error(&f->errs, 3, "bad heartbeat_timeout_ms '1e3'");
+	expect_error(&f->errs, 7, "bad retry_after_s '1s'");
+	expect_error(&f->errs, 8, "bad target_latency_ms 'fast'");
+	expect_error(&f->errs, 9, "bad open_s '5x'");
+}
+
+static void test_bad_type(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_type.yaml"), 5);
+	expect_error(&f->errs, 5, "bad limit in service 'web': expected a mapping, got a list");
+	expect_error(&f->errs, 6, "expected a mapping, got a scalar");
+	expect_error(&f->errs, 8, "bad breaker in service 'web': expected a mapping, got a list");
+	expect_error(&f->errs, 9, "bad classify in service 'web': expected a list, got a mapping");
+	expect_error(&f->errs, 10, "bad service #2: expected a mapping");
+}
+
+static void test_bad_misc(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, parse(f, "interface: eth0\nmetrics_address: localhost\n"
+				"services: [{name: x, port: 1}]\n"), 1);
+	expect_error(&f->errs, 2, "bad metrics_address 'localhost'");
+	expect_fail(f, parse(f, "interface: eth0\ncontrol_interval_ms: 500\n"
+				"heartbeat_timeout_ms: 400\nservices: [{name: x, port: 1}]\n"), 1);
+	expect_error(&f->errs, 3, "must be greater than control_interval_ms");
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n  - name: \"bad name\"\n    port: 1\n"), 1);
+	expect_error(&f->errs, 3, "bad name 'bad name'");
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n  - port: 1\n"), 1);
+	expect_error(&f->errs, 3, "missing required key 'name'");
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n  - name: x\n"), 1);
+	expect_error(&f->errs, 3, "missing required key 'port' in service 'x'");
+	expect_fail(f, parse(f, "- a\n- b\n"), 1);
+	expect_error(&f->errs, 1, "expected a mapping of settings at top level");
+	expect_fail(f, parse(f, "interface: eth0\nservices: [{name: x, port: 1}]\n---\nfoo: 1\n"), 1);
+	expect_error(&f->errs, 4, "more than one YAML document");
+}
+
+static void test_multiple_errors(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_multi.yaml"), 5);
+	expect_error(&f->errs, 2, "bad xdp_mode 'fast': expected auto, native or generic");
+	expect_error(&f->errs, 5, "bad port '99999'");
+	expect_error(&f->errs, 6, "bad protocol 'udp' in service 'web': expected tcp or http");
+	expect_error(&f->errs, 7, "bad reject 'reset'");
+	expect_error(&f->errs, 8, "bad L1 '101'");
+	/* in the order written */
+	for (int i = 1; i < f->errs.n; i++)
+		assert_true(f->errs.e[i].line >= f->errs.e[i - 1].line);
+}
+
+static void test_too_many_errors(void **state)
+{
+	struct fx *f = *state;
+	char t[4096];
+	size_t len = 0;
+
+	len += (size_t)snprintf(t + len, sizeof(t) - len, "interface: eth0\n");
+	for (int i = 0; i < 40; i++)
+		len += (size_t)snprintf(t + len, sizeof(t) - len, "junk%d: 1\n", i);
+	len += (size_t)snprintf(t + len, sizeof(t) - len, "services: [{name: x, port: 1}]\n");
+	expect_fail(f, sluice_config_parse(t, len, "junk", &f->cfg, &f->errs), SLUICE_MAX_ERRORS);
+	expect_error(&f->errs, 2, "unknown key 'junk0'");
+	assert_int_equal(f->errs.e[SLUICE_MAX_ERRORS - 1].line, 0);
+	assert_non_null(strstr(f->errs.e[SLUICE_MAX_ERRORS - 1].msg, "too many errors: 40 found"));
+}
+
+static void test_syntax_error(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_syntax.yaml"), 1);
+	assert_true(f->errs.e[0].line >= 4);
+	assert_non_null(strstr(f->errs.e[0].msg, "YAML syntax error"));
+	expect_fail(f, parse(f, "interface: eth0\n\tservices: 1\n"), 1);
+	expect_error(&f->errs, 2, "YAML syntax error");
+}
+
+static void test_missing_file(void **state)
+{
+	struct fx *f = *state;
+	char want[160];
+
+	expect_fail(f, load(f, "does_not_exist.yaml"), 1);
+	assert_int_equal(f->errs.e[0].line, 0);
+	snprintf(want, sizeof(want), "%s", strerror(ENOENT));
+	assert_non_null(strstr(f->errs.e[0].msg, want));
+	assert_non_null(strstr(f->errs.file, "does_not_exist.yaml"));
+}
+
+static void test_empty_file(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "empty.yaml"), 1);
+	expect_error(&f->errs, 0, "no services");
+	expect_fail(f, load(f, "comments_only.yaml"), 1);
+	expect_error(&f->errs, 0, "no services");
+	expect_fail(f, load(f, "bad_no_services.yaml"), 1);
+	expect_error(&f->errs, 2, "no services");
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n"), 1);
+	expect_error(&f->errs, 2, "no services");
+}
+
+static void test_print_errors(void **state)
+{
+	struct fx *f = *state;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *mem;
+
+	expect_fail(f, parse(f, "interface: eth0\nfoo: 1\nservices: []\n"), 2);
+	mem = open_memstream(&buf, &size);
+	assert_non_null(mem);
+	sluice_config_print_errors(mem, &f->errs);
+	fclose(mem);
+	assert_non_null(strstr(buf, "inline.yaml:2: unknown key 'foo' at top level\n"));
+	assert_non_null(strstr(buf, "inline.yaml:3: no services\n"));
+	free(buf);
+
+	expect_fail(f, load(f, "empty.yaml"), 1);
+	mem = open_memstream(&buf, &size);
+	assert_non_null(mem);
+	sluice_config_print_errors(mem, &f->errs);
+	fclose(mem);
+	assert_non_null(strstr(buf, "empty.yaml: no services"));
+	assert_null(strstr(buf, "empty.yaml:0"));
+	free(buf);
+}
+
+static void test_class_names(void **state)
+{
+	(void)state;
+	assert_int_equal(sluice_class_from_name("L0"), 0);
+	assert_int_equal(sluice_class_from_name("L3"), 3);
+	assert_int_equal(sluice_class_from_name("L4"), -1);
+	assert_int_equal(sluice_class_from_name("from-header"), -1);
+	assert_int_equal(sluice_class_from_name(NULL), -1);
+	assert_string_equal(sluice_class_name(2), "L2");
+	assert_string_equal(sluice_class_name(SLUICE_CLASS_FROM_HEADER), "from-header");
+	assert_string_equal(sluice_xdp_mode_name(XDP_MODE_GENERIC), "generic");
+}
+
+static void test_ok_after_bad_resets_errors(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, load(f, "bad_multi.yaml"), 5);
+	expect_ok(f, load(f, "good.yaml"));
+	assert_int_equal(f->errs.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_spec_example, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flow_style, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flow_style_errors_have_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v6_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limit_only_max, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_target_latency_number, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_services, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_unknown_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_headroom, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_class, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_duplicate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_duplicate_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_rates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_dscp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_interface, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_number, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_type, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_misc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multiple_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_print_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ok_after_bad_resets_errors, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
