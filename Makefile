@@ -30,7 +30,8 @@ TOOL_BINS  := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 
 BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
 
-.PHONY: all deps test demo bench clean
+.PHONY: all deps deps-check test demo bench clean
+.SECONDARY:
 all: deps-check $(BINS) $(TOOL_BINS)
 
 deps:

@@ -2,7 +2,7 @@
 /*
  * sluice: the one definition of everything the BPF programs and userspace share.
  *
- * Included by bpf/*.bpf.c (with vmlinux-free UAPI types) and by user/*.c. Keep it free of
+ * Included by the BPF programs (UAPI types only) and by userspace. Keep it free of
  * libc and of kernel-only types: only __u8..__u64 from <linux/types.h>.
  *
  * Who writes what (see docs/ARCHITECTURE.md):
@@ -84,7 +84,7 @@ struct sluice_service {
  * (userspace resolves overlaps so that longest-prefix lookup gives first-match semantics). */
 struct sluice_src_key {
 	__u32 prefixlen;
-	__u32 svc;                       /* big-endian service index: part of the matched prefix */
+	__u32 svc;                       /* service index: always fully matched (prefixlen >= 32) */
 	__u8 addr[16];
 };
 
@@ -112,6 +112,20 @@ struct sluice_verdict {
 struct sluice_globals {
 	__u64 heartbeat_ns;              /* CLOCK_MONOTONIC (== bpf_ktime_get_ns) of the last tick */
 	__u64 heartbeat_timeout_ns;      /* older than this: fail open, admit everything */
+	__u32 ifindex;                   /* where the programs are attached (for detach) */
+	__u32 _pad;
+};
+
+/* Map `replies` (ARRAY, index svc * 2 + kind): the complete HTTP response sent for a rejected
+ * request, prepared by the controller. Length is a multiple of 4; csum is its ones' complement
+ * partial sum (as bpf_csum_diff would compute it) so the data path never sums the text. */
+#define SLUICE_REPLY_MAX      256
+enum sluice_reply_kind { SLUICE_REPLY_429 = 0, SLUICE_REPLY_503 = 1 };
+
+struct sluice_reply {
+	__u32 len;
+	__u32 csum;
+	char text[SLUICE_REPLY_MAX];
 };
 
 /* ---- Flow table (map `flows`, HASH, BPF-owned) ---- */
@@ -133,6 +147,8 @@ struct sluice_flow {
 	__u64 req_start_ns;              /* http: start of the request in flight */
 	__u32 syn_seq;                   /* client ISN: a SYN with the same seq is a retransmit */
 	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned) */
+	__u32 req_seq;                   /* http: seq of the current request's first segment */
+	__u32 _pad0;
 	__u16 svc;
 	__u8 class;
 	__u8 state;                      /* enum sluice_flow_state */
@@ -165,10 +181,9 @@ struct sluice_class_stats {
 
 /* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
 struct sluice_pkt_stats {
-	__u64 packets;
 	__u64 malformed;                 /* truncated / garbage headers: passed untouched */
-	__u64 non_service;               /* parsed, not to a configured service: passed */
-	__u64 service;                   /* to or from a configured service */
+	__u64 service;                   /* to or from a configured service (non-service packets
+	                                  * are not counted: that path stays one array lookup) */
 	__u64 rst_sent;
 	__u64 reply_sent;                /* http 429/503 replies */
 	__u64 reply_failed;              /* could not build a reply: unit admitted instead */

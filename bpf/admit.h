@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Classification, admission and unit accounting, shared by the ingress programs.
+ * Admission order (SPEC): switch -> breaker -> headroom -> ladder. Anything missing (no
+ * verdict, stale heartbeat) admits: on doubt, admit. */
+#ifndef SLUICE_ADMIT_H
+#define SLUICE_ADMIT_H
+
+#include "maps.h"
+#include "parse.h"
+
+static __always_inline struct sluice_class_stats *class_stats_of(__u32 svc, __u32 cls)
+{
+	__u32 idx = sluice_stat_index(svc, cls);
+	return bpf_map_lookup_elem(&class_stats, &idx);
+}
+
+/* The first matching classify rule wins: each rule kind yields its best (lowest-order) match
+ * and the lowest order overall picks the class. */
+struct class_pick {
+	__u8 order;
+	__u8 class;
+};
+
+static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 cls)
+{
+	if (order < best->order) {
+		best->order = order;
+		best->class = cls;
+	}
+}
+
+/* Source-prefix and DSCP rules: everything a SYN can be judged by. */
+static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
+						     __u32 svc, const struct pkt *p)
+{
+	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = sc->default_class };
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+	struct sluice_src_rule *r;
+	__u8 d;
+
+	pkt_addr(p, 1, k.addr);
+	r = bpf_map_lookup_elem(&source_rules, &k);
+	if (r)
+		pick_rule(&best, r->order, r->class);
+	d = sc->dscp_rule[p->dscp & 63];
+	if (d != SLUICE_RULE_NONE)
+		pick_rule(&best, d >> 2, d & 3);
+	return best;
+}
+
+static __always_inline int draw_refused(__u32 admit_prob)
+{
+	if (admit_prob >= SLUICE_PROB_ONE)
+		return 0;
+	return (bpf_get_prandom_u32() & (SLUICE_PROB_ONE - 1)) >= admit_prob;
+}
+
+static __always_inline int controller_alive(__u64 now)
+{
+	__u32 zero = 0;
+	struct sluice_globals *g = bpf_map_lookup_elem(&globals, &zero);
+
+	if (!g || !g->heartbeat_ns)
+		return 0;
+	return now - g->heartbeat_ns <= g->heartbeat_timeout_ns;
+}
+
+/* Decide one unit of (svc, cls). On admit, one in-flight slot is taken and 1 is returned;
+ * on reject, 0 is returned and *reason says why. */
+static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
+				      struct sluice_class_stats *st, int *reason)
+{
+	struct sluice_inflight *inf, *rel;
+	struct sluice_verdict *v;
+	__s64 in_use;
+
+	inf = bpf_map_lookup_elem(&inflight, &svc);
+	if (!inf)
+		return 1; /* cannot count: admit, untracked */
+	cls &= 3;
+
+	if (!controller_alive(now)) {
+		st->fail_open++;
+		goto take;
+	}
+	v = bpf_map_lookup_elem(&verdicts, &svc);
+	if (!v)
+		goto take;
+	if (draw_refused(v->switch_admit[cls])) {
+		*reason = SLUICE_REJ_SWITCH;
+		return 0;
+	}
+	if (v->breaker_state == SLUICE_BREAKER_OPEN ||
+	    (v->breaker_state == SLUICE_BREAKER_HALF_OPEN && draw_refused(v->breaker_admit))) {
+		*reason = SLUICE_REJ_BREAKER;
+		return 0;
+	}
+	/* Reserve first, then check: two CPUs cannot both take the last slot. */
+	in_use = __sync_fetch_and_add(&inf->total, 1);
+	rel = bpf_map_lookup_elem(&inflight_released, &svc);
+	if (rel)
+		in_use -= rel->total;
+	if (in_use >= (__s64)v->class_threshold[cls]) {
+		__sync_fetch_and_add(&inf->total, -1);
+		*reason = SLUICE_REJ_HEADROOM;
+		return 0;
+	}
+	if (draw_refused(v->admit_prob[cls])) {
+		__sync_fetch_and_add(&inf->total, -1);
+		*reason = SLUICE_REJ_LADDER;
+		return 0;
+	}
+	__sync_fetch_and_add(&inf->cls[cls], 1);
+	return 1;
+take:
+	__sync_fetch_and_add(&inf->total, 1);
+	__sync_fetch_and_add(&inf->cls[cls], 1);
+	return 1;
+}
+
+/* Give back one in-flight slot of (svc, cls). */
+static __always_inline void release_unit(__u32 svc, __u32 cls)
+{
+	struct sluice_inflight *inf = bpf_map_lookup_elem(&inflight, &svc);
+
+	if (!inf)
+		return;
+	__sync_fetch_and_add(&inf->total, -1);
+	__sync_fetch_and_add(&inf->cls[cls & 3], -1);
+}
+
+/* End a flow (FIN/RST seen, or replaced by a new SYN). Whoever deletes the entry releases its
+ * connection slot; whoever clears req_active releases the request slot. */
+static __always_inline void end_flow(struct sluice_flow_key *key, int server_reset)
+{
+	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
+	struct sluice_class_stats *st;
+	__u32 svc, cls, tracked, req;
+
+	if (!f)
+		return;
+	svc = f->svc;
+	cls = f->class & 3;
+	tracked = f->tracked_inflight;
+	req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
+	if (bpf_map_delete_elem(&flows, key) != 0)
+		tracked = 0; /* someone else ended it first */
+	if (!tracked && !req)
+		return;
+	if (svc >= SLUICE_MAX_SERVICES)
+		return;
+	st = class_stats_of(svc, cls);
+	if (tracked)
+		release_unit(svc, cls);
+	if (req)
+		release_unit(svc, cls);
+	if (st) {
+		st->completed += tracked + req;
+		if (server_reset)
+			st->errors++;
+	}
+}
+
+#endif

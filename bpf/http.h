@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* HTTP/1.x on the wire: classify a request from its first segment (path prefix, priority
+ * header), read a response's status code, and answer a refused request from the kernel. */
+#ifndef SLUICE_HTTP_H
+#define SLUICE_HTTP_H
+
+#include <linux/pkt_cls.h>
+#include "parse.h"
+#include "csum.h"
+#include "admit.h"
+
+/* ---- request classification ---- */
+
+struct header_scan {
+	const char *buf;                 /* scan_buf of the request's first bytes */
+	const struct sluice_service *sc;
+	__u32 len;                       /* bytes valid in buf */
+	int pos;                         /* -1: not at a line start; else bytes of name matched */
+	int line_len;                    /* to notice the empty line that ends the headers */
+	int in_value;                    /* name and ':' matched: reading the value */
+	int class;                       /* result: 0..3, or -1 */
+};
+
+static long scan_header_byte(__u32 i, void *vctx)
+{
+	struct header_scan *hs = vctx;
+	const struct sluice_service *sc = hs->sc;
+	char c;
+
+	if (i >= hs->len)
+		return 1;
+	c = hs->buf[i & (SLUICE_SCAN_LEN - 1)];
+	if (c >= 'A' && c <= 'Z')
+		c += 'a' - 'A';
+	if (hs->in_value) {
+		if (c == ' ' || c == '\t' || c == 'l')
+			return 0;
+		if (c >= '0' && c <= '3')
+			hs->class = c - '0';
+		return 1; /* the value is decided by its first character after "L" */
+	}
+	if (c == '\n') {
+		if (hs->line_len == 0 || (hs->line_len == 1 && hs->buf[(i - 1) & (SLUICE_SCAN_LEN - 1)] == '\r'))
+			return 1; /* end of headers */
+		hs->pos = 0;
+		hs->line_len = 0;
+		return 0;
+	}
+	hs->line_len++;
+	if (hs->pos < 0)
+		return 0;
+	if (hs->pos < sc->header_len && hs->pos < SLUICE_HEADER_LEN) {
+		hs->pos = c == sc->header[hs->pos & (SLUICE_HEADER_LEN - 1)] ? hs->pos + 1 : -1;
+		return 0;
+	}
+	if (c == ':')
+		hs->in_value = 1;
+	else
+		hs->pos = -1;
+	return 0;
+}
+
+/* Path-prefix comparison of every rule, one byte per bpf_loop step: step k compares byte
+ * k % SLUICE_PATH_LEN of rule k / SLUICE_PATH_LEN. (Open-coded loops over rules and bytes
+ * multiply verifier states past the limit.) */
+struct path_cmp {
+	const char *buf;
+	const struct sluice_service *sc;
+	__u32 off;                       /* where the path starts in buf */
+	__u32 len;                       /* bytes valid in buf */
+	__u32 mismatch;                  /* bit r: rule r does not match */
+};
+
+static long cmp_path_byte(__u32 k, void *vctx)
+{
+	struct path_cmp *pc = vctx;
+	__u32 r = k / SLUICE_PATH_LEN, j = k % SLUICE_PATH_LEN;
+	const struct sluice_path_rule *rule;
+
+	if (r >= SLUICE_MAX_PATH_RULES)
+		return 1;
+	asm volatile("" : "+r"(r));
+	rule = &pc->sc->path[r & (SLUICE_MAX_PATH_RULES - 1)];
+	asm volatile("" : "+r"(j));
+	if (j >= rule->len || j >= SLUICE_PATH_LEN)
+		return 0;
+	if (pc->off + j >= pc->len ||
+	    pc->buf[(pc->off + j) & (SLUICE_SCAN_LEN - 1)] != rule->prefix[j])
+		pc->mismatch |= 1u << r;
+	return 0;
+}
+
+/* Classify a request: source/DSCP rules, then path prefix and priority header from the first
+ * segment. A header that is not in the first segment is not seen: default class. */
+static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
+							  const struct sluice_service *sc,
+							  __u32 svc, const struct pkt *p)
+{
+	struct class_pick best = classify_l3(sc, svc, p);
+	__u32 zero = 0, len = p->payload_len, path_off = 0;
+	struct scan_buf *sb;
+
+	if (sc->header_order == SLUICE_RULE_NONE && !sc->path[0].len)
+		return best;
+	sb = bpf_map_lookup_elem(&scan_scratch, &zero);
+	if (!sb)
+		return best;
+	if (len > SLUICE_SCAN_LEN)
+		len = SLUICE_SCAN_LEN;
+	if (len < 4 || bpf_skb_load_bytes(skb, p->payload_off, sb->b, len) != 0)
+		return best;
+
+	/* Path: after the method's space, within the first 16 bytes. */
+	for (int i = 1; i < 16; i++) {
+		if (i >= len)
+			break;
+		if (sb->b[i] == ' ') {
+			path_off = i + 1;
+			break;
+		}
+	}
+	if (path_off && sc->path[0].len) {
+		struct path_cmp pc = { .buf = sb->b, .sc = sc, .off = path_off, .len = len };
+
+		bpf_loop(SLUICE_MAX_PATH_RULES * SLUICE_PATH_LEN, cmp_path_byte, &pc, 0);
+		for (int r = 0; r < SLUICE_MAX_PATH_RULES; r++)
+			if (sc->path[r].len && !(pc.mismatch & (1u << r)))
+				pick_rule(&best, sc->path[r].order, sc->path[r].class);
+	}
+	if (sc->header_order < best.order && sc->header_len) {
+		struct header_scan hs = { .buf = sb->b, .sc = sc, .len = len, .pos = -1,
+					  .class = -1 };
+
+		bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
+		if (hs.class >= 0)
+			pick_rule(&best, sc->header_order, hs.class);
+	}
+	return best;
+}
+
+/* ---- response status ---- */
+
+/* Status code of a response's first segment ("HTTP/1.x NNN"), or 0 when there is none. */
+static __always_inline int response_status(struct __sk_buff *skb, const struct pkt *p)
+{
+	char s[12];
+
+	if (p->payload_len < sizeof(s) || bpf_skb_load_bytes(skb, p->payload_off, s, sizeof(s)))
+		return 0;
+	if (s[0] != 'H' || s[1] != 'T' || s[2] != 'T' || s[3] != 'P' || s[4] != '/' || s[8] != ' ')
+		return 0;
+	if (s[9] < '1' || s[9] > '5' || s[10] < '0' || s[10] > '9' || s[11] < '0' || s[11] > '9')
+		return 0;
+	return (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
+}
+
+/* ---- the kernel's answer to a refused request ----
+ * The request segment is rewritten into the complete response (+FIN) and a clone is sent
+ * back out to the client; the original is then turned into an RST towards the server, so the
+ * server's socket is released at once and it never sees the request. */
+
+struct seg_hdrs {
+	struct ethhdr *eth;
+	struct iphdr *ip4;
+	struct ipv6hdr *ip6;
+	struct tcphdr *tcp;
+};
+
+/* Re-derive header pointers after the skb was resized. l3/l4 offsets are those of the parse. */
+static __always_inline int reload_hdrs(struct __sk_buff *skb, __u32 l3_off, __u32 l4_off,
+				       int v4, struct seg_hdrs *h)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	/* The barrier stops clang from dropping the masks on the grounds of earlier checks the
+	 * verifier no longer sees after the resize. */
+	asm volatile("" : "+r"(l3_off), "+r"(l4_off));
+	l3_off &= 0x3f;   /* Ethernet + at most two VLAN tags */
+	l4_off &= 0x7f;   /* + 20-byte IPv4 or 40-byte IPv6 header */
+	h->eth = data;
+	if ((void *)(h->eth + 1) > data_end)
+		return -1;
+	if (v4) {
+		h->ip4 = data + l3_off;
+		if ((void *)(h->ip4 + 1) > data_end)
+			return -1;
+	} else {
+		h->ip6 = data + l3_off;
+		if ((void *)(h->ip6 + 1) > data_end)
+			return -1;
+	}
+	h->tcp = data + l4_off;
+	if ((void *)(h->tcp + 1) > data_end)
+		return -1;
+	return 0;
+}
+
+static __always_inline void swap_endpoints(struct seg_hdrs *h, int v4)
+{
+	__u8 mac[ETH_ALEN];
+	__be16 port;
+
+	__builtin_memcpy(mac, h->eth->h_source, ETH_ALEN);
+	__builtin_memcpy(h->eth->h_source, h->eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(h->eth->h_dest, mac, ETH_ALEN);
+	if (v4) {
+		__be32 a = h->ip4->saddr;
+		h->ip4->saddr = h->ip4->daddr;
+		h->ip4->daddr = a;
+	} else {
+		struct in6_addr a = h->ip6->saddr;
+		h->ip6->saddr = h->ip6->daddr;
+		h->ip6->daddr = a;
+	}
+	port = h->tcp->source;
+	h->tcp->source = h->tcp->dest;
+	h->tcp->dest = port;
+}
+
+/* Set a 20-byte TCP header's seq/ack/flags and the IP length, and fix both checksums. */
+static __always_inline void finish_segment(struct seg_hdrs *h, int v4, __u32 seq, __u32 ack,
+					   __u8 flags, __u32 payload_len, __u32 payload_sum)
+{
+	struct tcphdr *tcp = h->tcp;
+
+	tcp->seq = bpf_htonl(seq);
+	tcp->ack_seq = bpf_htonl(ack);
+	((__u8 *)tcp)[12] = 5 << 4;        /* doff 5, no options */
+	((__u8 *)tcp)[13] = flags;
+	tcp->urg_ptr = 0;
+	tcp->check = 0;
+	if (v4) {
+		h->ip4->tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(*tcp) + payload_len);
+		h->ip4->ttl = 64;
+		h->ip4->id = 0;
+		h->ip4->frag_off = bpf_htons(0x4000);
+		h->ip4->check = ipv4_csum(h->ip4);
+		tcp->check = tcp_csum_v4(h->ip4, tcp, sizeof(*tcp) + payload_len, payload_sum);
+	} else {
+		h->ip6->payload_len = bpf_htons(sizeof(*tcp) + payload_len);
+		h->ip6->hop_limit = 64;
+		tcp->check = tcp_csum_v6(h->ip6, tcp, sizeof(*tcp) + payload_len, payload_sum);
+	}
+}
+
+#define TCPF_FIN 0x01
+#define TCPF_RST 0x04
+#define TCPF_PSH 0x08
+#define TCPF_ACK 0x10
+
+enum answer_result {
+	ANSWER_SENT = 0,        /* client answered; the skb is now an RST for the server: pass it */
+	ANSWER_NOT_SENT = -1,   /* nothing was changed: the caller admits the request */
+	ANSWER_BROKEN = -2,     /* the skb was half rewritten: drop it (the client's TCP resends) */
+};
+
+/* Answer a refused request with reply (429/503) and reset the server side. */
+static __always_inline int answer_refused_request(struct __sk_buff *skb, const struct pkt *p,
+						  const struct sluice_reply *reply)
+{
+	__u32 l3_off = p->l3_off, l4_off = p->l4_off, len = reply->len;
+	__u32 cseq = bpf_ntohl(p->tcp->seq), cack = bpf_ntohl(p->tcp->ack_seq);
+	__u32 plen = p->payload_len;
+	int v4 = !p->v6;
+	struct seg_hdrs h = {};
+
+	if ((v4 && p->ip4->ihl != 5) || (!v4 && p->ext_hdrs))
+		return -1;
+	if (l3_off > 22 || len == 0 || len > SLUICE_REPLY_MAX || (len & 3))
+		return -1;
+
+	/* 1. The response, to the client. */
+	if (bpf_skb_change_tail(skb, l4_off + sizeof(struct tcphdr) + len, 0))
+		return ANSWER_NOT_SENT;
+	if (bpf_skb_store_bytes(skb, l4_off + sizeof(struct tcphdr), reply->text, len, 0))
+		return ANSWER_BROKEN;
+	if (reload_hdrs(skb, l3_off, l4_off, v4, &h))
+		return ANSWER_BROKEN;
+	swap_endpoints(&h, v4);
+	finish_segment(&h, v4, cack, cseq + plen, TCPF_ACK | TCPF_PSH | TCPF_FIN, len, reply->csum);
+	if (bpf_clone_redirect(skb, skb->ifindex, 0))
+		return ANSWER_BROKEN;
+
+	/* 2. The same skb becomes an RST to the server at the client's sequence number. */
+	if (bpf_skb_change_tail(skb, l4_off + sizeof(struct tcphdr), 0))
+		return ANSWER_BROKEN;
+	if (reload_hdrs(skb, l3_off, l4_off, v4, &h))
+		return ANSWER_BROKEN;
+	swap_endpoints(&h, v4);
+	finish_segment(&h, v4, cseq, cack, TCPF_RST | TCPF_ACK, 0, 0);
+	return ANSWER_SENT;
+}
+
+#endif

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Every map sluice uses, pinned by name under the pin root (default /sys/fs/bpf/sluice) so a
+ * restarted sluiced adopts them with their counts intact. Value layouts live in sluice.h. */
+#ifndef SLUICE_MAPS_H
+#define SLUICE_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "sluice.h"
+
+/* Destination port (host order) -> service index + 1; 0 = not a service. One array lookup is
+ * all a non-service packet pays. Written by the controller on (re)load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} port_to_service SEC(".maps");
+
+/* Static per-service configuration: protocol, reject mode, classification tables. Controller. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct sluice_service);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} services SEC(".maps");
+
+/* Source-prefix classification rules, (service, v4-mapped prefix) -> (class, rule order).
+ * Controller. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SLUICE_MAX_SRC_RULES);
+	__type(key, struct sluice_src_key);
+	__type(value, struct sluice_src_rule);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} source_rules SEC(".maps");
+
+/* Per-service verdicts: limit, class thresholds, ladder/switch/breaker admit fractions.
+ * Rewritten by the controller every tick. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct sluice_verdict);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} verdicts SEC(".maps");
+
+/* Heartbeat and fail-open timeout. Controller, every tick. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_globals);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} globals SEC(".maps");
+
+/* Prepared HTTP 429/503 responses, index svc * 2 + kind. Controller. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES * 2);
+	__type(key, __u32);
+	__type(value, struct sluice_reply);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} replies SEC(".maps");
+
+/* Admitted units by client 4-tuple. A plain HASH, not an LRU: silent eviction would leak
+ * in-flight counts. Whoever deletes an entry (BPF at FIN/RST, or the controller's idle GC)
+ * owns its in-flight decrement, so every unit is released exactly once. When full, new units
+ * are admitted untracked (counted). BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_MAX_FLOWS);
+	__type(key, struct sluice_flow_key);
+	__type(value, struct sluice_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flows SEC(".maps");
+
+/* Recently rejected SYNs (client 4-tuple -> ISN), only to recognise retransmitted SYNs for the
+ * retry-storm signal. Losing entries costs only accuracy of that signal, so LRU is right. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sluice_flow_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} rejected_syns SEC(".maps");
+
+/* In-flight units per service and class. Shared atomics: admission reads the total. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} inflight SEC(".maps");
+
+/* Units released by the controller's flow GC; effective in-flight = inflight - released.
+ * Controller only (so neither side races the other's writes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} inflight_released SEC(".maps");
+
+/* Cumulative counters per (service, class), per CPU. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__type(key, __u32);
+	__type(value, struct sluice_class_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} class_stats SEC(".maps");
+
+/* Request latency histograms per (service, class), per CPU. BPF (TC egress). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__type(key, __u32);
+	__type(value, struct sluice_hist);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} latency_hist SEC(".maps");
+
+/* Parser counters, per CPU. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_pkt_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} pkt_stats SEC(".maps");
+
+/* Scratch space for the first bytes of a request (per CPU, not pinned: holds nothing between
+ * packets). bpf_skb_load_bytes copies here so the header scan works on non-linear skbs. */
+#define SLUICE_SCAN_LEN 256
+struct scan_buf {
+	char b[SLUICE_SCAN_LEN];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scan_buf);
+} scan_scratch SEC(".maps");
+
+#endif

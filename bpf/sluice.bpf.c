@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sluice data path.
+ *   sluice_xdp_ingress : every packet in. Decides connections (tcp services) at SYN, ends flows
+ *                        at client FIN/RST, keeps flows' last-seen fresh for the GC.
+ *   sluice_tc_ingress  : http services: the first segment of each request is classified and
+ *                        admitted; a refused one is answered 429/503 from here (XDP cannot
+ *                        both answer the client and reset the server).
+ *   sluice_tc_egress   : every packet out. Ends flows at server FIN/RST; for http services the
+ *                        first response segment ends the request: latency sample, status.
+ * A packet of an admitted unit is never dropped or altered: the only verdicts other than PASS
+ * are for a refused SYN (RST via XDP_TX, or drop). */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "sluice.h"
+#include "maps.h"
+#include "parse.h"
+#include "admit.h"
+#include "tcp_reset.h"
+#include "http.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define NS_PER_SEC 1000000000ull
+
+static __always_inline struct sluice_pkt_stats *pkt_counters(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&pkt_stats, &zero);
+}
+
+/* Service index for a port, or -1. */
+static __always_inline int service_of(__be16 port)
+{
+	__u32 key = bpf_ntohs(port);
+	__u32 *v = bpf_map_lookup_elem(&port_to_service, &key);
+
+	if (!v || !*v || *v > SLUICE_MAX_SERVICES)
+		return -1;
+	return *v - 1;
+}
+
+static __always_inline void flow_key_of(const struct pkt *p, int ingress,
+					struct sluice_flow_key *k)
+{
+	pkt_addr(p, ingress, k->client_addr);
+	k->client_port = ingress ? p->tcp->source : p->tcp->dest;
+	k->service_port = ingress ? p->tcp->dest : p->tcp->source;
+}
+
+/* Refresh a flow seen on the wire: handshake completion, and last-seen at most once a second
+ * (the GC needs seconds, not a write per packet). */
+static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
+{
+	if (f->state == SLUICE_FLOW_SYN)
+		f->state = SLUICE_FLOW_OPEN;
+	if (now - f->last_seen_ns > NS_PER_SEC)
+		f->last_seen_ns = now;
+}
+
+static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
+					      struct sluice_class_stats *st)
+{
+	__u32 *seen = bpf_map_lookup_elem(&rejected_syns, key);
+
+	if (seen && *seen == isn) {
+		st->retransmits++;
+		return;
+	}
+	bpf_map_update_elem(&rejected_syns, key, &isn, BPF_ANY);
+}
+
+static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
+				      const struct sluice_service *sc)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_flow *f, nf = {};
+	struct sluice_class_stats *st;
+	struct sluice_pkt_stats *ps;
+	struct class_pick pick;
+	__u32 isn = bpf_ntohl(p->tcp->seq);
+	__u64 now = bpf_ktime_get_ns();
+	int reason = 0;
+	__u32 len;
+
+	flow_key_of(p, 1, &key);
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (f) {
+		if (f->syn_seq == isn) {
+			/* Retransmit of a SYN we admitted: same unit, count once. */
+			st = class_stats_of(svc, f->class);
+			if (st)
+				st->retransmits++;
+			return XDP_PASS;
+		}
+		/* A new connection on a 4-tuple still tracked: the old one ended unseen. */
+		end_flow(&key, 0);
+	}
+
+	/* http services admit per request (TC ingress); the connection is only tracked. */
+	if (sc->protocol == SLUICE_PROTO_HTTP) {
+		nf.admitted_ns = now;
+		nf.last_seen_ns = now;
+		nf.syn_seq = isn;
+		nf.svc = svc;
+		nf.class = sc->default_class & 3;
+		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
+		return XDP_PASS;
+	}
+
+	pick = classify_l3(sc, svc, p);
+	st = class_stats_of(svc, pick.class);
+	if (!st)
+		return XDP_PASS;
+	st->arrivals++;
+
+	if (admit_unit(svc, pick.class, now, st, &reason)) {
+		nf.admitted_ns = now;
+		nf.last_seen_ns = now;
+		nf.syn_seq = isn;
+		nf.svc = svc;
+		nf.class = pick.class & 3;
+		nf.tracked_inflight = 1;
+		st->admitted++;
+		if (bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST) != 0) {
+			/* Table full (or a racing SYN): admitted, but not counted. */
+			release_unit(svc, pick.class);
+			st->untracked++;
+		}
+		return XDP_PASS;
+	}
+
+	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
+		st->rejected[reason]++;
+	note_rejected_syn(&key, isn, st);
+	if (sc->reject_mode == SLUICE_REJECT_DROP)
+		return XDP_DROP;
+
+	ps = pkt_counters();
+	len = build_syn_reset(p);
+	if (!len) {
+		/* Cannot answer this one cleanly: dropping is what the client's SYN retry
+		 * logic handles best. */
+		if (ps)
+			ps->reply_failed++;
+		return XDP_DROP;
+	}
+	{
+		int cut = (int)bpf_xdp_get_buff_len(ctx) - (int)len;
+
+		if (cut > 0 && bpf_xdp_adjust_tail(ctx, -cut) != 0) {
+			if (ps)
+				ps->reply_failed++;
+			return XDP_DROP;
+		}
+	}
+	if (ps)
+		ps->rst_sent++;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int sluice_xdp_ingress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	const struct sluice_service *sc;
+	struct sluice_pkt_stats *ps;
+	struct sluice_flow_key key = {};
+	struct sluice_flow *f;
+	struct pkt p;
+	enum pkt_kind kind;
+	int svc;
+
+	kind = parse_packet(data, data_end, &p);
+	if (kind != PKT_TCP) {
+		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
+			ps->malformed++;
+		return XDP_PASS;
+	}
+	svc = service_of(p.tcp->dest);
+	if (svc < 0)
+		return XDP_PASS;
+	if ((ps = pkt_counters()))
+		ps->service++;
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (!sc)
+		return XDP_PASS;
+
+	if (p.tcp->syn && !p.tcp->ack)
+		return handle_syn(ctx, &p, svc, sc);
+
+	flow_key_of(&p, 1, &key);
+	if (p.tcp->rst || p.tcp->fin) {
+		end_flow(&key, 0);
+		return XDP_PASS;
+	}
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (f)
+		touch_flow(f, bpf_ktime_get_ns());
+	return XDP_PASS;
+}
+
+/* The first response segment of a request: latency sample, status, in-flight - 1. The caller
+ * won the request (cleared req_active), so this runs once per request. */
+static __always_inline void end_request(struct __sk_buff *skb, const struct pkt *p,
+					struct sluice_flow *f, __u64 now)
+{
+	__u32 svc = f->svc, cls = f->class & 3, idx;
+	struct sluice_class_stats *st;
+	struct sluice_hist *h;
+	__u64 us = (now - f->req_start_ns) / 1000;
+	int status;
+
+	if (svc >= SLUICE_MAX_SERVICES)
+		return;
+	release_unit(svc, cls);
+	idx = sluice_stat_index(svc, cls);
+	h = bpf_map_lookup_elem(&latency_hist, &idx);
+	if (h) {
+		__u32 b = sluice_hist_bucket(us);
+
+		/* Keep the bound check on the register that indexes (clang may reuse another). */
+		asm volatile("" : "+r"(b));
+		if (b < SLUICE_HIST_BUCKETS)
+			h->bucket[b]++;
+		h->sum_us += us;
+	}
+	st = bpf_map_lookup_elem(&class_stats, &idx);
+	if (!st)
+		return;
+	st->completed++;
+	status = response_status(skb, p);
+	if (status >= 500)
+		st->errors++;
+	else if (status == 429)
+		st->resp_429++; /* the server shedding by itself is not a failure */
+}
+
+SEC("tc")
+int sluice_tc_egress(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct sluice_flow_key key = {};
+	struct sluice_pkt_stats *ps;
+	struct sluice_flow *f;
+	struct pkt p;
+	enum pkt_kind kind;
+	__u64 now;
+	int svc;
+
+	kind = parse_packet(data, data_end, &p);
+	if (kind != PKT_TCP) {
+		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
+			ps->malformed++;
+		return TC_ACT_OK;
+	}
+	svc = service_of(p.tcp->source);
+	if (svc < 0)
+		return TC_ACT_OK;
+	if ((ps = pkt_counters()))
+		ps->service++;
+
+	flow_key_of(&p, 0, &key);
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f)
+		return TC_ACT_OK;
+	now = bpf_ktime_get_ns();
+	/* A response that carries FIN (Connection: close) still ends its request first. */
+	if (p.payload_len && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
+		end_request(skb, &p, f, now);
+	if (p.tcp->rst || p.tcp->fin) {
+		end_flow(&key, p.tcp->rst);
+		return TC_ACT_OK;
+	}
+	touch_flow(f, now);
+	return TC_ACT_OK;
+}
+
+/* Start of a request on an http service: classify, admit, or answer 429/503. */
+static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, __u32 svc,
+					 const struct sluice_service *sc)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_flow *f, nf = {};
+	struct sluice_class_stats *st;
+	struct sluice_pkt_stats *ps;
+	struct sluice_verdict *v;
+	struct sluice_reply *reply;
+	struct class_pick pick;
+	__u32 seq = bpf_ntohl(p->tcp->seq), kind, rk;
+	__u64 now = bpf_ktime_get_ns();
+	int reason = 0, rc;
+
+	flow_key_of(p, 1, &key);
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f) {
+		/* A connection older than sluice, or one whose SYN we missed: track it now. */
+		nf.admitted_ns = now;
+		nf.last_seen_ns = now;
+		nf.svc = svc;
+		nf.state = SLUICE_FLOW_OPEN;
+		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&flows, &key);
+	}
+	if (f) {
+		touch_flow(f, now);
+		if (f->req_active)
+			return TC_ACT_OK; /* more of the request in flight (body, pipelining) */
+		if (f->req_seq == seq && f->req_start_ns) {
+			/* The client resent a request that was already answered: a retry. */
+			st = class_stats_of(svc, f->class);
+			if (st)
+				st->retransmits++;
+			return TC_ACT_OK;
+		}
+	}
+
+	pick = classify_request(skb, sc, svc, p);
+	st = class_stats_of(svc, pick.class);
+	if (!st)
+		return TC_ACT_OK;
+	st->arrivals++;
+	if (admit_unit(svc, pick.class, now, st, &reason)) {
+		st->admitted++;
+		if (!f) {
+			release_unit(svc, pick.class);
+			st->untracked++;
+			return TC_ACT_OK;
+		}
+		f->class = pick.class & 3;
+		f->req_seq = seq;
+		f->req_start_ns = now;
+		f->req_active = 1;
+		return TC_ACT_OK;
+	}
+
+	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
+		st->rejected[reason]++;
+	v = bpf_map_lookup_elem(&verdicts, &svc);
+	kind = v && v->breaker_state == SLUICE_BREAKER_OPEN ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
+	rk = svc * 2 + kind;
+	reply = bpf_map_lookup_elem(&replies, &rk);
+	ps = pkt_counters();
+	rc = reply ? answer_refused_request(skb, p, reply) : ANSWER_NOT_SENT;
+	if (rc == ANSWER_NOT_SENT) {
+		/* Could not answer cleanly: on doubt, admit (untracked). */
+		if (ps)
+			ps->reply_failed++;
+		return TC_ACT_OK;
+	}
+	if (ps && rc == ANSWER_SENT)
+		ps->reply_sent++;
+	/* The connection is closed on both sides now. */
+	if (f && bpf_map_delete_elem(&flows, &key) == 0 && f->tracked_inflight)
+		release_unit(svc, f->class);
+	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+SEC("tc")
+int sluice_tc_ingress(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	const struct sluice_service *sc;
+	struct pkt p;
+	int svc;
+
+	if (parse_packet(data, data_end, &p) != PKT_TCP)
+		return TC_ACT_OK; /* counted by XDP */
+	svc = service_of(p.tcp->dest);
+	if (svc < 0)
+		return TC_ACT_OK;
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (!sc || sc->protocol != SLUICE_PROTO_HTTP)
+		return TC_ACT_OK;
+	if (!p.payload_len || p.tcp->syn || p.tcp->rst)
+		return TC_ACT_OK;
+	return start_request(skb, &p, svc, sc);
+}

@@ -1,0 +1,39 @@
+/* Loading, attaching, adopting and detaching the data path.
+ * Programs are loaded fresh on every start; maps are reused from the pins (LIBBPF_PIN_BY_NAME)
+ * so counts survive; the XDP link is pinned and swapped in place with bpf_link_update; the TC
+ * filter is replaced at a fixed handle. Traffic never sees a moment without a program. */
+#ifndef SLUICE_ATTACH_H
+#define SLUICE_ATTACH_H
+
+#include <stddef.h>
+
+struct sluice_bpf;
+
+#define SLUICE_TC_HANDLE 0x51ce
+#define SLUICE_TC_PRIO   0x51
+
+struct attach_state {
+	struct sluice_bpf *skel;
+	int ifindex;
+	int xdp_link_fd;
+	int adopted;                /* maps and link were already pinned: a restart */
+	const char *xdp_mode_used;  /* "native" | "generic" */
+};
+
+/* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed).
+ * On failure returns -errno and a message in err. */
+int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t errlen);
+
+/* Attach (or adopt and swap) XDP ingress and TC egress/ingress on ifname.
+ * xdp_mode: 0 auto (native, else generic), 1 native, 2 generic. */
+int attach_interface(struct attach_state *st, const char *pin_dir, const char *ifname,
+		     int xdp_mode, char *err, size_t errlen);
+
+/* Release the process's handles; pinned state stays (traffic keeps flowing). */
+void attach_release(struct attach_state *st);
+
+/* Remove everything: TC filters, XDP link, pinned maps, the pin directory.
+ * Returns 0, -ENOENT when nothing was attached, or -errno. */
+int detach_all(const char *pin_dir, char *err, size_t errlen);
+
+#endif
