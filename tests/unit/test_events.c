@@ -1,0 +1,61 @@
+/* Event JSON: fields, escaping, numbers, truncation. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+#include "events.h"
+
+static void test_json_line(void **st)
+{
+	struct sluice_event ev;
+	char buf[512];
+	int n;
+	(void)st;
+	sluice_event_init(&ev, 123456789ull, SLUICE_EV_INFO, "we\"b\\x\n", "breaker", "closed",
+			  "open", "error_rate");
+	sluice_event_num(&ev, "calls", 22);
+	sluice_event_num(&ev, "error_rate", 0.5);
+	sluice_event_num(&ev, "bad", NAN);
+	n = sluice_event_json(&ev, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_string_equal(buf,
+		"{\"t_ns\":123456789,\"event\":\"state_change\",\"level\":\"info\","
+		"\"service\":\"we\\\"b\\\\x\\u000a\",\"machine\":\"breaker\",\"from\":\"closed\","
+		"\"to\":\"open\",\"why\":\"error_rate\",\"calls\":22,\"error_rate\":0.5,\"bad\":null}");
+	assert_null(strchr(buf, '\n'));
+}
+
+static void test_json_truncation_and_limits(void **st)
+{
+	struct sluice_event ev;
+	char small[16];
+	int i, n;
+	(void)st;
+	sluice_event_init(&ev, 1, SLUICE_EV_DEBUG, NULL, "aimd", "limit", "limit", "x");
+	for (i = 0; i < 20; i++)
+		sluice_event_num(&ev, "k", i);
+	assert_int_equal(ev.n_nums, SLUICE_EV_MAX_NUMS);
+	n = sluice_event_json(&ev, small, sizeof(small));
+	assert_true(n > (int)sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	ev.cls = 2;
+	{
+		char buf[512];
+		sluice_event_json(&ev, buf, sizeof(buf));
+		assert_non_null(strstr(buf, "\"class\":\"L2\""));
+		assert_non_null(strstr(buf, "\"service\":\"\""));
+		assert_non_null(strstr(buf, "\"level\":\"debug\""));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_line),
+		cmocka_unit_test(test_json_truncation_and_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,98 @@
+/* Work-conserving headroom thresholds and the recent-peak tracker. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "headroom.h"
+
+#define S 1000000000ull
+
+static void thr(uint32_t limit, uint32_t p0, uint32_t p1, uint32_t p2, uint32_t p3, uint32_t *out)
+{
+	struct sluice_headroom_params p;
+	uint32_t peak[4] = { p0, p1, p2, p3 };
+
+	sluice_headroom_params_default(&p);
+	sluice_headroom_thresholds(limit, &p, peak, out);
+}
+
+static void test_idle_higher_classes_leave_room(void **st)
+{
+	uint32_t o[4];
+	(void)st;
+	/* nobody above is busy: only the minimum margin (2 per class above) is reserved */
+	thr(100, 0, 0, 0, 0, o);
+	assert_int_equal(o[0], 100);
+	assert_int_equal(o[1], 98);
+	assert_int_equal(o[2], 96);
+	assert_int_equal(o[3], 94);                 /* far above the fixed 50% */
+}
+
+static void test_reserves_peak_plus_margin(void **st)
+{
+	uint32_t o[4];
+	(void)st;
+	/* L0 peak 4 (+2), L1 peak 2 (+2), L2 peak 8 (+2): L1 100-6, L2 100-10, L3 100-20 */
+	thr(100, 4, 2, 8, 0, o);
+	assert_int_equal(o[0], 100);
+	assert_int_equal(o[1], 94);
+	assert_int_equal(o[2], 90);
+	assert_int_equal(o[3], 80);
+	/* margin is 25% of a large peak: L0 peak 16 -> reserve 20 */
+	thr(200, 16, 0, 0, 0, o);
+	assert_int_equal(o[1], 180);
+}
+
+static void test_configured_percentages_are_floors(void **st)
+{
+	uint32_t o[4];
+	(void)st;
+	/* busy L0 would leave L3 nothing, but L3 keeps limit x 50% */
+	thr(100, 80, 10, 10, 10, o);
+	assert_int_equal(o[0], 100);
+	assert_int_equal(o[1], 90);
+	assert_int_equal(o[2], 75);
+	assert_int_equal(o[3], 50);
+	/* never above the limit, never increasing with the class */
+	thr(10, 0, 0, 0, 0, o);
+	assert_true(o[0] == 10 && o[1] <= o[0] && o[2] <= o[1] && o[3] <= o[2]);
+	assert_int_equal(o[1], 9);                  /* 10 - 2 = 8 < floor ceil(9.0) */
+	assert_int_equal(o[3], 5);
+	thr(0, 5, 5, 5, 5, o);
+	assert_true(o[0] == 0 && o[3] == 0);
+}
+
+static void test_peak_tracker(void **st)
+{
+	struct sluice_peak pk;
+	uint32_t out[4];
+	int64_t v[4] = { 5, 1, -3, 0 };
+	(void)st;
+	sluice_peak_init(&pk);
+	sluice_peak_update(&pk, v, 100 * S);
+	v[0] = 2; v[1] = 7;
+	sluice_peak_update(&pk, v, 103 * S + 5);
+	sluice_peak_get(&pk, 10, 105 * S, out);
+	assert_int_equal(out[0], 5);
+	assert_int_equal(out[1], 7);
+	assert_int_equal(out[2], 0);                /* negative counts as 0 */
+	/* the 100 s peak leaves the 10 s window at 110 s */
+	sluice_peak_get(&pk, 10, 110 * S, out);
+	assert_int_equal(out[0], 2);
+	sluice_peak_get(&pk, 10, 113 * S, out);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_idle_higher_classes_leave_room),
+		cmocka_unit_test(test_reserves_peak_plus_margin),
+		cmocka_unit_test(test_configured_percentages_are_floors),
+		cmocka_unit_test(test_peak_tracker),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

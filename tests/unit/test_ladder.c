@@ -1,0 +1,207 @@
+/* Priority ladder with a fake clock: shedding order, L0 last, shed pacing, stepwise recovery
+ * with holds (higher classes first), overload detection. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "ladder.h"
+#include "evcap.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+#define ONE SLUICE_PROB_ONE
+#define PCT(x) ((uint32_t)((uint64_t)(x) * ONE / 100))
+
+static struct sluice_ladder_input inp(int over, uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3)
+{
+	struct sluice_ladder_input i = { over, { d0, d1, d2, d3 } };
+	return i;
+}
+
+static void test_sheds_in_class_order(void **st)
+{
+	/* admit after each cut: L3 50 25 12.5 off, L2 ..., L1 ..., then L0 down to its floor */
+	static const uint32_t seq[] = { ONE / 2, ONE / 4, ONE / 8, 0 };
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input i = inp(1, 10, 10, 10, 10);
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "web");
+	uint64_t now = 0;
+	int k, n, j;
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	for (k = 3; k >= 1; k--) {
+		for (n = 0; n < 4; n++) {
+			now += 200 * MS;
+			assert_int_equal(sluice_ladder_tick(&l, &p, &i, now, &sink), 1);
+			assert_int_equal(l.admit[k], seq[n]);
+			for (j = 0; j < k; j++)
+				assert_int_equal(l.admit[j], ONE);   /* higher classes untouched */
+			assert_int_equal(evcap_last(&c)->cls, k);
+		}
+	}
+	/* only now L0, and never below the 10% floor */
+	now += 200 * MS;
+	sluice_ladder_tick(&l, &p, &i, now, &sink);
+	assert_int_equal(l.admit[0], ONE / 2);
+	for (n = 0; n < 10; n++)
+		sluice_ladder_tick(&l, &p, &i, now += 200 * MS, &sink);
+	assert_int_equal(l.admit[0], PCT(10));
+	assert_non_null(strstr(c.json[0], "\"class\":\"L3\""));
+	assert_non_null(strstr(c.json[0], "\"from\":\"full\",\"to\":\"partial\""));
+	assert_non_null(strstr(c.json[3], "\"to\":\"off\""));
+}
+
+static void test_idle_classes_skipped_and_pacing(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input i = inp(1, 10, 10, 10, 0);     /* no L3 demand */
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 100 * MS, NULL), 1);
+	assert_int_equal(l.admit[3], ONE);        /* cutting an idle class would do nothing */
+	assert_int_equal(l.admit[2], ONE / 2);
+	/* at most one cut per shed_interval_s (0.2 s) */
+	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 200 * MS, NULL), 0);
+	assert_int_equal(l.admit[2], ONE / 2);
+	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 300 * MS, NULL), 1);
+	assert_int_equal(l.admit[2], ONE / 4);
+	/* L0 is not touched while L1 still admits with demand, even with L2 and L3 idle */
+	i = inp(1, 10, 10, 0, 0);
+	sluice_ladder_tick(&l, &p, &i, 500 * MS, NULL);
+	assert_int_equal(l.admit[1], ONE / 2);
+	assert_int_equal(l.admit[0], ONE);
+}
+
+static void test_recovers_stepwise_with_holds(void **st)
+{
+	/* expected (class, admit) after each hold of 5 s: L2 climbs first, then L3 */
+	static const struct { int cls; uint32_t pct; } want[] = {
+		{ 2, 80 }, { 2, 100 }, { 3, 10 }, { 3, 30 }, { 3, 50 }, { 3, 80 }, { 3, 100 },
+	};
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input over = inp(1, 10, 10, 10, 10), calm = inp(0, 10, 10, 10, 10);
+	uint64_t now = 0, last;
+	int n, t;
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	for (n = 0; n < 5; n++)                    /* L3 off, L2 at 50% */
+		sluice_ladder_tick(&l, &p, &over, now += 200 * MS, NULL);
+	assert_int_equal(l.admit[3], 0);
+	assert_int_equal(l.admit[2], ONE / 2);
+	last = now;
+	for (n = 0; n < 7; n++) {
+		/* nothing moves during the hold */
+		for (t = 0; t < 49; t++) {
+			now += 100 * MS;
+			assert_int_equal(sluice_ladder_tick(&l, &p, &calm, now, NULL), 0);
+		}
+		now += 100 * MS;
+		assert_int_equal(sluice_ladder_tick(&l, &p, &calm, now, NULL), 1);
+		assert_int_equal(now - last, 5 * S);
+		last = now;
+		assert_int_equal(l.admit[want[n].cls], PCT(want[n].pct));
+		if (want[n].cls == 3)
+			assert_int_equal(l.admit[2], ONE);     /* higher class recovered first */
+	}
+	for (t = 0; t < 4; t++)
+		assert_int_equal(l.admit[t], ONE);
+}
+
+static void test_overload_during_recovery_restarts_hold(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input over = inp(1, 0, 0, 0, 10), calm = inp(0, 0, 0, 0, 10);
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	sluice_ladder_tick(&l, &p, &over, 0, NULL);
+	sluice_ladder_tick(&l, &p, &over, 200 * MS, NULL);
+	sluice_ladder_tick(&l, &p, &over, 400 * MS, NULL);
+	sluice_ladder_tick(&l, &p, &over, 600 * MS, NULL);
+	assert_int_equal(l.admit[3], 0);
+	sluice_ladder_tick(&l, &p, &calm, 5600 * MS, NULL);
+	assert_int_equal(l.admit[3], PCT(10));
+	/* overload again at 8 s: L3 is cut (to off), and the next climb waits 5 s from there */
+	sluice_ladder_tick(&l, &p, &over, 8 * S, NULL);
+	assert_int_equal(l.admit[3], 0);
+	sluice_ladder_tick(&l, &p, &calm, 12 * S, NULL);
+	assert_int_equal(l.admit[3], 0);
+	sluice_ladder_tick(&l, &p, &calm, 13 * S, NULL);
+	assert_int_equal(l.admit[3], PCT(10));
+}
+
+static void test_overload_detection(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_overload_input o;
+	const char *why = NULL;
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	memset(&o, 0, sizeof(o));
+	o.target_us = 10000;
+	o.latency_us = 9000;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, &why), 0);
+	o.latency_us = 11000;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, &why), 1);
+	assert_string_equal(why, "latency_above_target");
+	/* L1 turned away by headroom while L3 is admitted: priority inversion */
+	o.latency_us = 0;
+	o.arrivals[1] = 100; o.headroom_rej[1] = 10;
+	o.arrivals[3] = 50;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, &why), 1);
+	assert_string_equal(why, "priority_inversion");
+	/* below rej_frac (2%) it is noise */
+	o.headroom_rej[1] = 2;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, NULL), 0);
+	/* once L3 (and L2) are off there is nothing lower to blame */
+	o.headroom_rej[1] = 10;
+	l.admit[3] = 0;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, NULL), 0);
+	/* L3's own headroom rejections are headroom doing its job, not overload */
+	memset(&o, 0, sizeof(o));
+	l.admit[3] = ONE;
+	o.arrivals[3] = 100; o.headroom_rej[3] = 80;
+	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, NULL), 0);
+}
+
+static void test_from_conf(void **st)
+{
+	struct service_conf sc;
+	struct sluice_ladder_params p;
+	(void)st;
+	memset(&sc, 0, sizeof(sc));
+	sluice_ladder_params_from_conf(&sc, &p);
+	assert_int_equal(p.n_steps, 5);
+	assert_true(p.step_s == 5);
+	sc.ladder_steps[0] = 20; sc.ladder_steps[1] = 60; sc.n_ladder_steps = 2;
+	sc.recovery_step_s = 120;
+	sluice_ladder_params_from_conf(&sc, &p);
+	assert_int_equal(p.n_steps, 3);
+	assert_int_equal(p.steps[2], 100);
+	assert_true(p.step_s == 120);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sheds_in_class_order),
+		cmocka_unit_test(test_idle_classes_skipped_and_pacing),
+		cmocka_unit_test(test_recovers_stepwise_with_holds),
+		cmocka_unit_test(test_overload_during_recovery_restarts_hold),
+		cmocka_unit_test(test_overload_detection),
+		cmocka_unit_test(test_from_conf),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,158 @@
+/* Signals: percentiles from known histograms, deltas, 429 exclusion, resets, zero traffic. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+#include "signals.h"
+
+static void add(struct sluice_hist *h, uint64_t us, uint64_t n)
+{
+	h->bucket[sluice_hist_bucket(us)] += n;
+	h->sum_us += us * n;
+}
+
+static void test_bucket_bounds_are_contiguous(void **st)
+{
+	uint32_t i;
+	(void)st;
+	for (i = 1; i < SLUICE_HIST_BUCKETS; i++) {
+		assert_int_equal(sluice_hist_lower_us(i), sluice_hist_upper_us(i - 1));
+		assert_int_equal(sluice_hist_bucket(sluice_hist_lower_us(i)), i);
+		assert_int_equal(sluice_hist_bucket(sluice_hist_upper_us(i) - 1),
+				 i);
+	}
+}
+
+static void test_percentiles_known_histogram(void **st)
+{
+	struct sluice_hist h;
+	(void)st;
+	memset(&h, 0, sizeof(h));
+	add(&h, 100, 50);    /* bucket [96,112) */
+	add(&h, 1000, 40);   /* bucket [896,1024) */
+	add(&h, 10000, 10);  /* bucket [8192,10240) */
+	assert_int_equal(sluice_hist_count(&h), 100);
+	/* rank 50 is the last of 50 in [96,112): interpolates to the top of the bucket */
+	assert_true(fabs(sluice_hist_quantile_us(&h, 0.50) - 112.0) < 1e-9);
+	assert_true(fabs(sluice_hist_quantile_us(&h, 0.25) - (96 + 16 * 25.0 / 50)) < 1e-9);
+	assert_true(fabs(sluice_hist_quantile_us(&h, 0.90) - 1024.0) < 1e-9);
+	assert_true(fabs(sluice_hist_quantile_us(&h, 0.99) - (8192 + 2048 * 0.9)) < 1e-9);
+	/* exact small buckets */
+	memset(&h, 0, sizeof(h));
+	add(&h, 2, 10);
+	assert_true(sluice_hist_quantile_us(&h, 0.5) == 2.0);
+	memset(&h, 0, sizeof(h));
+	assert_true(sluice_hist_quantile_us(&h, 0.99) == 0.0);
+}
+
+static void test_above_threshold(void **st)
+{
+	struct sluice_hist h;
+	(void)st;
+	memset(&h, 0, sizeof(h));
+	add(&h, 100, 50);
+	add(&h, 1000, 40);
+	add(&h, 10000, 10);
+	assert_true(fabs(sluice_hist_above_us(&h, 5000) - 10.0) < 1e-9);
+	assert_true(fabs(sluice_hist_above_us(&h, 50) - 100.0) < 1e-9);
+	assert_true(sluice_hist_above_us(&h, 20000) == 0.0);
+	/* threshold 960 inside [896,1024): values 961..1023 are 63 of 128 */
+	assert_true(fabs(sluice_hist_above_us(&h, 960) - (10 + 40 * 63.0 / 128)) < 1e-9);
+}
+
+static void stats_zero(struct sluice_class_stats *s, struct sluice_hist *h)
+{
+	memset(s, 0, sizeof(*s) * SLUICE_NUM_CLASSES);
+	memset(h, 0, sizeof(*h) * SLUICE_NUM_CLASSES);
+}
+
+static void test_compute_deltas(void **st)
+{
+	struct sluice_class_stats prev[4], cur[4];
+	struct sluice_hist ph[4], ch[4];
+	struct sluice_service_signals out;
+	(void)st;
+	stats_zero(prev, ph);
+	prev[0].arrivals = 1000; prev[0].completed = 900; prev[0].errors = 5;
+	add(&ph[0], 100, 900);
+	memcpy(cur, prev, sizeof(cur));
+	memcpy(ch, ph, sizeof(ch));
+	cur[0].arrivals += 500;
+	cur[0].completed += 100;
+	cur[0].resp_429 += 20;              /* excluded: 80 real calls */
+	cur[0].errors += 40;
+	cur[0].retransmits += 50;
+	cur[0].rejected[SLUICE_REJ_HEADROOM] += 7;
+	add(&ch[0], 100, 50);
+	add(&ch[0], 1000, 40);
+	add(&ch[0], 10000, 10);
+	cur[3].arrivals = 100;
+	cur[3].completed = 100;
+	add(&ch[3], 10000, 100);
+
+	sluice_signals_compute(prev, cur, ph, ch, 500000000ull, 5000, &out);
+	assert_true(fabs(out.dt_s - 0.5) < 1e-12);
+	assert_int_equal(out.cls[0].arrivals, 500);
+	assert_true(fabs(out.cls[0].rate_per_s - 1000.0) < 1e-9);
+	assert_int_equal(out.cls[0].calls, 80);
+	assert_true(fabs(out.cls[0].error_rate - 0.5) < 1e-12);
+	assert_int_equal(out.cls[0].samples, 100);
+	assert_true(fabs(out.cls[0].p50_us - 112.0) < 1e-9);
+	assert_true(fabs(out.cls[0].slow_rate - 0.1) < 1e-12);
+	assert_true(fabs(out.cls[0].retransmit_ratio - 0.1) < 1e-12);
+	assert_int_equal(out.cls[0].rejected_total, 7);
+	assert_int_equal(out.cls[0].reset, 0);
+	/* total = all classes */
+	assert_int_equal(out.total.arrivals, 600);
+	assert_int_equal(out.total.samples, 200);
+	assert_int_equal(out.total.calls, 180);
+	assert_true(fabs(out.total.error_rate - 40.0 / 180) < 1e-12);
+	assert_true(fabs(out.total.slow_rate - 110.0 / 200) < 1e-12);
+	assert_true(out.total.p99_us > 8192 && out.total.p99_us <= 10240);
+	assert_true(fabs(out.cls[3].p50_us - (8192 + 2048 * 0.5)) < 1e-9);
+}
+
+static void test_counter_reset_and_zero_traffic(void **st)
+{
+	struct sluice_class_stats prev[4], cur[4];
+	struct sluice_hist ph[4], ch[4];
+	struct sluice_service_signals out;
+	(void)st;
+	stats_zero(prev, ph);
+	stats_zero(cur, ch);
+	/* zero traffic: everything 0, nothing NaN */
+	sluice_signals_compute(prev, cur, ph, ch, 100000000ull, 800000, &out);
+	assert_true(out.total.error_rate == 0 && out.total.slow_rate == 0);
+	assert_true(out.total.p99_us == 0 && out.total.rate_per_s == 0);
+	assert_false(isnan(out.total.retransmit_ratio));
+	/* reset: counters went backwards -> the new values are the delta */
+	prev[1].arrivals = 1000; prev[1].completed = 1000;
+	add(&ph[1], 100, 1000);
+	cur[1].arrivals = 30; cur[1].completed = 30;
+	add(&ch[1], 200, 30);
+	sluice_signals_compute(prev, cur, ph, ch, 100000000ull, 800000, &out);
+	assert_int_equal(out.cls[1].reset, 1);
+	assert_int_equal(out.total.reset, 1);
+	assert_int_equal(out.cls[1].arrivals, 30);
+	assert_int_equal(out.cls[1].samples, 30);
+	assert_true(out.cls[1].p50_us >= 192 && out.cls[1].p50_us <= 224);
+	/* no previous snapshot at all */
+	sluice_signals_compute(NULL, cur, NULL, ch, 0, 0, &out);
+	assert_int_equal(out.cls[1].arrivals, 30);
+	assert_true(out.cls[1].rate_per_s == 0);   /* dt 0: no rate */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bucket_bounds_are_contiguous),
+		cmocka_unit_test(test_percentiles_known_histogram),
+		cmocka_unit_test(test_above_threshold),
+		cmocka_unit_test(test_compute_deltas),
+		cmocka_unit_test(test_counter_reset_and_zero_traffic),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,53 @@
+/* sluice controller events: every state change of a controller state machine (breaker, AIMD,
+ * ladder, cascade suppression, retry storm) is handed to a caller-supplied callback as one
+ * struct sluice_event, which sluice_event_json() turns into one JSON line. The state machines
+ * themselves never print: the daemon decides where lines go (stdout) and what to filter. */
+#ifndef SLUICE_EVENTS_H
+#define SLUICE_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLUICE_EV_MAX_NUMS 8
+
+/* INFO: an operator wants to see it. DEBUG: routine steps (AIMD +1), high volume. */
+enum sluice_ev_level { SLUICE_EV_INFO = 0, SLUICE_EV_DEBUG = 1, SLUICE_EV_ALERT = 2 };
+
+struct sluice_ev_num {
+	const char *key;                  /* static string, a JSON-safe identifier */
+	double val;
+};
+
+struct sluice_event {
+	uint64_t t_ns;                    /* the controller clock (CLOCK_MONOTONIC) of the decision */
+	int level;                        /* enum sluice_ev_level */
+	const char *service;              /* service name, "" for host-wide machines */
+	const char *machine;              /* "breaker", "aimd", "ladder", "cascade", "retry_storm" */
+	const char *from, *to;            /* state names */
+	const char *why;                  /* short reason, e.g. "error_rate" */
+	int cls;                          /* class 0..3 for per-class machines, -1 otherwise */
+	int n_nums;
+	struct sluice_ev_num num[SLUICE_EV_MAX_NUMS];   /* the numbers that decided it */
+};
+
+typedef void (*sluice_event_fn)(void *ctx, const struct sluice_event *ev);
+
+/* Where a machine reports. fn may be NULL (events dropped). service names the events. */
+struct sluice_event_sink {
+	sluice_event_fn fn;
+	void *ctx;
+	const char *service;
+};
+
+/* Start an event (zeroes nums, cls = -1). */
+void sluice_event_init(struct sluice_event *ev, uint64_t t_ns, int level, const char *service,
+		       const char *machine, const char *from, const char *to, const char *why);
+/* Append one number; silently ignored past SLUICE_EV_MAX_NUMS. */
+void sluice_event_num(struct sluice_event *ev, const char *key, double val);
+/* Deliver to the sink (no-op when sink or sink->fn is NULL). */
+void sluice_event_emit(const struct sluice_event_sink *sink, const struct sluice_event *ev);
+/* Format as one JSON object without a trailing newline. Returns the length it needed (like
+ * snprintf); the output is always NUL-terminated when len > 0. */
+int sluice_event_json(const struct sluice_event *ev, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,97 @@
+/* Work-conserving per-class thresholds and the recent-peak tracker; see headroom.h. */
+#include <string.h>
+#include "headroom.h"
+
+static const uint32_t default_pct[SLUICE_NUM_CLASSES] = { 100, 90, 75, 50 };
+
+void sluice_headroom_params_default(struct sluice_headroom_params *p)
+{
+	memcpy(p->pct, default_pct, sizeof(p->pct));
+	p->margin_pct = 25;
+	p->margin_min = 2;
+}
+
+void sluice_headroom_params_from_pct(const int pct[SLUICE_NUM_CLASSES],
+				     struct sluice_headroom_params *p)
+{
+	int c;
+
+	sluice_headroom_params_default(p);
+	for (c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (pct[c] > 0 && pct[c] <= 100)
+			p->pct[c] = (uint32_t)pct[c];
+}
+
+void sluice_headroom_thresholds(uint32_t limit, const struct sluice_headroom_params *p,
+				const uint32_t peak[SLUICE_NUM_CLASSES],
+				uint32_t out[SLUICE_NUM_CLASSES])
+{
+	uint64_t reserve = 0;
+	int k;
+
+	for (k = 0; k < SLUICE_NUM_CLASSES; k++) {
+		/* floor rounds up so that a class with a non-zero percentage is never starved */
+		uint64_t floor = ((uint64_t)limit * p->pct[k] + 99) / 100;
+		uint64_t t = reserve >= limit ? 0 : limit - reserve;
+		uint64_t m;
+
+		if (t < floor)
+			t = floor;
+		if (t > limit)
+			t = limit;
+		if (k > 0 && t > out[k - 1])
+			t = out[k - 1];
+		out[k] = (uint32_t)t;
+		m = (uint64_t)peak[k] * p->margin_pct / 100;
+		if (m < p->margin_min)
+			m = p->margin_min;
+		reserve += peak[k] + m;
+	}
+}
+
+void sluice_peak_init(struct sluice_peak *pk)
+{
+	memset(pk, 0, sizeof(*pk));
+	/* sec 0 with max 0 is harmless: a zero bucket never raises a maximum */
+}
+
+void sluice_peak_update(struct sluice_peak *pk, const int64_t v[SLUICE_NUM_CLASSES],
+			uint64_t now_ns)
+{
+	uint64_t sec = now_ns / 1000000000ull;
+	uint32_t i = (uint32_t)(sec % SLUICE_PEAK_BUCKETS);
+	int c;
+
+	if (pk->sec[i] != sec) {
+		pk->sec[i] = sec;
+		memset(pk->max[i], 0, sizeof(pk->max[i]));
+	}
+	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		uint32_t x = v[c] > 0 ? (v[c] > UINT32_MAX ? UINT32_MAX : (uint32_t)v[c]) : 0;
+		if (x > pk->max[i][c])
+			pk->max[i][c] = x;
+	}
+}
+
+void sluice_peak_get(const struct sluice_peak *pk, uint32_t window_s, uint64_t now_ns,
+		     uint32_t out[SLUICE_NUM_CLASSES])
+{
+	uint64_t sec = now_ns / 1000000000ull;
+	uint32_t i;
+	int c;
+
+	if (window_s < 1)
+		window_s = 1;
+	if (window_s > SLUICE_PEAK_BUCKETS)
+		window_s = SLUICE_PEAK_BUCKETS;
+	memset(out, 0, sizeof(uint32_t) * SLUICE_NUM_CLASSES);
+	/* only the slots that can hold the last window_s seconds */
+	for (i = 0; i < window_s && i <= sec; i++) {
+		uint32_t k = (uint32_t)((sec - i) % SLUICE_PEAK_BUCKETS);
+		if (pk->sec[k] != sec - i)
+			continue;
+		for (c = 0; c < SLUICE_NUM_CLASSES; c++)
+			if (pk->max[k][c] > out[c])
+				out[c] = pk->max[k][c];
+	}
+}

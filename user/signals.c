@@ -1,0 +1,250 @@
+/* Signals from counter and histogram deltas; see signals.h. */
+#include <string.h>
+#include "signals.h"
+
+uint64_t sluice_hist_lower_us(uint32_t i)
+{
+	uint32_t p, s;
+
+	if (i < 4)
+		return i;
+	p = (i - 4) / 4 + 2;
+	s = (i - 4) % 4;
+	return (uint64_t)(4 + s) << (p - 2);
+}
+
+int sluice_hist_delta(const struct sluice_hist *prev, const struct sluice_hist *cur,
+		      struct sluice_hist *d)
+{
+	uint32_t i;
+
+	if (!prev) {
+		*d = *cur;
+		return 0;
+	}
+	for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+		if (cur->bucket[i] < prev->bucket[i]) {
+			*d = *cur;
+			return 1;
+		}
+		d->bucket[i] = cur->bucket[i] - prev->bucket[i];
+	}
+	/* sum_us can wrap independently of the buckets; a backwards sum alone is not a reset */
+	d->sum_us = cur->sum_us >= prev->sum_us ? cur->sum_us - prev->sum_us : cur->sum_us;
+	return 0;
+}
+
+uint64_t sluice_hist_count(const struct sluice_hist *h)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		n += h->bucket[i];
+	return n;
+}
+
+static double quantile_n(const struct sluice_hist *h, double q, uint64_t n)
+{
+	uint64_t rank, cum = 0;
+	uint32_t i;
+
+	if (n == 0)
+		return 0;
+	if (q <= 0)
+		q = 1e-9;
+	if (q > 1)
+		q = 1;
+	rank = (uint64_t)(q * (double)n);
+	if ((double)rank < q * (double)n)
+		rank++;                       /* ceil */
+	if (rank == 0)
+		rank = 1;
+	for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+		uint64_t c = h->bucket[i];
+		if (c == 0)
+			continue;
+		if (cum + c >= rank) {
+			double lo = (double)sluice_hist_lower_us(i);
+			double hi = (double)sluice_hist_upper_us(i);
+			if (i < 4 || i == SLUICE_HIST_BUCKETS - 1)
+				return lo;    /* exact value / open-ended overflow bucket */
+			return lo + (hi - lo) * (double)(rank - cum) / (double)c;
+		}
+		cum += c;
+	}
+	return (double)sluice_hist_lower_us(SLUICE_HIST_BUCKETS - 1);
+}
+
+static uint64_t rank_of(double q, uint64_t n)
+{
+	uint64_t r = (uint64_t)(q * (double)n);
+
+	if ((double)r < q * (double)n)
+		r++;
+	return r ? r : 1;
+}
+
+static double interp(uint32_t i, uint64_t c, uint64_t rank, uint64_t cum)
+{
+	double lo = (double)sluice_hist_lower_us(i), hi = (double)sluice_hist_upper_us(i);
+
+	if (i < 4 || i == SLUICE_HIST_BUCKETS - 1)
+		return lo;
+	return lo + (hi - lo) * (double)(rank - cum) / (double)c;
+}
+
+/* p50, p90, p99 in one scan (the tick runs this for every class of every service). */
+static void quantiles3(const struct sluice_hist *h, uint64_t n, double *p50, double *p90,
+		       double *p99)
+{
+	uint64_t r[3], cum = 0;
+	double *o[3] = { p50, p90, p99 };
+	uint32_t i, k = 0;
+
+	*p50 = *p90 = *p99 = 0;
+	if (n == 0)
+		return;
+	r[0] = rank_of(0.50, n);
+	r[1] = rank_of(0.90, n);
+	r[2] = rank_of(0.99, n);
+	for (i = 0; i < SLUICE_HIST_BUCKETS && k < 3; i++) {
+		uint64_t c = h->bucket[i];
+		if (c == 0)
+			continue;
+		while (k < 3 && cum + c >= r[k]) {
+			*o[k] = interp(i, c, r[k], cum);
+			k++;
+		}
+		cum += c;
+	}
+}
+
+double sluice_hist_quantile_us(const struct sluice_hist *h, double q)
+{
+	return quantile_n(h, q, sluice_hist_count(h));
+}
+
+double sluice_hist_above_us(const struct sluice_hist *h, uint64_t thr_us)
+{
+	double above = 0;
+	uint32_t i;
+
+	/* buckets below the one holding thr are entirely <= thr: start there */
+	for (i = sluice_hist_bucket(thr_us); i < SLUICE_HIST_BUCKETS; i++) {
+		uint64_t lo = sluice_hist_lower_us(i), hi = sluice_hist_upper_us(i);
+		if (h->bucket[i] == 0 || hi <= thr_us + 1) {
+			/* every value in [lo, hi) is <= thr: hi - 1 <= thr */
+			continue;
+		}
+		if (lo > thr_us || i == SLUICE_HIST_BUCKETS - 1)
+			above += (double)h->bucket[i];
+		else   /* values thr+1 .. hi-1 of lo .. hi-1 are above */
+			above += (double)h->bucket[i] * (double)(hi - 1 - thr_us) / (double)(hi - lo);
+	}
+	return above;
+}
+
+/* Counter delta for one class; any counter going backwards means the maps were recreated
+ * (or a CPU went away): count the new values from zero rather than wrapping. */
+static int stats_delta(const struct sluice_class_stats *p, const struct sluice_class_stats *c,
+		       struct sluice_class_stats *d)
+{
+	const uint64_t *pp = (const uint64_t *)p, *cc = (const uint64_t *)c;
+	uint64_t *dd = (uint64_t *)d;
+	size_t i, n = sizeof(*c) / sizeof(uint64_t);
+
+	if (!p) {
+		*d = *c;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (cc[i] < pp[i]) {
+			*d = *c;
+			return 1;
+		}
+		dd[i] = cc[i] - pp[i];
+	}
+	return 0;
+}
+
+static void fill(struct sluice_class_signals *s, const struct sluice_class_stats *d,
+		 const struct sluice_hist *h, uint64_t samples, double dt_s, uint64_t slow_us)
+{
+	int r;
+
+	s->arrivals += d->arrivals;
+	s->admitted += d->admitted;
+	s->completed += d->completed;
+	s->errors += d->errors;
+	s->resp_429 += d->resp_429;
+	s->retransmits += d->retransmits;
+	for (r = 0; r < SLUICE_REJ_REASONS; r++) {
+		s->rejected[r] += d->rejected[r];
+		s->rejected_total += d->rejected[r];
+	}
+	if (!h)
+		return;
+	/* Derived numbers are recomputed from the accumulated fields (works for the total too). */
+	s->calls = s->completed > s->resp_429 ? s->completed - s->resp_429 : 0;
+	s->samples = samples;
+	s->rate_per_s = dt_s > 0 ? (double)s->arrivals / dt_s : 0;
+	s->completed_per_s = dt_s > 0 ? (double)s->completed / dt_s : 0;
+	quantiles3(h, s->samples, &s->p50_us, &s->p90_us, &s->p99_us);
+	s->mean_us = s->samples ? (double)h->sum_us / (double)s->samples : 0;
+	s->slow = slow_us && s->samples ? sluice_hist_above_us(h, slow_us) : 0;
+	s->slow_rate = s->samples ? s->slow / (double)s->samples : 0;
+	s->error_rate = s->calls ? (double)(s->errors < s->calls ? s->errors : s->calls) /
+				   (double)s->calls : 0;
+	s->retransmit_ratio = s->arrivals ? (double)s->retransmits / (double)s->arrivals : 0;
+}
+
+void sluice_signals_compute(const struct sluice_class_stats *prev,
+			    const struct sluice_class_stats *cur,
+			    const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+			    uint64_t dt_ns, uint64_t slow_call_us,
+			    struct sluice_service_signals *out)
+{
+	double dt_s = (double)dt_ns / 1e9;
+	struct sluice_class_stats d, dsum;
+	struct sluice_hist hd;
+	uint64_t total_n = 0;
+	uint32_t c, i;
+
+	memset(out, 0, sizeof(*out));
+	memset(&dsum, 0, sizeof(dsum));
+	out->dt_s = dt_s;
+	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		struct sluice_class_signals *s = &out->cls[c];
+		const struct sluice_hist *ph = prev_h ? &prev_h[c] : NULL, *ch = &cur_h[c];
+		int reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d);
+		uint64_t n = 0;
+
+		/* one pass: delta, its count and the service total (this loop is most of a tick) */
+		for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+			uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;
+			if (v < pv)
+				break;
+			hd.bucket[i] = v - pv;
+			n += v - pv;
+		}
+		if (i < SLUICE_HIST_BUCKETS) {          /* went backwards: count from zero */
+			reset = 1;
+			hd = *ch;
+			n = sluice_hist_count(&hd);
+		} else {
+			hd.sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ?
+				    ch->sum_us - ph->sum_us : ch->sum_us;
+		}
+		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
+			out->total_hist.bucket[i] += hd.bucket[i];
+		out->total_hist.sum_us += hd.sum_us;
+		total_n += n;
+		s->reset = reset;
+		out->total.reset |= reset;
+		fill(s, &d, &hd, n, dt_s, slow_call_us);
+		fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
+	}
+	/* second pass computes the derived numbers of the total from its summed fields */
+	fill(&out->total, &dsum, &out->total_hist, total_n, dt_s, slow_call_us);
+}
