@@ -1,0 +1,479 @@
+/* Unit tests: durations and manual degradation switches (user/duration.c, user/switches.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "switches.h"
+
+#define T0 1714564800ull /* 2024-05-01T12:00:00Z: the fake clock's start */
+
+static const char *const known[] = { "web", "api" };
+
+struct ctx {
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+	snprintf(c->dir, sizeof(c->dir), "/tmp/sluice-test-sw-XXXXXX");
+	if (!mkdtemp(c->dir))
+		return -1;
+	snprintf(c->path, sizeof(c->path), "%s/switches.json", c->dir);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+	char p[160];
+	unlink(c->path);
+	snprintf(p, sizeof(p), "%s.lock", c->path);
+	unlink(p);
+	rmdir(c->dir);
+	free(c);
+	return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static struct sw_set *new_set(void)
+{
+	struct sw_set *s = malloc(sizeof(*s));
+	assert_non_null(s);
+	s->n = 42; /* garbage the loader must reset */
+	return s;
+}
+
+static void mk(struct sw_switch *sw, const char *svc, const char *cls, const char *pct,
+	       const char *ttl, uint64_t now)
+{
+	char err[256];
+	int rc = sw_make(sw, svc, cls, pct, "INC-42 payment slow", ttl, "alice", now, known, 2,
+			 err, sizeof(err));
+	if (rc)
+		fail_msg("sw_make failed: %s", err);
+}
+
+/* ---- duration ---- */
+
+static void test_duration_parse_ok(void **state)
+{
+	static const struct { const char *s; uint64_t v; } ok[] = {
+		{ "90s", 90 }, { "5m", 300 }, { "2h", 7200 }, { "1d", 86400 }, { "1h30m", 5400 },
+		{ "1d2h3m4s", 93784 }, { "0h1s", 1 }, { "3650d", 3650ull * 86400 },
+	};
+	char err[200];
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 0;
+		assert_int_equal(duration_parse(ok[i].s, &v, err, sizeof(err)), 0);
+		assert_int_equal(v, ok[i].v);
+	}
+}
+
+static void test_duration_parse_bad(void **state)
+{
+	static const struct { const char *s; const char *why; } bad[] = {
+		{ "", "empty" }, { "90", "missing unit" }, { "5x", "unknown unit" },
+		{ "0s", "greater than zero" }, { "0h0m", "greater than zero" }, { "-5m", "sign" },
+		{ "1.5h", "fraction" }, { "1h 30m", "space" }, { "30m1h", "largest first" },
+		{ "1h1h", "largest first" }, { "h", "expected a number" }, { "3651d", "too large" },
+		{ "99999999999999999999s", "too large" }, { "5M", "unknown unit" },
+	};
+	char err[200];
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 12345;
+		err[0] = 0;
+		assert_int_equal(duration_parse(bad[i].s, &v, err, sizeof(err)), -1);
+		assert_int_equal(v, 12345);
+		if (!strstr(err, bad[i].why))
+			fail_msg("\"%s\": message \"%s\" does not say \"%s\"", bad[i].s, err, bad[i].why);
+	}
+}
+
+static void test_duration_format(void **state)
+{
+	char b[32];
+	(void)state;
+	assert_string_equal(duration_format(252, b, sizeof(b)), "4m12s");
+	assert_string_equal(duration_format(0, b, sizeof(b)), "0s");
+	assert_string_equal(duration_format(3600, b, sizeof(b)), "1h");
+	assert_string_equal(duration_format(93784, b, sizeof(b)), "1d2h3m4s");
+	assert_string_equal(duration_format(86401, b, sizeof(b)), "1d1s");
+}
+
+static void test_time_iso(void **state)
+{
+	char b[SLUICE_ISO_LEN];
+	uint64_t t;
+	(void)state;
+	assert_string_equal(time_format_iso(T0, b, sizeof(b)), "2024-05-01T12:00:00Z");
+	assert_int_equal(time_parse_iso("2024-05-01T12:00:00Z", &t), 0);
+	assert_int_equal(t, T0);
+	assert_int_equal(time_parse_iso("2024-05-01 12:00:00Z", &t), -1);
+	assert_int_equal(time_parse_iso("2024-05-01T12:00:00", &t), -1);
+	assert_int_equal(date_parse_ymd("2024-05-01", &t), 0);
+	assert_int_equal(t, T0 - 12 * 3600);
+	assert_int_equal(date_parse_ymd("2024-02-29", &t), 0);
+	assert_int_equal(date_parse_ymd("2023-02-29", &t), -1);
+	assert_int_equal(date_parse_ymd("2024-13-01", &t), -1);
+	assert_int_equal(date_parse_ymd("2024-1-01", &t), -1);
+}
+
+/* ---- switch validation ---- */
+
+static void expect_make_error(const char *svc, const char *cls, const char *pct, const char *reason,
+			      const char *ttl, const char *owner, const char *needle)
+{
+	struct sw_switch sw;
+	char err[300] = "";
+	int rc = sw_make(&sw, svc, cls, pct, reason, ttl, owner, T0, known, 2, err, sizeof(err));
+	if (rc != -1)
+		fail_msg("accepted svc=%s cls=%s pct=%s reason=%s ttl=%s", svc, cls, pct, reason, ttl);
+	if (!strstr(err, needle))
+		fail_msg("error \"%s\" does not name \"%s\"", err, needle);
+}
+
+static void test_switch_validation(void **state)
+{
+	(void)state;
+	expect_make_error("web", "L4", "50", "r", "1h", "alice", "class \"L4\"");
+	expect_make_error("web", "l3", "50", "r", "1h", "alice", "class \"l3\"");
+	expect_make_error("web", "", "50", "r", "1h", "alice", "class");
+	expect_make_error("nope", "L3", "50", "r", "1h", "alice", "service \"nope\": unknown service (configured: web, api)");
+	expect_make_error("", "L3", "50", "r", "1h", "alice", "service");
+	expect_make_error("web", "L3", "101", "r", "1h", "alice", "--shed \"101\"");
+	expect_make_error("web", "L3", "-1", "r", "1h", "alice", "--shed \"-1\"");
+	expect_make_error("web", "L3", "99999999999", "r", "1h", "alice", "between 0 and 100");
+	expect_make_error("web", "L3", "5.5", "r", "1h", "alice", "--shed");
+	expect_make_error("web", "L3", "abc", "r", "1h", "alice", "--shed");
+	expect_make_error("web", "L3", "", "r", "1h", "alice", "--shed");
+	expect_make_error("web", "L3", NULL, "r", "1h", "alice", "--shed");
+	expect_make_error("web", "L3", "50", "r", NULL, "alice", "--ttl: required");
+	expect_make_error("web", "L3", "50", "r", "", "alice", "--ttl: required");
+	expect_make_error("web", "L3", "50", "r", "0s", "alice", "--ttl");
+	expect_make_error("web", "L3", "50", "r", "0s", "alice", "greater than zero");
+	expect_make_error("web", "L3", "50", "r", "soon", "alice", "--ttl");
+	expect_make_error("web", "L3", "50", "r", "90", "alice", "missing unit");
+	expect_make_error("web", "L3", "50", "r", "31d", "alice", "maximum");
+	expect_make_error("web", "L3", "50", "", "1h", "alice", "--reason");
+	expect_make_error("web", "L3", "50", "   ", "1h", "alice", "--reason");
+	expect_make_error("web", "L3", "50", NULL, "1h", "alice", "--reason");
+	expect_make_error("web", "L3", "50", "a\nb", "1h", "alice", "--reason");
+	expect_make_error("web", "L3", "50", "r", "1h", "", "--owner");
+}
+
+static void test_switch_make_ok(void **state)
+{
+	struct sw_switch sw;
+	char err[200];
+	(void)state;
+	assert_int_equal(sw_make(&sw, "web", "L3", "30%", "INC-1", "1h30m", "bob", T0, known, 2,
+				 err, sizeof(err)), 0);
+	assert_string_equal(sw.service, "web");
+	assert_int_equal(sw.class, SLUICE_L3);
+	assert_int_equal(sw.shed_pct, 30);
+	assert_string_equal(sw.reason, "INC-1");
+	assert_string_equal(sw.owner, "bob");
+	assert_int_equal(sw.set_at, T0);
+	assert_int_equal(sw.expires_at, T0 + 5400);
+	/* no known list: any sane name is accepted */
+	assert_int_equal(sw_make(&sw, "other", "L0", "0", "r", "1m", "bob", T0, NULL, -1, err,
+				 sizeof(err)), 0);
+	assert_int_equal(sw_class_parse("L0"), 0);
+	assert_int_equal(sw_class_parse("L3"), 3);
+	assert_int_equal(sw_class_parse("L4"), -1);
+	assert_int_equal(sw_class_parse("L"), -1);
+	assert_int_equal(sw_class_parse("L00"), -1);
+}
+
+/* ---- lifecycle with a fake clock ---- */
+
+static void test_switch_lifecycle(void **state)
+{
+	struct sw_set *s = new_set();
+	struct sw_switch a, b, c, old, expired[4];
+	uint64_t now = T0;
+	(void)state;
+
+	sw_set_init(s);
+	mk(&a, "web", "L3", "100", "10m", now);
+	mk(&b, "web", "L2", "30", "1h", now);
+	mk(&c, "api", "L3", "50", "30m", now);
+	assert_int_equal(sw_set_put(s, &a, &old), 0);
+	assert_int_equal(sw_set_put(s, &b, &old), 0);
+	assert_int_equal(sw_set_put(s, &c, &old), 0);
+	assert_int_equal(s->n, 3);
+	/* sorted by (service, class) */
+	assert_string_equal(s->sw[0].service, "api");
+	assert_string_equal(s->sw[1].service, "web");
+	assert_int_equal(s->sw[1].class, SLUICE_L2);
+	assert_int_equal(s->sw[2].class, SLUICE_L3);
+
+	/* shed ratios in fixed point */
+	assert_int_equal(sw_shed_ratio(s, "web", SLUICE_L3, now), SLUICE_PROB_ONE);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L3, now), 0);
+	assert_int_equal(sw_shed_ratio(s, "web", SLUICE_L2, now), 19661); /* 30% of 65536, rounded */
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L2, now), SLUICE_PROB_ONE - 19661);
+	assert_int_equal(sw_shed_ratio(s, "api", SLUICE_L3, now), 32768);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L0, now), SLUICE_PROB_ONE);
+	assert_int_equal(sw_admit_ratio(s, "nosuch", SLUICE_L3, now), SLUICE_PROB_ONE);
+
+	/* replacing the same service/class returns the old one */
+	mk(&a, "web", "L3", "60", "1h", now + 60);
+	assert_int_equal(sw_set_put(s, &a, &old), 1);
+	assert_int_equal(old.shed_pct, 100);
+	assert_int_equal(s->n, 3);
+	assert_int_equal(sw_set_find(s, "web", SLUICE_L3)->shed_pct, 60);
+	assert_int_equal(sw_set_find(s, "web", SLUICE_L3)->expires_at, T0 + 60 + 3600);
+
+	/* nothing expires early */
+	now = T0 + 29 * 60;
+	assert_int_equal(sw_set_expire(s, now, expired, 4), 0);
+	assert_int_equal(s->n, 3);
+	/* at exactly expires_at the api switch is gone; ratio reads as normal even before expire() */
+	now = T0 + 30 * 60;
+	assert_int_equal(sw_admit_ratio(s, "api", SLUICE_L3, now), SLUICE_PROB_ONE);
+	assert_int_equal(sw_set_expire(s, now, expired, 4), 1);
+	assert_string_equal(expired[0].service, "api");
+	assert_int_equal(expired[0].class, SLUICE_L3);
+	assert_int_equal(s->n, 2);
+	assert_null(sw_set_find(s, "api", SLUICE_L3));
+	/* web/L2 expires at T0+1h, web/L3 at T0+1h1m */
+	now = T0 + 3600 + 59;
+	assert_int_equal(sw_set_expire(s, now, expired, 4), 1);
+	assert_int_equal(expired[0].class, SLUICE_L2);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L3, now), 26214); /* 40% of 65536 */
+	mk(&b, "web", "L2", "30", "1h", T0);
+	assert_int_equal(sw_set_put(s, &b, NULL), 0); /* back: the next sweep takes both */
+	now = T0 + 2 * 3600;
+	assert_int_equal(sw_set_expire(s, now, expired, 1), 2); /* only one copied, both removed */
+	assert_int_equal(s->n, 0);
+
+	/* clear */
+	mk(&a, "web", "L3", "100", "10m", now);
+	assert_int_equal(sw_set_put(s, &a, NULL), 0);
+	assert_int_equal(sw_set_clear(s, "web", SLUICE_L2, &old), 0);
+	assert_int_equal(sw_set_clear(s, "web", SLUICE_L3, &old), 1);
+	assert_int_equal(old.shed_pct, 100);
+	assert_int_equal(s->n, 0);
+
+	/* an invalid switch is never put */
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(sw_set_put(s, &a, NULL), -1);
+	assert_int_equal(s->n, 0);
+	free(s);
+}
+
+static void test_switch_persist_roundtrip(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set(), *r = new_set();
+	struct sw_switch a, b;
+	char err[300];
+	struct stat st;
+	(void)state;
+
+	sw_set_init(s);
+	mk(&a, "web", "L3", "100", "10m", T0);
+	mk(&b, "api", "L1", "25", "2h", T0);
+	snprintf(b.reason, sizeof(b.reason), "quote \" backslash \\ unicode \xc3\xa9 \xe2\x82\xac");
+	assert_int_equal(sw_set_put(s, &a, NULL), 0);
+	assert_int_equal(sw_set_put(s, &b, NULL), 0);
+	assert_int_equal(sw_save(c->path, s, err, sizeof(err)), 0);
+	assert_int_equal(stat(c->path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+
+	assert_int_equal(sw_load(c->path, r, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(r->n, 2);
+	assert_memory_equal(&r->sw[0], &s->sw[0], sizeof(s->sw[0]));
+	assert_memory_equal(&r->sw[1], &s->sw[1], sizeof(s->sw[1]));
+	assert_string_equal(sw_set_find(r, "api", SLUICE_L1)->reason, b.reason);
+
+	/* the temp file is gone; an empty set saves and loads back empty */
+	sw_set_init(s);
+	assert_int_equal(sw_save(c->path, s, err, sizeof(err)), 0);
+	assert_int_equal(sw_load(c->path, r, err, sizeof(err)), 0);
+	assert_int_equal(r->n, 0);
+	free(s);
+	free(r);
+}
+
+static void test_switch_missing_file(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	char err[300] = "junk";
+	(void)state;
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), 0);
+	assert_int_equal(s->n, 0);
+	assert_string_equal(err, "");
+	free(s);
+}
+
+static void expect_corrupt(struct ctx *c, const char *text, const char *needle)
+{
+	struct sw_set *s = new_set();
+	char err[400] = "";
+	write_file(c->path, text);
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), -1);
+	assert_int_equal(s->n, 0); /* normal, never degraded */
+	assert_non_null(strstr(err, "ERROR: switch file"));
+	assert_non_null(strstr(err, c->path));
+	assert_non_null(strstr(err, "NO switches are in force"));
+	if (!strstr(err, needle))
+		fail_msg("error \"%s\" does not say \"%s\"", err, needle);
+	free(s);
+}
+
+#define SW1 "{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":100,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200}"
+
+static void test_switch_corrupt_file(void **state)
+{
+	struct ctx *c = *state;
+	expect_corrupt(c, "", "is empty");
+	expect_corrupt(c, " \n\n", "is empty");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[" SW1, "corrupt");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[" SW1 "]} trailing", "trailing");
+	expect_corrupt(c, "not json at all", "corrupt");
+	expect_corrupt(c, "[]", "top level");
+	expect_corrupt(c, "{\"version\":2,\"switches\":[]}", "version");
+	expect_corrupt(c, "{\"switches\":[]}", "version");
+	expect_corrupt(c, "{\"version\":1}", "switches");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[],\"extra\":1}", "unknown key \"extra\"");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L9\",\"shed_pct\":100,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200}]}",
+		       "unknown class \"L9\"");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":101,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200}]}",
+		       "shed_pct");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":\"50\",\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200}]}",
+		       "must be an integer");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200}]}",
+		       "reason");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100}]}",
+		       "missing \"expires_at\"");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":100}]}",
+		       "expires_at");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":200,\"enabled\":false}]}",
+		       "unknown key \"enabled\"");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[" SW1 "," SW1 "]}", "second switch");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[" SW1 "," SW1 "]}", "second switch");
+	expect_corrupt(c, "{\"version\":1,\"version\":1,\"switches\":[]}", "duplicate key");
+	expect_corrupt(c, "{\"version\":1.0,\"switches\":[]}", "integer");
+}
+
+static void test_switch_corrupt_keeps_nothing(void **state)
+{
+	/* one good switch and one bad one: the whole file is refused, nothing is applied */
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	char err[400];
+	write_file(c->path, "{\"version\":1,\"switches\":[" SW1 ",{\"service\":\"api\",\"class\":\"L3\",\"shed_pct\":100}]}");
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), -1);
+	assert_int_equal(s->n, 0);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L3, 150), SLUICE_PROB_ONE);
+	/* a valid file loads */
+	write_file(c->path, "{\"version\":1,\"switches\":[" SW1 "]}");
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), 0);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L3, 150), 0);
+	assert_int_equal(sw_admit_ratio(s, "web", SLUICE_L3, 200), SLUICE_PROB_ONE);
+	free(s);
+}
+
+static void test_switch_quarantine(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	char err[400], saved[256], expect[256];
+	write_file(c->path, "{garbage");
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), -1);
+	assert_int_equal(sw_quarantine(c->path, T0, saved, sizeof(saved), err, sizeof(err)), 0);
+	snprintf(expect, sizeof(expect), "%s.corrupt.%llu", c->path, (unsigned long long)T0);
+	assert_string_equal(saved, expect);
+	assert_int_equal(access(c->path, F_OK), -1);
+	assert_int_equal(access(saved, F_OK), 0);
+	unlink(saved);
+	assert_int_equal(sw_quarantine(c->path, T0, saved, sizeof(saved), err, sizeof(err)), -1);
+	free(s);
+}
+
+static void test_switch_unreadable(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	char err[400];
+	/* a directory where the file should be */
+	assert_int_equal(mkdir(c->path, 0700), 0);
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), -1);
+	assert_int_equal(s->n, 0);
+	assert_non_null(strstr(err, "NO switches are in force"));
+	rmdir(c->path);
+	free(s);
+}
+
+static void test_switch_save_refuses_invalid(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	struct sw_switch a;
+	char err[300];
+	sw_set_init(s);
+	mk(&a, "web", "L3", "10", "1m", T0);
+	assert_int_equal(sw_set_put(s, &a, NULL), 0);
+	s->sw[0].reason[0] = 0; /* corrupted in memory */
+	assert_int_equal(sw_save(c->path, s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "reason"));
+	assert_int_equal(access(c->path, F_OK), -1);
+	free(s);
+}
+
+static void test_switch_lock(void **state)
+{
+	struct ctx *c = *state;
+	char err[200];
+	int fd = sw_lock(c->path, err, sizeof(err));
+	assert_true(fd >= 0);
+	sw_unlock(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_duration_parse_ok),
+		cmocka_unit_test(test_duration_parse_bad),
+		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_time_iso),
+		cmocka_unit_test(test_switch_validation),
+		cmocka_unit_test(test_switch_make_ok),
+		cmocka_unit_test(test_switch_lifecycle),
+		cmocka_unit_test_setup_teardown(test_switch_persist_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_corrupt_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_corrupt_keeps_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_quarantine, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_save_refuses_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_lock, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,286 @@
+/* sluice: the switch audit log. See audit.h. */
+#include "audit.h"
+#include "duration.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static void side_from(struct audit_side *d, const struct sw_switch *sw)
+{
+	memset(d, 0, sizeof(*d));
+	if (!sw)
+		return;
+	d->present = 1;
+	d->shed_pct = sw->shed_pct;
+	snprintf(d->reason, sizeof(d->reason), "%s", sw->reason);
+	snprintf(d->owner, sizeof(d->owner), "%s", sw->owner);
+	d->expires_at = sw->expires_at;
+}
+
+void audit_entry_make(struct audit_entry *e, uint64_t now, uint32_t uid, const char *user,
+		      const char *command, const char *service, int cls,
+		      const struct sw_switch *old, const struct sw_switch *new, const char *reason)
+{
+	memset(e, 0, sizeof(*e));
+	e->time = now;
+	e->uid = uid;
+	snprintf(e->user, sizeof(e->user), "%s", user ? user : "?");
+	snprintf(e->command, sizeof(e->command), "%s", command ? command : "?");
+	snprintf(e->service, sizeof(e->service), "%s", service ? service : "?");
+	e->class = cls;
+	side_from(&e->old, old);
+	side_from(&e->new, new);
+	if (!reason)
+		reason = new ? new->reason : old ? old->reason : "";
+	snprintf(e->reason, sizeof(e->reason), "%s", reason);
+}
+
+static void put_side(struct sjbuf *b, const struct audit_side *s)
+{
+	char iso[SLUICE_ISO_LEN];
+
+	if (!s->present) {
+		sjbuf_puts(b, "null");
+		return;
+	}
+	sjbuf_printf(b, "{\"shed_pct\":%d,\"reason\":", s->shed_pct);
+	sjbuf_str(b, s->reason);
+	sjbuf_puts(b, ",\"owner\":");
+	sjbuf_str(b, s->owner);
+	sjbuf_printf(b, ",\"expires_at\":\"%s\"}", time_format_iso(s->expires_at, iso, sizeof(iso)));
+}
+
+int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
+{
+	char iso[SLUICE_ISO_LEN];
+	struct sjbuf b;
+
+	sjbuf_init(&b);
+	sjbuf_printf(&b, "{\"time\":\"%s\",\"uid\":%u,\"user\":",
+		     time_format_iso(e->time, iso, sizeof(iso)), e->uid);
+	sjbuf_str(&b, e->user);
+	sjbuf_puts(&b, ",\"command\":");
+	sjbuf_str(&b, e->command);
+	sjbuf_puts(&b, ",\"service\":");
+	sjbuf_str(&b, e->service);
+	sjbuf_printf(&b, ",\"class\":\"%s\",\"old\":", sw_class_str(e->class));
+	put_side(&b, &e->old);
+	sjbuf_puts(&b, ",\"new\":");
+	put_side(&b, &e->new);
+	sjbuf_puts(&b, ",\"reason\":");
+	sjbuf_str(&b, e->reason);
+	sjbuf_puts(&b, "}\n");
+	if (b.oom) {
+		sjbuf_free(&b);
+		return -1;
+	}
+	*out = b.p;
+	*outlen = b.len;
+	return 0;
+}
+
+static int get_s(const struct sjson *o, const char *k, char *dst, size_t n, char *err, size_t errlen)
+{
+	const struct sjson *v = sjson_get(o, k);
+	if (!v || v->type != SJSON_STR)
+		return errf(err, errlen, "\"%s\" missing or not a string", k);
+	snprintf(dst, n, "%s", v->s);
+	return 0;
+}
+
+static int get_side(const struct sjson *o, const char *k, struct audit_side *s, char *err, size_t errlen)
+{
+	const struct sjson *v = sjson_get(o, k), *p, *x;
+
+	memset(s, 0, sizeof(*s));
+	if (!v)
+		return errf(err, errlen, "\"%s\" missing", k);
+	if (v->type == SJSON_NULL)
+		return 0;
+	if (v->type != SJSON_OBJ)
+		return errf(err, errlen, "\"%s\" must be an object or null", k);
+	p = sjson_get(v, "shed_pct");
+	if (!p || p->type != SJSON_INT || p->i < 0 || p->i > 100)
+		return errf(err, errlen, "\"%s.shed_pct\" missing or not 0..100", k);
+	s->shed_pct = (int)p->i;
+	if (get_s(v, "reason", s->reason, sizeof(s->reason), err, errlen) ||
+	    get_s(v, "owner", s->owner, sizeof(s->owner), err, errlen))
+		return -1;
+	x = sjson_get(v, "expires_at");
+	if (!x || x->type != SJSON_STR || time_parse_iso(x->s, &s->expires_at))
+		return errf(err, errlen, "\"%s.expires_at\" missing or not an ISO 8601 UTC time", k);
+	s->present = 1;
+	return 0;
+}
+
+int audit_parse_line(const char *line, struct audit_entry *e, char *err, size_t errlen)
+{
+	char why[200], cls[8], tbuf[SLUICE_ISO_LEN];
+	struct sjson *root;
+	const struct sjson *uid;
+	size_t len = strlen(line);
+	int rc = -1;
+
+	memset(e, 0, sizeof(*e));
+	root = sjson_parse(line, len, why, sizeof(why));
+	if (!root)
+		return errf(err, errlen, "bad JSON: %s", why);
+	if (root->type != SJSON_OBJ) {
+		errf(err, errlen, "not a JSON object");
+		goto out;
+	}
+	if (get_s(root, "time", tbuf, sizeof(tbuf), err, errlen))
+		goto out;
+	if (time_parse_iso(tbuf, &e->time)) {
+		errf(err, errlen, "\"time\" is not an ISO 8601 UTC time");
+		goto out;
+	}
+	uid = sjson_get(root, "uid");
+	if (!uid || uid->type != SJSON_INT || uid->i < 0 || uid->i > UINT32_MAX) {
+		errf(err, errlen, "\"uid\" missing or not a uid");
+		goto out;
+	}
+	e->uid = (uint32_t)uid->i;
+	if (get_s(root, "user", e->user, sizeof(e->user), err, errlen) ||
+	    get_s(root, "command", e->command, sizeof(e->command), err, errlen) ||
+	    get_s(root, "service", e->service, sizeof(e->service), err, errlen) ||
+	    get_s(root, "class", cls, sizeof(cls), err, errlen))
+		goto out;
+	e->class = sw_class_parse(cls);
+	if (e->class < 0) {
+		errf(err, errlen, "unknown class \"%s\"", cls);
+		goto out;
+	}
+	if (get_side(root, "old", &e->old, err, errlen) || get_side(root, "new", &e->new, err, errlen) ||
+	    get_s(root, "reason", e->reason, sizeof(e->reason), err, errlen))
+		goto out;
+	rc = 0;
+out:
+	sjson_free(root);
+	return rc;
+}
+
+static void side_human(const struct audit_side *s, char *buf, size_t len)
+{
+	char iso[SLUICE_ISO_LEN];
+	if (!s->present)
+		snprintf(buf, len, "normal");
+	else
+		snprintf(buf, len, "shed %d%% until %s (owner %s)", s->shed_pct,
+			 time_format_iso(s->expires_at, iso, sizeof(iso)), s->owner);
+}
+
+char *audit_format_human(const struct audit_entry *e, char *buf, size_t len)
+{
+	char iso[SLUICE_ISO_LEN], o[SW_OWNER_LEN + 96], n[SW_OWNER_LEN + 96];
+
+	side_human(&e->old, o, sizeof(o));
+	side_human(&e->new, n, sizeof(n));
+	snprintf(buf, len, "%s %s(%u) %s %s/%s: %s -> %s -- reason: %s",
+		 time_format_iso(e->time, iso, sizeof(iso)), e->user, e->uid, e->command, e->service,
+		 sw_class_str(e->class), o, n, e->reason[0] ? e->reason : "(none given)");
+	return buf;
+}
+
+int audit_append(const char *path, const struct audit_entry *e, char *err, size_t errlen)
+{
+	char *line;
+	size_t len, off = 0;
+	int fd;
+
+	if (audit_format_json(e, &line, &len))
+		return errf(err, errlen, "audit log %s: out of memory", path);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int er = errno;
+		free(line);
+		return errf(err, errlen, "cannot open audit log %s: %s", path, strerror(er));
+	}
+	while (off < len) {
+		ssize_t w = write(fd, line + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int er = errno;
+			free(line);
+			close(fd);
+			return errf(err, errlen, "cannot write audit log %s: %s", path, strerror(er));
+		}
+		off += (size_t)w;
+	}
+	free(line);
+	if (fsync(fd)) {
+		int er = errno;
+		close(fd);
+		return errf(err, errlen, "cannot fsync audit log %s: %s", path, strerror(er));
+	}
+	if (close(fd))
+		return errf(err, errlen, "cannot write audit log %s: %s", path, strerror(errno));
+	return 0;
+}
+
+int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long total = 0, lineno = 0, skip = 0;
+	int bad = 0;
+
+	if (!f) {
+		if (errno == ENOENT) {
+			fprintf(out, "no switch changes recorded (%s does not exist)\n", path);
+			return 0;
+		}
+		return errf(err, errlen, "cannot open audit log %s: %s", path, strerror(errno));
+	}
+	if (last > 0) {
+		while ((n = getline(&line, &cap, f)) > 0)
+			total++;
+		skip = total > last ? total - last : 0;
+		rewind(f);
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct audit_entry e;
+		char why[200], buf[1024];
+
+		if (++lineno <= skip)
+			continue;
+		if (line[n - 1] == '\n')
+			line[--n] = 0;
+		if (audit_parse_line(line, &e, why, sizeof(why))) {
+			fprintf(out, "line %ld: unreadable audit record: %s\n", lineno, why);
+			bad++;
+			continue;
+		}
+		fprintf(out, "%s\n", audit_format_human(&e, buf, sizeof(buf)));
+	}
+	if (ferror(f)) {
+		free(line);
+		fclose(f);
+		return errf(err, errlen, "cannot read audit log %s", path);
+	}
+	if (lineno == 0)
+		fprintf(out, "no switch changes recorded (%s is empty)\n", path);
+	free(line);
+	fclose(f);
+	return bad;
+}

@@ -1,0 +1,621 @@
+/* sluice: manual degradation switches. See switches.h. */
+#include "switches.h"
+#include "duration.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int sw_class_parse(const char *s)
+{
+	if (s && s[0] == 'L' && s[1] >= '0' && s[1] <= '3' && s[2] == 0)
+		return s[1] - '0';
+	return -1;
+}
+
+const char *sw_class_str(int cls)
+{
+	static const char *const n[] = { "L0", "L1", "L2", "L3" };
+	return cls >= 0 && cls < SLUICE_NUM_CLASSES ? n[cls] : "L?";
+}
+
+static int has_ctrl(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+static int blank(const char *s)
+{
+	for (; *s; s++)
+		if (*s != ' ' && *s != '\t')
+			return 0;
+	return 1;
+}
+
+static int check_service_name(const char *service, char *err, size_t errlen)
+{
+	if (!service || !*service)
+		return errf(err, errlen, "service: must not be empty");
+	if (strlen(service) >= SLUICE_NAME_LEN)
+		return errf(err, errlen, "service \"%s\": longer than %d characters", service,
+			    SLUICE_NAME_LEN - 1);
+	if (has_ctrl(service) || strchr(service, ' ') || strchr(service, '/'))
+		return errf(err, errlen, "service \"%s\": contains spaces, '/' or control characters",
+			    service);
+	return 0;
+}
+
+int sw_check_target(const char *service, const char *class_name,
+		    const char *const *known, int n_known, int *cls, char *err, size_t errlen)
+{
+	int c;
+
+	if (check_service_name(service, err, errlen))
+		return -1;
+	if (known && n_known >= 0) {
+		int found = 0;
+		size_t off;
+		char list[512];
+
+		for (int i = 0; i < n_known && !found; i++)
+			found = known[i] && strcmp(known[i], service) == 0;
+		if (!found) {
+			list[0] = 0;
+			off = 0;
+			for (int i = 0; i < n_known && off < sizeof(list); i++) {
+				int n = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+						 known[i] ? known[i] : "?");
+				if (n < 0)
+					break;
+				off += (size_t)n;
+			}
+			return errf(err, errlen, "service \"%s\": unknown service (configured: %s)",
+				    service, n_known ? list : "none");
+		}
+	}
+	c = sw_class_parse(class_name);
+	if (c < 0)
+		return errf(err, errlen, "class \"%s\": unknown class (use L0, L1, L2 or L3)",
+			    class_name ? class_name : "");
+	if (cls)
+		*cls = c;
+	return 0;
+}
+
+int sw_validate(const struct sw_switch *sw, char *err, size_t errlen)
+{
+	if (check_service_name(sw->service, err, errlen))
+		return -1;
+	if (sw->class < 0 || sw->class >= SLUICE_NUM_CLASSES)
+		return errf(err, errlen, "class: %d is not L0..L3", sw->class);
+	if (sw->shed_pct < 0 || sw->shed_pct > 100)
+		return errf(err, errlen, "shed_pct: %d is outside 0..100", sw->shed_pct);
+	if (!sw->reason[0] || blank(sw->reason))
+		return errf(err, errlen, "reason: must not be empty (say why, e.g. an incident id)");
+	if (has_ctrl(sw->reason))
+		return errf(err, errlen, "reason: contains control characters");
+	if (!sw->owner[0] || blank(sw->owner))
+		return errf(err, errlen, "owner: must not be empty");
+	if (has_ctrl(sw->owner))
+		return errf(err, errlen, "owner: contains control characters");
+	if (sw->expires_at <= sw->set_at)
+		return errf(err, errlen, "expires_at: must be later than set_at (ttl > 0)");
+	return 0;
+}
+
+int sw_make(struct sw_switch *out, const char *service, const char *class_name,
+	    const char *shed, const char *reason, const char *ttl, const char *owner,
+	    uint64_t now, const char *const *known, int n_known, char *err, size_t errlen)
+{
+	char derr[160], maxbuf[24];
+	uint64_t ttl_s;
+	long pct = 0;
+	const char *p;
+	int cls;
+
+	memset(out, 0, sizeof(*out));
+	if (sw_check_target(service, class_name, known, n_known, &cls, err, errlen))
+		return -1;
+	if (!shed || !*shed)
+		return errf(err, errlen, "--shed: required (percent of the class to shed, 0..100)");
+	for (p = shed; *p >= '0' && *p <= '9'; p++) {
+		pct = pct * 10 + (*p - '0');
+		if (pct > 1000)
+			pct = 1001; /* saturate: reported as out of range below */
+	}
+	if (p == shed || (*p && !(*p == '%' && p[1] == 0)))
+		return errf(err, errlen, "--shed \"%s\": not a whole percentage 0..100", shed);
+	if (pct > 100)
+		return errf(err, errlen, "--shed \"%s\": must be between 0 and 100", shed);
+	if (!reason || !*reason || blank(reason))
+		return errf(err, errlen, "--reason: required and must not be empty "
+			    "(say why, e.g. an incident id)");
+	if (strlen(reason) >= SW_REASON_LEN)
+		return errf(err, errlen, "--reason: longer than %d bytes", SW_REASON_LEN - 1);
+	if (has_ctrl(reason))
+		return errf(err, errlen, "--reason: contains control characters");
+	if (!ttl || !*ttl)
+		return errf(err, errlen, "--ttl: required (every switch expires; e.g. 30m, 2h)");
+	if (duration_parse(ttl, &ttl_s, derr, sizeof(derr)))
+		return errf(err, errlen, "--ttl: %s", derr);
+	if (ttl_s > SW_MAX_TTL_S)
+		return errf(err, errlen, "--ttl \"%s\": longer than the maximum %s; renew instead",
+			    ttl, duration_format(SW_MAX_TTL_S, maxbuf, sizeof(maxbuf)));
+	if (!owner || !*owner || blank(owner))
+		return errf(err, errlen, "--owner: must not be empty");
+	if (strlen(owner) >= SW_OWNER_LEN)
+		return errf(err, errlen, "--owner: longer than %d bytes", SW_OWNER_LEN - 1);
+	if (has_ctrl(owner))
+		return errf(err, errlen, "--owner: contains control characters");
+
+	snprintf(out->service, sizeof(out->service), "%s", service);
+	out->class = cls;
+	out->shed_pct = (int)pct;
+	snprintf(out->reason, sizeof(out->reason), "%s", reason);
+	snprintf(out->owner, sizeof(out->owner), "%s", owner);
+	out->set_at = now;
+	out->expires_at = now + ttl_s;
+	return sw_validate(out, err, errlen);
+}
+
+void sw_set_init(struct sw_set *s)
+{
+	s->n = 0;
+}
+
+static int cmp_key(const char *svc_a, int cls_a, const char *svc_b, int cls_b)
+{
+	int c = strcmp(svc_a, svc_b);
+	return c ? c : (cls_a > cls_b) - (cls_a < cls_b);
+}
+
+/* Index of (service, cls) or, when absent, -(insertion point) - 1. */
+static int find_idx(const struct sw_set *s, const char *service, int cls)
+{
+	int lo = 0, hi = s->n;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		int c = cmp_key(s->sw[mid].service, s->sw[mid].class, service, cls);
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -lo - 1;
+}
+
+const struct sw_switch *sw_set_find(const struct sw_set *s, const char *service, int cls)
+{
+	int i = find_idx(s, service, cls);
+	return i >= 0 ? &s->sw[i] : NULL;
+}
+
+int sw_set_put(struct sw_set *s, const struct sw_switch *sw, struct sw_switch *old)
+{
+	int i;
+
+	if (sw_validate(sw, NULL, 0))
+		return -1;
+	i = find_idx(s, sw->service, sw->class);
+	if (i >= 0) {
+		if (old)
+			*old = s->sw[i];
+		s->sw[i] = *sw;
+		return 1;
+	}
+	if (s->n >= SW_MAX)
+		return -1;
+	i = -i - 1;
+	memmove(&s->sw[i + 1], &s->sw[i], (size_t)(s->n - i) * sizeof(s->sw[0]));
+	s->sw[i] = *sw;
+	s->n++;
+	return 0;
+}
+
+int sw_set_clear(struct sw_set *s, const char *service, int cls, struct sw_switch *old)
+{
+	int i = find_idx(s, service, cls);
+	if (i < 0)
+		return 0;
+	if (old)
+		*old = s->sw[i];
+	memmove(&s->sw[i], &s->sw[i + 1], (size_t)(s->n - i - 1) * sizeof(s->sw[0]));
+	s->n--;
+	return 1;
+}
+
+int sw_set_expire(struct sw_set *s, uint64_t now, struct sw_switch *expired, int max)
+{
+	int w = 0, removed = 0;
+
+	for (int r = 0; r < s->n; r++) {
+		if (s->sw[r].expires_at <= now) {
+			if (expired && removed < max)
+				expired[removed] = s->sw[r];
+			removed++;
+			continue;
+		}
+		if (w != r)
+			s->sw[w] = s->sw[r];
+		w++;
+	}
+	s->n = w;
+	return removed;
+}
+
+uint32_t sw_shed_ratio(const struct sw_set *s, const char *service, int cls, uint64_t now)
+{
+	const struct sw_switch *sw = sw_set_find(s, service, cls);
+	if (!sw || sw->expires_at <= now || sw->shed_pct <= 0)
+		return 0;
+	if (sw->shed_pct >= 100)
+		return SLUICE_PROB_ONE;
+	return (uint32_t)(((uint64_t)sw->shed_pct * SLUICE_PROB_ONE + 50) / 100);
+}
+
+uint32_t sw_admit_ratio(const struct sw_set *s, const char *service, int cls, uint64_t now)
+{
+	return SLUICE_PROB_ONE - sw_shed_ratio(s, service, cls, now);
+}
+
+/* ---- persistence ---- */
+
+#define LOUD_TAIL "; ignoring it: NO switches are in force, all traffic is treated normally"
+
+static int get_str(const struct sjson *o, const char *k, char *dst, size_t dstlen,
+		   int idx, char *err, size_t errlen)
+{
+	const struct sjson *v = sjson_get(o, k);
+	if (!v)
+		return errf(err, errlen, "switch #%d: missing \"%s\"", idx, k);
+	if (v->type != SJSON_STR)
+		return errf(err, errlen, "switch #%d (line %d): \"%s\" must be a string, not %s",
+			    idx, v->line, k, sjson_type_name(v->type));
+	if (strlen(v->s) >= dstlen)
+		return errf(err, errlen, "switch #%d (line %d): \"%s\" is too long", idx, v->line, k);
+	snprintf(dst, dstlen, "%s", v->s);
+	return 0;
+}
+
+static int get_int(const struct sjson *o, const char *k, int64_t lo, int64_t hi, int64_t *out,
+		   int idx, char *err, size_t errlen)
+{
+	const struct sjson *v = sjson_get(o, k);
+	if (!v)
+		return errf(err, errlen, "switch #%d: missing \"%s\"", idx, k);
+	if (v->type != SJSON_INT)
+		return errf(err, errlen, "switch #%d (line %d): \"%s\" must be an integer, not %s",
+			    idx, v->line, k, sjson_type_name(v->type));
+	if (v->i < lo || v->i > hi)
+		return errf(err, errlen, "switch #%d (line %d): \"%s\" = %lld is out of range",
+			    idx, v->line, k, (long long)v->i);
+	*out = v->i;
+	return 0;
+}
+
+static int parse_switch(const struct sjson *o, int idx, struct sw_switch *sw, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "service", "class", "shed_pct", "reason", "owner",
+					    "set_at", "expires_at" };
+	char cls[8], verr[160];
+	int64_t v;
+
+	if (o->type != SJSON_OBJ)
+		return errf(err, errlen, "switch #%d (line %d): must be an object", idx, o->line);
+	for (const struct sjson *m = o->child; m; m = m->next) {
+		int ok = 0;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			ok |= strcmp(m->key, keys[k]) == 0;
+		if (!ok)
+			return errf(err, errlen, "switch #%d (line %d): unknown key \"%s\"", idx,
+				    m->line, m->key);
+	}
+	memset(sw, 0, sizeof(*sw));
+	if (get_str(o, "service", sw->service, sizeof(sw->service), idx, err, errlen) ||
+	    get_str(o, "class", cls, sizeof(cls), idx, err, errlen))
+		return -1;
+	sw->class = sw_class_parse(cls);
+	if (sw->class < 0)
+		return errf(err, errlen, "switch #%d: unknown class \"%s\" (L0..L3)", idx, cls);
+	if (get_int(o, "shed_pct", 0, 100, &v, idx, err, errlen))
+		return -1;
+	sw->shed_pct = (int)v;
+	if (get_str(o, "reason", sw->reason, sizeof(sw->reason), idx, err, errlen) ||
+	    get_str(o, "owner", sw->owner, sizeof(sw->owner), idx, err, errlen))
+		return -1;
+	if (get_int(o, "set_at", 0, INT64_MAX, &v, idx, err, errlen))
+		return -1;
+	sw->set_at = (uint64_t)v;
+	if (get_int(o, "expires_at", 0, INT64_MAX, &v, idx, err, errlen))
+		return -1;
+	sw->expires_at = (uint64_t)v;
+	if (sw_validate(sw, verr, sizeof(verr)))
+		return errf(err, errlen, "switch #%d (%s/%s): %s", idx, sw->service, cls, verr);
+	return 0;
+}
+
+int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
+	     char *err, size_t errlen)
+{
+	char why[256];
+	struct sjson *root;
+	const struct sjson *ver, *arr;
+	int idx = 0;
+
+	sw_set_init(out);
+	if (err && errlen)
+		err[0] = 0;
+	root = sjson_parse(text, len, why, sizeof(why));
+	if (!root) {
+		int empty = 1;
+		for (size_t i = 0; i < len && empty; i++)
+			empty = text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r';
+		if (empty)
+			return errf(err, errlen, "ERROR: switch file %s is empty" LOUD_TAIL, name);
+		return errf(err, errlen, "ERROR: switch file %s is corrupt (%s)" LOUD_TAIL, name, why);
+	}
+	if (root->type != SJSON_OBJ) {
+		snprintf(why, sizeof(why), "top level must be an object");
+		goto bad;
+	}
+	for (const struct sjson *m = root->child; m; m = m->next) {
+		if (strcmp(m->key, "version") && strcmp(m->key, "switches")) {
+			snprintf(why, sizeof(why), "unknown key \"%s\" at line %d", m->key, m->line);
+			goto bad;
+		}
+	}
+	ver = sjson_get(root, "version");
+	if (!ver || ver->type != SJSON_INT || ver->i != SW_FILE_VERSION) {
+		snprintf(why, sizeof(why), "\"version\" must be %d", SW_FILE_VERSION);
+		goto bad;
+	}
+	arr = sjson_get(root, "switches");
+	if (!arr || arr->type != SJSON_ARR) {
+		snprintf(why, sizeof(why), "\"switches\" must be an array");
+		goto bad;
+	}
+	for (const struct sjson *e = arr->child; e; e = e->next) {
+		struct sw_switch sw;
+		idx++;
+		if (parse_switch(e, idx, &sw, why, sizeof(why)))
+			goto bad;
+		if (sw_set_find(out, sw.service, sw.class)) {
+			snprintf(why, sizeof(why), "switch #%d: second switch for %s/%s", idx,
+				 sw.service, sw_class_str(sw.class));
+			goto bad;
+		}
+		if (sw_set_put(out, &sw, NULL) < 0) {
+			snprintf(why, sizeof(why), "more than %d switches", SW_MAX);
+			goto bad;
+		}
+	}
+	sjson_free(root);
+	return 0;
+bad:
+	sjson_free(root);
+	sw_set_init(out);
+	return errf(err, errlen, "ERROR: switch file %s is corrupt (%s)" LOUD_TAIL, name, why);
+}
+
+#define SW_MAX_FILE (4u << 20)
+
+int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+	int fd, rc;
+
+	sw_set_init(out);
+	if (err && errlen)
+		err[0] = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL,
+			    path, strerror(errno));
+	}
+	if (fstat(fd, &st)) {
+		int e = errno;
+		close(fd);
+		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
+			    strerror(e));
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SW_MAX_FILE) {
+		close(fd);
+		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
+			    !S_ISREG(st.st_mode) ? "not a regular file" : "larger than 4 MiB");
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return errf(err, errlen, "ERROR: switch file %s: out of memory" LOUD_TAIL, path);
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL,
+				    path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	rc = sw_parse(buf, len, path, out, err, errlen);
+	free(buf);
+	return rc;
+}
+
+int sw_serialize(const struct sw_set *s, char **out, size_t *outlen)
+{
+	struct sjbuf b;
+
+	sjbuf_init(&b);
+	sjbuf_printf(&b, "{\n  \"version\": %d,\n  \"switches\": [", SW_FILE_VERSION);
+	for (int i = 0; i < s->n; i++) {
+		const struct sw_switch *sw = &s->sw[i];
+		sjbuf_puts(&b, i ? ",\n    {" : "\n    {");
+		sjbuf_puts(&b, "\"service\": ");
+		sjbuf_str(&b, sw->service);
+		sjbuf_printf(&b, ", \"class\": \"%s\", \"shed_pct\": %d, \"reason\": ",
+			     sw_class_str(sw->class), sw->shed_pct);
+		sjbuf_str(&b, sw->reason);
+		sjbuf_puts(&b, ", \"owner\": ");
+		sjbuf_str(&b, sw->owner);
+		sjbuf_printf(&b, ", \"set_at\": %llu, \"expires_at\": %llu}",
+			     (unsigned long long)sw->set_at, (unsigned long long)sw->expires_at);
+	}
+	sjbuf_puts(&b, s->n ? "\n  ]\n}\n" : "]\n}\n");
+	if (b.oom) {
+		sjbuf_free(&b);
+		return -1;
+	}
+	*out = b.p;
+	*outlen = b.len;
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX], *data, *slash;
+	size_t len;
+	int fd, dfd;
+
+	for (int i = 0; i < s->n; i++) {
+		char verr[160];
+		if (sw_validate(&s->sw[i], verr, sizeof(verr)))
+			return errf(err, errlen, "refusing to save switch %s/%s: %s",
+				    s->sw[i].service, sw_class_str(s->sw[i].class), verr);
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+		return errf(err, errlen, "switch file path too long: %s", path);
+	if (sw_serialize(s, &data, &len))
+		return errf(err, errlen, "out of memory writing %s", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		free(data);
+		return errf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
+	}
+	if (write_all(fd, data, len) || fsync(fd)) {
+		int e = errno;
+		free(data);
+		close(fd);
+		unlink(tmp);
+		return errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+	}
+	free(data);
+	if (close(fd)) {
+		int e = errno;
+		unlink(tmp);
+		return errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+	}
+	if (rename(tmp, path)) {
+		int e = errno;
+		unlink(tmp);
+		return errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd); /* best effort: the rename is already visible */
+		close(dfd);
+	}
+	return 0;
+}
+
+int sw_quarantine(const char *path, uint64_t now, char *saved_as, size_t saved_len,
+		  char *err, size_t errlen)
+{
+	char dst[PATH_MAX];
+
+	if (snprintf(dst, sizeof(dst), "%s.corrupt.%llu", path, (unsigned long long)now) >=
+	    (int)sizeof(dst))
+		return errf(err, errlen, "switch file path too long: %s", path);
+	if (rename(path, dst))
+		return errf(err, errlen, "cannot move %s to %s: %s", path, dst, strerror(errno));
+	if (saved_as && saved_len)
+		snprintf(saved_as, saved_len, "%s", dst);
+	return 0;
+}
+
+int sw_lock(const char *path, char *err, size_t errlen)
+{
+	char lp[PATH_MAX];
+	int fd;
+
+	if (snprintf(lp, sizeof(lp), "%s.lock", path) >= (int)sizeof(lp))
+		return errf(err, errlen, "switch file path too long: %s", path);
+	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errf(err, errlen, "cannot open lock %s: %s", lp, strerror(errno));
+	while (flock(fd, LOCK_EX)) {
+		if (errno == EINTR)
+			continue;
+		errf(err, errlen, "cannot lock %s: %s", lp, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void sw_unlock(int fd)
+{
+	if (fd >= 0) {
+		flock(fd, LOCK_UN);
+		close(fd);
+	}
+}
