@@ -1,0 +1,133 @@
+/* Crafted frames for BPF_PROG_TEST_RUN: Ethernet (+VLAN) / IPv4 or IPv6 / TCP (+options,
+ * payload), with correct checksums, and a checksum verifier for replies. */
+#ifndef SLUICE_PKTBUILD_H
+#define SLUICE_PKTBUILD_H
+
+#include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+
+struct pkt_spec {
+	int v6;
+	int vlan;                 /* 802.1Q VID, 0 = untagged */
+	const char *src, *dst;    /* textual addresses */
+	uint16_t sport, dport;
+	uint32_t seq, ack;
+	int syn, ackf, fin, rst, psh;
+	uint8_t dscp;
+	int tcp_opts;             /* bytes of TCP options (multiple of 4; NOPs) */
+	const void *payload;
+	size_t payload_len;
+};
+
+static const uint8_t MAC_CLIENT[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+static const uint8_t MAC_SERVER[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+
+static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)(p[len - 1] << 8);
+	return sum;
+}
+
+static uint16_t csum_finish(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Checksum of the TCP segment at tcp (len bytes) under the given IP header: 0 when valid. */
+static uint16_t tcp_verify(const void *iph, int v6, const void *tcp, size_t len)
+{
+	uint32_t sum = 0;
+
+	if (v6) {
+		const struct ipv6hdr *ip6 = iph;
+		sum = csum_add(sum, &ip6->saddr, 32);
+	} else {
+		const struct iphdr *ip = iph;
+		sum = csum_add(sum, &ip->saddr, 8);
+	}
+	sum += IPPROTO_TCP + (uint32_t)len;
+	sum = csum_add(sum, tcp, len);
+	return csum_finish(sum);
+}
+
+static size_t build_pkt(uint8_t *buf, const struct pkt_spec *s)
+{
+	uint8_t *p = buf;
+	struct ethhdr *eth = (struct ethhdr *)p;
+	size_t tcp_len = sizeof(struct tcphdr) + (size_t)s->tcp_opts + s->payload_len;
+
+	memcpy(eth->h_dest, MAC_SERVER, 6);
+	memcpy(eth->h_source, MAC_CLIENT, 6);
+	p += sizeof(*eth);
+	if (s->vlan) {
+		eth->h_proto = htons(ETH_P_8021Q);
+		uint16_t tci = htons((uint16_t)s->vlan), proto = htons(s->v6 ? ETH_P_IPV6 : ETH_P_IP);
+		memcpy(p, &tci, 2);
+		memcpy(p + 2, &proto, 2);
+		p += 4;
+	} else {
+		eth->h_proto = htons(s->v6 ? ETH_P_IPV6 : ETH_P_IP);
+	}
+	void *iph = p;
+	if (s->v6) {
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
+		memset(ip6, 0, sizeof(*ip6));
+		ip6->version = 6;
+		ip6->priority = s->dscp >> 2;
+		ip6->flow_lbl[0] = (uint8_t)((s->dscp & 3) << 6);
+		ip6->payload_len = htons((uint16_t)tcp_len);
+		ip6->nexthdr = IPPROTO_TCP;
+		ip6->hop_limit = 64;
+		inet_pton(AF_INET6, s->src, &ip6->saddr);
+		inet_pton(AF_INET6, s->dst, &ip6->daddr);
+		p += sizeof(*ip6);
+	} else {
+		struct iphdr *ip = (struct iphdr *)p;
+		memset(ip, 0, sizeof(*ip));
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->tos = (uint8_t)(s->dscp << 2);
+		ip->tot_len = htons((uint16_t)(sizeof(*ip) + tcp_len));
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_TCP;
+		inet_pton(AF_INET, s->src, &ip->saddr);
+		inet_pton(AF_INET, s->dst, &ip->daddr);
+		ip->check = htons(csum_finish(csum_add(0, ip, sizeof(*ip))));
+		p += sizeof(*ip);
+	}
+	struct tcphdr *tcp = (struct tcphdr *)p;
+	memset(tcp, 0, sizeof(*tcp));
+	tcp->source = htons(s->sport);
+	tcp->dest = htons(s->dport);
+	tcp->seq = htonl(s->seq);
+	tcp->ack_seq = htonl(s->ack);
+	tcp->doff = (uint16_t)((sizeof(*tcp) + (size_t)s->tcp_opts) / 4);
+	tcp->syn = s->syn;
+	tcp->ack = s->ackf;
+	tcp->fin = s->fin;
+	tcp->rst = s->rst;
+	tcp->psh = s->psh;
+	tcp->window = htons(64240);
+	p += sizeof(*tcp);
+	memset(p, 1, (size_t)s->tcp_opts); /* NOP options */
+	p += s->tcp_opts;
+	if (s->payload_len)
+		memcpy(p, s->payload, s->payload_len);
+	p += s->payload_len;
+	tcp->check = htons(tcp_verify(iph, s->v6, tcp, tcp_len)); /* computed with check = 0 */
+	return (size_t)(p - buf);
+}
+
+#endif
