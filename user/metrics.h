@@ -1,0 +1,55 @@
+/* Prometheus text exposition of sluice (served by sluiced on metrics_address, /metrics).
+ * The daemon fills a status snapshot (from the maps) and a metrics_extra (controller state the
+ * maps do not hold) each tick under its lock; the HTTP thread renders from the copy. */
+#ifndef SLUICE_METRICS_H
+#define SLUICE_METRICS_H
+
+#include <stddef.h>
+#include "status.h"
+
+struct metrics_switch {
+	int active;
+	double shed_ratio;          /* 0..1 */
+	double age_s;               /* since set */
+	double ttl_left_s;          /* until expiry */
+};
+
+struct metrics_service_extra {
+	int idx;                    /* map index: matches status_snapshot.s[i].idx */
+	double breaker_admit;       /* half-open step fraction 0..1 (1 when closed) */
+	unsigned long long breaker_opens;        /* CLOSED -> OPEN transitions since start */
+	unsigned long long breaker_false_opens;  /* estimate: first half-open step >= 99% success */
+	double overload_seconds;    /* time with limit < 70% of max (seed 001 §11 measure 2) */
+	double uptime_seconds;      /* time this controller has managed the service */
+	double effective_ratio;     /* successful / arrived requests over the last 60 s (measure 1) */
+	double retry_amplification; /* (arrivals + retransmits) / arrivals, last 60 s (measure 5) */
+	int retry_storm_active;
+	double latency_target_seconds;  /* AIMD target in force, 0 unknown */
+	int ladder_overloaded;
+	unsigned long long degradation_actions;   /* switches set (measure 4 denominator) */
+	unsigned long long degradation_effective; /* ... that shed traffic in the data path */
+	struct metrics_switch sw[SLUICE_NUM_CLASSES];
+};
+
+struct metrics_extra {
+	int cascade_suspended;
+	unsigned long long cascade_triggers;
+	unsigned long long config_reloads, config_reload_failures;
+	int switch_file_error;      /* the switch file is corrupt: running with no switches */
+	int n;
+	struct metrics_service_extra s[SLUICE_MAX_SERVICES];
+};
+
+/* Render the exposition into a malloc'd buffer. Returns 0, or -1 on allocation failure. */
+int metrics_render(const struct status_snapshot *snap, const struct metrics_extra *x,
+		   char **out, size_t *len);
+
+/* The HTTP side: serves GET /metrics (and / with a pointer to it) by calling fn, which
+ * returns a malloc'd body. addr is "host:port" (IPv4, [IPv6] or a name for loopback). */
+typedef int (*metrics_body_fn)(void *ctx, char **body, size_t *len);
+struct metrics_server;
+struct metrics_server *metrics_start(const char *addr, metrics_body_fn fn, void *ctx,
+				     char *err, size_t errlen);
+void metrics_stop(struct metrics_server *srv);
+
+#endif

@@ -1,0 +1,49 @@
+/* What the data path is doing, read from the pinned maps: the one snapshot behind
+ * `sluicectl status` (table and JSON), `sluicectl top`, `sluicectl hist` and /metrics. */
+#ifndef SLUICE_STATUS_H
+#define SLUICE_STATUS_H
+
+#include <stdio.h>
+#include "sluice.h"
+#include "bpfmaps.h"
+
+struct class_status {
+	struct sluice_class_stats st;            /* cumulative since attach */
+	struct sluice_hist hist;                 /* cumulative since attach */
+	long long in_flight;
+	double p50_us, p99_us;                   /* from the cumulative histogram */
+	unsigned threshold;                      /* in-flight threshold in force */
+	double admit_prob, switch_admit;         /* 0..1 */
+};
+
+struct service_status {
+	int idx;                                 /* map index */
+	struct sluice_service svc;
+	struct sluice_verdict v;
+	long long in_flight;
+	struct class_status cls[SLUICE_NUM_CLASSES];
+};
+
+struct status_snapshot {
+	unsigned long long now_ns;
+	struct sluice_globals g;
+	int controller_alive;                    /* heartbeat younger than its timeout */
+	double heartbeat_age_s;
+	struct sluice_pkt_stats pkt;
+	int n;
+	struct service_status s[SLUICE_MAX_SERVICES];
+};
+
+/* Read everything. Services without a port (removed from config) are skipped. */
+int status_collect(const struct sluice_maps *m, struct status_snapshot *out);
+
+const char *protocol_name(int p);
+const char *breaker_name(int s);
+const char *reject_reason_name(int r);
+
+void status_print_table(FILE *f, const struct status_snapshot *s);
+void status_print_json(FILE *f, const struct status_snapshot *s);
+/* runqlat-style histogram of one service (all classes, or one). */
+void status_print_hist(FILE *f, const struct service_status *s, int cls);
+
+#endif
