@@ -18,7 +18,7 @@ struct metrics_service_extra {
 	int idx;                    /* map index: matches status_snapshot.s[i].idx */
 	double breaker_admit;       /* half-open step fraction 0..1 (1 when closed) */
 	unsigned long long breaker_opens;        /* CLOSED -> OPEN transitions since start */
-	unsigned long long breaker_false_opens;  /* estimate: first half-open step >= 99% success */
+	unsigned long long breaker_false_opens;  /* estimate: see docs/METRICS.md, measure 3 */
 	double overload_seconds;    /* time with limit < 70% of max (seed 001 §11 measure 2) */
 	double uptime_seconds;      /* time this controller has managed the service */
 	double effective_ratio;     /* successful / arrived requests over the last 60 s (measure 1) */
@@ -34,7 +34,7 @@ struct metrics_service_extra {
 struct metrics_extra {
 	int cascade_suspended;
 	unsigned long long cascade_triggers;
-	unsigned long long config_reloads, config_reload_failures;
+	unsigned long long config_reloads, config_reload_failures;  /* took effect / refused */
 	int switch_file_error;      /* the switch file is corrupt: running with no switches */
 	int n;
 	struct metrics_service_extra s[SLUICE_MAX_SERVICES];
@@ -51,5 +51,7 @@ struct metrics_server;
 struct metrics_server *metrics_start(const char *addr, metrics_body_fn fn, void *ctx,
 				     char *err, size_t errlen);
 void metrics_stop(struct metrics_server *srv);
+/* The TCP port the server listens on (useful with port 0: any free port), -1 for NULL. */
+int metrics_port(const struct metrics_server *srv);
 
 #endif

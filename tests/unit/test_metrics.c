@@ -1,0 +1,803 @@
+/* Metrics: exposition text of a synthetic snapshot (exact lines, escaping, histogram,
+ * HELP/TYPE for every family, line grammar) and the HTTP server over a real TCP socket. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <regex.h>
+#include <math.h>
+#include <errno.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <cmocka.h>
+#include "metrics.h"
+
+/* ---------------------------------------------------------------- fixtures */
+
+static void add(struct sluice_hist *h, uint64_t us, uint64_t n)
+{
+	h->bucket[sluice_hist_bucket(us)] += n;
+	h->sum_us += us * n;
+}
+
+/* Two services: "web" (map index 0, http) and "db" (map index 5, tcp). */
+static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
+{
+	struct service_status *web, *db;
+
+	memset(s, 0, sizeof(*s));
+	s->controller_alive = 1;
+	s->heartbeat_age_s = 0.25;
+	s->pkt.malformed = 7;
+	s->pkt.service = 1000;
+	s->pkt.rst_sent = 3;
+	s->pkt.reply_sent = 11;
+	s->n = 2;
+
+	web = &s->s[0];
+	web->idx = 0;
+	snprintf(web->svc.name, sizeof(web->svc.name), "web");
+	web->svc.port = 8080;
+	web->svc.protocol = SLUICE_PROTO_HTTP;
+	web->v.limit = 64;
+	web->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
+	web->v.breaker_admit = SLUICE_PROB_ONE * 3 / 10;
+	web->in_flight = 9;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		struct class_status *cs = &web->cls[c];
+		cs->threshold = 64 - 8 * c;
+		cs->admit_prob = 1.0;
+		cs->switch_admit = 1.0;
+	}
+	web->cls[0].st.arrivals = 50;
+	web->cls[0].st.admitted = 42;
+	web->cls[0].st.completed = 40;
+	web->cls[0].st.errors = 2;
+	web->cls[0].st.resp_429 = 1;
+	web->cls[0].st.retransmits = 4;
+	web->cls[0].st.fail_open = 5;
+	web->cls[0].st.rejected[SLUICE_REJ_HEADROOM] = 8;
+	web->cls[0].in_flight = 2;
+	add(&web->cls[0].hist, 100, 50);       /* [96,112) us */
+	add(&web->cls[0].hist, 1000, 40);      /* [896,1024) us */
+	add(&web->cls[0].hist, 10000, 10);     /* [8192,10240) us */
+	add(&web->cls[0].hist, 5, 3);          /* below the first exposed boundary (16 us) */
+	add(&web->cls[0].hist, 500000000, 2);  /* 500 s: the open-ended last bucket */
+	web->cls[3].st.rejected[SLUICE_REJ_LADDER] = 17;
+	web->cls[3].admit_prob = 0.3;
+	web->cls[3].switch_admit = 0.5;
+	web->cls[3].in_flight = 7;
+
+	db = &s->s[1];
+	db->idx = 5;
+	snprintf(db->svc.name, sizeof(db->svc.name), "db");
+	db->svc.port = 5432;
+	db->svc.protocol = SLUICE_PROTO_TCP;
+	db->v.limit = 16;
+	db->v.breaker_state = SLUICE_BREAKER_OPEN;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		db->cls[c].admit_prob = 1.0;
+		db->cls[c].switch_admit = 1.0;
+	}
+	db->cls[1].st.admitted = 1234567890123ULL;
+	add(&db->cls[1].hist, 2000, 1);
+
+	if (!x)
+		return;
+	memset(x, 0, sizeof(*x));
+	x->cascade_suspended = 1;
+	x->cascade_triggers = 2;
+	x->config_reloads = 3;
+	x->config_reload_failures = 1;
+	x->switch_file_error = 0;
+	x->n = 2;
+	/* deliberately in the other order than the snapshot: matched by idx */
+	x->s[0].idx = 5;
+	x->s[0].breaker_admit = 0;
+	x->s[0].breaker_opens = 6;
+	x->s[0].breaker_false_opens = 1;
+	x->s[0].effective_ratio = 0.5;
+	x->s[0].retry_amplification = 2.5;
+	x->s[0].retry_storm_active = 1;
+	x->s[1].idx = 0;
+	x->s[1].breaker_admit = 0.3;
+	x->s[1].breaker_opens = 1;
+	x->s[1].overload_seconds = 12.5;
+	x->s[1].uptime_seconds = 3600;
+	x->s[1].effective_ratio = 0.92;
+	x->s[1].retry_amplification = 1.1;
+	x->s[1].latency_target_seconds = 0.05;
+	x->s[1].degradation_actions = 4;
+	x->s[1].degradation_effective = 3;
+	x->s[1].sw[3].active = 1;
+	x->s[1].sw[3].shed_ratio = 0.5;
+	x->s[1].sw[3].age_s = 90;
+	x->s[1].sw[3].ttl_left_s = 1710;
+}
+
+static char *render(const struct status_snapshot *s, const struct metrics_extra *x)
+{
+	char *out = NULL;
+	size_t len = 0;
+
+	assert_int_equal(metrics_render(s, x, &out, &len), 0);
+	assert_non_null(out);
+	assert_int_equal(strlen(out), len);
+	return out;
+}
+
+/* The text holds this exact line. */
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line))) {
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+#define assert_line(text, line) do {                                            \
+	if (!has_line((text), (line)))                                          \
+		fail_msg("missing line: %s", (line));                           \
+} while (0)
+
+#define assert_no_line_prefix(text, prefix) do {                               \
+	if (has_prefix_line((text), (prefix)))                                  \
+		fail_msg("unexpected line starting: %s", (prefix));             \
+} while (0)
+
+static int has_prefix_line(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	const char *p = text;
+
+	while ((p = strstr(p, prefix))) {
+		if (p == text || p[-1] == '\n')
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* Value of the sample line that starts with "prefix " (name + labels). -1 if absent. */
+static double value_of(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	const char *p = text;
+
+	while ((p = strstr(p, series))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+		p += n;
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- render tests */
+
+static void test_exact_lines(void **st)
+{
+	struct status_snapshot s;
+	struct metrics_extra x;
+	char *t;
+	(void)st;
+
+	make_snapshot(&s, &x);
+	t = render(&s, &x);
+	assert_line(t, "# TYPE sluice_requests_admitted_total counter");
+	assert_line(t, "sluice_requests_admitted_total{service=\"web\",class=\"L0\"} 42");
+	assert_line(t, "sluice_requests_admitted_total{service=\"db\",class=\"L1\"} 1234567890123");
+	assert_line(t, "sluice_requests_arrived_total{service=\"web\",class=\"L0\"} 50");
+	assert_line(t, "sluice_requests_completed_total{service=\"web\",class=\"L0\"} 40");
+	assert_line(t, "sluice_request_errors_total{service=\"web\",class=\"L0\"} 2");
+	assert_line(t, "sluice_responses_429_total{service=\"web\",class=\"L0\"} 1");
+	assert_line(t, "sluice_retransmits_total{service=\"web\",class=\"L0\"} 4");
+	assert_line(t, "sluice_fail_open_admits_total{service=\"web\",class=\"L0\"} 5");
+	/* every reason present, zeros included */
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L0\",reason=\"switch\"} 0");
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L0\",reason=\"breaker\"} 0");
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L0\",reason=\"headroom\"} 8");
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L0\",reason=\"ladder\"} 0");
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L0\",reason=\"client_limit\"} 0");
+	assert_line(t, "sluice_requests_rejected_total{service=\"web\",class=\"L3\",reason=\"ladder\"} 17");
+	assert_line(t, "sluice_requests_rejected_total{service=\"db\",class=\"L2\",reason=\"client_limit\"} 0");
+	assert_line(t, "sluice_in_flight{service=\"web\",class=\"L3\"} 7");
+	assert_line(t, "sluice_in_flight{service=\"db\",class=\"L0\"} 0");
+	assert_line(t, "sluice_concurrency_limit{service=\"web\"} 64");
+	assert_line(t, "sluice_concurrency_limit{service=\"db\"} 16");
+	assert_line(t, "sluice_class_threshold{service=\"web\",class=\"L2\"} 48");
+	assert_line(t, "sluice_ladder_admit_ratio{service=\"web\",class=\"L3\"} 0.3");
+	assert_line(t, "sluice_ladder_admit_ratio{service=\"web\",class=\"L0\"} 1");
+	assert_line(t, "sluice_breaker_state{service=\"web\"} 2");
+	assert_line(t, "sluice_breaker_state{service=\"db\"} 1");
+	assert_line(t, "sluice_breaker_admit_ratio{service=\"web\"} 0.3");
+	assert_line(t, "sluice_breaker_admit_ratio{service=\"db\"} 0");
+	assert_line(t, "sluice_breaker_opens_total{service=\"db\"} 6");
+	assert_line(t, "sluice_breaker_opens_total{service=\"web\"} 1");
+	assert_line(t, "sluice_service_info{service=\"web\",protocol=\"http\",port=\"8080\"} 1");
+	assert_line(t, "sluice_service_info{service=\"db\",protocol=\"tcp\",port=\"5432\"} 1");
+	/* switches */
+	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L3\"} 0.5");
+	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L0\"} 0");
+	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L3\"} 1");
+	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L2\"} 0");
+	assert_line(t, "sluice_switch_age_seconds{service=\"web\",class=\"L3\"} 90");
+	assert_line(t, "sluice_switch_ttl_seconds{service=\"web\",class=\"L3\"} 1710");
+	assert_no_line_prefix(t, "sluice_switch_age_seconds{service=\"web\",class=\"L2\"}");
+	/* the five measures */
+	assert_line(t, "sluice_effective_request_ratio{service=\"web\"} 0.92");
+	assert_line(t, "sluice_effective_request_ratio{service=\"db\"} 0.5");
+	assert_line(t, "sluice_overload_seconds_total{service=\"web\"} 12.5");
+	assert_line(t, "sluice_managed_seconds_total{service=\"web\"} 3600");
+	assert_line(t, "sluice_breaker_false_opens_total{service=\"db\"} 1");
+	assert_line(t, "sluice_degradation_actions_total{service=\"web\"} 4");
+	assert_line(t, "sluice_degradation_effective_total{service=\"web\"} 3");
+	assert_line(t, "sluice_retry_amplification_ratio{service=\"web\"} 1.1");
+	assert_line(t, "sluice_retry_amplification_ratio{service=\"db\"} 2.5");
+	assert_line(t, "sluice_retry_storm_active{service=\"db\"} 1");
+	assert_line(t, "sluice_retry_storm_active{service=\"web\"} 0");
+	assert_line(t, "sluice_latency_target_seconds{service=\"web\"} 0.05");
+	/* process-wide */
+	assert_line(t, "sluice_controller_alive 1");
+	assert_line(t, "sluice_controller_heartbeat_age_seconds 0.25");
+	assert_line(t, "sluice_packets_malformed_total 7");
+	assert_line(t, "sluice_rst_sent_total 3");
+	assert_line(t, "sluice_http_replies_sent_total 11");
+	assert_line(t, "sluice_cascade_suspended 1");
+	assert_line(t, "sluice_cascade_triggers_total 2");
+	assert_line(t, "sluice_config_reloads_total{result=\"ok\"} 3");
+	assert_line(t, "sluice_config_reloads_total{result=\"error\"} 1");
+	assert_line(t, "sluice_switch_file_error 0");
+	assert_true(t[strlen(t) - 1] == '\n');
+	free(t);
+}
+
+static void test_histogram_cumulative(void **st)
+{
+	struct status_snapshot s;
+	const char *pre = "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"";
+	char *t, *p;
+	double last = -1, le_last = -1;
+	int nb = 0, inf_seen = 0;
+	(void)st;
+
+	make_snapshot(&s, NULL);
+	t = render(&s, NULL);
+	assert_line(t, "# TYPE sluice_request_duration_seconds histogram");
+	/* exact boundaries: 16 us is the first, 128 us holds the 3 + 50 below it */
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.000016\"} 3");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.000096\"} 3");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.000128\"} 53");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.001024\"} 93");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.008192\"} 93");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"0.012288\"} 103");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"67.108864\"} 103");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"100.663296\"} 103");
+	/* the 500 s samples are only in +Inf */
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"web\",class=\"L0\",le=\"+Inf\"} 105");
+	assert_line(t, "sluice_request_duration_seconds_count{service=\"web\",class=\"L0\"} 105");
+	/* sum: 15 + 5000 + 40000 + 100000 + 1e9 us */
+	assert_line(t, "sluice_request_duration_seconds_sum{service=\"web\",class=\"L0\"} 1000.145015");
+	/* empty class: every bucket present, all zero */
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"db\",class=\"L3\",le=\"+Inf\"} 0");
+	assert_line(t, "sluice_request_duration_seconds_count{service=\"db\",class=\"L3\"} 0");
+	assert_line(t, "sluice_request_duration_seconds_sum{service=\"db\",class=\"L3\"} 0");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"db\",class=\"L1\",le=\"0.002048\"} 1");
+	assert_line(t, "sluice_request_duration_seconds_bucket{service=\"db\",class=\"L1\",le=\"0.001536\"} 0");
+
+	/* walk web/L0's buckets: le increasing, counts non-decreasing, +Inf last == count */
+	for (p = t; (p = strstr(p, pre)); p++) {
+		char *q = p + strlen(pre), *end;
+		double le, v;
+
+		if (p != t && p[-1] != '\n')
+			continue;
+		if (!strncmp(q, "+Inf\"} ", 7)) {
+			v = strtod(q + 7, NULL);
+			assert_true(v >= last);
+			assert_true(v == value_of(t, "sluice_request_duration_seconds_count{service=\"web\",class=\"L0\"}"));
+			inf_seen = 1;
+			continue;
+		}
+		assert_false(inf_seen);
+		le = strtod(q, &end);
+		assert_true(le > le_last);
+		assert_memory_equal(end, "\"} ", 3);
+		v = strtod(end + 3, NULL);
+		assert_true(v >= last);
+		le_last = le;
+		last = v;
+		nb++;
+	}
+	assert_true(inf_seen);
+	/* two boundaries per power of two from 16 us to 100.7 s: a bounded series count */
+	assert_int_equal(nb, 46);
+	free(t);
+}
+
+static void test_label_escaping(void **st)
+{
+	struct status_snapshot s;
+	char *t;
+	(void)st;
+
+	make_snapshot(&s, NULL);
+	snprintf(s.s[1].svc.name, sizeof(s.s[1].svc.name), "a\"b\\c\nd");
+	t = render(&s, NULL);
+	assert_line(t, "sluice_concurrency_limit{service=\"a\\\"b\\\\c\\nd\"} 16");
+	assert_line(t, "sluice_requests_admitted_total{service=\"a\\\"b\\\\c\\nd\",class=\"L1\"} 1234567890123");
+	/* a name filling the whole field (no NUL inside it) is not read past */
+	memset(s.s[1].svc.name, 'x', sizeof(s.s[1].svc.name));
+	free(t);
+	t = render(&s, NULL);
+	assert_line(t, "sluice_concurrency_limit{service=\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"} 16");
+	free(t);
+}
+
+/* Every non-comment line matches the sample grammar; its family has HELP and TYPE before it;
+ * a family's samples are contiguous; TYPE counter names end in _total. */
+static void check_exposition(const char *text)
+{
+	static const char *sample_re =
+		"^([a-zA-Z_:][a-zA-Z0-9_:]*)"
+		"(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\\n]|\\\\[\\\\\"n])*\""
+		"(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\\n]|\\\\[\\\\\"n])*\")*\\})?"
+		" (NaN|[+-]Inf|[-+]?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?)$";
+	struct fam { char name[96], type[16]; int help, done; } fams[128];
+	int nf = 0, cur = -1, samples = 0;
+	regex_t re;
+	char *copy = strdup(text), *save = NULL, *line;
+
+	assert_non_null(copy);
+	assert_int_equal(regcomp(&re, sample_re, REG_EXTENDED), 0);
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		regmatch_t m[2];
+		char name[96], fname[96];
+		int f;
+
+		if (!strncmp(line, "# HELP ", 7) || !strncmp(line, "# TYPE ", 7)) {
+			char nm[96], rest[128] = "";
+
+			assert_int_equal(sscanf(line + 7, "%95s %127s", nm, rest), 2);
+			for (f = 0; f < nf && strcmp(fams[f].name, nm); f++)
+				;
+			if (f == nf) {
+				assert_true(nf < 128);
+				memset(&fams[nf], 0, sizeof(fams[nf]));
+				snprintf(fams[nf].name, sizeof(fams[nf].name), "%s", nm);
+				nf++;
+			}
+			if (line[2] == 'H') {
+				assert_int_equal(fams[f].help, 0);
+				fams[f].help = 1;
+			} else {
+				if (fams[f].type[0])
+					fail_msg("second TYPE for %s", nm);
+				snprintf(fams[f].type, sizeof(fams[f].type), "%s", rest);
+				assert_true(!strcmp(rest, "counter") || !strcmp(rest, "gauge") ||
+					    !strcmp(rest, "histogram"));
+				if (!strcmp(rest, "counter")) {
+					size_t l = strlen(nm);
+					assert_true(l > 6 && !strcmp(nm + l - 6, "_total"));
+				}
+			}
+			assert_int_equal(strncmp(nm, "sluice_", 7), 0);
+			continue;
+		}
+		if (line[0] == '#')
+			fail_msg("unexpected comment: %s", line);
+		if (regexec(&re, line, 2, m, 0))
+			fail_msg("bad sample line: %s", line);
+		snprintf(name, sizeof(name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so), line);
+		snprintf(fname, sizeof(fname), "%s", name);
+		for (f = 0; f < nf && strcmp(fams[f].name, fname); f++)
+			;
+		if (f == nf) {   /* histogram parts */
+			static const char *suf[] = { "_bucket", "_sum", "_count" };
+			for (int k = 0; k < 3 && f == nf; k++) {
+				size_t l = strlen(name), sl = strlen(suf[k]);
+				if (l > sl && !strcmp(name + l - sl, suf[k])) {
+					snprintf(fname, sizeof(fname), "%.*s", (int)(l - sl), name);
+					for (f = 0; f < nf && strcmp(fams[f].name, fname); f++)
+						;
+					if (f < nf && strcmp(fams[f].type, "histogram"))
+						f = nf;
+				}
+			}
+		}
+		if (f == nf)
+			fail_msg("sample without HELP/TYPE: %s", line);
+		assert_true(fams[f].help);
+		assert_true(fams[f].type[0]);
+		if (f != cur) {
+			if (fams[f].done)
+				fail_msg("family %s is not contiguous", fams[f].name);
+			if (cur >= 0)
+				fams[cur].done = 1;
+			cur = f;
+		}
+		samples++;
+	}
+	assert_true(samples > 100);
+	regfree(&re);
+	free(copy);
+}
+
+static void test_grammar_and_help_type(void **st)
+{
+	struct status_snapshot s;
+	struct metrics_extra x;
+	char *t;
+	(void)st;
+
+	make_snapshot(&s, &x);
+	snprintf(s.s[1].svc.name, sizeof(s.s[1].svc.name), "we\"ird\\name\n");
+	s.s[0].cls[2].admit_prob = 1.0 / 3;
+	x.s[0].effective_ratio = 0.0 / 0.0;    /* NaN must still be a valid sample */
+	t = render(&s, &x);
+	check_exposition(t);
+	assert_line(t, "sluice_effective_request_ratio{service=\"we\\\"ird\\\\name\\n\"} NaN");
+	free(t);
+
+	/* no controller extras, no services at all */
+	memset(&s, 0, sizeof(s));
+	s.heartbeat_age_s = -1;
+	t = render(&s, NULL);
+	assert_line(t, "sluice_controller_alive 0");
+	assert_no_line_prefix(t, "sluice_controller_heartbeat_age_seconds ");
+	assert_line(t, "# TYPE sluice_requests_admitted_total counter");
+	free(t);
+}
+
+static void test_without_extra(void **st)
+{
+	struct status_snapshot s;
+	struct metrics_extra x;
+	char *t;
+	(void)st;
+
+	/* extras only for db: web falls back to what the verdict says, and has no measures */
+	make_snapshot(&s, &x);
+	x.n = 1;
+	t = render(&s, &x);
+	check_exposition(t);
+	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L3\"} 0.5");
+	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L3\"} 1");
+	/* fixed point from the verdict: 19660 / 65536 */
+	assert_true(fabs(value_of(t, "sluice_breaker_admit_ratio{service=\"web\"}") - 0.3) < 1e-4);
+	assert_no_line_prefix(t, "sluice_effective_request_ratio{service=\"web\"}");
+	assert_no_line_prefix(t, "sluice_switch_age_seconds{");
+	assert_line(t, "sluice_effective_request_ratio{service=\"db\"} 0.5");
+	free(t);
+
+	t = render(&s, NULL);
+	check_exposition(t);
+	assert_no_line_prefix(t, "sluice_cascade_suspended");
+	assert_line(t, "# TYPE sluice_effective_request_ratio gauge");
+	assert_no_line_prefix(t, "sluice_effective_request_ratio{");
+	free(t);
+}
+
+/* ---------------------------------------------------------------- HTTP server */
+
+struct body_ctx {
+	int fail;
+	int calls;
+};
+
+static int body_fn(void *ctx, char **body, size_t *len)
+{
+	struct body_ctx *c = ctx;
+	struct status_snapshot s;
+	struct metrics_extra x;
+
+	c->calls++;
+	if (c->fail)
+		return -1;
+	make_snapshot(&s, &x);
+	return metrics_render(&s, &x, body, len);
+}
+
+/* One request over a plain TCP socket; returns the whole response (malloc'd). */
+static char *http(int family, int port, const char *req)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct timeval tv = { 5, 0 };
+	size_t cap = 65536, len = 0;
+	char *resp = malloc(cap);
+	int fd;
+	ssize_t n;
+
+	assert_non_null(resp);
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		a->sin6_addr = in6addr_loopback;
+		sl = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sl = sizeof(*a);
+	}
+	fd = socket(family, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&ss, sl))
+		fail_msg("connect to port %d: %s", port, strerror(errno));
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while ((n = read(fd, resp + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			cap *= 2;
+			resp = realloc(resp, cap);
+			assert_non_null(resp);
+		}
+	}
+	resp[len] = '\0';
+	close(fd);
+	return resp;
+}
+
+static int status_code(const char *resp)
+{
+	int code = 0;
+
+	if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
+		return -1;
+	return code;
+}
+
+static const char *body_of(const char *resp)
+{
+	const char *p = strstr(resp, "\r\n\r\n");
+	return p ? p + 4 : "";
+}
+
+static void test_server_roundtrip(void **st)
+{
+	struct body_ctx ctx = { 0, 0 };
+	char err[256], *r, *want;
+	size_t wlen;
+	struct metrics_server *srv;
+	struct status_snapshot s;
+	struct metrics_extra x;
+	int port;
+	(void)st;
+
+	srv = metrics_start("127.0.0.1:0", body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start: %s", err);
+	port = metrics_port(srv);
+	assert_true(port > 0 && port < 65536);
+
+	r = http(AF_INET, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	assert_non_null(strcasestr(r, "\r\nContent-Type: text/plain; version=0.0.4"));
+	make_snapshot(&s, &x);
+	assert_int_equal(metrics_render(&s, &x, &want, &wlen), 0);
+	assert_string_equal(body_of(r), want);
+	assert_line(body_of(r), "sluice_requests_admitted_total{service=\"web\",class=\"L0\"} 42");
+	free(want);
+	free(r);
+	assert_int_equal(ctx.calls, 1);
+
+	/* query strings are fine */
+	r = http(AF_INET, port, "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	free(r);
+
+	r = http(AF_INET, port, "GET /nope HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 404);
+	assert_non_null(strstr(body_of(r), "/metrics"));
+	free(r);
+
+	r = http(AF_INET, port, "GET / HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	assert_non_null(strstr(body_of(r), "/metrics"));
+	free(r);
+
+	r = http(AF_INET, port, "POST /metrics HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc");
+	assert_int_equal(status_code(r), 405);
+	assert_non_null(strcasestr(r, "\r\nAllow: GET"));
+	free(r);
+
+	r = http(AF_INET, port, "DELETE /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 405);
+	free(r);
+
+	ctx.fail = 1;
+	r = http(AF_INET, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 500);
+	free(r);
+	metrics_stop(srv);
+
+	/* stopped: the port no longer answers */
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		assert_int_not_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		close(fd);
+	}
+}
+
+/* ":PORT" (empty host) listens on every address: reachable over IPv4 loopback. */
+static void test_server_any_address(void **st)
+{
+	struct body_ctx ctx = { 0, 0 };
+	char err[256], *r;
+	struct metrics_server *srv;
+	(void)st;
+
+	srv = metrics_start(":0", body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start :0: %s", err);
+	r = http(AF_INET, metrics_port(srv), "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	free(r);
+	metrics_stop(srv);
+
+	/* a name is resolved: localhost is 127.0.0.1 or ::1, whichever the resolver gives first */
+	srv = metrics_start("localhost:0", body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start localhost:0: %s", err);
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)metrics_port(srv)),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd = socket(AF_INET, SOCK_STREAM, 0), v4;
+
+		assert_true(fd >= 0);
+		v4 = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		r = http(v4 ? AF_INET : AF_INET6, metrics_port(srv), "GET /metrics HTTP/1.0\r\n\r\n");
+	}
+	assert_int_equal(status_code(r), 200);
+	free(r);
+	metrics_stop(srv);
+}
+
+/* A free port found by binding port 0 and closing, then served by name. */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &sl), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static void test_server_fixed_port_and_busy(void **st)
+{
+	struct body_ctx ctx = { 0, 0 };
+	char addr[64], err[256], *r;
+	struct metrics_server *srv, *srv2;
+	int port = free_port();
+	(void)st;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	srv = metrics_start(addr, body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start %s: %s", addr, err);
+	assert_int_equal(metrics_port(srv), port);
+	r = http(AF_INET, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	free(r);
+
+	/* the same port twice: refused with the reason */
+	err[0] = '\0';
+	srv2 = metrics_start(addr, body_fn, &ctx, err, sizeof(err));
+	assert_null(srv2);
+	assert_non_null(strstr(err, "in use"));
+	metrics_stop(srv);
+	metrics_stop(NULL);
+	assert_int_equal(metrics_port(NULL), -1);
+}
+
+static void test_server_ipv6(void **st)
+{
+	struct body_ctx ctx = { 0, 0 };
+	char err[256], *r;
+	struct metrics_server *srv;
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	(void)st;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		if (fd >= 0)
+			close(fd);
+		skip();
+	}
+	close(fd);
+	srv = metrics_start("[::1]:0", body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start [::1]:0: %s", err);
+	r = http(AF_INET6, metrics_port(srv), "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_int_equal(status_code(r), 200);
+	assert_line(body_of(r), "sluice_concurrency_limit{service=\"web\"} 64");
+	free(r);
+	metrics_stop(srv);
+}
+
+static void test_bad_addresses(void **st)
+{
+	static const struct { const char *addr, *why; } bad[] = {
+		{ "", "empty" },
+		{ "9477", "HOST:PORT" },
+		{ "127.0.0.1", "HOST:PORT" },
+		{ "127.0.0.1:", "port" },
+		{ "127.0.0.1:http", "port" },
+		{ "127.0.0.1:99999", "port" },
+		{ "127.0.0.1:65536", "port" },
+		{ "127.0.0.1:-1", "port" },
+		{ "127.0.0.1:+80", "port" },
+		{ "127.0.0.1:80x", "port" },
+		{ "127.0.0.1: 80", "port" },
+		{ "::1:9477", "[ADDR]:PORT" },
+		{ "[::1]9477", "[IPV6]:PORT" },
+		{ "[::1", "]" },
+		{ "no-such-host.invalid:9477", "resolve" },
+		{ "192.0.2.1:9477", "cannot listen" },   /* not a local address */
+	};
+	struct body_ctx ctx = { 0, 0 };
+	char err[256];
+	(void)st;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct metrics_server *srv;
+
+		err[0] = '\0';
+		srv = metrics_start(bad[i].addr, body_fn, &ctx, err, sizeof(err));
+		if (srv) {
+			metrics_stop(srv);
+			fail_msg("accepted bad address '%s'", bad[i].addr);
+		}
+		if (!strstr(err, bad[i].why))
+			fail_msg("address '%s': error '%s' does not mention '%s'", bad[i].addr, err,
+				 bad[i].why);
+	}
+	/* NULL address, NULL err buffer: refused, no crash */
+	assert_null(metrics_start(NULL, body_fn, &ctx, err, sizeof(err)));
+	assert_null(metrics_start("127.0.0.1:x", body_fn, &ctx, NULL, 0));
+	assert_null(metrics_start("127.0.0.1:0", NULL, &ctx, err, sizeof(err)));
+	assert_int_equal(ctx.calls, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_lines),
+		cmocka_unit_test(test_histogram_cumulative),
+		cmocka_unit_test(test_label_escaping),
+		cmocka_unit_test(test_grammar_and_help_type),
+		cmocka_unit_test(test_without_extra),
+		cmocka_unit_test(test_server_roundtrip),
+		cmocka_unit_test(test_server_fixed_port_and_busy),
+		cmocka_unit_test(test_server_ipv6),
+		cmocka_unit_test(test_server_any_address),
+		cmocka_unit_test(test_bad_addresses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
