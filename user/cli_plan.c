@@ -1,0 +1,313 @@
+/* sluicectl plan ... and sluicectl budget check (see docs/OPERATIONS.md).
+ *
+ *   plan check FILE     findings one per line ("file:line: level NAME: what [kind]").
+ *                       exit 0 clean, 1 when there is any finding, 2 when the file is invalid.
+ *   plan show FILE      the levels and what applying each one sets (cumulative). 0 / 2.
+ *   plan apply FILE LEVEL --reason TEXT --ttl DUR [--owner NAME]
+ *                       all switches of the level in ONE save of the switch file, one audit
+ *                       record per switch (command "plan apply LEVEL").
+ *                       exit 0 ok, 1 permission denied / I/O / not audited, 2 bad plan, level or
+ *                       argument (nothing changed).
+ *   budget check FILE   budget_report(); exit 0 within budget, 1 when any chain is over budget,
+ *                       2 when the file is invalid. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "audit.h"
+#include "budget.h"
+#include "duration.h"
+#include "plan.h"
+#include "switches.h"
+#include "switchstate.h"
+
+#define MAX_FINDINGS 256
+
+static void plan_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluicectl plan check FILE\n"
+		"       sluicectl plan show FILE\n"
+		"       sluicectl plan apply FILE LEVEL --reason TEXT --ttl DUR [--owner NAME]\n"
+		"  check: exit 0 clean, 1 findings, 2 invalid file\n"
+		"  apply: sets every switch of LEVEL and of the levels before it (cumulative) at once\n"
+		"exit codes: 0 ok, 1 runtime failure / findings / permission denied, 2 bad usage or input\n");
+}
+
+static const char *const *known_ptrs(const struct cli_opts *o, const char **buf)
+{
+	if (o->n_known < 0)
+		return NULL;
+	for (int i = 0; i < o->n_known && i < SLUICE_MAX_SERVICES; i++)
+		buf[i] = o->known[i];
+	return buf;
+}
+
+static int load_plan(const char *file, struct sluice_plan *p)
+{
+	static struct doc_errors errs;
+
+	if (plan_load(file, p, &errs)) {
+		doc_errors_print(stderr, &errs);
+		fprintf(stderr, "sluicectl: %s: invalid plan\n", file);
+		return -1;
+	}
+	return 0;
+}
+
+static int plan_do_check(const char *file, struct cli_opts *o)
+{
+	static struct sluice_plan p;
+	static struct plan_finding f[MAX_FINDINGS];
+	const char *kbuf[SLUICE_MAX_SERVICES];
+	const char *const *known = known_ptrs(o, kbuf);
+	int n;
+
+	if (load_plan(file, &p))
+		return EXIT_USAGE;
+	if (!known)
+		fprintf(stderr, "sluicectl: warning: no service list (neither pinned maps nor config): "
+			"services named in the plan are NOT checked\n");
+	n = plan_check(&p, (uint64_t)time(NULL), known, known ? o->n_known : 0, f, MAX_FINDINGS);
+	for (int i = 0; i < n && i < MAX_FINDINGS; i++)
+		printf("%s\n", f[i].msg);
+	if (n > MAX_FINDINGS)
+		printf("%s: %d more findings\n", file, n - MAX_FINDINGS);
+	if (n) {
+		printf("%s: %d finding%s in %d level%s\n", file, n, n == 1 ? "" : "s", p.n_levels,
+		       p.n_levels == 1 ? "" : "s");
+		return EXIT_RUNTIME;
+	}
+	printf("%s: clean (%d level%s)\n", file, p.n_levels, p.n_levels == 1 ? "" : "s");
+	return EXIT_OK;
+}
+
+static int plan_do_show(const char *file)
+{
+	static struct sluice_plan p;
+	char iso[SLUICE_ISO_LEN];
+
+	if (load_plan(file, &p))
+		return EXIT_USAGE;
+	printf("plan %s", file);
+	if (p.service[0])
+		printf("  service %s", p.service);
+	if (p.owner[0])
+		printf("  owner %s", p.owner);
+	if (p.has_last_reviewed)
+		printf("  last reviewed %.10s", time_format_iso(p.last_reviewed, iso, sizeof(iso)));
+	printf("\n");
+	for (int l = 0; l < p.n_levels; l++) {
+		const struct plan_level *lv = &p.levels[l];
+		/* cumulative effect: levels 0..l, later wins */
+		struct { const char *svc; int cls, pct, from; } eff[PLAN_MAX_LEVELS * PLAN_MAX_ACTIONS];
+		int ne = 0;
+
+		printf("\nlevel %s%s%s\n", lv->name, lv->description[0] ? ": " : "", lv->description);
+		if (lv->verified) {
+			time_format_iso(lv->verified_at, iso, sizeof(iso));
+			iso[10] = 0;
+		}
+		printf("  reversible: %s   approver: %s   drilled: %s   expected saving: %s\n",
+		       lv->reversible ? "yes" : "NO", lv->approver[0] ? lv->approver : "(none)",
+		       lv->verified ? iso : "never",
+		       lv->expected_saving[0] ? lv->expected_saving : "(not given)");
+		for (int k = 0; k <= l; k++)
+			for (int a = 0; a < p.levels[k].n_actions; a++) {
+				const struct plan_action *ac = &p.levels[k].actions[a];
+				int j;
+				for (j = 0; j < ne; j++)
+					if (!strcmp(eff[j].svc, ac->service) && eff[j].cls == ac->class)
+						break;
+				if (j == ne)
+					ne++;
+				eff[j].svc = ac->service;
+				eff[j].cls = ac->class;
+				eff[j].pct = ac->shed_pct;
+				eff[j].from = k;
+			}
+		printf("  applying %s sets:\n", lv->name);
+		for (int j = 0; j < ne; j++)
+			printf("    %-16s %s shed %3d%%%s%s%s\n", eff[j].svc, sw_class_str(eff[j].cls),
+			       eff[j].pct, eff[j].from != l ? "   (from level " : "",
+			       eff[j].from != l ? p.levels[eff[j].from].name : "",
+			       eff[j].from != l ? ")" : "");
+	}
+	return EXIT_OK;
+}
+
+static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
+{
+	static struct sluice_plan p;
+	static struct sw_switch sw[SW_MAX], old[SW_MAX];
+	static int had_old[SW_MAX];
+	static struct sw_set set;
+	static struct plan_finding f[MAX_FINDINGS];
+	const char *pos[2], *reason = NULL, *ttl = NULL, *owner_arg = NULL;
+	const char *kbuf[SLUICE_MAX_SERVICES];
+	const char *const *known = known_ptrs(o, kbuf);
+	char err[1024], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], cmd[AUDIT_CMD_LEN];
+	char ttlbuf[24];
+	uint64_t now = (uint64_t)time(NULL);
+	int n_pos = 0, n, nf, fd, rc = EXIT_OK, level;
+
+	for (int i = 2; i < argc; i++) {
+		const char **dst = NULL;
+
+		if (!strcmp(argv[i], "--reason"))
+			dst = &reason;
+		else if (!strcmp(argv[i], "--ttl"))
+			dst = &ttl;
+		else if (!strcmp(argv[i], "--owner"))
+			dst = &owner_arg;
+		if (dst) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "sluicectl: %s needs a value\n", argv[i]);
+				return EXIT_USAGE;
+			}
+			*dst = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "sluicectl: plan apply: unknown option '%s'\n", argv[i]);
+			return plan_usage(stderr), EXIT_USAGE;
+		} else if (n_pos < 2) {
+			pos[n_pos++] = argv[i];
+		} else {
+			fprintf(stderr, "sluicectl: plan apply: unexpected argument '%s'\n", argv[i]);
+			return plan_usage(stderr), EXIT_USAGE;
+		}
+	}
+	if (n_pos != 2) {
+		fprintf(stderr, "sluicectl: plan apply needs FILE and LEVEL\n");
+		return plan_usage(stderr), EXIT_USAGE;
+	}
+	if (!reason || !ttl) {
+		fprintf(stderr, "sluicectl: plan apply: %s is required\n",
+			!reason ? "--reason" : "--ttl (there are no permanent switches)");
+		return plan_usage(stderr), EXIT_USAGE;
+	}
+	if (owner_arg)
+		snprintf(owner, sizeof(owner), "%s", owner_arg);
+	else
+		switch_caller(owner, sizeof(owner));
+	if (load_plan(pos[0], &p))
+		return EXIT_USAGE;
+	if (!known)
+		fprintf(stderr, "sluicectl: warning: no service list (neither pinned maps nor config): "
+			"services named in the plan are NOT checked\n");
+	n = plan_level_switches(&p, pos[1], reason, ttl, owner_arg ? owner_arg : owner, now, known,
+				known ? o->n_known : 0, sw, SW_MAX, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		return EXIT_USAGE;
+	}
+	level = plan_find_level(&p, pos[1]);
+	/* Say what the review would say about the levels being applied (not blocking). */
+	nf = plan_check(&p, now, known, known ? o->n_known : 0, f, MAX_FINDINGS);
+	for (int i = 0; i < nf && i < MAX_FINDINGS; i++)
+		if (f[i].level <= level)
+			fprintf(stderr, "sluicectl: warning: %s\n", f[i].msg);
+	if (switch_may_change(o->cfg ? o->cfg->switch_group : "", err, sizeof(err))) {
+		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		return EXIT_RUNTIME;
+	}
+	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
+				err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "sluicectl: plan apply: %s\n", err);
+		return EXIT_RUNTIME;
+	}
+	if (note[0])
+		fprintf(stderr, "sluicectl: %s\n", note);
+	if (plan_apply_to_set(&set, sw, n, old, had_old, err, sizeof(err))) {
+		sw_unlock(fd);
+		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		return EXIT_RUNTIME;
+	}
+	if (switch_writer_save(path, &set, err, sizeof(err))) {
+		sw_unlock(fd);
+		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		return EXIT_RUNTIME;
+	}
+	snprintf(cmd, sizeof(cmd), "plan apply %s", p.levels[level].name);
+	for (int i = 0; i < n; i++) {
+		struct audit_entry e;
+		char user[AUDIT_USER_LEN], aerr[512];
+
+		switch_caller(user, sizeof(user));
+		audit_entry_make(&e, now, (uint32_t)getuid(), user, cmd, sw[i].service, sw[i].class,
+				 had_old[i] ? &old[i] : NULL, &sw[i], sw[i].reason);
+		if (state_audit_append(o->state_dir, &e, aerr, sizeof(aerr))) {
+			fprintf(stderr, "sluicectl: ERROR: %s/%s IS IN FORCE but was NOT recorded in "
+				"the audit log: %s\n", sw[i].service, sw_class_str(sw[i].class), aerr);
+			rc = EXIT_RUNTIME;
+		}
+	}
+	sw_unlock(fd);
+	duration_format(sw[0].expires_at - sw[0].set_at, ttlbuf, sizeof(ttlbuf));
+	printf("plan apply: level %s of %s: %d switch%s for %s (reason %s)\n",
+	       p.levels[level].name, pos[0], n, n == 1 ? "" : "es", ttlbuf, sw[0].reason);
+	for (int i = 0; i < n; i++)
+		printf("  %-16s %s shed %3d%%%s\n", sw[i].service, sw_class_str(sw[i].class),
+		       sw[i].shed_pct, had_old[i] ? "  (replaced an existing switch)" : "");
+	if (rc)
+		fprintf(stderr, "sluicectl: write the missing audit records into the incident notes "
+			"by hand\n");
+	return rc;
+}
+
+int cli_plan(int argc, char **argv, struct cli_opts *o)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub) {
+		plan_usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			plan_usage(stdout);
+			return EXIT_OK;
+		}
+	if (!strcmp(sub, "apply"))
+		return plan_do_apply(argc, argv, o);
+	if (!strcmp(sub, "check") || !strcmp(sub, "show")) {
+		if (argc != 3 || argv[2][0] == '-') {
+			fprintf(stderr, "sluicectl: plan %s needs exactly one FILE\n", sub);
+			plan_usage(stderr);
+			return EXIT_USAGE;
+		}
+		return !strcmp(sub, "check") ? plan_do_check(argv[2], o) : plan_do_show(argv[2]);
+	}
+	fprintf(stderr, "sluicectl: unknown plan command '%s'\n", sub);
+	plan_usage(stderr);
+	return EXIT_USAGE;
+}
+
+int cli_budget(int argc, char **argv, struct cli_opts *o)
+{
+	static struct budget_file bf;
+	static struct doc_errors errs;
+	int over;
+
+	(void)o;
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: sluicectl budget check FILE\n"
+		       "exit codes: 0 every chain within budget, 1 a chain over budget, 2 invalid file\n");
+		return EXIT_OK;
+	}
+	if (argc != 3 || strcmp(argv[1], "check") || argv[2][0] == '-') {
+		fprintf(stderr, "usage: sluicectl budget check FILE\n");
+		return EXIT_USAGE;
+	}
+	if (budget_load(argv[2], &bf, &errs)) {
+		doc_errors_print(stderr, &errs);
+		fprintf(stderr, "sluicectl: %s: invalid budget file\n", argv[2]);
+		return EXIT_USAGE;
+	}
+	over = budget_report(stdout, &bf);
+	return over > 0 ? EXIT_RUNTIME : EXIT_OK;
+}
