@@ -73,13 +73,19 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) $(SKELS) | $(BUILD)/tests
 $(BUILD)/tools/%: tools/%.c | $(BUILD)/tools
 	$(CC) $(CFLAGS) $< -lpthread -lm -o $@
 
-test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS)
+# Test plumbing: pass-through XDP for the client end of test veths (see the source).
+$(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c | $(BUILD)/tests
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
+
+test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS)
 	@tests/run.sh $(BUILD)
 
-demo: deps-check $(BINS) $(TOOL_BINS)
+demo: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
 	@tools/demo.sh $(BUILD)
 
-bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS)
+bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS) $(E2E_OBJS)
 	@tools/bench.sh $(BUILD)
 
 clean:

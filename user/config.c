@@ -907,7 +907,10 @@ struct svc_arg {
 
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
-	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s", NULL };
+	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
+	"headroom_mode", NULL };
+
+static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
 static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_protocol */
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
@@ -979,6 +982,8 @@ static void service_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_no
 			  &s->n_ladder_steps);
 	} else if (!strcmp(key, "recovery_step_s")) {
 		get_double(c, v, key, a->where, 0, true, 86400, &s->recovery_step_s);
+	} else if (!strcmp(key, "headroom_mode")) {
+		get_enum(c, v, key, a->where, headroom_mode_names, 2, &s->headroom_mode);
 	} else {
 		unknown_key(c, k, a->where, service_keys);
 	}

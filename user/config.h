@@ -54,6 +54,9 @@ struct service_conf {
 	double target_latency_ms;         /* 0 = auto (2x long-run minimum p50) */
 	int aimd_window_ms;               /* 1000 */
 	int headroom[SLUICE_NUM_CLASSES]; /* percent of limit: 100 90 75 50 */
+	int headroom_mode;                /* HEADROOM_ADAPTIVE (default): the percentages are
+					   * floors and classes above keep their measured peak;
+					   * HEADROOM_FIXED: threshold = limit x headroom, exactly */
 	int default_class;                /* L2 */
 	struct class_rule rules[SLUICE_MAX_RULES];
 	int n_rules;
@@ -92,6 +95,7 @@ struct sluice_config {
 };
 
 enum { XDP_MODE_AUTO = 0, XDP_MODE_NATIVE = 1, XDP_MODE_GENERIC = 2 };
+enum { HEADROOM_ADAPTIVE = 0, HEADROOM_FIXED = 1 };
 
 struct config_error {
 	int line;                         /* 0 when not tied to a line */

@@ -1,6 +1,7 @@
 #include "controller.h"
 
 #include <string.h>
+#include "verdict.h"
 
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)
@@ -85,7 +86,12 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 
 	memset(out, 0, sizeof(*out));
 	out->limit = limit;
-	sluice_headroom_thresholds(limit, &s->hp, s->peaks, out->class_threshold);
+	if (sc->headroom_mode == HEADROOM_FIXED) {
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			out->class_threshold[c] = verdict_class_threshold((int)limit, sc->headroom[c]);
+	} else {
+		sluice_headroom_thresholds(limit, &s->hp, s->peaks, out->class_threshold);
+	}
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		out->admit_prob[c] = s->lad.admit[c];
 		out->switch_admit[c] = in->switch_admit[c];

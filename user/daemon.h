@@ -1,0 +1,69 @@
+/* sluiced's state and its tick: everything between "the maps say" and "the maps get".
+ * One struct holds all mutable state (no globals); sluiced.c owns only the process plumbing
+ * (arguments, signals, the wait loop). */
+#ifndef SLUICE_DAEMON_H
+#define SLUICE_DAEMON_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include "config.h"
+#include "bpfmaps.h"
+#include "controller.h"
+#include "cascade.h"
+#include "metrics.h"
+#include "switchstate.h"
+
+/* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
+struct service_books {
+	double ew_arrivals, ew_ok, ew_retrans;   /* 60 s exponentially weighted sums */
+	double overload_s, managed_s;
+	unsigned long long opens, false_opens;
+	int prev_state, reopened;                /* breaker state last tick; HALF_OPEN -> OPEN seen */
+	unsigned retry_after_written;
+	unsigned long long degr_actions, degr_effective;
+	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
+};
+
+struct daemon {
+	struct sluice_config cfg;
+	char cfg_path[512];
+	char *cfg_text;                          /* bytes of the config in force, to spot changes */
+	size_t cfg_len;
+	struct sluice_maps m;
+	int idx[SLUICE_MAX_SERVICES];            /* map index of cfg.services[i] */
+	struct service_ctl ctl[SLUICE_MAX_SERVICES];
+	struct service_books books[SLUICE_MAX_SERVICES];
+	struct sluice_cascade_params cp;
+	struct sluice_cascade cascade;
+	struct switch_state sw;
+	int switch_error_logged;
+	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
+	unsigned long long reloads_ok, reloads_failed;
+	int verbose;                             /* print debug-level events too */
+	FILE *events;                            /* JSON lines: stdout */
+	pthread_mutex_t lock;                    /* guards the metrics copy below */
+	struct metrics_extra mx;
+};
+
+/* Set up controller state for the loaded config and program the maps. */
+int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen);
+
+/* One control tick. */
+void daemon_tick(struct daemon *d, unsigned long long now_ns);
+
+/* Reload the config file if its bytes changed (force: even if not). An invalid file is
+ * refused with its errors on stderr and an event; the running config stays. Returns 1 when a
+ * new config took effect, 0 when unchanged, -1 when refused. */
+int daemon_reload(struct daemon *d, int force, unsigned long long now_ns);
+
+/* Emit a daemon-level event (attach, reload, switch expiry...) as one JSON line. */
+void daemon_event(struct daemon *d, const char *machine, const char *from, const char *to,
+		  const char *why, const char *service, int level);
+
+/* Body for /metrics (called from the HTTP thread). */
+int daemon_metrics_body(void *ctx, char **body, size_t *len);
+
+/* Read a whole file (NUL-terminated). */
+char *read_file(const char *path, size_t *len);
+
+#endif

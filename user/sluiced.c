@@ -1,0 +1,208 @@
+/* sluiced: the node agent. Attaches the data path, runs the controllers every tick, serves
+ * /metrics, prints one JSON line per event on stdout. SIGHUP or a change of the config file
+ * reloads it; SIGTERM/SIGINT stop the process and leave the pinned data path in place. */
+#include <errno.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "daemon.h"
+#include "attach.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluiced --config FILE [--pin-dir DIR] [--verbose]\n"
+		"       sluiced --check FILE      validate a config, print each error with its line\n"
+		"exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config\n");
+}
+
+static int libbpf_warnings(enum libbpf_print_level l, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	if (l != LIBBPF_WARN)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	/* The kernel's note that the clsact qdisc already exists: expected on every restart. */
+	if (strstr(line, "Exclusivity flag on"))
+		return 0;
+	return fputs(line, stderr);
+}
+
+static int check_config(const char *path)
+{
+	static struct sluice_config cfg;
+	struct config_errors errs;
+
+	if (sluice_config_load(path, &cfg, &errs) != 0) {
+		sluice_config_print_errors(stderr, &errs);
+		fprintf(stderr, "%s: invalid (%d error%s)\n", path, errs.n, errs.n == 1 ? "" : "s");
+		return 2;
+	}
+	printf("%s: ok (%d service%s, interface %s)\n", path, cfg.n_services,
+	       cfg.n_services == 1 ? "" : "s", cfg.interface);
+	return 0;
+}
+
+/* Watch the config's directory, not the file: editors replace files and a Kubernetes
+ * ConfigMap swaps a symlinked directory atomically; either way the directory sees it. */
+static int watch_config_dir(const char *cfg_path)
+{
+	char dir[512];
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", cfg_path);
+	if (inotify_add_watch(fd, dirname(dir), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE |
+			      IN_DELETE | IN_ATTRIB | IN_MODIFY) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void drain(int fd)
+{
+	char buf[4096];
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d;
+	struct attach_state at;
+	struct config_errors errs;
+	struct metrics_server *ms = NULL;
+	const char *cfg_path = NULL, *pin_override = NULL;
+	char err[512];
+	sigset_t mask;
+	int sfd, ifd, running = 1, reload_pending = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--check") && i + 1 < argc)
+			return check_config(argv[i + 1]);
+		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			cfg_path = argv[++i];
+		else if (!strcmp(argv[i], "--pin-dir") && i + 1 < argc)
+			pin_override = argv[++i];
+		else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
+			d.verbose = 1;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "sluiced: bad argument '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!cfg_path) {
+		usage(stderr);
+		return 2;
+	}
+	d.events = stdout;
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
+	d.cfg_text = read_file(cfg_path, &d.cfg_len);
+	if (!d.cfg_text || sluice_config_parse(d.cfg_text, d.cfg_len, cfg_path, &d.cfg, &errs)) {
+		if (!d.cfg_text)
+			fprintf(stderr, "%s: cannot read: %s\n", cfg_path, strerror(errno));
+		else
+			sluice_config_print_errors(stderr, &errs);
+		return 2;
+	}
+	if (pin_override)
+		snprintf(d.cfg.pin_dir, sizeof(d.cfg.pin_dir), "%s", pin_override);
+	libbpf_set_print(libbpf_warnings);
+
+	if (attach_load(&at, d.cfg.pin_dir, err, sizeof(err)) ||
+	    attach_interface(&at, d.cfg.pin_dir, d.cfg.interface, d.cfg.xdp_mode, err, sizeof(err))) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		attach_release(&at);
+		return 1;
+	}
+	if (maps_open_pinned(d.cfg.pin_dir, &d.m)) {
+		fprintf(stderr, "sluiced: cannot open the pinned maps under %s\n", d.cfg.pin_dir);
+		return 1;
+	}
+	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
+		fprintf(stderr, "sluiced: %s\n", err);
+		return 1;
+	}
+	daemon_event(&d, "daemon", at.adopted ? "pinned" : "detached", "attached",
+		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
+		     d.cfg.interface, SLUICE_EV_INFO);
+	fprintf(stderr, "sluiced: attached to %s (xdp %s), %d service%s, pins under %s\n",
+		d.cfg.interface, at.xdp_mode_used, d.cfg.n_services,
+		d.cfg.n_services == 1 ? "" : "s", d.cfg.pin_dir);
+
+	ms = metrics_start(d.cfg.metrics_address, daemon_metrics_body, &d, err, sizeof(err));
+	if (!ms) {
+		/* Shedding matters more than scraping: keep running, loudly. */
+		fprintf(stderr, "sluiced: metrics disabled: %s\n", err);
+		daemon_event(&d, "metrics", "off", "off", err, "", SLUICE_EV_ALERT);
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	ifd = watch_config_dir(cfg_path);
+
+	unsigned long long interval = (unsigned long long)d.cfg.control_interval_ms * 1000000ull;
+	unsigned long long next = monotonic_ns();
+
+	while (running) {
+		unsigned long long now = monotonic_ns();
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
+		int timeout = next > now ? (int)((next - now) / 1000000) : 0;
+
+		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP)
+					reload_pending = 2; /* forced */
+				else
+					running = 0;
+			}
+			if (ifd >= 0 && (pfd[1].revents & POLLIN)) {
+				drain(ifd);
+				if (!reload_pending)
+					reload_pending = 1;
+			}
+		}
+		now = monotonic_ns();
+		if (now < next)
+			continue;
+		if (reload_pending) {
+			daemon_reload(&d, reload_pending == 2, now);
+			reload_pending = 0;
+			interval = (unsigned long long)d.cfg.control_interval_ms * 1000000ull;
+		}
+		daemon_tick(&d, now);
+		next += interval;
+		if (next < now)
+			next = now + interval; /* fell behind (suspend, stall): don't burst */
+	}
+
+	if (ms)
+		metrics_stop(ms);
+	daemon_event(&d, "daemon", "attached", "stopped",
+		     "pinned data path left in place; it fails open after heartbeat_timeout_ms; "
+		     "`sluicectl detach` removes it", d.cfg.interface, SLUICE_EV_INFO);
+	maps_close(&d.m);
+	attach_release(&at);
+	return 0;
+}
