@@ -114,6 +114,7 @@ struct sluice_globals {
 	__u64 heartbeat_timeout_ns;      /* older than this: fail open, admit everything */
 	__u32 ifindex;                   /* where the programs are attached (for detach) */
 	__u32 _pad;
+	__u64 netns_ino;                 /* ... in this network namespace (ifindex is per netns) */
 };
 
 /* Map `replies` (ARRAY, index svc * 2 + kind): the complete HTTP response sent for a rejected

@@ -20,6 +20,13 @@
 
 #define XDP_LINK_PIN "link_xdp"
 
+static __u64 current_netns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) == 0 ? (__u64)st.st_ino : 0;
+}
+
 static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 {
 	char parent[512];
@@ -182,6 +189,7 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 	if (maps_open_pinned(pin_dir, &m) == 0) {
 		if (maps_read_globals(&m, &g) == 0) {
 			g.ifindex = st->ifindex;
+			g.netns_ino = current_netns_ino();
 			maps_write_globals(&m, &g);
 		}
 		maps_close(&m);
@@ -217,7 +225,16 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	int fd, found = 0;
 
 	if (maps_open_pinned(pin_dir, &m) == 0) {
-		if (maps_read_globals(&m, &g) == 0 && g.ifindex) {
+		if (maps_read_globals(&m, &g) == 0 && g.ifindex && g.netns_ino &&
+		    g.netns_ino != current_netns_ino()) {
+			/* An ifindex means nothing in another namespace: refuse, change nothing. */
+			snprintf(err, errlen, "sluice is attached in another network namespace (netns "
+				 "inode %llu): run detach there, e.g. with nsenter --net",
+				 (unsigned long long)g.netns_ino);
+			maps_close(&m);
+			return -EXDEV;
+		}
+		if (g.ifindex) {
 			detach_tc(g.ifindex, BPF_TC_EGRESS);
 			detach_tc(g.ifindex, BPF_TC_INGRESS);
 		}

@@ -574,9 +574,10 @@ static const char *check_address(const char *s)
 		return "expected [IPV6]:PORT";
 	if (s[0] != '[' && memchr(s, ':', (size_t)(colon - s)))
 		return "IPv6 addresses must be written [ADDR]:PORT";
-	if (!parse_long(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' || port < 1 ||
+	/* Port 0 takes any free port (tests; the chosen one is logged at start). */
+	if (!parse_long(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' || port < 0 ||
 	    port > 65535)
-		return "port must be an integer in 1..65535";
+		return "port must be an integer in 0..65535";
 	return NULL;
 }
 

@@ -332,6 +332,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		d->cfg_len = len;
 		return -1;
 	}
+	if (d->pin_override[0])
+		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
 	if (strcmp(next.interface, d->cfg.interface) || strcmp(next.pin_dir, d->cfg.pin_dir) ||
 	    next.xdp_mode != d->cfg.xdp_mode) {
 		fprintf(stderr, "sluiced: config %s: interface, xdp_mode and pin_dir changes need a "

@@ -27,6 +27,7 @@ struct service_books {
 struct daemon {
 	struct sluice_config cfg;
 	char cfg_path[512];
+	char pin_override[256];                  /* --pin-dir: wins over every config's pin_dir */
 	char *cfg_text;                          /* bytes of the config in force, to spot changes */
 	size_t cfg_len;
 	struct sluice_maps m;

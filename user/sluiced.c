@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* Block the signals before any thread exists (the metrics server's), so they reach
+	 * only the signalfd of the main loop. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	d.events = stdout;
 	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
 	d.cfg_text = read_file(cfg_path, &d.cfg_len);
@@ -120,8 +128,10 @@ int main(int argc, char **argv)
 			sluice_config_print_errors(stderr, &errs);
 		return 2;
 	}
-	if (pin_override)
+	if (pin_override) {
+		snprintf(d.pin_override, sizeof(d.pin_override), "%s", pin_override);
 		snprintf(d.cfg.pin_dir, sizeof(d.cfg.pin_dir), "%s", pin_override);
+	}
 	libbpf_set_print(libbpf_warnings);
 
 	if (attach_load(&at, d.cfg.pin_dir, err, sizeof(err)) ||
@@ -146,17 +156,15 @@ int main(int argc, char **argv)
 		d.cfg.n_services == 1 ? "" : "s", d.cfg.pin_dir);
 
 	ms = metrics_start(d.cfg.metrics_address, daemon_metrics_body, &d, err, sizeof(err));
-	if (!ms) {
+	if (ms) {
+		fprintf(stderr, "sluiced: metrics on %s (port %d)\n", d.cfg.metrics_address,
+			metrics_port(ms));
+	} else {
 		/* Shedding matters more than scraping: keep running, loudly. */
 		fprintf(stderr, "sluiced: metrics disabled: %s\n", err);
 		daemon_event(&d, "metrics", "off", "off", err, "", SLUICE_EV_ALERT);
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	ifd = watch_config_dir(cfg_path);
 

@@ -32,8 +32,12 @@ ok() { # ok STATUS DESCRIPTION [DIAGNOSTIC...]
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 finish() { echo "1..$N"; [ "$FAILED" -eq 0 ]; }
 
-in_srv() { nsenter --net=/run/netns/$NS_S "$@"; }
-in_cli() { nsenter --net=/run/netns/$NS_C "$@"; }
+# Prefixes, not functions, so that `start_bg LOG $IN_SRV cmd` leaves $! = the real process
+# (nsenter execs its command), which signals then reach.
+IN_SRV="nsenter --net=/run/netns/$NS_S"
+IN_CLI="nsenter --net=/run/netns/$NS_C"
+in_srv() { $IN_SRV "$@"; }
+in_cli() { $IN_CLI "$@"; }
 
 e2e_cleanup() {
 	local p
@@ -41,7 +45,7 @@ e2e_cleanup() {
 	sleep 0.3
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	[ -d "$PIN" ] && "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
+	[ -d "$PIN" ] && $IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
 	[ -d "$PIN" ] && rm -rf "$PIN"
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
@@ -88,7 +92,7 @@ start_bg() {
 
 # start_sluiced CONFIG: sluiced in the server namespace; waits until its heartbeat is visible.
 start_sluiced() {
-	start_bg "$TMP/sluiced.$N.log" in_srv "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
+	start_bg "$TMP/sluiced.$N.log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
 	for i in $(seq 50); do
 		"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
