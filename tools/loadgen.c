@@ -234,6 +234,9 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
+// a runtime failure (not the user's input): exit 1
+#define fatal(...) (fprintf(stderr, "loadgen: " __VA_ARGS__), fputc('\n', stderr), exit(1))
+
 static void warn_once(int *flag, const char *fmt, ...)
 {
 	if (*flag || opt.quiet)
@@ -315,7 +318,7 @@ static char *xstrdup_printf(size_t *len, const char *fmt, ...)
 	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		die("out of memory");
+		fatal("out of memory");
 	*len = (size_t)n;
 	return s;
 }
@@ -331,7 +334,7 @@ static void add_class(const char *spec)
 	strcpy(k->path, "/");
 	char *copy = strdup(spec), *save = NULL;
 	if (!copy)
-		die("out of memory");
+		fatal("out of memory");
 	char *name = strtok_r(copy, ":", &save);
 	char *w = name ? strtok_r(NULL, ":", &save) : NULL;
 	if (!name || !w || strlen(name) >= sizeof k->name)
@@ -612,7 +615,7 @@ static void conn_open(struct req *r, int64_t now)
 	}
 	struct conn *c = calloc(1, sizeof *c);
 	if (!c)
-		die("out of memory");
+		fatal("out of memory");
 	c->fd = fd;
 	c->cls = r->cls;
 	c->req = r;
@@ -622,7 +625,7 @@ static void conn_open(struct req *r, int64_t now)
 	c->events = EPOLLOUT | EPOLLIN | EPOLLRDHUP;
 	struct epoll_event e = { .events = c->events, .data.ptr = c };
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0)
-		die("epoll_ctl: %s", strerror(errno));
+		fatal("epoll_ctl: %s", strerror(errno));
 	if (rc == 0)
 		conn_send(c, now);
 	else
@@ -676,7 +679,7 @@ static void new_request(int64_t sched)
 {
 	struct req *r = calloc(1, sizeof *r);
 	if (!r)
-		die("out of memory");
+		fatal("out of memory");
 	r->cls = pick_class();
 	r->start = sched;
 	r->deadline = sched + opt.timeout_ns;
@@ -814,7 +817,7 @@ static void conn_readable(struct conn *c, int64_t now)
 			}
 			char *nb = realloc(c->rbuf, ncap);
 			if (!nb)
-				die("out of memory");
+				fatal("out of memory");
 			c->rbuf = nb;
 			c->rcap = ncap;
 		}
@@ -1152,7 +1155,7 @@ int main(int argc, char **argv)
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (epfd < 0 || tfd < 0 || sfd < 0)
-		die("epoll/timerfd/signalfd: %s", strerror(errno));
+		fatal("epoll/timerfd/signalfd: %s", strerror(errno));
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = &tfd_marker };
 	epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &e);
 	e.data.ptr = &sfd_marker;
@@ -1233,7 +1236,7 @@ int main(int argc, char **argv)
 			n = epoll_wait(epfd, evs, 512, -1);
 		}
 		if (n < 0 && errno != EINTR)
-			die("epoll_wait: %s", strerror(errno));
+			fatal("epoll_wait: %s", strerror(errno));
 		now = now_ns();
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
