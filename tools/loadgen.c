@@ -1267,6 +1267,8 @@ int main(int argc, char **argv)
 						r->conn = NULL;
 						req_finish(r, O_UNFINISHED, 0, now);
 					}
+					while (!list_empty(&hold_list)) // held tcp connections too
+						conn_close(container_of(hold_list.next, struct conn, link));
 				}
 				continue;
 			}
