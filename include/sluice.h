@@ -22,7 +22,8 @@
 #define SLUICE_MAX_SRC_RULES  1024
 #define SLUICE_MAX_PATH_RULES 4
 #define SLUICE_PATH_LEN       24
-#define SLUICE_HEADER_LEN     24         /* header name for from-header classification */
+#define SLUICE_HEADER_LEN     32         /* header name for from-header classification; a power
+                                          * of two: the data path masks indices with it */
 #define SLUICE_PIN_DIR        "/sys/fs/bpf/sluice"
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */

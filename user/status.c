@@ -38,6 +38,10 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out)
 	out->controller_alive = out->g.heartbeat_ns &&
 		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
 	maps_read_pkt_stats(m, &out->pkt);
+	{
+		int per[SLUICE_MAX_SERVICES];
+		out->flows = maps_count_flows(m, per, SLUICE_MAX_SERVICES);
+	}
 	for (int i = 0; i < SLUICE_MAX_SERVICES; i++) {
 		struct service_status *s = &out->s[out->n];
 		struct sluice_inflight inf;
@@ -113,7 +117,7 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 	}
 	if (!s->n)
 		fprintf(f, "no services configured\n");
-	fprintf(f, "\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
+	fprintf(f, "\nflows tracked: %d\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
 		(unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
 		(unsigned long long)s->pkt.rst_sent, (unsigned long long)s->pkt.reply_sent,
 		(unsigned long long)s->pkt.reply_failed);
@@ -121,8 +125,8 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 
 void status_print_json(FILE *f, const struct status_snapshot *s)
 {
-	fprintf(f, "{\"controller_alive\":%s,\"heartbeat_age_s\":%.3f,\"services\":[",
-		s->controller_alive ? "true" : "false", s->heartbeat_age_s);
+	fprintf(f, "{\"controller_alive\":%s,\"heartbeat_age_s\":%.3f,\"flows\":%d,\"services\":[",
+		s->controller_alive ? "true" : "false", s->heartbeat_age_s, s->flows);
 	for (int i = 0; i < s->n; i++) {
 		const struct service_status *sv = &s->s[i];
 

@@ -30,6 +30,7 @@ struct status_snapshot {
 	int controller_alive;                    /* heartbeat younger than its timeout */
 	double heartbeat_age_s;
 	struct sluice_pkt_stats pkt;
+	int flows;                               /* entries in the flow table */
 	int n;
 	struct service_status s[SLUICE_MAX_SERVICES];
 };

@@ -1,0 +1,391 @@
+/* HTTP request shedding through BPF_PROG_TEST_RUN: request start (TC ingress) and end
+ * (TC egress), classification by header / path / source, split headers, status parsing,
+ * and the kernel's 429 reply and server-side RST checked byte by byte. The 429 is sent with
+ * bpf_clone_redirect to the test skb's device (loopback of a private netns) and captured
+ * there with a packet socket. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <unistd.h>
+#include <poll.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/if_packet.h>
+#include <linux/pkt_cls.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "pktbuild.h"
+#include "config.h"
+#include "verdict.h"
+
+#define SERVER4 "198.18.0.1"
+
+static const char *CONFIG =
+	"interface: lo\n"
+	"services:\n"
+	"  - name: web\n"
+	"    port: 8080\n"
+	"    protocol: http\n"
+	"    retry_after_s: 7\n"
+	"    limit: { fixed: 8 }\n"
+	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
+	"    default_class: L2\n"
+	"    classify:\n"
+	"      - { source: 198.18.1.0/24, class: L0 }\n"
+	"      - { path_prefix: /report, class: L3 }\n"
+	"      - { header: X-Priority, class: from-header }\n"
+	"      - { path_prefix: /pay, class: L0 }\n";
+
+struct fixture {
+	struct sluice_bpf *skel;
+	struct sluice_maps m;
+	struct sluice_config cfg;
+	int idx[SLUICE_MAX_SERVICES];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct config_errors errs;
+	struct sluice_globals g = { .heartbeat_timeout_ns = 3600000000000ull };
+
+	f->skel = harness_load(0, &f->m);
+	if (!f->skel || sluice_config_parse(CONFIG, strlen(CONFIG), "test", &f->cfg, &errs))
+		return -1;
+	if (maps_assign_indices(&f->m, &f->cfg, f->idx) || maps_program_services(&f->m, &f->cfg, f->idx))
+		return -1;
+	struct sluice_verdict v;
+	verdict_default(&f->cfg.services[0], 8, &v);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	g.heartbeat_ns = monotonic_ns();
+	maps_write_globals(&f->m, &g);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	sluice_bpf__destroy(f->skel);
+	free(f);
+	return 0;
+}
+
+struct run {
+	int ret;
+	uint8_t out[1024];
+	uint32_t out_len;
+};
+
+static struct run run_tc(int fd, const struct pkt_spec *s)
+{
+	struct run r = { 0 };
+	uint8_t buf[1024];
+	size_t len = build_pkt(buf, s);
+	struct __sk_buff ctx = { .ifindex = 1 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = (uint32_t)len,
+		    .data_out = r.out, .data_size_out = sizeof(r.out), .repeat = 1,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
+
+	assert_int_equal(bpf_prog_test_run_opts(fd, &o), 0);
+	r.ret = (int)o.retval;
+	r.out_len = o.data_size_out;
+	return r;
+}
+
+static struct run ingress(struct fixture *f, const struct pkt_spec *s)
+{
+	return run_tc(bpf_program__fd(f->skel->progs.sluice_tc_ingress), s);
+}
+
+static struct run egress(struct fixture *f, const struct pkt_spec *s)
+{
+	return run_tc(bpf_program__fd(f->skel->progs.sluice_tc_egress), s);
+}
+
+static struct pkt_spec request(const char *src, uint16_t sport, const char *text)
+{
+	struct pkt_spec s = { .src = src, .dst = SERVER4, .sport = sport, .dport = 8080,
+			      .seq = 5000, .ack = 9000, .ackf = 1, .psh = 1,
+			      .payload = text, .payload_len = strlen(text) };
+	return s;
+}
+
+static struct pkt_spec response(const char *dst, uint16_t dport, const char *text)
+{
+	struct pkt_spec s = { .src = SERVER4, .dst = dst, .sport = 8080, .dport = dport,
+			      .seq = 9000, .ack = 6000, .ackf = 1, .psh = 1,
+			      .payload = text, .payload_len = strlen(text) };
+	return s;
+}
+
+static struct sluice_class_stats stats(struct fixture *f, int cls)
+{
+	struct sluice_class_stats st;
+	assert_int_equal(maps_read_class_stats(&f->m, f->idx[0], cls, &st), 0);
+	return st;
+}
+
+static long long inflight(struct fixture *f)
+{
+	struct sluice_inflight in;
+	assert_int_equal(maps_read_inflight(&f->m, f->idx[0], &in), 0);
+	return in.total;
+}
+
+#define GET(path, hdrs) "GET " path " HTTP/1.1\r\nHost: t\r\n" hdrs "\r\n"
+
+static void test_request_start_and_end(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.5", 1000, GET("/x", ""));
+
+	assert_int_equal(ingress(f, &rq).ret, TC_ACT_OK);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(stats(f, 2).arrivals, 1); /* default L2 */
+	/* A second segment of the same request (body) is not a new request. */
+	struct pkt_spec body = rq;
+	body.seq += rq.payload_len;
+	body.payload = "more";
+	body.payload_len = 4;
+	ingress(f, &body);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+
+	usleep(2000);
+	struct pkt_spec rs = response("203.0.113.5", 1000, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(egress(f, &rs).ret, TC_ACT_OK);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(stats(f, 2).completed, 1);
+	assert_int_equal(stats(f, 2).errors, 0);
+	/* Later segments of the response change nothing. */
+	egress(f, &rs);
+	assert_int_equal(stats(f, 2).completed, 1);
+
+	struct sluice_hist h;
+	maps_read_hist(&f->m, f->idx[0], 2, &h);
+	unsigned long long n = 0;
+	for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		n += h.bucket[i];
+	assert_int_equal(n, 1);
+	assert_true(h.sum_us >= 2000); /* slept 2 ms between request and response */
+}
+
+static void test_status_5xx_and_429(void **state)
+{
+	struct fixture *f = *state;
+
+	struct pkt_spec a = request("203.0.113.5", 1001, GET("/x", ""));
+	ingress(f, &a);
+	struct pkt_spec ra = response("203.0.113.5", 1001, "HTTP/1.1 503 Service Unavailable\r\n\r\n");
+	egress(f, &ra);
+	struct pkt_spec b = request("203.0.113.5", 1002, GET("/x", ""));
+	ingress(f, &b);
+	struct pkt_spec rb = response("203.0.113.5", 1002, "HTTP/1.1 429 Too Many Requests\r\n\r\n");
+	egress(f, &rb);
+	struct pkt_spec c = request("203.0.113.5", 1003, GET("/x", ""));
+	ingress(f, &c);
+	struct pkt_spec rc = response("203.0.113.5", 1003, "\x16\x03\x01garbage, no status line");
+	egress(f, &rc);
+	assert_int_equal(stats(f, 2).completed, 3);
+	assert_int_equal(stats(f, 2).errors, 1);   /* the 503 */
+	assert_int_equal(stats(f, 2).resp_429, 1); /* apart, never an error */
+	assert_int_equal(inflight(f), 0);
+}
+
+static void test_classification(void **state)
+{
+	struct fixture *f = *state;
+	struct { const char *src, *text; int cls; } cases[] = {
+		{ "203.0.113.5", GET("/x", "X-Priority: L1\r\n"), 1 },          /* header */
+		{ "203.0.113.5", GET("/x", "x-priority:L0\r\n"), 0 },           /* case, no space */
+		{ "203.0.113.5", GET("/x", "X-Other: L0\r\n"), 2 },             /* absent: default */
+		{ "203.0.113.5", GET("/report/q", "X-Priority: L0\r\n"), 3 },   /* path rule first */
+		{ "203.0.113.5", GET("/pay", "X-Priority: L1\r\n"), 1 },        /* header before /pay */
+		{ "203.0.113.5", GET("/pay", ""), 0 },                           /* path */
+		{ "198.18.1.9", GET("/report", ""), 0 },                         /* source first */
+		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2 },   /* split: default */
+		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2 },          /* bad value */
+		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", 2 },           /* binary */
+	};
+	uint64_t before[4] = { 0 };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int c = 0; c < 4; c++)
+			before[c] = stats(f, c).arrivals;
+		struct pkt_spec rq = request(cases[i].src, (uint16_t)(2000 + i), cases[i].text);
+		if (cases[i].text[0] == 0)
+			rq.payload_len = 17;
+		assert_int_equal(ingress(f, &rq).ret, TC_ACT_OK);
+		for (int c = 0; c < 4; c++) {
+			uint64_t d = stats(f, c).arrivals - before[c];
+			if (d != (c == cases[i].cls)) {
+				print_error("case %zu: class L%d got %llu arrivals\n", i, c,
+					    (unsigned long long)d);
+				fail();
+			}
+		}
+		/* The client vanishes mid-request: FIN ends the request, nothing leaks. */
+		struct pkt_spec fin = rq;
+		fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
+		assert_int_equal(run_tc(bpf_program__fd(f->skel->progs.sluice_tc_ingress), &fin).ret, TC_ACT_OK);
+		uint8_t buf[256];
+		size_t len = build_pkt(buf, &fin);
+		uint8_t out[256];
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = (uint32_t)len,
+			    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+		assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), &o), 0);
+		assert_int_equal(o.retval, XDP_PASS);
+	}
+	assert_int_equal(inflight(f), 0);
+}
+
+static int capture_socket(void)
+{
+	int s = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+				   .sll_ifindex = 1 };
+
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sll, sizeof(sll)), 0);
+	return s;
+}
+
+/* The next captured frame that is TCP from port 8080 (outgoing copy on lo). */
+static ssize_t capture_reply(int s, uint8_t *buf, size_t cap)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n = recv(s, buf, cap, 0);
+		if (n > 54 && buf[23] == IPPROTO_TCP && buf[34] == 0x1f && buf[35] == 0x90)
+			return n;
+	}
+	return -1;
+}
+
+static void test_refused_request_gets_429_and_server_rst(void **state)
+{
+	struct fixture *f = *state;
+	/* L3 (path /report) may use 25% of 8 = 2: the third concurrent one is refused. */
+	for (uint16_t p = 0; p < 2; p++) {
+		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(3000 + p), GET("/report", ""));
+		ingress(f, &rq);
+	}
+	int cap = capture_socket();
+	const char *text = GET("/report/daily", "");
+	struct pkt_spec rq = request("203.0.113.5", 3999, text);
+	rq.seq = 0xfffffff0u; /* the ack of the reply must wrap */
+	uint8_t in[1024];
+	size_t in_len = build_pkt(in, &rq);
+	struct run r = ingress(f, &rq);
+
+	assert_int_equal(r.ret, TC_ACT_OK);
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(inflight(f), 2);
+
+	/* What goes on to the server: an RST at the client's sequence number, no payload. */
+	const struct iphdr *ip = (const void *)(r.out + 14);
+	const struct tcphdr *tcp = (const void *)(r.out + 34);
+	const struct iphdr *oip = (const void *)(in + 14);
+	assert_int_equal(r.out_len, 54);
+	assert_int_equal(ip->saddr, oip->saddr);
+	assert_int_equal(ip->daddr, oip->daddr);
+	assert_int_equal(ntohs(tcp->dest), 8080);
+	assert_int_equal(ntohs(tcp->source), 3999);
+	assert_true(tcp->rst);
+	assert_false(tcp->fin || tcp->syn || tcp->psh);
+	assert_int_equal(ntohl(tcp->seq), 0xfffffff0u);
+	assert_int_equal(ntohs(ip->tot_len), 40);
+	assert_int_equal(csum_finish(csum_add(0, ip, 20)), 0);
+	assert_int_equal(tcp_verify(ip, 0, tcp, 20), 0);
+
+	/* What the client gets: the complete 429, FIN, seq = its ack, ack = its seq + len. */
+	uint8_t rep[1024];
+	ssize_t n = capture_reply(cap, rep, sizeof(rep));
+	close(cap);
+	assert_true(n > 54);
+	const struct ethhdr *eth = (const void *)rep;
+	ip = (const void *)(rep + 14);
+	tcp = (const void *)(rep + 34);
+	size_t plen = (size_t)n - 54;
+	assert_memory_equal(eth->h_dest, MAC_CLIENT, 6);
+	assert_memory_equal(eth->h_source, MAC_SERVER, 6);
+	assert_int_equal(ip->saddr, oip->daddr);
+	assert_int_equal(ip->daddr, oip->saddr);
+	assert_int_equal(ntohs(ip->tot_len), 40 + plen);
+	assert_int_equal(csum_finish(csum_add(0, ip, 20)), 0);
+	assert_int_equal(ntohs(tcp->source), 8080);
+	assert_int_equal(ntohs(tcp->dest), 3999);
+	assert_int_equal(ntohl(tcp->seq), 9000);
+	assert_int_equal(ntohl(tcp->ack_seq), 0xfffffff0u + (uint32_t)strlen(text));
+	assert_true(tcp->fin && tcp->ack && tcp->psh);
+	assert_false(tcp->rst || tcp->syn);
+	assert_int_equal(tcp->doff, 5);
+	assert_int_equal(tcp_verify(ip, 0, tcp, 20 + plen), 0);
+	char body[512];
+	memcpy(body, rep + 54, plen);
+	body[plen] = 0;
+	assert_non_null(strstr(body, "HTTP/1.1 429 Too Many Requests\r\n"));
+	assert_non_null(strstr(body, "Retry-After: 7\r\n"));
+	assert_non_null(strstr(body, "Connection: close\r\n"));
+	const char *hdr_end = strstr(body, "\r\n\r\n");
+	assert_non_null(hdr_end);
+	int clen = atoi(strstr(body, "Content-Length: ") + 16);
+	assert_int_equal(clen, (int)(plen - (size_t)(hdr_end + 4 - body)));
+	assert_int_equal(plen % 4, 0);
+	(void)in_len;
+}
+
+static void test_open_breaker_answers_503(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict v;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	v.breaker_state = SLUICE_BREAKER_OPEN;
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	maps_write_reply(&f->m, f->idx[0], SLUICE_REPLY_503, 4);
+	int cap = capture_socket();
+	struct pkt_spec rq = request("198.18.1.3", 4000, GET("/pay", ""));
+	assert_int_equal(ingress(f, &rq).ret, TC_ACT_OK);
+	uint8_t rep[1024];
+	ssize_t n = capture_reply(cap, rep, sizeof(rep));
+	close(cap);
+	assert_true(n > 54);
+	rep[n < 1023 ? n : 1023] = 0;
+	assert_non_null(strstr((char *)rep + 54, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr((char *)rep + 54, "Retry-After: 4\r\n"));
+	assert_int_equal(stats(f, 0).rejected[SLUICE_REJ_BREAKER], 1);
+	assert_int_equal(inflight(f), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_classification, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, teardown),
+	};
+
+	/* A private netns whose loopback receives the redirected replies. */
+	if (unshare(CLONE_NEWNET) != 0) {
+		perror("unshare(CLONE_NEWNET)");
+		return 1;
+	}
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr = { 0 };
+	strcpy(ifr.ifr_name, "lo");
+	ioctl(s, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP;
+	ioctl(s, SIOCSIFFLAGS, &ifr);
+	close(s);
+	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
+}
