@@ -118,7 +118,7 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 	if (!s->n)
 		fprintf(f, "no services configured\n");
 	fprintf(f, "\nflows tracked: %d\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
-		(unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
+		s->flows, (unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
 		(unsigned long long)s->pkt.rst_sent, (unsigned long long)s->pkt.reply_sent,
 		(unsigned long long)s->pkt.reply_failed);
 }
