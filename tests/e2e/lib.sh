@@ -40,7 +40,11 @@ in_srv() { $IN_SRV "$@"; }
 in_cli() { $IN_CLI "$@"; }
 
 e2e_cleanup() {
-	local p
+	local p ns
+	# Everything still running inside our namespaces, whoever started it, then our own pids.
+	for ns in "$NS_S" "$NS_C"; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do PIDS+=("$p"); done
+	done
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	sleep 0.3
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
@@ -49,6 +53,8 @@ e2e_cleanup() {
 	[ -d "$PIN" ] && rm -rf "$PIN"
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
+	# iproute2 leaves its own empty directories when it loads the pass-through program.
+	rmdir /sys/fs/bpf/tc/globals /sys/fs/bpf/tc /sys/fs/bpf/ip /sys/fs/bpf/xdp 2>/dev/null
 	rm -rf "$TMP"
 }
 
