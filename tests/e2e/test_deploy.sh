@@ -1,0 +1,497 @@
+#!/bin/bash
+# Deployment artefacts (deploy/**) checked as far as this machine allows: no Docker daemon and
+# no Kubernetes cluster here, so the manifests, the image recipe, the systemd unit and the
+# Grafana dashboard are checked statically (they parse, they agree with each other and with the
+# code), and the Kubernetes runtime behaviour sluice depends on is simulated against the real
+# daemon in a network namespace (root only):
+#   - sluiced runs with exactly the DaemonSet's capability set and no_new_privs, on the
+#     config shipped in the sluice-config ConfigMap (interface renamed to the test veth);
+#   - the kubelet's ConfigMap update (a new ..TIMESTAMP directory, the ..data symlink swapped
+#     atomically with a rename) reloads the config within 2 s; an invalid update is refused
+#     and the running config stays;
+#   - the sluice-switches ConfigMap, mounted as state_dir, is watched the same way;
+#   - /metrics serves every metric the dashboard queries; SIGTERM leaves the pins and a new
+#     pod adopts them (rolling update).
+# Speaks TAP. Usage: bash tests/e2e/test_deploy.sh   (BUILD=build by default; build first:
+# make build/sluiced build/sluicectl build/tests/xdp_pass.bpf.o)
+TAG=deploy
+source "$(dirname "$0")/lib.sh"
+trap 'rm -rf "$TMP"' EXIT          # replaced by e2e_setup's cleanup in the root part
+trap 'exit 1' INT TERM
+
+K8S=deploy/kubernetes
+DS=$K8S/daemonset.yaml
+CMC=$K8S/configmap-config.yaml
+CMS=$K8S/configmap-switches.yaml
+UNIT=deploy/systemd/sluiced.service
+SYSCFG=deploy/systemd/sluice.yaml
+DOCKERFILE=deploy/Dockerfile
+DOCKERIGNORE=deploy/Dockerfile.dockerignore
+DASH=deploy/grafana/sluice-dashboard.json
+CAPS="BPF NET_ADMIN PERFMON SYS_RESOURCE"   # the DaemonSet's and the unit's capability set
+
+skip() { N=$((N + 1)); echo "ok $N - $1 # SKIP $2"; }
+have_pyyaml() { python3 -c 'import yaml' 2>/dev/null; }
+
+for f in "$BUILD/sluiced" "$BUILD/sluicectl"; do
+	[ -x "$f" ] || { echo "1..0 # SKIP $f not built (make build/sluiced build/sluicectl)"; exit 0; }
+done
+
+# ---------------------------------------------------------------- parsing ----------------
+if have_pyyaml; then
+	out=$(python3 - <<'P' 2>&1
+import glob, yaml, sys
+bad = []
+files = sorted(glob.glob('deploy/**/*.yaml', recursive=True) + glob.glob('deploy/**/*.yml', recursive=True))
+for f in files:
+    try:
+        docs = [d for d in yaml.safe_load_all(open(f)) if d is not None]
+        if not docs:
+            bad.append(f + ': empty')
+    except Exception as e:
+        bad.append(f'{f}: {e}')
+print(f'{len(files)} files')
+for b in bad: print(b)
+sys.exit(1 if bad or not files else 0)
+P
+)
+	ok $? "every YAML file under deploy/ parses ($(echo "$out" | head -1))" "$out"
+else
+	skip "every YAML file under deploy/ parses" "python3-yaml is not installed"
+fi
+out=$(python3 - <<'P' 2>&1
+import glob, json, sys
+bad = []
+files = sorted(glob.glob('deploy/**/*.json', recursive=True))
+for f in files:
+    try: json.load(open(f))
+    except Exception as e: bad.append(f'{f}: {e}')
+for b in bad: print(b)
+sys.exit(1 if bad or not files else 0)
+P
+)
+ok $? "every JSON file under deploy/ parses" "$out"
+
+# ---------------------------------------------------------------- configs ----------------
+# The sluice.yaml embedded in the ConfigMap, extracted the way the kubelet writes it.
+extract_cm() { # extract_cm MANIFEST KEY OUT
+	if have_pyyaml; then
+		python3 -c 'import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+sys.stdout.write(d["data"][sys.argv[2]])' "$1" "$2" > "$3"
+	else # block scalar "  KEY: |" followed by lines indented by 4 spaces
+		awk -v k="  $2: |" '$0 == k { on = 1; next } on && /^    / { print substr($0, 5); next }
+			on && /^$/ { print ""; next } on { exit }' "$1" > "$3"
+	fi
+}
+mkdir -p "$TMP/cm"
+extract_cm "$CMC" sluice.yaml "$TMP/cm/sluice.yaml"
+out=$("$BUILD/sluiced" --check "$TMP/cm/sluice.yaml" 2>&1)
+ok $? "the sluice.yaml of ConfigMap sluice-config passes sluiced --check" "$out"
+out=$("$BUILD/sluiced" --check "$SYSCFG" 2>&1)
+ok $? "deploy/systemd/sluice.yaml passes sluiced --check" "$out"
+extract_cm "$CMS" switches.json "$TMP/cm/switches.json"
+mkdir -p "$TMP/cm/sw" && cp "$TMP/cm/switches.json" "$TMP/cm/sw/switches.json"
+out=$("$BUILD/sluicectl" --config "$TMP/cm/sluice.yaml" --state-dir "$TMP/cm/sw" switch ls 2>&1)
+ok $? "the switches.json of ConfigMap sluice-switches is a valid switch file (switch ls exit 0)" "$out"
+
+# ---------------------------------------------------------------- kubernetes -------------
+if command -v kubectl >/dev/null 2>&1 && kubectl kustomize "$K8S" > "$TMP/kustomized.yaml" 2>"$TMP/kustomize.err"; then
+	n=$(grep -c '^kind:' "$TMP/kustomized.yaml")
+	ok $([ "$n" -eq 5 ] && echo 0 || echo 1) "kubectl kustomize deploy/kubernetes builds all $n objects (no cluster needed)"
+elif command -v kubectl >/dev/null 2>&1; then
+	ok 1 "kubectl kustomize deploy/kubernetes builds" "$(cat "$TMP/kustomize.err")"
+else
+	skip "kubectl kustomize deploy/kubernetes builds" "kubectl not installed"
+fi
+
+if have_pyyaml; then
+	out=$(python3 - "$CAPS" "$TMP/cm/sluice.yaml" <<'P' 2>&1
+import glob, sys, yaml
+caps = set(sys.argv[1].split())
+cfg = yaml.safe_load(open(sys.argv[2]))
+objs = {}
+for f in sorted(glob.glob('deploy/kubernetes/*.yaml')):
+    for d in yaml.safe_load_all(open(f)):
+        if d and 'kind' in d and d['kind'] != 'Kustomization':
+            objs[(d['kind'], d['metadata']['name'])] = d
+errs = []
+def need(cond, msg):
+    if not cond: errs.append(msg)
+for (k, n), d in objs.items():
+    need('apiVersion' in d, f'{k}/{n}: no apiVersion')
+    if k != 'Namespace':
+        need(d['metadata'].get('namespace') == 'sluice-system', f'{k}/{n}: not in namespace sluice-system')
+ns = objs.get(('Namespace', 'sluice-system'))
+need(ns and ns['metadata']['labels'].get('pod-security.kubernetes.io/enforce') == 'privileged',
+     'namespace sluice-system must allow the privileged Pod Security level (hostNetwork, hostPath, capabilities)')
+ds = objs.get(('DaemonSet', 'sluice'))
+if not ds:
+    print('no DaemonSet sluice'); sys.exit(1)
+spec = ds['spec']; pod = spec['template']['spec']; meta = spec['template']['metadata']
+need(spec['selector']['matchLabels'].items() <= meta['labels'].items(), 'selector does not match the pod labels')
+need(pod.get('hostNetwork') is True, 'hostNetwork must be true (programs attach to the host NIC)')
+need(pod.get('dnsPolicy') == 'ClusterFirstWithHostNet', 'dnsPolicy must be ClusterFirstWithHostNet')
+need(pod.get('priorityClassName') == 'system-node-critical', 'priorityClassName must be system-node-critical')
+need(any(t.get('operator') == 'Exists' and 'key' not in t for t in pod.get('tolerations', [])),
+     'must tolerate every taint (operator: Exists)')
+us = spec.get('updateStrategy', {})
+need(us.get('type') == 'RollingUpdate' and us.get('rollingUpdate', {}).get('maxUnavailable') == 1,
+     'updateStrategy must be RollingUpdate with maxUnavailable 1')
+need(isinstance(pod.get('terminationGracePeriodSeconds'), int), 'terminationGracePeriodSeconds missing')
+sa = pod.get('serviceAccountName')
+need(('ServiceAccount', sa) in objs, f'serviceAccountName {sa} has no ServiceAccount manifest')
+c = [c for c in pod['containers'] if c['name'] == 'sluiced']
+need(len(c) == 1, 'no container sluiced'); c = c[0]
+sc = c.get('securityContext', {})
+need(sc.get('privileged') is False, 'privileged must be false (capabilities instead)')
+need(set(sc.get('capabilities', {}).get('add', [])) == caps, f'capabilities.add must be {sorted(caps)}')
+need(sc.get('capabilities', {}).get('drop') == ['ALL'], 'capabilities.drop must be [ALL]')
+need(c.get('args', [])[-2:] == ['--config', '/etc/sluice/sluice.yaml'] or c.get('args') is None,
+     'the container must run sluiced --config /etc/sluice/sluice.yaml')
+vols = {v['name']: v for v in pod['volumes']}
+mounts = {m['mountPath']: m for m in c['volumeMounts']}
+def hostpath(mp):
+    m = mounts.get(mp)
+    return m and vols.get(m['name'], {}).get('hostPath')
+hp = hostpath('/sys/fs/bpf')
+need(hp and hp['path'] == '/sys/fs/bpf', '/sys/fs/bpf must be the hostPath /sys/fs/bpf (pins outlive the pod)')
+need(mounts.get('/sys/fs/bpf', {}).get('mountPropagation') in ('HostToContainer', 'Bidirectional'),
+     '/sys/fs/bpf needs mountPropagation HostToContainer (or Bidirectional when privileged)')
+if mounts.get('/sys/fs/bpf', {}).get('mountPropagation') == 'Bidirectional':
+    need(sc.get('privileged') is True, 'Bidirectional propagation requires privileged: true')
+hp = hostpath('/sys/kernel/btf')
+need(hp and hp['path'] == '/sys/kernel/btf' and mounts['/sys/kernel/btf'].get('readOnly') is True,
+     '/sys/kernel/btf must be the hostPath, read-only')
+hp = hostpath('/var/lib/sluice')
+need(hp and hp['path'] == '/var/lib/sluice' and hp.get('type') == 'DirectoryOrCreate',
+     '/var/lib/sluice must be a hostPath DirectoryOrCreate')
+m = mounts.get('/etc/sluice', {})
+need(vols.get(m.get('name'), {}).get('configMap', {}).get('name') == 'sluice-config' and 'subPath' not in m,
+     '/etc/sluice must mount ConfigMap sluice-config as a directory (no subPath: it would never update)')
+need(('ConfigMap', 'sluice-config') in objs and ('ConfigMap', 'sluice-switches') in objs, 'ConfigMaps missing')
+swm = [p for p, m in mounts.items() if vols.get(m['name'], {}).get('configMap', {}).get('name') == 'sluice-switches']
+need(len(swm) == 1 and 'subPath' not in mounts[swm[0]] and mounts[swm[0]].get('readOnly') is True,
+     'ConfigMap sluice-switches must be mounted read-only as a directory')
+need(cfg['state_dir'] in mounts or (swm and cfg['state_dir'] == swm[0]), f"state_dir {cfg['state_dir']} is not a mount")
+need(cfg.get('pin_dir', '/sys/fs/bpf/sluice').startswith('/sys/fs/bpf/'), 'pin_dir must be under the bpffs mount')
+ann = meta.get('annotations', {})
+addr = cfg.get('metrics_address', '127.0.0.1:9477')
+host, _, port = addr.rpartition(':')
+need(host not in ('127.0.0.1', 'localhost', '[::1]'),
+     f'metrics_address {addr} is loopback: neither Prometheus nor the kubelet probe can reach it')
+need(ann.get('prometheus.io/scrape') == 'true' and ann.get('prometheus.io/port') == port
+     and ann.get('prometheus.io/path') == '/metrics', f'prometheus.io annotations must scrape port {port} /metrics')
+need(any(p.get('containerPort') == int(port) for p in c.get('ports', [])), f'containerPort {port} not declared')
+rp = c.get('readinessProbe', {}).get('httpGet', {})
+need(rp.get('path') == '/metrics' and str(rp.get('port')) == port, f'readinessProbe must GET /metrics on {port}')
+need('livenessProbe' in c, 'no livenessProbe')
+for e in errs: print(e)
+sys.exit(1 if errs else 0)
+P
+)
+	ok $? "DaemonSet: hostNetwork, capabilities $CAPS, bpffs/btf/state/config mounts, scrape annotations and probes agree with the ConfigMap's config" "$out"
+else
+	# Without python3-yaml: the essentials by grep.
+	miss=""
+	for pat in 'hostNetwork: true' 'mountPath: /sys/fs/bpf' 'mountPath: /sys/kernel/btf' \
+		'prometheus.io/scrape: "true"' 'prometheus.io/port: "9477"' 'privileged: false'; do
+		grep -qF "$pat" "$DS" || miss="$miss [$pat]"
+	done
+	for cap in $CAPS; do grep -qE "^ *- $cap( |$)" "$DS" || miss="$miss [$cap]"; done
+	ok $([ -z "$miss" ] && echo 0 || echo 1) "DaemonSet has hostNetwork, capabilities, bpffs/btf mounts, scrape annotations (grep)" "missing:$miss"
+fi
+
+# ---------------------------------------------------------------- dashboard --------------
+out=$(python3 - "$DASH" <<'P' 2>&1
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+code = open('user/metrics.c').read()
+doc = open('docs/METRICS.md').read()
+exported = set(re.findall(r'"(sluice_[a-z0-9_]+)"', code))
+documented = set(re.findall(r'`(sluice_[a-z0-9_]+)', doc))
+hist = {m for m in exported if m + '_bucket' in exported or m + '_bucket' in code}
+def known(name, names):
+    if name in names: return True
+    for suf in ('_bucket', '_sum', '_count'):
+        if name.endswith(suf) and name[:-len(suf)] in names: return True
+    return False
+errs = []
+if not 36 <= d.get('schemaVersion', 0) <= 41: errs.append(f"schemaVersion {d.get('schemaVersion')}")
+tv = {v['name']: v for v in d.get('templating', {}).get('list', [])}
+if tv.get('datasource', {}).get('type') != 'datasource' or tv['datasource'].get('query') != 'prometheus':
+    errs.append('no Prometheus datasource template variable "datasource"')
+sq = tv.get('service', {}).get('query')
+sq = sq.get('query') if isinstance(sq, dict) else sq
+if sq != 'label_values(sluice_concurrency_limit, service)':
+    errs.append(f'service variable query is {sq!r}')
+ids = [p['id'] for p in d['panels']]
+if len(ids) != len(set(ids)): errs.append('duplicate panel ids')
+exprs = []
+for p in d['panels']:
+    for t in p.get('targets', []):
+        exprs.append(t['expr'])
+        if t.get('datasource', {}).get('uid') != '${datasource}' or p.get('datasource', {}).get('uid') != '${datasource}':
+            errs.append(f"panel {p['title']!r}: datasource is not the template variable")
+    if p['type'] != 'row' and not p.get('targets'): errs.append(f"panel {p['title']!r} has no query")
+used = set()
+for e in exprs + [sq]:
+    used |= set(re.findall(r'\b(sluice_[a-z0-9_]+)', e))
+for m in sorted(used):
+    if not known(m, exported): errs.append(f'{m}: not rendered by user/metrics.c')
+    if not known(m, documented): errs.append(f'{m}: not in docs/METRICS.md')
+required = ['sluice_requests_admitted_total', 'sluice_requests_rejected_total', 'sluice_in_flight',
+            'sluice_concurrency_limit', 'sluice_class_threshold', 'sluice_request_duration_seconds_bucket',
+            'sluice_breaker_state', 'sluice_switch_shed_ratio', 'sluice_controller_heartbeat_age_seconds',
+            'sluice_effective_request_ratio', 'sluice_overload_seconds_total', 'sluice_managed_seconds_total',
+            'sluice_breaker_false_opens_total', 'sluice_breaker_opens_total', 'sluice_degradation_effective_total',
+            'sluice_degradation_actions_total', 'sluice_retry_amplification_ratio']
+for m in required:
+    if m not in used: errs.append(f'dashboard does not show {m}')
+if not any('histogram_quantile(0.99' in e and '_bucket' in e for e in exprs): errs.append('no p99 from the histogram')
+if not any('histogram_quantile(0.5' in e and '_bucket' in e for e in exprs): errs.append('no p50 from the histogram')
+if not any('by (class, reason)' in e for e in exprs): errs.append('no rejected rate by class and reason')
+for e in errs: print(e)
+print(f'{len(d["panels"])} panels, {len(used)} metrics')
+sys.exit(1 if errs else 0)
+P
+)
+ok $? "Grafana dashboard: schemaVersion, datasource/service variables, every metric exists in user/metrics.c and docs/METRICS.md ($(echo "$out" | tail -1))" "$out"
+# The names, for the scrape of the real daemon below.
+grep -o 'sluice_[a-z0-9_]*' "$DASH" | sort -u > "$TMP/dash.names"
+
+# ---------------------------------------------------------------- systemd ----------------
+miss=""
+for pat in '^Type=simple$' '^ExecStartPre=/usr/local/bin/sluiced --check /etc/sluice/sluice.yaml$' \
+	'^ExecStart=/usr/local/bin/sluiced --config /etc/sluice/sluice.yaml$' '^ExecReload=/bin/kill -HUP \$MAINPID$' \
+	'^Restart=always$' '^RestartSec=1$' '^NoNewPrivileges=yes$' '^ProtectSystem=strict$' \
+	'^ReadWritePaths=.*/var/lib/sluice' '^ReadWritePaths=.*/sys/fs/bpf' '^LimitMEMLOCK=infinity$' \
+	'^KillSignal=SIGTERM$'; do
+	grep -qE "$pat" "$UNIT" || miss="$miss [$pat]"
+done
+bset=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT" | tr ' ' '\n' | sed 's/^CAP_//' | sort | tr '\n' ' ')
+want=$(echo $CAPS | tr ' ' '\n' | sort | tr '\n' ' ')
+[ "$bset" = "$want" ] || miss="$miss [CapabilityBoundingSet $bset != $want]"
+ok $([ -z "$miss" ] && echo 0 || echo 1) "systemd unit: check before start, HUP reload, restart, the DaemonSet's capability set, sandbox" "missing:$miss"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	# The unit names /usr/local/bin; verify a copy that points at the built binaries.
+	mkdir -p "$TMP/unit"
+	sed "s#/usr/local/bin/sluiced#$PWD/$BUILD/sluiced#g" "$UNIT" > "$TMP/unit/sluiced.service"
+	out=$(systemd-analyze verify "$TMP/unit/sluiced.service" 2>&1)
+	ok $([ $? -eq 0 ] && ! echo "$out" | grep -q 'sluiced.service' && echo 0 || echo 1) \
+		"systemd-analyze verify deploy/systemd/sluiced.service (binary paths pointed at $BUILD/)" "$out"
+else
+	skip "systemd-analyze verify deploy/systemd/sluiced.service" "systemd-analyze not installed"
+fi
+
+# ---------------------------------------------------------------- Dockerfile -------------
+stage_pkgs() { # stage_pkgs STAGE: the packages its apt-get install line(s) name
+	awk -v st="$1" '/^FROM /{ cur = ($NF == st) } cur' "$DOCKERFILE" |
+		sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep 'apt-get install' |
+		sed 's/.*apt-get install//; s/&&.*//' | tr ' ' '\n' | grep -E '^[a-z0-9][a-z0-9.+-]+$' | sort -u
+}
+RUNTIME_PKGS=$(stage_pkgs runtime | tr '\n' ' ')
+BUILD_PKGS=$(stage_pkgs build | tr '\n' ' ')
+DEPS_PKGS=$(sed -n '/^PKGS="/,/"/p' tools/install-deps.sh | sed 's/PKGS=//; s/"//g' | tr -s ' \t\n' '\n' | grep . | sort -u)
+miss=""
+for p in $DEPS_PKGS; do [[ " $BUILD_PKGS " == *" $p "* ]] || miss="$miss $p"; done
+ok $([ -z "$miss" ] && [ -n "$DEPS_PKGS" ] && echo 0 || echo 1) \
+	"Dockerfile build stage installs every package of tools/install-deps.sh" "not installed:$miss"
+want="iproute2 libbpf1 libelf1 libmicrohttpd12 libyaml-0-2 zlib1g "
+miss=""
+for p in $RUNTIME_PKGS; do apt-cache show "$p" >/dev/null 2>&1 || miss="$miss $p"; done
+ok $([ -z "$miss" ] && [ "$RUNTIME_PKGS" = "$want" ] && echo 0 || echo 1) \
+	"Dockerfile runtime stage installs only $want- each in the Debian archive (apt-cache show)" \
+	"runtime: $RUNTIME_PKGS" "not in the archive:$miss"
+[ "$(grep -c '^FROM ${DEBIAN_IMAGE} AS \(build\|runtime\)$' "$DOCKERFILE")" = 2 ] &&
+	grep -q '^ARG DEBIAN_IMAGE=debian:12$' "$DOCKERFILE" &&
+	grep -q '^RUN make build/sluiced build/sluicectl' "$DOCKERFILE" &&
+	grep -q '^ENTRYPOINT \["/usr/local/bin/sluiced", "--config", "/etc/sluice/sluice.yaml"\]$' "$DOCKERFILE"
+ok $? "Dockerfile: two debian:12 stages, make build/sluiced build/sluicectl, ENTRYPOINT sluiced --config /etc/sluice/sluice.yaml"
+
+# Every shared library the binaries link must come from a package the runtime stage pulls in.
+if command -v ldd >/dev/null && command -v dpkg >/dev/null; then
+	closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+		--no-replaces --no-enhances $RUNTIME_PKGS 2>/dev/null | grep -E '^[a-z0-9]' | sed 's/:.*//' | sort -u)
+	miss=""
+	for lib in $(ldd "$BUILD/sluiced" "$BUILD/sluicectl" | awk '/=> \//{ print $3 } /^\t\/.*ld-linux/{ print $1 }' | sort -u); do
+		pkg=""
+		for cand in "$lib" "$(readlink -f "$lib")" "${lib#/usr}" "/usr${lib#/usr}"; do
+			pkg=$(dpkg -S "$cand" 2>/dev/null | head -1 | cut -d: -f1)
+			[ -n "$pkg" ] && break
+		done
+		echo "$closure" | grep -qx "$pkg" || miss="$miss $lib(${pkg:-?})"
+	done
+	ok $([ -z "$miss" ] && echo 0 || echo 1) \
+		"every shared library of sluiced/sluicectl comes from the runtime stage's packages or their dependencies" "missing:$miss"
+else
+	skip "runtime libraries cover the binaries' shared libraries" "no ldd/dpkg"
+fi
+
+# The build context the Dockerfile sees: what it COPYs must be let in by the ignore file, and
+# a tree holding only that must build.
+copies=$(awk '/^COPY / && !/--from=/ { for (i = 2; i < NF; i++) print $i }' "$DOCKERFILE" | sed 's#/$##')
+miss=""
+for c in $copies; do grep -qx "!$c/\?" "$DOCKERIGNORE" || miss="$miss $c"; done
+head -n 20 "$DOCKERIGNORE" | grep -qx '\*' || miss="$miss [ignore file does not start from *]"
+mkdir -p "$TMP/ctx"
+for c in $copies; do mkdir -p "$TMP/ctx/$(dirname "$c")" && cp -r "$c" "$TMP/ctx/$c"; done
+out=$( (cd "$TMP/ctx" && timeout 240 make -j4 build/sluiced build/sluicectl && ./build/sluiced --help) 2>&1)
+rc=$?
+ok $([ $rc -eq 0 ] && [ -z "$miss" ] && echo 0 || echo 1) \
+	"the Docker build context (only: $(echo $copies)) builds sluiced and sluicectl with make" \
+	"not let in by $DOCKERIGNORE:$miss" "$(echo "$out" | tail -5)"
+
+# ---------------------------------------------------------------- docs -------------------
+miss=""
+for f in $(cd deploy && find . -type f | sed 's#^\./##'); do
+	grep -qF "$(basename "$f")" docs/DEPLOY.md || miss="$miss $f"
+done
+ok $([ -f docs/DEPLOY.md ] && [ -z "$miss" ] && echo 0 || echo 1) "docs/DEPLOY.md covers every file under deploy/" "not mentioned:$miss"
+
+# ---------------------------------------------------------------- the real daemon --------
+if [ "$(id -u)" != 0 ]; then
+	for t in "sluiced runs with only the DaemonSet's capabilities" "ConfigMap ..data swap reloads" \
+		"invalid ConfigMap update refused" "switches ConfigMap watched" "/metrics has the dashboard's metrics" "switches ConfigMap cleared" \
+		"SIGTERM leaves pins, next pod adopts"; do skip "$t" "needs root (BPF, network namespaces)"; done
+	finish; exit
+fi
+if [ ! -f "$BUILD/tests/xdp_pass.bpf.o" ]; then
+	skip "netns part" "$BUILD/tests/xdp_pass.bpf.o not built"; finish; exit
+fi
+e2e_setup
+
+# Kubernetes ConfigMap volume layout: DIR/KEY -> ..data/KEY, ..data -> ..TIMESTAMP.
+# cm_publish DIR VERSION FILE... : what the kubelet's atomic writer does on an update.
+cm_publish() {
+	local dir=$1 ver=..2026_01_01_00_00_$2; shift 2
+	mkdir -p "$dir/$ver"
+	for f in "$@"; do cp "$f" "$dir/$ver/$(basename "$f")"; done
+	ln -sfn "$ver" "$dir/..data_tmp"
+	mv -T "$dir/..data_tmp" "$dir/..data"
+	for f in "$@"; do
+		[ -L "$dir/$(basename "$f")" ] || ln -s "..data/$(basename "$f")" "$dir/$(basename "$f")"
+	done
+}
+CFGDIR=$TMP/etc-sluice
+SWDIR=$TMP/etc-sluice-switches
+mkdir -p "$CFGDIR" "$SWDIR" "$TMP/v"
+# The shipped config, with the interface and addresses of this test; state_dir = the switches
+# ConfigMap (the cluster-wide mode of docs/DEPLOY.md).
+sed -e 's/^interface: .*/interface: s0/' -e 's/^metrics_address: .*/metrics_address: 127.0.0.1:0/' \
+	-e "s#^state_dir: .*#state_dir: $SWDIR#" "$TMP/cm/sluice.yaml" > "$TMP/v/1.yaml"
+sed 's/limit: { fixed: 200 }/limit: { fixed: 150 }/' "$TMP/v/1.yaml" > "$TMP/v/2.yaml"
+{ cat "$TMP/v/2.yaml"; printf '  - name: broken\n    port: 99999\n    bogus: 1\n'; } > "$TMP/v/3.yaml"
+grep -q 'fixed: 150' "$TMP/v/2.yaml" || echo "# the ConfigMap's postgres limit is no longer { fixed: 200 }: adjust this test"
+mkdir -p "$TMP/v1" "$TMP/v2" "$TMP/v3"
+cp "$TMP/v/1.yaml" "$TMP/v1/sluice.yaml"; cp "$TMP/v/2.yaml" "$TMP/v2/sluice.yaml"; cp "$TMP/v/3.yaml" "$TMP/v3/sluice.yaml"
+cm_publish "$CFGDIR" 1 "$TMP/v1/sluice.yaml"
+cm_publish "$SWDIR" 1 "$TMP/cm/switches.json"
+
+# The DaemonSet's securityContext: capabilities.add (drop ALL) and allowPrivilegeEscalation:
+# false. setpriv cannot add what this shell lacks (a container may miss CAP_SYS_RESOURCE).
+capbnd=$((0x$(awk '/^CapBnd/{print $2}' /proc/self/status)))
+bset=-all; lacking=""
+for c in $CAPS; do
+	case $c in BPF) b=39;; NET_ADMIN) b=12;; PERFMON) b=38;; SYS_RESOURCE) b=24;; esac
+	if [ $((capbnd >> b & 1)) = 1 ]; then bset="$bset,+${c,,}"; else lacking="$lacking $c"; fi
+done
+[ -n "$lacking" ] && echo "# this shell lacks$lacking; sluiced runs without it"
+start_bg "$TMP/sluiced.log" $IN_SRV setpriv --bounding-set "$bset" --inh-caps=-all --no-new-privs -- \
+	"$BUILD/sluiced" --config "$CFGDIR/sluice.yaml" --pin-dir "$PIN"
+SLUICED_PID=$LAST_PID
+up=1
+for i in $(seq 50); do
+	"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null | grep -q '"controller_alive":true' && { up=0; break; }
+	kill -0 "$SLUICED_PID" 2>/dev/null || break
+	sleep 0.1
+done
+capeff=$(awk '/^CapEff/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
+nnp=$(awk '/^NoNewPrivs/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
+ok $([ $up -eq 0 ] && [ "$nnp" = 1 ] && [ $((0x${capeff:-0} & ~(1 << 12 | 1 << 24 | 1 << 38 | 1 << 39))) = 0 ] && echo 0 || echo 1) \
+	"sluiced attaches the ConfigMap's config with only the DaemonSet's capabilities ($bset, CapEff $capeff) and no_new_privs" \
+	"$(tail -5 "$TMP/sluiced.log")"
+[ $up -eq 0 ] || { finish; exit 1; }
+
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json" 2>/dev/null; }
+svc_limit() { status; json_get "$TMP/status.json" "[s for s in d['services'] if s['name']=='$1'][0]['limit']" 2>/dev/null; }
+PORT=$(sed -n 's/.*metrics on .* (port \([0-9]*\)).*/\1/p' "$TMP/sluiced.log" | head -1)
+scrape() { $IN_SRV curl -s --max-time 2 "http://127.0.0.1:$PORT/metrics" > "$TMP/metrics.txt"; }
+status
+nsvc=$(json_get "$TMP/status.json" "len(d['services'])")
+l1=$(svc_limit postgres)
+
+# --- the kubelet updates the config ConfigMap ---------------------------------------------
+cm_publish "$CFGDIR" 2 "$TMP/v2/sluice.yaml"
+t0=$(date +%s%N); l2=""
+for i in $(seq 40); do l2=$(svc_limit postgres); [ "$l2" = 150 ] && break; sleep 0.05; done
+dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+ok $([ "$nsvc" = 3 ] && [ "$l1" = 200 ] && [ "$l2" = 150 ] && [ $dt -le 2000 ] && echo 0 || echo 1) \
+	"ConfigMap update (..data swapped with ln -sfn + mv -T) reloads the config: postgres limit $l1 -> $l2 in $dt ms" \
+	"$(tail -5 "$TMP/sluiced.log")"
+
+cm_publish "$CFGDIR" 3 "$TMP/v3/sluice.yaml"
+sleep 1.5
+l3=$(svc_limit postgres)
+scrape
+ok $(kill -0 "$SLUICED_PID" 2>/dev/null && [ "$l3" = 150 ] &&
+	grep -q 'sluice_config_reloads_total{result="error"} [1-9]' "$TMP/metrics.txt" &&
+	grep -q 'sluice.yaml:.*port' "$TMP/sluiced.log" && echo 0 || echo 1) \
+	"an invalid ConfigMap update is refused with file:line errors; sluiced stays up with limit $l3" \
+	"$(grep -h 'sluice.yaml' "$TMP/sluiced.log" | tail -3)" "$(grep reloads_total "$TMP/metrics.txt")"
+
+# --- the switches ConfigMap as state_dir (cluster-wide switches) -----------------------------
+now=$(date +%s)
+printf '{"version": 1, "switches": [\n  {"service": "web", "class": "L3", "shed_pct": 100, "reason": "INC-1 test", "owner": "gitops", "set_at": %d, "expires_at": %d}\n]}\n' \
+	"$now" $((now + 600)) > "$TMP/v2/switches.json"
+cm_publish "$SWDIR" 2 "$TMP/v2/switches.json"
+ratio=""
+for i in $(seq 40); do
+	scrape; ratio=$(sed -n 's/^sluice_switch_shed_ratio{service="web",class="L3"} //p' "$TMP/metrics.txt")
+	[ "$ratio" = 1 ] && break; sleep 0.05
+done
+ok $([ "$ratio" = 1 ] && echo 0 || echo 1) \
+	"a switch published through the sluice-switches ConfigMap is in force within 2 s (web/L3 shed ratio $ratio)" \
+	"$(grep -h switch "$TMP/sluiced.log" | tail -3)"
+
+# Every metric the dashboard queries is on the real /metrics (a switch is active now, so the
+# switch age/ttl families are present too).
+miss=""
+for m in $(cat "$TMP/dash.names"); do grep -q "^$m[{ ]" "$TMP/metrics.txt" || miss="$miss $m"; done
+ok $([ -z "$miss" ] && [ -s "$TMP/dash.names" ] && echo 0 || echo 1) \
+	"the real /metrics serves every metric the dashboard queries ($(wc -l < "$TMP/dash.names") names)" "missing:$miss"
+
+cm_publish "$SWDIR" 3 "$TMP/cm/switches.json"
+for i in $(seq 40); do
+	scrape; ratio=$(sed -n 's/^sluice_switch_shed_ratio{service="web",class="L3"} //p' "$TMP/metrics.txt")
+	[ "$ratio" = 0 ] && break; sleep 0.05
+done
+ok $([ "$ratio" = 0 ] && kill -0 "$SLUICED_PID" 2>/dev/null && echo 0 || echo 1) \
+	"publishing the shipped (empty) switches.json clears it again (ratio $ratio)"
+
+# --- rolling update: SIGTERM, the pins stay, the next pod adopts them ------------------------
+# A refused config stays in the ConfigMap and would stop the next pod from starting: put a
+# valid one back first (docs/DEPLOY.md, "Changing the config").
+cm_publish "$CFGDIR" 4 "$TMP/v2/sluice.yaml"
+sleep 0.3
+t0=$(date +%s%N)
+kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; rc=$?
+dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+pins=$(ls "$PIN" 2>/dev/null | wc -l)
+start_bg "$TMP/sluiced2.log" $IN_SRV setpriv --bounding-set "$bset" --inh-caps=-all --no-new-privs -- \
+	"$BUILD/sluiced" --config "$CFGDIR/sluice.yaml" --pin-dir "$PIN"
+SLUICED_PID=$LAST_PID
+# (the old heartbeat is still fresh for heartbeat_timeout_ms: wait for the new process itself)
+for i in $(seq 50); do
+	grep -q 'metrics on' "$TMP/sluiced2.log" && break
+	kill -0 "$SLUICED_PID" 2>/dev/null || break
+	sleep 0.1
+done
+sleep 0.3
+l4=$(svc_limit postgres)
+ok $([ $rc -eq 0 ] && [ $dt -lt 10000 ] && [ "$pins" -gt 0 ] && grep -q 'attached to s0 (xdp adopted)' "$TMP/sluiced2.log" &&
+	kill -0 "$SLUICED_PID" 2>/dev/null && "$BUILD/sluicectl" --pin-dir "$PIN" status --json | grep -q '"controller_alive":true' &&
+	[ "$l4" = 150 ] && echo 0 || echo 1) \
+	"SIGTERM: exit $rc in $dt ms (< terminationGracePeriodSeconds), $pins pins left; the next pod adopts them (limit $l4)" \
+	"$(tail -3 "$TMP/sluiced2.log")"
+finish
