@@ -96,22 +96,43 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		return 0;
 	}
 	/* Reserve first, then check: two CPUs cannot both take the last slot. */
-	in_use = __sync_fetch_and_add(&inf->total, 1);
 	rel = bpf_map_lookup_elem(&inflight_released, &svc);
-	if (rel)
-		in_use -= rel->total;
+	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT) {
+		in_use = __sync_fetch_and_add(&inf->cls[cls], 1);
+		for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
+			if (j >= cls)
+				break;
+			in_use += inf->cls[j];
+		}
+		for (__u32 j = 0; j < SLUICE_NUM_CLASSES && rel; j++) {
+			if (j > cls)
+				break;
+			in_use -= rel->cls[j];
+		}
+	} else {
+		in_use = __sync_fetch_and_add(&inf->total, 1);
+		if (rel)
+			in_use -= rel->total;
+	}
 	if (in_use >= (__s64)v->class_threshold[cls]) {
-		__sync_fetch_and_add(&inf->total, -1);
 		*reason = SLUICE_REJ_HEADROOM;
-		return 0;
+		goto undo;
 	}
 	if (draw_refused(v->admit_prob[cls])) {
-		__sync_fetch_and_add(&inf->total, -1);
 		*reason = SLUICE_REJ_LADDER;
-		return 0;
+		goto undo;
 	}
-	__sync_fetch_and_add(&inf->cls[cls], 1);
+	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT)
+		__sync_fetch_and_add(&inf->total, 1);
+	else
+		__sync_fetch_and_add(&inf->cls[cls], 1);
 	return 1;
+undo:
+	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT)
+		__sync_fetch_and_add(&inf->cls[cls], -1);
+	else
+		__sync_fetch_and_add(&inf->total, -1);
+	return 0;
 take:
 	__sync_fetch_and_add(&inf->total, 1);
 	__sync_fetch_and_add(&inf->cls[cls], 1);

@@ -105,8 +105,13 @@ struct sluice_verdict {
 	__u32 breaker_state;                         /* enum sluice_breaker_state */
 	__u32 breaker_admit;                         /* half-open step fraction, fixed point */
 	__u32 retry_after_s;                         /* Retry-After for http rejections */
-	__u32 _pad;
+	__u32 flags;                                 /* SLUICE_VERDICT_* */
 };
+
+/* Headroom counts by priority: class k is compared with the in-flight of classes 0..k only, so
+ * lower classes never hold a slot a higher class needs (adaptive headroom). Without the flag
+ * every class is compared with the service's total in-flight (fixed headroom). */
+#define SLUICE_VERDICT_PRIORITY_COUNT 1u
 
 /* ---- Globals (map `globals`, one entry) ---- */
 

@@ -91,6 +91,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			out->class_threshold[c] = verdict_class_threshold((int)limit, sc->headroom[c]);
 	} else {
 		sluice_headroom_thresholds(limit, &s->hp, s->peaks, out->class_threshold);
+		out->flags |= SLUICE_VERDICT_PRIORITY_COUNT;
 	}
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		out->admit_prob[c] = s->lad.admit[c];

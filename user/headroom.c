@@ -18,7 +18,7 @@ void sluice_headroom_params_from_pct(const int pct[SLUICE_NUM_CLASSES],
 
 	sluice_headroom_params_default(p);
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (pct[c] > 0 && pct[c] <= 100)
+		if (pct[c] >= 0 && pct[c] <= 100)
 			p->pct[c] = (uint32_t)pct[c];
 }
 
@@ -29,23 +29,27 @@ void sluice_headroom_thresholds(uint32_t limit, const struct sluice_headroom_par
 	uint64_t reserve = 0;
 	int k;
 
+	/* The data path compares class k with the in-flight of classes 0..k
+	 * (SLUICE_VERDICT_PRIORITY_COUNT): what higher classes use is already counted, so the
+	 * threshold only keeps their burst margin free. A configured percentage of 0 shuts a
+	 * class out; any other percentage is the fixed-mode operating point and plays no part
+	 * here (a floor for a lower class would take exactly the slots a busy higher class
+	 * needs). */
 	for (k = 0; k < SLUICE_NUM_CLASSES; k++) {
-		/* floor rounds up so that a class with a non-zero percentage is never starved */
-		uint64_t floor = ((uint64_t)limit * p->pct[k] + 99) / 100;
 		uint64_t t = reserve >= limit ? 0 : limit - reserve;
 		uint64_t m;
 
-		if (t < floor)
-			t = floor;
-		if (t > limit)
-			t = limit;
+		if (p->pct[k] == 0)
+			t = 0;
 		if (k > 0 && t > out[k - 1])
 			t = out[k - 1];
 		out[k] = (uint32_t)t;
+		/* An idle class keeps one slot free for its next arrival; a busy one a margin for
+		 * bursts beyond its recent peak (which the 100 ms sampling may not see). */
 		m = (uint64_t)peak[k] * p->margin_pct / 100;
 		if (m < p->margin_min)
 			m = p->margin_min;
-		reserve += peak[k] + m;
+		reserve += peak[k] ? m : 1;
 	}
 }
 

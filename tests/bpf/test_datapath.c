@@ -365,6 +365,35 @@ static void test_drop_mode(void **state)
 	assert_int_equal(stats(f, 1, 0).rejected[SLUICE_REJ_HEADROOM], 1);
 }
 
+static void test_priority_count_never_blocks_higher_class(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict v;
+
+	verdict_default(&f->cfg.services[0], 4, &v);
+	v.flags = SLUICE_VERDICT_PRIORITY_COUNT;
+	v.class_threshold[0] = 4, v.class_threshold[1] = 3;
+	v.class_threshold[2] = 3, v.class_threshold[3] = 2;
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	/* L3 fills its 2; a third is refused (L0..L3 in-flight 2 >= 2). */
+	for (uint16_t p = 1; p <= 3; p++) {
+		struct pkt_spec s = syn4("203.0.113.9", p, 5432);
+		assert_int_equal(xdp(f, &s).ret, p <= 2 ? XDP_PASS : XDP_TX);
+	}
+	/* L0 is compared with L0's own in-flight only: all 4 get in although the service's
+	 * total is already 2 -- lower classes never hold a slot L0 needs. */
+	for (uint16_t p = 10; p < 15; p++) {
+		struct pkt_spec s = syn4("198.18.1.7", p, 5432);
+		assert_int_equal(xdp(f, &s).ret, p < 14 ? XDP_PASS : XDP_TX);
+	}
+	assert_int_equal(inflight_total(f, 0), 6);
+	/* L3 now sees L0's 4 as well: still refused; L2 (198.18.7.x) too (4+0+... >= 3). */
+	struct pkt_spec l3 = syn4("203.0.113.9", 20, 5432), l2 = syn4("198.18.7.1", 21, 5432);
+	assert_int_equal(xdp(f, &l3).ret, XDP_TX);
+	assert_int_equal(xdp(f, &l2).ret, XDP_TX);
+	assert_int_equal(stats(f, 0, 2).rejected[SLUICE_REJ_HEADROOM], 1);
+}
+
 /* ---- accounting ---- */
 
 static void test_fin_rst_end_units_exactly_once(void **state)
@@ -471,6 +500,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drop_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,

@@ -25,43 +25,58 @@ static void test_idle_higher_classes_leave_room(void **st)
 	/* nobody above is busy: only the minimum margin (2 per class above) is reserved */
 	thr(100, 0, 0, 0, 0, o);
 	assert_int_equal(o[0], 100);
-	assert_int_equal(o[1], 98);
-	assert_int_equal(o[2], 96);
-	assert_int_equal(o[3], 94);                 /* far above the fixed 50% */
+	assert_int_equal(o[1], 99);
+	assert_int_equal(o[2], 98);
+	assert_int_equal(o[3], 97);                 /* far above the fixed 50% */
 }
 
-static void test_reserves_peak_plus_margin(void **st)
+static void test_reserves_burst_margin_of_busy_classes(void **st)
 {
 	uint32_t o[4];
 	(void)st;
-	/* L0 peak 4 (+2), L1 peak 2 (+2), L2 peak 8 (+2): L1 100-6, L2 100-10, L3 100-20 */
+	/* Thresholds apply to the in-flight of classes 0..k (their usage is counted there);
+	 * each busy class above keeps max(2, 25% of its peak) free: L0 +2, L1 +2, L2 +2 */
 	thr(100, 4, 2, 8, 0, o);
 	assert_int_equal(o[0], 100);
-	assert_int_equal(o[1], 94);
-	assert_int_equal(o[2], 90);
-	assert_int_equal(o[3], 80);
-	/* margin is 25% of a large peak: L0 peak 16 -> reserve 20 */
-	thr(200, 16, 0, 0, 0, o);
+	assert_int_equal(o[1], 98);
+	assert_int_equal(o[2], 96);
+	assert_int_equal(o[3], 94);
+	/* margin is 25% of a large peak: L0 peak 80 -> 20 kept free */
+	thr(200, 80, 0, 0, 0, o);
 	assert_int_equal(o[1], 180);
 }
 
-static void test_configured_percentages_are_floors(void **st)
+static void test_busy_higher_classes_win(void **st)
 {
 	uint32_t o[4];
 	(void)st;
-	/* busy L0 would leave L3 nothing, but L3 keeps limit x 50% */
+	/* busy L0 (margin 25% of 80 = 20) and L1, L2 (2 each) */
 	thr(100, 80, 10, 10, 10, o);
 	assert_int_equal(o[0], 100);
-	assert_int_equal(o[1], 90);
-	assert_int_equal(o[2], 75);
-	assert_int_equal(o[3], 50);
-	/* never above the limit, never increasing with the class */
+	assert_int_equal(o[1], 80);
+	assert_int_equal(o[3], 76);
+	/* idle classes keep one slot each for their next arrival; never increasing */
 	thr(10, 0, 0, 0, 0, o);
-	assert_true(o[0] == 10 && o[1] <= o[0] && o[2] <= o[1] && o[3] <= o[2]);
-	assert_int_equal(o[1], 9);                  /* 10 - 2 = 8 < floor ceil(9.0) */
-	assert_int_equal(o[3], 5);
+	assert_int_equal(o[0], 10);
+	assert_int_equal(o[1], 9);
+	assert_int_equal(o[2], 8);
+	assert_int_equal(o[3], 7);
+	thr(4, 0, 0, 0, 0, o);
+	assert_int_equal(o[3], 1);                  /* a small limit still serves L3 */
 	thr(0, 5, 5, 5, 5, o);
 	assert_true(o[0] == 0 && o[3] == 0);
+}
+
+static void test_zero_percent_shuts_a_class_out(void **st)
+{
+	struct sluice_headroom_params p;
+	int pct[4] = { 100, 90, 75, 0 };
+	uint32_t peak[4] = { 0 }, o[4];
+	(void)st;
+	sluice_headroom_params_from_pct(pct, &p);
+	sluice_headroom_thresholds(20, &p, peak, o);
+	assert_int_equal(o[2], 18);
+	assert_int_equal(o[3], 0);
 }
 
 static void test_peak_tracker(void **st)
@@ -90,8 +105,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_higher_classes_leave_room),
-		cmocka_unit_test(test_reserves_peak_plus_margin),
-		cmocka_unit_test(test_configured_percentages_are_floors),
+		cmocka_unit_test(test_reserves_burst_margin_of_busy_classes),
+		cmocka_unit_test(test_busy_higher_classes_win),
+		cmocka_unit_test(test_zero_percent_shuts_a_class_out),
 		cmocka_unit_test(test_peak_tracker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
