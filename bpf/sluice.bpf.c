@@ -287,7 +287,6 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_flow *f, nf = {};
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
-	struct sluice_verdict *v;
 	struct sluice_reply *reply;
 	struct class_pick pick;
 	__u32 seq = bpf_ntohl(p->tcp->seq), kind, rk;
@@ -339,8 +338,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
-	v = bpf_map_lookup_elem(&verdicts, &svc);
-	kind = v && v->breaker_state == SLUICE_BREAKER_OPEN ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
+	/* The breaker refusing (open, or a half-open step not drawn) says 503; shedding says 429. */
+	kind = reason == SLUICE_REJ_BREAKER ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
 	rk = svc * 2 + kind;
 	reply = bpf_map_lookup_elem(&replies, &rk);
 	ps = pkt_counters();

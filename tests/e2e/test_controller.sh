@@ -1,0 +1,105 @@
+#!/bin/bash
+# The controller end to end (issue 4), in network namespaces with a real server:
+#  1. 3x overload of mixed classes (L0..L3 by X-Priority) on an AIMD-limited service with
+#     adaptive headroom: L0 success >= 99.9%, classes shed in order L3 first, p99 of admitted
+#     requests <= 2x the latency target.
+#  2. a backend whose service time jumps 5 ms -> 500 ms: the breaker opens within 2 s on slow
+#     calls, clients get 503 fast; when the backend recovers, half-open steps 10 -> 30 -> 60 ->
+#     100% up to closed.
+TAG=ctl
+source "$(dirname "$0")/lib.sh"
+e2e_setup
+
+CFG=$TMP/sluice.yaml
+cat > "$CFG" <<Y
+interface: s0
+control_interval_ms: 100
+metrics_address: 127.0.0.1:0
+state_dir: $TMP/state
+services:
+  - name: shop
+    port: 8080
+    protocol: http
+    limit: { min: 2, max: 32 }
+    target_latency_ms: 40
+    aimd_window_ms: 500
+    headroom_mode: adaptive
+    default_class: L3
+    classify:
+      - { header: X-Priority, class: from-header }
+  - name: api
+    port: 8081
+    protocol: http
+    limit: { fixed: 32 }
+    default_class: L2
+    breaker: { min_calls: 10, error_rate: 0.5, slow_call_ms: 200, slow_call_rate: 0.6,
+               open_s: 2, half_open_steps: [10, 30, 60, 100], step_s: 1, window_s: 1 }
+Y
+echo "service_ms=5" > "$TMP/mode"
+start_bg "$TMP/shop.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
+	--workers 8 --service-ms 20 --backlog 4096
+start_bg "$TMP/api.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8081 --mode http \
+	--workers 32 --service-ms 5 --mode-file "$TMP/mode"
+start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
+LOG=$(ls "$TMP"/sluiced.*.log)
+
+# --- 1. 3x overload: capacity 8 workers x 20 ms = 400/s; offered 1200/s ---------------
+LG=""
+for c in L0:120 L1:240 L2:360 L3:480; do
+	start_bg "$TMP/${c%%:*}.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
+		--mode http-keepalive --rate ${c##*:} --duration 8 --timeout-ms 2000 --quiet \
+		--class ${c%%:*}:1:header
+	LG="$LG $LAST_PID"
+done
+wait $LG
+succ() { json_get "$TMP/$1.json" "100.0 * d['classes']['$1']['ok'] / d['classes']['$1']['sent']"; }
+s0=$(succ L0); s1=$(succ L1); s2=$(succ L2); s3=$(succ L3)
+ok $(python3 -c "import sys; sys.exit(0 if $s0 >= 99.9 else 1)" && echo 0 || echo 1) \
+	"3x overload: L0 success $s0% (>= 99.9%)"
+ok $(python3 -c "import sys; sys.exit(0 if $s3 <= $s2 <= $s1 <= $s0 and $s3 < 10 else 1)" && echo 0 || echo 1) \
+	"classes shed in priority order: L0 $s0% >= L1 $s1% >= L2 $s2% >= L3 $s3%"
+p99=$(python3 -c "
+import json
+print(max(json.load(open('$TMP/%s.json' % c))['classes'][c]['p99_ms'] or 0 for c in ('L0','L1','L2','L3')))")
+ok $(python3 -c "import sys; sys.exit(0 if $p99 <= 80 else 1)" && echo 0 || echo 1) \
+	"p99 of admitted requests $p99 ms <= 2x the 40 ms target"
+good=$(python3 -c "
+import json
+print(round(sum(json.load(open('$TMP/%s.json' % c))['classes'][c]['ok'] for c in ('L0','L1','L2','L3')) / 8 / 400 * 100, 1))")
+echo "# goodput $good% of capacity"
+ok $(grep -q '"machine":"ladder","class":"L3","from":"full"' "$LOG" && echo 0 || echo 1) \
+	"the ladder's first cut is L3, as a JSON event"
+
+# --- 2. slow downstream: breaker opens, 503s, half-open recovery ------------------------
+start_bg "$TMP/api.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8081 \
+	--mode http-keepalive --rate 40 --duration 16 --timeout-ms 3000 --quiet --class L2:1
+LG=$LAST_PID
+sleep 2
+t_slow=$(date +%s%N)
+echo "service_ms=500" > "$TMP/mode"
+sleep 4
+echo "service_ms=5" > "$TMP/mode"
+wait $LG
+opened=$(grep '"service":"api","machine":"breaker","from":"closed","to":"open"' "$LOG" | head -1)
+t_open=$(python3 -c "
+import json, datetime, sys
+e = json.loads(sys.argv[1]); t = datetime.datetime.fromisoformat(e['time'].replace('Z', '+00:00'))
+print(int(t.timestamp() * 1e9))" "$opened" 2>/dev/null || echo 0)
+react_ms=$(( (t_open - t_slow) / 1000000 ))
+ok $([ -n "$opened" ] && [ "$react_ms" -gt 0 ] && [ "$react_ms" -le 2000 ] && echo 0 || echo 1) \
+	"service time 5 -> 500 ms: the breaker opens on slow calls after $react_ms ms" "$opened"
+n503=$(json_get "$TMP/api.json" "d['classes']['L2']['http_503']")
+r99=$(json_get "$TMP/api.json" "d['classes']['L2']['reject_p99_ms']")
+ok $([ "$n503" -ge 20 ] && python3 -c "import sys; sys.exit(0 if $r99 < 10 else 1)" && echo 0 || echo 1) \
+	"clients get 503 fast while it is open: $n503 answers, p99 $r99 ms"
+steps=$(grep '"service":"api","machine":"breaker"' "$LOG" | python3 -c "
+import json, sys
+ev = [json.loads(l) for l in sys.stdin]
+last_open = max(i for i, e in enumerate(ev) if e['to'] == 'open')
+print(' '.join('%s:%s' % (e['to'], e.get('admit_pct', e.get('step', ''))) for e in ev[last_open:]))")
+ok $(echo "$steps" | grep -q "half_open.*half_open.*half_open.*closed" && echo 0 || echo 1) \
+	"backend recovered: half-open walks its steps up to closed ($steps)"
+status_state=$("$BUILD/sluicectl" --pin-dir "$PIN" status --json | python3 -c "
+import json, sys; d = json.load(sys.stdin); print([s for s in d['services'] if s['name'] == 'api'][0]['breaker']['state'])")
+ok $([ "$status_state" = closed ] && echo 0 || echo 1) "sluicectl status shows the breaker closed again"
+finish
