@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is present; needs root only when something is missing.
 set -e
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev iproute2 ethtool curl tmux procps python3 util-linux"
+      libmicrohttpd-dev iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -202,6 +202,9 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		e->ladder_overloaded = s->lad.overloaded;
 		e->degradation_actions = b->degr_actions;
 		e->degradation_effective = b->degr_effective;
+		e->have_accept_queue = b->aq.listeners > 0;
+		e->accept_queue = b->aq.queued;
+		e->accept_backlog = b->aq.backlog;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
 			if (!w || w->expires_at <= wall_s)
@@ -242,6 +245,36 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 	}
 }
 
+/* The listen queue of every service: waiting the application has not even begun to serve.
+ * Over half the backlog is an alert (edge-triggered). */
+static void read_accept_queues(struct daemon *d)
+{
+	uint16_t ports[SLUICE_MAX_SERVICES];
+	struct acceptq q[SLUICE_MAX_SERVICES];
+
+	for (int i = 0; i < d->cfg.n_services; i++)
+		ports[i] = (uint16_t)d->cfg.services[i].port;
+	if (acceptq_read(ports, d->cfg.n_services, q))
+		return;
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		struct service_books *b = &d->books[i];
+		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
+
+		b->aq = q[i];
+		if (high != b->aq_alert) {
+			struct sluice_event ev;
+
+			sluice_event_init(&ev, monotonic_ns(), high ? SLUICE_EV_ALERT : SLUICE_EV_INFO,
+					  d->cfg.services[i].name, "accept_queue", high ? "normal" : "high",
+					  high ? "high" : "normal", "listen queue over half the backlog");
+			sluice_event_num(&ev, "queued", q[i].queued);
+			sluice_event_num(&ev, "backlog", q[i].backlog);
+			print_event(d, &ev);
+			b->aq_alert = high;
+		}
+	}
+}
+
 void daemon_tick(struct daemon *d, unsigned long long now_ns)
 {
 	double dt_s = d->last_tick_ns ? (double)(now_ns - d->last_tick_ns) / 1e9 : 0;
@@ -263,6 +296,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		d->last_slow_ns = now_ns;
 	}
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
+	read_accept_queues(d);
 
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		const struct service_conf *sc = &d->cfg.services[i];

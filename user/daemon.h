@@ -12,6 +12,7 @@
 #include "cascade.h"
 #include "metrics.h"
 #include "switchstate.h"
+#include "acceptq.h"
 
 /* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
 struct service_books {
@@ -22,6 +23,8 @@ struct service_books {
 	unsigned retry_after_written;
 	unsigned long long degr_actions, degr_effective;
 	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
+	struct acceptq aq;                       /* listen queue, this tick */
+	int aq_alert;                            /* queue over half the backlog reported */
 };
 
 struct daemon {

@@ -466,6 +466,10 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 		  "Measure 5: (arrivals + retransmits) / arrivals over the last 60 s (alert > 1.3).");
 	SVC_EXTRA("sluice_retry_storm_active", "gauge", e->retry_storm_active != 0,
 		  "1 while the retry-storm alert is raised for the service.");
+	SVC_EXTRA("sluice_accept_queue_length", "gauge", e->accept_queue,
+		  "Connections waiting in the service's listen queue (sock_diag): the queue signal.");
+	SVC_EXTRA("sluice_accept_queue_backlog", "gauge", e->accept_backlog,
+		  "The listen backlog limit of the service's listening sockets.");
 
 	/* --- controller and data path, process-wide --- */
 	family(&b, "sluice_controller_alive", "gauge",

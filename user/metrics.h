@@ -29,6 +29,9 @@ struct metrics_service_extra {
 	unsigned long long degradation_actions;   /* switches set (measure 4 denominator) */
 	unsigned long long degradation_effective; /* ... that shed traffic in the data path */
 	struct metrics_switch sw[SLUICE_NUM_CLASSES];
+	int have_accept_queue;          /* the listener was found in sluiced's netns */
+	unsigned accept_queue;          /* connections waiting to be accepted (queue signal) */
+	unsigned accept_backlog;        /* the listeners' backlog limit */
 };
 
 struct metrics_extra {

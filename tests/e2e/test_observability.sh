@@ -1,0 +1,97 @@
+#!/bin/bash
+# Observability end to end (issue 5): a real Prometheus server from Debian scrapes sluiced's
+# /metrics and a PromQL query returns the admitted count; `sluicectl top` runs under tmux and
+# its screen shows the service, the classes and the switch in force; JSON events on stdout.
+TAG=obs
+source "$(dirname "$0")/lib.sh"
+command -v prometheus >/dev/null || skip_all "prometheus not installed"
+command -v tmux >/dev/null || skip_all "tmux not installed"
+e2e_setup
+
+MPORT=9477
+CFG=$TMP/sluice.yaml
+cat > "$CFG" <<Y
+interface: s0
+metrics_address: 127.0.0.1:$MPORT
+state_dir: $TMP/state
+services:
+  - name: web
+    port: 8080
+    protocol: http
+    limit: { fixed: 16 }
+    default_class: L2
+    classify:
+      - { header: X-Priority, class: from-header }
+Y
+start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
+	--workers 4 --service-ms 2
+start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
+
+# Prometheus lives in the server namespace, next to sluiced's loopback listener.
+cat > "$TMP/prometheus.yml" <<Y
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+scrape_configs:
+  - job_name: sluice
+    static_configs: [ { targets: ["127.0.0.1:$MPORT"] } ]
+Y
+promtool check config "$TMP/prometheus.yml" >/dev/null 2>&1
+ok $? "the scrape config is valid (promtool)"
+start_bg "$TMP/prometheus.log" $IN_SRV prometheus --config.file="$TMP/prometheus.yml" \
+	--storage.tsdb.path="$TMP/tsdb" --web.listen-address=127.0.0.1:9090
+for i in $(seq 5); do in_cli curl -s -o /dev/null -H "X-Priority: L0" http://$SRV_IP:8080/a; done
+for i in $(seq 7); do in_cli curl -s -o /dev/null -H "X-Priority: L3" http://$SRV_IP:8080/b; done
+
+q() { in_srv curl -s --get --data-urlencode "query=$1" http://127.0.0.1:9090/api/v1/query |
+	python3 -c "import json,sys; r=json.load(sys.stdin)['data']['result']; print(r[0]['value'][1] if r else 'none')" 2>/dev/null; }
+got=none
+for i in $(seq 60); do
+	got=$(q 'sum(sluice_requests_admitted_total{service="web"})')
+	[ "$got" = 12 ] && break
+	sleep 0.5
+done
+ok $([ "$got" = 12 ] && echo 0 || echo 1) "Prometheus scrapes /metrics: sum(sluice_requests_admitted_total) = $got (12 sent)" \
+	"$(tail -3 "$TMP/prometheus.log")"
+l0=$(q 'sluice_requests_admitted_total{service="web",class="L0"}')
+up=$(q 'up{job="sluice"}')
+lim=$(q 'sluice_concurrency_limit{service="web"}')
+ok $([ "$l0" = 5 ] && [ "$up" = 1 ] && [ "$lim" = 16 ] && echo 0 || echo 1) \
+	"per-class series and gauges: L0 admitted $l0, limit $lim, up $up"
+# The median of the 12 requests (2 ms service time) from the cumulative buckets.
+hq=none
+for i in $(seq 20); do
+	hq=$(q 'histogram_quantile(0.5, sum by (le) (sluice_request_duration_seconds_bucket{service="web"}))')
+	[ "$hq" != none ] && break
+	sleep 0.5
+done
+ok $(python3 -c "import sys; sys.exit(0 if 0.001 <= float('$hq') <= 0.02 else 1)" 2>/dev/null && echo 0 || echo 1) \
+	"the latency histogram works with histogram_quantile: median $hq s for a 2 ms service"
+
+# --- sluicectl top under tmux ---------------------------------------------------------
+CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
+$CTL switch set web L3 --shed 40 --reason "obs test" --ttl 10m >/dev/null
+sess=sluice-top-$$
+tmux new-session -d -s "$sess" -x 200 -y 50 "$CTL top --interval 0.5"
+sleep 1.5
+for i in $(seq 10); do in_cli curl -s -o /dev/null http://$SRV_IP:8080/c; done
+sleep 1.2
+screen=$(tmux capture-pane -p -t "$sess" 2>/dev/null)
+ok $(echo "$screen" | grep -q "web" && echo "$screen" | grep -q "L0" && echo "$screen" | grep -q "L3" &&
+	echo "$screen" | grep -qi "limit" && echo "$screen" | grep -q "40%" && echo 0 || echo 1) \
+	"sluicectl top shows the service, its classes, the limit and the active switch" "$screen"
+tmux send-keys -t "$sess" q
+sleep 1
+tmux has-session -t "$sess" 2>/dev/null; gone=$?
+[ $gone -eq 0 ] && tmux kill-session -t "$sess"
+ok $([ $gone -ne 0 ] && echo 0 || echo 1) "q quits top"
+
+# --- JSON events ------------------------------------------------------------------------
+bad=$(grep '^{' "$TMP"/sluiced.*.log | python3 -c "
+import json, sys
+n = 0
+for l in sys.stdin:
+    e = json.loads(l)
+    n += not all(k in e for k in ('time', 'event', 'machine', 'from', 'to', 'why'))
+print(n)")
+ok $([ "$bad" = 0 ] && grep -q '"machine":"switches"' "$TMP"/sluiced.*.log && echo 0 || echo 1) \
+	"every stdout line is one JSON event with time, machine, from, to, why"
+finish

@@ -1,0 +1,64 @@
+/* The accept-queue signal against real listening sockets on loopback: a listener nobody
+ * accepts from shows exactly the connections made to it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "acceptq.h"
+
+static int listener(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 16), 0);
+	getsockname(s, (struct sockaddr *)&a, &l);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+static void test_counts_unaccepted_connections(void **st)
+{
+	uint16_t port, ports[2];
+	int ls = listener(&port), c[3];
+	struct acceptq q[2];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	(void)st;
+	ports[0] = port;
+	ports[1] = 1; /* nothing listens on port 1 */
+	assert_int_equal(acceptq_read(ports, 2, q), 0);
+	assert_int_equal(q[0].listeners, 1);
+	assert_int_equal(q[0].queued, 0);
+	assert_int_equal(q[0].backlog, 16);
+	assert_int_equal(q[1].listeners, 0);
+	a.sin_port = htons(port);
+	for (int i = 0; i < 3; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(c[i], (struct sockaddr *)&a, sizeof(a)), 0);
+	}
+	usleep(10000);
+	assert_int_equal(acceptq_read(ports, 2, q), 0);
+	assert_int_equal(q[0].queued, 3);
+	close(accept(ls, NULL, NULL));
+	assert_int_equal(acceptq_read(ports, 2, q), 0);
+	assert_int_equal(q[0].queued, 2);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	close(ls);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_counts_unaccepted_connections),
+	};
+	return cmocka_run_group_tests_name("acceptq", tests, NULL, NULL);
+}
