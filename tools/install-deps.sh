@@ -1,16 +1,28 @@
 #!/bin/sh
-# Install the Debian packages sluice needs to build, test and demo, when any is missing.
-# Idempotent and quiet when everything is present; needs root only when something is missing.
+# Install the Debian packages sluice needs, when any is missing. Idempotent and quiet when
+# everything is present; needs root only when something is missing.
+#   tools/install-deps.sh [--quiet] [--build]
+# --build: only what building needs (PKGS; the Dockerfile's build stage installs the same);
+# default: also what the tests and the demo run (TEST_PKGS).
 set -e
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus"
+      libmicrohttpd-dev"
+TEST_PKGS="iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus"
+quiet=0 want="$PKGS $TEST_PKGS"
+for a in "$@"; do
+	case "$a" in
+	--quiet) quiet=1 ;;
+	--build) want="$PKGS" ;;
+	*) echo "usage: $0 [--quiet] [--build]" >&2; exit 2 ;;
+	esac
+done
 missing=""
-for p in $PKGS; do
+for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-	[ "$1" = "--quiet" ] || echo "install-deps: all packages present"
+	[ "$quiet" = 1 ] || echo "install-deps: all packages present"
 	exit 0
 fi
 echo "install-deps: installing:$missing"
