@@ -53,8 +53,13 @@ e2e_cleanup() {
 	[ -d "$PIN" ] && rm -rf "$PIN"
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
-	# iproute2 leaves its own empty directories when it loads the pass-through program.
-	rmdir /sys/fs/bpf/tc/globals /sys/fs/bpf/tc /sys/fs/bpf/ip /sys/fs/bpf/xdp 2>/dev/null
+	# iproute2 leaves its own directory (tc/globals) and symlinks (ip, xdp -> tc) when it
+	# loads the pass-through program; remove them once empty.
+	rmdir /sys/fs/bpf/tc/globals 2>/dev/null && rmdir /sys/fs/bpf/tc 2>/dev/null
+	for l in ip xdp; do
+		# only when dangling: the tc directory is gone
+		[ -L /sys/fs/bpf/$l ] && [ ! -e /sys/fs/bpf/$l ] && rm -f /sys/fs/bpf/$l
+	done
 	rm -rf "$TMP"
 }
 
