@@ -90,25 +90,30 @@ static long cmp_path_byte(__u32 k, void *vctx)
 	return 0;
 }
 
-/* Classify a request: source/DSCP rules, then path prefix and priority header from the first
- * segment. A header that is not in the first segment is not seen: default class. */
-static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
-							  const struct sluice_service *sc,
-							  __u32 svc, const struct pkt *p)
+/* Path prefix and priority header of a request from its first segment. A global function:
+ * the verifier checks it once, not once per path of its caller (keeps the TC ingress program
+ * far from the verifier's limits and fast to load). Returns (order << 8) | class of the best
+ * payload rule with an order below best_order, or -1 when none matches. A header that is not
+ * in the first segment is not seen: the caller's default stands. */
+__attribute__((noinline))
+int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 payload_len,
+		     __u32 best_order)
 {
-	struct class_pick best = classify_l3(sc, svc, p);
-	__u32 zero = 0, len = p->payload_len, path_off = 0;
+	const struct sluice_service *sc;
+	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = 0 };
+	__u32 zero = 0, len = payload_len, path_off = 0;
 	struct scan_buf *sb;
 
-	if (sc->header_order == SLUICE_RULE_NONE && !sc->path[0].len)
-		return best;
+	sc = bpf_map_lookup_elem(&services, &svc);
 	sb = bpf_map_lookup_elem(&scan_scratch, &zero);
-	if (!sb)
-		return best;
+	if (!sc || !sb || !skb)
+		return -1;
+	if (sc->header_order == SLUICE_RULE_NONE && !sc->path[0].len)
+		return -1;
 	if (len > SLUICE_SCAN_LEN)
 		len = SLUICE_SCAN_LEN;
-	if (len < 4 || bpf_skb_load_bytes(skb, p->payload_off, sb->b, len) != 0)
-		return best;
+	if (len < 4 || bpf_skb_load_bytes(skb, payload_off, sb->b, len) != 0)
+		return -1;
 
 	/* Path: after the method's space, within the first 16 bytes. */
 	for (int i = 1; i < 16; i++) {
@@ -127,13 +132,30 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 			if (sc->path[r].len && !(pc.mismatch & (1u << r)))
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
-	if (sc->header_order < best.order && sc->header_len) {
+	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len) {
 		struct header_scan hs = { .buf = sb->b, .sc = sc, .len = len, .pos = -1,
 					  .class = -1 };
 
 		bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
 		if (hs.class >= 0)
 			pick_rule(&best, sc->header_order, hs.class);
+	}
+	if (best.order >= best_order)
+		return -1;
+	return (best.order << 8) | best.class;
+}
+
+/* Source/DSCP rules, then the payload's. */
+static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
+							  const struct sluice_service *sc,
+							  __u32 svc, const struct pkt *p)
+{
+	struct class_pick best = classify_l3(sc, svc, p);
+	int r = classify_payload(skb, svc, p->payload_off, p->payload_len, best.order);
+
+	if (r >= 0) {
+		best.order = (__u8)(r >> 8);
+		best.class = r & 3;
 	}
 	return best;
 }
@@ -255,20 +277,24 @@ enum answer_result {
 	ANSWER_BROKEN = -2,     /* the skb was half rewritten: drop it (the client's TCP resends) */
 };
 
-/* Answer a refused request with reply (429/503) and reset the server side. */
-static __always_inline int answer_refused_request(struct __sk_buff *skb, const struct pkt *p,
-						  const struct sluice_reply *reply)
+/* Answer a refused request with the reply `rk` (index into `replies`) and reset the server
+ * side. A global function on scalars, verified once (see classify_payload); BPF functions take
+ * at most five arguments, hence the packing:
+ *   offs = l3_off | l4_off << 8 | v4 << 16,  plen_rk = payload length | rk << 16. */
+__attribute__((noinline))
+int answer_request(struct __sk_buff *skb, __u32 offs, __u32 cseq, __u32 cack, __u32 plen_rk)
 {
-	__u32 l3_off = p->l3_off, l4_off = p->l4_off, len = reply->len;
-	__u32 cseq = bpf_ntohl(p->tcp->seq), cack = bpf_ntohl(p->tcp->ack_seq);
-	__u32 plen = p->payload_len;
-	int v4 = !p->v6;
+	__u32 l3_off = offs & 0xff, l4_off = (offs >> 8) & 0xff, v4 = (offs >> 16) & 1;
+	__u32 plen = plen_rk & 0xffff, rk = plen_rk >> 16;
+	const struct sluice_reply *reply = bpf_map_lookup_elem(&replies, &rk);
 	struct seg_hdrs h = {};
+	__u32 len;
 
-	if ((v4 && p->ip4->ihl != 5) || (!v4 && p->ext_hdrs))
-		return -1;
-	if (l3_off > 22 || len == 0 || len > SLUICE_REPLY_MAX || (len & 3))
-		return -1;
+	if (!skb || !reply)
+		return ANSWER_NOT_SENT;
+	len = reply->len;
+	if (l3_off > 22 || l4_off > 0x7f || len == 0 || len > SLUICE_REPLY_MAX || (len & 3))
+		return ANSWER_NOT_SENT;
 
 	/* 1. The response, to the client. */
 	if (bpf_skb_change_tail(skb, l4_off + sizeof(struct tcphdr) + len, 0))
@@ -290,6 +316,18 @@ static __always_inline int answer_refused_request(struct __sk_buff *skb, const s
 	swap_endpoints(&h, v4);
 	finish_segment(&h, v4, cseq, cack, TCPF_RST | TCPF_ACK, 0, 0);
 	return ANSWER_SENT;
+}
+
+static __always_inline int answer_refused_request(struct __sk_buff *skb, const struct pkt *p,
+						  __u32 rk)
+{
+	if ((!p->v6 && p->ip4->ihl != 5) || (p->v6 && p->ext_hdrs))
+		return ANSWER_NOT_SENT;
+	if (p->payload_len > 0xffff)
+		return ANSWER_NOT_SENT;
+	return answer_request(skb, p->l3_off | p->l4_off << 8 | (!p->v6) << 16,
+			      bpf_ntohl(p->tcp->seq), bpf_ntohl(p->tcp->ack_seq),
+			      p->payload_len | rk << 16);
 }
 
 #endif

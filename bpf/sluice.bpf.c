@@ -287,7 +287,6 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_flow *f, nf = {};
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
-	struct sluice_reply *reply;
 	struct class_pick pick;
 	__u32 seq = bpf_ntohl(p->tcp->seq), kind, rk;
 	__u64 now = bpf_ktime_get_ns();
@@ -341,9 +340,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	/* The breaker refusing (open, or a half-open step not drawn) says 503; shedding says 429. */
 	kind = reason == SLUICE_REJ_BREAKER ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
 	rk = svc * 2 + kind;
-	reply = bpf_map_lookup_elem(&replies, &rk);
 	ps = pkt_counters();
-	rc = reply ? answer_refused_request(skb, p, reply) : ANSWER_NOT_SENT;
+	rc = answer_refused_request(skb, p, rk);
 	if (rc == ANSWER_NOT_SENT) {
 		/* Could not answer cleanly: on doubt, admit (untracked). */
 		if (ps)

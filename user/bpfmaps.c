@@ -272,8 +272,17 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 			  const int *idx)
 {
 	int in_cfg[SLUICE_MAX_SERVICES] = { 0 };
+	__u32 old_port[SLUICE_MAX_SERVICES] = { 0 };
 	int err = 0;
 
+	/* The ports in force before this call: only they can need clearing (a walk over all
+	 * 65536 entries would cost a syscall each and slow every start). */
+	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+		struct sluice_service sv;
+
+		if (maps_read_service(m, s, &sv) == 0 && sv.name[0])
+			old_port[s] = sv.port;
+	}
 	for (int i = 0; i < cfg->n_services; i++) {
 		struct sluice_service sv;
 		__u32 k = idx[i];
@@ -285,16 +294,22 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		maps_write_reply(m, idx[i], SLUICE_REPLY_429, cfg->services[i].retry_after_s);
 		maps_write_reply(m, idx[i], SLUICE_REPLY_503, cfg->services[i].retry_after_s);
 	}
-	/* Ports: clear those of services no longer configured, then set the current ones. */
-	for (__u32 port = 0; port < 65536; port++) {
-		__u32 v = 0, want = 0;
+	/* Ports: clear those no longer configured, then set the current ones. */
+	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+		__u32 port = old_port[s], zero = 0;
+		int still = 0;
 
-		if (bpf_map_lookup_elem(m->port_to_service, &port, &v))
+		if (!port)
 			continue;
 		for (int i = 0; i < cfg->n_services; i++)
-			if (cfg->services[i].port == (int)port)
-				want = idx[i] + 1;
-		if (v != want && bpf_map_update_elem(m->port_to_service, &port, &want, BPF_ANY))
+			still |= cfg->services[i].port == (int)port;
+		if (!still && bpf_map_update_elem(m->port_to_service, &port, &zero, BPF_ANY))
+			err = -errno;
+	}
+	for (int i = 0; i < cfg->n_services; i++) {
+		__u32 port = cfg->services[i].port, v = idx[i] + 1;
+
+		if (bpf_map_update_elem(m->port_to_service, &port, &v, BPF_ANY))
 			err = -errno;
 	}
 	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {

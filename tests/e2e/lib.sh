@@ -101,17 +101,19 @@ start_bg() {
 	LAST_PID=$!
 }
 
-# start_sluiced CONFIG: sluiced in the server namespace; waits until its heartbeat is visible.
+# start_sluiced CONFIG: sluiced in the server namespace; waits until it has attached and
+# written its first heartbeat (its "attached" event), not merely until some heartbeat is
+# fresh: after a restart the old process's last heartbeat stays fresh for a while.
 start_sluiced() {
-	start_bg "$TMP/sluiced.$N.log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
+	local log="$TMP/sluiced.$N.$RANDOM.log"
+	start_bg "$log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
-	for i in $(seq 50); do
-		"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
-			grep -q '"controller_alive":true' && return 0
+	for i in $(seq 100); do
+		grep -q '"to":"attached"' "$log" 2>/dev/null && return 0
 		kill -0 "$SLUICED_PID" 2>/dev/null || break
-		sleep 0.1
+		sleep 0.05
 	done
-	echo "# sluiced did not come up:"; sed 's/^/#   /' "$TMP/sluiced.$N.log"
+	echo "# sluiced did not come up:"; sed 's/^/#   /' "$log"
 	return 1
 }
 
