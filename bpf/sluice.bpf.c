@@ -49,11 +49,12 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 	k->service_port = ingress ? p->tcp->dest : p->tcp->source;
 }
 
-/* Refresh a flow seen on the wire: handshake completion, and last-seen at most once a second
- * (the GC needs seconds, not a write per packet). */
-static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
+/* Refresh a flow from the server's side of the wire (egress): any segment after its SYN-ACK
+ * means the handshake completed; last-seen at most once a second (the GC needs seconds, not
+ * a write per packet). */
+static __always_inline void touch_flow(struct sluice_flow *f, __u64 now, int syn)
 {
-	if (f->state == SLUICE_FLOW_SYN)
+	if (f->state == SLUICE_FLOW_SYN && !syn)
 		f->state = SLUICE_FLOW_OPEN;
 	if (now - f->last_seen_ns > NS_PER_SEC)
 		f->last_seen_ns = now;
@@ -168,7 +169,6 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	const struct sluice_service *sc;
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow_key key = {};
-	struct sluice_flow *f;
 	struct pkt p;
 	enum pkt_kind kind;
 	int svc;
@@ -182,6 +182,10 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return XDP_PASS;
+	/* The fast path: a packet inside a unit costs the parse and one array lookup. Flows
+	 * are kept fresh from the egress side (touch_flow there), not here. */
+	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin)
+		return XDP_PASS;
 	if ((ps = pkt_counters()))
 		ps->service++;
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -190,15 +194,11 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 
 	if (p.tcp->syn && !p.tcp->ack)
 		return handle_syn(ctx, &p, svc, sc);
+	if (p.tcp->syn)
+		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 
 	flow_key_of(&p, 1, &key);
-	if (p.tcp->rst || p.tcp->fin) {
-		end_flow(&key, 0);
-		return XDP_PASS;
-	}
-	f = bpf_map_lookup_elem(&flows, &key);
-	if (f)
-		touch_flow(f, bpf_ktime_get_ns());
+	end_flow(&key, 0);
 	return XDP_PASS;
 }
 
@@ -260,6 +260,9 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	svc = service_of(p.tcp->source);
 	if (svc < 0)
 		return TC_ACT_OK;
+	/* A bare ACK ends nothing and starts nothing; segments with data keep flows fresh. */
+	if (!p.payload_len && !p.tcp->syn && !p.tcp->rst && !p.tcp->fin)
+		return TC_ACT_OK;
 	if ((ps = pkt_counters()))
 		ps->service++;
 
@@ -275,7 +278,7 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
 	}
-	touch_flow(f, now);
+	touch_flow(f, now, p.tcp->syn);
 	return TC_ACT_OK;
 }
 
@@ -304,7 +307,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		f = bpf_map_lookup_elem(&flows, &key);
 	}
 	if (f) {
-		touch_flow(f, now);
+		touch_flow(f, now, 0);
 		if (f->req_active)
 			return TC_ACT_OK; /* more of the request in flight (body, pipelining) */
 		if (f->req_seq == seq && f->req_start_ns) {

@@ -189,8 +189,10 @@ struct sluice_class_stats {
 /* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
 struct sluice_pkt_stats {
 	__u64 malformed;                 /* truncated / garbage headers: passed untouched */
-	__u64 service;                   /* to or from a configured service (non-service packets
-	                                  * are not counted: that path stays one array lookup) */
+	__u64 service;                   /* service packets the data path acted on: SYN/FIN/RST in,
+	                                  * data/SYN/FIN/RST out (bare ACKs, data in, and
+	                                  * non-service packets are not counted: that path stays
+	                                  * the parse and one array lookup) */
 	__u64 rst_sent;
 	__u64 reply_sent;                /* http 429/503 replies */
 	__u64 reply_failed;              /* could not build a reply: unit admitted instead */
