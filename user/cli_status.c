@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "status.h"
@@ -25,7 +26,7 @@ static int open_maps(const struct cli_opts *o, struct sluice_maps *m)
 
 int cli_status(int argc, char **argv, struct cli_opts *o)
 {
-	static struct status_snapshot snap;
+	static struct status_snapshot snap, first;
 	struct sluice_maps m;
 	int rc;
 
@@ -39,12 +40,14 @@ int cli_status(int argc, char **argv, struct cli_opts *o)
 	}
 	if ((rc = open_maps(o, &m)))
 		return rc;
-	if (status_collect(&m, &snap)) {
+	/* Two snapshots a quarter second apart give the request rates. */
+	if (status_collect(&m, &first) || (usleep(250000), status_collect(&m, &snap))) {
 		fprintf(stderr, "sluicectl: cannot read maps under %s\n", o->pin_dir);
 		maps_close(&m);
 		return EXIT_RUNTIME;
 	}
 	maps_close(&m);
+	status_rates(&first, &snap);
 	if (o->json)
 		status_print_json(stdout, &snap);
 	else

@@ -63,10 +63,34 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out)
 			cs->threshold = s->v.class_threshold[c];
 			cs->admit_prob = (double)s->v.admit_prob[c] / SLUICE_PROB_ONE;
 			cs->switch_admit = (double)s->v.switch_admit[c] / SLUICE_PROB_ONE;
+			cs->rate_per_s = -1;
+			{
+				/* 429s from the server are answers, not failures (seed 001 pit 2). */
+				double calls = (double)cs->st.completed - (double)cs->st.resp_429;
+				cs->error_rate = calls > 0 ? (double)cs->st.errors / calls : 0;
+			}
 		}
 		out->n++;
 	}
 	return 0;
+}
+
+void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur)
+{
+	double dt = (double)(cur->now_ns - prev->now_ns) / 1e9;
+
+	if (dt <= 0)
+		return;
+	for (int i = 0; i < cur->n; i++)
+		for (int j = 0; j < prev->n; j++) {
+			if (prev->s[j].idx != cur->s[i].idx)
+				continue;
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				double d = (double)cur->s[i].cls[c].st.arrivals -
+					   (double)prev->s[j].cls[c].st.arrivals;
+				cur->s[i].cls[c].rate_per_s = d >= 0 ? d / dt : -1;
+			}
+		}
 }
 
 static unsigned long long rejected_total(const struct sluice_class_stats *st)
@@ -91,27 +115,30 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (admit %.0f%%)", 100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
-		fprintf(f, "\n  %-5s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s %9s %8s %8s %6s\n",
-			"class", "in-flight", "threshold", "arrived", "admitted", "admit%",
-			"rej:switch", "rej:brkr", "rej:headrm", "rej:ladder", "errors", "429s",
+		fprintf(f, "\n  %-5s %8s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s %6s %9s %8s %8s %6s\n",
+			"class", "req/s", "in-flight", "threshold", "arrived", "admitted", "admit%",
+			"rej:switch", "rej:brkr", "rej:headrm", "rej:ladder", "errors", "err%", "429s",
 			"p50", "p99", "shed%");
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct class_status *cs = &sv->cls[c];
-			char p50[16] = "-", p99[16] = "-";
+			char p50[16] = "-", p99[16] = "-", rate[16] = "-";
 
 			if (cs->p50_us > 0) {
 				snprintf(p50, sizeof(p50), "%.1fms", cs->p50_us / 1000);
 				snprintf(p99, sizeof(p99), "%.1fms", cs->p99_us / 1000);
 			}
-			fprintf(f, "  %-5s %9lld %9u %9llu %9llu %6.0f%% %10llu %9llu %10llu %10llu %9llu %9llu %8s %8s %5.0f%%\n",
-				CLASS_NAMES[c], cs->in_flight, cs->threshold,
+			if (cs->rate_per_s >= 0)
+				snprintf(rate, sizeof(rate), "%.1f", cs->rate_per_s);
+			fprintf(f, "  %-5s %8s %9lld %9u %9llu %9llu %6.0f%% %10llu %9llu %10llu %10llu %9llu %5.1f%% %9llu %8s %8s %5.0f%%\n",
+				CLASS_NAMES[c], rate, cs->in_flight, cs->threshold,
 				(unsigned long long)cs->st.arrivals,
 				(unsigned long long)cs->st.admitted, 100.0 * cs->admit_prob,
 				(unsigned long long)cs->st.rejected[SLUICE_REJ_SWITCH],
 				(unsigned long long)cs->st.rejected[SLUICE_REJ_BREAKER],
 				(unsigned long long)cs->st.rejected[SLUICE_REJ_HEADROOM],
 				(unsigned long long)cs->st.rejected[SLUICE_REJ_LADDER],
-				(unsigned long long)cs->st.errors, (unsigned long long)cs->st.resp_429,
+				(unsigned long long)cs->st.errors, 100.0 * cs->error_rate,
+				(unsigned long long)cs->st.resp_429,
 				p50, p99, 100.0 * (1 - cs->switch_admit));
 		}
 	}
@@ -148,14 +175,15 @@ void status_print_json(FILE *f, const struct status_snapshot *s)
 			fprintf(f, "},\"in_flight\":%lld,\"threshold\":%u,\"completed\":%llu,"
 				"\"p50_us\":%.0f,\"p99_us\":%.0f,\"errors\":%llu,\"http_429\":%llu,"
 				"\"retransmits\":%llu,\"fail_open\":%llu,\"untracked\":%llu,"
-				"\"admit_prob\":%.4f,\"switch_shed\":%.4f}",
+				"\"admit_prob\":%.4f,\"switch_shed\":%.4f,\"rate_per_s\":%.2f,"
+				"\"error_rate\":%.4f}",
 				cs->in_flight, cs->threshold, (unsigned long long)cs->st.completed,
 				cs->p50_us, cs->p99_us, (unsigned long long)cs->st.errors,
 				(unsigned long long)cs->st.resp_429,
 				(unsigned long long)cs->st.retransmits,
 				(unsigned long long)cs->st.fail_open,
 				(unsigned long long)cs->st.untracked, cs->admit_prob,
-				1 - cs->switch_admit);
+				1 - cs->switch_admit, cs->rate_per_s, cs->error_rate);
 		}
 		fprintf(f, "]}");
 	}

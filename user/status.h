@@ -14,6 +14,8 @@ struct class_status {
 	double p50_us, p99_us;                   /* from the cumulative histogram */
 	unsigned threshold;                      /* in-flight threshold in force */
 	double admit_prob, switch_admit;         /* 0..1 */
+	double rate_per_s;                       /* arrivals/s between two snapshots, -1 unknown */
+	double error_rate;                       /* errors / (completed - 429s), cumulative */
 };
 
 struct service_status {
@@ -37,6 +39,9 @@ struct status_snapshot {
 
 /* Read everything. Services without a port (removed from config) are skipped. */
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out);
+
+/* Request rates of cur from the arrivals counted since prev (taken a moment earlier). */
+void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);
 
 const char *protocol_name(int p);
 const char *breaker_name(int s);

@@ -59,10 +59,15 @@ ok $([ $rc -eq 0 ] && echo "$out" | grep -q "^HTTP/1.1 429 Too Many Requests" &&
 status
 ok $([ "$(cls L2 rejected)" -ge 1 ] && [ "$(json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='L2'][0]['rejected_by']['switch']")" -ge 1 ] && echo 0 || echo 1) \
 	"the rejection is counted under reason switch"
+kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
+start_sluiced "$CFG"
+c5=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L2" http://$SRV_IP:8080/x)
+ok $([ "$c5" = 429 ] && echo 0 || echo 1) "the switch survives a restart of sluiced ($c5)"
 $CTL switch clear web L2 >/dev/null
 sleep 0.3
 c4=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L2" http://$SRV_IP:8080/x)
-ok $([ "$c4" = 200 ] && echo 0 || echo 1) "after switch clear the class is served again ($c4)"
+ok $([ "$c4" = 200 ] && echo 0 || echo 1) "after switch clear the class is served again ($c4)" \
+	"$($CTL status)" "$($CTL switch ls)" "$(cat "$TMP"/sluiced.*.log | tail -n 6)"
 
 # --- keep-alive overload: L3 flood gets 429s per request, L0 is served -----------------
 start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
@@ -71,6 +76,11 @@ L3PID=$LAST_PID
 start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
 	--rate 20 --duration 3 --quiet --class L0:1:src=198.18.0.10
 L0PID=$LAST_PID
+sleep 1.5
+status
+rate3=$(cls L3 rate_per_s)
+ok $(python3 -c "import sys; sys.exit(0 if 200 <= $rate3 <= 400 else 1)" && echo 0 || echo 1) \
+	"sluicectl status reports the L3 request rate while it runs: $rate3/s (offered 300/s)"
 wait $L3PID $L0PID
 l3_429=$(lg "$TMP/l3.json" L3 http_429); l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_sent=$(lg "$TMP/l3.json" L3 sent)
 l3_err=$(lg "$TMP/l3.json" L3 errors); rej99=$(lg "$TMP/l3.json" L3 reject_p99_ms)
