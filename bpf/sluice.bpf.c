@@ -41,6 +41,22 @@ static __always_inline int service_of(__be16 port)
 	return *v - 1;
 }
 
+/* Parse a frame and find the service it belongs to: the service index, or -1 for anything
+ * sluice leaves alone (not TCP, not a service port; malformed frames are counted). */
+static __always_inline int parse_service_packet(void *data, void *data_end, struct pkt *p,
+						int ingress)
+{
+	struct sluice_pkt_stats *ps;
+	enum pkt_kind kind = parse_packet(data, data_end, p);
+
+	if (kind != PKT_TCP) {
+		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
+			ps->malformed++;
+		return -1;
+	}
+	return service_of(ingress ? p->tcp->dest : p->tcp->source);
+}
+
 static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 					struct sluice_flow_key *k)
 {
@@ -170,16 +186,9 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow_key key = {};
 	struct pkt p;
-	enum pkt_kind kind;
 	int svc;
 
-	kind = parse_packet(data, data_end, &p);
-	if (kind != PKT_TCP) {
-		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
-			ps->malformed++;
-		return XDP_PASS;
-	}
-	svc = service_of(p.tcp->dest);
+	svc = parse_service_packet(data, data_end, &p, 1);
 	if (svc < 0)
 		return XDP_PASS;
 	/* The fast path: a packet inside a unit costs the parse and one array lookup. Flows
@@ -247,17 +256,10 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
 	struct pkt p;
-	enum pkt_kind kind;
 	__u64 now;
 	int svc;
 
-	kind = parse_packet(data, data_end, &p);
-	if (kind != PKT_TCP) {
-		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
-			ps->malformed++;
-		return TC_ACT_OK;
-	}
-	svc = service_of(p.tcp->source);
+	svc = parse_service_packet(data, data_end, &p, 0);
 	if (svc < 0)
 		return TC_ACT_OK;
 	/* A bare ACK ends nothing and starts nothing; segments with data keep flows fresh. */
@@ -369,7 +371,7 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	int svc;
 
 	if (parse_packet(data, data_end, &p) != PKT_TCP)
-		return TC_ACT_OK; /* counted by XDP */
+		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return TC_ACT_OK;

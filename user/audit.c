@@ -1,4 +1,5 @@
 /* sluice: the switch audit log. See audit.h. */
+#include "errf.h"
 #include "audit.h"
 #include "duration.h"
 #include "json.h"
@@ -10,17 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 static void side_from(struct audit_side *d, const struct sw_switch *sw)
 {

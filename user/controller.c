@@ -63,8 +63,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	rc = sluice_breaker_tick(&s->brk, &s->bp, &bi, now_ns, sink);
 	*opened = (rc & SLUICE_BRK_OPENED) != 0;
 
-	oi.latency_us = sig->total.p50_us;
-	oi.target_us = s->aimd.target_us;
+	/* Latency above target is the AIMD limit's to fix while it can still go down; the
+	 * ladder takes it up only for a fixed limit or a limit already at its floor, so the two
+	 * loops do not both cut for the same cause. Priority inversion is always the ladder's. */
+	if (sc->limit_fixed > 0 || limit <= s->ap.min) {
+		oi.latency_us = sig->total.p50_us;
+		oi.target_us = s->aimd.target_us;
+	}
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		oi.arrivals[c] = sig->cls[c].arrivals;
 		oi.headroom_rej[c] = sig->cls[c].rejected[SLUICE_REJ_HEADROOM];

@@ -1,4 +1,5 @@
 /* sluice: degradation plans and the YAML helpers shared with budget.c. See plan.h. */
+#include "errf.h"
 #include "plan.h"
 #include "duration.h"
 
@@ -584,17 +585,6 @@ int plan_find_level(const struct sluice_plan *p, const char *name)
 	return -1;
 }
 
-static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 int plan_level_switches(const struct sluice_plan *p, const char *level, const char *reason,
 			const char *ttl, const char *owner, uint64_t now,

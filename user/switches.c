@@ -1,4 +1,5 @@
 /* sluice: manual degradation switches. See switches.h. */
+#include "errf.h"
 #include "switches.h"
 #include "duration.h"
 #include "json.h"
@@ -14,17 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 int sw_class_parse(const char *s)
 {

@@ -1,5 +1,6 @@
 /* sluice: the daemon's side of the manual switches; helpers shared with sluicectl.
  * See switchstate.h. */
+#include "errf.h"
 #include "switchstate.h"
 
 #include <errno.h>
@@ -17,18 +18,6 @@
 #include "audit.h"
 #include "duration.h"
 
-static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 int state_path(char *buf, size_t len, const char *state_dir, const char *name)
 {

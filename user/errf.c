@@ -1,0 +1,16 @@
+#include "errf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}

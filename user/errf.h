@@ -1,0 +1,9 @@
+/* The one error-message helper of the library: format into (err, errlen), return -1. */
+#ifndef SLUICE_ERRF_H
+#define SLUICE_ERRF_H
+
+#include <stddef.h>
+
+int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
