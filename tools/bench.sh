@@ -119,6 +119,17 @@ else
 	echo "# per-packet cost: skipped" > "$PKTCOST"
 fi
 
+# ------------------------------------------------------------------ 2. controller tick cost
+# The pure controller (signals, AIMD, breaker, ladder, headroom, retry storm, cascade) for
+# 1, 100 and 1000 services x 4 classes, without map I/O (tests/bench/bench_tick.c).
+TICKCOST=$TMP/tickcost.txt
+log "controller tick cost"
+gcc -std=gnu11 -O2 -Iinclude -Iuser tests/bench/bench_tick.c -lm -o "$BUILD/bench_tick" &&
+	timeout 300 "$BUILD/bench_tick" > "$TICKCOST" 2>&1 ||
+	echo "# controller tick cost: FAILED" >> "$TICKCOST"
+sed -i '1i # controller tick cost (us per tick, all services x 4 classes, no map I/O)' "$TICKCOST"
+cat "$TICKCOST"
+
 # ------------------------------------------------------------------ namespaces
 setup_ns() {
 	ip netns add "$NS_S" && ip netns add "$NS_C" || return 1
@@ -369,6 +380,8 @@ RESULT=$OUT/bench-$DATE.txt
 		"timeout ${TIMEOUT_MS} ms"
 	echo
 	cat "$PKTCOST"
+	echo
+	cat "$TICKCOST"
 	echo
 	python3 tools/bench/report.py "$RAW" "$CAPACITY" "$OUT/goodput.dat" \
 		"$SLOW_PRE" "$SLOW_S"
