@@ -112,11 +112,22 @@ uint32_t sluice_aimd_window(struct sluice_aimd *a, const struct sluice_aimd_para
 		return a->limit;                /* no target yet / no evidence: hold */
 
 	if (latency_us > target) {
+		/* Cut only while cutting helps: if the last cut did not bring latency down by a
+		 * tenth, the waiting is not in our queue (the backend itself got slower) and a
+		 * smaller limit would only idle its workers. Hold until latency changes. */
+		if (a->cut_latency_us > 0 && latency_us > 0.9 * a->cut_latency_us) {
+			a->cut_latency_us = latency_us > a->cut_latency_us ? a->cut_latency_us : latency_us;
+			return a->limit;
+		}
 		a->limit = clamp(p, (double)a->limit * p->dec_factor);
+		a->cut_latency_us = latency_us;
 		if (a->limit != old)
 			aimd_report(sink, now_ns, SLUICE_EV_INFO, "limit", "limit", "latency_above_target",
 			       old, a->limit, latency_us, target, samples);
-	} else if (latency_us < p->inc_below * target) {
+		return a->limit;
+	}
+	a->cut_latency_us = 0;
+	if (latency_us < p->inc_below * target) {
 		a->limit = clamp(p, (double)a->limit + 1);
 		if (a->limit != old)
 			aimd_report(sink, now_ns, SLUICE_EV_DEBUG, "limit", "limit", "latency_below_band",

@@ -35,6 +35,7 @@ struct sluice_aimd {
 	struct sluice_hist win;       /* histogram accumulated over the current window */
 	uint64_t windows;             /* completed windows (for tests and metrics) */
 	double last_latency_us;       /* signal of the last completed window */
+	double cut_latency_us;        /* latency that triggered the last cut, 0 = none pending */
 	uint64_t last_samples;
 };
 

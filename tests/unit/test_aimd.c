@@ -87,12 +87,32 @@ static void test_halves_and_clamps(void **st)
 	assert_string_equal(c.ev[0].why, "latency_above_target");
 	assert_non_null(strstr(c.json[0], "\"limit_from\":30"));
 	assert_non_null(strstr(c.json[0], "\"limit_to\":15"));
-	assert_int_equal(sluice_aimd_window(&a, &p, 50, 20000, 20000, 2 * S, &sink), 7);
-	assert_int_equal(sluice_aimd_window(&a, &p, 50, 20000, 20000, 3 * S, &sink), 4);
-	assert_int_equal(sluice_aimd_window(&a, &p, 50, 20000, 20000, 4 * S, &sink), 4); /* min */
+	/* each cut helps (latency down by more than a tenth): keep cutting */
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 17000, 17000, 2 * S, &sink), 7);
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 15000, 15000, 3 * S, &sink), 4);
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 13000, 13000, 4 * S, &sink), 4); /* min */
 	for (int i = 0; i < 200; i++)
 		sluice_aimd_window(&a, &p, 50, 1000, 1000, (5 + i) * S, &sink);
 	assert_int_equal(a.limit, 100);          /* max */
+}
+
+static void test_holds_when_cutting_does_not_help(void **st)
+{
+	struct sluice_aimd_params p;
+	struct sluice_aimd a;
+	(void)st;
+	/* The backend got slower by itself: latency stays 50 ms whatever the limit. One cut,
+	 * then hold -- a smaller limit would only idle the backend's workers. */
+	params(&p, 4, 100, 10000);
+	sluice_aimd_init(&a, &p, 0);
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 50000, 50000, 1 * S, NULL), 15);
+	for (int i = 2; i < 10; i++)
+		assert_int_equal(sluice_aimd_window(&a, &p, 50, 49000, 49000, i * S, NULL), 15);
+	/* It recovers: below the band the limit climbs again. */
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 3000, 3000, 10 * S, NULL), 16);
+	/* A new overload where cutting does help is cut again, step after step. */
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 40000, 40000, 11 * S, NULL), 8);
+	assert_int_equal(sluice_aimd_window(&a, &p, 50, 20000, 20000, 12 * S, NULL), 4);
 }
 
 static void test_holds_in_band_and_without_samples(void **st)
@@ -159,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_start_point),
 		cmocka_unit_test(test_rises_one_per_window),
 		cmocka_unit_test(test_halves_and_clamps),
+		cmocka_unit_test(test_holds_when_cutting_does_not_help),
 		cmocka_unit_test(test_holds_in_band_and_without_samples),
 		cmocka_unit_test(test_auto_target),
 		cmocka_unit_test(test_from_conf),
