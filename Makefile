@@ -56,6 +56,7 @@ $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) include/sluice.h $(SKELS) | $(B
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
+	@rm -f $@   # ar keeps members of files that no longer exist
 	$(AR) rcs $@ $^
 
 $(BUILD)/sluiced: user/sluiced.c $(LIB) $(SKELS)

@@ -373,7 +373,8 @@ int maps_write_reply(const struct sluice_maps *m, int svc, int kind, int retry_a
 }
 
 int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
-		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns)
+		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
+		  flow_alive_fn still_open, void *ctx)
 {
 	struct sluice_inflight rel[SLUICE_MAX_SERVICES];
 	int dirty[SLUICE_MAX_SERVICES] = { 0 };
@@ -400,6 +401,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 	}
 	for (int i = 0; i < n_stale; i++) {
 		if (bpf_map_lookup_elem(m->flows, &stale[i], &f) || f.svc >= SLUICE_MAX_SERVICES)
+			continue;
+		if (still_open && still_open(ctx, &stale[i]))
 			continue;
 		/* Only a successful delete owns the release (BPF may end it at the same time). */
 		if (bpf_map_delete_elem(m->flows, &stale[i]))

@@ -54,10 +54,13 @@ void build_http_reply(struct sluice_reply *r, int kind, int retry_after_s);
 int maps_write_reply(const struct sluice_maps *m, int svc, int kind, int retry_after_s);
 
 /* Reclaim flows whose FIN/RST was never seen: SYN-state older than syn_timeout, or silent
- * longer than idle_timeout. Releases their in-flight slots via inflight_released.
- * Returns the number reclaimed, or -errno. */
+ * longer than idle_timeout -- unless still_open (may be NULL) says the kernel still has the
+ * connection (a quiet flow is not a dead one). Releases their in-flight slots via
+ * inflight_released. Returns the number reclaimed, or -errno. */
+typedef int (*flow_alive_fn)(void *ctx, const struct sluice_flow_key *k);
 int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
-		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns);
+		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
+		  flow_alive_fn still_open, void *ctx);
 
 /* Count live flows per service (for status / reconciliation checks). */
 int maps_count_flows(const struct sluice_maps *m, int *per_service, int n);

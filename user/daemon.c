@@ -275,6 +275,31 @@ static void read_accept_queues(struct daemon *d)
 	}
 }
 
+/* The flow GC asks the kernel's socket table before reclaiming a quiet flow; the table is
+ * dumped at most once per GC pass, and only when there is something to ask about. */
+struct live_check {
+	struct daemon *d;
+	struct sluice_flow_key *keys;
+	int count, read;
+};
+
+static int flow_still_open(void *ctx, const struct sluice_flow_key *k)
+{
+	struct live_check *lc = ctx;
+
+	if (!lc->read) {
+		uint16_t ports[SLUICE_MAX_SERVICES];
+
+		lc->read = 1;
+		for (int i = 0; i < lc->d->cfg.n_services; i++)
+			ports[i] = (uint16_t)lc->d->cfg.services[i].port;
+		lc->count = live_flows_read(ports, lc->d->cfg.n_services, &lc->keys);
+		if (lc->count < 0)
+			lc->count = -1; /* unknown: fall back to the timeouts */
+	}
+	return lc->count >= 0 && live_flows_has(lc->keys, lc->count, k);
+}
+
 void daemon_tick(struct daemon *d, unsigned long long now_ns)
 {
 	double dt_s = d->last_tick_ns ? (double)(now_ns - d->last_tick_ns) / 1e9 : 0;
@@ -322,8 +347,12 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	}
 
 	if (now_ns - d->last_gc_ns >= NS) {
+		struct live_check lc = { .d = d };
 		int n = maps_gc_flows(&d->m, now_ns, (unsigned long long)d->cfg.syn_timeout_s * NS,
-				      (unsigned long long)d->cfg.flow_idle_timeout_s * NS);
+				      (unsigned long long)d->cfg.flow_idle_timeout_s * NS,
+				      flow_still_open, &lc);
+
+		free(lc.keys);
 		if (n > 0 && d->verbose)
 			daemon_event(d, "flows", "open", "reclaimed", "idle flows reclaimed", "",
 				     SLUICE_EV_DEBUG);

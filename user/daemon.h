@@ -12,7 +12,7 @@
 #include "cascade.h"
 #include "metrics.h"
 #include "switchstate.h"
-#include "acceptq.h"
+#include "sockdiag.h"
 
 /* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
 struct service_books {

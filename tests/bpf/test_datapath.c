@@ -469,6 +469,11 @@ static void test_full_flow_table_admits_untracked_and_drains_to_zero(void **stat
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+static int always_open(void *ctx, const struct sluice_flow_key *k)
+{
+	return 1;
+}
+
 static void test_gc_reclaims_silent_flows(void **state)
 {
 	struct fixture *f = *state;
@@ -478,10 +483,15 @@ static void test_gc_reclaims_silent_flows(void **state)
 	xdp(f, &b);
 	assert_int_equal(inflight_total(f, 0), 2);
 	/* Nothing is old yet. */
-	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull), 0);
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
+				       NULL, NULL), 0);
+	/* Old, but the kernel still has the connections: kept. */
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
+				       600000000000ull, always_open, NULL), 0);
+	assert_int_equal(inflight_total(f, 0), 2);
 	/* 31 s later both SYN-state flows are reclaimed, in-flight back to 0, exactly. */
 	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
-				       600000000000ull), 2);
+				       600000000000ull, NULL, NULL), 2);
 	assert_int_equal(inflight_total(f, 0), 0);
 	/* A late FIN for a reclaimed flow changes nothing. */
 	struct pkt_spec fin = a;

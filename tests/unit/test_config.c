@@ -397,6 +397,20 @@ static void test_target_latency_number(void **state)
 	expect_error(&f->errs, 3, "target_latency_ms");
 }
 
+static void test_headroom_mode(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1 }\n"
+			      "  - { name: t, port: 2, headroom_mode: fixed }\n"));
+	assert_int_equal(f->cfg.services[0].headroom_mode, HEADROOM_ADAPTIVE);
+	assert_int_equal(f->cfg.services[1].headroom_mode, HEADROOM_FIXED);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - { name: s, port: 1, headroom_mode: greedy }\n"), 1);
+	expect_error(&f->errs, 3, "headroom_mode");
+}
+
 static void test_many_services(void **state)
 {
 	struct fx *f = *state;
@@ -760,6 +774,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_spec_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flow_style, setup, teardown),

@@ -1,15 +1,17 @@
-/* The accept-queue signal against real listening sockets on loopback: a listener nobody
- * accepts from shows exactly the connections made to it. */
+/* sock_diag against real sockets on loopback: a listener nobody accepts from shows exactly
+ * the connections made to it; live connections are found by their flow key. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "acceptq.h"
+#include "sockdiag.h"
 
 static int listener(uint16_t *port)
 {
@@ -55,10 +57,49 @@ static void test_counts_unaccepted_connections(void **st)
 	close(ls);
 }
 
+static void test_live_flows(void **st)
+{
+	uint16_t port;
+	int ls = listener(&port), c, a;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in me;
+	socklen_t l = sizeof(me);
+	struct sluice_flow_key *keys = NULL, k;
+	int n;
+
+	(void)st;
+	to.sin_port = htons(port);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&to, sizeof(to)), 0);
+	a = accept(ls, NULL, NULL);
+	getsockname(c, (struct sockaddr *)&me, &l);
+	memset(&k, 0, sizeof(k));
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	memcpy(k.client_addr + 12, &me.sin_addr, 4);
+	k.client_port = me.sin_port;
+	k.service_port = htons(port);
+
+	n = live_flows_read(&port, 1, &keys);
+	assert_true(n >= 1);
+	assert_true(live_flows_has(keys, n, &k));
+	free(keys);
+	/* Both ends closed (and the server's side gone): no longer live. */
+	close(c);
+	close(a);
+	usleep(20000);
+	n = live_flows_read(&port, 1, &keys);
+	assert_true(n >= 0);
+	/* The client's end may linger in TIME-WAIT, but on its own port: not the service's. */
+	assert_false(live_flows_has(keys, n, &k));
+	free(keys);
+	close(ls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_unaccepted_connections),
+		cmocka_unit_test(test_live_flows),
 	};
-	return cmocka_run_group_tests_name("acceptq", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("sockdiag", tests, NULL, NULL);
 }

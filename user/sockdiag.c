@@ -1,0 +1,163 @@
+#include "sockdiag.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
+
+#define TCP_LISTEN_STATE 10
+
+/* One sock_diag dump of TCP sockets of a family in `states`; fn sees each socket. */
+typedef void (*sock_fn)(void *ctx, int family, const struct inet_diag_msg *d);
+
+static int dump_sockets(int fd, int family, uint32_t states, sock_fn fn, void *ctx)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = { .nlmsg_len = sizeof(msg), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.req = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = states },
+	};
+	char buf[16384];
+
+	if (send(fd, &msg, sizeof(msg), 0) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (len < 0)
+			return errno == EINTR ? 0 : -errno;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return -EPROTO;
+			fn(ctx, family, NLMSG_DATA(h));
+		}
+	}
+}
+
+struct queue_ctx {
+	const uint16_t *ports;
+	int n;
+	struct acceptq *out;
+};
+
+static void add_listener(void *vctx, int family, const struct inet_diag_msg *d)
+{
+	struct queue_ctx *c = vctx;
+	uint16_t port = ntohs(d->id.idiag_sport);
+
+	(void)family;
+	for (int i = 0; i < c->n; i++)
+		if (c->ports[i] == port) {
+			/* For listeners rqueue is the accept queue, wqueue its limit. */
+			c->out[i].queued += d->idiag_rqueue;
+			c->out[i].backlog += d->idiag_wqueue;
+			c->out[i].listeners++;
+		}
+}
+
+struct live_ctx {
+	const uint16_t *ports;
+	int n;
+	struct sluice_flow_key *keys;
+	int count, cap;
+	int oom;
+};
+
+static void add_live(void *vctx, int family, const struct inet_diag_msg *d)
+{
+	struct live_ctx *c = vctx;
+	struct sluice_flow_key k;
+	int ours = 0;
+
+	for (int i = 0; i < c->n; i++)
+		ours |= c->ports[i] == ntohs(d->id.idiag_sport);
+	if (!ours)
+		return;
+	memset(&k, 0, sizeof(k));
+	if (family == AF_INET) {
+		/* v4-mapped, as the data path keys IPv4 clients */
+		k.client_addr[10] = 0xff;
+		k.client_addr[11] = 0xff;
+		memcpy(k.client_addr + 12, &d->id.idiag_dst[0], 4);
+	} else {
+		memcpy(k.client_addr, d->id.idiag_dst, 16);
+	}
+	k.client_port = d->id.idiag_dport;
+	k.service_port = d->id.idiag_sport;
+	if (c->count == c->cap) {
+		void *p = realloc(c->keys, sizeof(k) * (size_t)(c->cap = c->cap ? c->cap * 2 : 256));
+		if (!p) {
+			c->oom = 1;
+			return;
+		}
+		c->keys = p;
+	}
+	c->keys[c->count++] = k;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sluice_flow_key));
+}
+
+int live_flows_read(const uint16_t *ports, int n, struct sluice_flow_key **keys)
+{
+	struct live_ctx c = { .ports = ports, .n = n };
+	uint32_t states = 0xfff & ~(1u << TCP_LISTEN_STATE);
+	int fd, rc;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	rc = dump_sockets(fd, AF_INET, states, add_live, &c);
+	if (!rc)
+		rc = dump_sockets(fd, AF_INET6, states, add_live, &c);
+	close(fd);
+	if (rc || c.oom) {
+		free(c.keys);
+		return rc ? rc : -ENOMEM;
+	}
+	qsort(c.keys, (size_t)c.count, sizeof(*c.keys), key_cmp);
+	*keys = c.keys;
+	return c.count;
+}
+
+int live_flows_has(const struct sluice_flow_key *keys, int count, const struct sluice_flow_key *k)
+{
+	return keys && bsearch(k, keys, (size_t)count, sizeof(*k), key_cmp) != NULL;
+}
+
+int acceptq_read(const uint16_t *ports, int n, struct acceptq *out)
+{
+	struct acceptq tmp[64];
+	int fd, rc;
+
+	if (n > 64)
+		n = 64;
+	memset(tmp, 0, sizeof(tmp));
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	struct queue_ctx c = { .ports = ports, .n = n, .out = tmp };
+
+	rc = dump_sockets(fd, AF_INET, 1u << TCP_LISTEN_STATE, add_listener, &c);
+	if (!rc)
+		rc = dump_sockets(fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
+	close(fd);
+	if (!rc)
+		memcpy(out, tmp, sizeof(*out) * (size_t)n);
+	return rc;
+}

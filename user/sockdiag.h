@@ -1,0 +1,28 @@
+/* What the kernel's own socket table says, read with NETLINK_SOCK_DIAG in sluiced's network
+ * namespace:
+ *  - the accept-queue signal (SPEC: queue signal): connections waiting in a service's listen
+ *    socket(s) for the application to accept them. Waiting is what overload is (seed 001 §2);
+ *  - which connections to the services still exist, so the flow GC never reclaims a flow
+ *    that is merely quiet. */
+#ifndef SLUICE_SOCKDIAG_H
+#define SLUICE_SOCKDIAG_H
+
+#include <stdint.h>
+#include "sluice.h"
+
+struct acceptq {
+	uint32_t queued;     /* connections waiting to be accepted, summed over listeners */
+	uint32_t backlog;    /* the listeners' backlog limit, summed */
+	uint32_t listeners;  /* listening sockets found on the port (v4 and v6) */
+};
+
+/* Fill out[i] for each ports[i] (host order) from one dump of TCP listeners.
+ * Returns 0, or -errno when the netlink query failed (out untouched). */
+int acceptq_read(const uint16_t *ports, int n, struct acceptq *out);
+
+/* The connections (any state but LISTEN) whose local port is one of ports, as flow keys,
+ * sorted for live_flows_has(). *keys is malloc'd (free it). Returns the count, or -errno. */
+int live_flows_read(const uint16_t *ports, int n, struct sluice_flow_key **keys);
+int live_flows_has(const struct sluice_flow_key *keys, int count, const struct sluice_flow_key *k);
+
+#endif
