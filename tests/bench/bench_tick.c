@@ -31,10 +31,14 @@ struct svc {
 };
 
 static uint64_t events;
+/* As sluiced does: debug-level events (AIMD +1 steps) are dropped before formatting unless
+ * --verbose; the rest become one JSON line each. */
 static void count_ev(void *ctx, const struct sluice_event *ev)
 {
 	char buf[512];
 	(void)ctx;
+	if (ev->level == SLUICE_EV_DEBUG)
+		return;
 	events += (uint64_t)sluice_event_json(ev, buf, sizeof(buf)) > 0;
 }
 
