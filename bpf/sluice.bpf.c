@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice data path.
  *   sluice_xdp_ingress : every packet in. Decides connections (tcp services) at SYN, ends flows
- *                        at client FIN/RST, keeps flows' last-seen fresh for the GC.
+ *                        at client FIN/RST; anything else costs the parse and one array lookup.
  *   sluice_tc_ingress  : http services: the first segment of each request is classified and
  *                        admitted; a refused one is answered 429/503 from here (XDP cannot
  *                        both answer the client and reset the server).
- *   sluice_tc_egress   : every packet out. Ends flows at server FIN/RST; for http services the
- *                        first response segment ends the request: latency sample, status.
- * A packet of an admitted unit is never dropped or altered: the only verdicts other than PASS
- * are for a refused SYN (RST via XDP_TX, or drop). */
+ *   sluice_tc_egress   : every packet out. Ends flows at server FIN/RST, keeps flows' last-seen
+ *                        fresh for the GC; for http services the first response segment ends
+ *                        the request: latency sample, status.
+ * A packet of an admitted unit is never dropped or altered: only the first packet of a refused
+ * unit is acted upon (a SYN: RST via XDP_TX or drop; a request's first segment: 429/503 to the
+ * client, RST to the server). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
@@ -340,24 +342,26 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	}
 
-	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
-		st->rejected[reason]++;
 	/* The breaker refusing (open, or a half-open step not drawn) says 503; shedding says 429. */
 	kind = reason == SLUICE_REJ_BREAKER ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
 	rk = svc * 2 + kind;
 	ps = pkt_counters();
 	rc = answer_refused_request(skb, p, rk);
 	if (rc == ANSWER_NOT_SENT) {
-		/* Could not answer cleanly: on doubt, admit (untracked). */
+		/* Could not answer cleanly: on doubt, admit (untracked, counted as admitted). */
 		if (ps)
 			ps->reply_failed++;
+		st->admitted++;
+		st->untracked++;
 		return TC_ACT_OK;
 	}
+	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
+		st->rejected[reason]++;
 	if (ps && rc == ANSWER_SENT)
 		ps->reply_sent++;
-	/* The connection is closed on both sides now. */
-	if (f && bpf_map_delete_elem(&flows, &key) == 0 && f->tracked_inflight)
-		release_unit(svc, f->class);
+	/* The connection is closed on both sides now (http flows hold no connection slot). */
+	if (f)
+		bpf_map_delete_elem(&flows, &key);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
