@@ -84,6 +84,18 @@ tmux has-session -t "$sess" 2>/dev/null; gone=$?
 [ $gone -eq 0 ] && tmux kill-session -t "$sess"
 ok $([ $gone -ne 0 ] && echo 0 || echo 1) "q quits top"
 
+# --- an expired switch reverts by itself and says so ------------------------------------
+$CTL switch set web L1 --shed 100 --reason "short test" --ttl 2s >/dev/null
+sleep 0.3
+e1=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L1" http://$SRV_IP:8080/d)
+sleep 2.5
+e2=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L1" http://$SRV_IP:8080/d)
+ok $([ "$e1" = 429 ] && [ "$e2" = 200 ] &&
+	grep -q '"machine":"switch","class":"L1","from":"set","to":"expired"' "$TMP"/sluiced.*.log &&
+	grep -q '"command":"expire"' "$TMP/state/audit.log" && echo 0 || echo 1) \
+	"a 2 s switch sheds ($e1), then expires by itself ($e2) with an event and an audit line" \
+	"$(grep -h expire "$TMP"/sluiced.*.log "$TMP/state/audit.log" | head -3)"
+
 # --- JSON events ------------------------------------------------------------------------
 bad=$(grep '^{' "$TMP"/sluiced.*.log | python3 -c "
 import json, sys
