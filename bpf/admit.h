@@ -139,6 +139,62 @@ take:
 	return 1;
 }
 
+/* Per-client entry limits (seed 000 §5), last in the admission order: a concurrency cap and a
+ * token bucket (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when
+ * the unit may go on; *counted = 1 when it now counts against the client's cap. Off, or on
+ * any doubt (no map entry, controller silent), the client is not limited. */
+static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
+					const __u8 addr[16], __u64 now, __u8 *counted)
+{
+	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client *c, nc = {};
+	__u32 max = sc->client_max_in_flight, rate = sc->client_rate;
+
+	*counted = 0;
+	if ((!max && !rate) || !controller_alive(now))
+		return 1;
+	__builtin_memcpy(k.addr, addr, 16);
+	c = bpf_map_lookup_elem(&clients, &k);
+	if (!c) {
+		bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&clients, &k);
+		if (!c)
+			return 1;
+	}
+	if (max) {
+		if (__sync_fetch_and_add(&c->in_flight, 1) >= (__s64)max) {
+			__sync_fetch_and_add(&c->in_flight, -1);
+			return 0;
+		}
+		*counted = 1;
+	}
+	if (rate) {
+		__u64 t = 1000000000ull / rate;
+		__u64 tau = t * (sc->client_burst > 1 ? sc->client_burst - 1 : 0);
+		__u64 tat = c->tat_ns;
+
+		if (tat > now + tau) {
+			if (*counted)
+				__sync_fetch_and_add(&c->in_flight, -1);
+			*counted = 0;
+			return 0;
+		}
+		c->tat_ns = (tat > now ? tat : now) + t;
+	}
+	return 1;
+}
+
+static __always_inline void release_client(__u32 svc, const __u8 addr[16])
+{
+	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client *c;
+
+	__builtin_memcpy(k.addr, addr, 16);
+	c = bpf_map_lookup_elem(&clients, &k);
+	if (c && c->in_flight > 0)
+		__sync_fetch_and_add(&c->in_flight, -1);
+}
+
 /* Give back one in-flight slot of (svc, cls). */
 static __always_inline void release_unit(__u32 svc, __u32 cls)
 {
@@ -156,13 +212,14 @@ static __always_inline void end_flow(struct sluice_flow_key *key, int server_res
 {
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
-	__u32 svc, cls, tracked, req;
+	__u32 svc, cls, tracked, req, client;
 
 	if (!f)
 		return;
 	svc = f->svc;
 	cls = f->class & 3;
 	tracked = f->tracked_inflight;
+	client = f->client_counted;
 	req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
 	if (bpf_map_delete_elem(&flows, key) != 0)
 		tracked = 0; /* someone else ended it first */
@@ -175,6 +232,8 @@ static __always_inline void end_flow(struct sluice_flow_key *key, int server_res
 		release_unit(svc, cls);
 	if (req)
 		release_unit(svc, cls);
+	if (client)
+		release_client(svc, key->client_addr);
 	if (st) {
 		st->completed += tracked + req;
 		if (server_reset)

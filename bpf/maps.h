@@ -88,6 +88,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } rejected_syns SEC(".maps");
 
+/* Per-client state for the client limits (concurrency cap, token bucket). LRU: losing an
+ * entry only makes that client's limits start afresh. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sluice_client_key);
+	__type(value, struct sluice_client);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} clients SEC(".maps");
+
 /* In-flight units per service and class. Shared atomics: admission reads the total. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -135,6 +135,11 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	st->arrivals++;
 
 	if (admit_unit(svc, pick.class, now, st, &reason)) {
+		if (!admit_client(sc, svc, key.client_addr, now, &nf.client_counted)) {
+			release_unit(svc, pick.class);
+			reason = SLUICE_REJ_CLIENT_LIMIT;
+			goto refuse;
+		}
 		nf.admitted_ns = now;
 		nf.last_seen_ns = now;
 		nf.syn_seq = isn;
@@ -145,10 +150,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		if (bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST) != 0) {
 			/* Table full (or a racing SYN): admitted, but not counted. */
 			release_unit(svc, pick.class);
+			if (nf.client_counted)
+				release_client(svc, key.client_addr);
 			st->untracked++;
 		}
 		return XDP_PASS;
 	}
+refuse:
 
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
@@ -216,7 +224,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 /* The first response segment of a request: latency sample, status, in-flight - 1. The caller
  * won the request (cleared req_active), so this runs once per request. */
 static __always_inline void end_request(struct __sk_buff *skb, const struct pkt *p,
-					struct sluice_flow *f, __u64 now)
+					struct sluice_flow *f, const struct sluice_flow_key *key,
+					__u64 now)
 {
 	__u32 svc = f->svc, cls = f->class & 3, idx;
 	struct sluice_class_stats *st;
@@ -227,6 +236,10 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	release_unit(svc, cls);
+	if (f->client_counted) {
+		f->client_counted = 0;
+		release_client(svc, key->client_addr);
+	}
 	idx = sluice_stat_index(svc, cls);
 	h = bpf_map_lookup_elem(&latency_hist, &idx);
 	if (h) {
@@ -277,7 +290,7 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	now = bpf_ktime_get_ns();
 	/* A response that carries FIN (Connection: close) still ends its request first. */
 	if (p.payload_len && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
-		end_request(skb, &p, f, now);
+		end_request(skb, &p, f, &key, now);
 	if (p.tcp->rst || p.tcp->fin) {
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
@@ -329,18 +342,29 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	st->arrivals++;
 	if (admit_unit(svc, pick.class, now, st, &reason)) {
+		__u8 counted;
+
+		if (!admit_client(sc, svc, key.client_addr, now, &counted)) {
+			release_unit(svc, pick.class);
+			reason = SLUICE_REJ_CLIENT_LIMIT;
+			goto refuse;
+		}
 		st->admitted++;
 		if (!f) {
 			release_unit(svc, pick.class);
+			if (counted)
+				release_client(svc, key.client_addr);
 			st->untracked++;
 			return TC_ACT_OK;
 		}
 		f->class = pick.class & 3;
 		f->req_seq = seq;
 		f->req_start_ns = now;
+		f->client_counted = counted;
 		f->req_active = 1;
 		return TC_ACT_OK;
 	}
+refuse:
 
 	/* The breaker refusing (open, or a half-open step not drawn) says 503; shedding says 429. */
 	kind = reason == SLUICE_REJ_BREAKER ? SLUICE_REPLY_503 : SLUICE_REPLY_429;

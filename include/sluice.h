@@ -78,6 +78,25 @@ struct sluice_service {
 	/* dscp_rule[d] = (order << 2) | class, or SLUICE_RULE_NONE */
 	__u8 dscp_rule[64];
 	struct sluice_path_rule path[SLUICE_MAX_PATH_RULES];
+	/* Per-client entry limits (seed 000 §5), 0 = off: at most client_max_in_flight units of
+	 * one client address at once, and a token bucket of client_rate units/s, burst
+	 * client_burst (GCRA: one timestamp per client). */
+	__u32 client_max_in_flight;
+	__u32 client_rate;
+	__u32 client_burst;
+	__u32 _pad1;
+};
+
+/* Map `clients` (LRU_HASH): per (service, client address) state for the client limits. LRU is
+ * acceptable here: an evicted client starts afresh, which is lenient, never strict. */
+struct sluice_client_key {
+	__u32 svc;
+	__u8 addr[16];                   /* v4-mapped for IPv4 */
+};
+
+struct sluice_client {
+	__s64 in_flight;
+	__u64 tat_ns;                    /* GCRA theoretical arrival time */
 };
 
 /* Map `source_rules` (LPM trie). IPv4 is stored v4-mapped (::ffff:a.b.c.d), so prefixlen for a
@@ -160,7 +179,8 @@ struct sluice_flow {
 	__u8 class;
 	__u8 state;                      /* enum sluice_flow_state */
 	__u8 tracked_inflight;           /* tcp: this flow holds one in-flight slot */
-	__u8 _pad[3];
+	__u8 client_counted;             /* its unit counts against the client's in-flight */
+	__u8 _pad[2];
 };
 
 /* ---- Accounting ---- */

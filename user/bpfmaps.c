@@ -193,6 +193,9 @@ static void fill_service(struct sluice_service *sv, const struct service_conf *s
 	sv->default_class = sc->default_class;
 	sv->retry_after_s = sc->retry_after_s > 255 ? 255 : sc->retry_after_s;
 	sv->header_order = SLUICE_RULE_NONE;
+	sv->client_max_in_flight = (__u32)sc->client_max_in_flight;
+	sv->client_rate = (__u32)sc->client_rate;
+	sv->client_burst = (__u32)sc->client_burst;
 	memset(sv->dscp_rule, SLUICE_RULE_NONE, sizeof(sv->dscp_rule));
 	for (int r = 0; r < sc->n_rules; r++) {
 		const struct class_rule *cr = &sc->rules[r];
@@ -372,6 +375,20 @@ int maps_write_reply(const struct sluice_maps *m, int svc, int kind, int retry_a
 	return bpf_map_update_elem(m->replies, &k, &r, BPF_ANY) ? -errno : 0;
 }
 
+/* The GC's share of a reclaimed flow's client count. Not atomic against the data path's
+ * updates of the same client; off by one at worst, for a flow whose end was never seen. */
+static void release_client_count(const struct sluice_maps *m, __u32 svc, const __u8 addr[16])
+{
+	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client c;
+
+	memcpy(k.addr, addr, 16);
+	if (bpf_map_lookup_elem(m->clients, &k, &c) == 0 && c.in_flight > 0) {
+		c.in_flight--;
+		bpf_map_update_elem(m->clients, &k, &c, BPF_EXIST);
+	}
+}
+
 int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
 		  flow_alive_fn still_open, void *ctx)
@@ -408,6 +425,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		if (bpf_map_delete_elem(m->flows, &stale[i]))
 			continue;
 		reclaimed++;
+		if (f.client_counted)
+			release_client_count(m, f.svc, stale[i].client_addr);
 		int units = f.tracked_inflight + (f.req_active ? 1 : 0);
 		if (!units)
 			continue;

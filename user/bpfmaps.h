@@ -9,7 +9,7 @@
 
 struct sluice_maps {
 	int port_to_service, services, source_rules, verdicts, globals, replies;
-	int flows, rejected_syns, inflight, inflight_released;
+	int flows, rejected_syns, clients, inflight, inflight_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ncpus;
 };
@@ -17,7 +17,7 @@ struct sluice_maps {
 /* Map names as pinned (LIBBPF_PIN_BY_NAME uses the map's name). */
 #define SLUICE_MAP_NAMES \
 	X(port_to_service) X(services) X(source_rules) X(verdicts) X(globals) X(replies) \
-	X(flows) X(rejected_syns) X(inflight) X(inflight_released) X(class_stats) \
+	X(flows) X(rejected_syns) X(clients) X(inflight) X(inflight_released) X(class_stats) \
 	X(latency_hist) X(pkt_stats)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with

@@ -695,6 +695,24 @@ static void breaker_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_no
 		unknown_key(c, k, a->where, breaker_keys);
 }
 
+static const char *const client_limit_keys[] = { "max_in_flight", "rate", "burst", NULL };
+
+static void client_limit_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v,
+			      void *arg)
+{
+	struct simple_arg *a = arg;
+	struct service_conf *s = a->conf;
+
+	if (!strcmp(key, "max_in_flight"))
+		get_int(c, v, key, a->where, 0, 1000000, &s->client_max_in_flight);
+	else if (!strcmp(key, "rate"))
+		get_int(c, v, key, a->where, 0, 1000000000, &s->client_rate);
+	else if (!strcmp(key, "burst"))
+		get_int(c, v, key, a->where, 0, 1000000, &s->client_burst);
+	else
+		unknown_key(c, k, a->where, client_limit_keys);
+}
+
 struct limit_arg {
 	const char *where;
 	struct service_conf *s;
@@ -909,7 +927,7 @@ struct svc_arg {
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
-	"headroom_mode", NULL };
+	"headroom_mode", "client_limit", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
@@ -985,6 +1003,13 @@ static void service_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_no
 		get_double(c, v, key, a->where, 0, true, 86400, &s->recovery_step_s);
 	} else if (!strcmp(key, "headroom_mode")) {
 		get_enum(c, v, key, a->where, headroom_mode_names, 2, &s->headroom_mode);
+	} else if (!strcmp(key, "client_limit")) {
+		struct simple_arg ca;
+		snprintf(sub, sizeof(sub), " in client_limit of%s", a->where + 3);
+		ca.where = sub;
+		ca.conf = s;
+		if (want_type(c, v, YAML_MAPPING_NODE, key, a->where))
+			each_pair(c, v, sub, client_limit_pair, &ca);
 	} else {
 		unknown_key(c, k, a->where, service_keys);
 	}

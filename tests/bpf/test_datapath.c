@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <linux/pkt_cls.h>
 
@@ -37,7 +38,19 @@ static const char *CONFIG =
 	"    protocol: tcp\n"
 	"    reject: drop\n"
 	"    limit: { fixed: 1 }\n"
-	"    default_class: L0\n";
+	"    default_class: L0\n"
+	"  - name: tenant\n"
+	"    port: 7000\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 100 }\n"
+	"    default_class: L0\n"
+	"    client_limit: { max_in_flight: 2 }\n"
+	"  - name: metered\n"
+	"    port: 7001\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 100 }\n"
+	"    default_class: L0\n"
+	"    client_limit: { rate: 1, burst: 2 }\n";
 
 struct fixture {
 	struct sluice_bpf *skel;
@@ -394,6 +407,54 @@ static void test_priority_count_never_blocks_higher_class(void **state)
 	assert_int_equal(stats(f, 0, 2).rejected[SLUICE_REJ_HEADROOM], 1);
 }
 
+static void test_client_concurrency_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 1, 7000), b = syn4("198.18.1.2", 2, 7000);
+	struct pkt_spec c = syn4("198.18.1.2", 3, 7000), other = syn4("198.18.1.3", 4, 7000);
+
+	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &c).ret, XDP_TX);      /* third of one client: refused */
+	assert_int_equal(xdp(f, &other).ret, XDP_PASS); /* another client is not */
+	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
+	assert_int_equal(inflight_total(f, 2), 3);      /* the refused one gave its slot back */
+	/* One of the client's connections ends: it may connect again. */
+	struct pkt_spec fin = a;
+	fin.syn = 0, fin.fin = 1, fin.ackf = 1, fin.tcp_opts = 0;
+	xdp(f, &fin);
+	c.sport = 5;
+	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
+}
+
+static void test_client_token_bucket(void **state)
+{
+	struct fixture *f = *state;
+
+	/* 1 per second, burst 2: two at once pass, the third waits for a token. */
+	for (uint16_t p = 1; p <= 3; p++) {
+		struct pkt_spec s = syn4("198.18.1.2", p, 7001);
+		assert_int_equal(xdp(f, &s).ret, p <= 2 ? XDP_PASS : XDP_TX);
+	}
+	struct pkt_spec other = syn4("198.18.1.9", 9, 7001);
+	assert_int_equal(xdp(f, &other).ret, XDP_PASS);
+	assert_int_equal(stats(f, 3, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
+	usleep(1100000);
+	struct pkt_spec later = syn4("198.18.1.2", 10, 7001);
+	assert_int_equal(xdp(f, &later).ret, XDP_PASS);
+}
+
+static void test_client_limits_off_when_controller_silent(void **state)
+{
+	struct fixture *f = *state;
+
+	set_heartbeat(f, 2000000000ull);
+	for (uint16_t p = 1; p <= 4; p++) {
+		struct pkt_spec s = syn4("198.18.1.2", p, 7000);
+		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	}
+}
+
 /* ---- accounting ---- */
 
 static void test_fin_rst_end_units_exactly_once(void **state)
@@ -511,6 +572,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drop_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,

@@ -411,6 +411,23 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
+static void test_client_limit(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: s\n    port: 1\n"
+			      "    client_limit: { max_in_flight: 4, rate: 50, burst: 10 }\n"));
+	assert_int_equal(f->cfg.services[0].client_max_in_flight, 4);
+	assert_int_equal(f->cfg.services[0].client_rate, 50);
+	assert_int_equal(f->cfg.services[0].client_burst, 10);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: s\n    port: 1\n"
+				"    client_limit: { per_ip: 4, rate: -1 }\n"), 2);
+	expect_error(&f->errs, 5, "unknown key 'per_ip'");
+	expect_error(&f->errs, 5, "rate");
+}
+
 static void test_many_services(void **state)
 {
 	struct fx *f = *state;
@@ -775,6 +792,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spec_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flow_style, setup, teardown),
