@@ -342,6 +342,66 @@ static void test_refused_request_gets_429_and_server_rst(void **state)
 	(void)in_len;
 }
 
+/* The next captured IPv6 frame that is TCP from port 8080. */
+static ssize_t capture_reply6(int s, uint8_t *buf, size_t cap)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n = recv(s, buf, cap, 0);
+		if (n > 74 && buf[12] == 0x86 && buf[13] == 0xdd && buf[20] == IPPROTO_TCP &&
+		    buf[54] == 0x1f && buf[55] == 0x90)
+			return n;
+	}
+	return -1;
+}
+
+static void test_ipv6_refused_request_gets_429(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = GET("/report/v6", "");
+	struct pkt_spec rq = { .v6 = 1, .src = "2001:db8::5", .dst = "2001:db8::1", .sport = 4444,
+			       .dport = 8080, .seq = 777, .ack = 9000, .ackf = 1, .psh = 1,
+			       .payload = text, .payload_len = strlen(text) };
+	struct sluice_verdict v;
+
+	/* L3 (path /report) shut out: every such request is refused. */
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	v.class_threshold[3] = 0;
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	int cap = capture_socket();
+	struct run r = ingress(f, &rq);
+	uint8_t rep[1024];
+	ssize_t n = capture_reply6(cap, rep, sizeof(rep));
+	close(cap);
+
+	assert_int_equal(r.ret, TC_ACT_OK);
+	/* To the server: an RST at the client's sequence number. */
+	const struct ipv6hdr *sip = (const void *)(r.out + 14);
+	const struct tcphdr *stcp = (const void *)(r.out + 54);
+	assert_int_equal(r.out_len, 74);
+	assert_int_equal(ntohs(sip->payload_len), 20);
+	assert_true(stcp->rst);
+	assert_int_equal(ntohl(stcp->seq), 777);
+	assert_int_equal(tcp_verify(sip, 1, stcp, 20), 0);
+	/* To the client: the 429 with FIN, checksummed over the v6 pseudo-header. */
+	assert_true(n > 74);
+	const struct ipv6hdr *ip6 = (const void *)(rep + 14);
+	const struct tcphdr *tcp = (const void *)(rep + 54);
+	size_t plen = (size_t)n - 74;
+	char want_dst[16];
+	inet_pton(AF_INET6, "2001:db8::5", want_dst);
+	assert_memory_equal(&ip6->daddr, want_dst, 16);
+	assert_int_equal(ntohs(ip6->payload_len), 20 + plen);
+	assert_int_equal(ntohs(tcp->dest), 4444);
+	assert_int_equal(ntohl(tcp->ack_seq), 777 + (uint32_t)strlen(text));
+	assert_true(tcp->fin && tcp->ack);
+	assert_int_equal(tcp_verify(ip6, 1, tcp, 20 + plen), 0);
+	assert_memory_equal(rep + 74, "HTTP/1.1 429 Too Many Requests\r\n", 32);
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -373,6 +433,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_classification, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, teardown),
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */
