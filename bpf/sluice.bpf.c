@@ -25,6 +25,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define NS_PER_SEC 1000000000ull
+#define REQ_DECIDING 2 /* sluice_flow.req_active while TC ingress decides a new request */
 
 static __always_inline struct sluice_pkt_stats *pkt_counters(void)
 {
@@ -334,12 +335,19 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 				st->retransmits++;
 			return TC_ACT_OK;
 		}
+		/* Claim the decision: two segments of one new request on two CPUs must not both
+		 * take a slot (REQ_DECIDING is not 1, so nothing ends it before it is admitted). */
+		if (__sync_val_compare_and_swap(&f->req_active, 0, REQ_DECIDING) != 0)
+			return TC_ACT_OK;
 	}
 
 	pick = classify_request(skb, sc, svc, p);
 	st = class_stats_of(svc, pick.class);
-	if (!st)
+	if (!st) {
+		if (f)
+			f->req_active = 0;
 		return TC_ACT_OK;
+	}
 	st->arrivals++;
 	if (admit_unit(svc, pick.class, now, st, &reason)) {
 		__u8 counted;
@@ -361,7 +369,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		f->req_seq = seq;
 		f->req_start_ns = now;
 		f->client_counted = counted;
-		f->req_active = 1;
+		f->req_active = 1; /* ours since the claim: end_request / end_flow may take it now */
 		return TC_ACT_OK;
 	}
 refuse:
@@ -377,6 +385,8 @@ refuse:
 			ps->reply_failed++;
 		st->admitted++;
 		st->untracked++;
+		if (f)
+			f->req_active = 0; /* give up the claim: the request holds no slot */
 		return TC_ACT_OK;
 	}
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)

@@ -172,7 +172,8 @@ struct sluice_flow {
 	__u64 last_seen_ns;              /* refreshed at most once a second; used by flow GC */
 	__u64 req_start_ns;              /* http: start of the request in flight */
 	__u32 syn_seq;                   /* client ISN: a SYN with the same seq is a retransmit */
-	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned) */
+	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned);
+					  * 2 while TC ingress decides a new one */
 	__u32 req_seq;                   /* http: seq of the current request's first segment */
 	__u32 _pad0;
 	__u16 svc;

@@ -427,7 +427,7 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		reclaimed++;
 		if (f.client_counted)
 			release_client_count(m, f.svc, stale[i].client_addr);
-		int units = f.tracked_inflight + (f.req_active ? 1 : 0);
+		int units = f.tracked_inflight + (f.req_active == 1); /* 2: being decided, no slot yet */
 		if (!units)
 			continue;
 		if (!dirty[f.svc]) {
