@@ -41,7 +41,7 @@ int cli_status(int argc, char **argv, struct cli_opts *o)
 	if ((rc = open_maps(o, &m)))
 		return rc;
 	/* Two snapshots a quarter second apart give the request rates. */
-	if (status_collect(&m, &first) || (usleep(250000), status_collect(&m, &snap))) {
+	if (status_collect(&m, &first, 0) || (usleep(250000), status_collect(&m, &snap, 1))) {
 		fprintf(stderr, "sluicectl: cannot read maps under %s\n", o->pin_dir);
 		maps_close(&m);
 		return EXIT_RUNTIME;
@@ -71,7 +71,7 @@ int cli_hist(int argc, char **argv, struct cli_opts *o)
 	}
 	if ((rc = open_maps(o, &m)))
 		return rc;
-	rc = status_collect(&m, &snap);
+	rc = status_collect(&m, &snap, 0);
 	maps_close(&m);
 	if (rc) {
 		fprintf(stderr, "sluicectl: cannot read maps under %s\n", o->pin_dir);

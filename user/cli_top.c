@@ -272,7 +272,7 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 		size_t flen = 0;
 		FILE *mf;
 
-		if (status_collect(&m, s)) {
+		if (status_collect(&m, s, 0)) {
 			fprintf(stderr, "sluicectl: top: cannot read the maps at %s (detached?)\n",
 				o->pin_dir);
 			rc = EXIT_RUNTIME;

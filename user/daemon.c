@@ -451,7 +451,7 @@ int daemon_metrics_body(void *ctx, char **body, size_t *len)
 	static __thread struct metrics_extra x;
 	int rc;
 
-	if (status_collect(&d->m, &snap))
+	if (status_collect(&d->m, &snap, 0))
 		return -1;
 	pthread_mutex_lock(&d->lock);
 	x = d->mx;

@@ -25,7 +25,7 @@ const char *reject_reason_name(int r)
 	return r >= 0 && r < SLUICE_REJ_REASONS ? n[r] : "unknown";
 }
 
-int status_collect(const struct sluice_maps *m, struct status_snapshot *out)
+int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
 {
 	int err;
 
@@ -38,7 +38,8 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out)
 	out->controller_alive = out->g.heartbeat_ns &&
 		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
 	maps_read_pkt_stats(m, &out->pkt);
-	{
+	out->flows = -1;
+	if (count_flows) {
 		int per[SLUICE_MAX_SERVICES];
 		out->flows = maps_count_flows(m, per, SLUICE_MAX_SERVICES);
 	}
@@ -144,8 +145,10 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 	}
 	if (!s->n)
 		fprintf(f, "no services configured\n");
-	fprintf(f, "\nflows tracked: %d\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
-		s->flows, (unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
+	if (s->flows >= 0)
+		fprintf(f, "\nflows tracked: %d", s->flows);
+	fprintf(f, "\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
+		(unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
 		(unsigned long long)s->pkt.rst_sent, (unsigned long long)s->pkt.reply_sent,
 		(unsigned long long)s->pkt.reply_failed);
 }

@@ -32,13 +32,14 @@ struct status_snapshot {
 	int controller_alive;                    /* heartbeat younger than its timeout */
 	double heartbeat_age_s;
 	struct sluice_pkt_stats pkt;
-	int flows;                               /* entries in the flow table */
+	int flows;                               /* entries in the flow table, -1 not counted */
 	int n;
 	struct service_status s[SLUICE_MAX_SERVICES];
 };
 
-/* Read everything. Services without a port (removed from config) are skipped. */
-int status_collect(const struct sluice_maps *m, struct status_snapshot *out);
+/* Read everything. Services without a port (removed from config) are skipped. Counting the
+ * flow table walks it key by key (a syscall per flow): only when count_flows is set. */
+int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows);
 
 /* Request rates of cur from the arrivals counted since prev (taken a moment earlier). */
 void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);
