@@ -561,6 +561,27 @@ static void test_gc_reclaims_silent_flows(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+static void test_walks_thousands_of_flows(void **state)
+{
+	struct fixture *f = *state;
+	int per[SLUICE_MAX_SERVICES];
+
+	/* More flows than one batch (1024): count and GC see every one. */
+	for (uint32_t i = 0; i < 3000; i++) {
+		struct sluice_flow_key k = { .client_port = (uint16_t)i, .service_port = htons(5432) };
+		struct sluice_flow v = { .svc = (uint16_t)f->idx[0], .state = SLUICE_FLOW_OPEN,
+					 .last_seen_ns = 1, .admitted_ns = 1 };
+		memcpy(k.client_addr, &i, sizeof(i));
+		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_NOEXIST), 0);
+	}
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3000);
+	assert_int_equal(per[f->idx[0]], 3000);
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
+				       NULL, NULL), 3000);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 0);
+	assert_int_equal(inflight_total(f, 0), 0); /* untracked entries released nothing */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
 						setup_small_table, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */
