@@ -705,7 +705,7 @@ static int http_response(struct conn *c, bool eof, int *status, bool *server_clo
 	*server_close = b[7] == '0';
 	long long clen = -1;
 	bool chunked = false;
-	for (char *l = memchr(b, '\n', hlen) + 1; l < b + hlen - 2;) {
+	for (char *l = (char *)memchr(b, '\n', hlen) + 1; l < b + hlen - 2;) {
 		char *e = memchr(l, '\n', (size_t)(b + hlen - l));
 		size_t n = (size_t)(e - l);
 		if (n > 15 && !strncasecmp(l, "Content-Length:", 15))

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 		"  top [--interval S]                  live view\n"
 		"  hist SERVICE [CLASS]                request latency histogram\n"
 		"  switch set SERVICE CLASS --shed PCT --reason TEXT --ttl DUR [--owner NAME]\n"
-		"  switch clear SERVICE CLASS\n"
+		"  switch clear SERVICE CLASS [--reason TEXT]\n"
 		"  switch ls [--json] | switch log [--last N]\n"
 		"  plan check FILE | plan show FILE\n"
 		"  plan apply FILE LEVEL --reason TEXT --ttl DUR [--owner NAME]\n"
