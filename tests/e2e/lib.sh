@@ -60,6 +60,11 @@ e2e_cleanup() {
 		# only when dangling: the tc directory is gone
 		[ -L /sys/fs/bpf/$l ] && [ ! -e /sys/fs/bpf/$l ] && rm -f /sys/fs/bpf/$l
 	done
+	# A bpffs this test mounted goes again once nothing but the kernel's own preload
+	# iterators (maps.debug, progs.debug) is left in it.
+	if [ "${BPFFS_MOUNTED:-0}" = 1 ] && [ -z "$(ls /sys/fs/bpf | grep -v '\.debug$')" ]; then
+		umount /sys/fs/bpf 2>/dev/null
+	fi
 	rm -rf "$TMP"
 }
 
@@ -68,6 +73,10 @@ e2e_setup() {
 	[ "$(id -u)" = 0 ] || skip_all "needs root"
 	trap e2e_cleanup EXIT
 	trap 'exit 1' INT TERM
+	# Hosts (and fresh VMs) without a bpffs: mount one for the test, remove it after.
+	if ! mountpoint -q /sys/fs/bpf; then
+		mount -t bpf bpf /sys/fs/bpf && BPFFS_MOUNTED=1
+	fi
 	ip netns add "$NS_S" && ip netns add "$NS_C" || { echo "not ok - cannot create netns"; exit 1; }
 	ip link add vs-$$ netns "$NS_S" type veth peer name vc-$$ netns "$NS_C" || exit 1
 	in_srv ip link set lo up
