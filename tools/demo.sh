@@ -25,7 +25,7 @@ services:
     retry_after_s: 1
     limit: { fixed: $WORKERS }          # the server has $WORKERS workers
     headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }
-    headroom_mode: fixed
+    headroom_mode: adaptive
     default_class: L3
     classify:
       - { source: 198.18.0.10/32, class: L0 }     # the checkout frontend
