@@ -79,6 +79,18 @@ static __always_inline void touch_flow(struct sluice_flow *f, __u64 now, int syn
 		f->last_seen_ns = now;
 }
 
+/* A flow entry for a new unit (the caller sets what only it knows: tracking, client count). */
+static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 isn, __u32 svc,
+				      __u32 cls, __u8 state)
+{
+	f->admitted_ns = now;
+	f->last_seen_ns = now;
+	f->syn_seq = isn;
+	f->svc = svc;
+	f->class = cls & 3;
+	f->state = state;
+}
+
 static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
 					      struct sluice_class_stats *st)
 {
@@ -120,11 +132,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 
 	/* http services admit per request (TC ingress); the connection is only tracked. */
 	if (sc->protocol == SLUICE_PROTO_HTTP) {
-		nf.admitted_ns = now;
-		nf.last_seen_ns = now;
-		nf.syn_seq = isn;
-		nf.svc = svc;
-		nf.class = sc->default_class & 3;
+		init_flow(&nf, now, isn, svc, sc->default_class, SLUICE_FLOW_SYN);
 		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
 		return XDP_PASS;
 	}
@@ -141,11 +149,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;
 		}
-		nf.admitted_ns = now;
-		nf.last_seen_ns = now;
-		nf.syn_seq = isn;
-		nf.svc = svc;
-		nf.class = pick.class & 3;
+		init_flow(&nf, now, isn, svc, pick.class, SLUICE_FLOW_SYN);
 		nf.tracked_inflight = 1;
 		st->admitted++;
 		if (bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST) != 0) {
@@ -317,10 +321,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (!f) {
 		/* A connection older than sluice, or one whose SYN we missed: track it now. */
-		nf.admitted_ns = now;
-		nf.last_seen_ns = now;
-		nf.svc = svc;
-		nf.state = SLUICE_FLOW_OPEN;
+		init_flow(&nf, now, 0, svc, 0, SLUICE_FLOW_OPEN);
 		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
 		f = bpf_map_lookup_elem(&flows, &key);
 	}
@@ -413,10 +414,11 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return TC_ACT_OK;
+	/* Only data can start a request: bare ACKs and control segments stop before any map. */
+	if (!p.payload_len || p.tcp->syn || p.tcp->rst)
+		return TC_ACT_OK;
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc || sc->protocol != SLUICE_PROTO_HTTP)
-		return TC_ACT_OK;
-	if (!p.payload_len || p.tcp->syn || p.tcp->rst)
 		return TC_ACT_OK;
 	return start_request(skb, &p, svc, sc);
 }
