@@ -10,6 +10,8 @@
 #include <bpf/libbpf.h>
 #include "sluice.skel.h"
 #include "bpfmaps.h"
+#include "config.h"
+#include "verdict.h"
 
 static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
@@ -21,7 +23,7 @@ static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 }
 
 /* Open and load the skeleton with every map unpinned; flows table sized max_flows (0 = default). */
-static struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m)
+static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m)
 {
 	struct sluice_bpf *skel;
 	struct bpf_map *map;
@@ -44,6 +46,76 @@ static struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m
 	SLUICE_MAP_NAMES
 #undef X
 	return skel;
+}
+
+/* The programs loaded and the maps programmed as sluiced would for `config`: every service
+ * with its default verdict (starting limit, headroom only), a fresh heartbeat. */
+struct fixture {
+	struct sluice_bpf *skel;
+	struct sluice_maps m;
+	struct sluice_config cfg;
+	int idx[SLUICE_MAX_SERVICES];
+};
+
+static inline struct fixture *harness_fixture(const char *config, unsigned max_flows,
+				       unsigned long long heartbeat_timeout_ns)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct config_errors errs;
+	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
+
+	if (!f || !(f->skel = harness_load(max_flows, &f->m))) {
+		fprintf(stderr, "cannot load BPF object\n");
+		free(f);
+		return NULL;
+	}
+	if (sluice_config_parse(config, strlen(config), "test", &f->cfg, &errs)) {
+		sluice_config_print_errors(stderr, &errs);
+		return NULL;
+	}
+	if (maps_assign_indices(&f->m, &f->cfg, f->idx) ||
+	    maps_program_services(&f->m, &f->cfg, f->idx))
+		return NULL;
+	for (int i = 0; i < f->cfg.n_services; i++) {
+		struct sluice_verdict v;
+
+		verdict_default(&f->cfg.services[i], verdict_initial_limit(&f->cfg.services[i]), &v);
+		maps_write_verdict(&f->m, f->idx[i], &v);
+	}
+	g.heartbeat_ns = monotonic_ns();
+	maps_write_globals(&f->m, &g);
+	return f;
+}
+
+static inline int harness_teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	sluice_bpf__destroy(f->skel);
+	free(f);
+	return 0;
+}
+
+/* One BPF_PROG_TEST_RUN of a frame (ctx: an __sk_buff for TC programs, or NULL). */
+struct run {
+	int err;                         /* of bpf_prog_test_run_opts: callers assert it is 0 */
+	int ret;
+	uint8_t out[1024];
+	uint32_t out_len;
+};
+
+static inline struct run harness_run(int prog_fd, const uint8_t *frame, size_t len,
+			      struct __sk_buff *ctx)
+{
+	struct run r = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len,
+		    .data_out = r.out, .data_size_out = sizeof(r.out), .repeat = 1,
+		    .ctx_in = ctx, .ctx_size_in = ctx ? sizeof(*ctx) : 0);
+
+	r.err = bpf_prog_test_run_opts(prog_fd, &o);
+	r.ret = (int)o.retval;
+	r.out_len = o.data_size_out;
+	return r;
 }
 
 #endif

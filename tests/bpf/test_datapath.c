@@ -52,13 +52,6 @@ static const char *CONFIG =
 	"    default_class: L0\n"
 	"    client_limit: { rate: 1, burst: 2 }\n";
 
-struct fixture {
-	struct sluice_bpf *skel;
-	struct sluice_maps m;
-	struct sluice_config cfg;
-	int idx[SLUICE_MAX_SERVICES];
-};
-
 static void set_heartbeat(struct fixture *f, unsigned long long age_ns)
 {
 	struct sluice_globals g = { .heartbeat_ns = monotonic_ns() - age_ns,
@@ -68,57 +61,17 @@ static void set_heartbeat(struct fixture *f, unsigned long long age_ns)
 
 static int setup_flows(void **state, unsigned max_flows)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct config_errors errs;
-
-	f->skel = harness_load(max_flows, &f->m);
-	if (!f->skel) {
-		fprintf(stderr, "cannot load BPF object\n");
-		return -1;
-	}
-	if (sluice_config_parse(CONFIG, strlen(CONFIG), "test", &f->cfg, &errs)) {
-		sluice_config_print_errors(stderr, &errs);
-		return -1;
-	}
-	if (maps_assign_indices(&f->m, &f->cfg, f->idx) || maps_program_services(&f->m, &f->cfg, f->idx))
-		return -1;
-	for (int i = 0; i < f->cfg.n_services; i++) {
-		struct sluice_verdict v;
-		verdict_default(&f->cfg.services[i], verdict_initial_limit(&f->cfg.services[i]), &v);
-		maps_write_verdict(&f->m, f->idx[i], &v);
-	}
-	set_heartbeat(f, 0);
-	*state = f;
-	return 0;
+	return (*state = harness_fixture(CONFIG, max_flows, 1000000000ull)) ? 0 : -1;
 }
 
 static int setup(void **state) { return setup_flows(state, 0); }
 static int setup_small_table(void **state) { return setup_flows(state, 4); }
 
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	sluice_bpf__destroy(f->skel);
-	free(f);
-	return 0;
-}
-
-struct run {
-	int ret;
-	uint8_t out[512];
-	uint32_t out_len;
-};
-
 static struct run run_prog(int prog_fd, const uint8_t *frame, size_t len)
 {
-	struct run r = { 0 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len,
-		    .data_out = r.out, .data_size_out = sizeof(r.out), .repeat = 1);
-	int err = bpf_prog_test_run_opts(prog_fd, &o);
+	struct run r = harness_run(prog_fd, frame, len, NULL);
 
-	assert_int_equal(err, 0);
-	r.ret = (int)o.retval;
-	r.out_len = o.data_size_out;
+	assert_int_equal(r.err, 0);
 	return r;
 }
 
@@ -585,23 +538,23 @@ static void test_walks_thousands_of_flows(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_non_service_passes_untouched, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_and_garbage_pass_and_count, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_drop_mode, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_service_passes_untouched, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_and_garbage_pass_and_count, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_drop_mode, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
-						setup_small_table, teardown),
-		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, teardown),
+						setup_small_table, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, harness_teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */

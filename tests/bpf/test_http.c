@@ -41,60 +41,20 @@ static const char *CONFIG =
 	"      - { header: X-Priority, class: from-header }\n"
 	"      - { path_prefix: /pay, class: L0 }\n";
 
-struct fixture {
-	struct sluice_bpf *skel;
-	struct sluice_maps m;
-	struct sluice_config cfg;
-	int idx[SLUICE_MAX_SERVICES];
-};
-
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct config_errors errs;
-	struct sluice_globals g = { .heartbeat_timeout_ns = 3600000000000ull };
-
-	f->skel = harness_load(0, &f->m);
-	if (!f->skel || sluice_config_parse(CONFIG, strlen(CONFIG), "test", &f->cfg, &errs))
-		return -1;
-	if (maps_assign_indices(&f->m, &f->cfg, f->idx) || maps_program_services(&f->m, &f->cfg, f->idx))
-		return -1;
-	struct sluice_verdict v;
-	verdict_default(&f->cfg.services[0], 8, &v);
-	maps_write_verdict(&f->m, f->idx[0], &v);
-	g.heartbeat_ns = monotonic_ns();
-	maps_write_globals(&f->m, &g);
-	*state = f;
-	return 0;
+	return (*state = harness_fixture(CONFIG, 0, 3600000000000ull)) ? 0 : -1;
 }
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	sluice_bpf__destroy(f->skel);
-	free(f);
-	return 0;
-}
-
-struct run {
-	int ret;
-	uint8_t out[1024];
-	uint32_t out_len;
-};
 
 static struct run run_tc(int fd, const struct pkt_spec *s)
 {
-	struct run r = { 0 };
 	uint8_t buf[1024];
 	size_t len = build_pkt(buf, s);
 	struct __sk_buff ctx = { .ifindex = 1 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = (uint32_t)len,
-		    .data_out = r.out, .data_size_out = sizeof(r.out), .repeat = 1,
-		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
 
-	assert_int_equal(bpf_prog_test_run_opts(fd, &o), 0);
-	r.ret = (int)o.retval;
-	r.out_len = o.data_size_out;
+	struct run r = harness_run(fd, buf, len, &ctx);
+
+	assert_int_equal(r.err, 0);
 	return r;
 }
 
@@ -428,12 +388,12 @@ static void test_open_breaker_answers_503(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_classification, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */
