@@ -1,38 +1,40 @@
-# sluice build. `make test` and `make demo` are the two commands of the README; both install
-# the Debian packages they need first (tools/install-deps.sh, a no-op when all are present).
+# sluice build. `make` only builds; `make test`, `make demo` and `make bench` first install the
+# Debian packages they need (tools/install-deps.sh, a no-op when all are present).
 BUILD      ?= build
 CC         ?= gcc
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 ARCH_INC   := /usr/include/$(shell $(CC) -dumpmachine)
+WERROR     ?= -Werror
 
 CFLAGS     ?= -O2 -g -Wall -Wextra -Wno-unused-parameter
-CFLAGS     += -std=gnu11 -Iinclude -Iuser -I$(BUILD)
-BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Iinclude -Ibpf -I$(ARCH_INC)
+CFLAGS     += $(WERROR) -std=gnu11 -MMD -MP -Iinclude -Iuser -I$(BUILD)
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall $(WERROR) -Iinclude -Ibpf -I$(ARCH_INC)
 LIBS       := -lbpf -lelf -lz -lyaml -lmicrohttpd -lm
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
-BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-# Every user/*.c except the two mains is the library both binaries (and the tests) link.
-MAINS      := user/sluiced.c user/sluicectl.c
-LIB_SRCS   := $(filter-out $(MAINS),$(wildcard user/*.c))
-LIB_OBJS   := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
+# user/ in layers (docs/ARCHITECTURE.md); every .c but the two mains goes into libsluice.a,
+# which both binaries, the tests and the benchmarks link.
+LAYERS     := common control kernel ops daemon cli
+MAINS      := user/daemon/sluiced.c user/cli/sluicectl.c
+USER_SRCS  := $(foreach l,$(LAYERS),$(wildcard user/$l/*.c))
+LIB_OBJS   := $(patsubst user/%.c,$(BUILD)/user/%.o,$(filter-out $(MAINS),$(USER_SRCS)))
 LIB        := $(BUILD)/libsluice.a
-
-UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
-UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
-BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(BPFT_SRCS))
-TOOL_SRCS  := $(wildcard tools/*.c)
-TOOL_BINS  := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
-
 BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
+
+TOOL_BINS  := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
+E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
+BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/empty_xdp.bpf.o
+TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 
 .PHONY: all deps deps-check test demo bench clean
 .SECONDARY:
-all: deps-check $(BINS) $(TOOL_BINS)
+.DELETE_ON_ERROR:
+all: $(BINS) $(TOOL_BINS)
 
 deps:
 	@tools/install-deps.sh
@@ -40,54 +42,69 @@ deps:
 deps-check:
 	@tools/install-deps.sh --quiet
 
-$(BUILD) $(BUILD)/user $(BUILD)/tests $(BUILD)/tools:
-	@mkdir -p $@
-
-$(BUILD)/vmlinux.h: | $(BUILD)
-	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
-
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/sluice.h | $(BUILD)
+# ---- BPF: objects and the skeletons userspace embeds
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/sluice.h
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) include/sluice.h $(SKELS) | $(BUILD)/user
+# ---- userspace: one pattern rule for every layer folder; headers tracked by -MMD
+$(BUILD)/user/%.o: user/%.c | $(SKELS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@   # ar keeps members of files that no longer exist
 	$(AR) rcs $@ $^
 
-$(BUILD)/sluiced: user/sluiced.c $(LIB) $(SKELS)
-	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
+$(BUILD)/sluiced: $(BUILD)/user/daemon/sluiced.o $(LIB)
+$(BUILD)/sluicectl: $(BUILD)/user/cli/sluicectl.o $(LIB)
+$(BINS):
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
-$(BUILD)/sluicectl: user/sluicectl.c $(LIB) $(SKELS)
-	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
-
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -lcmocka -o $@
-
-$(BUILD)/tests/%: tests/bpf/%.c $(LIB) $(SKELS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
-
-$(BUILD)/tools/%: tools/%.c | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -lpthread -lm -o $@
 
-# Test plumbing: pass-through XDP for the client end of test veths (see the source).
-$(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c | $(BUILD)/tests
+# ---- tests and benchmarks
+$(BUILD)/tests/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -lcmocka -o $@
+
+$(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
+
+# Pass-through XDP for the client end of test veths (see the source).
+$(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
+$(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS)
+$(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# The pure controller compiled into one unit (see the source), so no library is linked.
+$(BUILD)/bench/bench_tick: tests/bench/bench_tick.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -lm -o $@
+
+test: deps-check $(TEST_ALL)
 	@tests/run.sh $(BUILD)
 
 demo: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
 	@tools/demo.sh $(BUILD)
 
-bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS) $(E2E_OBJS)
+bench: deps-check $(TEST_ALL)
 	@tools/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -35,6 +35,10 @@ for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	run_suite "$(basename "$t")" "$t"
 done
+for t in tests/unit/test_*.sh; do
+	[ -f "$t" ] || continue
+	run_suite "$(basename "$t")" bash "$t"
+done
 for t in tests/e2e/test_*.sh; do
 	[ -f "$t" ] || continue
 	run_suite "$(basename "$t")" bash "$t"

@@ -98,8 +98,9 @@ need_pkgs haproxy $NGINX_PKG iptables gnuplot-nox python3 ethtool iproute2 bpfto
 	{ echo "bench: cannot install the peers" >&2; exit 1; }
 # Debian may start the packaged services on install: the bench never uses them.
 for b in "$BUILD/sluiced" "$BUILD/sluicectl" "$BUILD/tools/testserver" "$BUILD/tools/loadgen" \
-	"$BUILD/tests/xdp_pass.bpf.o" "$BUILD/libsluice.a"; do
-	[ -e "$b" ] || { echo "bench: $b missing: run make all build/tests/xdp_pass.bpf.o" >&2; exit 1; }
+	"$BUILD/tests/xdp_pass.bpf.o" "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" \
+	"$BUILD/bench/empty_xdp.bpf.o"; do
+	[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
 done
 mkdir -p "$OUT" "$BUILD/bench"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
@@ -108,11 +109,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null
 PKTCOST=$TMP/pktcost.txt
 if [ "${BENCH_SKIP_PKTCOST:-0}" != 1 ]; then
 	log "per-packet cost (BPF_PROG_TEST_RUN)"
-	clang -O2 -g -target bpf -I/usr/include/$(gcc -dumpmachine) -c tests/bpf/empty_xdp.bpf.c \
-		-o "$BUILD/bench/empty_xdp.bpf.o" &&
-	gcc -std=gnu11 -O2 -Iinclude -Iuser -I"$BUILD" -Itests/bpf tests/bpf/bench_pktcost.c \
-		"$BUILD/libsluice.a" -lbpf -lelf -lz -lyaml -lmicrohttpd -lm -o "$BUILD/bench_pktcost" &&
-	timeout 300 "$BUILD/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 200000 > "$PKTCOST" ||
+	timeout 300 "$BUILD/bench/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 200000 > "$PKTCOST" ||
 		echo "# per-packet cost: FAILED (see stderr)" >> "$PKTCOST"
 	cat "$PKTCOST"
 else
@@ -124,8 +121,7 @@ fi
 # 1, 100 and 1000 services x 4 classes, without map I/O (tests/bench/bench_tick.c).
 TICKCOST=$TMP/tickcost.txt
 log "controller tick cost"
-gcc -std=gnu11 -O2 -Iinclude -Iuser tests/bench/bench_tick.c -lm -o "$BUILD/bench_tick" &&
-	timeout 300 "$BUILD/bench_tick" > "$TICKCOST" 2>&1 ||
+timeout 300 "$BUILD/bench/bench_tick" > "$TICKCOST" 2>&1 ||
 	echo "# controller tick cost: FAILED" >> "$TICKCOST"
 sed -i '1i # controller tick cost (us per tick, all services x 4 classes, no map I/O)' "$TICKCOST"
 cat "$TICKCOST"

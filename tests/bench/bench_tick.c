@@ -1,26 +1,26 @@
 /* Controller tick cost against the number of services (SPEC "Tests and numbers").
  * Runs exactly what sluiced runs per service and tick -- service_ctl_tick() from
- * user/controller.c: signals (4 classes, 104-bucket histograms), AIMD, breaker, ladder with
+ * user/control/controller.c: signals (4 classes, 104-bucket histograms), AIMD, breaker, ladder with
  * overload detection, peak tracking and work-conserving thresholds, retry storm -- plus the
  * cascade detector once per tick. Map reads and writes are not included (the daemon's
  * syscalls; bounded by SLUICE_MAX_SERVICES = 64 per node in practice).
  * Build (no library needed, the modules are included directly):
- *   gcc -std=gnu11 -O2 -Iinclude -Iuser tests/bench/bench_tick.c -lm -o build/bench_tick
- * Run: build/bench_tick [ticks]   -> one line per size: mean, median and best tick in us */
+ *   make build/bench/bench_tick
+ * Run: build/bench/bench_tick [ticks]   -> one line per size: mean, median and best tick in us */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../../user/events.c"
-#include "../../user/signals.c"
-#include "../../user/aimd.c"
-#include "../../user/breaker.c"
-#include "../../user/ladder.c"
-#include "../../user/headroom.c"
-#include "../../user/cascade.c"
-#include "../../user/retrystorm.c"
-#include "../../user/verdict.c"
-#include "../../user/controller.c"
+#include "../../user/control/events.c"
+#include "../../user/control/signals.c"
+#include "../../user/control/aimd.c"
+#include "../../user/control/breaker.c"
+#include "../../user/control/ladder.c"
+#include "../../user/control/headroom.c"
+#include "../../user/control/cascade.c"
+#include "../../user/control/retrystorm.c"
+#include "../../user/control/verdict.c"
+#include "../../user/control/controller.c"
 
 struct svc {
 	struct service_ctl ctl;

@@ -1,7 +1,7 @@
 /* Per-packet cost of sluice's BPF programs through BPF_PROG_TEST_RUN, side by side with an
  * empty XDP / TC program in the same run (benchmark, not a test: it never fails on time).
  *
- *   build/bench_pktcost EMPTY_OBJ [REPEAT] [LOOPS]
+ *   build/bench/bench_pktcost EMPTY_OBJ [REPEAT] [LOOPS]
  *
  * REPEAT (default 1000000) is the in-kernel repeat count for paths that do not change state
  * or the packet; LOOPS (default 200000) is the number of repeat=1 calls for paths that must
@@ -21,8 +21,8 @@
 
 #include "harness.h"
 #include "pktbuild.h"
-#include "config.h"
-#include "verdict.h"
+#include "common/config.h"
+#include "control/verdict.h"
 
 #define SERVER4 "198.18.0.1"
 

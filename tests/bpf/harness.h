@@ -9,9 +9,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sluice.skel.h"
-#include "bpfmaps.h"
-#include "config.h"
-#include "verdict.h"
+#include "kernel/bpfmaps.h"
+#include "common/config.h"
+#include "control/verdict.h"
+#include "common/clock.h"
+#include "kernel/mapconfig.h"
+#include "kernel/flowgc.h"
+#include "kernel/replies.h"
 
 static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {

@@ -20,8 +20,8 @@
 
 #include "harness.h"
 #include "pktbuild.h"
-#include "config.h"
-#include "verdict.h"
+#include "common/config.h"
+#include "control/verdict.h"
 
 #define SERVER4 "198.18.0.1"
 

@@ -206,7 +206,7 @@ fi
 out=$(python3 - "$DASH" <<'P' 2>&1
 import json, re, sys
 d = json.load(open(sys.argv[1]))
-code = open('user/metrics.c').read()
+code = open('user/daemon/metrics.c').read()
 doc = open('docs/METRICS.md').read()
 exported = set(re.findall(r'"(sluice_[a-z0-9_]+)"', code))
 documented = set(re.findall(r'`(sluice_[a-z0-9_]+)', doc))
@@ -238,7 +238,7 @@ used = set()
 for e in exprs + [sq]:
     used |= set(re.findall(r'\b(sluice_[a-z0-9_]+)', e))
 for m in sorted(used):
-    if not known(m, exported): errs.append(f'{m}: not rendered by user/metrics.c')
+    if not known(m, exported): errs.append(f'{m}: not rendered by user/daemon/metrics.c')
     if not known(m, documented): errs.append(f'{m}: not in docs/METRICS.md')
 required = ['sluice_requests_admitted_total', 'sluice_requests_rejected_total', 'sluice_in_flight',
             'sluice_concurrency_limit', 'sluice_class_threshold', 'sluice_request_duration_seconds_bucket',
@@ -256,7 +256,7 @@ print(f'{len(d["panels"])} panels, {len(used)} metrics')
 sys.exit(1 if errs else 0)
 P
 )
-ok $? "Grafana dashboard: schemaVersion, datasource/service variables, every metric exists in user/metrics.c and docs/METRICS.md ($(echo "$out" | tail -1))" "$out"
+ok $? "Grafana dashboard: schemaVersion, datasource/service variables, every metric exists in user/daemon/metrics.c and docs/METRICS.md ($(echo "$out" | tail -1))" "$out"
 # The names, for the scrape of the real daemon below.
 grep -o 'sluice_[a-z0-9_]*' "$DASH" | sort -u > "$TMP/dash.names"
 

@@ -3,7 +3,7 @@
 #define SLUICE_TEST_EVCAP_H
 
 #include <string.h>
-#include "events.h"
+#include "control/events.h"
 
 #define EVCAP_MAX 64
 

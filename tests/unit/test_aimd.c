@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "aimd.h"
+#include "control/aimd.h"
 #include "evcap.h"
 
 #define MS 1000000ull

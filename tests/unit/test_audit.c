@@ -1,4 +1,4 @@
-/* Unit tests: the switch audit log (user/audit.c) and the JSON reader it uses (user/json.c). */
+/* Unit tests: the switch audit log (user/ops/audit.c) and the JSON reader it uses (user/common/json.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "duration.h"
-#include "json.h"
-#include "switches.h"
+#include "ops/audit.h"
+#include "common/duration.h"
+#include "common/json.h"
+#include "ops/switches.h"
 
 #define T0 1714564800ull /* 2024-05-01T12:00:00Z */
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "breaker.h"
+#include "control/breaker.h"
 #include "evcap.h"
 
 #define MS 1000000ull

@@ -1,4 +1,4 @@
-/* Unit tests: timeout budget check (user/budget.c). Run from the repository root (fixtures). */
+/* Unit tests: timeout budget check (user/ops/budget.c). Run from the repository root (fixtures). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
+#include "ops/budget.h"
 
 #define FIX "tests/unit/fixtures/"
 

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "cascade.h"
-#include "breaker.h"
+#include "control/cascade.h"
+#include "control/breaker.h"
 #include "evcap.h"
 
 #define MS 1000000ull

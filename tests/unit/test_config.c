@@ -1,4 +1,4 @@
-/* Unit tests of user/config.c: the YAML config parser and validator.
+/* Unit tests of user/common/config.c: the YAML config parser and validator.
  * Fixtures live in tests/unit/configs/ and are found relative to the repo root (tests/run.sh
  * runs from there); set SLUICE_SRCDIR to run from elsewhere. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "common/config.h"
 
 struct fx {
 	struct sluice_config cfg;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <math.h>
 #include <cmocka.h>
-#include "events.h"
+#include "control/events.h"
 
 static void test_json_line(void **st)
 {

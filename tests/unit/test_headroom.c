@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "headroom.h"
+#include "control/headroom.h"
 
 #define S 1000000000ull
 

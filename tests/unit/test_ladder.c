@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "ladder.h"
+#include "control/ladder.h"
 #include "evcap.h"
 
 #define MS 1000000ull

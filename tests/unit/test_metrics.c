@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <cmocka.h>
-#include "metrics.h"
+#include "daemon/metrics.h"
 
 /* ---------------------------------------------------------------- fixtures */
 

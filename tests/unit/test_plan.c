@@ -1,4 +1,4 @@
-/* Unit tests: degradation plans (user/plan.c). Run from the repository root (fixtures). */
+/* Unit tests: degradation plans (user/ops/plan.c). Run from the repository root (fixtures). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "duration.h"
-#include "plan.h"
-#include "switches.h"
+#include "common/duration.h"
+#include "ops/plan.h"
+#include "ops/switches.h"
 
 #define FIX "tests/unit/fixtures/"
 

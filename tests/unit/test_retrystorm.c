@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "retrystorm.h"
+#include "control/retrystorm.h"
 #include "evcap.h"
 
 #define MS 1000000ull

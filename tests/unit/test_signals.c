@@ -6,7 +6,7 @@
 #include <string.h>
 #include <math.h>
 #include <cmocka.h>
-#include "signals.h"
+#include "control/signals.h"
 
 static void add(struct sluice_hist *h, uint64_t us, uint64_t n)
 {

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "sockdiag.h"
+#include "kernel/sockdiag.h"
 
 static int listener(uint16_t *port)
 {

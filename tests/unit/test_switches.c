@@ -1,4 +1,4 @@
-/* Unit tests: durations and manual degradation switches (user/duration.c, user/switches.c). */
+/* Unit tests: durations and manual degradation switches (user/common/duration.c, user/ops/switches.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "duration.h"
-#include "switches.h"
+#include "common/duration.h"
+#include "ops/switches.h"
 
 #define T0 1714564800ull /* 2024-05-01T12:00:00Z: the fake clock's start */
 

@@ -1,4 +1,4 @@
-/* Unit tests: the daemon's side of the switches (user/switchstate.c) with a temp state dir and
+/* Unit tests: the daemon's side of the switches (user/ops/switchstate.c) with a temp state dir and
  * a fake wall clock: pick-up of a saved file, expiry (file rewritten, audit record, report),
  * damaged files (all admit + one error per change), the cascade-clear request file. */
 #include <stdarg.h>
@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "switches.h"
-#include "switchstate.h"
+#include "ops/audit.h"
+#include "ops/switches.h"
+#include "ops/switchstate.h"
 
 #define T0 1714564800ull /* 2024-05-01T12:00:00Z: the fake clock's start */
 

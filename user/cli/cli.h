@@ -3,7 +3,7 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
-#include "config.h"
+#include "common/config.h"
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 

@@ -17,13 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "audit.h"
-#include "budget.h"
-#include "duration.h"
-#include "plan.h"
-#include "switches.h"
-#include "switchstate.h"
+#include "cli/cli.h"
+#include "ops/audit.h"
+#include "ops/budget.h"
+#include "common/duration.h"
+#include "ops/plan.h"
+#include "ops/switches.h"
+#include "ops/switchstate.h"
 
 #define MAX_FINDINGS 256
 

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "status.h"
-#include "attach.h"
+#include "cli/cli.h"
+#include "kernel/status.h"
+#include "kernel/attach.h"
 
 static int open_maps(const struct cli_opts *o, struct sluice_maps *m)
 {

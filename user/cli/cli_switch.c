@@ -18,13 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "audit.h"
-#include "bpfmaps.h"
-#include "duration.h"
-#include "json.h"
-#include "switches.h"
-#include "switchstate.h"
+#include "cli/cli.h"
+#include "ops/audit.h"
+#include "kernel/bpfmaps.h"
+#include "common/duration.h"
+#include "common/json.h"
+#include "ops/switches.h"
+#include "ops/switchstate.h"
+#include "common/clock.h"
 
 static uint64_t wall_now(void)
 {

@@ -20,13 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "bpfmaps.h"
-#include "duration.h"
-#include "signals.h"
-#include "status.h"
-#include "switches.h"
-#include "switchstate.h"
+#include "cli/cli.h"
+#include "kernel/bpfmaps.h"
+#include "common/duration.h"
+#include "control/signals.h"
+#include "kernel/status.h"
+#include "ops/switches.h"
+#include "ops/switchstate.h"
 
 static volatile sig_atomic_t top_stop;
 static struct termios top_saved_tio;

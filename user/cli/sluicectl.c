@@ -5,8 +5,8 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 
-#include "cli.h"
-#include "bpfmaps.h"
+#include "cli/cli.h"
+#include "kernel/bpfmaps.h"
 
 #define DEFAULT_CONFIG "/etc/sluice/sluice.yaml"
 

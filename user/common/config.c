@@ -5,7 +5,7 @@
  * caller's stack. The walker only follows the schema, never the document's own shape, so
  * recursive aliases or deep nesting cannot make it loop or blow the stack.
  */
-#include "config.h"
+#include "common/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

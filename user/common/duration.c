@@ -1,5 +1,5 @@
 /* sluice: durations and UTC time stamps. See duration.h. */
-#include "duration.h"
+#include "common/duration.h"
 
 #include <stdio.h>
 #include <string.h>

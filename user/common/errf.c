@@ -1,4 +1,4 @@
-#include "errf.h"
+#include "common/errf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

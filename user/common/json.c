@@ -1,5 +1,5 @@
 /* sluice: minimal strict JSON reader/writer. See json.h for what is (not) accepted. */
-#include "json.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* AIMD limit; see aimd.h for the rule. */
 #include <string.h>
-#include "aimd.h"
-#include "signals.h"
+#include "control/aimd.h"
+#include "control/signals.h"
 
 void sluice_aimd_params_default(struct sluice_aimd_params *p)
 {

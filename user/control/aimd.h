@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 #include "sluice.h"
-#include "config.h"
-#include "events.h"
+#include "common/config.h"
+#include "control/events.h"
 
 struct sluice_aimd_params {
 	uint32_t min, max;            /* bounds; min >= 1 */

@@ -1,7 +1,7 @@
 /* Circuit breaker state machine; the rules are in breaker.h. */
 #include <string.h>
-#include "breaker.h"
-#include "rng.h"
+#include "control/breaker.h"
+#include "common/rng.h"
 
 #define NS 1000000000ull
 

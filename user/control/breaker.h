@@ -19,8 +19,8 @@
 
 #include <stdint.h>
 #include "sluice.h"
-#include "config.h"
-#include "events.h"
+#include "common/config.h"
+#include "control/events.h"
 
 #define SLUICE_BRK_MAX_WINDOW_S 64
 #define SLUICE_BRK_MAX_STEPS    8

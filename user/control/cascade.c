@@ -1,6 +1,6 @@
 /* Cascade suppression; see cascade.h. */
 #include <string.h>
-#include "cascade.h"
+#include "control/cascade.h"
 
 void sluice_cascade_params_default(struct sluice_cascade_params *p)
 {

@@ -9,8 +9,8 @@
 #define SLUICE_CASCADE_H
 
 #include <stdint.h>
-#include "config.h"
-#include "events.h"
+#include "common/config.h"
+#include "control/events.h"
 
 #define SLUICE_CASCADE_MAX_OPENS 64
 

@@ -1,7 +1,7 @@
-#include "controller.h"
+#include "control/controller.h"
 
 #include <string.h>
-#include "verdict.h"
+#include "control/verdict.h"
 
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)

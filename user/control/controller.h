@@ -5,15 +5,15 @@
 #define SLUICE_CONTROLLER_H
 
 #include "sluice.h"
-#include "config.h"
-#include "events.h"
-#include "signals.h"
-#include "aimd.h"
-#include "breaker.h"
-#include "ladder.h"
-#include "headroom.h"
-#include "retrystorm.h"
-#include "cascade.h"
+#include "common/config.h"
+#include "control/events.h"
+#include "control/signals.h"
+#include "control/aimd.h"
+#include "control/breaker.h"
+#include "control/ladder.h"
+#include "control/headroom.h"
+#include "control/retrystorm.h"
+#include "control/cascade.h"
 
 struct service_ctl {
 	struct sluice_aimd_params ap;

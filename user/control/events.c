@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "events.h"
+#include "control/events.h"
 
 static const char *level_name(int level)
 {

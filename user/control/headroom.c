@@ -1,6 +1,6 @@
 /* Work-conserving per-class thresholds and the recent-peak tracker; see headroom.h. */
 #include <string.h>
-#include "headroom.h"
+#include "control/headroom.h"
 
 static const uint32_t default_pct[SLUICE_NUM_CLASSES] = { 100, 90, 75, 50 };
 

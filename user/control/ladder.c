@@ -1,6 +1,6 @@
 /* Priority ladder; the rule is in ladder.h and docs/CONTROLLER.md. */
 #include <string.h>
-#include "ladder.h"
+#include "control/ladder.h"
 
 static const uint32_t ladder_default_steps[] = { 10, 30, 50, 80, 100 };
 

@@ -16,8 +16,8 @@
 
 #include <stdint.h>
 #include "sluice.h"
-#include "config.h"
-#include "events.h"
+#include "common/config.h"
+#include "control/events.h"
 
 #define SLUICE_LADDER_MAX_STEPS 8
 

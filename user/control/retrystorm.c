@@ -1,6 +1,6 @@
 /* Retry-storm detector; see retrystorm.h. */
 #include <string.h>
-#include "retrystorm.h"
+#include "control/retrystorm.h"
 
 void sluice_retrystorm_params_default(struct sluice_retrystorm_params *p)
 {

@@ -7,8 +7,8 @@
 #define SLUICE_RETRYSTORM_H
 
 #include <stdint.h>
-#include "config.h"
-#include "events.h"
+#include "common/config.h"
+#include "control/events.h"
 
 struct sluice_retrystorm_params {
 	double ratio;                 /* 0.2 */

@@ -1,6 +1,6 @@
 /* Signals from counter and histogram deltas; see signals.h. */
 #include <string.h>
-#include "signals.h"
+#include "control/signals.h"
 
 uint64_t sluice_hist_lower_us(uint32_t i)
 {

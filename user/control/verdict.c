@@ -1,4 +1,4 @@
-#include "verdict.h"
+#include "control/verdict.h"
 
 #include <string.h>
 

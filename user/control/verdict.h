@@ -3,7 +3,7 @@
 #define SLUICE_VERDICT_H
 
 #include "sluice.h"
-#include "config.h"
+#include "common/config.h"
 
 /* The AIMD starting point (seed 001 §5.2): 0.3 x max, within [min, max]; or the fixed limit. */
 int verdict_initial_limit(const struct service_conf *sc);

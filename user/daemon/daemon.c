@@ -1,4 +1,4 @@
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <math.h>
@@ -6,8 +6,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "verdict.h"
-#include "status.h"
+#include "control/verdict.h"
+#include "kernel/status.h"
+#include "common/clock.h"
+#include "kernel/mapconfig.h"
+#include "kernel/flowgc.h"
+#include "kernel/replies.h"
 
 #define NS 1000000000ull
 

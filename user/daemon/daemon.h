@@ -6,13 +6,13 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include "config.h"
-#include "bpfmaps.h"
-#include "controller.h"
-#include "cascade.h"
-#include "metrics.h"
-#include "switchstate.h"
-#include "sockdiag.h"
+#include "common/config.h"
+#include "kernel/bpfmaps.h"
+#include "control/controller.h"
+#include "control/cascade.h"
+#include "daemon/metrics.h"
+#include "ops/switchstate.h"
+#include "kernel/sockdiag.h"
 
 /* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
 struct service_books {

@@ -5,7 +5,7 @@
  * together; names carry the unit (_seconds, _ratio) and counters end in _total; label values
  * are escaped (\\, \", \n); numbers are printed in the C locale whatever the process set. */
 #define _GNU_SOURCE
-#include "metrics.h"
+#include "daemon/metrics.h"
 
 #include <errno.h>
 #include <locale.h>

@@ -5,7 +5,7 @@
 #define SLUICE_METRICS_H
 
 #include <stddef.h>
-#include "status.h"
+#include "kernel/status.h"
 
 struct metrics_switch {
 	int active;

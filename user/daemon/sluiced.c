@@ -14,8 +14,9 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
-#include "daemon.h"
-#include "attach.h"
+#include "daemon/daemon.h"
+#include "kernel/attach.h"
+#include "common/clock.h"
 
 static void usage(FILE *f)
 {

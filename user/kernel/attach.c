@@ -1,4 +1,4 @@
-#include "attach.h"
+#include "kernel/attach.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "sluice.h"
-#include "bpfmaps.h"
+#include "kernel/bpfmaps.h"
 #include "sluice.skel.h"
 
 #define XDP_LINK_PIN "link_xdp"

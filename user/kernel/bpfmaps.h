@@ -1,11 +1,10 @@
 /* Userspace view of the pinned BPF maps: open them, read counters summed over CPUs, write
- * verdicts and configuration. Used by sluiced (through the skeleton's fds) and by sluicectl
+ * verdicts and globals. Used by sluiced (through the skeleton's fds) and by sluicectl
  * (through the pins). No skeleton dependency here, so sluicectl works without loading BPF. */
 #ifndef SLUICE_BPFMAPS_H
 #define SLUICE_BPFMAPS_H
 
 #include "sluice.h"
-#include "config.h"
 
 struct sluice_maps {
 	int port_to_service, services, source_rules, verdicts, globals, replies;
@@ -38,33 +37,5 @@ int maps_read_verdict(const struct sluice_maps *m, int svc, struct sluice_verdic
 int maps_write_verdict(const struct sluice_maps *m, int svc, const struct sluice_verdict *v);
 int maps_read_globals(const struct sluice_maps *m, struct sluice_globals *out);
 int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals *g);
-
-/* Stable service indices across reloads and restarts: a service keeps the index its name
- * already has in the `services` map; new names take free slots. idx[i] for cfg->services[i].
- * Returns 0, or -1 when no slot is free. */
-int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx);
-
-/* Write services, port_to_service, source_rules and replies for cfg (indices from
- * maps_assign_indices). Removed services lose their port and rules; their counters stay. */
-int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
-			  const int *idx);
-
-/* Build the complete HTTP reply for a rejected request (kind 429 or 503). */
-void build_http_reply(struct sluice_reply *r, int kind, int retry_after_s);
-int maps_write_reply(const struct sluice_maps *m, int svc, int kind, int retry_after_s);
-
-/* Reclaim flows whose FIN/RST was never seen: SYN-state older than syn_timeout, or silent
- * longer than idle_timeout -- unless still_open (may be NULL) says the kernel still has the
- * connection (a quiet flow is not a dead one). Releases their in-flight slots via
- * inflight_released. Returns the number reclaimed, or -errno. */
-typedef int (*flow_alive_fn)(void *ctx, const struct sluice_flow_key *k);
-int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
-		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
-		  flow_alive_fn still_open, void *ctx);
-
-/* Count live flows per service (for status / reconciliation checks). */
-int maps_count_flows(const struct sluice_maps *m, int *per_service, int n);
-
-unsigned long long monotonic_ns(void);
 
 #endif

@@ -1,4 +1,4 @@
-#include "sockdiag.h"
+#include "kernel/sockdiag.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
-#include "status.h"
+#include "kernel/status.h"
 
 #include <string.h>
-#include "signals.h"
+#include "control/signals.h"
+#include "common/clock.h"
+#include "kernel/flowgc.h"
 
 static const char *CLASS_NAMES[] = { "L0", "L1", "L2", "L3" };
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 #include "sluice.h"
-#include "bpfmaps.h"
+#include "kernel/bpfmaps.h"
 
 struct class_status {
 	struct sluice_class_stats st;            /* cumulative since attach */

@@ -1,8 +1,8 @@
 /* sluice: the switch audit log. See audit.h. */
-#include "errf.h"
-#include "audit.h"
-#include "duration.h"
-#include "json.h"
+#include "common/errf.h"
+#include "ops/audit.h"
+#include "common/duration.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "switches.h"
+#include "ops/switches.h"
 
 #define AUDIT_FILE_NAME   "audit.log"
 #define AUDIT_USER_LEN    64

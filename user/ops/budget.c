@@ -1,5 +1,5 @@
 /* sluice: timeout budget check. See budget.h for the definitions. */
-#include "budget.h"
+#include "ops/budget.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "plan.h"        /* struct doc_errors and the YAML helpers */
+#include "ops/plan.h"        /* struct doc_errors and the YAML helpers */
 
 #define BUDGET_MAX_CHAINS   64
 #define BUDGET_MAX_HOPS     32

@@ -1,7 +1,7 @@
 /* sluice: degradation plans and the YAML helpers shared with budget.c. See plan.h. */
-#include "errf.h"
-#include "plan.h"
-#include "duration.h"
+#include "common/errf.h"
+#include "ops/plan.h"
+#include "common/duration.h"
 
 #include <errno.h>
 #include <fcntl.h>

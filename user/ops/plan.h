@@ -31,7 +31,7 @@
 #include <stdio.h>
 #include <yaml.h>
 #include "sluice.h"
-#include "switches.h"
+#include "ops/switches.h"
 
 /* ---- file:line error lists (also used by budget.h) ---- */
 

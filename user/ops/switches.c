@@ -1,8 +1,8 @@
 /* sluice: manual degradation switches. See switches.h. */
-#include "errf.h"
-#include "switches.h"
-#include "duration.h"
-#include "json.h"
+#include "common/errf.h"
+#include "ops/switches.h"
+#include "common/duration.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

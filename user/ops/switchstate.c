@@ -1,7 +1,7 @@
 /* sluice: the daemon's side of the manual switches; helpers shared with sluicectl.
  * See switchstate.h. */
-#include "errf.h"
-#include "switchstate.h"
+#include "common/errf.h"
+#include "ops/switchstate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "duration.h"
+#include "ops/audit.h"
+#include "common/duration.h"
 
 
 int state_path(char *buf, size_t len, const char *state_dir, const char *name)

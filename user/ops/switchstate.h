@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
-#include "switches.h"
-#include "audit.h"
+#include "ops/switches.h"
+#include "ops/audit.h"
 
 #define SWST_MAX_EXPIRED   SW_MAX
 #define CASCADE_CLEAR_FILE "cascade-clear"

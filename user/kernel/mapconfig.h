@@ -1,0 +1,19 @@
+/* Turning a configuration into map contents: service slots, port table, source rules and
+ * reply texts. The one place where the map layer meets the configuration. */
+#ifndef SLUICE_MAPCONFIG_H
+#define SLUICE_MAPCONFIG_H
+
+#include "common/config.h"
+#include "kernel/bpfmaps.h"
+
+/* Stable service indices across reloads and restarts: a service keeps the index its name
+ * already has in the `services` map; new names take free slots. idx[i] for cfg->services[i].
+ * Returns 0, or -1 when no slot is free. */
+int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx);
+
+/* Write services, port_to_service, source_rules and replies for cfg (indices from
+ * maps_assign_indices). Removed services lose their port and rules; their counters stay. */
+int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
+			  const int *idx);
+
+#endif
