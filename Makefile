@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # sluice build. `make` only builds; `make test`, `make demo` and `make bench` first install the
 # Debian packages they need (tools/install-deps.sh, a no-op when all are present).
 BUILD      ?= build

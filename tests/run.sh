@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Run every test suite and print the closing line "N passed, N failed".
 # Each suite speaks TAP ("ok N - name" / "not ok N - name"): cmocka binaries via
 # CMOCKA_MESSAGE_OUTPUT=TAP, shell suites via tests/lib.sh. A suite that exits non-zero

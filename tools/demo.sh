@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # make demo: sluice protecting a service under overload, end to end, in two network
 # namespaces (198.18.0.0/24). Same server, same load, first without and then with sluice.
 # Cleans up everything on exit. About a minute.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Install the Debian packages sluice needs, when any is missing. Idempotent and quiet when
 # everything is present; needs root only when something is missing.
 #   tools/install-deps.sh [--quiet] [--build]

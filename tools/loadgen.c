@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // loadgen: an open-loop load generator for sluice tests and benchmarks.
 //
 // Arrivals are scheduled by the clock (Poisson at --rate per second, or evenly spaced), never

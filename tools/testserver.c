@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // testserver: a TCP/HTTP server whose capacity is known (workers / service time).
 //
 // http mode: one I/O thread accepts connections and reads requests (epoll, EPOLLONESHOT);

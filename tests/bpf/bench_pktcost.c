@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Per-packet cost of sluice's BPF programs through BPF_PROG_TEST_RUN, side by side with an
  * empty XDP / TC program in the same run (benchmark, not a test: it never fails on time).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Benchmark baseline: the emptiest XDP and TC programs, run side by side with sluice's in
  * tests/bpf/bench_pktcost.c so that per-packet cost is reported as ns over "nothing". */
 #include <linux/bpf.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* BPF test harness: load the real programs unpinned (no /sys/fs/bpf side effects), program
  * maps like sluiced would, and run crafted frames through BPF_PROG_TEST_RUN. */
 #ifndef SLUICE_TEST_HARNESS_H

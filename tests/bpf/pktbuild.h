@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Crafted frames for BPF_PROG_TEST_RUN: Ethernet (+VLAN) / IPv4 or IPv6 / TCP (+options,
  * payload), with correct checksums, and a checksum verifier for replies. */
 #ifndef SLUICE_PKTBUILD_H

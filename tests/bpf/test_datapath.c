@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The real BPF programs run through BPF_PROG_TEST_RUN on crafted frames: parsing (v4, v6,
  * VLAN, truncated, garbage), SYN admission by class headroom, the RST reply byte by byte,
  * unit accounting at FIN/RST, fail-open, a full flow table. Runs in a private netns. */

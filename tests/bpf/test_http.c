@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* HTTP request shedding through BPF_PROG_TEST_RUN: request start (TC ingress) and end
  * (TC egress), classification by header / path / source, split headers, status parsing,
  * and the kernel's 429 reply and server-side RST checked byte by byte. The 429 is sent with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Shared by the end-to-end tests: TAP output, two network namespaces joined by a veth pair
 # (198.18.0.0/24, the benchmarking range), sluiced in the server namespace, and cleanup of
 # everything on exit, pass or fail. Source it; then call e2e_setup.

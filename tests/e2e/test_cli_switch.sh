@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # End-to-end test of the operator commands of build/sluicectl that need no BPF: switch
 # set/clear/ls/log, the writer protocol (damaged file, permission), plan check/show/apply,
 # budget check, cascade clear, and `top` with nothing attached. Everything happens in a

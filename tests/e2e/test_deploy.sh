@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Deployment artefacts (deploy/**) checked as far as this machine allows: no Docker daemon and
 # no Kubernetes cluster here, so the manifests, the image recipe, the systemd unit and the
 # Grafana dashboard are checked statically (they parse, they agree with each other and with the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # End-to-end test of the test tools on loopback: build/tools/testserver (a server of known
 # capacity) and build/tools/loadgen (an open-loop load generator). No root, no namespaces.
 # Speaks TAP. Every process it starts is killed on exit, whatever happens; bounded in time

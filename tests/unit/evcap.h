@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Test helper: an event sink that keeps the last events (and their JSON) for assertions. */
 #ifndef SLUICE_TEST_EVCAP_H
 #define SLUICE_TEST_EVCAP_H

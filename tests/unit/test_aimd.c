@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* AIMD: start point, +1 per window, halving, clamps, hold band, no-sample hold, auto target. */
 #include <stdarg.h>
 #include <stddef.h>

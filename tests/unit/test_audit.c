@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Unit tests: the switch audit log (user/ops/audit.c) and the JSON reader it uses (user/common/json.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Circuit breaker with a fake clock: thresholds, min_calls, 429s, sliding window, jitter,
  * the half-open walk, fallback to OPEN, suppression. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Cascade suppression: the 6th opening within 10 s suspends, the 5th does not; resume by an
  * operator or after suspend_s; suppressed breakers stay closed. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Unit tests of user/common/config.c: the YAML config parser and validator.
  * Fixtures live in tests/unit/configs/ and are found relative to the repo root (tests/run.sh
  * runs from there); set SLUICE_SRCDIR to run from elsewhere. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Event JSON: fields, escaping, numbers, truncation. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Work-conserving headroom thresholds and the recent-peak tracker. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Priority ladder with a fake clock: shedding order, L0 last, shed pacing, stepwise recovery
  * with holds (higher classes first), overload detection. */
 #include <stdarg.h>

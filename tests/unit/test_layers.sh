@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # The userspace layers and their order (docs/ARCHITECTURE.md): a file may include its own
 # layer and the layers below it, never one above or beside it, and every project header is
 # named with its layer ("control/breaker.h") so the arrow is visible at the include.

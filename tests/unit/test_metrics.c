@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Metrics: exposition text of a synthetic snapshot (exact lines, escaping, histogram,
  * HELP/TYPE for every family, line grammar) and the HTTP server over a real TCP socket. */
 #define _GNU_SOURCE

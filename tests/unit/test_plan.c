@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Unit tests: degradation plans (user/ops/plan.c). Run from the repository root (fixtures). */
 #include <stdarg.h>
 #include <stddef.h>

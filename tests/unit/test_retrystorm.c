@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Retry-storm signal: fires after 3 consecutive windows above 20%, clears when it drops. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Signals: percentiles from known histograms, deltas, 429 exclusion, resets, zero traffic. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sock_diag against real sockets on loopback: a listener nobody accepts from shows exactly
  * the connections made to it; live connections are found by their flow key. */
 #include <stdarg.h>

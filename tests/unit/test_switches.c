@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Unit tests: durations and manual degradation switches (user/common/duration.c, user/ops/switches.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Unit tests: the daemon's side of the switches (user/ops/switchstate.c) with a temp state dir and
  * a fake wall clock: pick-up of a saved file, expiry (file rewritten, audit record, report),
  * damaged files (all admit + one error per change), the cascade-clear request file. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """Turn tools/bench.sh's raw records (one JSON line per loadgen run) into the results table,
 the goals summary and the gnuplot data file.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluicectl subcommands. Each returns the process exit code: 0 ok, 1 runtime failure
  * (nothing attached, daemon unreachable, I/O), 2 bad usage or input (nothing changed). */
 #ifndef SLUICE_CLI_H

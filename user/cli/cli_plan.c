@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluicectl plan ... and sluicectl budget check (see docs/OPERATIONS.md).
  *
  *   plan check FILE     findings one per line ("file:line: level NAME: what [kind]").

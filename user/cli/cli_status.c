@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluicectl status | hist | detach: read-only views of the pinned maps, and removal. */
 #include <errno.h>
 #include <stdio.h>

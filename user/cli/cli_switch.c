@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluicectl switch ... and sluicectl cascade clear (see docs/OPERATIONS.md).
  *
  *   switch set SERVICE CLASS --shed PCT --reason TEXT --ttl DUR [--owner NAME]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluicectl top [--interval S] [--iterations N]: a live view of the pinned maps.
  *
  * Every interval (default 1 s) it reads a status snapshot and redraws: per service and class

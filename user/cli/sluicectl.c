@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluicectl: the operator's CLI. Global options, then a subcommand (see usage()). */
 #include <errno.h>
 #include <stdio.h>

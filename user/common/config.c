@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice configuration: YAML file -> struct sluice_config, with every error collected.
  *
  * The file is loaded with libyaml's document API (every node carries its line) and walked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice configuration: the parsed form of the one YAML file (see README "Configuration").
  * sluice_config_load() never touches the running state: the caller swaps configs only when
  * loading succeeded, so a bad file leaves the last good config in force. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: durations and UTC time stamps. See duration.h. */
 #include "common/duration.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: durations ("90s", "5m", "2h", "1d", "1h30m") and UTC time stamps.
  *
  * Time convention of every sluice library module (switches, audit, plan): wall-clock time as

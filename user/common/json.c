@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: minimal strict JSON reader/writer. See json.h for what is (not) accepted. */
 #include "common/json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: a minimal, strict JSON reader and writer for sluice's own files (switch state file,
  * audit log). Not a general JSON library:
  *   - numbers must be integers (optional '-', no fraction, no exponent) fitting int64;

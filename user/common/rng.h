@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Small seeded PRNG (xorshift64*) kept inside the state machines that need randomness (breaker
  * open-duration jitter), so tests are reproducible and no global rand() state is shared. */
 #ifndef SLUICE_RNG_H

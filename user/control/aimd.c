@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* AIMD limit; see aimd.h for the rule. */
 #include <string.h>
 #include "control/aimd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* AIMD concurrency limit of one service (seed 001 §5.2). Once per window (aimd_window_ms):
  *   latency <  0.7 x target  -> limit + 1
  *   latency >  target        -> limit x 0.5

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Circuit breaker state machine; the rules are in breaker.h. */
 #include <string.h>
 #include "control/breaker.h"

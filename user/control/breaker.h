@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Circuit breaker of one service (seeds 000, 001 §6, 003, 004).
  *
  * CLOSED: calls, errors and slow calls are counted in a sliding window of window_s one-second

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Cascade suppression; see cascade.h. */
 #include <string.h>
 #include "control/cascade.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* One service's controller: composes signals, AIMD, breaker, ladder, work-conserving headroom
  * and the retry-storm detector into the verdict BPF enforces. Pure over its inputs and the
  * clock (no map I/O), so sluiced and the tests drive it the same way. */

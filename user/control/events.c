@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* JSON formatting of controller events; see events.h. */
 #include <math.h>
 #include <stdarg.h>

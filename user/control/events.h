@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice controller events: every state change of a controller state machine (breaker, AIMD,
  * ladder, cascade suppression, retry storm) is handed to a caller-supplied callback as one
  * struct sluice_event, which sluice_event_json() turns into one JSON line. The state machines

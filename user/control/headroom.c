@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Work-conserving per-class thresholds and the recent-peak tracker; see headroom.h. */
 #include <string.h>
 #include "control/headroom.h"

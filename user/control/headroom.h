@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Work-conserving headroom (SPEC "Work-conserving headroom"). Class k is admitted while the
  * service's total in-flight < threshold[k]. A fixed threshold (limit x headroom[k]%) keeps L0
  * fast but wastes what L0 does not use; here each threshold comes from measured demand:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Priority ladder; the rule is in ladder.h and docs/CONTROLLER.md. */
 #include <string.h>
 #include "control/ladder.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Priority ladder of one service (seed 004): per-class admit probability.
  *
  * Shedding (overloaded tick, at most one cut per shed_interval_s): the victim is the lowest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Retry-storm detector; see retrystorm.h. */
 #include <string.h>
 #include "control/retrystorm.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Signals from counter and histogram deltas; see signals.h. */
 #include <string.h>
 #include "control/signals.h"

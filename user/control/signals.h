@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Per-tick signals of one service: deltas between two snapshots of the cumulative BPF counters
  * (struct sluice_class_stats, already summed over CPUs) and latency histograms. Pure: no clock
  * reads, no I/O; the caller passes the elapsed time. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Turning a service's limit and the controller's decisions into the BPF verdict. */
 #ifndef SLUICE_VERDICT_H
 #define SLUICE_VERDICT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluiced's state and its tick: everything between "the maps say" and "the maps get".
  * One struct holds all mutable state (no globals); sluiced.c owns only the process plumbing
  * (arguments, signals, the wait loop). */

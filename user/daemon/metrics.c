@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Prometheus text exposition (format 0.0.4) of a status snapshot plus the controller's own
  * state, and the small libmicrohttpd server that serves it. See metrics.h and docs/METRICS.md.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Prometheus text exposition of sluice (served by sluiced on metrics_address, /metrics).
  * The daemon fills a status snapshot (from the maps) and a metrics_extra (controller state the
  * maps do not hold) each tick under its lock; the HTTP thread renders from the copy. */

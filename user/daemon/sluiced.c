@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluiced: the node agent. Attaches the data path, runs the controllers every tick, serves
  * /metrics, prints one JSON line per event on stdout. SIGHUP or a change of the config file
  * reloads it; SIGTERM/SIGINT stop the process and leave the pinned data path in place. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Loading, attaching, adopting and detaching the data path.
  * Programs are loaded fresh on every start; maps are reused from the pins (LIBBPF_PIN_BY_NAME)
  * so counts survive; the XDP link is pinned and swapped in place with bpf_link_update; the TC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Userspace view of the pinned BPF maps: open them, read counters summed over CPUs, write
  * verdicts and globals. Used by sluiced (through the skeleton's fds) and by sluicectl
  * (through the pins). No skeleton dependency here, so sluicectl works without loading BPF. */

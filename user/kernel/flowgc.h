@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Flow table upkeep from userspace: reclaiming flows whose end BPF never saw, and counting
  * the live ones. */
 #ifndef SLUICE_FLOWGC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Turning a configuration into map contents: service slots, port table, source rules and
  * reply texts. The one place where the map layer meets the configuration. */
 #ifndef SLUICE_MAPCONFIG_H

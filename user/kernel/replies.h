@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The HTTP replies the data path sends for a rejected request, written ready-made (text and
  * checksum) so the data path never formats or sums text. */
 #ifndef SLUICE_REPLIES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* What the kernel's own socket table says, read with NETLINK_SOCK_DIAG in sluiced's network
  * namespace:
  *  - the accept-queue signal (SPEC: queue signal): connections waiting in a service's listen

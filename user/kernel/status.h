@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* What the data path is doing, read from the pinned maps: the one snapshot behind
  * `sluicectl status` (table and JSON), `sluicectl top`, `sluicectl hist` and /metrics. */
 #ifndef SLUICE_STATUS_H

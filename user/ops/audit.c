@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: the switch audit log. See audit.h. */
 #include "common/errf.h"
 #include "ops/audit.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: the switch audit log (seed 001 §9.3: who, when, why, old -> new).
  *
  * One JSON object per line in STATE_DIR/audit.log, appended with O_APPEND in a single write()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: timeout budget check. See budget.h for the definitions. */
 #include "ops/budget.h"
 

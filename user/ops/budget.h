@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: timeout budget check (`sluicectl budget check CHAINS.yaml`, seed 001 §3 and §4.1).
  *
  * File format (keys not listed are refused):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: degradation plans and the YAML helpers shared with budget.c. See plan.h. */
 #include "common/errf.h"
 #include "ops/plan.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: degradation plans (seed 001 §8.2, "the table signed in advance").
  *
  * A plan is a YAML file listing degradation levels in escalation order. Applying a level sets

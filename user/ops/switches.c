@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: manual degradation switches. See switches.h. */
 #include "common/errf.h"
 #include "ops/switches.h"

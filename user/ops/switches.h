@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: manual degradation switches (seed 001 §9, SPEC "Manual switches").
  *
  * A switch sheds a percentage of one class of one service. Every switch has a reason, an owner

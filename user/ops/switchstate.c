@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: the daemon's side of the manual switches; helpers shared with sluicectl.
  * See switchstate.h. */
 #include "common/errf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sluice: the daemon's side of the manual switches (see switches.h, audit.h and
  * docs/OPERATIONS.md "Manual switches"), plus small helpers shared with sluicectl.
  *
