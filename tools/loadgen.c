@@ -1064,7 +1064,8 @@ static double num_arg(const char *name, const char *v, double lo, double hi)
 	return x;
 }
 
-int main(int argc, char **argv)
+// Reads the command line into opt and the class table. Exits 2 on bad usage, 0 after --help.
+static void parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1108,7 +1109,7 @@ int main(int argc, char **argv)
 			opt.quiet = true;
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			exit(0);
 		} else {
 			usage(stderr);
 			die("unknown argument '%s'", a);
@@ -1128,7 +1129,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nclasses; i++)
 		if (classes[i].srclen && classes[i].src.ss_family != opt.target.ss_family)
 			die("class %s: source and target address families differ", classes[i].name);
-	build_requests();
+}
+
+// The random seed, the connection cap from the fd limit, and the epoll set: the arrival
+// timer and the signals (blocked, read through a signalfd).
+static void setup_process(void)
+{
 	rng = opt.seed ? opt.seed : (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
 	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 	if (!rng)
@@ -1163,71 +1169,119 @@ int main(int argc, char **argv)
 	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &e);
 	list_init(&outstanding_list);
 	list_init(&hold_list);
+}
 
-	const int64_t t0 = now_ns();
-	const int64_t t_end = t0 + (int64_t)(opt.duration * 1e9);
-	const int64_t gap = (int64_t)(1e9 / opt.rate);
-	int64_t next_arrival = t0;
-	int64_t next_report = opt.report_interval > 0 ? t0 + (int64_t)(opt.report_interval * 1e9)
-						      : INT64_MAX;
-	int64_t t_arrivals_end = 0;
-	uint64_t issued = 0;
-	bool arriving = true;
-	int signals = 0;
+// The run's schedule and progress.
+struct run {
+	int64_t t0, t_end, gap, next_arrival, next_report, t_arrivals_end, t_done;
+	uint64_t issued;
+	bool arriving;
+	int signals;
+};
+
+static bool arrivals_over(const struct run *r)
+{
+	return r->next_arrival >= r->t_end || (opt.max_requests && r->issued >= opt.max_requests);
+}
+
+// Issues the arrivals due (catching up if the loop was late: the schedule is the clock's).
+static void issue_arrivals(struct run *r, int64_t now)
+{
+	while (r->arriving && r->next_arrival <= now) {
+		if (arrivals_over(r)) {
+			r->arriving = false;
+			break;
+		}
+		new_request(r->next_arrival);
+		r->issued++;
+		r->next_arrival += opt.uniform ? r->gap : (int64_t)(-log(rnd01()) / opt.rate * 1e9);
+	}
+	if (r->arriving && arrivals_over(r))
+		r->arriving = false;
+	if (!r->arriving && !r->t_arrivals_end)
+		r->t_arrivals_end = now < r->t_end ? now : r->t_end;
+}
+
+static void report_progress(const struct run *r, int64_t now)
+{
+	uint64_t ok = 0, sent = 0, rej = 0, err = 0;
+	for (int i = 0; i < nclasses; i++) {
+		struct stats *s = &classes[i].s;
+		sent += s->sent;
+		ok += s->ok;
+		rej += s->h429 + s->h503 + s->refused;
+		err += s->other_status + s->reset + s->eof + s->timeout + s->other_error;
+	}
+	fprintf(stderr,
+		"loadgen: t=%.1fs sent=%llu ok=%llu rejected=%llu errors=%llu "
+		"outstanding=%llu conns=%d\n",
+		(now - r->t0) / 1e9, (unsigned long long)sent, (unsigned long long)ok,
+		(unsigned long long)rej, (unsigned long long)err,
+		(unsigned long long)outstanding, nconns);
+}
+
+// The earliest of: next arrival, next request deadline, next hold end, next progress line.
+static int64_t next_wake(const struct run *r)
+{
+	int64_t wake = INT64_MAX;
+	if (r->arriving)
+		wake = r->next_arrival;
+	if (!list_empty(&outstanding_list)) {
+		int64_t d = container_of(outstanding_list.next, struct req, tlink)->deadline;
+		if (d < wake)
+			wake = d;
+	}
+	if (!list_empty(&hold_list)) {
+		int64_t d = container_of(hold_list.next, struct conn, link)->hold_until;
+		if (d < wake)
+			wake = d;
+	}
+	if (r->next_report < wake)
+		wake = r->next_report;
+	return wake;
+}
+
+static void on_signals(struct run *r, int64_t now)
+{
+	struct signalfd_siginfo si;
+	bool term = false;
+	while (read(sfd, &si, sizeof si) == sizeof si) {
+		r->signals++;
+		term |= si.ssi_signo == SIGTERM;
+	}
+	bool was_arriving = r->arriving;
+	r->arriving = false;
+	if (!term && (r->signals == 1 || was_arriving))
+		return; // first SIGINT: stop arrivals, drain
+	// SIGTERM or a second SIGINT: stop now; the outstanding requests are reported as
+	// unfinished
+	while (!list_empty(&outstanding_list)) {
+		struct req *q = container_of(outstanding_list.next, struct req, tlink);
+		if (q->conn)
+			conn_close(q->conn);
+		q->conn = NULL;
+		req_finish(q, O_UNFINISHED, 0, now);
+	}
+	while (!list_empty(&hold_list)) // held tcp connections too
+		conn_close(container_of(hold_list.next, struct conn, link));
+}
+
+static void run_loop(struct run *r)
+{
 	struct epoll_event evs[512];
 
 	for (;;) {
 		int64_t now = now_ns();
-		// arrivals due (catch up if the loop was late: the schedule is the clock's)
-		while (arriving && next_arrival <= now) {
-			if (next_arrival >= t_end || (opt.max_requests && issued >= opt.max_requests)) {
-				arriving = false;
-				break;
-			}
-			new_request(next_arrival);
-			issued++;
-			next_arrival += opt.uniform ? gap : (int64_t)(-log(rnd01()) / opt.rate * 1e9);
-		}
-		if (arriving && (next_arrival >= t_end || (opt.max_requests && issued >= opt.max_requests)))
-			arriving = false;
-		if (!arriving && !t_arrivals_end)
-			t_arrivals_end = now < t_end ? now : t_end;
+		issue_arrivals(r, now);
 		expire(now);
-		if (now >= next_report) {
-			uint64_t ok = 0, sent = 0, rej = 0, err = 0;
-			for (int i = 0; i < nclasses; i++) {
-				struct stats *s = &classes[i].s;
-				sent += s->sent;
-				ok += s->ok;
-				rej += s->h429 + s->h503 + s->refused;
-				err += s->other_status + s->reset + s->eof + s->timeout + s->other_error;
-			}
-			fprintf(stderr,
-				"loadgen: t=%.1fs sent=%llu ok=%llu rejected=%llu errors=%llu "
-				"outstanding=%llu conns=%d\n",
-				(now - t0) / 1e9, (unsigned long long)sent, (unsigned long long)ok,
-				(unsigned long long)rej, (unsigned long long)err,
-				(unsigned long long)outstanding, nconns);
-			next_report += (int64_t)(opt.report_interval * 1e9);
+		if (now >= r->next_report) {
+			report_progress(r, now);
+			r->next_report += (int64_t)(opt.report_interval * 1e9);
 		}
 		free_dead();
-		if (!arriving && outstanding == 0 && list_empty(&hold_list))
+		if (!r->arriving && outstanding == 0 && list_empty(&hold_list))
 			break; /* held tcp connections end at their hold time, not at the last arrival */
-		int64_t wake = INT64_MAX;
-		if (arriving)
-			wake = next_arrival;
-		if (!list_empty(&outstanding_list)) {
-			int64_t d = container_of(outstanding_list.next, struct req, tlink)->deadline;
-			if (d < wake)
-				wake = d;
-		}
-		if (!list_empty(&hold_list)) {
-			int64_t d = container_of(hold_list.next, struct conn, link)->hold_until;
-			if (d < wake)
-				wake = d;
-		}
-		if (next_report < wake)
-			wake = next_report;
+		int64_t wake = next_wake(r);
 		int n;
 		if (wake <= now_ns()) {
 			n = epoll_wait(epfd, evs, 512, 0);
@@ -1249,53 +1303,27 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (p == &sfd_marker) {
-				struct signalfd_siginfo si;
-				bool term = false;
-				while (read(sfd, &si, sizeof si) == sizeof si) {
-					signals++;
-					term |= si.ssi_signo == SIGTERM;
-				}
-				if (!term && (signals == 1 || arriving)) {
-					arriving = false; // first SIGINT: stop arrivals, drain
-				} else {
-					// SIGTERM or a second SIGINT: stop now; the outstanding
-					// requests are reported as unfinished
-					arriving = false;
-					while (!list_empty(&outstanding_list)) {
-						struct req *r = container_of(outstanding_list.next, struct req, tlink);
-						if (r->conn)
-							conn_close(r->conn);
-						r->conn = NULL;
-						req_finish(r, O_UNFINISHED, 0, now);
-					}
-					while (!list_empty(&hold_list)) // held tcp connections too
-						conn_close(container_of(hold_list.next, struct conn, link));
-				}
+				on_signals(r, now);
 				continue;
 			}
 			conn_event(p, evs[i].events, now);
 		}
 		free_dead();
 	}
-	int64_t t_done = now_ns();
+	r->t_done = now_ns();
+}
 
-	// close everything that is still open (idle keep-alive and held connections)
-	while (!list_empty(&hold_list))
-		conn_close(container_of(hold_list.next, struct conn, link));
-	for (int i = 0; i < nclasses; i++)
-		while (!list_empty(&classes[i].idle))
-			conn_close(container_of(classes[i].idle.next, struct conn, link));
-	free_dead();
-
-	double dur = (t_arrivals_end - t0) / 1e9;
+static void print_summary(const struct run *r)
+{
+	double dur = (r->t_arrivals_end - r->t0) / 1e9;
 	static struct stats total;
 	printf("{\"target\":");
 	json_str(stdout, opt.target_str);
 	printf(",\"mode\":\"%s\",\"duration_s\":%.3f,\"elapsed_s\":%.3f,\"offered_rate\":%.2f,"
 	       "\"achieved_rate\":%.2f,\"timeout_ms\":%.1f,\"connections_opened\":%llu,"
 	       "\"local_errors\":%llu,\"classes\":{",
-	       mode_names[opt.mode], dur, (t_done - t0) / 1e9, opt.rate,
-	       dur > 0 ? issued / dur : 0.0, opt.timeout_ns / 1e6,
+	       mode_names[opt.mode], dur, (r->t_done - r->t0) / 1e9, opt.rate,
+	       dur > 0 ? r->issued / dur : 0.0, opt.timeout_ns / 1e6,
 	       (unsigned long long)conn_opened_total, (unsigned long long)local_errors);
 	for (int i = 0; i < nclasses; i++) {
 		printf("%s", i ? "," : "");
@@ -1308,6 +1336,31 @@ int main(int argc, char **argv)
 	print_stats(stdout, &total, dur);
 	printf("}\n");
 	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	build_requests();
+	setup_process();
+
+	struct run r = { .t0 = now_ns(), .arriving = true };
+	r.t_end = r.t0 + (int64_t)(opt.duration * 1e9);
+	r.gap = (int64_t)(1e9 / opt.rate);
+	r.next_arrival = r.t0;
+	r.next_report = opt.report_interval > 0 ? r.t0 + (int64_t)(opt.report_interval * 1e9)
+						: INT64_MAX;
+	run_loop(&r);
+
+	// close everything that is still open (idle keep-alive and held connections)
+	while (!list_empty(&hold_list))
+		conn_close(container_of(hold_list.next, struct conn, link));
+	for (int i = 0; i < nclasses; i++)
+		while (!list_empty(&classes[i].idle))
+			conn_close(container_of(classes[i].idle.next, struct conn, link));
+	free_dead();
+
+	print_summary(&r);
 	for (int i = 0; i < nclasses; i++) {
 		free(classes[i].req);
 		free(classes[i].req_close);

@@ -874,7 +874,8 @@ static double num_arg(const char *name, const char *v, double lo, double hi)
 	return x;
 }
 
-int main(int argc, char **argv)
+// Reads the command line into opt. Exits 2 on bad usage, 0 after --help.
+static void parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -918,7 +919,7 @@ int main(int argc, char **argv)
 			opt.quiet = 1;
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			exit(0);
 		} else {
 			usage(stderr);
 			die("unknown argument '%s'", a);
@@ -929,26 +930,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		die("--listen is required");
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t_start);
+}
 
-	struct rlimit rl;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	// Signals are taken synchronously by the main thread; workers never see them.
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	poll_mode_file();
-	open_listeners();
-
+// Starts the I/O thread (http) and the workers; returns the threads to join.
+static pthread_t *start_threads(int *n_threads)
+{
 	pthread_t *th = calloc((size_t)opt.workers + 1, sizeof *th);
 	if (!th)
 		die("out of memory");
@@ -971,12 +957,19 @@ int main(int argc, char **argv)
 		if (pthread_create(&th[nth++], NULL, opt.mode == MODE_HTTP ? http_worker : tcp_worker,
 				   NULL))
 			die("pthread_create failed");
+	*n_threads = nth;
+	return th;
+}
 
+// Serves until SIGTERM or SIGINT: SIGUSR1 cycles the override mode, the mode file is polled
+// and the stats file rewritten every --stats-interval-ms.
+static void serve_until_signalled(const sigset_t *set)
+{
 	double next_stats = now_s() + opt.stats_interval_ms / 1000.0;
 	write_stats_file();
 	for (;;) {
 		struct timespec to = { 0, 100 * 1000 * 1000 };
-		int sig = sigtimedwait(&set, NULL, &to);
+		int sig = sigtimedwait(set, NULL, &to);
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 		if (sig == SIGUSR1) {
@@ -990,8 +983,11 @@ int main(int argc, char **argv)
 			next_stats = now_s() + opt.stats_interval_ms / 1000.0;
 		}
 	}
+}
 
-	// Shutdown: stop accepting, wake and join everyone (sleeps are sliced: < 1 s total).
+// Stops accepting, wakes and joins everyone (sleeps are sliced: < 1 s total).
+static void shutdown_threads(pthread_t *th, int nth)
+{
 	STORE(stopping_flag, 1);
 	for (int i = 0; i < opt.nlisten; i++)
 		close(lfds[i]);
@@ -1012,6 +1008,36 @@ int main(int argc, char **argv)
 		close(epfd);
 		close(wakefd);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
+
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	// Signals are taken synchronously by the main thread; workers never see them.
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	poll_mode_file();
+	open_listeners();
+
+	int nth;
+	pthread_t *th = start_threads(&nth);
+
+	serve_until_signalled(&set);
+	shutdown_threads(th, nth);
 	char buf[1024];
 	stats_json(buf, sizeof buf);
 	fputs(buf, stdout);
