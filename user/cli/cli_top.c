@@ -201,12 +201,62 @@ static void draw(FILE *f, const struct cli_opts *o, const struct status_snapshot
 		fprintf(f, "  ! %s\n", alerts[i]);
 }
 
+/* Signals end the loop; a terminal on stdin is read key by key (q quits) without echo. */
+static void top_setup_terminal(int tty_in)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = top_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (tty_in && tcgetattr(STDIN_FILENO, &top_saved_tio) == 0) {
+		struct termios t = top_saved_tio;
+
+		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		t.c_cc[VMIN] = 0;
+		t.c_cc[VTIME] = 0;
+		if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0) {
+			top_tio_saved = 1;
+			atexit(top_restore_tty);
+		}
+	}
+}
+
+/* Waits for the next refresh, or a key. */
+static void top_wait(double interval, int tty_in)
+{
+	struct timespec t0, t1;
+	double waited = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!top_stop && waited < interval) {
+		double left = interval - waited;
+		struct timeval tv = { (time_t)left, (suseconds_t)((left - floor(left)) * 1e6) };
+		fd_set fds;
+		int r;
+
+		FD_ZERO(&fds);
+		if (tty_in)
+			FD_SET(STDIN_FILENO, &fds);
+		r = select(tty_in ? STDIN_FILENO + 1 : 0, &fds, NULL, NULL, &tv);
+		if (r > 0 && FD_ISSET(STDIN_FILENO, &fds)) {
+			char ch;
+			if (read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+				top_stop = 1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	}
+}
+
 int cli_top(int argc, char **argv, struct cli_opts *o)
 {
 	static struct status_snapshot snap[2];
 	static struct sw_set sws;
 	struct sluice_maps m;
-	struct sigaction sa;
 	double interval = 1.0;
 	long iterations = 0;
 	int cur = 0, have_prev = 0, tty_in = isatty(STDIN_FILENO), tty_out = isatty(STDOUT_FILENO);
@@ -245,23 +295,7 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 		return EXIT_RUNTIME;
 	}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = top_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	if (tty_in && tcgetattr(STDIN_FILENO, &top_saved_tio) == 0) {
-		struct termios t = top_saved_tio;
-
-		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		t.c_cc[VMIN] = 0;
-		t.c_cc[VTIME] = 0;
-		if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0) {
-			top_tio_saved = 1;
-			atexit(top_restore_tty);
-		}
-	}
+	top_setup_terminal(tty_in);
 	if (tty_out)
 		fputs("\033[?25l", stdout); /* hide the cursor */
 
@@ -303,33 +337,7 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 		if (iterations && it + 1 >= iterations)
 			break;
 
-		/* wait for the next refresh, or a key */
-		{
-			struct timespec t0, t1;
-			double waited = 0;
-
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			while (!top_stop && waited < interval) {
-				double left = interval - waited;
-				struct timeval tv = { (time_t)left,
-						      (suseconds_t)((left - floor(left)) * 1e6) };
-				fd_set fds;
-				int r;
-
-				FD_ZERO(&fds);
-				if (tty_in)
-					FD_SET(STDIN_FILENO, &fds);
-				r = select(tty_in ? STDIN_FILENO + 1 : 0, &fds, NULL, NULL, &tv);
-				if (r > 0 && FD_ISSET(STDIN_FILENO, &fds)) {
-					char ch;
-					if (read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
-						top_stop = 1;
-				}
-				clock_gettime(CLOCK_MONOTONIC, &t1);
-				waited = (double)(t1.tv_sec - t0.tv_sec) +
-					 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-			}
-		}
+		top_wait(interval, tty_in);
 	}
 	if (tty_out)
 		fputs("\033[?25h", stdout);

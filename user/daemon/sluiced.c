@@ -80,6 +80,49 @@ static void drain(int fd)
 		;
 }
 
+/* The control loop: a tick every control_interval_ms; SIGHUP forces a reload, a change in
+ * the config's directory asks for one (applied at the next tick); SIGTERM/SIGINT end it. */
+static void run_loop(struct daemon *d, int sfd, int ifd)
+{
+	int running = 1, reload_pending = 0;
+	unsigned long long interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
+	unsigned long long next = monotonic_ns();
+
+	while (running) {
+		unsigned long long now = monotonic_ns();
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
+		int timeout = next > now ? (int)((next - now) / 1000000) : 0;
+
+		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP)
+					reload_pending = 2; /* forced */
+				else
+					running = 0;
+			}
+			if (ifd >= 0 && (pfd[1].revents & POLLIN)) {
+				drain(ifd);
+				if (!reload_pending)
+					reload_pending = 1;
+			}
+		}
+		now = monotonic_ns();
+		if (now < next)
+			continue;
+		if (reload_pending) {
+			daemon_reload(d, reload_pending == 2, now);
+			reload_pending = 0;
+			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
+		}
+		daemon_tick(d, now);
+		next += interval;
+		if (next < now)
+			next = now + interval; /* fell behind (suspend, stall): don't burst */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon d;
@@ -89,7 +132,7 @@ int main(int argc, char **argv)
 	const char *cfg_path = NULL, *pin_override = NULL;
 	char err[512];
 	sigset_t mask;
-	int sfd, ifd, running = 1, reload_pending = 0;
+	int sfd, ifd;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--check") && i + 1 < argc)
@@ -170,42 +213,7 @@ int main(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	ifd = watch_config_dir(cfg_path);
 
-	unsigned long long interval = (unsigned long long)d.cfg.control_interval_ms * 1000000ull;
-	unsigned long long next = monotonic_ns();
-
-	while (running) {
-		unsigned long long now = monotonic_ns();
-		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
-		int timeout = next > now ? (int)((next - now) / 1000000) : 0;
-
-		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP)
-					reload_pending = 2; /* forced */
-				else
-					running = 0;
-			}
-			if (ifd >= 0 && (pfd[1].revents & POLLIN)) {
-				drain(ifd);
-				if (!reload_pending)
-					reload_pending = 1;
-			}
-		}
-		now = monotonic_ns();
-		if (now < next)
-			continue;
-		if (reload_pending) {
-			daemon_reload(&d, reload_pending == 2, now);
-			reload_pending = 0;
-			interval = (unsigned long long)d.cfg.control_interval_ms * 1000000ull;
-		}
-		daemon_tick(&d, now);
-		next += interval;
-		if (next < now)
-			next = now + interval; /* fell behind (suspend, stall): don't burst */
-	}
+	run_loop(&d, sfd, ifd);
 
 	if (ms)
 		metrics_stop(ms);
