@@ -25,7 +25,8 @@ LIB_OBJS   := $(patsubst user/%.c,$(BUILD)/user/%.o,$(filter-out $(MAINS),$(USER
 LIB        := $(BUILD)/libsluice.a
 BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
 
-TOOL_BINS  := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+# Each tool is a folder tools/NAME/ of .c files built into $(BUILD)/tools/NAME.
+TOOL_BINS  := $(patsubst tools/%/main.c,$(BUILD)/tools/%,$(wildcard tools/*/main.c))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
@@ -65,9 +66,10 @@ $(BUILD)/sluicectl: $(BUILD)/user/cli/sluicectl.o $(LIB)
 $(BINS):
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
-$(BUILD)/tools/%: tools/%.c
+.SECONDEXPANSION:
+$(BUILD)/tools/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(filter %.c,$^) -lpthread -lm -o $@
 
 # ---- tests and benchmarks
 $(BUILD)/tests/%: tests/unit/%.c $(LIB)

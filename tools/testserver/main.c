@@ -14,76 +14,23 @@
 // a missing file means the command-line values. SIGUSR1 cycles normal -> slow -> failing.
 // SIGTERM/SIGINT: stop, join, print the JSON stats on stdout, exit 0.
 // See tools/README.md for usage.
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-#define MAX_LISTEN 16
-#define MAX_HEADER (16 * 1024)
-#define MAX_BODY (1024 * 1024)
-#define MAX_LINE (64 * 1024)
-
-enum { MODE_HTTP, MODE_TCP };
+#include "testserver.h"
 
 // ---------------------------------------------------------------- options and run-time mode
-static struct {
-	const char *listen[MAX_LISTEN];
-	int nlisten;
-	int workers;
-	double service_ms;
-	double slow_ms; // < 0: 10 x service_ms
-	double hold_ms;
-	double fail_rate;
-	int busy;
-	int mode;
-	int backlog;
-	const char *mode_file;
-	const char *stats_file;
-	int stats_interval_ms;
-	const char *port_file;
-	int quiet;
-} opt = { .workers = 4, .service_ms = 10, .slow_ms = -1, .mode = MODE_HTTP, .backlog = 1024,
+struct ts_opt opt = { .workers = 4, .service_ms = 10, .slow_ms = -1, .mode = MODE_HTTP, .backlog = 1024,
 	  .stats_interval_ms = 1000 };
 
 // Current behaviour, read by workers with relaxed atomics.
-static int64_t rt_service_us, rt_slow_us, rt_hold_us;
-static int64_t rt_fail_ppm; // probability of failing, parts per million
-static int rt_busy;
-static int sig_override; // SIGUSR1 cycle: 0 normal, 1 slow, 2 failing
+int64_t rt_service_us, rt_slow_us, rt_hold_us;
+int64_t rt_fail_ppm; // probability of failing, parts per million
+int rt_busy;
+int sig_override; // SIGUSR1 cycle: 0 normal, 1 slow, 2 failing
 
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-#define INC(x) __atomic_add_fetch(&(x), 1, __ATOMIC_RELAXED)
-#define DEC(x) __atomic_sub_fetch(&(x), 1, __ATOMIC_RELAXED)
 
 // ---------------------------------------------------------------- stats
-static struct {
-	uint64_t requests, r2xx, r4xx, r5xx, conns, conns_closed;
-	int64_t conns_open, max_conns_open, busy, max_busy, queued, max_queued;
-} st;
+struct ts_stats st;
 
-static void raise_max(int64_t *max, int64_t v)
+void raise_max(int64_t *max, int64_t v)
 {
 	int64_t cur = LOAD(*max);
 	while (v > cur && !__atomic_compare_exchange_n(max, &cur, v, false, __ATOMIC_RELAXED,
@@ -91,25 +38,24 @@ static void raise_max(int64_t *max, int64_t v)
 		;
 }
 
-static int stopping_flag;
-#define stopping LOAD(stopping_flag)
-static struct timespec t_start;
+int stopping_flag;
+struct timespec t_start;
 
-static double now_s(void)
+double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int64_t now_us(void)
+int64_t now_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void logmsg(const char *fmt, ...)
+void logmsg(const char *fmt, ...)
 {
 	if (opt.quiet)
 		return;
@@ -121,7 +67,7 @@ static void logmsg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -132,7 +78,7 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
-static int stats_json(char *buf, size_t n)
+int stats_json(char *buf, size_t n)
 {
 	double up = now_s() - (t_start.tv_sec + t_start.tv_nsec / 1e9);
 	return snprintf(buf, n,
@@ -150,7 +96,7 @@ static int stats_json(char *buf, size_t n)
 			LOAD(rt_fail_ppm) / 1e6);
 }
 
-static void write_stats_file(void)
+void write_stats_file(void)
 {
 	if (!opt.stats_file)
 		return;
@@ -168,7 +114,7 @@ static void write_stats_file(void)
 }
 
 // ---------------------------------------------------------------- run-time mode
-static void apply_mode(double service_ms, double slow_ms, double fail_rate, double hold_ms,
+void apply_mode(double service_ms, double slow_ms, double fail_rate, double hold_ms,
 		       int busy)
 {
 	int ov = LOAD(sig_override);
@@ -188,7 +134,7 @@ static void apply_mode(double service_ms, double slow_ms, double fail_rate, doub
 }
 
 // Re-reads the mode file; logs when the effective values change.
-static void poll_mode_file(void)
+void poll_mode_file(void)
 {
 	double service_ms = opt.service_ms, slow_ms = opt.slow_ms, fail_rate = opt.fail_rate;
 	double hold_ms = opt.hold_ms;
@@ -251,7 +197,7 @@ static void poll_mode_file(void)
 // ---------------------------------------------------------------- helpers
 static __thread uint64_t rng_state;
 
-static double rnd01(void)
+double rnd01(void)
 {
 	if (!rng_state)
 		rng_state = (uint64_t)now_us() ^ ((uint64_t)pthread_self() << 1) ^ 0x9e3779b97f4a7c15ULL;
@@ -261,7 +207,7 @@ static double rnd01(void)
 	return (rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static bool should_fail(void)
+bool should_fail(void)
 {
 	int64_t ppm = LOAD(rt_fail_ppm);
 	return ppm > 0 && (ppm >= 1000000 || rnd01() * 1e6 < (double)ppm);
@@ -269,7 +215,7 @@ static bool should_fail(void)
 
 // Models the work of a request: sleep (a downstream wait) or spin the CPU. Interruptible by
 // shutdown. Returns false when stopping.
-static bool do_work(int64_t us)
+bool do_work(int64_t us)
 {
 	int64_t end = now_us() + us;
 	bool busy = LOAD(rt_busy);
@@ -289,7 +235,7 @@ static bool do_work(int64_t us)
 }
 
 // Writes all of buf on a nonblocking socket; false on error or shutdown.
-static bool send_all(int fd, const char *buf, size_t len)
+bool send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
@@ -312,7 +258,7 @@ static bool send_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
-static int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[256];
 	const char *port;
@@ -348,7 +294,7 @@ static int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t 
 	return 0;
 }
 
-static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
+void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
 {
 	char h[INET6_ADDRSTRLEN + 8] = "?";
 	int port = 0;
@@ -366,9 +312,9 @@ static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
 }
 
 // ---------------------------------------------------------------- listeners
-static int lfds[MAX_LISTEN];
+int lfds[MAX_LISTEN];
 
-static void open_listeners(void)
+void open_listeners(void)
 {
 	FILE *pf = NULL;
 	if (opt.port_file && !(pf = fopen(opt.port_file, "w")))
@@ -407,19 +353,19 @@ static void open_listeners(void)
 		fclose(pf);
 }
 
-static void conn_opened(void)
+void conn_opened(void)
 {
 	INC(st.conns);
 	raise_max(&st.max_conns_open, INC(st.conns_open));
 }
 
-static void conn_closed(void)
+void conn_closed(void)
 {
 	DEC(st.conns_open);
 	INC(st.conns_closed);
 }
 
-static void count_status(int code)
+void count_status(int code)
 {
 	INC(st.requests);
 	if (code >= 200 && code < 300)
@@ -430,348 +376,8 @@ static void count_status(int code)
 		INC(st.r5xx);
 }
 
-// ---------------------------------------------------------------- http mode
-struct conn {
-	int fd;
-	char *buf;
-	size_t len, cap;
-	// the parsed request at the head of buf
-	size_t req_len; // header + body bytes
-	char path[256];
-	bool keep_alive, bad, peer_closed;
-	int handoff; // release/acquire pair for the worker -> I/O thread hand-over via epoll
-	struct conn *qnext;		  // work queue
-	struct conn *all_prev, *all_next; // registry of open connections
-};
-
-static int epfd, wakefd;
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static struct conn *q_head, *q_tail;
-static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct conn *all_head;
-
-static void enqueue(struct conn *c)
-{
-	pthread_mutex_lock(&q_mu);
-	c->qnext = NULL;
-	if (q_tail)
-		q_tail->qnext = c;
-	else
-		q_head = c;
-	q_tail = c;
-	raise_max(&st.max_queued, INC(st.queued));
-	pthread_cond_signal(&q_cv);
-	pthread_mutex_unlock(&q_mu);
-}
-
-static void conn_free(struct conn *c)
-{
-	pthread_mutex_lock(&all_mu);
-	if (c->all_prev)
-		c->all_prev->all_next = c->all_next;
-	else
-		all_head = c->all_next;
-	if (c->all_next)
-		c->all_next->all_prev = c->all_prev;
-	pthread_mutex_unlock(&all_mu);
-	close(c->fd);
-	free(c->buf);
-	free(c);
-	conn_closed();
-}
-
-static void conn_rearm(struct conn *c)
-{
-	// the kernel orders epoll_ctl before the next epoll_wait event; this makes the
-	// hand-over visible to the C memory model (and to thread sanitizers) too
-	// (nothing of c may be read after the store: the I/O thread may own it already)
-	int fd = c->fd;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
-	__atomic_store_n(&c->handoff, 1, __ATOMIC_RELEASE);
-	if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
-		conn_free(c); // not armed: still ours
-}
-
-static bool hdr_is(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
-{
-	size_t k = strlen(name);
-	if (n <= k || strncasecmp(line, name, k) || line[k] != ':')
-		return false;
-	const char *v = line + k + 1, *e = line + n;
-	while (v < e && (*v == ' ' || *v == '\t'))
-		v++;
-	while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-		e--;
-	*val = v;
-	*vlen = (size_t)(e - v);
-	return true;
-}
-
-// Returns 1 when a complete request (or a bad one, c->bad) heads the buffer, 0 when more bytes
-// are needed.
-static int http_parse(struct conn *c)
-{
-	char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
-	if (!end) {
-		if (c->len > MAX_HEADER)
-			c->bad = true;
-		// A first line that can't be HTTP can be refused before the headers end.
-		char *nl = memchr(c->buf, '\n', c->len);
-		if (nl && (nl - c->buf < 10 || memcmp(nl - 9, "HTTP/1.", 7)))
-			c->bad = true;
-		return c->bad;
-	}
-	size_t hlen = (size_t)(end - c->buf) + 4;
-	c->bad = false;
-	c->keep_alive = true;
-	c->path[0] = 0;
-	// request line: METHOD SP TARGET SP HTTP/1.x CRLF
-	char *p = c->buf, *le = memchr(p, '\r', hlen);
-	char *sp1 = memchr(p, ' ', (size_t)(le - p));
-	char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(le - sp1 - 1)) : NULL;
-	if (!sp1 || !sp2 || sp1 == p || sp2 == sp1 + 1 || le - sp2 != 9 ||
-	    memcmp(sp2 + 1, "HTTP/1.", 7) || (sp2[8] != '0' && sp2[8] != '1')) {
-		c->bad = true;
-		return 1;
-	}
-	for (char *m = p; m < sp1; m++)
-		if (*m < 'A' || *m > 'Z') {
-			c->bad = true;
-			return 1;
-		}
-	size_t plen = (size_t)(sp2 - sp1 - 1);
-	if (plen >= sizeof c->path)
-		plen = sizeof c->path - 1;
-	memcpy(c->path, sp1 + 1, plen);
-	c->path[plen] = 0;
-	if (sp2[8] == '0')
-		c->keep_alive = false;
-	size_t clen = 0;
-	for (char *l = le + 2; l < c->buf + hlen - 2;) {
-		char *e2 = memmem(l, (size_t)(c->buf + hlen - l), "\r\n", 2);
-		size_t n = (size_t)(e2 - l);
-		const char *v;
-		size_t vl;
-		if (hdr_is(l, n, "Content-Length", &v, &vl)) {
-			char tmp[24];
-			if (vl == 0 || vl >= sizeof tmp) {
-				c->bad = true;
-				return 1;
-			}
-			memcpy(tmp, v, vl);
-			tmp[vl] = 0;
-			char *ep;
-			unsigned long long x = strtoull(tmp, &ep, 10);
-			if (*ep || tmp[0] == '-' || x > MAX_BODY) {
-				c->bad = true;
-				return 1;
-			}
-			clen = (size_t)x;
-		} else if (hdr_is(l, n, "Connection", &v, &vl)) {
-			if (memmem(v, vl, "close", 5) || memmem(v, vl, "Close", 5))
-				c->keep_alive = false;
-			else if (sp2[8] == '0' && (memmem(v, vl, "keep-alive", 10) ||
-						   memmem(v, vl, "Keep-Alive", 10)))
-				c->keep_alive = true;
-		} else if (hdr_is(l, n, "Transfer-Encoding", &v, &vl)) {
-			c->bad = true; // chunked request bodies are not supported
-			return 1;
-		}
-		l = e2 + 2;
-	}
-	if (c->len < hlen + clen)
-		return 0;
-	c->req_len = hlen + clen;
-	return 1;
-}
-
-static const char *reason(int code)
-{
-	switch (code) {
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Status";
-	}
-}
-
-static void http_serve(struct conn *c)
-{
-	int code = 200;
-	bool close_after = !c->keep_alive || c->peer_closed;
-	if (c->bad) {
-		code = 400;
-		close_after = true;
-	} else {
-		int64_t us = LOAD(rt_service_us);
-		if (!strncmp(c->path, "/slow", 5))
-			us = LOAD(rt_slow_us);
-		if (!strncmp(c->path, "/status/", 8)) {
-			int s = atoi(c->path + 8);
-			if (s >= 200 && s <= 599)
-				code = s;
-		}
-		if (should_fail())
-			code = 500;
-		if (!do_work(us)) {
-			conn_free(c);
-			return;
-		}
-	}
-	char resp[512];
-	const char *body = code == 200 ? "ok\n" : code == 400 ? "bad request\n" : "error\n";
-	int n = snprintf(resp, sizeof resp,
-			 "HTTP/1.1 %d %s\r\nServer: sluice-testserver\r\nContent-Type: text/plain\r\n"
-			 "Content-Length: %zu\r\n%s\r\n%s",
-			 code, reason(code), strlen(body),
-			 close_after ? "Connection: close\r\n" : "", body);
-	bool ok = send_all(c->fd, resp, (size_t)n);
-	count_status(code);
-	if (!ok || close_after) {
-		if (ok)
-			shutdown(c->fd, SHUT_WR);
-		conn_free(c);
-		return;
-	}
-	memmove(c->buf, c->buf + c->req_len, c->len - c->req_len);
-	c->len -= c->req_len;
-	c->req_len = 0;
-	if (c->len && http_parse(c))
-		enqueue(c); // pipelined request: to the tail of the queue, fairly
-	else
-		conn_rearm(c);
-}
-
-static void *http_worker(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		pthread_mutex_lock(&q_mu);
-		while (!q_head && !stopping)
-			pthread_cond_wait(&q_cv, &q_mu);
-		if (stopping) {
-			pthread_mutex_unlock(&q_mu);
-			return NULL;
-		}
-		struct conn *c = q_head;
-		q_head = c->qnext;
-		if (!q_head)
-			q_tail = NULL;
-		DEC(st.queued);
-		pthread_mutex_unlock(&q_mu);
-		raise_max(&st.max_busy, INC(st.busy));
-		http_serve(c);
-		DEC(st.busy);
-	}
-}
-
-// Reads what is there; then either queues the connection to the workers (a complete request)
-// or re-arms it.
-static void http_readable(struct conn *c)
-{
-	(void)__atomic_load_n(&c->handoff, __ATOMIC_ACQUIRE);
-	for (;;) {
-		if (c->cap - c->len < 4096) {
-			size_t ncap = c->cap ? c->cap * 2 : 8192;
-			if (ncap > MAX_HEADER + MAX_BODY + 8192) {
-				c->bad = true;
-				break;
-			}
-			char *nb = realloc(c->buf, ncap);
-			if (!nb) {
-				conn_free(c);
-				return;
-			}
-			c->buf = nb;
-			c->cap = ncap;
-		}
-		ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-		if (n > 0) {
-			c->len += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		// EOF or error: serve a complete request already read (half-close), else close
-		if (n == 0 && c->len && http_parse(c) && !c->bad) {
-			c->peer_closed = true;
-			enqueue(c);
-		} else {
-			conn_free(c);
-		}
-		return;
-	}
-	if (c->bad || (c->len && http_parse(c)))
-		enqueue(c);
-	else
-		conn_rearm(c);
-}
-
-static void http_accept(int lfd)
-{
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE)
-				logmsg("accept: %s", strerror(errno));
-			return;
-		}
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		struct conn *c = calloc(1, sizeof *c);
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		conn_opened();
-		pthread_mutex_lock(&all_mu);
-		c->all_next = all_head;
-		if (all_head)
-			all_head->all_prev = c;
-		all_head = c;
-		pthread_mutex_unlock(&all_mu);
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-			conn_free(c);
-	}
-}
-
-static int lfd_marker[MAX_LISTEN]; // epoll data for listeners: &lfd_marker[i]
-
-static void *http_io(void *arg)
-{
-	(void)arg;
-	struct epoll_event evs[256];
-	while (!stopping) {
-		int n = epoll_wait(epfd, evs, 256, 200);
-		for (int i = 0; i < n && !stopping; i++) {
-			void *p = evs[i].data.ptr;
-			if (p == &wakefd)
-				continue;
-			if (p >= (void *)lfd_marker && p < (void *)(lfd_marker + MAX_LISTEN)) {
-				http_accept(lfds[(int *)p - lfd_marker]);
-				continue;
-			}
-			http_readable(p);
-		}
-	}
-	return NULL;
-}
-
 // ---------------------------------------------------------------- tcp mode
-static void tcp_serve(int fd)
+void tcp_serve(int fd)
 {
 	char *buf = malloc(MAX_LINE);
 	size_t len = 0;
@@ -814,7 +420,7 @@ static void tcp_serve(int fd)
 	conn_closed();
 }
 
-static void *tcp_worker(void *arg)
+void *tcp_worker(void *arg)
 {
 	(void)arg;
 	struct pollfd p[MAX_LISTEN];
