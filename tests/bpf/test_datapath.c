@@ -15,6 +15,7 @@
 #include "pktbuild.h"
 #include "config.h"
 #include "verdict.h"
+#include "daemon.h"
 
 #define SERVER4 "198.18.0.1"
 #define SERVER6 "2001:db8::1"
@@ -514,25 +515,94 @@ static void test_gc_reclaims_silent_flows(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+/* Flow stamps come from bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC: time since boot. The GC
+ * tests place every stamp relative to the clock as the programs read it now, never at an
+ * absolute value, so they hold on a host booted a minute ago as on one up for weeks. */
+#define S_NS 1000000000ull
+#define IDLE_NS (600 * S_NS)
+#define SYN_NS (30 * S_NS)
+
+static void put_flow(struct fixture *f, uint32_t id, uint8_t state, unsigned long long admitted_ns,
+		     unsigned long long last_seen_ns, uint8_t tracked)
+{
+	struct sluice_flow_key k = { .client_port = htons((uint16_t)id), .service_port = htons(5432) };
+	struct sluice_flow v = { .svc = (uint16_t)f->idx[0], .state = state, .class = 0,
+				 .admitted_ns = admitted_ns, .last_seen_ns = last_seen_ns,
+				 .tracked_inflight = tracked };
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	memcpy(k.client_addr + 12, &id, sizeof(id));
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_NOEXIST), 0);
+}
+
 static void test_walks_thousands_of_flows(void **state)
 {
 	struct fixture *f = *state;
 	int per[SLUICE_MAX_SERVICES];
+	unsigned long long t0 = monotonic_ns(), gc_at = t0 + IDLE_NS + S_NS;
 
-	/* More flows than one batch (1024): count and GC see every one. */
-	for (uint32_t i = 0; i < 3000; i++) {
-		struct sluice_flow_key k = { .client_port = (uint16_t)i, .service_port = htons(5432) };
-		struct sluice_flow v = { .svc = (uint16_t)f->idx[0], .state = SLUICE_FLOW_OPEN,
-					 .last_seen_ns = 1, .admitted_ns = 1 };
-		memcpy(k.client_addr, &i, sizeof(i));
-		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_NOEXIST), 0);
-	}
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3000);
-	assert_int_equal(per[f->idx[0]], 3000);
-	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
-				       NULL, NULL), 3000);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 0);
+	/* More flows than one batch (1024): count and GC see every one. 3000 fall silent at
+	 * t0; 500 are still talking when the GC runs an idle timeout and a second later. */
+	for (uint32_t i = 0; i < 3500; i++)
+		put_flow(f, i, SLUICE_FLOW_OPEN, t0, i < 3000 ? t0 : gc_at - S_NS, 0);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3500);
+	assert_int_equal(per[f->idx[0]], 3500);
+	/* At t0 nothing is idle, not even on a host whose clock is younger than the timeout. */
+	assert_int_equal(maps_gc_flows(&f->m, t0, SYN_NS, IDLE_NS, NULL, NULL), 0);
+	assert_int_equal(maps_gc_flows(&f->m, gc_at, SYN_NS, IDLE_NS, NULL, NULL), 3000);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 500);
 	assert_int_equal(inflight_total(f, 0), 0); /* untracked entries released nothing */
+}
+
+/* sluiced's own tick (GC included) with a clock younger than the idle timeout, as on a host
+ * that booted seconds ago: quiet flows are kept until their timeout has really passed, none
+ * is reclaimed because "now - timeout" would be negative, and in-flight never goes below 0. */
+static void test_daemon_gc_on_young_clock(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char err[256], dir[] = "/tmp/sluice-test-gc.XXXXXX", rm[64];
+	struct sluice_inflight in = { .total = 4, .cls = { 4 } };
+	__u32 k = (__u32)f->idx[0];
+	int per[SLUICE_MAX_SERVICES];
+
+	assert_non_null(mkdtemp(dir));
+	memset(&d, 0, sizeof(d));
+	d.cfg = f->cfg;
+	assert_int_equal(d.cfg.flow_idle_timeout_s, 600);
+	assert_int_equal(d.cfg.syn_timeout_s, 30);
+	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
+	d.m = f->m;
+	d.events = fopen("/dev/null", "w");
+	assert_non_null(d.events);
+	assert_int_equal(daemon_init(&d, 2 * S_NS, err, sizeof(err)), 0);
+
+	/* Four connections holding four slots, stamped on a clock that started 2 s ago. */
+	put_flow(f, 1, SLUICE_FLOW_OPEN, 1, 1, 1);                 /* seen at boot */
+	put_flow(f, 2, SLUICE_FLOW_OPEN, S_NS, 4 * S_NS, 1);       /* seen at 4 s */
+	put_flow(f, 3, SLUICE_FLOW_SYN, 3 * S_NS, 3 * S_NS, 1);    /* handshake since 3 s */
+	put_flow(f, 4, SLUICE_FLOW_OPEN, S_NS, 20 * S_NS + 5, 1);  /* stamped just after the tick read its clock */
+	assert_int_equal(bpf_map_update_elem(f->m.inflight, &k, &in, BPF_ANY), 0);
+
+	daemon_tick(&d, 20 * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 4);
+	assert_int_equal(inflight_total(f, 0), 4);
+	/* 34 s: only the handshake that never completed (31 s old, SYN timeout 30 s) goes. */
+	daemon_tick(&d, 34 * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3);
+	assert_int_equal(inflight_total(f, 0), 3);
+	/* 603 s: silent since boot (603 s) goes; silent since 4 s (599 s) stays. */
+	daemon_tick(&d, 603 * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 2);
+	assert_int_equal(inflight_total(f, 0), 2);
+	/* 605 s: the one silent since 4 s goes; the one stamped at 20 s stays. */
+	daemon_tick(&d, 605 * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 1);
+	assert_int_equal(inflight_total(f, 0), 1);
+
+	fclose(d.events);
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+	assert_int_equal(system(rm), 0);
 }
 
 int main(void)
@@ -555,6 +625,7 @@ int main(void)
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_gc_on_young_clock, setup, harness_teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */
