@@ -40,7 +40,7 @@ deps:
 deps-check:
 	@tools/install-deps.sh --quiet
 
-$(BUILD) $(BUILD)/user $(BUILD)/tests $(BUILD)/tools:
+$(BUILD) $(BUILD)/user $(BUILD)/tests $(BUILD)/tools $(BUILD)/bench:
 	@mkdir -p $@
 
 $(BUILD)/vmlinux.h: | $(BUILD)
@@ -80,13 +80,26 @@ $(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c | $(BUILD)/tests
 
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
 
-test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS)
+# Benchmark programs (tools/bench.sh runs them), built by `make test` too so they cannot rot.
+# bench_tick compiles the controller's sources into itself: no library.
+BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/empty_xdp.bpf.o
+
+$(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c | $(BUILD)/bench
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(wildcard tests/bpf/*.h) $(LIB) $(SKELS) | $(BUILD)/bench
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+$(BUILD)/bench/bench_tick: tests/bench/bench_tick.c $(wildcard user/*.c user/*.h) | $(BUILD)/bench
+	$(CC) $(CFLAGS) $< -lm -o $@
+
+test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 	@tests/run.sh $(BUILD)
 
 demo: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
 	@tools/demo.sh $(BUILD)
 
-bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS) $(E2E_OBJS)
+bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 	@tools/bench.sh $(BUILD)
 
 clean:
