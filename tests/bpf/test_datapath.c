@@ -836,6 +836,16 @@ static void test_walks_thousands_of_flows(void **state)
 	assert_int_equal(inflight_total(f, 0), 0); /* untracked entries released nothing */
 }
 
+/* One sluiced tick at now_s, then the flows left; each of the test's flows holds one slot. */
+static void tick_leaves(struct daemon *d, struct fixture *f, unsigned long long now_s, int flows)
+{
+	int per[SLUICE_MAX_SERVICES];
+
+	daemon_tick(d, now_s * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), flows);
+	assert_int_equal(inflight_total(f, 0), flows);
+}
+
 /* sluiced's own tick (GC included) with a clock younger than the idle timeout, as on a host
  * that booted seconds ago: quiet flows are kept until their timeout has really passed, none
  * is reclaimed because "now - timeout" would be negative, and in-flight never goes below 0. */
@@ -846,7 +856,6 @@ static void test_daemon_gc_on_young_clock(void **state)
 	char err[256], dir[] = "/tmp/sluice-test-gc.XXXXXX", rm[64];
 	struct sluice_inflight in = { .total = 4, .cls = { 4 } };
 	__u32 k = (__u32)f->idx[0];
-	int per[SLUICE_MAX_SERVICES];
 
 	assert_non_null(mkdtemp(dir));
 	memset(&d, 0, sizeof(d));
@@ -866,21 +875,13 @@ static void test_daemon_gc_on_young_clock(void **state)
 	put_flow(f, 4, SLUICE_FLOW_OPEN, S_NS, 20 * S_NS + 5, 1);  /* stamped just after the tick read its clock */
 	assert_int_equal(bpf_map_update_elem(f->m.inflight, &k, &in, BPF_ANY), 0);
 
-	daemon_tick(&d, 20 * S_NS);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 4);
-	assert_int_equal(inflight_total(f, 0), 4);
+	tick_leaves(&d, f, 20, 4);
 	/* 34 s: only the handshake that never completed (31 s old, SYN timeout 30 s) goes. */
-	daemon_tick(&d, 34 * S_NS);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3);
-	assert_int_equal(inflight_total(f, 0), 3);
+	tick_leaves(&d, f, 34, 3);
 	/* 603 s: silent since boot (603 s) goes; silent since 4 s (599 s) stays. */
-	daemon_tick(&d, 603 * S_NS);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 2);
-	assert_int_equal(inflight_total(f, 0), 2);
+	tick_leaves(&d, f, 603, 2);
 	/* 605 s: the one silent since 4 s goes; the one stamped at 20 s stays. */
-	daemon_tick(&d, 605 * S_NS);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 1);
-	assert_int_equal(inflight_total(f, 0), 1);
+	tick_leaves(&d, f, 605, 1);
 
 	fclose(d.events);
 	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);

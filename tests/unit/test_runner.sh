@@ -1,26 +1,13 @@
 #!/bin/bash
 # tests/run.sh counted against fake suites: each case writes one suite's output (and exit
 # code), runs run.sh on it alone, and checks run.sh's closing line, its exit status and the
-# line that explains a failure. Speaks TAP. Everything lives in a mktemp directory.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-TMP=$(mktemp -d /tmp/sluice-test-runner.XXXXXX) || exit 1
+# line that explains a failure. Speaks TAP (ok/finish of tests/e2e/lib.sh; no namespaces are
+# set up). Everything lives in lib.sh's mktemp directory, removed on exit.
+TAG=runner
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/../e2e/lib.sh" || exit 1
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
-
-N=0
-FAILED=0
-ok() { # ok STATUS DESCRIPTION [DIAGNOSTIC...]
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $N - $2"
-	else
-		echo "not ok $N - $2"
-		FAILED=$((FAILED + 1))
-		shift 2
-		for d in "$@"; do printf '%s\n' "$d" | sed 's/^/#   /'; done
-	fi
-}
 
 # case DESCRIPTION EXPECTED_CLOSING_LINE EXPECTED_RC EXPECTED_TEXT SUITE_EXIT OUTPUT
 # EXPECTED_TEXT ("" for none) must appear in run.sh's output; OUTPUT is the fake suite's.
@@ -34,7 +21,8 @@ case_() {
 	last=$(tail -n1 <<<"$out")
 	[ "$last" = "$want" ] && [ "$rc" -eq "$want_rc" ] &&
 		{ [ -z "$text" ] || grep -qF -- "$text" <<<"$out"; }
-	ok $? "$desc" "want '$want' rc $want_rc${text:+ and '$text'}, got '$last' rc $rc" "$out"
+	ok $? "$desc" "want '$want' rc $want_rc${text:+ and '$text'}, got '$last' rc $rc" \
+		"$(sed 's/^/  /' <<<"$out")"
 }
 
 case_ "plan first, all pass" "2 passed, 0 failed, 0 skipped" 0 "" 0 \
@@ -79,7 +67,6 @@ chmod +x "$dir/build/tests/test_crash"
 out=$(TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
 [ "$(tail -n1 <<<"$out")" = "1 passed, 1 failed, 0 skipped" ] && [ "$rc" -ne 0 ] &&
 	grep -q "test_crash exited 139 without reporting a failure" <<<"$out"
-ok $? "an executable suite killed by SIGSEGV is a failure" "rc $rc" "$out"
+ok $? "an executable suite killed by SIGSEGV is a failure" "rc $rc" "$(sed 's/^/  /' <<<"$out")"
 
-echo "1..$N"
-[ "$FAILED" -eq 0 ]
+finish
