@@ -107,6 +107,8 @@ struct run {
 	int ret;
 	uint8_t out[1024];
 	uint32_t out_len;
+	uint8_t in[1024];                /* the frame as it went in, for harness_unchanged() */
+	uint32_t in_len;
 };
 
 static inline struct run harness_run(int prog_fd, const uint8_t *frame, size_t len,
@@ -117,10 +119,31 @@ static inline struct run harness_run(int prog_fd, const uint8_t *frame, size_t l
 		    .data_out = r.out, .data_size_out = sizeof(r.out), .repeat = 1,
 		    .ctx_in = ctx, .ctx_size_in = ctx ? sizeof(*ctx) : 0);
 
+	r.in_len = (uint32_t)len;
+	memcpy(r.in, frame, len < sizeof(r.in) ? len : sizeof(r.in));
 	r.err = bpf_prog_test_run_opts(prog_fd, &o);
 	r.ret = (int)o.retval;
 	r.out_len = o.data_size_out;
 	return r;
+}
+
+/* 1 when the program handed the frame on exactly as it came in: same length, every byte
+ * the same (a packet sluice admits or leaves alone is never altered). Otherwise 0, with the
+ * first difference on stderr. */
+static inline int harness_unchanged(const struct run *r)
+{
+	if (r->in_len > sizeof(r->in) || r->out_len != r->in_len) {
+		fprintf(stderr, "packet out is %u bytes, packet in was %u\n", r->out_len, r->in_len);
+		return 0;
+	}
+	for (uint32_t i = 0; i < r->in_len; i++) {
+		if (r->out[i] != r->in[i]) {
+			fprintf(stderr, "packet out differs from packet in at byte %u: 0x%02x, was 0x%02x\n",
+				i, r->out[i], r->in[i]);
+			return 0;
+		}
+	}
+	return 1;
 }
 
 #endif

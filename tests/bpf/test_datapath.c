@@ -16,6 +16,8 @@
 #include "pktbuild.h"
 #include "common/config.h"
 #include "control/verdict.h"
+#include "daemon/daemon.h"
+#include "common/rng.h"
 
 #define SERVER4 "198.18.0.1"
 #define SERVER6 "2001:db8::1"
@@ -76,16 +78,27 @@ static struct run run_prog(int prog_fd, const uint8_t *frame, size_t len)
 	return r;
 }
 
+/* Every frame XDP passes (admitted SYNs, FIN/RST, packets inside a flow, anything not for a
+ * service) must come out exactly as it went in: checked here, for every test. */
 static struct run xdp(struct fixture *f, const struct pkt_spec *s)
 {
 	uint8_t buf[512];
-	return run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, build_pkt(buf, s));
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, build_pkt(buf, s));
+
+	if (r.ret == XDP_PASS)
+		assert_true(harness_unchanged(&r));
+	return r;
 }
 
+/* TC egress never acts on a packet: every one comes out as it went in. */
 static struct run tc_egress(struct fixture *f, const struct pkt_spec *s)
 {
 	uint8_t buf[512];
-	return run_prog(bpf_program__fd(f->skel->progs.sluice_tc_egress), buf, build_pkt(buf, s));
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_tc_egress), buf, build_pkt(buf, s));
+
+	assert_int_equal(r.ret, TC_ACT_OK);
+	assert_true(harness_unchanged(&r));
+	return r;
 }
 
 static struct pkt_spec syn4(const char *src, uint16_t sport, uint16_t dport)
@@ -122,25 +135,21 @@ static void test_non_service_passes_untouched(void **state)
 {
 	struct fixture *f = *state;
 	struct pkt_spec s = syn4("198.18.1.2", 40000, 80);
-	uint8_t in[512];
-	size_t len = build_pkt(in, &s);
-	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), in, len);
+	struct run r = xdp(f, &s);
 
 	assert_int_equal(r.ret, XDP_PASS);
-	assert_int_equal(r.out_len, len);
-	assert_memory_equal(r.out, in, len);
+	assert_true(harness_unchanged(&r));
 	assert_int_equal(pstats(f).service, 0);
 	assert_int_equal(pstats(f).malformed, 0);
 }
 
-static void test_truncated_and_garbage_pass_and_count(void **state)
+static void test_truncated_and_bad_headers_pass_unchanged(void **state)
 {
 	struct fixture *f = *state;
 	struct pkt_spec s = syn4("198.18.1.2", 40000, 5432);
-	uint8_t full[512], junk[512];
+	uint8_t full[512];
 	size_t len = build_pkt(full, &s);
 	int xdp_fd = bpf_program__fd(f->skel->progs.sluice_xdp_ingress);
-	int tc_fd = bpf_program__fd(f->skel->progs.sluice_tc_egress);
 	unsigned long long malformed = 0;
 
 	/* Every truncation of a service SYN between a full Ethernet header and the end of
@@ -148,51 +157,310 @@ static void test_truncated_and_garbage_pass_and_count(void **state)
 	for (size_t cut = 15; cut < 14 + 20 + 20; cut++) {
 		struct run r = run_prog(xdp_fd, full, cut);
 		assert_int_equal(r.ret, XDP_PASS);
+		assert_true(harness_unchanged(&r));
 		malformed++;
 	}
 	/* Bad IHL, bad doff, wrong IP version. */
-	uint8_t bad[512];
-	memcpy(bad, full, len);
-	bad[14] = 0x43; /* ihl 3 */
-	assert_int_equal(run_prog(xdp_fd, bad, len).ret, XDP_PASS);
-	memcpy(bad, full, len);
-	bad[14 + 20 + 12] = 0x20; /* doff 2 */
-	assert_int_equal(run_prog(xdp_fd, bad, len).ret, XDP_PASS);
-	memcpy(bad, full, len);
-	bad[14] = 0x65; /* version 6 in an IPv4 ethertype */
-	assert_int_equal(run_prog(xdp_fd, bad, len).ret, XDP_PASS);
-	malformed += 3;
+	static const struct { size_t at; uint8_t val; } bads[] = {
+		{ 14, 0x43 },           /* ihl 3 */
+		{ 14 + 20 + 12, 0x20 }, /* doff 2 */
+		{ 14, 0x65 },           /* version 6 in an IPv4 ethertype */
+	};
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		uint8_t bad[512];
+		memcpy(bad, full, len);
+		bad[bads[i].at] = bads[i].val;
+		struct run r = run_prog(xdp_fd, bad, len);
+		assert_int_equal(r.ret, XDP_PASS);
+		assert_true(harness_unchanged(&r));
+		malformed++;
+	}
 	assert_int_equal(pstats(f).malformed, malformed);
 
-	/* Garbage: random bytes with IPv4 and IPv6 ethertypes, through XDP and TC. */
-	srand(7);
-	for (int i = 0; i < 500; i++) {
-		size_t n = 14 + (size_t)(rand() % 120);
-		for (size_t j = 0; j < n; j++)
-			junk[j] = (uint8_t)rand();
-		junk[12] = 0x08;
-		junk[13] = i & 1 ? 0x00 : 0xdd;
-		if (i & 1)
-			junk[12] = 0x86, junk[13] = 0xdd;
-		int rx = run_prog(xdp_fd, junk, n).ret;
-		assert_true(rx == XDP_PASS || rx == XDP_TX || rx == XDP_DROP);
-		/* BPF_PROG_TEST_RUN itself refuses skbs too short for the IP header they claim
-		 * (EINVAL before our program runs); every frame it accepts must pass. */
-		uint8_t out[512];
-		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = junk, .data_size_in = (uint32_t)n,
-			    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
-		int err = bpf_prog_test_run_opts(tc_fd, &o);
-		if (err == -EINVAL && n < 14 + 40)
-			continue;
-		assert_int_equal(err, 0);
-		assert_int_equal(o.retval, TC_ACT_OK);
+}
+
+/* ---- fuzz ---- */
+
+/* Random frames in classes whose verdict is known exactly: random bytes behind an IPv4, IPv6
+ * or 802.1Q ethertype; well-formed TCP with random IP and TCP fields to a port that is no
+ * service; non-TCP and non-first fragments; malformed headers; service segments that are not
+ * a SYN; SYN-ACKs; and service SYNs with random fields while the verdict admits everything,
+ * then while it refuses everything. Each frame also goes through both TC programs, which
+ * never alter it. A fixed seed (SLUICE_FUZZ_SEED overrides it), printed, replays a failure. */
+enum fuzz_class {
+	FZ_RANDOM, FZ_OTHER_PORT, FZ_NOT_TCP, FZ_MALFORMED, FZ_NO_SYN, FZ_SYN_ACK,
+	FZ_SYN_ADMITTED, FZ_SYN_REFUSED, FZ_CLASSES
+};
+static const char *const fuzz_names[FZ_CLASSES] = {
+	"random bytes", "other port", "not tcp", "malformed", "no syn", "syn-ack",
+	"syn admitted", "syn refused"
+};
+
+static uint64_t fz_rng;
+static uint32_t fz(uint32_t n) { return (uint32_t)(sluice_rng_next(&fz_rng) >> 32) % n; }
+
+static void fz_bytes(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)fz(256);
+}
+
+static int is_service_port(uint16_t port)
+{
+	return port == 5432 || port == 6000 || port == 7000 || port == 7001;
+}
+
+/* Where build_pkt put the headers of a frame. */
+struct fz_frame {
+	uint8_t b[512];
+	size_t len, l3, l4;
+	int v6;
+};
+
+/* A well-formed TCP frame (v4 or v6, tagged or not) with random addresses, DSCP, ports, seq,
+ * ack, options and payload; then random IP id/TTL/flow label, TCP window, urgent pointer and
+ * flags as the class allows. */
+static void fz_tcp(struct fz_frame *fr, uint16_t dport, int syn, int ack)
+{
+	uint8_t payload[200], a6[2][16], a4[2][4];
+	char src[64], dst[64];
+	struct pkt_spec s = { .v6 = (int)fz(2), .vlan = fz(3) ? 0 : 1 + (int)fz(4094),
+			      .sport = (uint16_t)(1 + fz(65535)), .dport = dport,
+			      .seq = (uint32_t)sluice_rng_next(&fz_rng), .ack = (uint32_t)sluice_rng_next(&fz_rng),
+			      .syn = syn, .ackf = ack, .dscp = (uint8_t)fz(64),
+			      .tcp_opts = 4 * (int)fz(11), .payload = payload, .payload_len = fz(4) ? 0 : fz(200) };
+
+	fz_bytes(payload, sizeof(payload));
+	fz_bytes(&a6[0][0], sizeof(a6));
+	fz_bytes(&a4[0][0], sizeof(a4));
+	inet_ntop(s.v6 ? AF_INET6 : AF_INET, s.v6 ? (void *)a6[0] : (void *)a4[0], src, sizeof(src));
+	inet_ntop(s.v6 ? AF_INET6 : AF_INET, s.v6 ? (void *)a6[1] : (void *)a4[1], dst, sizeof(dst));
+	s.src = src, s.dst = dst;
+	fr->len = build_pkt(fr->b, &s);
+	fr->v6 = s.v6;
+	fr->l3 = 14 + (s.vlan ? 4 : 0);
+	fr->l4 = fr->l3 + (s.v6 ? 40 : 20);
+	if (s.v6) {
+		fr->b[fr->l3 + 1] = (uint8_t)((fr->b[fr->l3 + 1] & 0xf0) | fz(16)); /* flow label */
+		fz_bytes(fr->b + fr->l3 + 2, 2);
+		fr->b[fr->l3 + 7] = (uint8_t)fz(256);                               /* hop limit */
+	} else {
+		fz_bytes(fr->b + fr->l3 + 4, 2);                                    /* id */
+		fr->b[fr->l3 + 6] = fz(2) ? 0x40 : 0;                               /* DF or not */
+		fr->b[fr->l3 + 8] = (uint8_t)fz(256);                               /* ttl */
 	}
-	assert_int_equal(stats(f, 0, 0).admitted + stats(f, 0, 3).admitted +
-			 stats(f, 0, 2).admitted + stats(f, 0, 1).admitted,
-			 stats(f, 0, 0).arrivals + stats(f, 0, 3).arrivals +
-			 stats(f, 0, 2).arrivals + stats(f, 0, 1).arrivals -
-			 (stats(f, 0, 0).rejected[SLUICE_REJ_HEADROOM] + stats(f, 0, 1).rejected[SLUICE_REJ_HEADROOM] +
-			  stats(f, 0, 2).rejected[SLUICE_REJ_HEADROOM] + stats(f, 0, 3).rejected[SLUICE_REJ_HEADROOM]));
+	fz_bytes(fr->b + fr->l4 + 14, 2);                                           /* window */
+	fz_bytes(fr->b + fr->l4 + 18, 2);                                           /* urgent */
+	fz_bytes(fr->b + fr->l4 + 20, (size_t)s.tcp_opts);                          /* options */
+	/* Flags: FIN RST PSH URG ECE CWR at random; SYN and ACK as the class says. */
+	uint8_t fl = (uint8_t)(fz(256) & ~0x12u);
+	fr->b[fr->l4 + 13] = (uint8_t)(fl | (syn ? 0x02 : 0) | (ack ? 0x10 : 0));
+}
+
+static uint16_t fz_other_port(void)
+{
+	uint16_t p;
+	do
+		p = (uint16_t)fz(65536);
+	while (is_service_port(p));
+	return p;
+}
+
+static void fz_make(struct fz_frame *fr, enum fuzz_class c)
+{
+	static const uint16_t eth[] = { 0x0800, 0x86dd, 0x8100 };
+	static const uint16_t db_or_quiet[] = { 5432, 6000 };
+
+	switch (c) {
+	case FZ_RANDOM: {
+		uint16_t e = eth[fz(3)];
+		fr->len = 14 + fz(200);
+		fr->l4 = fr->len; /* no known TCP header */
+		fz_bytes(fr->b, fr->len);
+		fr->b[12] = (uint8_t)(e >> 8), fr->b[13] = (uint8_t)e;
+		break;
+	}
+	case FZ_OTHER_PORT:
+		fz_tcp(fr, fz_other_port(), (int)fz(2), (int)fz(2));
+		break;
+	case FZ_NOT_TCP:
+		fz_tcp(fr, db_or_quiet[fz(2)], 1, 0);
+		if (fr->v6) {
+			uint8_t nh;
+			do
+				nh = (uint8_t)fz(256);
+			while (nh == IPPROTO_TCP || nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING ||
+			       nh == IPPROTO_DSTOPTS);
+			fr->b[fr->l3 + 6] = nh;
+		} else if (fz(2)) {
+			uint8_t pr;
+			do
+				pr = (uint8_t)fz(256);
+			while (pr == IPPROTO_TCP);
+			fr->b[fr->l3 + 9] = pr;
+		} else {
+			/* A fragment: MF set, or a non-zero offset. */
+			uint16_t fo = fz(2) ? (uint16_t)(0x2000 | fz(0x2000)) : (uint16_t)(1 + fz(0x1fff));
+			fr->b[fr->l3 + 6] = (uint8_t)(fo >> 8);
+			fr->b[fr->l3 + 7] = (uint8_t)fo;
+		}
+		break;
+	case FZ_MALFORMED: {
+		fz_tcp(fr, db_or_quiet[fz(2)], 1, 0);
+		uint8_t *ip = fr->b + fr->l3, *tcp = fr->b + fr->l4;
+		switch (fz(5)) {
+		case 0: /* cut anywhere before the end of the TCP header */
+			fr->len = 14 + fz((uint32_t)(fr->l4 + 20 - 14));
+			break;
+		case 1: /* wrong IP version for the ethertype */
+			ip[0] = (uint8_t)(((fr->v6 ? 6 : 4) + 1 + fz(15)) % 16 << 4 | (ip[0] & 0x0f));
+			break;
+		case 2: /* data offset below 5 */
+			tcp[12] = (uint8_t)(fz(5) << 4 | (tcp[12] & 0x0f));
+			break;
+		case 3: /* the IP length leaves less than the TCP header's data offset */
+			if (fr->v6) {
+				uint16_t pl = (uint16_t)fz((uint32_t)((tcp[12] >> 4) * 4));
+				ip[4] = (uint8_t)(pl >> 8), ip[5] = (uint8_t)pl;
+			} else {
+				uint16_t tot = (uint16_t)(20 + fz((uint32_t)((tcp[12] >> 4) * 4)));
+				ip[2] = (uint8_t)(tot >> 8), ip[3] = (uint8_t)tot;
+			}
+			break;
+		default: /* v4: header length below 5, or a total length below it; v6: wrong version */
+			if (fr->v6)
+				ip[0] = (uint8_t)((fz(6) << 4) | (ip[0] & 0x0f));
+			else if (fz(2))
+				ip[0] = (uint8_t)(0x40 | fz(5));
+			else
+				ip[2] = 0, ip[3] = (uint8_t)fz(20);
+		}
+		break;
+	}
+	case FZ_NO_SYN:
+		fz_tcp(fr, db_or_quiet[fz(2)], 0, (int)fz(2));
+		break;
+	case FZ_SYN_ACK:
+		fz_tcp(fr, db_or_quiet[fz(2)], 1, 1);
+		break;
+	case FZ_SYN_ADMITTED:
+	case FZ_SYN_REFUSED:
+		fz_tcp(fr, db_or_quiet[fz(2)], 1, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* A failed expectation names the seed, the class and the frame, and dumps the frame. */
+#define FZ_CHECK(cond, ...)                                                                  \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			print_error("seed %llu, class %s, frame %d: ", seed, fuzz_names[c], i); \
+			print_error(__VA_ARGS__);                                            \
+			for (size_t b_ = 0; b_ < fr.len; b_++)                               \
+				print_error("%02x%s", fr.b[b_], b_ % 32 == 31 ? "\n" : "");  \
+			print_error("\n");                                                   \
+			fail();                                                              \
+		}                                                                            \
+	} while (0)
+
+static unsigned long long sum_stat(struct fixture *f, size_t field)
+{
+	unsigned long long n = 0;
+
+	for (int svc = 0; svc < f->cfg.n_services; svc++)
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			struct sluice_class_stats st = { 0 };
+			assert_int_equal(maps_read_class_stats(&f->m, f->idx[svc], c, &st), 0);
+			n += *(const uint64_t *)((const char *)&st + field);
+		}
+	return n;
+}
+
+static void set_all_thresholds(struct fixture *f, int limit)
+{
+	for (int i = 0; i < f->cfg.n_services; i++) {
+		struct sluice_verdict v;
+
+		verdict_default(&f->cfg.services[i], limit, &v);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			v.class_threshold[c] = limit;
+		assert_int_equal(maps_write_verdict(&f->m, f->idx[i], &v), 0);
+	}
+}
+
+static void test_fuzz_exact_verdicts(void **state)
+{
+	struct fixture *f = *state;
+	int xdp_fd = bpf_program__fd(f->skel->progs.sluice_xdp_ingress);
+	int tci_fd = bpf_program__fd(f->skel->progs.sluice_tc_ingress);
+	int tce_fd = bpf_program__fd(f->skel->progs.sluice_tc_egress);
+	const char *env = getenv("SLUICE_FUZZ_SEED");
+	unsigned long long seed = env ? strtoull(env, NULL, 0) : 20251201ull;
+	int tc_runs = 0;
+
+	print_message("# fuzz seed %llu (SLUICE_FUZZ_SEED=%llu replays it)\n", seed, seed);
+	fz_rng = sluice_rng_seed(seed);
+	for (int c = 0; c < FZ_CLASSES; c++) {
+		unsigned long long arrivals0 = sum_stat(f, offsetof(struct sluice_class_stats, arrivals));
+		set_all_thresholds(f, c == FZ_SYN_REFUSED ? 0 : 1000000);
+		for (int i = 0; i < 300; i++) {
+			struct fz_frame fr;
+			struct sluice_pkt_stats p0 = pstats(f);
+			unsigned long long adm0 = sum_stat(f, offsetof(struct sluice_class_stats, admitted));
+			unsigned long long rtx0 = sum_stat(f, offsetof(struct sluice_class_stats, retransmits));
+
+			fz_make(&fr, (enum fuzz_class)c);
+			set_heartbeat(f, 0); /* the verdicts apply: no fail-open during the run */
+			struct run r = run_prog(xdp_fd, fr.b, fr.len);
+			int port = fr.len >= fr.l4 + 4 ? fr.b[fr.l4 + 2] << 8 | fr.b[fr.l4 + 3] : 0;
+			int want = XDP_PASS;
+
+			if (c == FZ_SYN_REFUSED)
+				want = port == 6000 ? XDP_DROP : XDP_TX; /* quiet drops, db answers RST */
+			FZ_CHECK(r.ret == want, "verdict %d, want %d\n", r.ret, want);
+			FZ_CHECK(want != XDP_PASS || harness_unchanged(&r), "passed, but altered\n");
+			struct sluice_pkt_stats p1 = pstats(f);
+			unsigned long long adm = sum_stat(f, offsetof(struct sluice_class_stats, admitted)) - adm0;
+			unsigned long long rtx = sum_stat(f, offsetof(struct sluice_class_stats, retransmits)) - rtx0;
+			/* Random bytes may or may not parse; every other class is known. */
+			FZ_CHECK(c == FZ_RANDOM ? p1.malformed - p0.malformed <= 1 :
+				 p1.malformed - p0.malformed == (c == FZ_MALFORMED), "malformed +%llu\n",
+				 p1.malformed - p0.malformed);
+			/* Admitted, or (a rare 4-tuple and seq drawn twice) a resent SYN of one. */
+			FZ_CHECK(c == FZ_SYN_ADMITTED ? adm + rtx == 1 : adm == 0, "admitted +%llu\n", adm);
+			if (c == FZ_SYN_REFUSED && want == XDP_TX) {
+				const uint8_t *tcp = r.out + fr.l4;
+				FZ_CHECK(r.out_len == fr.l4 + 20, "RST of %u bytes\n", r.out_len);
+				FZ_CHECK((tcp[13] & 0x3f) == 0x14, "RST flags 0x%x\n", tcp[13]);
+				FZ_CHECK(!memcmp(tcp, fr.b + fr.l4 + 2, 2), "RST from another port\n");
+				FZ_CHECK(p1.rst_sent - p0.rst_sent == 1, "rst_sent not counted\n");
+			}
+
+			/* Neither TC program alters a frame it lets through (no http service here).
+			 * BPF_PROG_TEST_RUN refuses skbs too short for the IP header they claim
+			 * (EINVAL before the program runs). */
+			int fds[2] = { tci_fd, tce_fd };
+			for (int k = 0; k < 2; k++) {
+				struct __sk_buff ctx = { .ifindex = 1 };
+				struct run t = harness_run(fds[k], fr.b, fr.len, k ? NULL : &ctx);
+				if (t.err == -EINVAL && fr.len < 14 + 40)
+					continue;
+				assert_int_equal(t.err, 0);
+				assert_int_equal(t.ret, TC_ACT_OK);
+				assert_true(harness_unchanged(&t));
+				tc_runs++;
+			}
+		}
+		/* Only SYNs that reach a service's classification are arrivals. */
+		unsigned long long arrivals = sum_stat(f, offsetof(struct sluice_class_stats, arrivals)) - arrivals0;
+		if (c == FZ_SYN_ADMITTED || c == FZ_SYN_REFUSED)
+			assert_int_equal(arrivals, 300);
+		else
+			assert_int_equal(arrivals, 0);
+	}
+	assert_true(tc_runs > FZ_CLASSES * 300); /* most frames went through TC as well */
 }
 
 /* ---- admission ---- */
@@ -208,6 +476,21 @@ static void test_syn_admitted_counted_once(void **state)
 	assert_int_equal(stats(f, 0, 0).arrivals, 1);
 	assert_int_equal(stats(f, 0, 0).admitted, 1);
 	assert_int_equal(stats(f, 0, 0).retransmits, 1);
+
+	/* The admitted connection's packets, both ways, go through as they are (xdp() and
+	 * tc_egress() compare every passed packet with the one sent, byte for byte). */
+	struct pkt_spec synack = { .src = SERVER4, .dst = "198.18.1.2", .sport = 5432, .dport = 40001,
+				   .seq = 7, .ack = s.seq + 1, .syn = 1, .ackf = 1, .tcp_opts = 20 };
+	tc_egress(f, &synack);
+	struct pkt_spec data = s;
+	data.syn = 0, data.ackf = 1, data.psh = 1, data.tcp_opts = 12;
+	data.seq = s.seq + 1, data.ack = 8, data.payload = "SELECT 1;", data.payload_len = 9;
+	assert_int_equal(xdp(f, &data).ret, XDP_PASS);
+	struct pkt_spec reply = synack;
+	reply.syn = 0, reply.psh = 1, reply.seq = 8, reply.ack = data.seq + 9;
+	reply.payload = "one row", reply.payload_len = 7;
+	tc_egress(f, &reply);
+	assert_int_equal(inflight_total(f, 0), 1);
 }
 
 static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
@@ -515,32 +798,103 @@ static void test_gc_reclaims_silent_flows(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+/* Flow stamps come from bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC: time since boot. The GC
+ * tests place every stamp relative to the clock as the programs read it now, never at an
+ * absolute value, so they hold on a host booted a minute ago as on one up for weeks. */
+#define S_NS 1000000000ull
+#define IDLE_NS (600 * S_NS)
+#define SYN_NS (30 * S_NS)
+
+static void put_flow(struct fixture *f, uint32_t id, uint8_t state, unsigned long long admitted_ns,
+		     unsigned long long last_seen_ns, uint8_t tracked)
+{
+	struct sluice_flow_key k = { .client_port = htons((uint16_t)id), .service_port = htons(5432) };
+	struct sluice_flow v = { .svc = (uint16_t)f->idx[0], .state = state, .class = 0,
+				 .admitted_ns = admitted_ns, .last_seen_ns = last_seen_ns,
+				 .tracked_inflight = tracked };
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	memcpy(k.client_addr + 12, &id, sizeof(id));
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_NOEXIST), 0);
+}
+
 static void test_walks_thousands_of_flows(void **state)
 {
 	struct fixture *f = *state;
 	int per[SLUICE_MAX_SERVICES];
+	unsigned long long t0 = monotonic_ns(), gc_at = t0 + IDLE_NS + S_NS;
 
-	/* More flows than one batch (1024): count and GC see every one. */
-	for (uint32_t i = 0; i < 3000; i++) {
-		struct sluice_flow_key k = { .client_port = (uint16_t)i, .service_port = htons(5432) };
-		struct sluice_flow v = { .svc = (uint16_t)f->idx[0], .state = SLUICE_FLOW_OPEN,
-					 .last_seen_ns = 1, .admitted_ns = 1 };
-		memcpy(k.client_addr, &i, sizeof(i));
-		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_NOEXIST), 0);
-	}
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3000);
-	assert_int_equal(per[f->idx[0]], 3000);
-	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
-				       NULL, NULL), 3000);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 0);
+	/* More flows than one batch (1024): count and GC see every one. 3000 fall silent at
+	 * t0; 500 are still talking when the GC runs an idle timeout and a second later. */
+	for (uint32_t i = 0; i < 3500; i++)
+		put_flow(f, i, SLUICE_FLOW_OPEN, t0, i < 3000 ? t0 : gc_at - S_NS, 0);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3500);
+	assert_int_equal(per[f->idx[0]], 3500);
+	/* At t0 nothing is idle, not even on a host whose clock is younger than the timeout. */
+	assert_int_equal(maps_gc_flows(&f->m, t0, SYN_NS, IDLE_NS, NULL, NULL), 0);
+	assert_int_equal(maps_gc_flows(&f->m, gc_at, SYN_NS, IDLE_NS, NULL, NULL), 3000);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 500);
 	assert_int_equal(inflight_total(f, 0), 0); /* untracked entries released nothing */
+}
+
+/* One sluiced tick at now_s, then the flows left; each of the test's flows holds one slot. */
+static void tick_leaves(struct daemon *d, struct fixture *f, unsigned long long now_s, int flows)
+{
+	int per[SLUICE_MAX_SERVICES];
+
+	daemon_tick(d, now_s * S_NS);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), flows);
+	assert_int_equal(inflight_total(f, 0), flows);
+}
+
+/* sluiced's own tick (GC included) with a clock younger than the idle timeout, as on a host
+ * that booted seconds ago: quiet flows are kept until their timeout has really passed, none
+ * is reclaimed because "now - timeout" would be negative, and in-flight never goes below 0. */
+static void test_daemon_gc_on_young_clock(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char err[256], dir[] = "/tmp/sluice-test-gc.XXXXXX", rm[64];
+	struct sluice_inflight in = { .total = 4, .cls = { 4 } };
+	__u32 k = (__u32)f->idx[0];
+
+	assert_non_null(mkdtemp(dir));
+	memset(&d, 0, sizeof(d));
+	d.cfg = f->cfg;
+	assert_int_equal(d.cfg.flow_idle_timeout_s, 600);
+	assert_int_equal(d.cfg.syn_timeout_s, 30);
+	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
+	d.m = f->m;
+	d.events = fopen("/dev/null", "w");
+	assert_non_null(d.events);
+	assert_int_equal(daemon_init(&d, 2 * S_NS, err, sizeof(err)), 0);
+
+	/* Four connections holding four slots, stamped on a clock that started 2 s ago. */
+	put_flow(f, 1, SLUICE_FLOW_OPEN, 1, 1, 1);                 /* seen at boot */
+	put_flow(f, 2, SLUICE_FLOW_OPEN, S_NS, 4 * S_NS, 1);       /* seen at 4 s */
+	put_flow(f, 3, SLUICE_FLOW_SYN, 3 * S_NS, 3 * S_NS, 1);    /* handshake since 3 s */
+	put_flow(f, 4, SLUICE_FLOW_OPEN, S_NS, 20 * S_NS + 5, 1);  /* stamped just after the tick read its clock */
+	assert_int_equal(bpf_map_update_elem(f->m.inflight, &k, &in, BPF_ANY), 0);
+
+	tick_leaves(&d, f, 20, 4);
+	/* 34 s: only the handshake that never completed (31 s old, SYN timeout 30 s) goes. */
+	tick_leaves(&d, f, 34, 3);
+	/* 603 s: silent since boot (603 s) goes; silent since 4 s (599 s) stays. */
+	tick_leaves(&d, f, 603, 2);
+	/* 605 s: the one silent since 4 s goes; the one stamped at 20 s stays. */
+	tick_leaves(&d, f, 605, 1);
+
+	fclose(d.events);
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+	assert_int_equal(system(rm), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_non_service_passes_untouched, setup, harness_teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_and_garbage_pass_and_count, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_and_bad_headers_pass_unchanged, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_fuzz_exact_verdicts, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
@@ -556,6 +910,7 @@ int main(void)
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_gc_on_young_clock, setup, harness_teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */
