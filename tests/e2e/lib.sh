@@ -79,6 +79,8 @@ in_cli() { $IN_CLI "$@"; }
 
 e2e_cleanup() {
 	local p ns
+	# What a test started outside its namespaces (a tmux session, ...): its own test_cleanup.
+	declare -F test_cleanup >/dev/null && test_cleanup
 	# Everything still running inside our namespaces, whoever started it, then our own pids.
 	for ns in "$NS_S" "$NS_C"; do
 		for p in $(ip netns pids "$ns" 2>/dev/null); do PIDS+=("$p"); done
