@@ -78,27 +78,37 @@ ok $(grep -q '"machine":"ladder","class":"L3","from":"full"' "$LOG" && echo 0 ||
 	"the ladder's first cut is L3, as a JSON event"
 
 # --- 2. slow downstream: breaker opens, 503s, half-open recovery ------------------------
-start_bg "$TMP/api.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8081 \
-	--mode http-keepalive --rate 40 --duration 16 --timeout-ms 3000 --quiet --class L2:1
-LG=$LAST_PID
-sleep 2   # part of the scenario: 2 s of a healthy backend first
-t_slow=$(date +%s%N)
-echo "service_ms=500" > "$TMP/mode"
-sleep 4   # part of the scenario: the backend stays slow for 4 s
-echo "service_ms=5" > "$TMP/mode"
-wait $LG
-opened=$(grep '"service":"api","machine":"breaker","from":"closed","to":"open"' "$LOG" | head -1)
-t_open=$(python3 -c "
-import json, datetime, sys
-e = json.loads(sys.argv[1]); t = datetime.datetime.fromisoformat(e['time'].replace('Z', '+00:00'))
-print(int(t.timestamp() * 1e9))" "$opened" 2>/dev/null || echo 0)
-react_ms=$(( (t_open - t_slow) / 1000000 ))
-ok $([ -n "$opened" ] && [ "$react_ms" -gt 0 ] && [ "$react_ms" -le 2000 ] && echo 0 || echo 1) \
-	"service time 5 -> 500 ms: the breaker opens on slow calls after $react_ms ms" "$opened"
-n503=$(json_get "$TMP/api.json" "d['classes']['L2']['http_503']")
-r99=$(json_get "$TMP/api.json" "d['classes']['L2']['reject_p99_ms']")
+mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }   # the events' t_ns clock
+breaker_run() { # one 16 s run: healthy, 4 s slow, healthy again; sets react_ms, n503, r99
+	local from lg opened t_slow t_open
+	from=$(($(wc -l < "$LOG") + 1))
+	start_bg "$TMP/api.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8081 \
+		--mode http-keepalive --rate 40 --duration 16 --timeout-ms 3000 --quiet --class L2:1
+	lg=$LAST_PID
+	sleep 2   # part of the scenario: 2 s of a healthy backend first
+	t_slow=$(mono_ns)
+	echo "service_ms=500" > "$TMP/mode"
+	sleep 4   # part of the scenario: the backend stays slow for 4 s
+	echo "service_ms=5" > "$TMP/mode"
+	wait $lg
+	opened=$(tail -n +"$from" "$LOG" | grep '"service":"api","machine":"breaker","from":"closed","to":"open"' | head -1)
+	t_open=$(python3 -c "import json, sys; print(json.loads(sys.argv[1])['t_ns'])" "$opened" 2>/dev/null || echo 0)
+	react_ms=$(( (t_open - t_slow) / 1000000 ))
+	OPENED=$opened
+	n503=$(json_get "$TMP/api.json" "d['classes']['L2']['http_503']")
+	r99=$(json_get "$TMP/api.json" "d['classes']['L2']['reject_p99_ms']")
+}
+breaker_fast() { # the two timing thresholds: opens within 2 s, 503 p99 under 10 ms
+	[ -n "$OPENED" ] && [ "$react_ms" -gt 0 ] && [ "$react_ms" -le 2000 ] &&
+		python3 -c "import sys; sys.exit(0 if $r99 < 10 else 1)"
+}
+breaker_again() { breaker_run; breaker_fast; }
+breaker_run
+retry_once breaker_fast breaker_again
+ok $([ -n "$OPENED" ] && [ "$react_ms" -gt 0 ] && [ "$react_ms" -le 2000 ] && echo 0 || echo 1) \
+	"service time 5 -> 500 ms: the breaker opens on slow calls after $react_ms ms$RETRY_NOTE" "$OPENED"
 ok $([ "$n503" -ge 20 ] && python3 -c "import sys; sys.exit(0 if $r99 < 10 else 1)" && echo 0 || echo 1) \
-	"clients get 503 fast while it is open: $n503 answers, p99 $r99 ms"
+	"clients get 503 fast while it is open: $n503 answers, p99 $r99 ms$RETRY_NOTE"
 steps=$(grep '"service":"api","machine":"breaker"' "$LOG" | python3 -c "
 import json, sys
 ev = [json.loads(l) for l in sys.stdin]
