@@ -60,8 +60,14 @@ have_hq() {
 	[ "$hq" != none ]
 }
 wait_for 10 "a histogram_quantile result from Prometheus" have_hq
-ok $(python3 -c "import sys; sys.exit(0 if 0.001 <= float('$hq') <= 0.02 else 1)" 2>/dev/null && echo 0 || echo 1) \
-	"the latency histogram works with histogram_quantile: median $hq s for a 2 ms service"
+median_ok() { python3 -c "import sys; sys.exit(0 if 0.001 <= float('$hq') <= 0.02 else 1)" 2>/dev/null; }
+remeasure_median() { # 12 more requests, once Prometheus has them: the median of all 24
+	for i in $(seq 12); do in_cli curl -s -o /dev/null -H "X-Priority: L2" http://$SRV_IP:8080/e; done
+	admitted_24() { [ "$(q 'sum(sluice_requests_admitted_total{service="web"})')" = 24 ]; }
+	wait_for 15 "Prometheus to scrape 24 admitted requests" admitted_24 && have_hq && median_ok
+}
+retry_once median_ok remeasure_median
+ok $? "the latency histogram works with histogram_quantile: median $hq s for a 2 ms service$RETRY_NOTE"
 
 # --- sluicectl top under tmux ---------------------------------------------------------
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
