@@ -1,5 +1,5 @@
 #!/bin/bash
-# Request-level shedding for HTTP/1.x end to end (issue 3): per-request admission on
+# Request-level shedding for HTTP/1.x end to end: per-request admission on
 # keep-alive connections, classification by source / header / path, the kernel's 429 with
 # Retry-After (curl exits 0), a manual switch taking effect within a tick, latency histogram
 # against the server's known service time, no leaked server sockets, in-flight back to 0,
@@ -51,15 +51,16 @@ ok $([ "$c1$c2$c3" = 200200200 ] && [ "$(cls L3 arrivals)" = 1 ] && [ "$(cls L1 
 	"requests classified by default, X-Priority header and source (first rule wins over path)" \
 	"codes $c1 $c2 $c3; L0 $(cls L0 arrivals) L1 $(cls L1 arrivals) L3 $(cls L3 arrivals)"
 
-# --- a switch sheds a class within a tick; the refused curl gets a clean 429 -------------
+# --- a switch sheds a class within a few ticks; the refused curl gets a clean 429 ---------
 $CTL switch set web L2 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
-wait_for 3 "the L2 switch in the verdict map" shed_is L2 1
-t0=$(date +%s%N)
+wait_for 2 "the L2 switch in the verdict map" shed_is L2 1
+ok $? "the switch is in the verdict map ${WAITED_MS} ms after switch set (each status read takes 250 ms)"
+t0=$(now_ms)
 out=$(in_cli curl -s -i -H "X-Priority: L2" http://$SRV_IP:8080/x); rc=$?
-t1=$(date +%s%N)
+t1=$(now_ms)
 ok $([ $rc -eq 0 ] && echo "$out" | grep -q "^HTTP/1.1 429 Too Many Requests" &&
 	echo "$out" | grep -q "^Retry-After: 3" && echo "$out" | grep -q "^Connection: close" && echo 0 || echo 1) \
-	"a shed request gets a complete 429 with Retry-After and curl exits 0 ($(( (t1 - t0) / 1000000 )) ms)" "rc $rc" "$out"
+	"a shed request gets a complete 429 with Retry-After and curl exits 0 ($((t1 - t0)) ms)" "rc $rc" "$out"
 status
 ok $([ "$(cls L2 rejected)" -ge 1 ] && [ "$(json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='L2'][0]['rejected_by']['switch']")" -ge 1 ] && echo 0 || echo 1) \
 	"the rejection is counted under reason switch"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Observability end to end (issue 5): a real Prometheus server from Debian scrapes sluiced's
+# Observability end to end: a real Prometheus server from Debian scrapes sluiced's
 # /metrics and a PromQL query returns the admitted count; `sluicectl top` runs under tmux and
 # its screen shows the service, the classes and the switch in force; JSON events on stdout.
 TAG=obs
