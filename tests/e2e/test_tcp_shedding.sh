@@ -2,9 +2,11 @@
 # Connection-level shedding end to end: a real TCP server in one namespace, sluiced
 # on its veth, clients in another. More concurrent connections than the limit allows: L3 is
 # refused first (fast RST), L0 is still served; in-flight returns to exactly 0; a restarted
-# sluiced adopts the pinned state without resetting in-flight; an invalid config reload is
-# refused and the old one stays; kill -9 of sluiced fails open after heartbeat_timeout;
-# `sluicectl detach` removes everything.
+# sluiced adopts the pinned state without resetting in-flight; an invalid config is refused
+# with its file:line errors and the old limit stays, through SIGHUP and through the file watch,
+# each tested on its own (as is a valid reload by each); kill -9 of sluiced fails open after
+# heartbeat_timeout; `sluicectl detach` removes everything. (Traffic across restarts:
+# test_restart.sh.)
 CLIENT_ADDRS="198.18.0.10 198.18.0.20"
 TAG=tcp
 source "$(dirname "$0")/lib.sh"
