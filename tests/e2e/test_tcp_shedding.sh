@@ -125,30 +125,30 @@ both_errors_since() { # both_errors_since N: the port error logged more than N t
 limit_is() { status; [ "$(json_get "$TMP/status.json" "d['services'][0]['limit']")" = "$1" ]; }
 cur_limit() { json_get "$TMP/status.json" "d['services'][0]['limit']"; }
 
+expect_refusal() { # expect_refusal LIMIT DESCRIPTION CMD...: CMD delivers the invalid config
+	local r k seen lim=$1 what=$2
+	shift 2
+	r=$(refusals); k=$(kept_events)
+	"$@"
+	wait_for 3 "the refusal of the invalid config ($what)" both_errors_since "$r"; seen=$?
+	status
+	ok $([ $seen -eq 0 ] && [ "$(kept_events)" -gt "$k" ] && kill -0 "$SLUICED_PID" 2>/dev/null &&
+		[ "$(cur_limit)" = "$lim" ] && echo 0 || echo 1) \
+		"$what: refused with both errors as file:line (4: bad port, 5: unknown key) and a config-kept event; sluiced stays up with limit $(cur_limit) ($lim) in the maps" \
+		"$(grep -h -e "$CFG" -e '"machine":"config"' "$TMP"/sluiced.*.log | tail -4)"
+}
+by_sighup() { cp "$TMP/bad.yaml" "$HIDDEN"; kill -HUP "$SLUICED_PID"; }
+by_file() { cp "$TMP/bad.yaml" "$TMP/etc/.new" && mv -f "$TMP/etc/.new" "$CFG"; }
+
 # SIGHUP: the real file changes where the watch cannot see it; only the signal reloads it.
-r0=$(refusals); k0=$(kept_events)
-cp "$TMP/bad.yaml" "$HIDDEN"
-kill -HUP "$SLUICED_PID"
-wait_for 3 "the refusal of the invalid config after SIGHUP" both_errors_since "$r0"; seen=$?
-status
-ok $([ $seen -eq 0 ] && [ "$(kept_events)" -gt "$k0" ] && kill -0 "$SLUICED_PID" 2>/dev/null &&
-	[ "$(cur_limit)" = 20 ] && echo 0 || echo 1) \
-	"SIGHUP with an invalid config: refused with both errors as file:line (4: bad port, 5: unknown key) and a config-kept event; sluiced stays up with limit $(cur_limit) (20) in the maps" \
-	"$(grep -h -e "$CFG" -e '"machine":"config"' "$TMP"/sluiced.*.log | tail -4)"
+expect_refusal 20 "SIGHUP with an invalid config" by_sighup
 write_config 25
 kill -HUP "$SLUICED_PID"
 wait_for 3 "limit 25 after SIGHUP" limit_is 25
 ok $? "SIGHUP with a valid config reloads it (limit 20 -> $(cur_limit))"
 
 # The watch: $CFG itself is replaced (as an editor or a ConfigMap update does); no signal.
-r1=$(refusals); k1=$(kept_events)
-cp "$TMP/bad.yaml" "$TMP/etc/.new" && mv -f "$TMP/etc/.new" "$CFG"
-wait_for 3 "the refusal of the invalid config seen by the file watch" both_errors_since "$r1"; seen=$?
-status
-ok $([ $seen -eq 0 ] && [ "$(kept_events)" -gt "$k1" ] && kill -0 "$SLUICED_PID" 2>/dev/null &&
-	[ "$(cur_limit)" = 25 ] && echo 0 || echo 1) \
-	"an invalid config written over the watched file is refused the same way without a signal; limit $(cur_limit) (25) stays" \
-	"$(grep -h -e "$CFG" -e '"machine":"config"' "$TMP"/sluiced.*.log | tail -4)"
+expect_refusal 25 "an invalid config written over the watched file, no signal" by_file
 check_out=$("$BUILD/sluiced" --check "$TMP/bad.yaml" 2>&1); check_rc=$?
 ok $([ $check_rc -eq 2 ] && echo "$check_out" | grep -qxF "$TMP/bad.yaml:4: ${ERR4#"$CFG":4: }" &&
 	echo "$check_out" | grep -qxF "$TMP/bad.yaml:5: ${ERR5#"$CFG":5: }" && echo 0 || echo 1) \
