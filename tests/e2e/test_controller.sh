@@ -99,6 +99,7 @@ breaker_run() { # one 16 s run: healthy, 4 s slow, healthy again; sets react_ms,
 	r99=$(json_get "$TMP/api.json" "d['classes']['L2']['reject_p99_ms']")
 }
 breaker_fast() { # the two timing thresholds: opens within 2 s, 503 p99 under 10 ms
+	echo "# breaker opened after ${react_ms} ms; 503 p99 ${r99} ms ($n503 answers)"
 	[ -n "$OPENED" ] && [ "$react_ms" -gt 0 ] && [ "$react_ms" -le 2000 ] &&
 		python3 -c "import sys; sys.exit(0 if $r99 < 10 else 1)"
 }
