@@ -34,7 +34,7 @@ export BUILD CMOCKA_MESSAGE_OUTPUT=TAP
 # failure, because a skip there would hide a broken setup behind a green run.
 ALLOWED_SKIPS=(
 	"needs root"              # BPF, namespaces, other users: a non-root run cannot do them
-	"kubectl not installed"   # Debian 12 has no kubectl package
+	"kubectl not packaged"    # Debian 12 has no kubectl package
 	"no IPv6"                 # the host's kernel has IPv6 off; nothing to install
 )
 

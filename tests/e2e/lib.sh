@@ -31,7 +31,45 @@ ok() { # ok STATUS DESCRIPTION [DIAGNOSTIC...]
 	fi
 }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+skip() { N=$((N + 1)); echo "ok $N - $1 # SKIP $2"; }
 finish() { echo "1..$N"; [ "$FAILED" -eq 0 ]; }
+
+# now_ms: a monotonic clock in ms (CLOCK_BOOTTIME via /proc/uptime, 10 ms resolution): only
+# differences are used, so neither the wall clock nor how long the host has been up matters.
+now_ms() { local up _; read -r up _ < /proc/uptime; up=${up/./}; echo $((10#$up * 10)); }
+
+# wait_for DEADLINE_S DESCRIPTION CMD...: run CMD every 50 ms until it succeeds (return 0) or
+# DEADLINE_S seconds have passed (return 1, and say on a TAP diagnostic line what was awaited).
+# WAITED_MS holds how long it took. CMD is a command or a function of the test.
+wait_for() {
+	local limit_ms t0 now
+	limit_ms=$(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }')
+	local what=$2; shift 2
+	t0=$(now_ms)
+	while :; do
+		if "$@"; then WAITED_MS=$(($(now_ms) - t0)); return 0; fi
+		now=$(now_ms)
+		if [ $((now - t0)) -ge "$limit_ms" ]; then
+			WAITED_MS=$((now - t0))
+			echo "# timed out after ${WAITED_MS} ms waiting for: $what"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# retry_once CHECK [MEASURE_AGAIN]: a latency threshold on a shared 2-core machine gets one
+# more measurement. CHECK (a function: status 0 = within the threshold) judges the measurement
+# already taken; when it fails, MEASURE_AGAIN (default CHECK) measures anew and judges once
+# more, and its status is the result. RETRY_NOTE is empty when the first measurement passed,
+# else it says that the result is the second one: put it in the TAP line.
+retry_once() {
+	RETRY_NOTE=""
+	"$1" && return 0
+	echo "# $1: outside the threshold on the first measurement; measuring once more"
+	RETRY_NOTE=" (second measurement; the first missed)"
+	"${2:-$1}"
+}
 
 # Prefixes, not functions, so that `start_bg LOG $IN_SRV cmd` leaves $! = the real process
 # (nsenter execs its command), which signals then reach.
@@ -42,12 +80,14 @@ in_cli() { $IN_CLI "$@"; }
 
 e2e_cleanup() {
 	local p ns
+	# What a test started outside its namespaces (a tmux session, ...): its own test_cleanup.
+	declare -F test_cleanup >/dev/null && test_cleanup
 	# Everything still running inside our namespaces, whoever started it, then our own pids.
 	for ns in "$NS_S" "$NS_C"; do
 		for p in $(ip netns pids "$ns" 2>/dev/null); do PIDS+=("$p"); done
 	done
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
+	wait_for 1 "every process of the test to end after SIGTERM" none_alive "${PIDS[@]}" >/dev/null
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	[ -d "$PIN" ] && $IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
@@ -95,12 +135,16 @@ e2e_setup() {
 		{ echo "not ok - cannot attach the pass-through XDP program to the client veth"; exit 1; }
 	in_srv ip link set s0 up
 	in_cli ip link set c0 up
-	for i in $(seq 50); do
-		in_cli ip -br link show c0 | grep -q ' UP ' &&
-			in_srv ip -br link show s0 | grep -q ' UP ' && return 0
-		sleep 0.1
-	done
+	wait_for 5 "both ends of the veth pair to be UP" links_up && return 0
 	echo "not ok - veth link never came up"; exit 1
+}
+links_up() {
+	in_cli ip -br link show c0 | grep -q ' UP ' && in_srv ip -br link show s0 | grep -q ' UP '
+}
+none_alive() { # none_alive PID...: true once none of them runs
+	local p
+	for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done
+	return 0
 }
 
 # start_bg LOGFILE CMD... : run in the background, remember the pid in PIDS.
@@ -118,13 +162,14 @@ start_sluiced() {
 	local log="$TMP/sluiced.$N.$RANDOM.log"
 	start_bg "$log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
-	for i in $(seq 100); do
-		grep -q '"to":"attached"' "$log" 2>/dev/null && return 0
-		kill -0 "$SLUICED_PID" 2>/dev/null || break
-		sleep 0.05
-	done
+	SLUICED_LOG=$log
+	wait_for 5 "sluiced's \"attached\" event in $log" attached_or_gone "$log"
+	grep -q '"to":"attached"' "$log" && kill -0 "$SLUICED_PID" 2>/dev/null && return 0
 	echo "# sluiced did not come up:"; sed 's/^/#   /' "$log"
 	return 1
+}
+attached_or_gone() { # done waiting: attached, or the process has exited
+	grep -q '"to":"attached"' "$1" 2>/dev/null || ! kill -0 "$SLUICED_PID" 2>/dev/null
 }
 
 # status_field JQ-LIKE: tiny JSON reader (python3 when present, else grep) for numbers.

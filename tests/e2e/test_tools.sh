@@ -5,28 +5,18 @@
 # Speaks TAP. Every process it starts is killed on exit, whatever happens; bounded in time
 # (each step is wrapped in `timeout`; about 20 s in all).
 # Usage: tests/e2e/test_tools.sh   (BUILD=build by default)
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-BUILD=${BUILD:-build}
+TAG=tools
+source "$(dirname "$0")/lib.sh"   # TAP ok, wait_for, TMP (no namespaces here)
 TS=$BUILD/tools/testserver
 LG=$BUILD/tools/loadgen
-TMP=$(mktemp -d /tmp/sluice-test-tools.XXXXXX)
-PIDS=()
 
 cleanup() {
 	# TERM first (timeout(1) passes it on to loadgen, which then stops at once), then KILL
-	local p i alive
+	local p
 	for p in "${PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	for i in $(seq 20); do
-		alive=0
-		for p in "${PIDS[@]}"; do
-			kill -0 "$p" 2>/dev/null && alive=1
-		done
-		[ "$alive" -eq 0 ] && break
-		sleep 0.1
-	done
+	wait_for 2 "every process of the test to end after SIGTERM" none_alive "${PIDS[@]}" >/dev/null
 	for p in "${PIDS[@]}"; do
 		kill -KILL "$p" 2>/dev/null
 	done
@@ -35,19 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-N=0
-FAILED=0
-ok() { # ok COND_STATUS DESCRIPTION [DIAGNOSTIC]
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $N - $2"
-	else
-		echo "not ok $N - $2"
-		[ -n "${3:-}" ] && echo "# $3"
-		FAILED=$((FAILED + 1))
-	fi
-}
 
 echo "1..17"
 
@@ -74,11 +51,7 @@ start_server() { # start_server ARGS...: sets SRV_PID and PORT
 	"$TS" --listen 127.0.0.1:0 --port-file "$TMP/port" --quiet "$@" >"$TMP/server.out" 2>"$TMP/server.err" &
 	SRV_PID=$!
 	PIDS+=("$SRV_PID")
-	local i
-	for i in $(seq 50); do
-		[ -s "$TMP/port" ] && break
-		sleep 0.1
-	done
+	wait_for 5 "testserver to write its port file" test -s "$TMP/port"
 	PORT=$(head -1 "$TMP/port" 2>/dev/null)
 	[ -n "$PORT" ]
 }
@@ -115,13 +88,14 @@ echo "# keep-alive 100/s for 2 s: sent=$sent ok=$okc errors=$err rejected=$rej p
 ok $((rc != 0)) "loadgen http-keepalive completes and exits 0" "rc=$rc $(cat "$TMP/base.json.err")"
 num_check "${okc:-0} > 100"; ok $? "ok count > 100 (got ${okc:-none})"
 num_check "${err:-1} == 0 && ${rej:-1} == 0"; ok $? "no errors, no rejections (errors=${err:-none} rejected=${rej:-none})"
-if ! num_check "${p50:-0} >= 4.5 && ${p50:-0} <= 8"; then
-	# a timing check on a shared VM: one more 2 s measurement before calling it a failure
-	echo "# p50=${p50:-none} ms out of range, measuring again"
+p50_in_range() { num_check "${p50:-0} >= 4.5 && ${p50:-0} <= 8"; }
+remeasure_p50() { # one more 2 s measurement
 	run_lg "$TMP/base2.json" --rate 100 --duration 2 --timeout-ms 2000
 	p50=$(json_get "$TMP/base2.json" total p50_ms)
-fi
-num_check "${p50:-0} >= 4.5 && ${p50:-0} <= 8"; ok $? "p50 of a 5 ms service is between 4.5 and 8 ms (got ${p50:-none})"
+	p50_in_range
+}
+retry_once p50_in_range remeasure_p50
+ok $? "p50 of a 5 ms service is between 4.5 and 8 ms (got ${p50:-none})$RETRY_NOTE"
 num_check "${sent:-0} == ${okc:-0} + ${rej:-0} + ${err:-0} && ${sent:-0} > 150 && ${sent:-0} < 260"
 ok $? "open loop: sent ~ rate x duration (got ${sent:-none}) and sent = ok + rejected + errors"
 
@@ -136,8 +110,9 @@ ok $? "http-new: one connection per request, no errors (ok=${okc:-none} conns=${
 # --- 8-9: run-time failing mode through the mode file, then back, without restart
 stop_server
 start_server --workers 4 --service-ms 5 --mode-file "$TMP/mode"
+answers() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/x")" = "$1" ]; }
 echo "service_ms=5 fail_rate=1.0" >"$TMP/mode"
-sleep 0.4
+wait_for 3 "testserver to answer 500 after the mode file says fail_rate=1.0" answers 500
 run_lg "$TMP/fail.json" --rate 100 --duration 1
 okc=$(json_get "$TMP/fail.json" total ok)
 oth=$(json_get "$TMP/fail.json" total other_status)
@@ -145,7 +120,7 @@ n500=$(sed 's/.*"total":{//' "$TMP/fail.json" | grep -o '"500":[0-9]*' | cut -d:
 num_check "${oth:-0} > 50 && ${okc:-1} == 0 && ${n500:-0} == ${oth:-0}"
 ok $? "mode-file fail_rate=1.0: every answer is a 500, counted as other_status (other_status=${oth:-none} ok=${okc:-none})"
 rm -f "$TMP/mode"
-sleep 0.4
+wait_for 3 "testserver to answer 200 again once the mode file is gone" answers 200
 run_lg "$TMP/back.json" --rate 100 --duration 1
 okc=$(json_get "$TMP/back.json" total ok)
 err=$(json_get "$TMP/back.json" total errors)
@@ -153,14 +128,14 @@ num_check "${okc:-0} > 50 && ${err:-1} == 0"
 ok $? "mode file removed: back to 200s without a restart (ok=${okc:-none} errors=${err:-none})"
 
 # --- 10-11: clean SIGTERM with the JSON stats
-t0=$(date +%s.%N)
+t0=$(now_ms)
 kill -TERM "$SRV_PID"
 timeout 3 tail --pid="$SRV_PID" -f /dev/null
 wait "$SRV_PID"
 src=$?
-t1=$(date +%s.%N)
+t1=$(now_ms)
 SRV_PID=
-num_check "$src == 0 && $t1 - $t0 < 1.5"; ok $? "testserver exits 0 within 1.5 s of SIGTERM (rc=$src)"
+num_check "$src == 0 && $t1 - $t0 < 1500"; ok $? "testserver exits 0 within 1.5 s of SIGTERM (rc=$src)"
 served=$(grep -o '"requests_served":[0-9]*' "$TMP/server.out" | cut -d: -f2)
 n5xx=$(grep -o '"http_5xx":[0-9]*' "$TMP/server.out" | cut -d: -f2)
 num_check "${served:-0} > 100 && ${n5xx:-0} > 50"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # tests/run.sh counted against fake suites: each case writes one suite's output (and exit
 # code), runs run.sh on it alone, and checks run.sh's closing line, its exit status and the
 # line that explains a failure. Speaks TAP (ok/finish of tests/e2e/lib.sh; no namespaces are
