@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../../user/common/names.c"
 #include "../../user/control/events.c"
 #include "../../user/control/signals.c"
 #include "../../user/control/aimd.c"

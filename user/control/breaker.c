@@ -65,16 +65,6 @@ void sluice_breaker_params_from_conf(const struct breaker_conf *bc, struct sluic
 	}
 }
 
-const char *sluice_breaker_state_name(int state)
-{
-	switch (state) {
-	case SLUICE_BREAKER_CLOSED: return "closed";
-	case SLUICE_BREAKER_OPEN: return "open";
-	case SLUICE_BREAKER_HALF_OPEN: return "half_open";
-	default: return "?";
-	}
-}
-
 void sluice_breaker_init(struct sluice_breaker *b, uint64_t seed, uint64_t now_ns)
 {
 	memset(b, 0, sizeof(*b));
@@ -135,7 +125,7 @@ static void brk_report(const struct sluice_breaker *b, const struct sluice_event
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, level, sink->service, "breaker", sluice_breaker_state_name(from),
+	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_BREAKER, sluice_breaker_state_name(from),
 			  sluice_breaker_state_name(to), why);
 	sluice_event_num(&ev, "calls", (double)calls);
 	sluice_event_num(&ev, "error_rate", err);

@@ -99,6 +99,4 @@ uint32_t sluice_breaker_admit(const struct sluice_breaker *b, const struct sluic
 uint64_t sluice_breaker_remaining_ns(const struct sluice_breaker *b, uint64_t now_ns);
 uint32_t sluice_breaker_retry_after_s(const struct sluice_breaker *b, uint64_t now_ns);
 
-const char *sluice_breaker_state_name(int state);
-
 #endif

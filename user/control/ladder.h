@@ -44,6 +44,10 @@ struct sluice_overload_input {
 	uint64_t headroom_rej[SLUICE_NUM_CLASSES];
 };
 
+/* What the ladder does with a class, as its events name it (SLUICE_LADDER_STATE_TABLE). */
+#define SLUICE_X_LADDER_ENUM(id, ...) SLUICE_LADDER_##id,
+enum sluice_ladder_state { SLUICE_LADDER_STATE_TABLE(SLUICE_X_LADDER_ENUM) };
+
 struct sluice_ladder {
 	uint32_t admit[SLUICE_NUM_CLASSES];           /* fixed point, SLUICE_PROB_ONE = all */
 	uint64_t last_change_ns;
