@@ -77,7 +77,7 @@ struct sluice_service {
 	/* dscp_rule[d] = (order << 2) | class, or SLUICE_RULE_NONE */
 	__u8 dscp_rule[64];
 	struct sluice_path_rule path[SLUICE_MAX_PATH_RULES];
-	/* Per-client entry limits (seed 000 §5), 0 = off: at most client_max_in_flight units of
+	/* Per-client entry limits, 0 = off: at most client_max_in_flight units of
 	 * one client address at once, and a token bucket of client_rate units/s, burst
 	 * client_burst (GCRA: one timestamp per client). */
 	__u32 client_max_in_flight;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# The controller end to end (issue 4), in network namespaces with a real server:
+# The controller end to end, in network namespaces with a real server:
 #  1. 3x overload of mixed classes (L0..L3 by X-Priority) on an AIMD-limited service with
 #     adaptive headroom: L0 success >= 99.9%, classes shed in order L3 first, p99 of admitted
 #     requests <= 2x the latency target.

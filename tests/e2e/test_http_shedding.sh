@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Request-level shedding for HTTP/1.x end to end (issue 3): per-request admission on
+# Request-level shedding for HTTP/1.x end to end: per-request admission on
 # keep-alive connections, classification by source / header / path, the kernel's 429 with
 # Retry-After (curl exits 0), a manual switch taking effect within a tick, latency histogram
 # against the server's known service time, no leaked server sockets, in-flight back to 0,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Observability end to end (issue 5): a real Prometheus server from Debian scrapes sluiced's
+# Observability end to end: a real Prometheus server from Debian scrapes sluiced's
 # /metrics and a PromQL query returns the admitted count; `sluicectl top` runs under tmux and
 # its screen shows the service, the classes and the switch in force; JSON events on stdout.
 TAG=obs

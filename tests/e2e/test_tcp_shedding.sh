@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Connection-level shedding end to end (issue 2): a real TCP server in one namespace, sluiced
+# Connection-level shedding end to end: a real TCP server in one namespace, sluiced
 # on its veth, clients in another. More concurrent connections than the limit allows: L3 is
 # refused first (fast RST), L0 is still served; in-flight returns to exactly 0; a restarted
 # sluiced adopts the pinned state without resetting in-flight; an invalid config reload is

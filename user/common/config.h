@@ -65,7 +65,7 @@ struct service_conf {
 	int ladder_steps[SLUICE_MAX_LADDER_STEPS]; /* recovery, percent: 10 30 50 80 100 */
 	int n_ladder_steps;
 	double recovery_step_s;           /* 5 */
-	/* client_limit: per client address, 0 = off (seed 000 §5) */
+	/* client_limit: per client address (one tenant cannot take the whole service), 0 = off */
 	int client_max_in_flight;         /* units of one client at once */
 	int client_rate;                  /* units per second (token bucket) */
 	int client_burst;                 /* bucket size; 0 = 1 */

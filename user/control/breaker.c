@@ -140,7 +140,8 @@ static void brk_report(const struct sluice_breaker *b, const struct sluice_event
 static void go_open(struct sluice_breaker *b, const struct sluice_breaker_params *p,
 		    uint64_t now_ns)
 {
-	/* seed 001 §6.2: actual wait = open_s x (0.8 + rand x 0.4) */
+	/* actual wait = open_s x (0.8 + rand x 0.4): instances that opened together do not all
+	 * probe the recovering downstream at the same moment */
 	b->open_dur_s = p->open_s * (0.8 + 0.4 * sluice_rng_uniform(&b->rng));
 	b->open_until_ns = now_ns + (uint64_t)(b->open_dur_s * 1e9);
 	b->state = SLUICE_BREAKER_OPEN;

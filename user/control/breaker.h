@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Circuit breaker of one service (seeds 000, 001 §6, 003, 004).
+/* Circuit breaker of one service.
  *
  * CLOSED: calls, errors and slow calls are counted in a sliding window of window_s one-second
  *   buckets. calls = completed - 429s (a 429 is "you are too fast", never a failure).

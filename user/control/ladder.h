@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Priority ladder of one service (seed 004): per-class admit probability.
+/* Priority ladder of one service: per-class admit probability.
  *
  * Shedding (overloaded tick, at most one cut per shed_interval_s): the victim is the lowest
  *   class (L3, then L2, then L1) that still admits something and has demand; its admit

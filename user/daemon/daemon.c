@@ -129,7 +129,7 @@ static int read_inputs(struct daemon *d, int i, struct ctl_inputs *in)
 	return maps_read_inflight(&d->m, s, &in->inflight);
 }
 
-/* seed 001 §11: the five measures, kept as the daemon sees each tick. */
+/* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
 static void update_books(struct daemon *d, int i, const struct sluice_verdict *v,
 			 double dt_s)
 {
@@ -229,7 +229,8 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 	int rc = switch_state_poll(&d->sw, d->cfg.state_dir, wall_s, err, sizeof(err));
 
 	if (rc < 0) {
-		/* seed 001 pit 4: a broken switch file means "normal", loudly (once per change). */
+		/* A broken switch file means "normal", loudly (once per change): a bad read must
+		 * never degrade a service. */
 		fprintf(stderr, "sluiced: %s\n", err);
 		daemon_event(d, SLUICE_EVM_SWITCHES, "file", d->sw.corrupt ? "ignored" : "write_failed", err,
 			     "", SLUICE_EV_ALERT);

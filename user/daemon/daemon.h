@@ -15,7 +15,7 @@
 #include "ops/switchstate.h"
 #include "kernel/sockdiag.h"
 
-/* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
+/* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
 	double ew_arrivals, ew_ok, ew_retrans;   /* 60 s exponentially weighted sums */
 	double overload_s, managed_s;

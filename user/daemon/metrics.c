@@ -446,7 +446,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 					 sv[i].x->sw[c].ttl_left_s);
 		}
 
-	/* --- the five measures of seed 001 section 11 --- */
+	/* --- the five measures (docs/METRICS.md): does the protection help? --- */
 	SVC_EXTRA("sluice_effective_request_ratio", "gauge", e->effective_ratio,
 		  "Measure 1: successful / arrived requests over the last 60 s (goal > 0.8 under overload).");
 	SVC_EXTRA("sluice_overload_seconds_total", "counter", e->overload_seconds,

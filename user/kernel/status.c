@@ -61,7 +61,8 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			cs->switch_admit = (double)s->v.switch_admit[c] / SLUICE_PROB_ONE;
 			cs->rate_per_s = -1;
 			{
-				/* 429s from the server are answers, not failures (seed 001 pit 2). */
+				/* 429s from the server are answers, not failures: counting a downstream's
+				 * own shedding as errors would open the breaker against it. */
 				double calls = (double)cs->st.completed - (double)cs->st.resp_429;
 				cs->error_rate = calls > 0 ? (double)cs->st.errors / calls : 0;
 			}
