@@ -41,32 +41,13 @@ const char *sluice_class_name(int cls)
 	return pick(class_names, N(class_names), cls, "?");
 }
 
-const char *sluice_reject_name(int r)
-{
-	return pick(reject_names, N(reject_names), r, "unknown");
-}
+/* One lookup per table: the name of member i, or the given text when i is not a member. */
+#define NAME_FN(fn, names, dflt) \
+	const char *fn(int i) { return pick(names, N(names), i, dflt); }
 
-const char *sluice_reject_heading(int r)
-{
-	return pick(reject_headings, N(reject_headings), r, "rej:?");
-}
-
-const char *sluice_breaker_state_name(int state)
-{
-	return pick(breaker_names, N(breaker_names), state, "?");
-}
-
-const char *sluice_ladder_state_name(int state)
-{
-	return pick(ladder_names, N(ladder_names), state, "?");
-}
-
-const char *sluice_ev_level_name(int level)
-{
-	return pick(ev_level_names, N(ev_level_names), level, "info");
-}
-
-const char *sluice_ev_machine_name(int machine)
-{
-	return pick(ev_machine_names, N(ev_machine_names), machine, "?");
-}
+NAME_FN(sluice_reject_name, reject_names, "unknown")
+NAME_FN(sluice_reject_heading, reject_headings, "rej:?")
+NAME_FN(sluice_breaker_state_name, breaker_names, "?")
+NAME_FN(sluice_ladder_state_name, ladder_names, "?")
+NAME_FN(sluice_ev_level_name, ev_level_names, "info")
+NAME_FN(sluice_ev_machine_name, ev_machine_names, "?")
