@@ -45,7 +45,7 @@ deps-check:
 	@tools/install-deps.sh --quiet
 
 # ---- BPF: objects and the skeletons userspace embeds
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/sluice.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Classification, admission and unit accounting, shared by the ingress programs.
- * Admission order (SPEC): switch -> breaker -> headroom -> ladder. Anything missing (no
+ * Admission order: switch -> breaker -> headroom -> ladder -> client limits. Anything missing (no
  * verdict, stale heartbeat) admits: on doubt, admit. */
 #ifndef SLUICE_ADMIT_H
 #define SLUICE_ADMIT_H
@@ -139,7 +139,7 @@ take:
 	return 1;
 }
 
-/* Per-client entry limits (seed 000 §5), last in the admission order: a concurrency cap and a
+/* Per-client entry limits, last in the admission order: a concurrency cap and a
  * token bucket (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when
  * the unit may go on; *counted = 1 when it now counts against the client's cap. Off, or on
  * any doubt (no map entry, controller silent), the client is not limited. */

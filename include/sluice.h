@@ -14,6 +14,7 @@
 #define SLUICE_H
 
 #include <linux/types.h>
+#include "sluice_names.h"
 
 #define SLUICE_MAX_SERVICES   64
 #define SLUICE_NUM_CLASSES    4          /* L0 core .. L3 non-critical */
@@ -29,27 +30,25 @@
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
 
-enum sluice_class { SLUICE_L0 = 0, SLUICE_L1 = 1, SLUICE_L2 = 2, SLUICE_L3 = 3 };
+#define SLUICE_X_CLASS_ENUM(id, ...) SLUICE_##id,
+enum sluice_class { SLUICE_CLASS_TABLE(SLUICE_X_CLASS_ENUM) };
+_Static_assert(0 SLUICE_CLASS_TABLE(SLUICE_X_COUNT) == SLUICE_NUM_CLASSES,
+	       "SLUICE_CLASS_TABLE and SLUICE_NUM_CLASSES disagree");
 
 enum sluice_protocol { SLUICE_PROTO_TCP = 0, SLUICE_PROTO_HTTP = 1 };
 
 enum sluice_reject_mode { SLUICE_REJECT_RST = 0, SLUICE_REJECT_DROP = 1 };
 
-/* Why a unit was refused; index into sluice_class_stats.rejected[]. Order = admission order. */
+/* Why a unit was refused (SLUICE_REJECT_TABLE in sluice_names.h); index into
+ * sluice_class_stats.rejected[]. Order = admission order. */
+#define SLUICE_X_REJ_ENUM(id, ...) SLUICE_REJ_##id,
 enum sluice_reject_reason {
-	SLUICE_REJ_SWITCH = 0,       /* manual degradation switch */
-	SLUICE_REJ_BREAKER,          /* breaker open, or half-open step not drawn */
-	SLUICE_REJ_HEADROOM,         /* in_flight >= class threshold */
-	SLUICE_REJ_LADDER,           /* priority ladder admit probability */
-	SLUICE_REJ_CLIENT_LIMIT,     /* per-client token bucket / concurrency cap */
+	SLUICE_REJECT_TABLE(SLUICE_X_REJ_ENUM)
 	SLUICE_REJ_REASONS,
 };
 
-enum sluice_breaker_state {
-	SLUICE_BREAKER_CLOSED = 0,
-	SLUICE_BREAKER_OPEN = 1,
-	SLUICE_BREAKER_HALF_OPEN = 2,
-};
+#define SLUICE_X_BREAKER_ENUM(id, ...) SLUICE_BREAKER_##id,
+enum sluice_breaker_state { SLUICE_BREAKER_TABLE(SLUICE_X_BREAKER_ENUM) };
 
 /* ---- Static per-service configuration (map `services`, written on (re)load) ---- */
 
@@ -78,7 +77,7 @@ struct sluice_service {
 	/* dscp_rule[d] = (order << 2) | class, or SLUICE_RULE_NONE */
 	__u8 dscp_rule[64];
 	struct sluice_path_rule path[SLUICE_MAX_PATH_RULES];
-	/* Per-client entry limits (seed 000 §5), 0 = off: at most client_max_in_flight units of
+	/* Per-client entry limits, 0 = off: at most client_max_in_flight units of
 	 * one client address at once, and a token bucket of client_rate units/s, burst
 	 * client_burst (GCRA: one timestamp per client). */
 	__u32 client_max_in_flight;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# sluice benchmark (issue 6, "proof under load"). NOT a test: it prints ratios measured side by
+# sluice benchmark ("proof under load"). NOT a test: it prints ratios measured side by
 # side in one run and never passes or fails on absolute time.
 #
 #   tools/bench.sh [BUILD]          (what `make bench` runs; needs root)

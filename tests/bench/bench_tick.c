@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Controller tick cost against the number of services (SPEC "Tests and numbers").
+/* Controller tick cost against the number of services.
  * Runs exactly what sluiced runs per service and tick -- service_ctl_tick() from
  * user/control/controller.c: signals (4 classes, 104-bucket histograms), AIMD, breaker, ladder with
  * overload detection, peak tracking and work-conserving thresholds, retry storm -- plus the
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../../user/common/names.c"
 #include "../../user/control/events.c"
 #include "../../user/control/signals.c"
 #include "../../user/control/aimd.c"

@@ -232,7 +232,7 @@ ok $? "plan apply writes one audit record per switch" "$(tail -n 3 "$AUDIT")"
 # ---- budget ----
 ctl budget check $FIX/order_api_chains.yaml
 [ "$RC" -eq 1 ] && [[ "$OUT" == *9540* ]]
-ok $? "budget check of the seed chain prints 9540 and exits 1" "exit $RC" "$OUT"
+ok $? "budget check of the order-api chain prints 9540 and exits 1" "exit $RC" "$OUT"
 ctl budget check $FIX/budget_ok.yaml
 expect 0 "budget check within budget: exit 0"
 ctl budget check $FIX/budget_bad.yaml

@@ -36,7 +36,7 @@ static char *report(const struct budget_file *bf, int *over)
 	return buf;
 }
 
-/* Seed 001 §3.1: the order-api chain adds up to 9540 ms against a 1000 ms entry timeout. */
+/* The order-api chain adds up to 9540 ms against a 1000 ms entry timeout. */
 static void test_budget_seed_order_api(void **state)
 {
 	struct budget_file *bf = load_ok(FIX "order_api_chains.yaml");
@@ -86,7 +86,7 @@ static void test_budget_within(void **state)
 	assert_int_equal(bf->chains[0].over, 0);
 	assert_int_equal(bf->chains[0].amplification, 2);
 	assert_int_equal(bf->chains[0].retrying_hops, 1);
-	/* seed 001 §4.1: three layers each retrying twice = 3^3 = 27 */
+	/* three layers each retrying twice = 3^3 = 27 */
 	assert_int_equal(bf->chains[1].amplification, 27);
 	assert_int_equal(bf->chains[1].worst_ms, 3 * (100 * 3 + 100));
 	assert_int_equal(bf->chains[1].over, 0);

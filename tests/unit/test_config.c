@@ -87,7 +87,8 @@ static void expect_fail(struct fx *f, int rc, int n_errors)
 
 /* ---- valid configs ---- */
 
-static void test_spec_example(void **state)
+/* good.yaml is the example in docs/CONFIG.md. */
+static void test_documented_example(void **state)
 {
 	struct fx *f = *state;
 	struct sluice_config *c = &f->cfg;
@@ -790,7 +791,7 @@ static void test_ok_after_bad_resets_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_spec_example, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_documented_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),

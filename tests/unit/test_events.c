@@ -15,7 +15,7 @@ static void test_json_line(void **st)
 	char buf[512];
 	int n;
 	(void)st;
-	sluice_event_init(&ev, 123456789ull, SLUICE_EV_INFO, "we\"b\\x\n", "breaker", "closed",
+	sluice_event_init(&ev, 123456789ull, SLUICE_EV_INFO, "we\"b\\x\n", SLUICE_EVM_BREAKER, "closed",
 			  "open", "error_rate");
 	sluice_event_num(&ev, "calls", 22);
 	sluice_event_num(&ev, "error_rate", 0.5);
@@ -35,7 +35,7 @@ static void test_json_truncation_and_limits(void **st)
 	char small[16];
 	int i, n;
 	(void)st;
-	sluice_event_init(&ev, 1, SLUICE_EV_DEBUG, NULL, "aimd", "limit", "limit", "x");
+	sluice_event_init(&ev, 1, SLUICE_EV_DEBUG, NULL, SLUICE_EVM_AIMD, "limit", "limit", "x");
 	for (i = 0; i < 20; i++)
 		sluice_event_num(&ev, "k", i);
 	assert_int_equal(ev.n_nums, SLUICE_EV_MAX_NUMS);

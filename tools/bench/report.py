@@ -144,7 +144,7 @@ for r in recs:
         fmt(max(recover, 0.0), "%.2f") if recover is not None else "not in run"))
 
 print()
-print("## goals (issue 6)")
+print("## goals")
 if unloaded_p99:
     print("unloaded p99 (no protection, 0.5x): %.2f ms" % unloaded_p99)
 for r in recs:

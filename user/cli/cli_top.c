@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "kernel/bpfmaps.h"
 #include "common/duration.h"
+#include "common/names.h"
 #include "control/signals.h"
 #include "kernel/status.h"
 #include "ops/switches.h"
@@ -52,8 +53,6 @@ static void top_usage(FILE *f)
 	fprintf(f, "usage: sluicectl top [--interval SECONDS] [--iterations N]\n"
 		"  q or Ctrl-C quits; --iterations N draws N frames and exits (for scripts)\n");
 }
-
-static const char *CLS[] = { "L0", "L1", "L2", "L3" };
 
 static const struct service_status *find_prev(const struct status_snapshot *p,
 					      const struct service_status *s)
@@ -156,7 +155,7 @@ static void draw(FILE *f, const struct cli_opts *o, const struct status_snapshot
 			fmt_us(p99_us, p99, sizeof(p99));
 			if (cumulative && p99_us > 0)
 				strncat(p99, "*", sizeof(p99) - strlen(p99) - 1);
-			fprintf(f, "%-14s %-5s %9s %9s %7s %9s %9lld %9u %5.0f%%\n", "", CLS[c],
+			fprintf(f, "%-14s %-5s %9s %9s %7s %9s %9lld %9u %5.0f%%\n", "", sluice_class_name(c),
 				rate_a, rate_ad, pct, p99, cs->in_flight, cs->threshold,
 				100.0 * (1 - cs->switch_admit));
 		}

@@ -81,27 +81,6 @@ void sluice_config_print_errors(FILE *f, const struct config_errors *errs)
 /* ------------------------------------------------------------------------------------------ */
 /* names */
 
-static const char *const class_names[SLUICE_NUM_CLASSES] = { "L0", "L1", "L2", "L3" };
-
-int sluice_class_from_name(const char *s)
-{
-	if (!s)
-		return -1;
-	for (int i = 0; i < SLUICE_NUM_CLASSES; i++)
-		if (strcmp(s, class_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *sluice_class_name(int cls)
-{
-	if (cls >= 0 && cls < SLUICE_NUM_CLASSES)
-		return class_names[cls];
-	if (cls == SLUICE_CLASS_FROM_HEADER)
-		return "from-header";
-	return "?";
-}
-
 const char *sluice_xdp_mode_name(int mode)
 {
 	switch (mode) {
@@ -784,7 +763,7 @@ static void headroom_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_n
 		    shown(k, val, sizeof(val)), a->where);
 		return;
 	}
-	snprintf(what, sizeof(what), "%s", class_names[cls]);
+	snprintf(what, sizeof(what), "%s", sluice_class_name(cls));
 	get_int(c, v, what, a->where, 0, 100, &h[cls]);
 }
 

@@ -65,7 +65,7 @@ struct service_conf {
 	int ladder_steps[SLUICE_MAX_LADDER_STEPS]; /* recovery, percent: 10 30 50 80 100 */
 	int n_ladder_steps;
 	double recovery_step_s;           /* 5 */
-	/* client_limit: per client address, 0 = off (seed 000 §5) */
+	/* client_limit: per client address (one tenant cannot take the whole service), 0 = off */
 	int client_max_in_flight;         /* units of one client at once */
 	int client_rate;                  /* units per second (token bucket) */
 	int client_burst;                 /* bucket size; 0 = 1 */
@@ -128,10 +128,8 @@ int sluice_config_parse(const char *text, size_t len, const char *name,
 #include <stdio.h>
 void sluice_config_print_errors(FILE *f, const struct config_errors *errs);
 
-/* "L0".."L3" -> 0..3, else -1. */
-int sluice_class_from_name(const char *s);
-/* 0..3 -> "L0".."L3", SLUICE_CLASS_FROM_HEADER -> "from-header", else "?". */
-const char *sluice_class_name(int cls);
+/* sluice_class_from_name(), sluice_class_name(): common/names.h */
+#include "common/names.h"
 
 /* Fill one service with the per-service defaults (no name, no port, no rules). */
 void sluice_service_defaults(struct service_conf *s);

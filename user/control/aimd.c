@@ -75,7 +75,7 @@ static void aimd_report(const struct sluice_event_sink *sink, uint64_t now, int 
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, level, sink->service, "aimd", from, to, why);
+	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_AIMD, from, to, why);
 	sluice_event_num(&ev, "limit_from", old);
 	sluice_event_num(&ev, "limit_to", new);
 	sluice_event_num(&ev, "latency_us", lat);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* AIMD concurrency limit of one service (seed 001 §5.2). Once per window (aimd_window_ms):
+/* AIMD concurrency limit of one service. Once per window (aimd_window_ms):
  *   latency <  0.7 x target  -> limit + 1
  *   latency >  target        -> limit x 0.5
  *   otherwise                -> hold
@@ -40,7 +40,7 @@ struct sluice_aimd {
 	uint64_t last_samples;
 };
 
-/* Defaults (seed numbers) and the mapping from the config; zero config fields -> defaults. */
+/* Defaults and the mapping from the config; zero config fields -> defaults. */
 void sluice_aimd_params_default(struct sluice_aimd_params *p);
 void sluice_aimd_params_from_conf(const struct service_conf *sc, struct sluice_aimd_params *p);
 

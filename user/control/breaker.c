@@ -65,16 +65,6 @@ void sluice_breaker_params_from_conf(const struct breaker_conf *bc, struct sluic
 	}
 }
 
-const char *sluice_breaker_state_name(int state)
-{
-	switch (state) {
-	case SLUICE_BREAKER_CLOSED: return "closed";
-	case SLUICE_BREAKER_OPEN: return "open";
-	case SLUICE_BREAKER_HALF_OPEN: return "half_open";
-	default: return "?";
-	}
-}
-
 void sluice_breaker_init(struct sluice_breaker *b, uint64_t seed, uint64_t now_ns)
 {
 	memset(b, 0, sizeof(*b));
@@ -135,7 +125,7 @@ static void brk_report(const struct sluice_breaker *b, const struct sluice_event
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, level, sink->service, "breaker", sluice_breaker_state_name(from),
+	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_BREAKER, sluice_breaker_state_name(from),
 			  sluice_breaker_state_name(to), why);
 	sluice_event_num(&ev, "calls", (double)calls);
 	sluice_event_num(&ev, "error_rate", err);
@@ -150,7 +140,8 @@ static void brk_report(const struct sluice_breaker *b, const struct sluice_event
 static void go_open(struct sluice_breaker *b, const struct sluice_breaker_params *p,
 		    uint64_t now_ns)
 {
-	/* seed 001 §6.2: actual wait = open_s x (0.8 + rand x 0.4) */
+	/* actual wait = open_s x (0.8 + rand x 0.4): instances that opened together do not all
+	 * probe the recovering downstream at the same moment */
 	b->open_dur_s = p->open_s * (0.8 + 0.4 * sluice_rng_uniform(&b->rng));
 	b->open_until_ns = now_ns + (uint64_t)(b->open_dur_s * 1e9);
 	b->state = SLUICE_BREAKER_OPEN;

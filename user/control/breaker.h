@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Circuit breaker of one service (seeds 000, 001 §6, 003, 004).
+/* Circuit breaker of one service.
  *
  * CLOSED: calls, errors and slow calls are counted in a sliding window of window_s one-second
  *   buckets. calls = completed - 429s (a 429 is "you are too fast", never a failure).
@@ -98,7 +98,5 @@ uint32_t sluice_breaker_admit(const struct sluice_breaker *b, const struct sluic
 /* Time left OPEN (0 otherwise); sluice_breaker_retry_after_s rounds it up, at least 1 when open. */
 uint64_t sluice_breaker_remaining_ns(const struct sluice_breaker *b, uint64_t now_ns);
 uint32_t sluice_breaker_retry_after_s(const struct sluice_breaker *b, uint64_t now_ns);
-
-const char *sluice_breaker_state_name(int state);
 
 #endif

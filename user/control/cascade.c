@@ -35,7 +35,7 @@ static void cascade_report(const struct sluice_cascade *c, const struct sluice_e
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, level, service, "cascade", from, to, why);
+	sluice_event_init(&ev, now, level, service, SLUICE_EVM_CASCADE, from, to, why);
 	sluice_event_num(&ev, "opens_in_window", opens);
 	sluice_event_num(&ev, "max_opens", p ? p->max_opens : 0);
 	sluice_event_num(&ev, "window_s", p ? p->window_s : 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Cascade suppression (seed 004, pit 1): when more than max_opens breakers open (CLOSED ->
+/* Cascade suppression: when more than max_opens breakers open (CLOSED ->
  * OPEN) within window_s, the cause is probably shared (a database blip), and opening even more
  * breakers does more harm than the blip. The opening that makes it max_opens + 1 (the 6th)
  * sets `suspended`: breakers then stay CLOSED (they report "would open"), an alert event is

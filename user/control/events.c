@@ -5,24 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 #include "control/events.h"
-
-static const char *level_name(int level)
-{
-	switch (level) {
-	case SLUICE_EV_DEBUG: return "debug";
-	case SLUICE_EV_ALERT: return "alert";
-	default: return "info";
-	}
-}
+#include "common/names.h"
 
 void sluice_event_init(struct sluice_event *ev, uint64_t t_ns, int level, const char *service,
-		       const char *machine, const char *from, const char *to, const char *why)
+		       int machine, const char *from, const char *to, const char *why)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->t_ns = t_ns;
 	ev->level = level;
 	ev->service = service ? service : "";
-	ev->machine = machine;
+	ev->machine = sluice_ev_machine_name(machine);
 	ev->from = from;
 	ev->to = to;
 	ev->why = why;
@@ -84,19 +76,18 @@ static void put_str(struct out *o, const char *s)
 
 int sluice_event_json(const struct sluice_event *ev, char *buf, size_t len)
 {
-	static const char *cls_name[] = { "L0", "L1", "L2", "L3" };
 	struct out o = { buf, len, 0 };
 	int i;
 
 	if (len)
 		buf[0] = '\0';
 	put(&o, "{\"t_ns\":%llu,\"event\":\"state_change\",\"level\":\"%s\",\"service\":",
-	    (unsigned long long)ev->t_ns, level_name(ev->level));
+	    (unsigned long long)ev->t_ns, sluice_ev_level_name(ev->level));
 	put_str(&o, ev->service);
 	put(&o, ",\"machine\":");
 	put_str(&o, ev->machine);
-	if (ev->cls >= 0 && ev->cls < 4)
-		put(&o, ",\"class\":\"%s\"", cls_name[ev->cls]);
+	if (ev->cls >= 0 && ev->cls < SLUICE_NUM_CLASSES)
+		put(&o, ",\"class\":\"%s\"", sluice_class_name(ev->cls));
 	put(&o, ",\"from\":");
 	put_str(&o, ev->from);
 	put(&o, ",\"to\":");

@@ -8,11 +8,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sluice.h"
 
 #define SLUICE_EV_MAX_NUMS 8
 
-/* INFO: an operator wants to see it. DEBUG: routine steps (AIMD +1), high volume. */
-enum sluice_ev_level { SLUICE_EV_INFO = 0, SLUICE_EV_DEBUG = 1, SLUICE_EV_ALERT = 2 };
+/* Levels and kinds, with their names: SLUICE_EV_LEVEL_TABLE and SLUICE_EV_MACHINE_TABLE in
+ * include/sluice_names.h (names: common/names.h). */
+#define SLUICE_X_EV_LEVEL_ENUM(id, ...) SLUICE_EV_##id,
+enum sluice_ev_level { SLUICE_EV_LEVEL_TABLE(SLUICE_X_EV_LEVEL_ENUM) };
+
+#define SLUICE_X_EV_MACHINE_ENUM(id, ...) SLUICE_EVM_##id,
+enum sluice_ev_machine { SLUICE_EV_MACHINE_TABLE(SLUICE_X_EV_MACHINE_ENUM) SLUICE_EV_MACHINES };
 
 struct sluice_ev_num {
 	const char *key;                  /* static string, a JSON-safe identifier */
@@ -23,7 +29,7 @@ struct sluice_event {
 	uint64_t t_ns;                    /* the controller clock (CLOCK_MONOTONIC) of the decision */
 	int level;                        /* enum sluice_ev_level */
 	const char *service;              /* service name, "" for host-wide machines */
-	const char *machine;              /* "breaker", "aimd", "ladder", "cascade", "retry_storm" */
+	const char *machine;              /* the kind's name: "breaker", "aimd", "ladder", ... */
 	const char *from, *to;            /* state names */
 	const char *why;                  /* short reason, e.g. "error_rate" */
 	int cls;                          /* class 0..3 for per-class machines, -1 otherwise */
@@ -40,9 +46,9 @@ struct sluice_event_sink {
 	const char *service;
 };
 
-/* Start an event (zeroes nums, cls = -1). */
+/* Start an event of kind `machine` (enum sluice_ev_machine); zeroes nums, cls = -1. */
 void sluice_event_init(struct sluice_event *ev, uint64_t t_ns, int level, const char *service,
-		       const char *machine, const char *from, const char *to, const char *why);
+		       int machine, const char *from, const char *to, const char *why);
 /* Append one number; silently ignored past SLUICE_EV_MAX_NUMS. */
 void sluice_event_num(struct sluice_event *ev, const char *key, double val);
 /* Deliver to the sink (no-op when sink or sink->fn is NULL). */

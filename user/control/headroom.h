@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Work-conserving headroom (SPEC "Work-conserving headroom"). Class k is admitted while the
+/* Work-conserving headroom. Class k is admitted while the
  * service's total in-flight < threshold[k]. A fixed threshold (limit x headroom[k]%) keeps L0
  * fast but wastes what L0 does not use; here each threshold comes from measured demand:
  *   threshold[k] = limit - sum over j < k of (peak[j] + margin(peak[j]))

@@ -83,7 +83,10 @@ int sluice_ladder_overloaded(const struct sluice_ladder *l, const struct sluice_
 
 static const char *admit_state(uint32_t a)
 {
-	return a == 0 ? "off" : a >= SLUICE_PROB_ONE ? "full" : "partial";
+	if (a == 0)
+		return sluice_ladder_state_name(SLUICE_LADDER_OFF);
+	return sluice_ladder_state_name(a >= SLUICE_PROB_ONE ? SLUICE_LADDER_FULL :
+					SLUICE_LADDER_PARTIAL);
 }
 
 static void ladder_report(const struct sluice_event_sink *sink, uint64_t now, int cls, uint32_t from,
@@ -93,7 +96,7 @@ static void ladder_report(const struct sluice_event_sink *sink, uint64_t now, in
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, SLUICE_EV_INFO, sink->service, "ladder", admit_state(from),
+	sluice_event_init(&ev, now, SLUICE_EV_INFO, sink->service, SLUICE_EVM_LADDER, admit_state(from),
 			  admit_state(to), why);
 	ev.cls = cls;
 	sluice_event_num(&ev, "admit_pct_from", (double)from * 100.0 / SLUICE_PROB_ONE);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Priority ladder of one service (seed 004): per-class admit probability.
+/* Priority ladder of one service: per-class admit probability.
  *
  * Shedding (overloaded tick, at most one cut per shed_interval_s): the victim is the lowest
  *   class (L3, then L2, then L1) that still admits something and has demand; its admit
@@ -43,6 +43,10 @@ struct sluice_overload_input {
 	uint64_t arrivals[SLUICE_NUM_CLASSES];
 	uint64_t headroom_rej[SLUICE_NUM_CLASSES];
 };
+
+/* What the ladder does with a class, as its events name it (SLUICE_LADDER_STATE_TABLE). */
+#define SLUICE_X_LADDER_ENUM(id, ...) SLUICE_LADDER_##id,
+enum sluice_ladder_state { SLUICE_LADDER_STATE_TABLE(SLUICE_X_LADDER_ENUM) };
 
 struct sluice_ladder {
 	uint32_t admit[SLUICE_NUM_CLASSES];           /* fixed point, SLUICE_PROB_ONE = all */

@@ -35,7 +35,7 @@ static void rs_report(const struct sluice_retrystorm *r, const struct sluice_eve
 
 	if (!sink || !sink->fn)
 		return;
-	sluice_event_init(&ev, now, level, sink->service, "retry_storm", from, to, why);
+	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_RETRY_STORM, from, to, why);
 	sluice_event_num(&ev, "ratio", r->last_ratio);
 	sluice_event_num(&ev, "threshold", p->ratio);
 	sluice_event_num(&ev, "windows", r->streak);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Retry-storm signal of one service (seed 001 §4.2): ratio = retransmits / arrivals per window
+/* Retry-storm signal of one service: ratio = retransmits / arrivals per window
  * (retransmitted SYNs and re-sent requests, as counted by BPF). An alert event when the ratio
  * is above `ratio` (0.2) for `windows` (3) consecutive windows; a clear event at the first
  * window below it. Windows with fewer than min_arrivals arrivals say nothing either way:

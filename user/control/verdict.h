@@ -6,7 +6,8 @@
 #include "sluice.h"
 #include "common/config.h"
 
-/* The AIMD starting point (seed 001 §5.2): 0.3 x max, within [min, max]; or the fixed limit. */
+/* The AIMD starting point: 0.3 x max, within [min, max]; or the fixed limit. Starting low and
+ * growing is safe on a backend whose capacity is not known yet. */
 int verdict_initial_limit(const struct service_conf *sc);
 
 /* In-flight threshold of a class from a limit and a headroom percentage: floor, but never 0

@@ -71,7 +71,7 @@ static struct sluice_event_sink sink_for(struct daemon *d, const char *service)
 	return s;
 }
 
-void daemon_event(struct daemon *d, const char *machine, const char *from, const char *to,
+void daemon_event(struct daemon *d, int machine, const char *from, const char *to,
 		  const char *why, const char *service, int level)
 {
 	struct sluice_event ev;
@@ -129,7 +129,7 @@ static int read_inputs(struct daemon *d, int i, struct ctl_inputs *in)
 	return maps_read_inflight(&d->m, s, &in->inflight);
 }
 
-/* seed 001 §11: the five measures, kept as the daemon sees each tick. */
+/* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
 static void update_books(struct daemon *d, int i, const struct sluice_verdict *v,
 			 double dt_s)
 {
@@ -229,12 +229,13 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 	int rc = switch_state_poll(&d->sw, d->cfg.state_dir, wall_s, err, sizeof(err));
 
 	if (rc < 0) {
-		/* seed 001 pit 4: a broken switch file means "normal", loudly (once per change). */
+		/* A broken switch file means "normal", loudly (once per change): a bad read must
+		 * never degrade a service. */
 		fprintf(stderr, "sluiced: %s\n", err);
-		daemon_event(d, "switches", "file", d->sw.corrupt ? "ignored" : "write_failed", err,
+		daemon_event(d, SLUICE_EVM_SWITCHES, "file", d->sw.corrupt ? "ignored" : "write_failed", err,
 			     "", SLUICE_EV_ALERT);
 	} else if (rc > 0 && !d->sw.n_expired) {
-		daemon_event(d, "switches", "file", "reloaded", "switch file changed", "",
+		daemon_event(d, SLUICE_EVM_SWITCHES, "file", "reloaded", "switch file changed", "",
 			     SLUICE_EV_INFO);
 	}
 	d->switch_error_logged = d->sw.corrupt;
@@ -242,7 +243,7 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 		const struct sw_switch *w = &d->sw.expired[k];
 		struct sluice_event ev;
 
-		sluice_event_init(&ev, monotonic_ns(), SLUICE_EV_INFO, w->service, "switch", "set",
+		sluice_event_init(&ev, monotonic_ns(), SLUICE_EV_INFO, w->service, SLUICE_EVM_SWITCH, "set",
 				  "expired", w->reason);
 		ev.cls = w->class;
 		sluice_event_num(&ev, "shed_pct", w->shed_pct);
@@ -270,7 +271,7 @@ static void read_accept_queues(struct daemon *d)
 			struct sluice_event ev;
 
 			sluice_event_init(&ev, monotonic_ns(), high ? SLUICE_EV_ALERT : SLUICE_EV_INFO,
-					  d->cfg.services[i].name, "accept_queue", high ? "normal" : "high",
+					  d->cfg.services[i].name, SLUICE_EVM_ACCEPT_QUEUE, high ? "normal" : "high",
 					  high ? "high" : "normal", "listen queue over half the backlog");
 			sluice_event_num(&ev, "queued", q[i].queued);
 			sluice_event_num(&ev, "backlog", q[i].backlog);
@@ -359,7 +360,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 
 		free(lc.keys);
 		if (n > 0 && d->verbose)
-			daemon_event(d, "flows", "open", "reclaimed", "idle flows reclaimed", "",
+			daemon_event(d, SLUICE_EVM_FLOWS, "open", "reclaimed", "idle flows reclaimed", "",
 				     SLUICE_EV_DEBUG);
 		d->last_gc_ns = now_ns;
 	}
@@ -382,7 +383,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		fprintf(stderr, "sluiced: config %s: %s; keeping the running config\n", d->cfg_path,
 			strerror(errno));
 		d->reloads_failed++;
-		daemon_event(d, "config", "running", "kept", "config file unreadable", "",
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "config file unreadable", "",
 			     SLUICE_EV_ALERT);
 		return -1;
 	}
@@ -393,7 +394,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	if (sluice_config_parse(text, len, d->cfg_path, &next, &errs) != 0) {
 		sluice_config_print_errors(stderr, &errs);
 		d->reloads_failed++;
-		daemon_event(d, "config", "running", "kept",
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);
 		free(d->cfg_text);
 		d->cfg_text = text; /* don't re-report the same bad bytes every tick */
@@ -407,7 +408,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		fprintf(stderr, "sluiced: config %s: interface, xdp_mode and pin_dir changes need a "
 			"restart; keeping the running config\n", d->cfg_path);
 		d->reloads_failed++;
-		daemon_event(d, "config", "running", "kept", "interface change needs a restart", "",
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "interface change needs a restart", "",
 			     SLUICE_EV_ALERT);
 		free(d->cfg_text);
 		d->cfg_text = text;
@@ -445,7 +446,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->cfg_text = text;
 	d->cfg_len = len;
 	d->reloads_ok++;
-	daemon_event(d, "config", "old", "new", "config reloaded", "", SLUICE_EV_INFO);
+	daemon_event(d, SLUICE_EVM_CONFIG, "old", "new", "config reloaded", "", SLUICE_EV_INFO);
 	return 1;
 }
 

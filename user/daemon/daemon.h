@@ -15,7 +15,7 @@
 #include "ops/switchstate.h"
 #include "kernel/sockdiag.h"
 
-/* Per-service bookkeeping beyond the controller: seed 001 §11 measures and reply state. */
+/* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
 	double ew_arrivals, ew_ok, ew_retrans;   /* 60 s exponentially weighted sums */
 	double overload_s, managed_s;
@@ -61,8 +61,9 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns);
  * new config took effect, 0 when unchanged, -1 when refused. */
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns);
 
-/* Emit a daemon-level event (attach, reload, switch expiry...) as one JSON line. */
-void daemon_event(struct daemon *d, const char *machine, const char *from, const char *to,
+/* Emit a daemon-level event (attach, reload, switch expiry...) as one JSON line; machine is
+ * an enum sluice_ev_machine. */
+void daemon_event(struct daemon *d, int machine, const char *from, const char *to,
 		  const char *why, const char *service, int level);
 
 /* Body for /metrics (called from the HTTP thread). */

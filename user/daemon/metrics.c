@@ -21,11 +21,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
-
-static const char *const CLASS_LABEL[SLUICE_NUM_CLASSES] = { "L0", "L1", "L2", "L3" };
-static const char *const REASON_LABEL[SLUICE_REJ_REASONS] = {
-	"switch", "breaker", "headroom", "ladder", "client_limit",
-};
+#include "common/names.h"
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -153,7 +149,7 @@ static void put_labels(struct buf *b, const struct lbl *l)
 		first = 0;
 	}
 	if (l->cls >= 0) {
-		bprintf(b, "%sclass=\"%s\"", first ? "" : ",", CLASS_LABEL[l->cls]);
+		bprintf(b, "%sclass=\"%s\"", first ? "" : ",", sluice_class_name(l->cls));
 		first = 0;
 	}
 	if (l->k)
@@ -343,7 +339,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			for (int r = 0; r < SLUICE_REJ_REASONS; r++) {
-				struct lbl l = { sv[i].name, c, "reason", REASON_LABEL[r] };
+				struct lbl l = { sv[i].name, c, "reason", sluice_reject_name(r) };
 				sample_u(&b, "sluice_requests_rejected_total", &l,
 					 (unsigned long long)sv[i].s->cls[c].st.rejected[r]);
 			}
@@ -450,7 +446,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 					 sv[i].x->sw[c].ttl_left_s);
 		}
 
-	/* --- the five measures of seed 001 section 11 --- */
+	/* --- the five measures (docs/METRICS.md): does the protection help? --- */
 	SVC_EXTRA("sluice_effective_request_ratio", "gauge", e->effective_ratio,
 		  "Measure 1: successful / arrived requests over the last 60 s (goal > 0.8 under overload).");
 	SVC_EXTRA("sluice_overload_seconds_total", "counter", e->overload_seconds,

@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sluiced: %s\n", err);
 		return 1;
 	}
-	daemon_event(&d, "daemon", at.adopted ? "pinned" : "detached", "attached",
+	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
 		     d.cfg.interface, SLUICE_EV_INFO);
 	fprintf(stderr, "sluiced: attached to %s (xdp %s), %d service%s, pins under %s\n",
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 	} else {
 		/* Shedding matters more than scraping: keep running, loudly. */
 		fprintf(stderr, "sluiced: metrics disabled: %s\n", err);
-		daemon_event(&d, "metrics", "off", "off", err, "", SLUICE_EV_ALERT);
+		daemon_event(&d, SLUICE_EVM_METRICS, "off", "off", err, "", SLUICE_EV_ALERT);
 	}
 
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 
 	if (ms)
 		metrics_stop(ms);
-	daemon_event(&d, "daemon", "attached", "stopped",
+	daemon_event(&d, SLUICE_EVM_DAEMON, "attached", "stopped",
 		     "pinned data path left in place; it fails open after heartbeat_timeout_ms; "
 		     "`sluicectl detach` removes it", d.cfg.interface, SLUICE_EV_INFO);
 	maps_close(&d.m);

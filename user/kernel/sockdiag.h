@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* What the kernel's own socket table says, read with NETLINK_SOCK_DIAG in sluiced's network
  * namespace:
- *  - the accept-queue signal (SPEC: queue signal): connections waiting in a service's listen
- *    socket(s) for the application to accept them. Waiting is what overload is (seed 001 §2);
+ *  - the accept-queue signal: connections waiting in a service's listen socket(s) for the
+ *    application to accept them. Waiting is what overload is: a busy backend that keeps up
+ *    has no queue;
  *  - which connections to the services still exist, so the flow GC never reclaims a flow
  *    that is merely quiet. */
 #ifndef SLUICE_SOCKDIAG_H

@@ -4,28 +4,20 @@
 #include <string.h>
 #include "control/signals.h"
 #include "common/clock.h"
+#include "common/names.h"
 #include "kernel/flowgc.h"
-
-static const char *CLASS_NAMES[] = { "L0", "L1", "L2", "L3" };
 
 const char *protocol_name(int p)
 {
 	return p == SLUICE_PROTO_HTTP ? "http" : "tcp";
 }
 
+/* The data path treats any state but open and half-open as closed; so does the display. */
 const char *breaker_name(int s)
 {
-	switch (s) {
-	case SLUICE_BREAKER_OPEN: return "open";
-	case SLUICE_BREAKER_HALF_OPEN: return "half_open";
-	default: return "closed";
-	}
-}
-
-const char *reject_reason_name(int r)
-{
-	static const char *n[] = { "switch", "breaker", "headroom", "ladder", "client_limit" };
-	return r >= 0 && r < SLUICE_REJ_REASONS ? n[r] : "unknown";
+	if (s != SLUICE_BREAKER_OPEN && s != SLUICE_BREAKER_HALF_OPEN)
+		s = SLUICE_BREAKER_CLOSED;
+	return sluice_breaker_state_name(s);
 }
 
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
@@ -69,7 +61,8 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			cs->switch_admit = (double)s->v.switch_admit[c] / SLUICE_PROB_ONE;
 			cs->rate_per_s = -1;
 			{
-				/* 429s from the server are answers, not failures (seed 001 pit 2). */
+				/* 429s from the server are answers, not failures: counting a downstream's
+				 * own shedding as errors would open the breaker against it. */
 				double calls = (double)cs->st.completed - (double)cs->st.resp_429;
 				cs->error_rate = calls > 0 ? (double)cs->st.errors / calls : 0;
 			}
@@ -105,6 +98,13 @@ static unsigned long long rejected_total(const struct sluice_class_stats *st)
 	return t;
 }
 
+/* A reject column is as wide as its heading, at least 9. */
+static int rej_width(int r)
+{
+	int w = (int)strlen(sluice_reject_heading(r));
+	return w < 9 ? 9 : w;
+}
+
 void status_print_table(FILE *f, const struct status_snapshot *s)
 {
 	fprintf(f, "controller: %s (heartbeat %.1fs ago)%s\n",
@@ -119,10 +119,12 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (admit %.0f%%)", 100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
-		fprintf(f, "\n  %-5s %8s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s %6s %9s %8s %8s %6s\n",
-			"class", "req/s", "in-flight", "threshold", "arrived", "admitted", "admit%",
-			"rej:switch", "rej:brkr", "rej:headrm", "rej:ladder", "errors", "err%", "429s",
-			"p50", "p99", "shed%");
+		fprintf(f, "\n  %-5s %8s %9s %9s %9s %9s %7s", "class", "req/s", "in-flight",
+			"threshold", "arrived", "admitted", "admit%");
+		for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+			fprintf(f, " %*s", rej_width(r), sluice_reject_heading(r));
+		fprintf(f, " %9s %6s %9s %8s %8s %6s\n", "errors", "err%", "429s", "p50", "p99",
+			"shed%");
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct class_status *cs = &sv->cls[c];
 			char p50[16] = "-", p99[16] = "-", rate[16] = "-";
@@ -133,14 +135,14 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 			}
 			if (cs->rate_per_s >= 0)
 				snprintf(rate, sizeof(rate), "%.1f", cs->rate_per_s);
-			fprintf(f, "  %-5s %8s %9lld %9u %9llu %9llu %6.0f%% %10llu %9llu %10llu %10llu %9llu %5.1f%% %9llu %8s %8s %5.0f%%\n",
-				CLASS_NAMES[c], rate, cs->in_flight, cs->threshold,
+			fprintf(f, "  %-5s %8s %9lld %9u %9llu %9llu %6.0f%%",
+				sluice_class_name(c), rate, cs->in_flight, cs->threshold,
 				(unsigned long long)cs->st.arrivals,
-				(unsigned long long)cs->st.admitted, 100.0 * cs->admit_prob,
-				(unsigned long long)cs->st.rejected[SLUICE_REJ_SWITCH],
-				(unsigned long long)cs->st.rejected[SLUICE_REJ_BREAKER],
-				(unsigned long long)cs->st.rejected[SLUICE_REJ_HEADROOM],
-				(unsigned long long)cs->st.rejected[SLUICE_REJ_LADDER],
+				(unsigned long long)cs->st.admitted, 100.0 * cs->admit_prob);
+			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+				fprintf(f, " %*llu", rej_width(r),
+					(unsigned long long)cs->st.rejected[r]);
+			fprintf(f, " %9llu %5.1f%% %9llu %8s %8s %5.0f%%\n",
 				(unsigned long long)cs->st.errors, 100.0 * cs->error_rate,
 				(unsigned long long)cs->st.resp_429,
 				p50, p99, 100.0 * (1 - cs->switch_admit));
@@ -173,10 +175,10 @@ void status_print_json(FILE *f, const struct status_snapshot *s)
 
 			fprintf(f, "%s{\"class\":\"%s\",\"arrivals\":%llu,\"admitted\":%llu,"
 				"\"rejected\":%llu,\"rejected_by\":{",
-				c ? "," : "", CLASS_NAMES[c], (unsigned long long)cs->st.arrivals,
+				c ? "," : "", sluice_class_name(c), (unsigned long long)cs->st.arrivals,
 				(unsigned long long)cs->st.admitted, rejected_total(&cs->st));
 			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
-				fprintf(f, "%s\"%s\":%llu", r ? "," : "", reject_reason_name(r),
+				fprintf(f, "%s\"%s\":%llu", r ? "," : "", sluice_reject_name(r),
 					(unsigned long long)cs->st.rejected[r]);
 			fprintf(f, "},\"in_flight\":%lld,\"threshold\":%u,\"completed\":%llu,"
 				"\"p50_us\":%.0f,\"p99_us\":%.0f,\"errors\":%llu,\"http_429\":%llu,"
@@ -224,7 +226,7 @@ void status_print_hist(FILE *f, const struct service_status *s, int cls)
 			max = h.bucket[i];
 	}
 	fprintf(f, "%s %s: request latency, %llu requests\n", s->svc.name,
-		cls >= 0 ? CLASS_NAMES[cls] : "all classes", total);
+		cls >= 0 ? sluice_class_name(cls) : "all classes", total);
 	if (first < 0) {
 		fprintf(f, "  (no samples)\n");
 		return;

@@ -47,7 +47,6 @@ void status_rates(const struct status_snapshot *prev, struct status_snapshot *cu
 
 const char *protocol_name(int p);
 const char *breaker_name(int s);
-const char *reject_reason_name(int r);
 
 void status_print_table(FILE *f, const struct status_snapshot *s);
 void status_print_json(FILE *f, const struct status_snapshot *s);

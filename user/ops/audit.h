@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* sluice: the switch audit log (seed 001 §9.3: who, when, why, old -> new).
+/* sluice: the switch audit log: who, when, why, old -> new, for the incident review.
  *
  * One JSON object per line in STATE_DIR/audit.log, appended with O_APPEND in a single write()
  * and fsync()ed. Lines are never rewritten. Example (one line in the file):

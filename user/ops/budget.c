@@ -227,7 +227,7 @@ int budget_report(FILE *out, const struct budget_file *bf)
 		}
 		if (c->retrying_hops > 1)
 			fprintf(out, "     warning: %d hops retry; keep retries in one layer and set the "
-				"others to 0 (seed 001 §4.2)\n", c->retrying_hops);
+				"others to 0\n", c->retrying_hops);
 	}
 	fprintf(out, "%d of %d chains over budget\n", over, bf->n_chains);
 	return over;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* sluice: timeout budget check (`sluicectl budget check CHAINS.yaml`, seed 001 §3 and §4.1).
+/* sluice: timeout budget check (`sluicectl budget check CHAINS.yaml`): does the worst path
+ * of each call chain fit the time its caller waits? (docs/OPERATIONS.md)
  *
  * File format (keys not listed are refused):
  *   chains:
@@ -11,18 +12,19 @@
  *         - { name: inventory, timeout_ms: 800, retries: 1, backoff_ms: 200 }
  *         - { name: order-db, timeout_ms: 300, retries: 0 }      # backoff_ms optional (0)
  *
- * Definitions (seed 001 §3.1 and its timeout-budget-check.py):
+ * Definitions:
  *   retries     = extra attempts after the first (max attempts = retries + 1), 0..10.
  *   backoff_ms  = the TOTAL time slept between attempts, summed over all retries of that hop
  *                 (not the per-retry delay); must be 0 when retries is 0.
  *   hop worst   = timeout_ms * (retries + 1) + backoff_ms  (every attempt runs to its timeout)
  *   worst path  = sum of hop worst + self_ms               (hops are called one after another)
- *   over budget = worst path > budget_ms  (equal is within budget, as in the seed's script)
- *   retry amplification = product of (1 + retries) over the hops (seed 001 §4.1: the load the
+ *   over budget = worst path > budget_ms  (equal is within budget)
+ *   retry amplification = product of (1 + retries) over the hops (the load the
  *                 last hop sees per entry request when every layer retries; 3 layers x 2 retries
  *                 = 27). Saturates at UINT64_MAX (amp_saturated set).
  * Warnings (reported, do not fail the check): a single attempt of a hop longer than 60% of the
- * entry budget (seed 3.2 script); more than one hop retrying (seed 4.2: retry in one layer only).
+ * entry budget (one slow attempt alone eats most of it); more than one hop retrying (retries in
+ * several layers multiply: retry in one layer only).
  * No global state. */
 #ifndef SLUICE_BUDGET_H
 #define SLUICE_BUDGET_H

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* sluice: degradation plans (seed 001 §8.2, "the table signed in advance").
+/* sluice: degradation plans: what to give up, in which order, decided and drilled before the
+ * incident rather than during it.
  *
  * A plan is a YAML file listing degradation levels in escalation order. Applying a level sets
  * one manual switch per action (see switches.h). File format (keys not listed are refused):

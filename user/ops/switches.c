@@ -4,6 +4,7 @@
 #include "ops/switches.h"
 #include "common/duration.h"
 #include "common/json.h"
+#include "common/names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,15 +20,12 @@
 
 int sw_class_parse(const char *s)
 {
-	if (s && s[0] == 'L' && s[1] >= '0' && s[1] <= '3' && s[2] == 0)
-		return s[1] - '0';
-	return -1;
+	return sluice_class_from_name(s);
 }
 
 const char *sw_class_str(int cls)
 {
-	static const char *const n[] = { "L0", "L1", "L2", "L3" };
-	return cls >= 0 && cls < SLUICE_NUM_CLASSES ? n[cls] : "L?";
+	return cls >= 0 && cls < SLUICE_NUM_CLASSES ? sluice_class_name(cls) : "L?";
 }
 
 static int has_ctrl(const char *s)

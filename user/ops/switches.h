@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* sluice: manual degradation switches (seed 001 §9, SPEC "Manual switches").
+/* sluice: manual degradation switches.
  *
  * A switch sheds a percentage of one class of one service. Every switch has a reason, an owner
  * and an expiry; there are no permanent switches. The set lives in a JSON state file
  * (default STATE_DIR/switches.json), rewritten atomically (temp file + fsync + rename + fsync of
  * the directory). The default is ALWAYS "normal": a missing file is an empty set, and an empty,
- * unreadable or corrupt file is ALSO an empty set, reported with a loud error (seed 001 pit 4:
- * a bad read must never land in a degraded state).
+ * unreadable or corrupt file is ALSO an empty set, reported with a loud error (a bad read, such
+ * as an empty config pushed by mistake, must never land in a degraded state).
  *
  * Time: uint64_t seconds since the Unix epoch (UTC), passed in as `now` (see duration.h).
  * No global state; every function works on the caller's struct sw_set.

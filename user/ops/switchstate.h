@@ -6,7 +6,7 @@
  * one stat() when nothing changed). The poll
  *   - reloads STATE_DIR/switches.json when its identity changed (inode, size, mtime, ctime);
  *     a missing file is the empty set; an empty/unreadable/corrupt file is ALSO the empty set
- *     ("normal", seed 001 pit 4) and the poll that noticed it returns -1 with the loud message
+ *     ("normal": a bad read never degrades) and the poll that noticed it returns -1 with the loud message
  *     from sw_load() in err: the caller logs it (once per change of the file);
  *   - sweeps expired switches: under sw_lock() it re-reads the file (another writer may have
  *     changed it), removes every switch with expires_at <= now, saves the file once and appends
