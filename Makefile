@@ -86,7 +86,7 @@ test: deps-check $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS)
 demo: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
 	@tools/demo.sh $(BUILD)
 
-bench: deps-check $(BINS) $(TOOL_BINS) $(BPFT_BINS) $(E2E_OBJS)
+bench: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS) $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/empty_xdp.bpf.o
 	@tools/bench.sh $(BUILD)
 
 clean:

@@ -136,7 +136,7 @@ if has micro "$SCENARIOS"; then
 fi
 mkdir -p "$OUT"
 chmod 711 "$TMP"                # the closed-loop L0 client (an unprivileged user) reads a script here
-ulimit -n "$(ulimit -Hn)" 2>/dev/null
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
 # Results are stamped with the commit and whether the tree differed from it.
 REV=$(git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -318,7 +318,7 @@ loadgen_run() {
 	for c in "$@"; do cl+=(--class "$c"); done
 	timeout -s INT $((secs + 30)) $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
 		--mode http-keepalive --rate "$rate" --duration "$secs" --timeout-ms $TIMEOUT_MS \
-		--seed "$seed" --quiet "${cl[@]}" > "$log" 2> "$log.err"
+		--seed "$seed" --report-interval 0.5 --quiet "${cl[@]}" > "$log" 2> "$log.err"
 }
 
 l0_conns() { # closed loop: L0 clients out of LOAD x WORKERS

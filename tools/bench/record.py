@@ -11,6 +11,7 @@ carries "error") when a load tool failed or its output cannot be read.
 """
 import json
 import os
+import re
 import sys
 
 (d, who, scen, load, run, dur, cap, rc0, rc3, cpu0, cpu1, commit, dirty,
@@ -45,7 +46,10 @@ def lg_class(c, secs):
     return {"attempts": c["sent"], "ok": c["ok"], "rejected": c["rejected"],
             "errors": c["errors"], "ok_rps": c["ok"] / secs if secs else 0.0,
             "p50_ms": c.get("p50_ms"), "p99_ms": c.get("p99_ms"), "secs": secs,
-            "latency_of": "successes"}
+            "latency_of": "successes",
+            "detail": {k: c.get(k, 0) for k in ("http_429", "http_503", "refused", "reset", "eof",
+                                                "timeout", "other_status", "other_error",
+                                                "unfinished")}}
 
 
 try:
@@ -68,6 +72,16 @@ try:
     rec["rejected"] = sum(c["rejected"] for c in cls)
     rec["errors"] = sum(c["errors"] for c in cls)
     rec["goodput_rps"] = rec["ok"] / secs if secs else 0.0
+    if scen == "http-open":
+        # loadgen's totals include the responses that came in while it drained after the
+        # arrival window; goodput is read from its progress line at the window's end instead.
+        last = None
+        for line in open(os.path.join(d, "lg.err")):
+            m = re.search(r"t=([\d.]+)s sent=\d+ ok=(\d+)", line)
+            if m and float(m.group(1)) <= float(dur) + 0.05:
+                last = (float(m.group(1)), int(m.group(2)))
+        if last and last[0] > 0:
+            rec["goodput_rps"] = last[1] / last[0]
 except Exception as e:  # reported, and the bench fails
     rec["error"] = str(e)[:400]
 print(json.dumps(rec))
