@@ -431,8 +431,11 @@ if has pg "$SCENARIOS"; then
 	if [ -x tools/bench/pg.sh ]; then
 		log "PostgreSQL scenario (tools/bench/pg.sh)"
 		mkdir -p "$TMP/pg"
-		export BENCH_DUR BENCH_RUNS BENCH_SEED BENCH_COMMIT=$REV BENCH_DIRTY=$DIRTY
-		BENCH_DUR=$DUR BENCH_RUNS=$RUNS BENCH_SEED=$SEED tools/bench/pg.sh "$BUILD" "$TMP/pg" ||
+		# Same repetitions and seed as the HTTP scenarios; its own step length unless the
+		# user asked for a different one.
+		export PG_RUNS=${PG_RUNS:-$RUNS} PG_SEED=${PG_SEED:-$SEED}
+		[ -n "${BENCH_DUR:-}" ] && export PG_DUR=${PG_DUR:-$BENCH_DUR}
+		tools/bench/pg.sh "$BUILD" "$TMP/pg" ||
 			{ log "tools/bench/pg.sh failed (exit $?)"; FAILED+=("tools/bench/pg.sh: exit non-zero"); }
 		[ -s "$TMP/pg/pg.txt" ] && PGTXT=$TMP/pg/pg.txt
 	else
@@ -457,7 +460,7 @@ cp "$RAW" "$RES.jsonl"
 	[ -s "$MICRO" ] && { cat "$MICRO"; echo; }
 	if [ -n "$HTTP_SCEN" ]; then
 		python3 tools/bench/report.py "$RAW" --text --dat "$OUT/bench.dat" \
-			--md "$TMP/results.md" --contenders "$CONTENDERS" --loads "$LOADS" ||
+			--md "$TMP/results.md" --readme "$TMP/readme.md" --contenders "$CONTENDERS" --loads "$LOADS" ||
 			FAILED+=("report.py failed")
 		echo
 	fi
@@ -482,11 +485,28 @@ if [ -s "$TMP/results.md" ]; then
 		fi
 		echo; echo "![goodput and L0 latency](results/bench.png)"
 	} > "$OUT/results.md"
-	# The default output regenerates the results section of docs/BENCHMARKS.md (between the
-	# two markers); quick runs elsewhere (BENCH_OUT=...) leave the docs alone.
+	{
+		echo "\`make bench\` on $(date -u +%F), $STAMP: Apache httpd (event MPM, $WORKERS workers ×"
+		echo "$SERVICE_MS ms, capacity measured in the run) behind each contender, L0 ~$L0_PCT % and an L3"
+		echo "surge on keep-alive connections; $RUNS run(s) of ${DUR} s per step. Method, ranges and"
+		echo "every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md)."
+		echo
+		cat "$TMP/readme.md"
+		if [ -n "$PGTXT" ]; then
+			echo; echo "PostgreSQL: see [docs/BENCHMARKS.md](docs/BENCHMARKS.md#results)."
+		fi
+		if [ ${#FAILED[@]} -gt 0 ]; then
+			echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
+		fi
+		echo; echo "![goodput and L0 latency](docs/results/bench.png)"
+	} > "$OUT/readme.md"
+	# The default output regenerates the results sections of docs/BENCHMARKS.md and README.md
+	# (between their markers); quick runs elsewhere (BENCH_OUT=...) leave the docs alone.
 	if [ "$(realpath "$OUT")" = "$(realpath docs/results)" ]; then
 		python3 tools/bench/report.py --splice docs/BENCHMARKS.md "$OUT/results.md" ||
 			FAILED+=("cannot update docs/BENCHMARKS.md")
+		python3 tools/bench/report.py --splice README.md "$OUT/readme.md" ||
+			FAILED+=("cannot update README.md")
 	fi
 fi
 for f in "$TMP"/sluiced-*.log; do

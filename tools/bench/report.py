@@ -82,6 +82,33 @@ def cell(a, f, runs):
     return s
 
 
+def readme(table, scens, contenders, loads, failed, runs):
+    """The short version for the README: medians only, the key load and the highest load."""
+    key = 3.5 if 3.5 in loads else loads[len(loads) // 2]
+    top = max(loads)
+    md = []
+    for s in scens:
+        md.append("")
+        md.append("**%s** (medians of %d run(s))" % (SCEN[s], runs))
+        md.append("")
+        md.append("| contender | goodput % at " + " / ".join("%g×" % l for l in loads) +
+                  " | L0 ok % at %g× | L0 p99 × alone at %g× | L0 tput %% at %g× | CPU/rejection at %g× |"
+                  % (key, key, key, top))
+        md.append("|---|---|---|---|---|---|")
+        for who in contenders:
+            if who in failed:
+                md.append("| %s | FAILED: %s | | | | |" % (who, failed[who]))
+                continue
+            def med(l, m, f):
+                t = table.get((s, who, l))
+                return f % t[m][0] if t and t[m] else "-"
+            md.append("| %s | %s | %s | %s | %s | %s |" % (
+                who, " / ".join(med(l, "goodput", "%.0f") for l in loads),
+                med(key, "l0ok", "%.2f"), med(key, "p99x", "%.2f"), med(key, "tput", "%.0f"),
+                med(top, "cpurej", "%.0f µs")))
+    return "\n".join(md).lstrip("\n") + "\n"
+
+
 def main():
     if sys.argv[1] == "--splice":
         splice(sys.argv[2], sys.argv[3])
@@ -207,6 +234,8 @@ def main():
         md.append("")
         md.extend("- " + e for e in errors)
     print("\n".join(out))
+    if "--readme" in args:
+        open(args["--readme"], "w").write(readme(table, scens, contenders, loads, failed, runs))
     if "--md" in args:
         open(args["--md"], "w").write("\n".join(md) + "\n")
     if "--dat" in args:
