@@ -138,10 +138,12 @@ mkdir -p "$OUT"
 chmod 711 "$TMP"                # the closed-loop L0 client (an unprivileged user) reads a script here
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
-# Results are stamped with the commit and whether the tree differed from it.
+# Results are stamped with the commit and whether the tree differed from it (modified or
+# untracked files, such as a new user/*.c the Makefile would build; earlier bench output in
+# docs/results does not count).
 REV=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 if [ "$REV" = unknown ]; then DIRTY=unknown
-elif git diff --quiet HEAD -- 2>/dev/null; then DIRTY=false
+elif [ -z "$(git status --porcelain -- . ':!docs/results' 2>/dev/null)" ]; then DIRTY=false
 else DIRTY=true; fi
 STAMP="commit $REV$([ "$DIRTY" = true ] && echo ' (dirty: uncommitted changes)')"
 log "$STAMP"

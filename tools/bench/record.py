@@ -26,9 +26,11 @@ rec = {"kind": "step", "who": who, "scenario": scen, "load": float(load), "run":
 
 
 def wrk(path):
-    """wrk counts completed responses (requests; non-2xx/3xx also in status), connect errors
-    (refused or reset during connect: a rejection), read/write errors (the connection closed
-    under a request; wrk reconnects and sends again) and requests older than its timeout."""
+    """wrk counts completed responses (requests; non-2xx/3xx also in status), connect errors,
+    read/write errors and requests older than its timeout. A connection refused with an RST
+    shows up as a read error (the connect itself is nonblocking), indistinguishable from a
+    keep-alive connection the server closed; either way wrk reconnects and sends the request
+    again, so these count as rejections (of a connection) but not as failed requests."""
     lines = [l for l in open(path) if l.startswith("{")]
     if not lines:
         raise ValueError("no result line in %s: %s" % (path, open(path).read()[-300:]))
@@ -36,7 +38,8 @@ def wrk(path):
     secs = j["duration_us"] / 1e6
     ok = j["requests"] - j["status"]
     return {"attempts": j["requests"] + j["connect"] + j["timeout"], "ok": ok,
-            "rejected": j["status"] + j["connect"], "errors": j["timeout"],
+            "rejected": j["status"] + j["connect"] + j["read"] + j["write"],
+            "errors": j["timeout"],
             "conn_lost": j["read"] + j["write"], "ok_rps": ok / secs if secs else 0.0,
             "p50_ms": j["p50_ms"], "p99_ms": j["p99_ms"], "secs": secs,
             "latency_of": "all responses"}
