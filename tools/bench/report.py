@@ -92,7 +92,7 @@ def readme(table, scens, contenders, loads, failed, runs):
         md.append("**%s** (medians of %d run(s))" % (SCEN[s], runs))
         md.append("")
         md.append("| contender | goodput % at " + " / ".join("%g×" % l for l in loads) +
-                  " | L0 ok % at %g× | L0 p99 × alone at %g× | L0 tput %% at %g× | CPU/rejection at %g× |"
+                  " | L0 ok %% at %g× | L0 p99 × alone at %g× | L0 tput %% at %g× | CPU/rejection at %g× |"
                   % (key, key, key, top))
         md.append("|---|---|---|---|---|---|")
         for who in contenders:
