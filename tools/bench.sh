@@ -99,7 +99,6 @@ teardown_ns() {
 }
 cleanup() {
 	teardown_ns
-	[ -n "${BPF_STATS_OLD:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_OLD"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -364,7 +363,6 @@ measure() {
 calibrate() {
 	local run=$1
 	setup_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
-	mkdir -p "$TMP/wrk"
 	wrk_run "$TMP/cal" $((2 * WORKERS)) L3 $CAL_S ||
 		{ WHY="wrk: $(why "$TMP/cal")"; return 1; }
 	CAP=$(python3 -c '
@@ -391,7 +389,6 @@ print("%.1f" % ((j["requests"]-j["status"])/(j["duration_us"]/1e6)))' "$TMP/cal"
 # ------------------------------------------------------------------ 2. HTTP on Apache
 HTTP_SCEN=""
 for s in http-closed http-open; do has $s "$SCENARIOS" && HTTP_SCEN="$HTTP_SCEN $s"; done
-BPF_STATS_OLD=
 : > "$RAW"
 if [ -n "$HTTP_SCEN" ]; then
 	mkdir -p "$TMP/wrk"; chmod 755 "$TMP/wrk"
