@@ -1,39 +1,57 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# sluice benchmark ("proof under load"). NOT a test: it prints ratios measured side by
-# side in one run and never passes or fails on absolute time.
+# sluice benchmark. NOT a test: it prints numbers measured side by side in one run and never
+# passes or fails on absolute time. It does fail (exit non-zero, after cleaning up) when a
+# contender, a server or a load tool cannot start or run, and says which and why.
 #
 #   tools/bench.sh [BUILD]          (what `make bench` runs; needs root)
 #
-# 1. Per-packet cost of the BPF programs through BPF_PROG_TEST_RUN against an empty program
-#    (tests/bpf/bench_pktcost.c).
-# 2. The same HTTP server (build/tools/testserver: WORKERS workers x SERVICE_MS, capacity
-#    WORKERS/SERVICE_MS) and the same open-loop load (build/tools/loadgen, http-new, L0 from
-#    198.18.0.10 with X-Priority: L0, L3 from 198.18.0.20 with X-Priority: L3) against each
-#    contender: no protection, iptables connlimit+hashlimit, HAProxy, nginx, sluice (fixed and
-#    adaptive headroom). Scenarios: 0.5x (overhead), 2x and 4x overload, and a slow-downstream
-#    episode (service time x20 for SLOW_S seconds) followed by recovery.
-# Each contender gets fresh network namespaces (198.18.0.0/24 on a veth pair) that this script
-# creates and always removes, with every process it started, on any exit (trap).
-# Knobs (environment): BENCH_DUR (s per load step, default 8), BENCH_CONTENDERS,
-# BENCH_LOADS ("0.5 2 4"), BENCH_OUT (default docs/results), BENCH_SKIP_PKTCOST=1.
+# 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost) and
+#    controller tick cost (BUILD/bench/bench_tick); both are built by make.
+# 2. HTTP on a real server: Apache httpd (event MPM, WORKERS threads, a handler that sleeps
+#    SERVICE_MS; tools/bench/apache/) whose capacity is measured at the start of every run.
+#    L0 clients (source 198.18.0.10, X-Priority: L0, about 4 % of the clients or arrivals) and
+#    an L3 surge (198.18.0.20, X-Priority: L3) on keep-alive connections, at LOADS x capacity:
+#      http-closed  wrk, closed loop: LOAD x WORKERS connections in all (each one is a client
+#                   that sends its next request when the last one is answered);
+#      http-open    tools/loadgen, open loop: Poisson arrivals at LOAD x capacity per second.
+#    Contenders: none, iptables (connlimit), HAProxy (priority classes + queue), nginx
+#    (limit_conn + limit_req), sluice as written on day one, sluice tuned. Each peer's config
+#    file says why it is set the way it is; every one is sized from the same capacity figures.
+#    L0 alone (same L0 load, no surge, no protection) is measured in every run as the baseline.
+# 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present).
+# Every (contender, scenario, load) step gets fresh network namespaces (198.18.0.0/24 on a
+# veth pair), a fresh server and a fresh contender; all of it, with every process the bench
+# started, is removed on any exit (trap).
+#
+# Knobs (environment):
+#   BENCH_DUR        seconds per measured step (default 8)
+#   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
+#   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four)
+#   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
+#   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
+#   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
+#   BENCH_OUT        output directory (default docs/results); with the default, the results
+#                    section of docs/BENCHMARKS.md is regenerated from the run
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${1:-build}
 DUR=${BENCH_DUR:-8}
-LOADS=${BENCH_LOADS:-"0.5 2 4"}
-CONTENDERS=${BENCH_CONTENDERS:-"none iptables haproxy nginx sluice-fixed sluice-adaptive"}
+RUNS=${BENCH_RUNS:-3}
+SCENARIOS=${BENCH_SCENARIOS:-"micro http-closed http-open pg"}
+LOADS=${BENCH_LOADS:-"2 3.5 10"}
+CONTENDERS=${BENCH_CONTENDERS:-"none iptables haproxy nginx sluice-dayone sluice-tuned"}
+SEED=${BENCH_SEED:-1}
 OUT=${BENCH_OUT:-docs/results}
-WORKERS=8
-SERVICE_MS=20
-CAPACITY=$((WORKERS * 1000 / SERVICE_MS))    # requests/s
-SLOW_LOAD=0.8                                 # offered load (x capacity) of the slow episode
-SLOW_PRE=5 SLOW_S=10 SLOW_POST=10             # seconds: before, during (service x20), after
-TIMEOUT_MS=1000                               # client timeout: slower is not success
-MIX_L0=1 MIX_L3=9                             # arrivals weight: 10% L0, 90% L3
+WORKERS=16                 # Apache worker threads
+SERVICE_MS=50              # handler time: nominal capacity WORKERS / SERVICE_MS = 320 req/s
+L0_PCT=4                   # L0 share of the clients (closed loop) or arrivals (open loop)
+TIMEOUT_MS=1000            # client timeout: slower is not success
+CAL_S=5                    # seconds of the capacity measurement
 SRV_IP=198.18.0.1
 L0_IP=198.18.0.10
 L3_IP=198.18.0.20
+L0_UID=65534               # the closed-loop L0 client runs as this user: its own source route
 TAG=bench$$
 NS_S=sl-bs-$TAG
 NS_C=sl-bc-$TAG
@@ -42,18 +60,19 @@ TMP=$(mktemp -d /tmp/sluice-$TAG.XXXXXX)
 IN_SRV="nsenter --net=/run/netns/$NS_S"
 IN_CLI="nsenter --net=/run/netns/$NS_C"
 PIDS=()
-BPF_STATS_OLD=
-DATE=$(date -u +%Y-%m-%d)
+DATE=$(date -u +%F)
 RAW=$TMP/raw.jsonl
+FAILED=()                  # what could not start or run: makes the bench exit non-zero
 
 log() { echo "bench: $*" >&2; }
+has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ------------------------------------------------------------------ cleanup (always)
 stop_pids() {
-	local p
+	local p i alive
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for i in $(seq 20); do
-		local alive=0
+	for i in $(seq 30); do
+		alive=0
 		for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
 		[ $alive = 0 ] && break
 		sleep 0.1
@@ -68,18 +87,26 @@ teardown_ns() {
 		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
 		rm -rf "$PIN"
 	fi
+	# Apache's worker process is a child of the one we started; it leaves with the namespace's
+	# last listener, but make sure nothing of ours survives.
+	if [ -e /run/netns/$NS_S ]; then
+		local p
+		for p in $(ip netns pids "$NS_S" 2>/dev/null) $(ip netns pids "$NS_C" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	fi
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
 }
 cleanup() {
 	teardown_ns
-	[ -n "$BPF_STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_OLD"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 [ "$(id -u)" = 0 ] || { echo "bench: needs root (network namespaces, BPF)" >&2; exit 1; }
+[ "$RUNS" -ge 1 ] 2>/dev/null || { echo "bench: BENCH_RUNS must be >= 1" >&2; exit 1; }
 
 # ------------------------------------------------------------------ dependencies
 need_pkgs() {
@@ -95,37 +122,52 @@ need_pkgs() {
 		{ apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends $missing >/dev/null; }
 }
 dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -q "install ok installed" && NGINX_PKG=nginx || NGINX_PKG=nginx-light
-need_pkgs haproxy $NGINX_PKG iptables gnuplot-nox python3 ethtool iproute2 bpftool ||
-	{ echo "bench: cannot install the peers" >&2; exit 1; }
-# Debian may start the packaged services on install: the bench never uses them.
-for b in "$BUILD/sluiced" "$BUILD/sluicectl" "$BUILD/tools/testserver" "$BUILD/tools/loadgen" \
-	"$BUILD/tests/xdp_pass.bpf.o" "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" \
-	"$BUILD/bench/empty_xdp.bpf.o"; do
+need_pkgs apache2 wrk haproxy $NGINX_PKG iptables gnuplot-nox python3 ethtool iproute2 bpftool \
+	util-linux git || { echo "bench: cannot install the peers, servers or tools" >&2; exit 1; }
+# Debian may start the packaged services on install: the bench never uses them; its own
+# copies run in its namespaces with configs from tools/bench/.
+for b in "$BUILD/sluiced" "$BUILD/sluicectl" "$BUILD/tools/loadgen" "$BUILD/tests/xdp_pass.bpf.o"; do
 	[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
 done
-mkdir -p "$OUT" "$BUILD/bench"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null
-
-# ------------------------------------------------------------------ 1. per-packet cost
-PKTCOST=$TMP/pktcost.txt
-if [ "${BENCH_SKIP_PKTCOST:-0}" != 1 ]; then
-	log "per-packet cost (BPF_PROG_TEST_RUN)"
-	timeout 300 "$BUILD/bench/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 200000 > "$PKTCOST" ||
-		echo "# per-packet cost: FAILED (see stderr)" >> "$PKTCOST"
-	cat "$PKTCOST"
-else
-	echo "# per-packet cost: skipped" > "$PKTCOST"
+if has micro "$SCENARIOS"; then
+	for b in "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" "$BUILD/bench/empty_xdp.bpf.o"; do
+		[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
+	done
 fi
+mkdir -p "$OUT"
+chmod 711 "$TMP"                # the closed-loop L0 client (an unprivileged user) reads a script here
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
-# ------------------------------------------------------------------ 2. controller tick cost
-# The pure controller (signals, AIMD, breaker, ladder, headroom, retry storm, cascade) for
-# 1, 100 and 1000 services x 4 classes, without map I/O (tests/bench/bench_tick.c).
-TICKCOST=$TMP/tickcost.txt
-log "controller tick cost"
-timeout 300 "$BUILD/bench/bench_tick" > "$TICKCOST" 2>&1 ||
-	echo "# controller tick cost: FAILED" >> "$TICKCOST"
-sed -i '1i # controller tick cost (us per tick, all services x 4 classes, no map I/O)' "$TICKCOST"
-cat "$TICKCOST"
+# Results are stamped with the commit and whether the tree differed from it (modified or
+# untracked files, such as a new user/*.c the Makefile would build; earlier bench output in
+# docs/results does not count).
+REV=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+if [ "$REV" = unknown ]; then DIRTY=unknown
+elif [ -z "$(git status --porcelain -- . ':!docs/results' 2>/dev/null)" ]; then DIRTY=false
+else DIRTY=true; fi
+STAMP="commit $REV$([ "$DIRTY" = true ] && echo ' (dirty: uncommitted changes)')"
+log "$STAMP"
+T_START=$(date +%s)
+
+# ------------------------------------------------------------------ 1. micro benchmarks
+MICRO=$TMP/micro.txt
+: > "$MICRO"
+if has micro "$SCENARIOS"; then
+	log "per-packet cost (BPF_PROG_TEST_RUN)"
+	if ! timeout 300 "$BUILD/bench/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 200000 \
+		>> "$MICRO" 2> "$TMP/pktcost.err"; then
+		log "bench_pktcost failed: $(tail -3 "$TMP/pktcost.err")"
+		FAILED+=("bench_pktcost: $(tail -1 "$TMP/pktcost.err")")
+	fi
+	echo >> "$MICRO"
+	log "controller tick cost"
+	echo "# controller tick cost (us per tick, all services x 4 classes, no map I/O)" >> "$MICRO"
+	if ! timeout 300 "$BUILD/bench/bench_tick" >> "$MICRO" 2> "$TMP/tick.err"; then
+		log "bench_tick failed: $(tail -3 "$TMP/tick.err")"
+		FAILED+=("bench_tick: $(tail -1 "$TMP/tick.err")")
+	fi
+	cat "$MICRO" >&2
+fi
 
 # ------------------------------------------------------------------ namespaces
 setup_ns() {
@@ -136,9 +178,8 @@ setup_ns() {
 	$IN_SRV ip link set vs-$$ name s0
 	$IN_CLI ip link set vc-$$ name c0
 	$IN_SRV ip addr add $SRV_IP/24 dev s0
-	$IN_CLI ip addr add 198.18.0.2/24 dev c0
-	$IN_CLI ip addr add $L0_IP/24 dev c0
 	$IN_CLI ip addr add $L3_IP/24 dev c0
+	$IN_CLI ip addr add $L0_IP/24 dev c0
 	$IN_SRV ethtool -K s0 tx off >/dev/null 2>&1
 	$IN_CLI ethtool -K c0 tx off >/dev/null 2>&1
 	# Same plumbing for every contender: XDP_TX replies reach the client promptly only when
@@ -149,6 +190,11 @@ setup_ns() {
 	$IN_SRV sysctl -qw net.core.somaxconn=4096
 	$IN_SRV ip link set s0 up
 	$IN_CLI ip link set c0 up
+	# wrk cannot pick its source address: sockets of user L0_UID leave from L0_IP (policy
+	# route by uid), every other unbound socket from L3_IP (the subnet route's src).
+	$IN_CLI ip route replace 198.18.0.0/24 dev c0 src $L3_IP || return 1
+	$IN_CLI ip route add 198.18.0.0/24 dev c0 src $L0_IP table 100 || return 1
+	$IN_CLI ip rule add uidrange $L0_UID-$L0_UID table 100 pref 100 || return 1
 	for i in $(seq 50); do
 		$IN_CLI ip -br link show c0 | grep -q ' UP ' &&
 			$IN_SRV ip -br link show s0 | grep -q ' UP ' && return 0
@@ -164,231 +210,312 @@ start_bg() { # start_bg LOG CMD...
 	LAST_PID=$!
 }
 
-wait_port() { # wait_port ADDR PORT: until something accepts in the server namespace
-	for i in $(seq 50); do
+wait_port() { # wait_port ADDR PORT PID: until something accepts in the server namespace
+	for i in $(seq 100); do
 		$IN_SRV bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
+		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
 		sleep 0.1
 	done
 	return 1
 }
 
-# ------------------------------------------------------------------ contenders
-# Each start_X sets PROT_PIDS (processes whose CPU is the protection's) and FRONT (addr:port
-# the clients use). The testserver listens on the front address itself for none, iptables and
-# sluice, and on 127.0.0.1:8081 behind the proxies.
-start_server() { # start_server ADDR:PORT
-	rm -f "$TMP/mode"
-	start_bg "$TMP/testserver.log" $IN_SRV "$BUILD/tools/testserver" --listen "$1" --mode http \
-		--workers $WORKERS --service-ms $SERVICE_MS --mode-file "$TMP/mode" --quiet
-	SERVER_PID=$LAST_PID
-	wait_port "${1%:*}" "${1##*:}"
+why() { # why LOGFILE...: the last lines of a failed program's logs, on one line
+	tail -q -n 3 "$@" 2>/dev/null | tr '\n' ' ' | cut -c1-300
 }
 
-start_none() {
-	PROT_PIDS=""
-	FRONT=$SRV_IP:8080
-	start_server $FRONT
+# ------------------------------------------------------------------ server and contenders
+# start_apache ADDR:PORT: Apache behind (127.0.0.1:8081) or in place of (the front) a contender.
+start_apache() {
+	local d=$TMP/apache
+	rm -rf "$d"; mkdir -p "$d"; chmod 755 "$d"
+	sed "s|@TMP@|$d|g; s|@LISTEN@|$1|g; s|@WORKERS@|$WORKERS|g; s|@SERVICE_MS@|$SERVICE_MS|g" \
+		tools/bench/apache/httpd.conf > "$d/httpd.conf"
+	sed "s|@SERVICE_US@|$((SERVICE_MS * 1000))|g" tools/bench/apache/work.lua > "$d/work.lua"
+	start_bg "$d/stdout.log" $IN_SRV apache2 -f "$d/httpd.conf" -DFOREGROUND
+	wait_port "${1%:*}" "${1##*:}" "$LAST_PID" ||
+		{ WHY="apache: $(why "$d/stdout.log" "$d/error.log")"; return 1; }
 }
+
+fill() { # fill TEMPLATE OUTFILE: the capacity figures every peer is sized from
+	sed "s|@SRV@|$SRV_IP|g; s|@L0@|$L0_IP|g; s|@WORKERS@|$WORKERS|g; s|@QUEUE@|$WORKERS|g;
+	     s|@LIMIT@|$((2 * WORKERS))|g; s|@RATE@|$CAP_INT|g; s|@STATE@|$TMP/state|g;
+	     s|@TMP@|$TMP/peer|g" "$1" > "$2"
+}
+
+start_none() { start_apache $SRV_IP:8080; }
 
 start_iptables() {
-	PROT_PIDS=""
-	FRONT=$SRV_IP:8080
-	start_server $FRONT || return 1
-	sed "s/@SRV@/$SRV_IP/g; s/@L0@/$L0_IP/g" tools/bench/iptables.rules > "$TMP/iptables.rules"
-	$IN_SRV iptables-restore < "$TMP/iptables.rules" || return 1
+	start_apache $SRV_IP:8080 || return 1
+	fill tools/bench/iptables.rules "$TMP/iptables.rules"
+	$IN_SRV iptables-restore < "$TMP/iptables.rules" 2> "$TMP/iptables.err" ||
+		{ WHY="iptables-restore: $(why "$TMP/iptables.err")"; return 1; }
 }
 
 start_haproxy() {
-	PROT_PIDS=""
-	FRONT=$SRV_IP:8080
-	start_server 127.0.0.1:8081 || return 1
-	sed "s|@SRV@|$SRV_IP|g; s|@L0@|$L0_IP|g; s|@WORKERS@|$WORKERS|g" tools/bench/haproxy.cfg > "$TMP/haproxy.cfg"
+	start_apache 127.0.0.1:8081 || return 1
+	fill tools/bench/haproxy.cfg "$TMP/haproxy.cfg"
 	start_bg "$TMP/haproxy.log" $IN_SRV haproxy -db -f "$TMP/haproxy.cfg"
-	PROT_PIDS=$LAST_PID
-	wait_port $SRV_IP 8080
+	wait_port $SRV_IP 8080 "$LAST_PID" || { WHY="haproxy: $(why "$TMP/haproxy.log")"; return 1; }
 }
 
 start_nginx() {
-	PROT_PIDS=""
-	FRONT=$SRV_IP:8080
-	start_server 127.0.0.1:8081 || return 1
-	mkdir -p "$TMP/nginx"
-	sed "s|@SRV@|$SRV_IP|g; s|@L0@|$L0_IP|g; s|@TMP@|$TMP/nginx|g" tools/bench/nginx.conf > "$TMP/nginx.conf"
-	start_bg "$TMP/nginx.log" $IN_SRV nginx -p "$TMP/nginx" -c "$TMP/nginx.conf" -g 'daemon off;'
-	NGINX_PID=$LAST_PID
-	wait_port $SRV_IP 8080 || return 1
-	PROT_PIDS="$NGINX_PID $(ps -o pid= --ppid "$NGINX_PID" | tr '\n' ' ')"
+	start_apache 127.0.0.1:8081 || return 1
+	rm -rf "$TMP/peer"; mkdir -p "$TMP/peer"
+	fill tools/bench/nginx.conf "$TMP/nginx.conf"
+	start_bg "$TMP/nginx.log" $IN_SRV nginx -p "$TMP/peer" -c "$TMP/nginx.conf" -g 'daemon off;'
+	wait_port $SRV_IP 8080 "$LAST_PID" ||
+		{ WHY="nginx: $(why "$TMP/nginx.log" "$TMP/peer/error.log")"; return 1; }
 }
 
-start_sluice() { # start_sluice fixed|adaptive
-	PROT_PIDS=""
-	FRONT=$SRV_IP:8080
-	start_server $FRONT || return 1
-	sed "s|@STATE@|$TMP/state|g; s|@L0@|$L0_IP|g" "tools/bench/sluice-$1.yaml" > "$TMP/sluice.yaml"
+start_sluice() { # start_sluice dayone|tuned
+	start_apache $SRV_IP:8080 || return 1
+	fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml"
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN"
-	SLUICED_PID=$LAST_PID
-	for i in $(seq 50); do
-		"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
-			grep -q '"controller_alive":true' && break
-		kill -0 "$SLUICED_PID" 2>/dev/null || { cat "$TMP/sluiced.log" >&2; return 1; }
+	local pid=$LAST_PID i
+	for i in $(seq 100); do
+		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
+			grep -q '"controller_alive":true' && return 0
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	PROT_PIDS=$SLUICED_PID
-	# The programs on s0, for kernel.bpf_stats run time.
-	SLUICE_PROGS=$($IN_SRV bpftool -j net show dev s0 2>/dev/null | python3 -c '
-import json,sys
-d=json.load(sys.stdin); ids=set()
-def walk(x):
-    if isinstance(x,dict):
-        for k,v in x.items():
-            if k=="id" and isinstance(v,int): ids.add(v)
-            else: walk(v)
-    elif isinstance(x,list):
-        for v in x: walk(v)
-walk(d); print(" ".join(str(i) for i in sorted(ids)))')
-	[ -n "$SLUICE_PROGS" ] || { log "cannot find sluice programs on s0"; return 1; }
+	WHY="sluiced: $(why "$TMP/sluiced.log")"
+	return 1
 }
 
-# ------------------------------------------------------------------ measurement
-proc_cpu_ns() { # sum of utime+stime (ns) of PROT_PIDS
-	local t=0 p tk
-	tk=$(getconf CLK_TCK)
-	for p in $PROT_PIDS; do
-		[ -r /proc/$p/stat ] || continue
-		t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat)))
-	done
-	echo $((t * 1000000000 / tk))
-}
-bpf_ns() { # sum of run_time_ns of SLUICE_PROGS
-	local t=0 id v
-	for id in ${SLUICE_PROGS:-}; do
-		v=$(bpftool -j prog show id "$id" 2>/dev/null |
-			python3 -c 'import json,sys; print(json.load(sys.stdin).get("run_time_ns",0))' 2>/dev/null)
-		t=$((t + ${v:-0}))
-	done
-	echo $t
-}
-softirq_ns() { # all CPUs' softirq time (ns), from /proc/stat
-	awk -v tk="$(getconf CLK_TCK)" '/^cpu /{printf "%d\n", $8 * 1e9 / tk}' /proc/stat
-}
-sluice_rejected() {
-	"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null | python3 -c '
-import json,sys
-d=json.load(sys.stdin); s=d["services"][0]
-print(sum(c.get("rejected",0) for c in s["classes"]), sum(c.get("admitted",0) for c in s["classes"]))' 2>/dev/null
-}
-
-# run_load CONTENDER SCENARIO LOAD DURATION [episode]: one loadgen run, one JSON record.
-run_load() {
-	local who=$1 scen=$2 load=$3 dur=$4 episode=${5:-}
-	local rate lg=$TMP/lg.json ts=$TMP/lg.err c0 c1 b0 b1 s0 s1 r0 r1
-	rate=$(python3 -c "print(round($load * $CAPACITY, 1))")
-	c0=$(proc_cpu_ns); b0=$(bpf_ns); s0=$(softirq_ns)
-	[ "${who#sluice}" != "$who" ] && r0=$(sluice_rejected) || r0="0 0"
-	timeout -s INT $((dur + 20)) $IN_CLI "$BUILD/tools/loadgen" --target "$FRONT" \
-		--mode http-new --rate "$rate" --duration "$dur" --timeout-ms $TIMEOUT_MS \
-		--report-interval 0.5 --quiet \
-		--class "L0:$MIX_L0:src=$L0_IP:header" --class "L3:$MIX_L3:src=$L3_IP:header" \
-		> "$lg" 2> "$ts" &
-	local lpid=$!
-	if [ -n "$episode" ]; then
-		sleep $SLOW_PRE
-		echo "service_ms=$((SERVICE_MS * 20))" > "$TMP/mode.new" && mv "$TMP/mode.new" "$TMP/mode"
-		sleep $SLOW_S
-		rm -f "$TMP/mode"
-	fi
-	wait $lpid
-	c1=$(proc_cpu_ns); b1=$(bpf_ns); s1=$(softirq_ns)
-	[ "${who#sluice}" != "$who" ] && r1=$(sluice_rejected) || r1="0 0"
-	python3 - "$lg" "$ts" "$who" "$scen" "$load" "$dur" "$((c1 - c0))" "$((b1 - b0))" \
-		"$((s1 - s0))" "$r0" "$r1" >> "$RAW" <<'PY'
-import json, sys, re
-lg, ts, who, scen, load, dur, cpu, bpf, sirq, r0, r1 = sys.argv[1:]
-try:
-    d = json.load(open(lg))
-except Exception as e:
-    d = {"error": "loadgen output unreadable: %s" % e}
-series = []
-for line in open(ts):
-    m = re.search(r"t=([\d.]+)s sent=(\d+) ok=(\d+) rejected=(\d+) errors=(\d+) outstanding=(\d+)", line)
-    if m:
-        series.append([float(m.group(1))] + [int(x) for x in m.groups()[1:]])
-r0 = [int(x) for x in r0.split()] or [0, 0]; r1 = [int(x) for x in r1.split()] or [0, 0]
-print(json.dumps({"who": who, "scenario": scen, "load": float(load), "dur": float(dur),
-                  "prot_cpu_ns": int(cpu), "bpf_ns": int(bpf), "softirq_ns": int(sirq),
-                  "sluice_rejected": r1[0] - r0[0], "sluice_admitted": r1[1] - r0[1],
-                  "loadgen": d, "series": series}))
-PY
-}
-
-start_contender() { # start_contender NAME: fresh namespaces, server, protection, warm-up
-	local who=$1
-	setup_ns || { log "cannot set up namespaces for $who"; teardown_ns; return 1; }
-	case $who in
+start_contender() { # start_contender NAME: fresh namespaces, server, protection
+	WHY=""
+	setup_ns || { WHY="cannot set up the network namespaces"; return 1; }
+	case $1 in
 	none) start_none ;;
 	iptables) start_iptables ;;
 	haproxy) start_haproxy ;;
 	nginx) start_nginx ;;
-	sluice-fixed) start_sluice fixed ;;
-	sluice-adaptive) start_sluice adaptive ;;
-	*) log "unknown contender $who"; false ;;
-	esac || { log "cannot start $who"; teardown_ns; return 1; }
-	# warm-up (not recorded): connections, caches, sluice's AIMD/auto target from real samples
-	timeout -s INT 20 $IN_CLI "$BUILD/tools/loadgen" --target "$FRONT" --mode http-new \
-		--rate $((CAPACITY / 2)) --duration 2 --timeout-ms $TIMEOUT_MS --quiet \
-		--class "L0:$MIX_L0:src=$L0_IP:header" --class "L3:$MIX_L3:src=$L3_IP:header" >/dev/null 2>&1
+	sluice-dayone) start_sluice dayone ;;
+	sluice-tuned) start_sluice tuned ;;
+	*) WHY="unknown contender"; false ;;
+	esac
 }
 
-# Every scenario starts from a fresh contender: an unprotected server keeps working off the
-# backlog of requests its clients already gave up on, which would spill into the next step.
-bench_contender() { # bench_contender NAME
-	local who=$1
-	log "contender $who"
-	for l in $LOADS; do
-		start_contender "$who" || return 1
-		log "  $who load ${l}x for ${DUR}s"
-		run_load "$who" "load" "$l" "$DUR"
-		[ "${who#sluice}" != "$who" ] && cp "$TMP/sluiced.log" "$TMP/sluiced-$who-$l.log" 2>/dev/null
-		teardown_ns
-	done
-	start_contender "$who" || return 1
-	log "  $who slow-downstream episode (${SLOW_LOAD}x, service x20 for ${SLOW_S}s)"
-	run_load "$who" "slow" "$SLOW_LOAD" $((SLOW_PRE + SLOW_S + SLOW_POST)) episode
-	[ "${who#sluice}" != "$who" ] && cp "$TMP/sluiced.log" "$TMP/sluiced-$who-slow.log" 2>/dev/null
+# ------------------------------------------------------------------ load
+cpu_stat() { # whole-host "busy total" jiffies (all CPUs; busy includes irq and softirq)
+	awk '/^cpu /{b=$2+$3+$4+$7+$8+$9; print b, b+$5+$6}' /proc/stat
+}
+
+# wrk_run LOG CONNS CLASS SECONDS [as-L0-user]: closed loop, JSON result line in LOG
+wrk_run() {
+	local log=$1 conns=$2 class=$3 secs=$4 asl0=${5:-} threads=2
+	[ "$conns" -lt 2 ] && threads=1
+	local cmd=(wrk -t$threads -c"$conns" -d"${secs}s" --timeout "$((TIMEOUT_MS / 1000))s"
+		-H "X-Priority: $class" -s "$TMP/wrk/report.lua" "http://$SRV_IP:8080/")
+	if [ -n "$asl0" ]; then
+		cmd=(setpriv --reuid=$L0_UID --regid=$L0_UID --clear-groups "${cmd[@]}")
+	fi
+	timeout -s KILL $((secs + 30)) $IN_CLI "${cmd[@]}" > "$log" 2>&1
+}
+
+# loadgen_run LOG RATE SECONDS SEED CLASS...: open loop, JSON result in LOG
+loadgen_run() {
+	local log=$1 rate=$2 secs=$3 seed=$4; shift 4
+	local cl=() c
+	for c in "$@"; do cl+=(--class "$c"); done
+	timeout -s INT $((secs + 30)) $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
+		--mode http-keepalive --rate "$rate" --duration "$secs" --timeout-ms $TIMEOUT_MS \
+		--seed "$seed" --report-interval 0.5 --quiet "${cl[@]}" > "$log" 2> "$log.err"
+}
+
+l0_conns() { # closed loop: L0 clients out of LOAD x WORKERS
+	python3 -c "n=round($1*$WORKERS); print(max(1, round(n*$L0_PCT/100)), n)"
+}
+
+# measure WHO SCENARIO LOAD RUN: one measured step, one JSON record in RAW
+measure() {
+	local who=$1 scen=$2 load=$3 run=$4 c0 c1 rc0=0 rc3=0 l0 n l3
+	local d=$TMP/step
+	rm -rf "$d"; mkdir -p "$d"
+	c0=$(cpu_stat)
+	if [ "$scen" = http-closed ]; then
+		read -r l0 n < <(l0_conns "$load"); l3=$((n - l0))
+		if [ "$who" = L0-alone ]; then
+			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
+		else
+			wrk_run "$d/l3" "$l3" L3 "$DUR" & local p3=$!
+			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
+			wait $p3 || rc3=$?
+		fi
+	else
+		local rate l0rate seed=$((SEED + run))
+		rate=$(python3 -c "print(round($load * $CAP, 1))")
+		l0rate=$(python3 -c "print(round($load * $CAP * $L0_PCT / 100, 1))")
+		if [ "$who" = L0-alone ]; then
+			loadgen_run "$d/lg" "$l0rate" "$DUR" "$seed" "L0:1:src=$L0_IP:header" || rc0=$?
+		else
+			loadgen_run "$d/lg" "$rate" "$DUR" "$seed" "L0:$L0_PCT:src=$L0_IP:header" \
+				"L3:$((100 - L0_PCT)):src=$L3_IP:header" || rc0=$?
+		fi
+	fi
+	c1=$(cpu_stat)
+	python3 tools/bench/record.py "$d" "$who" "$scen" "$load" "$run" "$DUR" "$CAP" \
+		"$rc0" "$rc3" "$c0" "$c1" "$REV" "$DIRTY" "$DATE" >> "$RAW" ||
+		{ FAILED+=("$who $scen ${load}x run $run: load tool failed: $(tail -c 300 "$RAW")"); 
+		  log "  FAILED: load tool ($(tail -c 300 "$RAW"))"; }
+}
+
+# calibrate RUN: capacity of Apache alone (closed loop, 2 x WORKERS connections), then L0 alone
+calibrate() {
+	local run=$1
+	setup_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
+	wrk_run "$TMP/cal" $((2 * WORKERS)) L3 $CAL_S ||
+		{ WHY="wrk: $(why "$TMP/cal")"; return 1; }
+	CAP=$(python3 -c '
+import json,sys
+j=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+print("%.1f" % ((j["requests"]-j["status"])/(j["duration_us"]/1e6)))' "$TMP/cal") ||
+		{ WHY="capacity: unreadable wrk output: $(why "$TMP/cal")"; return 1; }
+	CAP_INT=$(python3 -c "print(int(round($CAP)))")
+	log "run $run: measured capacity $CAP req/s (nominal $((WORKERS * 1000 / SERVICE_MS)))"
+	echo "{\"kind\":\"capacity\",\"run\":$run,\"capacity_rps\":$CAP,\"workers\":$WORKERS,\"service_ms\":$SERVICE_MS,\"commit\":\"$REV\",\"dirty\":\"$DIRTY\",\"date\":\"$DATE\"}" >> "$RAW"
 	teardown_ns
+	local s l
+	for s in http-closed http-open; do
+		has $s "$SCENARIOS" || continue
+		for l in $LOADS; do
+			setup_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
+			log "  run $run: L0 alone, $s, L0 of ${l}x"
+			measure L0-alone $s "$l" "$run"
+			teardown_ns
+		done
+	done
 }
 
-# ------------------------------------------------------------------ 2. under load
-BPF_STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
-sysctl -qw kernel.bpf_stats_enabled=1
+# ------------------------------------------------------------------ 2. HTTP on Apache
+HTTP_SCEN=""
+for s in http-closed http-open; do has $s "$SCENARIOS" && HTTP_SCEN="$HTTP_SCEN $s"; done
 : > "$RAW"
-T0=$(date +%s)
-for who in $CONTENDERS; do
-	bench_contender "$who"
-done
-log "load runs took $(($(date +%s) - T0)) s"
+if [ -n "$HTTP_SCEN" ]; then
+	mkdir -p "$TMP/wrk"; chmod 755 "$TMP/wrk"
+	cp tools/bench/wrk-report.lua "$TMP/wrk/report.lua"; chmod 644 "$TMP/wrk/report.lua"
+	declare -A DEAD=()
+	for run in $(seq "$RUNS"); do
+		calibrate "$run" || {
+			log "the HTTP server cannot be measured: $WHY"
+			FAILED+=("server (apache) run $run: $WHY"); teardown_ns; break; }
+		for who in $CONTENDERS; do
+			[ -n "${DEAD[$who]:-}" ] && continue
+			for s in $HTTP_SCEN; do
+				for l in $LOADS; do
+					[ -n "${DEAD[$who]:-}" ] && break
+					if ! start_contender "$who"; then
+						log "contender $who cannot start: $WHY"
+						FAILED+=("contender $who: cannot start: $WHY")
+						echo "{\"kind\":\"failed\",\"who\":\"$who\",\"run\":$run,\"why\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$WHY")}" >> "$RAW"
+						DEAD[$who]=1
+						teardown_ns
+						break
+					fi
+					# warm-up (not recorded): connections, caches, sluice's limit from real samples
+					loadgen_run "$TMP/warm" "$(python3 -c "print(round($CAP / 2))")" 2 $((SEED + 1000)) \
+						"L0:$L0_PCT:src=$L0_IP:header" "L3:$((100 - L0_PCT)):src=$L3_IP:header" >/dev/null 2>&1
+					log "  run $run: $who $s ${l}x for ${DUR}s"
+					measure "$who" "$s" "$l" "$run"
+					case $who in sluice*) cp "$TMP/sluiced.log" "$TMP/sluiced-$who-$s-$l-$run.log" ;; esac
+					teardown_ns
+				done
+			done
+		done
+	done
+fi
 
-RESULT=$OUT/bench-$DATE.txt
+# ------------------------------------------------------------------ 3. PostgreSQL
+PGTXT=""
+if has pg "$SCENARIOS"; then
+	if [ -x tools/bench/pg.sh ]; then
+		log "PostgreSQL scenario (tools/bench/pg.sh)"
+		mkdir -p "$TMP/pg"
+		# Same repetitions and seed as the HTTP scenarios; its own step length unless the
+		# user asked for a different one.
+		export PG_RUNS=${PG_RUNS:-$RUNS} PG_SEED=${PG_SEED:-$SEED}
+		[ -n "${BENCH_DUR:-}" ] && export PG_DUR=${PG_DUR:-$BENCH_DUR}
+		tools/bench/pg.sh "$BUILD" "$TMP/pg" ||
+			{ log "tools/bench/pg.sh failed (exit $?)"; FAILED+=("tools/bench/pg.sh: exit non-zero"); }
+		[ -s "$TMP/pg/pg.txt" ] && PGTXT=$TMP/pg/pg.txt
+	else
+		log "PostgreSQL scenario: tools/bench/pg.sh is not there; skipped"
+	fi
+fi
+ELAPSED=$(($(date +%s) - T_START))
+log "bench took $ELAPSED s"
+
+# ------------------------------------------------------------------ report
+RES=$OUT/bench-$DATE
+cp "$RAW" "$RES.jsonl"
+[ -s "$TMP/pg/pg.jsonl" ] 2>/dev/null && cat "$TMP/pg/pg.jsonl" >> "$RES.jsonl"
 {
-	echo "# sluice benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs"
-	echo "# command: make bench   (tools/bench.sh $BUILD; BENCH_DUR=$DUR)"
-	echo "# server: testserver $WORKERS workers x ${SERVICE_MS} ms = capacity $CAPACITY req/s;" \
-		"load: loadgen http-new, Poisson, L0 $((100 * MIX_L0 / (MIX_L0 + MIX_L3)))% / L3," \
-		"timeout ${TIMEOUT_MS} ms"
+	echo "# sluice benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, $STAMP"
+	echo "# command: make bench   (tools/bench.sh $BUILD; BENCH_DUR=$DUR BENCH_RUNS=$RUNS" \
+		"BENCH_SCENARIOS='$SCENARIOS' BENCH_LOADS='$LOADS' BENCH_SEED=$SEED), took $ELAPSED s"
+	if [ ${#FAILED[@]} -gt 0 ]; then
+		echo "# FAILED:"; printf '#   %s\n' "${FAILED[@]}"
+	fi
 	echo
-	cat "$PKTCOST"
-	echo
-	cat "$TICKCOST"
-	echo
-	python3 tools/bench/report.py "$RAW" "$CAPACITY" "$OUT/goodput.dat" \
-		"$SLOW_PRE" "$SLOW_S"
-} > "$RESULT"
-cp "$RAW" "$OUT/bench-$DATE.raw.jsonl"
+	[ -s "$MICRO" ] && { cat "$MICRO"; echo; }
+	if [ -n "$HTTP_SCEN" ]; then
+		python3 tools/bench/report.py "$RAW" --text --dat "$OUT/bench.dat" \
+			--md "$TMP/results.md" --readme "$TMP/readme.md" --contenders "$CONTENDERS" --loads "$LOADS" ||
+			FAILED+=("report.py failed")
+		echo
+	fi
+	[ -n "$PGTXT" ] && { echo "## PostgreSQL (tools/bench/pg.sh)"; cat "$PGTXT"; echo; }
+} > "$RES.txt"
+if [ -s "$OUT/bench.dat" ]; then
+	gnuplot -e "datafile='$OUT/bench.dat'; outfile='$OUT/bench.png'; names='$CONTENDERS'; scens='$HTTP_SCEN'" \
+		tools/bench/plot.gnuplot 2>&1 | grep -v '^$' >&2
+fi
+if [ -s "$TMP/results.md" ]; then
+	{
+		echo "Generated by \`make bench\` on $(date -u +%F), $STAMP, $(uname -r), $(nproc) CPUs;"
+		echo "BENCH_DUR=$DUR s per step, BENCH_RUNS=$RUNS, took $ELAPSED s. Raw records:"
+		echo "\`docs/results/bench-$DATE.jsonl\`, full text: \`docs/results/bench-$DATE.txt\`."
+		echo
+		cat "$TMP/results.md"
+		if [ -n "$PGTXT" ]; then
+			echo; echo "### PostgreSQL"; echo; echo '```'; cat "$PGTXT"; echo '```'
+		fi
+		if [ ${#FAILED[@]} -gt 0 ]; then
+			echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
+		fi
+		echo; echo "![goodput and L0 latency](results/bench.png)"
+	} > "$OUT/results.md"
+	{
+		echo "\`make bench\` on $(date -u +%F), $STAMP: Apache httpd (event MPM, $WORKERS workers ×"
+		echo "$SERVICE_MS ms, capacity measured in the run) behind each contender, L0 ~$L0_PCT % and an L3"
+		echo "surge on keep-alive connections; $RUNS run(s) of ${DUR} s per step. Method, ranges and"
+		echo "every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md)."
+		echo
+		cat "$TMP/readme.md"
+		if [ -n "$PGTXT" ]; then
+			echo; echo "PostgreSQL: see [docs/BENCHMARKS.md](docs/BENCHMARKS.md#results)."
+		fi
+		if [ ${#FAILED[@]} -gt 0 ]; then
+			echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
+		fi
+		echo; echo "![goodput and L0 latency](docs/results/bench.png)"
+	} > "$OUT/readme.md"
+	# The default output regenerates the results sections of docs/BENCHMARKS.md and README.md
+	# (between their markers); quick runs elsewhere (BENCH_OUT=...) leave the docs alone.
+	if [ "$(realpath "$OUT")" = "$(realpath docs/results)" ]; then
+		python3 tools/bench/report.py --splice docs/BENCHMARKS.md "$OUT/results.md" ||
+			FAILED+=("cannot update docs/BENCHMARKS.md")
+		python3 tools/bench/report.py --splice README.md "$OUT/readme.md" ||
+			FAILED+=("cannot update README.md")
+	fi
+fi
 for f in "$TMP"/sluiced-*.log; do
-	[ -e "$f" ] && cp "$f" "$OUT/$DATE-$(basename "$f")"
+	[ -e "$f" ] && mkdir -p "$OUT/logs" && cp "$f" "$OUT/logs/"
 done
-NAMES=$(grep '^# ' "$OUT/goodput.dat" | cut -c3- | tr '\n' ' ')
-gnuplot -e "datafile='$OUT/goodput.dat'; outfile='$OUT/goodput.png'; names='$NAMES'" tools/bench/plot.gnuplot 2>&1 |
-	grep -v "^$" >&2
-cat "$RESULT"
-log "results: $RESULT, $OUT/goodput.png"
+cat "$RES.txt"
+log "results: $RES.txt, $RES.jsonl, $OUT/bench.png"
+if [ ${#FAILED[@]} -gt 0 ]; then
+	log "FAILED:"; printf 'bench:   %s\n' "${FAILED[@]}" >&2
+	exit 1
+fi
+exit 0
