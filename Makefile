@@ -11,7 +11,7 @@ WERROR     ?= -Werror
 CFLAGS     ?= -O2 -g -Wall -Wextra -Wno-unused-parameter
 CFLAGS     += $(WERROR) -std=gnu11 -MMD -MP -Iinclude -Iuser -I$(BUILD)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall $(WERROR) -Iinclude -Ibpf -I$(ARCH_INC)
-LIBS       := -lbpf -lelf -lz -lyaml -lmicrohttpd -lm
+LIBS       := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lm
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* JSON formatting of controller events; see events.h. */
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "control/events.h"
+#include "common/jsonio.h"
 
 static const char *level_name(int level)
 {
@@ -44,78 +44,37 @@ void sluice_event_emit(const struct sluice_event_sink *sink, const struct sluice
 		sink->fn(sink->ctx, ev);
 }
 
-/* Appends into buf while counting the full length, so a short buffer truncates but the
- * return value still tells the caller how much was needed. */
-struct out {
-	char *buf;
-	size_t len, pos;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct out *o, const char *fmt, ...)
+json_t *sluice_event_object(const struct sluice_event *ev)
 {
-	va_list ap;
-	size_t room = o->pos < o->len ? o->len - o->pos : 0;
-	int n;
+	static const char *cls_name[] = { "L0", "L1", "L2", "L3" };
+	json_t *o = json_object();
 
-	va_start(ap, fmt);
-	n = vsnprintf(room ? o->buf + o->pos : NULL, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->pos += (size_t)n;
-}
-
-/* Service names come from the config file: escape anything JSON would choke on. */
-static void put_str(struct out *o, const char *s)
-{
-	put(o, "\"");
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			put(o, "\\%c", c);
-		else if (c < 0x20)
-			put(o, "\\u%04x", c);
-		else
-			put(o, "%c", c);
-	}
-	put(o, "\"");
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "t_ns", json_integer((json_int_t)ev->t_ns));
+	json_object_set_new(o, "event", json_string("state_change"));
+	json_object_set_new(o, "level", json_string(level_name(ev->level)));
+	json_object_set_new(o, "service", json_string(ev->service ? ev->service : ""));
+	json_object_set_new(o, "machine", json_string(ev->machine ? ev->machine : ""));
+	if (ev->cls >= 0 && ev->cls < 4)
+		json_object_set_new(o, "class", json_string(cls_name[ev->cls]));
+	json_object_set_new(o, "from", json_string(ev->from ? ev->from : ""));
+	json_object_set_new(o, "to", json_string(ev->to ? ev->to : ""));
+	json_object_set_new(o, "why", json_string(ev->why ? ev->why : ""));
+	for (int i = 0; i < ev->n_nums; i++)
+		json_object_set_new(o, ev->num[i].key, jsonio_number(ev->num[i].val));
+	return o;
 }
 
 int sluice_event_json(const struct sluice_event *ev, char *buf, size_t len)
 {
-	static const char *cls_name[] = { "L0", "L1", "L2", "L3" };
-	struct out o = { buf, len, 0 };
-	int i;
+	json_t *o = sluice_event_object(ev);
+	char *s = jsonio_dumps(o);
+	int n = s ? (int)strlen(s) : 0;
 
+	json_decref(o);
 	if (len)
-		buf[0] = '\0';
-	put(&o, "{\"t_ns\":%llu,\"event\":\"state_change\",\"level\":\"%s\",\"service\":",
-	    (unsigned long long)ev->t_ns, level_name(ev->level));
-	put_str(&o, ev->service);
-	put(&o, ",\"machine\":");
-	put_str(&o, ev->machine);
-	if (ev->cls >= 0 && ev->cls < 4)
-		put(&o, ",\"class\":\"%s\"", cls_name[ev->cls]);
-	put(&o, ",\"from\":");
-	put_str(&o, ev->from);
-	put(&o, ",\"to\":");
-	put_str(&o, ev->to);
-	put(&o, ",\"why\":");
-	put_str(&o, ev->why);
-	for (i = 0; i < ev->n_nums; i++) {
-		double v = ev->num[i].val;
-		put(&o, ",");
-		put_str(&o, ev->num[i].key);
-		if (!isfinite(v))
-			put(&o, ":null");           /* JSON has no NaN/inf */
-		else if (v == (double)(long long)v && fabs(v) < 9e15)
-			put(&o, ":%lld", (long long)v);
-		else
-			put(&o, ":%.6g", v);
-	}
-	put(&o, "}");
-	if (len && o.pos >= len)
-		buf[len - 1] = '\0';
-	return (int)o.pos;
+		snprintf(buf, len, "%s", s ? s : "");
+	free(s);
+	return n;
 }

@@ -50,7 +50,9 @@ const char *breaker_name(int s);
 const char *reject_reason_name(int r);
 
 void status_print_table(FILE *f, const struct status_snapshot *s);
-void status_print_json(FILE *f, const struct status_snapshot *s);
+/* One line of JSON; scripts read its keys and value types, so both stay as they are.
+ * 0, or -1 when out of memory. */
+int status_print_json(FILE *f, const struct status_snapshot *s);
 /* runqlat-style histogram of one service (all classes, or one). */
 void status_print_hist(FILE *f, const struct service_status *s, int cls);
 
