@@ -376,7 +376,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 {
 	static struct sluice_config next;
-	struct config_errors errs;
+	struct doc_errors errs;
 	struct service_ctl old_ctl[SLUICE_MAX_SERVICES];
 	struct service_books old_books[SLUICE_MAX_SERVICES];
 	struct sluice_config old_cfg;
@@ -398,7 +398,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		return 0;
 	}
 	if (sluice_config_parse(text, len, d->cfg_path, &next, &errs) != 0) {
-		sluice_config_print_errors(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		d->reloads_failed++;
 		daemon_event(d, "config", "running", "kept",
 			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);
