@@ -377,6 +377,19 @@ yaml_node_t *ymap_need(struct ydoc *d, yaml_node_t *map, const char *key, const 
 	return v;
 }
 
+yaml_node_t *ymap_need_list(struct ydoc *d, yaml_node_t *map, const char *key, const char *where)
+{
+	yaml_node_t *v = ymap_need(d, map, key, where, NULL);
+
+	if (!v || !yget_type(d, v, YAML_SEQUENCE_NODE, key, where))
+		return NULL;
+	if (!yseq_len(v)) {
+		ydoc_bad(d, v, key, where, "must not be empty");
+		return NULL;
+	}
+	return v;
+}
+
 /* ------------------------------------------------------------------ typed getters */
 
 void ydoc_bad(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,

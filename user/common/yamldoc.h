@@ -99,6 +99,9 @@ int ymap_check(struct ydoc *d, yaml_node_t *map, const char *what, const char *c
 yaml_node_t *ymap_need(struct ydoc *d, yaml_node_t *map, const char *key, const char *where,
 		       const char *hint);
 
+/* The value of a required key that must be a non-empty list, or NULL after reporting. */
+yaml_node_t *ymap_need_list(struct ydoc *d, yaml_node_t *map, const char *key, const char *where);
+
 /* ---- typed getters (see the message format above) ---- */
 
 void ydoc_bad(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,

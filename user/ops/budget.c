@@ -84,13 +84,9 @@ static void parse_chain(struct ydoc *d, yaml_node_t *cn, struct budget_file *bf)
 		c->budget_ms = (uint64_t)x;
 	if ((v = ymap_get(d, cn, "self_ms")) && yget_int(d, v, "self_ms", where, 0, BUDGET_MAX_MS, &x))
 		c->self_ms = (uint64_t)x;
-	if ((v = ymap_need(d, cn, "hops", where, NULL)) &&
-	    yget_type(d, v, YAML_SEQUENCE_NODE, "hops", where)) {
-		if (!yseq_len(v))
-			ydoc_bad(d, v, "hops", where, "must not be empty");
-		for (int i = 0; i < yseq_len(v); i++)
-			parse_hop(d, yseq_at(d, v, i), i, c);
-	}
+	v = ymap_need_list(d, cn, "hops", where);
+	for (int i = 0; i < yseq_len(v); i++)
+		parse_hop(d, yseq_at(d, v, i), i, c);
 	bf->n_chains++;
 }
 
@@ -109,13 +105,9 @@ int budget_parse(const char *text, size_t len, const char *name, struct budget_f
 	if (!root) {
 		doc_err(errs, NULL, "empty file: a budget file needs its chains");
 	} else if (!ymap_check(&d, root, NULL, keys) || root->type == YAML_MAPPING_NODE) {
-		if ((v = ymap_need(&d, root, "chains", "", NULL)) &&
-		    yget_type(&d, v, YAML_SEQUENCE_NODE, "chains", "")) {
-			if (!yseq_len(v))
-				ydoc_bad(&d, v, "chains", "", "must not be empty");
-			for (int i = 0; i < yseq_len(v); i++)
-				parse_chain(&d, yseq_at(&d, v, i), out);
-		}
+		v = ymap_need_list(&d, root, "chains", "");
+		for (int i = 0; i < yseq_len(v); i++)
+			parse_chain(&d, yseq_at(&d, v, i), out);
 	}
 	ydoc_free(&d);
 	if (errs->n)

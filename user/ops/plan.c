@@ -166,13 +166,9 @@ static void parse_level(struct ydoc *d, yaml_node_t *ln, struct sluice_plan *p)
 	if (ymap_check(d, ln, what, keys) && (!ln || ln->type != YAML_MAPPING_NODE))
 		return;
 	parse_level_keys(d, ln, where, p, lv);
-	if ((v = ymap_need(d, ln, "actions", where, NULL)) &&
-	    yget_type(d, v, YAML_SEQUENCE_NODE, "actions", where)) {
-		if (!yseq_len(v))
-			ydoc_bad(d, v, "actions", where, "must not be empty");
-		for (int i = 0; i < yseq_len(v); i++)
-			parse_action(d, yseq_at(d, v, i), i, what, lv);
-	}
+	v = ymap_need_list(d, ln, "actions", where);
+	for (int i = 0; i < yseq_len(v); i++)
+		parse_action(d, yseq_at(d, v, i), i, what, lv);
 	p->n_levels++;
 }
 
@@ -199,13 +195,9 @@ int plan_parse(const char *text, size_t len, const char *name, struct sluice_pla
 		if ((v = ymap_get(&d, root, "last_reviewed")) && !ynode_is_null(v))
 			out->has_last_reviewed = get_date(&d, v, "last_reviewed", "",
 							  &out->last_reviewed);
-		if ((v = ymap_need(&d, root, "levels", "", NULL)) &&
-		    yget_type(&d, v, YAML_SEQUENCE_NODE, "levels", "")) {
-			if (!yseq_len(v))
-				ydoc_bad(&d, v, "levels", "", "must not be empty");
-			for (int i = 0; i < yseq_len(v); i++)
-				parse_level(&d, yseq_at(&d, v, i), out);
-		}
+		v = ymap_need_list(&d, root, "levels", "");
+		for (int i = 0; i < yseq_len(v); i++)
+			parse_level(&d, yseq_at(&d, v, i), out);
 	}
 	ydoc_free(&d);
 	return errs->n ? -1 : 0;
