@@ -93,10 +93,10 @@ $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
 
-# The pure controller compiled into one unit (see the source), so no library is linked.
+# The pure controller compiled into one unit (see the source); only jansson is linked.
 $(BUILD)/bench/bench_tick: tests/bench/bench_tick.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -lm -o $@
+	$(CC) $(CFLAGS) $< -ljansson -lm -o $@
 
 test: deps-check $(TEST_ALL)
 	@tests/run.sh $(BUILD)
