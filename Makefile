@@ -11,7 +11,7 @@ WERROR     ?= -Werror
 CFLAGS     ?= -O2 -g -Wall -Wextra -Wno-unused-parameter
 CFLAGS     += $(WERROR) -std=gnu11 -MMD -MP -Iinclude -Iuser -I$(BUILD)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall $(WERROR) -Iinclude -Ibpf -I$(ARCH_INC)
-LIBS       := -lbpf -lelf -lz -lyaml -lmicrohttpd -lm
+LIBS       := -lbpf -lelf -lz -lyaml -ljansson -lmicrohttpd -lm
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
@@ -93,10 +93,10 @@ $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
 
-# The pure controller compiled into one unit (see the source), so no library is linked.
+# The pure controller compiled into one unit (see the source); only jansson is linked.
 $(BUILD)/bench/bench_tick: tests/bench/bench_tick.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< -lm -o $@
+	$(CC) $(CFLAGS) $< -ljansson -lm -o $@
 
 test: deps-check $(TEST_ALL)
 	@tests/run.sh $(BUILD)

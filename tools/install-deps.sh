@@ -6,8 +6,8 @@
 # --build: only what building needs (PKGS; the Dockerfile's build stage installs the same);
 # default: also what the tests and the demo run (TEST_PKGS).
 set -e
-PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev"
+PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libjansson-dev
+      libcmocka-dev libmicrohttpd-dev"
 TEST_PKGS="iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus systemd"
 quiet=0 want="$PKGS $TEST_PKGS"
 for a in "$@"; do

@@ -5,7 +5,7 @@
  * overload detection, peak tracking and work-conserving thresholds, retry storm -- plus the
  * cascade detector once per tick. Map reads and writes are not included (the daemon's
  * syscalls; bounded by SLUICE_MAX_SERVICES = 64 per node in practice).
- * Build (no library needed, the modules are included directly):
+ * Build (the modules are included directly; only jansson, for the events' JSON, is linked):
  *   make build/bench/bench_tick
  * Run: build/bench/bench_tick [ticks]   -> one line per size: mean, median and best tick in us */
 #include <stdio.h>
@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 #include "../../user/common/names.c"
+#include "../../user/common/errf.c"
+#include "../../user/common/jsonio.c"
 #include "../../user/control/events.c"
+#include "../../user/control/events_json.c"
 #include "../../user/control/signals.c"
 #include "../../user/control/aimd.c"
 #include "../../user/control/breaker.c"

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	int repeat = argc > 2 ? atoi(argv[2]) : 1000000;
 	int loops = argc > 3 ? atoi(argv[3]) : 200000;
 	struct sluice_config cfg;
-	struct config_errors errs;
+	struct doc_errors errs;
 	struct sluice_maps m;
 	int idx[SLUICE_MAX_SERVICES];
 	uint8_t pkt[512];
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sluice_config_parse(CONFIG, strlen(CONFIG), "bench", &cfg, &errs)) {
-		sluice_config_print_errors(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		return 1;
 	}
 	if (maps_assign_indices(&m, &cfg, idx) || maps_program_services(&m, &cfg, idx)) {

@@ -66,7 +66,7 @@ static inline struct fixture *harness_fixture(const char *config, unsigned max_f
 				       unsigned long long heartbeat_timeout_ns)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct config_errors errs;
+	struct doc_errors errs;
 	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
 
 	if (!f || !(f->skel = harness_load(max_flows, &f->m))) {
@@ -75,7 +75,7 @@ static inline struct fixture *harness_fixture(const char *config, unsigned max_f
 		return NULL;
 	}
 	if (sluice_config_parse(config, strlen(config), "test", &f->cfg, &errs)) {
-		sluice_config_print_errors(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		return NULL;
 	}
 	if (maps_assign_indices(&f->m, &f->cfg, f->idx) ||

@@ -337,7 +337,7 @@ miss=""
 for p in $DEPS_PKGS; do [[ " $BUILD_PKGS " == *" $p "* ]] || miss="$miss $p"; done
 ok $([ -z "$miss" ] && [ -n "$DEPS_PKGS" ] && echo 0 || echo 1) \
 	"Dockerfile build stage installs every package of tools/install-deps.sh" "not installed:$miss"
-want="iproute2 libbpf1 libelf1 libmicrohttpd12 libyaml-0-2 zlib1g "
+want="iproute2 libbpf1 libelf1 libjansson4 libmicrohttpd12 libyaml-0-2 zlib1g "
 miss=""
 for p in $RUNTIME_PKGS; do apt-cache show "$p" >/dev/null 2>&1 || miss="$miss $p"; done
 ok $([ -z "$miss" ] && [ "$RUNTIME_PKGS" = "$want" ] && echo 0 || echo 1) \

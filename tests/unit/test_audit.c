@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Unit tests: the switch audit log (user/ops/audit.c) and the JSON reader it uses (user/common/json.c). */
+/* Unit tests: the switch audit log (user/ops/audit.c) and the JSON reader it uses (user/common/jsonio.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 #include "ops/audit.h"
 #include "common/duration.h"
-#include "common/json.h"
+#include "common/jsonio.h"
 #include "ops/switches.h"
 
 #define T0 1714564800ull /* 2024-05-01T12:00:00Z */
@@ -140,17 +141,14 @@ static void test_audit_each_line_is_json(void **state)
 	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
 	assert_int_equal(read_lines(c->path, lines, 2), 1);
 	{
-		struct sjson *v = sjson_parse(lines[0], strlen(lines[0]), err, sizeof(err));
-		const struct sjson *x;
+		json_t *v = jsonio_parse(lines[0], strlen(lines[0]), err, sizeof(err));
 		assert_non_null(v);
-		x = sjson_get(v, "user");
-		assert_non_null(x);
-		assert_string_equal(x->s, "us\"er");
-		x = sjson_get(v, "class");
-		assert_string_equal(x->s, "L1");
-		x = sjson_get(sjson_get(v, "new"), "expires_at");
-		assert_string_equal(x->s, "2024-05-01T12:05:00Z");
-		sjson_free(v);
+		assert_string_equal(json_string_value(json_object_get(v, "user")), "us\"er");
+		assert_string_equal(json_string_value(json_object_get(v, "class")), "L1");
+		assert_string_equal(json_string_value(json_object_get(json_object_get(v, "new"),
+								      "expires_at")),
+				    "2024-05-01T12:05:00Z");
+		json_decref(v);
 	}
 }
 
@@ -227,31 +225,39 @@ static void test_audit_parse_rejects(void **state)
 					  "\"old\":null,\"new\":null,\"reason\":\"\"}", &r, err, sizeof(err)), 0);
 }
 
-/* ---- the JSON reader ---- */
+/* ---- the JSON reader (jansson, strict settings) ---- */
 
 static void test_json_strict(void **state)
 {
 	static const char *const bad[] = {
-		"", "{", "{\"a\":1,}", "[1,]", "{\"a\" 1}", "{'a':1}", "01", "1.5", "1e3", "-",
-		"tru", "truex", "nul", "\"abc", "\"a\\qb\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
-		"\"\\u0000\"", "\"tab\there\"", "{\"a\":1,\"a\":2}", "1 2", "99999999999999999999",
-		"[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]", "{\"a\":1}x",
+		"", "{", "{\"a\":1,}", "[1,]", "{\"a\" 1}", "{'a':1}", "[01]", "1.5", "1e3", "[-]",
+		"[tru]", "[truex]", "[nul]", "[\"abc]", "[\"a\\qb\"]", "[\"\\u12\"]", "[\"\\ud800\"]",
+		"[\"\\udc00\"]", "[\"\\u0000\"]", "[\"tab\there\"]", "{\"a\":1,\"a\":2}", "1 2",
+		"[99999999999999999999]", "{\"a\":1}x",
 	};
 	char err[200];
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct sjson *v = sjson_parse(bad[i], strlen(bad[i]), err, sizeof(err));
+		json_t *v = jsonio_parse(bad[i], strlen(bad[i]), err, sizeof(err));
 		if (v)
 			fail_msg("accepted bad JSON: %s", bad[i]);
-		assert_non_null(strstr(err, "line 1 col"));
+		assert_non_null(strstr(err, "line 1 column"));
 	}
 	{
 		const char nul[] = "{\"a\":\0 1}";
-		assert_null(sjson_parse(nul, sizeof(nul) - 1, err, sizeof(err)));
-		assert_non_null(strstr(err, "NUL"));
+		assert_null(jsonio_parse(nul, sizeof(nul) - 1, err, sizeof(err)));
 	}
-	assert_null(sjson_parse("{\n\"a\": 1,\n\"b\": }", 17, err, sizeof(err)));
+	assert_null(jsonio_parse("{\n\"a\": 1,\n\"b\": }", 17, err, sizeof(err)));
 	assert_non_null(strstr(err, "line 3"));
+	assert_null(jsonio_parse("{\"a\":1,\"a\":2}", 13, err, sizeof(err)));
+	assert_non_null(strstr(err, "duplicate key"));
+	{
+		/* nesting is bounded: a deep document is an error, not a stack overflow */
+		static char deep[20001];
+		memset(deep, '[', 10000);
+		memset(deep + 10000, ']', 10000);
+		assert_null(jsonio_parse(deep, 20000, err, sizeof(err)));
+	}
 }
 
 static void test_json_values(void **state)
@@ -260,42 +266,55 @@ static void test_json_values(void **state)
 			" \"f\": false, \"n\": null, \"s\": \"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\","
 			" \"a\": [1, [], {}] }";
 	char err[200];
-	struct sjson *v = sjson_parse(t, strlen(t), err, sizeof(err));
-	const struct sjson *x;
-	struct sjbuf b;
+	json_t *v = jsonio_parse(t, strlen(t), err, sizeof(err)), *x;
 	(void)state;
 
 	if (!v)
 		fail_msg("%s", err);
-	assert_int_equal(v->n, 7);
-	assert_true(sjson_get(v, "i")->i == INT64_MIN);
-	assert_true(sjson_get(v, "j")->i == INT64_MAX);
-	assert_int_equal(sjson_get(v, "b")->type, SJSON_BOOL);
-	assert_int_equal(sjson_get(v, "b")->i, 1);
-	assert_int_equal(sjson_get(v, "f")->i, 0);
-	assert_int_equal(sjson_get(v, "n")->type, SJSON_NULL);
-	x = sjson_get(v, "s");
-	assert_string_equal(x->s, "\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
-	x = sjson_get(v, "a");
-	assert_int_equal(x->type, SJSON_ARR);
-	assert_int_equal(x->n, 3);
-	assert_int_equal(x->child->next->type, SJSON_ARR);
-	assert_null(sjson_get(v, "missing"));
+	assert_int_equal(json_object_size(v), 7);
+	assert_true(json_integer_value(json_object_get(v, "i")) == INT64_MIN);
+	assert_true(json_integer_value(json_object_get(v, "j")) == INT64_MAX);
+	assert_true(json_is_true(json_object_get(v, "b")));
+	assert_true(json_is_false(json_object_get(v, "f")));
+	assert_true(json_is_null(json_object_get(v, "n")));
+	x = json_object_get(v, "s");
+	assert_string_equal(json_string_value(x), "\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
+	x = json_object_get(v, "a");
+	assert_int_equal(json_array_size(x), 3);
+	assert_true(json_is_array(json_array_get(x, 1)));
+	assert_null(json_object_get(v, "missing"));
 
 	/* writer -> reader round trip of awkward strings */
-	sjbuf_init(&b);
-	sjbuf_str(&b, sjson_get(v, "s")->s);
-	sjbuf_puts(&b, " ");
 	{
-		struct sjson *w;
-		b.p[b.len - 1] = 0;
-		w = sjson_parse(b.p, strlen(b.p), err, sizeof(err));
+		json_t *arr = json_pack("[O]", json_object_get(v, "s")), *w;
+		char *text = jsonio_dumps(arr);
+
+		assert_non_null(text);
+		assert_null(strchr(text, '\n'));
+		w = jsonio_parse(text, strlen(text), err, sizeof(err));
 		assert_non_null(w);
-		assert_string_equal(w->s, sjson_get(v, "s")->s);
-		sjson_free(w);
+		assert_string_equal(json_string_value(json_array_get(w, 0)),
+				    json_string_value(json_object_get(v, "s")));
+		json_decref(w);
+		json_decref(arr);
+		free(text);
 	}
-	sjbuf_free(&b);
-	sjson_free(v);
+	json_decref(v);
+}
+
+/* Numbers keep the types readers saw before: integers stay integers, fractions carry a point. */
+static void test_json_numbers(void **state)
+{
+	json_t *a = json_pack("[o,o,o,o,o,o,o,o]", jsonio_fixed(1, 2), jsonio_fixed(0.12345678, 4),
+			      jsonio_fixed(-0.0, 3), jsonio_fixed(NAN, 2), jsonio_number(22),
+			      jsonio_number(0.5), jsonio_number(123456.7), jsonio_number(1.0 / 3));
+	char *text = jsonio_dumps(a);
+	(void)state;
+
+	assert_non_null(text);
+	assert_string_equal(text, "[1.0,0.1235,0.0,null,22,0.5,123457,0.333333]");
+	free(text);
+	json_decref(a);
 }
 
 int main(void)
@@ -308,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_audit_parse_rejects),
 		cmocka_unit_test(test_json_strict),
 		cmocka_unit_test(test_json_values),
+		cmocka_unit_test(test_json_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

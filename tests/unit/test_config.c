@@ -15,7 +15,7 @@
 
 struct fx {
 	struct sluice_config cfg;
-	struct config_errors errs;
+	struct doc_errors errs;
 	char path[512];
 };
 
@@ -52,13 +52,13 @@ static int parse(struct fx *f, const char *text)
 	return sluice_config_parse(text, strlen(text), "inline.yaml", &f->cfg, &f->errs);
 }
 
-static void dump_errors(const struct config_errors *e)
+static void dump_errors(const struct doc_errors *e)
 {
-	sluice_config_print_errors(stderr, e);
+	doc_errors_print(stderr, e);
 }
 
 /* An error at `line` whose message contains `sub` was reported. */
-static void expect_error(const struct config_errors *e, int line, const char *sub)
+static void expect_error(const struct doc_errors *e, int line, const char *sub)
 {
 	for (int i = 0; i < e->n; i++)
 		if (e->e[i].line == line && strstr(e->e[i].msg, sub))
@@ -697,10 +697,10 @@ static void test_too_many_errors(void **state)
 	for (int i = 0; i < 40; i++)
 		len += (size_t)snprintf(t + len, sizeof(t) - len, "junk%d: 1\n", i);
 	len += (size_t)snprintf(t + len, sizeof(t) - len, "services: [{name: x, port: 1}]\n");
-	expect_fail(f, sluice_config_parse(t, len, "junk", &f->cfg, &f->errs), SLUICE_MAX_ERRORS);
+	expect_fail(f, sluice_config_parse(t, len, "junk", &f->cfg, &f->errs), DOC_MAX_ERRORS);
 	expect_error(&f->errs, 2, "unknown key 'junk0'");
-	assert_int_equal(f->errs.e[SLUICE_MAX_ERRORS - 1].line, 0);
-	assert_non_null(strstr(f->errs.e[SLUICE_MAX_ERRORS - 1].msg, "too many errors: 40 found"));
+	assert_int_equal(f->errs.e[DOC_MAX_ERRORS - 1].line, 0);
+	assert_non_null(strstr(f->errs.e[DOC_MAX_ERRORS - 1].msg, "too many errors: 40 found"));
 }
 
 static void test_syntax_error(void **state)
@@ -750,16 +750,17 @@ static void test_print_errors(void **state)
 	expect_fail(f, parse(f, "interface: eth0\nfoo: 1\nservices: []\n"), 2);
 	mem = open_memstream(&buf, &size);
 	assert_non_null(mem);
-	sluice_config_print_errors(mem, &f->errs);
+	doc_errors_print(mem, &f->errs);
 	fclose(mem);
-	assert_non_null(strstr(buf, "inline.yaml:2: unknown key 'foo' at top level\n"));
-	assert_non_null(strstr(buf, "inline.yaml:3: no services\n"));
+	/* file:line:column, the column of the key or value at fault */
+	assert_non_null(strstr(buf, "inline.yaml:2:1: unknown key 'foo' at top level\n"));
+	assert_non_null(strstr(buf, "inline.yaml:3:11: no services\n"));
 	free(buf);
 
 	expect_fail(f, load(f, "empty.yaml"), 1);
 	mem = open_memstream(&buf, &size);
 	assert_non_null(mem);
-	sluice_config_print_errors(mem, &f->errs);
+	doc_errors_print(mem, &f->errs);
 	fclose(mem);
 	assert_non_null(strstr(buf, "empty.yaml: no services"));
 	assert_null(strstr(buf, "empty.yaml:0"));

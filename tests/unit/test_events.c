@@ -24,7 +24,7 @@ static void test_json_line(void **st)
 	assert_int_equal(n, (int)strlen(buf));
 	assert_string_equal(buf,
 		"{\"t_ns\":123456789,\"event\":\"state_change\",\"level\":\"info\","
-		"\"service\":\"we\\\"b\\\\x\\u000a\",\"machine\":\"breaker\",\"from\":\"closed\","
+		"\"service\":\"we\\\"b\\\\x\\n\",\"machine\":\"breaker\",\"from\":\"closed\","
 		"\"to\":\"open\",\"why\":\"error_rate\",\"calls\":22,\"error_rate\":0.5,\"bad\":null}");
 	assert_null(strchr(buf, '\n'));
 }

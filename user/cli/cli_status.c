@@ -49,9 +49,11 @@ int cli_status(int argc, char **argv, struct cli_opts *o)
 	}
 	maps_close(&m);
 	status_rates(&first, &snap);
-	if (o->json)
-		status_print_json(stdout, &snap);
-	else
+	if (o->json && status_print_json(stdout, &snap)) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	if (!o->json)
 		status_print_table(stdout, &snap);
 	return EXIT_OK;
 }

@@ -23,7 +23,7 @@
 #include "ops/audit.h"
 #include "kernel/bpfmaps.h"
 #include "common/duration.h"
-#include "common/json.h"
+#include "common/jsonio.h"
 #include "ops/switches.h"
 #include "ops/switchstate.h"
 #include "common/clock.h"
@@ -301,6 +301,37 @@ static const char *service_note(const struct cli_opts *o, const char *service)
 	return " (service not configured)";
 }
 
+/* `switch ls --json`: the file's fields of every switch plus its age and time left. */
+static int print_ls_json(const struct sw_set *set, uint64_t now)
+{
+	json_t *arr = json_array();
+	int rc;
+
+	for (int i = 0; i < set->n; i++) {
+		const struct sw_switch *sw = &set->sw[i];
+		uint64_t left = sw->expires_at > now ? sw->expires_at - now : 0;
+		uint64_t age = now > sw->set_at ? now - sw->set_at : 0;
+		json_t *o = sw_switch_json(sw);
+
+		if (o) {
+			json_object_set_new(o, "age_s", json_integer((json_int_t)age));
+			json_object_set_new(o, "left_s", json_integer((json_int_t)left));
+			json_object_set_new(o, "expired", json_boolean(!left));
+		}
+		if (o && json_object_size(o) != 10) {    /* out of memory on the way */
+			json_decref(o);
+			o = NULL;
+		}
+		if (json_array_append_new(arr, o)) {
+			json_decref(arr);
+			return -1;
+		}
+	}
+	rc = jsonio_print_line(stdout, arr);
+	json_decref(arr);
+	return rc;
+}
+
 static int do_ls(int argc, char **argv, struct cli_opts *o)
 {
 	static const char *const names[] = { NULL };
@@ -327,42 +358,15 @@ static int do_ls(int argc, char **argv, struct cli_opts *o)
 	if (sw_load(path, &set, err, sizeof(err))) {
 		fprintf(stderr, "sluicectl: %s\n", err);
 		if (json)
-			printf("[]\n");
+			print_ls_json(&set, now);       /* the failed load left it empty */
 		return EXIT_RUNTIME;
 	}
-	if (json) {
-		struct sjbuf b;
-
-		sjbuf_init(&b);
-		sjbuf_puts(&b, "[");
-		for (int i = 0; i < set.n; i++) {
-			const struct sw_switch *sw = &set.sw[i];
-			uint64_t left = sw->expires_at > now ? sw->expires_at - now : 0;
-			uint64_t age = now > sw->set_at ? now - sw->set_at : 0;
-
-			sjbuf_puts(&b, i ? ",{\"service\":" : "{\"service\":");
-			sjbuf_str(&b, sw->service);
-			sjbuf_printf(&b, ",\"class\":\"%s\",\"shed_pct\":%d,\"reason\":",
-				     sw_class_str(sw->class), sw->shed_pct);
-			sjbuf_str(&b, sw->reason);
-			sjbuf_puts(&b, ",\"owner\":");
-			sjbuf_str(&b, sw->owner);
-			sjbuf_printf(&b, ",\"set_at\":%llu,\"expires_at\":%llu,\"age_s\":%llu,"
-				     "\"left_s\":%llu,\"expired\":%s}",
-				     (unsigned long long)sw->set_at,
-				     (unsigned long long)sw->expires_at, (unsigned long long)age,
-				     (unsigned long long)left, left ? "false" : "true");
-		}
-		sjbuf_puts(&b, "]\n");
-		if (b.oom) {
-			sjbuf_free(&b);
-			fprintf(stderr, "sluicectl: out of memory\n");
-			return EXIT_RUNTIME;
-		}
-		fwrite(b.p, 1, b.len, stdout);
-		sjbuf_free(&b);
-		return EXIT_OK;
+	if (json && print_ls_json(&set, now)) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_RUNTIME;
 	}
+	if (json)
+		return EXIT_OK;
 	if (!set.n) {
 		printf("no switches in force: all traffic normal (%s)\n", path);
 		return EXIT_OK;

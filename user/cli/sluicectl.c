@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 {
 	static struct sluice_config cfg;
 	static struct cli_opts o;
-	struct config_errors errs;
+	struct doc_errors errs;
 	const char *pin = getenv("SLUICE_PIN_DIR"), *state = getenv("SLUICE_STATE_DIR");
 	int i;
 

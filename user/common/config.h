@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <net/if.h>
 #include "sluice.h"
+#include "common/yamldoc.h"
 
 #define SLUICE_MAX_RULES       16
 #define SLUICE_MAX_HO_STEPS    8
 #define SLUICE_MAX_LADDER_STEPS 8
-#define SLUICE_MAX_ERRORS      32
 
 enum rule_kind { RULE_SOURCE, RULE_DSCP, RULE_HEADER, RULE_PATH };
 
@@ -102,31 +102,17 @@ struct sluice_config {
 enum { XDP_MODE_AUTO = 0, XDP_MODE_NATIVE = 1, XDP_MODE_GENERIC = 2 };
 enum { HEADROOM_ADAPTIVE = 0, HEADROOM_FIXED = 1 };
 
-struct config_error {
-	int line;                         /* 0 when not tied to a line */
-	char msg[192];
-};
-
-struct config_errors {
-	char file[256];
-	struct config_error e[SLUICE_MAX_ERRORS];
-	int n;
-};
-
 /* Fill `out` with defaults (no services). */
 void sluice_config_defaults(struct sluice_config *out);
 
 /* Parse and validate `path`. Returns 0 when valid; otherwise -1 and `errs` lists every error
- * found (up to SLUICE_MAX_ERRORS), each with its line. `out` is unspecified on failure. */
-int sluice_config_load(const char *path, struct sluice_config *out, struct config_errors *errs);
+ * found (up to DOC_MAX_ERRORS), each with its line and column (print them with
+ * doc_errors_print()). `out` is unspecified on failure. */
+int sluice_config_load(const char *path, struct sluice_config *out, struct doc_errors *errs);
 
 /* Same, from a string (tests, --check of stdin). `name` is used in messages. */
 int sluice_config_parse(const char *text, size_t len, const char *name,
-			struct sluice_config *out, struct config_errors *errs);
-
-/* Print "file:line: msg" for each error to `f`. */
-#include <stdio.h>
-void sluice_config_print_errors(FILE *f, const struct config_errors *errs);
+			struct sluice_config *out, struct doc_errors *errs);
 
 /* sluice_class_from_name(), sluice_class_name(): common/names.h */
 #include "common/names.h"

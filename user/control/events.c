@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* JSON formatting of controller events; see events.h. */
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
+/* Controller events: filling and delivering them; see events.h. The JSON form is in
+ * events_json.c, so the state machines build without a JSON library. */
 #include <string.h>
 #include "control/events.h"
 #include "common/names.h"
@@ -34,79 +32,4 @@ void sluice_event_emit(const struct sluice_event_sink *sink, const struct sluice
 {
 	if (sink && sink->fn)
 		sink->fn(sink->ctx, ev);
-}
-
-/* Appends into buf while counting the full length, so a short buffer truncates but the
- * return value still tells the caller how much was needed. */
-struct out {
-	char *buf;
-	size_t len, pos;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	size_t room = o->pos < o->len ? o->len - o->pos : 0;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(room ? o->buf + o->pos : NULL, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->pos += (size_t)n;
-}
-
-/* Service names come from the config file: escape anything JSON would choke on. */
-static void put_str(struct out *o, const char *s)
-{
-	put(o, "\"");
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			put(o, "\\%c", c);
-		else if (c < 0x20)
-			put(o, "\\u%04x", c);
-		else
-			put(o, "%c", c);
-	}
-	put(o, "\"");
-}
-
-int sluice_event_json(const struct sluice_event *ev, char *buf, size_t len)
-{
-	struct out o = { buf, len, 0 };
-	int i;
-
-	if (len)
-		buf[0] = '\0';
-	put(&o, "{\"t_ns\":%llu,\"event\":\"state_change\",\"level\":\"%s\",\"service\":",
-	    (unsigned long long)ev->t_ns, sluice_ev_level_name(ev->level));
-	put_str(&o, ev->service);
-	put(&o, ",\"machine\":");
-	put_str(&o, ev->machine);
-	if (ev->cls >= 0 && ev->cls < SLUICE_NUM_CLASSES)
-		put(&o, ",\"class\":\"%s\"", sluice_class_name(ev->cls));
-	put(&o, ",\"from\":");
-	put_str(&o, ev->from);
-	put(&o, ",\"to\":");
-	put_str(&o, ev->to);
-	put(&o, ",\"why\":");
-	put_str(&o, ev->why);
-	for (i = 0; i < ev->n_nums; i++) {
-		double v = ev->num[i].val;
-		put(&o, ",");
-		put_str(&o, ev->num[i].key);
-		if (!isfinite(v))
-			put(&o, ":null");           /* JSON has no NaN/inf */
-		else if (v == (double)(long long)v && fabs(v) < 9e15)
-			put(&o, ":%lld", (long long)v);
-		else
-			put(&o, ":%.6g", v);
-	}
-	put(&o, "}");
-	if (len && o.pos >= len)
-		buf[len - 1] = '\0';
-	return (int)o.pos;
 }

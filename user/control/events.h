@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sluice.h"
+#include <jansson.h>
 
 #define SLUICE_EV_MAX_NUMS 8
 
@@ -53,6 +54,10 @@ void sluice_event_init(struct sluice_event *ev, uint64_t t_ns, int level, const 
 void sluice_event_num(struct sluice_event *ev, const char *key, double val);
 /* Deliver to the sink (no-op when sink or sink->fn is NULL). */
 void sluice_event_emit(const struct sluice_event_sink *sink, const struct sluice_event *ev);
+/* The event as a JSON object (json_decref() it), or NULL when out of memory. Keys in this
+ * order: t_ns, event, level, service, machine, class (per-class machines), from, to, why, then
+ * the numbers. */
+json_t *sluice_event_object(const struct sluice_event *ev);
 /* Format as one JSON object without a trailing newline. Returns the length it needed (like
  * snprintf); the output is always NUL-terminated when len > 0. */
 int sluice_event_json(const struct sluice_event *ev, char *buf, size_t len);

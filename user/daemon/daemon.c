@@ -10,6 +10,7 @@
 #include "control/verdict.h"
 #include "kernel/status.h"
 #include "common/clock.h"
+#include "common/jsonio.h"
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
@@ -45,18 +46,24 @@ char *read_file(const char *path, size_t *len)
 
 static void print_event(struct daemon *d, const struct sluice_event *ev)
 {
-	char json[1024], stamp[40];
+	char stamp[32], iso[64];
 	struct timespec ts;
 	struct tm tm;
+	json_t *line, *body;
 
 	if (ev->level == SLUICE_EV_DEBUG && !d->verbose)
 		return;
-	sluice_event_json(ev, json, sizeof(json));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(iso, sizeof(iso), "%s.%03dZ", stamp, (int)(ts.tv_nsec / 1000000));
 	/* The machines' JSON carries the monotonic clock; operators want wall time first. */
-	fprintf(d->events, "{\"time\":\"%s.%03ldZ\",%s\n", stamp, ts.tv_nsec / 1000000, json + 1);
+	line = json_pack("{s:s}", "time", iso);
+	body = sluice_event_object(ev);
+	if (line && body && json_object_update(line, body) == 0)
+		jsonio_print_line(d->events, line);
+	json_decref(body);
+	json_decref(line);
 	fflush(d->events);
 }
 
@@ -370,7 +377,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 {
 	static struct sluice_config next;
-	struct config_errors errs;
+	struct doc_errors errs;
 	struct service_ctl old_ctl[SLUICE_MAX_SERVICES];
 	struct service_books old_books[SLUICE_MAX_SERVICES];
 	struct sluice_config old_cfg;
@@ -392,7 +399,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		return 0;
 	}
 	if (sluice_config_parse(text, len, d->cfg_path, &next, &errs) != 0) {
-		sluice_config_print_errors(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);

@@ -43,10 +43,10 @@ static int libbpf_warnings(enum libbpf_print_level l, const char *fmt, va_list a
 static int check_config(const char *path)
 {
 	static struct sluice_config cfg;
-	struct config_errors errs;
+	struct doc_errors errs;
 
 	if (sluice_config_load(path, &cfg, &errs) != 0) {
-		sluice_config_print_errors(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		fprintf(stderr, "%s: invalid (%d error%s)\n", path, errs.n, errs.n == 1 ? "" : "s");
 		return 2;
 	}
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 {
 	static struct daemon d;
 	struct attach_state at;
-	struct config_errors errs;
+	struct doc_errors errs;
 	struct metrics_server *ms = NULL;
 	const char *cfg_path = NULL, *pin_override = NULL;
 	char err[512];
@@ -170,7 +170,7 @@ int main(int argc, char **argv)
 		if (!d.cfg_text)
 			fprintf(stderr, "%s: cannot read: %s\n", cfg_path, strerror(errno));
 		else
-			sluice_config_print_errors(stderr, &errs);
+			doc_errors_print(stderr, &errs);
 		return 2;
 	}
 	if (pin_override) {

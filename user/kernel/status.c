@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #include "kernel/status.h"
 
+#include <math.h>
 #include <string.h>
 #include "control/signals.h"
+#include "common/jsonio.h"
 #include "common/clock.h"
 #include "common/names.h"
 #include "kernel/flowgc.h"
@@ -158,48 +160,58 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 		(unsigned long long)s->pkt.reply_failed);
 }
 
-void status_print_json(FILE *f, const struct status_snapshot *s)
+static json_t *class_json(const struct class_status *cs, int c)
 {
-	fprintf(f, "{\"controller_alive\":%s,\"heartbeat_age_s\":%.3f,\"flows\":%d,\"services\":[",
-		s->controller_alive ? "true" : "false", s->heartbeat_age_s, s->flows);
-	for (int i = 0; i < s->n; i++) {
-		const struct service_status *sv = &s->s[i];
+	json_t *by = json_object();
 
-		fprintf(f, "%s{\"name\":\"%s\",\"port\":%u,\"protocol\":\"%s\",\"limit\":%u,"
-			"\"in_flight\":%lld,\"breaker\":{\"state\":\"%s\",\"step\":%.2f},\"classes\":[",
-			i ? "," : "", sv->svc.name, sv->svc.port, protocol_name(sv->svc.protocol),
-			sv->v.limit, sv->in_flight, breaker_name((int)sv->v.breaker_state),
-			(double)sv->v.breaker_admit / SLUICE_PROB_ONE);
-		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-			const struct class_status *cs = &sv->cls[c];
+	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+		json_object_set_new(by, sluice_reject_name(r), json_integer((json_int_t)cs->st.rejected[r]));
+	return json_pack("{s:s,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+			 "s:o,s:o,s:o,s:o}",
+		"class", sluice_class_name(c), "arrivals", (json_int_t)cs->st.arrivals,
+		"admitted", (json_int_t)cs->st.admitted, "rejected", (json_int_t)rejected_total(&cs->st),
+		"rejected_by", by, "in_flight", (json_int_t)cs->in_flight,
+		"threshold", (json_int_t)cs->threshold, "completed", (json_int_t)cs->st.completed,
+		"p50_us", (json_int_t)llround(cs->p50_us), "p99_us", (json_int_t)llround(cs->p99_us),
+		"errors", (json_int_t)cs->st.errors, "http_429", (json_int_t)cs->st.resp_429,
+		"retransmits", (json_int_t)cs->st.retransmits, "fail_open", (json_int_t)cs->st.fail_open,
+		"untracked", (json_int_t)cs->st.untracked, "admit_prob", jsonio_fixed(cs->admit_prob, 4),
+		"switch_shed", jsonio_fixed(1 - cs->switch_admit, 4),
+		"rate_per_s", jsonio_fixed(cs->rate_per_s, 2), "error_rate", jsonio_fixed(cs->error_rate, 4));
+}
 
-			fprintf(f, "%s{\"class\":\"%s\",\"arrivals\":%llu,\"admitted\":%llu,"
-				"\"rejected\":%llu,\"rejected_by\":{",
-				c ? "," : "", sluice_class_name(c), (unsigned long long)cs->st.arrivals,
-				(unsigned long long)cs->st.admitted, rejected_total(&cs->st));
-			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
-				fprintf(f, "%s\"%s\":%llu", r ? "," : "", sluice_reject_name(r),
-					(unsigned long long)cs->st.rejected[r]);
-			fprintf(f, "},\"in_flight\":%lld,\"threshold\":%u,\"completed\":%llu,"
-				"\"p50_us\":%.0f,\"p99_us\":%.0f,\"errors\":%llu,\"http_429\":%llu,"
-				"\"retransmits\":%llu,\"fail_open\":%llu,\"untracked\":%llu,"
-				"\"admit_prob\":%.4f,\"switch_shed\":%.4f,\"rate_per_s\":%.2f,"
-				"\"error_rate\":%.4f}",
-				cs->in_flight, cs->threshold, (unsigned long long)cs->st.completed,
-				cs->p50_us, cs->p99_us, (unsigned long long)cs->st.errors,
-				(unsigned long long)cs->st.resp_429,
-				(unsigned long long)cs->st.retransmits,
-				(unsigned long long)cs->st.fail_open,
-				(unsigned long long)cs->st.untracked, cs->admit_prob,
-				1 - cs->switch_admit, cs->rate_per_s, cs->error_rate);
-		}
-		fprintf(f, "]}");
-	}
-	fprintf(f, "],\"packets\":{\"service\":%llu,\"malformed\":%llu,\"rst_sent\":%llu,"
-		"\"reply_sent\":%llu,\"reply_failed\":%llu}}\n",
-		(unsigned long long)s->pkt.service, (unsigned long long)s->pkt.malformed,
-		(unsigned long long)s->pkt.rst_sent, (unsigned long long)s->pkt.reply_sent,
-		(unsigned long long)s->pkt.reply_failed);
+static json_t *service_json(const struct service_status *sv)
+{
+	json_t *classes = json_array();
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		json_array_append_new(classes, class_json(&sv->cls[c], c));
+	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
+		"name", sv->svc.name, "port", (int)sv->svc.port,
+		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
+		"in_flight", (json_int_t)sv->in_flight,
+		"breaker", "state", breaker_name((int)sv->v.breaker_state),
+		"step", jsonio_fixed((double)sv->v.breaker_admit / SLUICE_PROB_ONE, 2),
+		"classes", classes);
+}
+
+int status_print_json(FILE *f, const struct status_snapshot *s)
+{
+	json_t *services = json_array(), *root;
+	int rc;
+
+	for (int i = 0; i < s->n; i++)
+		json_array_append_new(services, service_json(&s->s[i]));
+	root = json_pack("{s:b,s:o,s:i,s:o,s:{s:I,s:I,s:I,s:I,s:I}}",
+		"controller_alive", s->controller_alive,
+		"heartbeat_age_s", jsonio_fixed(s->heartbeat_age_s, 3), "flows", s->flows,
+		"services", services,
+		"packets", "service", (json_int_t)s->pkt.service, "malformed", (json_int_t)s->pkt.malformed,
+		"rst_sent", (json_int_t)s->pkt.rst_sent, "reply_sent", (json_int_t)s->pkt.reply_sent,
+		"reply_failed", (json_int_t)s->pkt.reply_failed);
+	rc = jsonio_print_line(f, root);
+	json_decref(root);
+	return rc;
 }
 
 void status_print_hist(FILE *f, const struct service_status *s, int cls)

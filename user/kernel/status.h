@@ -49,7 +49,9 @@ const char *protocol_name(int p);
 const char *breaker_name(int s);
 
 void status_print_table(FILE *f, const struct status_snapshot *s);
-void status_print_json(FILE *f, const struct status_snapshot *s);
+/* One line of JSON; scripts read its keys and value types, so both stay as they are.
+ * 0, or -1 when out of memory. */
+int status_print_json(FILE *f, const struct status_snapshot *s);
 /* runqlat-style histogram of one service (all classes, or one). */
 void status_print_hist(FILE *f, const struct service_status *s, int cls);
 

@@ -3,7 +3,7 @@
 #include "common/errf.h"
 #include "ops/audit.h"
 #include "common/duration.h"
-#include "common/json.h"
+#include "common/jsonio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,79 +43,62 @@ void audit_entry_make(struct audit_entry *e, uint64_t now, uint32_t uid, const c
 	snprintf(e->reason, sizeof(e->reason), "%s", reason);
 }
 
-static void put_side(struct sjbuf *b, const struct audit_side *s)
+static json_t *side_json(const struct audit_side *s)
 {
 	char iso[SLUICE_ISO_LEN];
 
-	if (!s->present) {
-		sjbuf_puts(b, "null");
-		return;
-	}
-	sjbuf_printf(b, "{\"shed_pct\":%d,\"reason\":", s->shed_pct);
-	sjbuf_str(b, s->reason);
-	sjbuf_puts(b, ",\"owner\":");
-	sjbuf_str(b, s->owner);
-	sjbuf_printf(b, ",\"expires_at\":\"%s\"}", time_format_iso(s->expires_at, iso, sizeof(iso)));
+	if (!s->present)
+		return json_null();
+	return json_pack("{s:i,s:s,s:s,s:s}", "shed_pct", s->shed_pct, "reason", s->reason,
+			 "owner", s->owner,
+			 "expires_at", time_format_iso(s->expires_at, iso, sizeof(iso)));
 }
 
 int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
 {
 	char iso[SLUICE_ISO_LEN];
-	struct sjbuf b;
+	json_t *o;
+	int rc;
 
-	sjbuf_init(&b);
-	sjbuf_printf(&b, "{\"time\":\"%s\",\"uid\":%u,\"user\":",
-		     time_format_iso(e->time, iso, sizeof(iso)), e->uid);
-	sjbuf_str(&b, e->user);
-	sjbuf_puts(&b, ",\"command\":");
-	sjbuf_str(&b, e->command);
-	sjbuf_puts(&b, ",\"service\":");
-	sjbuf_str(&b, e->service);
-	sjbuf_printf(&b, ",\"class\":\"%s\",\"old\":", sw_class_str(e->class));
-	put_side(&b, &e->old);
-	sjbuf_puts(&b, ",\"new\":");
-	put_side(&b, &e->new);
-	sjbuf_puts(&b, ",\"reason\":");
-	sjbuf_str(&b, e->reason);
-	sjbuf_puts(&b, "}\n");
-	if (b.oom) {
-		sjbuf_free(&b);
-		return -1;
-	}
-	*out = b.p;
-	*outlen = b.len;
-	return 0;
+	o = json_pack("{s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:s}",
+		      "time", time_format_iso(e->time, iso, sizeof(iso)), "uid", (json_int_t)e->uid,
+		      "user", e->user, "command", e->command, "service", e->service,
+		      "class", sw_class_str(e->class), "old", side_json(&e->old),
+		      "new", side_json(&e->new), "reason", e->reason);
+	rc = jsonio_dump_text(o, 0, out, outlen);      /* one record per line */
+	json_decref(o);
+	return rc;
 }
 
-static int get_s(const struct sjson *o, const char *k, char *dst, size_t n, char *err, size_t errlen)
+static int get_s(const json_t *o, const char *k, char *dst, size_t n, char *err, size_t errlen)
 {
-	const struct sjson *v = sjson_get(o, k);
-	if (!v || v->type != SJSON_STR)
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_string(v))
 		return errf(err, errlen, "\"%s\" missing or not a string", k);
-	snprintf(dst, n, "%s", v->s);
+	snprintf(dst, n, "%s", json_string_value(v));
 	return 0;
 }
 
-static int get_side(const struct sjson *o, const char *k, struct audit_side *s, char *err, size_t errlen)
+static int get_side(const json_t *o, const char *k, struct audit_side *s, char *err, size_t errlen)
 {
-	const struct sjson *v = sjson_get(o, k), *p, *x;
+	const json_t *v = json_object_get(o, k), *p, *x;
 
 	memset(s, 0, sizeof(*s));
 	if (!v)
 		return errf(err, errlen, "\"%s\" missing", k);
-	if (v->type == SJSON_NULL)
+	if (json_is_null(v))
 		return 0;
-	if (v->type != SJSON_OBJ)
+	if (!json_is_object(v))
 		return errf(err, errlen, "\"%s\" must be an object or null", k);
-	p = sjson_get(v, "shed_pct");
-	if (!p || p->type != SJSON_INT || p->i < 0 || p->i > 100)
+	p = json_object_get(v, "shed_pct");
+	if (!json_is_integer(p) || json_integer_value(p) < 0 || json_integer_value(p) > 100)
 		return errf(err, errlen, "\"%s.shed_pct\" missing or not 0..100", k);
-	s->shed_pct = (int)p->i;
+	s->shed_pct = (int)json_integer_value(p);
 	if (get_s(v, "reason", s->reason, sizeof(s->reason), err, errlen) ||
 	    get_s(v, "owner", s->owner, sizeof(s->owner), err, errlen))
 		return -1;
-	x = sjson_get(v, "expires_at");
-	if (!x || x->type != SJSON_STR || time_parse_iso(x->s, &s->expires_at))
+	x = json_object_get(v, "expires_at");
+	if (!json_is_string(x) || time_parse_iso(json_string_value(x), &s->expires_at))
 		return errf(err, errlen, "\"%s.expires_at\" missing or not an ISO 8601 UTC time", k);
 	s->present = 1;
 	return 0;
@@ -124,16 +107,16 @@ static int get_side(const struct sjson *o, const char *k, struct audit_side *s, 
 int audit_parse_line(const char *line, struct audit_entry *e, char *err, size_t errlen)
 {
 	char why[200], cls[8], tbuf[SLUICE_ISO_LEN];
-	struct sjson *root;
-	const struct sjson *uid;
+	json_t *root;
+	const json_t *uid;
 	size_t len = strlen(line);
 	int rc = -1;
 
 	memset(e, 0, sizeof(*e));
-	root = sjson_parse(line, len, why, sizeof(why));
+	root = jsonio_parse(line, len, why, sizeof(why));
 	if (!root)
 		return errf(err, errlen, "bad JSON: %s", why);
-	if (root->type != SJSON_OBJ) {
+	if (!json_is_object(root)) {
 		errf(err, errlen, "not a JSON object");
 		goto out;
 	}
@@ -143,12 +126,13 @@ int audit_parse_line(const char *line, struct audit_entry *e, char *err, size_t 
 		errf(err, errlen, "\"time\" is not an ISO 8601 UTC time");
 		goto out;
 	}
-	uid = sjson_get(root, "uid");
-	if (!uid || uid->type != SJSON_INT || uid->i < 0 || uid->i > UINT32_MAX) {
+	uid = json_object_get(root, "uid");
+	if (!json_is_integer(uid) || json_integer_value(uid) < 0 ||
+	    json_integer_value(uid) > UINT32_MAX) {
 		errf(err, errlen, "\"uid\" missing or not a uid");
 		goto out;
 	}
-	e->uid = (uint32_t)uid->i;
+	e->uid = (uint32_t)json_integer_value(uid);
 	if (get_s(root, "user", e->user, sizeof(e->user), err, errlen) ||
 	    get_s(root, "command", e->command, sizeof(e->command), err, errlen) ||
 	    get_s(root, "service", e->service, sizeof(e->service), err, errlen) ||
@@ -164,7 +148,7 @@ int audit_parse_line(const char *line, struct audit_entry *e, char *err, size_t 
 		goto out;
 	rc = 0;
 out:
-	sjson_free(root);
+	json_decref(root);
 	return rc;
 }
 

@@ -5,103 +5,88 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void parse_hop(yaml_document_t *doc, yaml_node_t *hn, struct budget_chain *c,
-		      struct doc_errors *errs)
+static void parse_hop(struct ydoc *d, yaml_node_t *hn, int idx, struct budget_chain *c)
 {
 	static const char *const keys[] = { "name", "timeout_ms", "retries", "backoff_ms", NULL };
 	struct budget_hop h;
-	char what[BUDGET_NAME_LEN + 32];
+	char what[2 * BUDGET_NAME_LEN + 32], where[2 * BUDGET_NAME_LEN + 40];
+	const char *name = ynode_scalar(ymap_get(d, hn, "name"));
 	yaml_node_t *v;
-	long long x;
-	int before = errs->n + errs->dropped;
+	int x, before = d->errs->total;
 
-	snprintf(what, sizeof(what), "chain %s: hop #%d", c->name, c->n_hops + 1);
-	if (ymap_check(doc, hn, what, keys, errs) && (!hn || hn->type != YAML_MAPPING_NODE))
+	if (name && *name && strlen(name) < BUDGET_NAME_LEN)
+		snprintf(what, sizeof(what), "hop %s of chain %s", name, c->name);
+	else
+		snprintf(what, sizeof(what), "hop #%d of chain %s", idx + 1, c->name);
+	snprintf(where, sizeof(where), " in %s", what);
+	if (ymap_check(d, hn, what, keys) && (!hn || hn->type != YAML_MAPPING_NODE))
 		return;
 	memset(&h, 0, sizeof(h));
 	h.line = ynode_line(hn);
-	if (!(v = ymap_get(doc, hn, "name")))
-		doc_err(errs, h.line, "%s: missing \"name\"", what);
-	else if (!ynode_str(v, "name", h.name, sizeof(h.name), errs) && !h.name[0])
-		doc_err(errs, ynode_line(v), "%s: name must not be empty", what);
-	if (h.name[0])
-		snprintf(what, sizeof(what), "chain %s: hop %s", c->name, h.name);
-	if (!(v = ymap_get(doc, hn, "timeout_ms")))
-		doc_err(errs, h.line, "%s: missing \"timeout_ms\"", what);
-	else if (!ynode_int(v, "timeout_ms", 1, BUDGET_MAX_MS, &x, errs))
+	if ((v = ymap_need(d, hn, "name", where, NULL)))
+		yget_string(d, v, "name", where, h.name, sizeof(h.name), false);
+	if ((v = ymap_need(d, hn, "timeout_ms", where, NULL)) &&
+	    yget_int(d, v, "timeout_ms", where, 1, BUDGET_MAX_MS, &x))
 		h.timeout_ms = (uint64_t)x;
-	if (!(v = ymap_get(doc, hn, "retries")))
-		doc_err(errs, h.line, "%s: missing \"retries\" (0 if the hop never retries)", what);
-	else if (!ynode_int(v, "retries", 0, BUDGET_MAX_RETRIES, &x, errs))
-		h.retries = (int)x;
-	if ((v = ymap_get(doc, hn, "backoff_ms")) && !ynode_int(v, "backoff_ms", 0, BUDGET_MAX_MS, &x, errs))
+	if ((v = ymap_need(d, hn, "retries", where, "0 if the hop never retries")) &&
+	    yget_int(d, v, "retries", where, 0, BUDGET_MAX_RETRIES, &x))
+		h.retries = x;
+	if ((v = ymap_get(d, hn, "backoff_ms")) && yget_int(d, v, "backoff_ms", where, 0, BUDGET_MAX_MS, &x))
 		h.backoff_ms = (uint64_t)x;
-	if (errs->n + errs->dropped != before)
+	if (d->errs->total != before)
 		return;
 	if (h.retries == 0 && h.backoff_ms > 0) {
-		doc_err(errs, h.line, "%s: backoff_ms %llu with retries 0 (backoff is the total wait "
-			"between retries)", what, (unsigned long long)h.backoff_ms);
+		ydoc_bad(d, v, "backoff_ms", where, "must be 0 when retries is 0 (backoff is the "
+			 "total wait between retries)");
 		return;
 	}
 	if (c->n_hops >= BUDGET_MAX_HOPS) {
-		doc_err(errs, h.line, "chain %s: more than %d hops", c->name, BUDGET_MAX_HOPS);
+		doc_err(d->errs, hn, "more than %d hops in chain %s", BUDGET_MAX_HOPS, c->name);
 		return;
 	}
 	c->hops[c->n_hops++] = h;
 }
 
-static void parse_chain(yaml_document_t *doc, yaml_node_t *cn, struct budget_file *bf,
-			struct doc_errors *errs)
+static void parse_chain(struct ydoc *d, yaml_node_t *cn, struct budget_file *bf)
 {
 	static const char *const keys[] = { "name", "budget_ms", "self_ms", "hops", NULL };
 	struct budget_chain *c;
-	char what[BUDGET_NAME_LEN + 16];
+	char what[BUDGET_NAME_LEN + 16], where[BUDGET_NAME_LEN + 24];
+	const char *name = ynode_scalar(ymap_get(d, cn, "name"));
 	yaml_node_t *v;
-	long long x;
-	int line = ynode_line(cn);
+	int x;
 
 	if (bf->n_chains >= BUDGET_MAX_CHAINS) {
-		doc_err(errs, line, "more than %d chains", BUDGET_MAX_CHAINS);
+		doc_err(d->errs, cn, "more than %d chains", BUDGET_MAX_CHAINS);
 		return;
 	}
 	c = &bf->chains[bf->n_chains];
 	memset(c, 0, sizeof(*c));
-	c->line = line;
-	snprintf(what, sizeof(what), "chain #%d", bf->n_chains + 1);
-	v = ymap_get(doc, cn, "name");
-	if (v && v->type == YAML_SCALAR_NODE && v->data.scalar.value[0] &&
-	    strlen((const char *)v->data.scalar.value) < BUDGET_NAME_LEN)
-		snprintf(what, sizeof(what), "chain %s", (const char *)v->data.scalar.value);
-	if (ymap_check(doc, cn, what, keys, errs) && (!cn || cn->type != YAML_MAPPING_NODE))
+	c->line = ynode_line(cn);
+	if (name && *name && strlen(name) < BUDGET_NAME_LEN)
+		snprintf(what, sizeof(what), "chain %s", name);
+	else
+		snprintf(what, sizeof(what), "chain #%d", bf->n_chains + 1);
+	snprintf(where, sizeof(where), " in %s", what);
+	if (ymap_check(d, cn, what, keys) && (!cn || cn->type != YAML_MAPPING_NODE))
 		return;
-	if (!(v = ymap_get(doc, cn, "name"))) {
-		doc_err(errs, line, "%s: missing \"name\"", what);
-	} else if (!ynode_str(v, "name", c->name, sizeof(c->name), errs)) {
-		if (!c->name[0])
-			doc_err(errs, ynode_line(v), "%s: name must not be empty", what);
+	if ((v = ymap_need(d, cn, "name", where, NULL)) &&
+	    yget_string(d, v, "name", where, c->name, sizeof(c->name), false)) {
 		for (int i = 0; i < bf->n_chains; i++)
 			if (!strcmp(bf->chains[i].name, c->name))
-				doc_err(errs, ynode_line(v), "chain \"%s\" defined twice (first at line %d)",
+				doc_err(d->errs, v, "chain \"%s\" defined twice (first at line %d)",
 					c->name, bf->chains[i].line);
 	}
-	if (c->name[0])
-		snprintf(what, sizeof(what), "chain %s", c->name);
-	else
+	if (!c->name[0])
 		snprintf(c->name, sizeof(c->name), "#%d", bf->n_chains + 1);
-	if (!(v = ymap_get(doc, cn, "budget_ms")))
-		doc_err(errs, line, "%s: missing \"budget_ms\" (the entry timeout)", what);
-	else if (!ynode_int(v, "budget_ms", 1, BUDGET_MAX_MS, &x, errs))
+	if ((v = ymap_need(d, cn, "budget_ms", where, "the entry timeout")) &&
+	    yget_int(d, v, "budget_ms", where, 1, BUDGET_MAX_MS, &x))
 		c->budget_ms = (uint64_t)x;
-	if ((v = ymap_get(doc, cn, "self_ms")) && !ynode_int(v, "self_ms", 0, BUDGET_MAX_MS, &x, errs))
+	if ((v = ymap_get(d, cn, "self_ms")) && yget_int(d, v, "self_ms", where, 0, BUDGET_MAX_MS, &x))
 		c->self_ms = (uint64_t)x;
-	if (!(v = ymap_get(doc, cn, "hops"))) {
-		doc_err(errs, line, "%s: missing \"hops\"", what);
-	} else if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.start == v->data.sequence.items.top) {
-		doc_err(errs, ynode_line(v), "%s: hops must be a non-empty list", what);
-	} else {
-		for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
-			parse_hop(doc, yaml_document_get_node(doc, *it), c, errs);
-	}
+	v = ymap_need_list(d, cn, "hops", where);
+	for (int i = 0; i < yseq_len(v); i++)
+		parse_hop(d, yseq_at(d, v, i), i, c);
 	bf->n_chains++;
 }
 
@@ -109,28 +94,23 @@ int budget_parse(const char *text, size_t len, const char *name, struct budget_f
 		 struct doc_errors *errs)
 {
 	static const char *const keys[] = { "chains", NULL };
-	yaml_document_t doc;
+	struct ydoc d;
 	yaml_node_t *root, *v;
 
 	memset(out, 0, sizeof(*out));
 	doc_errors_init(errs, name);
-	if (ydoc_load_str(text, len, &doc, errs))
+	if (ydoc_parse(&d, text, len, errs))
 		return -1;
-	root = yaml_document_get_root_node(&doc);
-	if (ymap_check(&doc, root, "budget file", keys, errs) && root->type != YAML_MAPPING_NODE)
-		goto done;
-	v = ymap_get(&doc, root, "chains");
-	if (!v) {
-		doc_err(errs, ynode_line(root), "missing \"chains\"");
-	} else if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.start == v->data.sequence.items.top) {
-		doc_err(errs, ynode_line(v), "chains: must be a non-empty list");
-	} else {
-		for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
-			parse_chain(&doc, yaml_document_get_node(&doc, *it), out, errs);
+	root = ydoc_root(&d);
+	if (!root) {
+		doc_err(errs, NULL, "empty file: a budget file needs its chains");
+	} else if (!ymap_check(&d, root, NULL, keys) || root->type == YAML_MAPPING_NODE) {
+		v = ymap_need_list(&d, root, "chains", "");
+		for (int i = 0; i < yseq_len(v); i++)
+			parse_chain(&d, yseq_at(&d, v, i), out);
 	}
-done:
-	yaml_document_delete(&doc);
-	if (errs->n || errs->dropped)
+	ydoc_free(&d);
+	if (errs->n)
 		return -1;
 	budget_compute(out);
 	return 0;

@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "ops/plan.h"        /* struct doc_errors and the YAML helpers */
+#include "common/yamldoc.h"
 
 #define BUDGET_MAX_CHAINS   64
 #define BUDGET_MAX_HOPS     32
@@ -69,7 +69,7 @@ struct budget_file {
 	struct budget_chain chains[BUDGET_MAX_CHAINS];
 };
 
-/* Load and validate. 0, or -1 with every error (file:line) in errs. Computes results too. */
+/* Load and validate. 0, or -1 with every error (file:line:column) in errs. Computes results too. */
 int budget_load(const char *path, struct budget_file *out, struct doc_errors *errs);
 int budget_parse(const char *text, size_t len, const char *name, struct budget_file *out,
 		 struct doc_errors *errs);

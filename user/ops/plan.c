@@ -1,273 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* sluice: degradation plans and the YAML helpers shared with budget.c. See plan.h. */
+/* sluice: degradation plans. See plan.h. */
 #include "common/errf.h"
 #include "ops/plan.h"
 #include "common/duration.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* ---- error lists ---- */
-
-void doc_errors_init(struct doc_errors *errs, const char *file)
-{
-	memset(errs, 0, sizeof(*errs));
-	snprintf(errs->file, sizeof(errs->file), "%s", file ? file : "<input>");
-}
-
-void doc_err(struct doc_errors *errs, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errs->n >= DOC_MAX_ERRORS) {
-		errs->dropped++;
-		return;
-	}
-	errs->e[errs->n].line = line;
-	va_start(ap, fmt);
-	vsnprintf(errs->e[errs->n].msg, sizeof(errs->e[0].msg), fmt, ap);
-	va_end(ap);
-	errs->n++;
-}
-
-void doc_errors_print(FILE *f, const struct doc_errors *errs)
-{
-	for (int i = 0; i < errs->n; i++) {
-		if (errs->e[i].line > 0)
-			fprintf(f, "%s:%d: %s\n", errs->file, errs->e[i].line, errs->e[i].msg);
-		else
-			fprintf(f, "%s: %s\n", errs->file, errs->e[i].msg);
-	}
-	if (errs->dropped)
-		fprintf(f, "%s: %d more errors\n", errs->file, errs->dropped);
-}
-
-/* ---- YAML helpers ---- */
-
-int ydoc_load_str(const char *text, size_t len, yaml_document_t *doc, struct doc_errors *errs)
-{
-	yaml_parser_t parser;
-
-	if (!yaml_parser_initialize(&parser)) {
-		doc_err(errs, 0, "cannot initialise the YAML parser");
-		return -1;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, doc)) {
-		doc_err(errs, (int)parser.problem_mark.line + 1, "YAML syntax error: %s%s%s",
-			parser.problem ? parser.problem : "unknown",
-			parser.context ? " " : "", parser.context ? parser.context : "");
-		yaml_parser_delete(&parser);
-		return -1;
-	}
-	yaml_parser_delete(&parser);
-	if (!yaml_document_get_root_node(doc)) {
-		doc_err(errs, 0, "empty file");
-		yaml_document_delete(doc);
-		return -1;
-	}
-	return 0;
-}
-
-int ydoc_read_file(const char *path, char **text, size_t *len, struct doc_errors *errs)
-{
-	struct stat st;
-	size_t off = 0;
-	char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		doc_err(errs, 0, "cannot open: %s", strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (4 << 20)) {
-		doc_err(errs, 0, "not a regular file of at most 4 MiB");
-		close(fd);
-		return -1;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		doc_err(errs, 0, "out of memory");
-		close(fd);
-		return -1;
-	}
-	while (off < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			doc_err(errs, 0, "cannot read: %s", strerror(errno));
-			free(buf);
-			close(fd);
-			return -1;
-		}
-		if (r == 0)
-			break;
-		off += (size_t)r;
-	}
-	close(fd);
-	buf[off] = 0;
-	*text = buf;
-	*len = off;
-	return 0;
-}
-
-int ynode_line(const yaml_node_t *n)
-{
-	return n ? (int)n->start_mark.line + 1 : 0;
-}
-
-static const char *ynode_scalar(const yaml_node_t *n)
-{
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-int ynode_is_null(const yaml_node_t *n)
-{
-	const char *s = ynode_scalar(n);
-	if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return 0;
-	return !*s || !strcmp(s, "null") || !strcmp(s, "~") || !strcmp(s, "Null") ||
-	       !strcmp(s, "NULL");
-}
-
-int ymap_check(yaml_document_t *doc, yaml_node_t *map, const char *what,
-	       const char *const *allowed, struct doc_errors *errs)
-{
-	int bad = 0;
-
-	if (!map || map->type != YAML_MAPPING_NODE) {
-		doc_err(errs, ynode_line(map), "%s: must be a mapping of key: value", what);
-		return 1;
-	}
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		const char *ks = ynode_scalar(k);
-		int ok = 0;
-
-		if (!ks) {
-			doc_err(errs, ynode_line(k), "%s: keys must be plain strings", what);
-			bad++;
-			continue;
-		}
-		for (const char *const *a = allowed; *a && !ok; a++)
-			ok = strcmp(*a, ks) == 0;
-		if (!ok) {
-			char list[160];
-			size_t off = 0;
-			list[0] = 0;
-			for (const char *const *a = allowed; *a && off < sizeof(list); a++) {
-				int n = snprintf(list + off, sizeof(list) - off, "%s%s",
-						 a == allowed ? "" : ", ", *a);
-				if (n < 0)
-					break;
-				off += (size_t)n;
-			}
-			doc_err(errs, ynode_line(k), "%s: unknown key \"%s\" (allowed: %s)", what, ks, list);
-			bad++;
-			continue;
-		}
-		for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-			const char *qs = ynode_scalar(yaml_document_get_node(doc, q->key));
-			if (qs && !strcmp(qs, ks)) {
-				doc_err(errs, ynode_line(k), "%s: duplicate key \"%s\"", what, ks);
-				bad++;
-				break;
-			}
-		}
-	}
-	return bad;
-}
-
-yaml_node_t *ymap_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		const char *ks = ynode_scalar(yaml_document_get_node(doc, p->key));
-		if (ks && !strcmp(ks, key))
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
-}
-
-int ynode_str(yaml_node_t *n, const char *what, char *dst, size_t len, struct doc_errors *errs)
-{
-	const char *s = ynode_scalar(n);
-	if (!s) {
-		doc_err(errs, ynode_line(n), "%s: must be a string", what);
-		return -1;
-	}
-	if (strlen(s) >= len) {
-		doc_err(errs, ynode_line(n), "%s: longer than %zu characters", what, len - 1);
-		return -1;
-	}
-	snprintf(dst, len, "%s", s);
-	return 0;
-}
-
-int ynode_int(yaml_node_t *n, const char *what, long long lo, long long hi, long long *out,
-	      struct doc_errors *errs)
-{
-	const char *s = ynode_scalar(n), *p;
-	long long v = 0;
-	int neg = 0;
-
-	if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !*s) {
-		doc_err(errs, ynode_line(n), "%s: must be an integer", what);
-		return -1;
-	}
-	p = s;
-	if (*p == '-') {
-		neg = 1;
-		p++;
-	}
-	if (!*p) {
-		doc_err(errs, ynode_line(n), "%s: \"%s\" is not an integer", what, s);
-		return -1;
-	}
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9') {
-			doc_err(errs, ynode_line(n), "%s: \"%s\" is not an integer", what, s);
-			return -1;
-		}
-		if (v > (1LL << 53)) {
-			doc_err(errs, ynode_line(n), "%s: %s is out of range %lld..%lld", what, s, lo, hi);
-			return -1;
-		}
-		v = v * 10 + (*p - '0');
-	}
-	if (neg)
-		v = -v;
-	if (v < lo || v > hi) {
-		doc_err(errs, ynode_line(n), "%s: %s is out of range %lld..%lld", what, s, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int ynode_bool(yaml_node_t *n, const char *what, int *out, struct doc_errors *errs)
-{
-	const char *s = ynode_scalar(n);
-	if (s && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
-		if (!strcmp(s, "true")) {
-			*out = 1;
-			return 0;
-		}
-		if (!strcmp(s, "false")) {
-			*out = 0;
-			return 0;
-		}
-	}
-	doc_err(errs, ynode_line(n), "%s: must be true or false", what);
-	return -1;
-}
 
 /* ---- plan loading ---- */
 
@@ -282,52 +21,63 @@ static int valid_level_name(const char *s)
 	return 1;
 }
 
-static void parse_action(yaml_document_t *doc, yaml_node_t *a, const char *lname,
-			 struct plan_level *lv, struct doc_errors *errs)
+/* A date YYYY-MM-DD as midnight UTC. */
+static bool get_date(struct ydoc *d, const yaml_node_t *v, const char *key, const char *where,
+		     uint64_t *out)
+{
+	char date[32];
+
+	if (!yget_string(d, v, key, where, date, sizeof(date), false))
+		return false;
+	if (date_parse_ymd(date, out)) {
+		ydoc_bad(d, v, key, where, "not a date YYYY-MM-DD");
+		return false;
+	}
+	return true;
+}
+
+static void parse_action(struct ydoc *d, yaml_node_t *a, int idx, const char *level,
+			 struct plan_level *lv)
 {
 	static const char *const keys[] = { "service", "class", "shed", NULL };
 	struct plan_action act;
-	char what[96], cls[16];
+	char what[96], where[100], cls[16];
 	yaml_node_t *v;
-	long long pct;
-	int before = errs->n + errs->dropped;
+	int before = d->errs->total;
 
-	snprintf(what, sizeof(what), "level %s action", lname);
-	if (ymap_check(doc, a, what, keys, errs))
+	snprintf(what, sizeof(what), "action %d of %s", idx + 1, level);
+	snprintf(where, sizeof(where), " in %s", what);
+	if (ymap_check(d, a, what, keys))
 		return;
 	memset(&act, 0, sizeof(act));
 	act.line = ynode_line(a);
 	act.class = -1;
-	if (!(v = ymap_get(doc, a, "service")))
-		doc_err(errs, act.line, "%s: missing \"service\"", what);
-	else if (!ynode_str(v, "service", act.service, sizeof(act.service), errs) && !act.service[0])
-		doc_err(errs, ynode_line(v), "%s: service must not be empty", what);
-	if (!(v = ymap_get(doc, a, "class")))
-		doc_err(errs, act.line, "%s: missing \"class\"", what);
-	else if (!ynode_str(v, "class", cls, sizeof(cls), errs) && (act.class = sw_class_parse(cls)) < 0)
-		doc_err(errs, ynode_line(v), "%s: unknown class \"%s\" (use L0, L1, L2 or L3)", what, cls);
-	if (!(v = ymap_get(doc, a, "shed")))
-		doc_err(errs, act.line, "%s: missing \"shed\" (percent 0..100)", what);
-	else if (!ynode_int(v, "shed (percent)", 0, 100, &pct, errs))
-		act.shed_pct = (int)pct;
-	if (errs->n + errs->dropped != before)
+	if ((v = ymap_need(d, a, "service", where, NULL)))
+		yget_string(d, v, "service", where, act.service, sizeof(act.service), false);
+	if ((v = ymap_need(d, a, "class", where, NULL)) &&
+	    yget_string(d, v, "class", where, cls, sizeof(cls), false) &&
+	    (act.class = sw_class_parse(cls)) < 0)
+		ydoc_bad(d, v, "class", where, "expected L0, L1, L2 or L3");
+	if ((v = ymap_need(d, a, "shed", where, "percent 0..100")))
+		yget_percent(d, v, "shed", where, &act.shed_pct);
+	if (d->errs->total != before)
 		return;
 	for (int i = 0; i < lv->n_actions; i++) {
 		if (!strcmp(lv->actions[i].service, act.service) && lv->actions[i].class == act.class) {
-			doc_err(errs, act.line, "%s: %s/%s already has an action in this level (line %d)",
-				what, act.service, sw_class_str(act.class), lv->actions[i].line);
+			doc_err(d->errs, a, "%s/%s already has an action in %s (line %d)", act.service,
+				sw_class_str(act.class), level, lv->actions[i].line);
 			return;
 		}
 	}
 	if (lv->n_actions >= PLAN_MAX_ACTIONS) {
-		doc_err(errs, act.line, "%s: more than %d actions", what, PLAN_MAX_ACTIONS);
+		doc_err(d->errs, a, "more than %d actions in %s", PLAN_MAX_ACTIONS, level);
 		return;
 	}
 	lv->actions[lv->n_actions++] = act;
 }
 
-static void parse_approver(yaml_document_t *doc, yaml_node_t *v, struct plan_level *lv,
-			   struct doc_errors *errs)
+static void parse_approver(struct ydoc *d, yaml_node_t *v, const char *where,
+			   struct plan_level *lv)
 {
 	size_t off = 0;
 
@@ -335,100 +85,90 @@ static void parse_approver(yaml_document_t *doc, yaml_node_t *v, struct plan_lev
 	if (ynode_is_null(v))
 		return;
 	if (v->type == YAML_SCALAR_NODE) {
-		ynode_str(v, "approver", lv->approver, sizeof(lv->approver), errs);
+		yget_string(d, v, "approver", where, lv->approver, sizeof(lv->approver), true);
 		return;
 	}
 	if (v->type != YAML_SEQUENCE_NODE) {
-		doc_err(errs, ynode_line(v), "approver: must be a name or a list of names");
+		ydoc_bad(d, v, "approver", where, "expected a name or a list of names, got %s",
+			 ynode_kind(v));
 		return;
 	}
-	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-		yaml_node_t *n = yaml_document_get_node(doc, *it);
+	for (int i = 0; i < yseq_len(v); i++) {
+		yaml_node_t *n = yseq_at(d, v, i);
 		char name[PLAN_TEXT_LEN];
 		int w;
 
-		if (ynode_str(n, "approver", name, sizeof(name), errs))
+		if (!yget_string(d, n, "approver", where, name, sizeof(name), true))
 			return;
 		if (!name[0])
 			continue;
 		w = snprintf(lv->approver + off, sizeof(lv->approver) - off, "%s%s", off ? ", " : "", name);
 		if (w < 0 || (size_t)w >= sizeof(lv->approver) - off) {
-			doc_err(errs, ynode_line(n), "approver: list too long");
+			ydoc_bad(d, n, "approver", where, "list too long (at most %zu bytes joined)",
+				 sizeof(lv->approver) - 1);
 			return;
 		}
 		off += (size_t)w;
 	}
 }
 
-static void parse_level(yaml_document_t *doc, yaml_node_t *ln, struct sluice_plan *p,
-			struct doc_errors *errs)
+/* The level's name, description, saving, reversible, approver and verified_at keys. */
+static void parse_level_keys(struct ydoc *d, yaml_node_t *ln, const char *where,
+			     struct sluice_plan *p, struct plan_level *lv)
+{
+	yaml_node_t *v;
+
+	if ((v = ymap_need(d, ln, "name", where, NULL)) &&
+	    yget_string(d, v, "name", where, lv->name, sizeof(lv->name), false)) {
+		if (!valid_level_name(lv->name))
+			ydoc_bad(d, v, "name", where, "use letters, digits, '-', '_' and '.' only");
+		for (int i = 0; i < p->n_levels; i++)
+			if (!strcmp(p->levels[i].name, lv->name))
+				doc_err(d->errs, v, "level \"%s\" defined twice (first at line %d)",
+					lv->name, p->levels[i].line);
+	}
+	if ((v = ymap_get(d, ln, "description")) && !ynode_is_null(v))
+		yget_string(d, v, "description", where, lv->description, sizeof(lv->description),
+			    true);
+	if ((v = ymap_get(d, ln, "expected_saving")) && !ynode_is_null(v))
+		yget_string(d, v, "expected_saving", where, lv->expected_saving,
+			    sizeof(lv->expected_saving), true);
+	if ((v = ymap_need(d, ln, "reversible", where, "true or false")))
+		yget_bool(d, v, "reversible", where, &lv->reversible);
+	if ((v = ymap_get(d, ln, "approver")))
+		parse_approver(d, v, where, lv);
+	v = ymap_need(d, ln, "verified_at", where, "drill date YYYY-MM-DD, or null if never drilled");
+	if (v && !ynode_is_null(v))
+		lv->verified = get_date(d, v, "verified_at", where, &lv->verified_at);
+}
+
+static void parse_level(struct ydoc *d, yaml_node_t *ln, struct sluice_plan *p)
 {
 	static const char *const keys[] = { "name", "description", "actions", "expected_saving",
 					    "reversible", "approver", "verified_at", NULL };
 	struct plan_level *lv;
 	yaml_node_t *v;
-	char what[64], date[32];
-	int line = ynode_line(ln);
+	char what[64], where[72];
+	const char *name = ynode_scalar(ymap_get(d, ln, "name"));
 
 	if (p->n_levels >= PLAN_MAX_LEVELS) {
-		doc_err(errs, line, "more than %d levels", PLAN_MAX_LEVELS);
+		doc_err(d->errs, ln, "more than %d levels", PLAN_MAX_LEVELS);
 		return;
 	}
 	lv = &p->levels[p->n_levels];
 	memset(lv, 0, sizeof(*lv));
-	lv->line = line;
-	snprintf(what, sizeof(what), "level #%d", p->n_levels + 1);
-	v = ymap_get(doc, ln, "name");
-	if (v && v->type == YAML_SCALAR_NODE && valid_level_name((const char *)v->data.scalar.value) &&
-	    strlen((const char *)v->data.scalar.value) < PLAN_NAME_LEN)
-		snprintf(what, sizeof(what), "level %s", (const char *)v->data.scalar.value);
-	if (ymap_check(doc, ln, what, keys, errs) && (!ln || ln->type != YAML_MAPPING_NODE))
-		return;
-
-	if (!(v = ymap_get(doc, ln, "name"))) {
-		doc_err(errs, line, "%s: missing \"name\"", what);
-	} else if (!ynode_str(v, "name", lv->name, sizeof(lv->name), errs)) {
-		if (!valid_level_name(lv->name))
-			doc_err(errs, ynode_line(v), "level name \"%s\": use letters, digits, '-', '_', '.'",
-				lv->name);
-		for (int i = 0; i < p->n_levels; i++)
-			if (!strcmp(p->levels[i].name, lv->name))
-				doc_err(errs, ynode_line(v), "level \"%s\" defined twice (first at line %d)",
-					lv->name, p->levels[i].line);
-	}
-	if ((v = ymap_get(doc, ln, "description")) && !ynode_is_null(v))
-		ynode_str(v, "description", lv->description, sizeof(lv->description), errs);
-	if ((v = ymap_get(doc, ln, "expected_saving")) && !ynode_is_null(v))
-		ynode_str(v, "expected_saving", lv->expected_saving, sizeof(lv->expected_saving), errs);
-	if (!(v = ymap_get(doc, ln, "reversible")))
-		doc_err(errs, line, "%s: missing \"reversible\" (true or false)", what);
+	lv->line = ynode_line(ln);
+	if (name && valid_level_name(name) && strlen(name) < PLAN_NAME_LEN)
+		snprintf(what, sizeof(what), "level %s", name);
 	else
-		ynode_bool(v, "reversible", &lv->reversible, errs);
-	if ((v = ymap_get(doc, ln, "approver")))
-		parse_approver(doc, v, lv, errs);
-	if (!(v = ymap_get(doc, ln, "verified_at"))) {
-		doc_err(errs, line, "%s: missing \"verified_at\" (drill date YYYY-MM-DD, or null if "
-			"never drilled)", what);
-	} else if (!ynode_is_null(v)) {
-		if (!ynode_str(v, "verified_at", date, sizeof(date), errs)) {
-			if (date_parse_ymd(date, &lv->verified_at))
-				doc_err(errs, ynode_line(v), "verified_at: \"%s\" is not a date YYYY-MM-DD",
-					date);
-			else
-				lv->verified = 1;
-		}
-	}
-	if (!(v = ymap_get(doc, ln, "actions"))) {
-		doc_err(errs, line, "%s: missing \"actions\"", what);
-	} else if (v->type != YAML_SEQUENCE_NODE) {
-		doc_err(errs, ynode_line(v), "%s: actions must be a list", what);
-	} else {
-		for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
-			parse_action(doc, yaml_document_get_node(doc, *it), lv->name[0] ? lv->name : what + 6,
-				     lv, errs);
-		if (v->data.sequence.items.start == v->data.sequence.items.top)
-			doc_err(errs, ynode_line(v), "%s: actions must not be empty", what);
-	}
+		snprintf(what, sizeof(what), "level #%d", p->n_levels + 1);
+	snprintf(where, sizeof(where), " in %s", what);
+	if (ymap_check(d, ln, what, keys) && (!ln || ln->type != YAML_MAPPING_NODE))
+		return;
+	parse_level_keys(d, ln, where, p, lv);
+	v = ymap_need_list(d, ln, "actions", where);
+	for (int i = 0; i < yseq_len(v); i++)
+		parse_action(d, yseq_at(d, v, i), i, what, lv);
 	p->n_levels++;
 }
 
@@ -436,43 +176,31 @@ int plan_parse(const char *text, size_t len, const char *name, struct sluice_pla
 	       struct doc_errors *errs)
 {
 	static const char *const keys[] = { "service", "owner", "last_reviewed", "levels", NULL };
-	yaml_document_t doc;
+	struct ydoc d;
 	yaml_node_t *root, *v;
-	char date[32];
 
 	memset(out, 0, sizeof(*out));
 	doc_errors_init(errs, name);
 	snprintf(out->file, sizeof(out->file), "%s", name ? name : "<input>");
-	if (ydoc_load_str(text, len, &doc, errs))
+	if (ydoc_parse(&d, text, len, errs))
 		return -1;
-	root = yaml_document_get_root_node(&doc);
-	if (ymap_check(&doc, root, "plan", keys, errs) && root->type != YAML_MAPPING_NODE)
-		goto done;
-	if ((v = ymap_get(&doc, root, "service")) && !ynode_is_null(v))
-		ynode_str(v, "service", out->service, sizeof(out->service), errs);
-	if ((v = ymap_get(&doc, root, "owner")) && !ynode_is_null(v))
-		ynode_str(v, "owner", out->owner, sizeof(out->owner), errs);
-	if ((v = ymap_get(&doc, root, "last_reviewed")) && !ynode_is_null(v)) {
-		if (!ynode_str(v, "last_reviewed", date, sizeof(date), errs)) {
-			if (date_parse_ymd(date, &out->last_reviewed))
-				doc_err(errs, ynode_line(v), "last_reviewed: \"%s\" is not a date YYYY-MM-DD",
-					date);
-			else
-				out->has_last_reviewed = 1;
-		}
+	root = ydoc_root(&d);
+	if (!root) {
+		doc_err(errs, NULL, "empty file: a plan needs at least its levels");
+	} else if (!ymap_check(&d, root, NULL, keys) || root->type == YAML_MAPPING_NODE) {
+		if ((v = ymap_get(&d, root, "service")) && !ynode_is_null(v))
+			yget_string(&d, v, "service", "", out->service, sizeof(out->service), true);
+		if ((v = ymap_get(&d, root, "owner")) && !ynode_is_null(v))
+			yget_string(&d, v, "owner", "", out->owner, sizeof(out->owner), true);
+		if ((v = ymap_get(&d, root, "last_reviewed")) && !ynode_is_null(v))
+			out->has_last_reviewed = get_date(&d, v, "last_reviewed", "",
+							  &out->last_reviewed);
+		v = ymap_need_list(&d, root, "levels", "");
+		for (int i = 0; i < yseq_len(v); i++)
+			parse_level(&d, yseq_at(&d, v, i), out);
 	}
-	v = ymap_get(&doc, root, "levels");
-	if (!v) {
-		doc_err(errs, ynode_line(root), "plan: missing \"levels\"");
-	} else if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.start == v->data.sequence.items.top) {
-		doc_err(errs, ynode_line(v), "levels: must be a non-empty list");
-	} else {
-		for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
-			parse_level(&doc, yaml_document_get_node(&doc, *it), out, errs);
-	}
-done:
-	yaml_document_delete(&doc);
-	return errs->n || errs->dropped ? -1 : 0;
+	ydoc_free(&d);
+	return errs->n ? -1 : 0;
 }
 
 int plan_load(const char *path, struct sluice_plan *out, struct doc_errors *errs)

@@ -31,53 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <yaml.h>
 #include "sluice.h"
+#include "common/yamldoc.h"
 #include "ops/switches.h"
-
-/* ---- file:line error lists (also used by budget.h) ---- */
-
-#define DOC_MAX_ERRORS 32
-
-struct doc_error {
-	int line;                        /* 1-based; 0 when not tied to a line */
-	char msg[192];
-};
-
-struct doc_errors {
-	char file[256];
-	struct doc_error e[DOC_MAX_ERRORS];
-	int n;                           /* errors stored (at most DOC_MAX_ERRORS) */
-	int dropped;                     /* errors beyond DOC_MAX_ERRORS */
-};
-
-void doc_errors_init(struct doc_errors *errs, const char *file);
-void doc_err(struct doc_errors *errs, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* "file:line: msg" per error (and "file: N more errors" if some were dropped). */
-void doc_errors_print(FILE *f, const struct doc_errors *errs);
-
-/* ---- YAML helpers shared by plan.c and budget.c (libyaml document API) ---- */
-
-/* Load one YAML document from text. Syntax errors and an empty document are added to errs.
- * On success (0) the caller must yaml_document_delete(doc). */
-int ydoc_load_str(const char *text, size_t len, yaml_document_t *doc, struct doc_errors *errs);
-/* Read a file (at most 4 MiB) into a malloc'ed buffer. 0, or -1 with an error in errs. */
-int ydoc_read_file(const char *path, char **text, size_t *len, struct doc_errors *errs);
-int ynode_line(const yaml_node_t *n);
-/* Plain scalar "null", "~" or empty plain scalar. */
-int ynode_is_null(const yaml_node_t *n);
-/* Refuse keys not in allowed[] (NULL-terminated) and duplicate keys; map must be a mapping
- * (else an error naming `what`). Returns the number of errors added. */
-int ymap_check(yaml_document_t *doc, yaml_node_t *map, const char *what,
-	       const char *const *allowed, struct doc_errors *errs);
-/* Value node for key in mapping map, or NULL. */
-yaml_node_t *ymap_get(yaml_document_t *doc, yaml_node_t *map, const char *key);
-/* Scalar readers: 0, or -1 with "`what`: ..." added to errs at the node's line. */
-int ynode_str(yaml_node_t *n, const char *what, char *dst, size_t len, struct doc_errors *errs);
-int ynode_int(yaml_node_t *n, const char *what, long long lo, long long hi, long long *out,
-	      struct doc_errors *errs);
-int ynode_bool(yaml_node_t *n, const char *what, int *out, struct doc_errors *errs);
 
 /* ---- plans ---- */
 
@@ -117,8 +73,8 @@ struct sluice_plan {
 	struct plan_level levels[PLAN_MAX_LEVELS];
 };
 
-/* Load and validate a plan. 0 when valid; otherwise -1 and every error found (file:line) in
- * errs. Unknown keys, missing required keys, bad classes / percentages / dates, duplicate level
+/* Load and validate a plan. 0 when valid; otherwise -1 and every error found
+ * (file:line:column) in errs. Unknown keys, missing required keys, bad classes / percentages / dates, duplicate level
  * names and duplicate service/class actions within a level are errors. */
 int plan_load(const char *path, struct sluice_plan *out, struct doc_errors *errs);
 int plan_parse(const char *text, size_t len, const char *name, struct sluice_plan *out,

@@ -3,8 +3,9 @@
 #include "common/errf.h"
 #include "ops/switches.h"
 #include "common/duration.h"
-#include "common/json.h"
+
 #include "common/names.h"
+#include "common/jsonio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -276,53 +277,55 @@ uint32_t sw_admit_ratio(const struct sw_set *s, const char *service, int cls, ui
 
 #define LOUD_TAIL "; ignoring it: NO switches are in force, all traffic is treated normally"
 
-static int get_str(const struct sjson *o, const char *k, char *dst, size_t dstlen,
+static int get_str(const json_t *o, const char *k, char *dst, size_t dstlen,
 		   int idx, char *err, size_t errlen)
 {
-	const struct sjson *v = sjson_get(o, k);
+	const json_t *v = json_object_get(o, k);
 	if (!v)
 		return errf(err, errlen, "switch #%d: missing \"%s\"", idx, k);
-	if (v->type != SJSON_STR)
-		return errf(err, errlen, "switch #%d (line %d): \"%s\" must be a string, not %s",
-			    idx, v->line, k, sjson_type_name(v->type));
-	if (strlen(v->s) >= dstlen)
-		return errf(err, errlen, "switch #%d (line %d): \"%s\" is too long", idx, v->line, k);
-	snprintf(dst, dstlen, "%s", v->s);
+	if (!json_is_string(v))
+		return errf(err, errlen, "switch #%d: \"%s\" must be a string, not %s",
+			    idx, k, jsonio_type_name(v));
+	if (json_string_length(v) >= dstlen)
+		return errf(err, errlen, "switch #%d: \"%s\" is too long", idx, k);
+	snprintf(dst, dstlen, "%s", json_string_value(v));
 	return 0;
 }
 
-static int get_int(const struct sjson *o, const char *k, int64_t lo, int64_t hi, int64_t *out,
+static int get_int(const json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *out,
 		   int idx, char *err, size_t errlen)
 {
-	const struct sjson *v = sjson_get(o, k);
+	const json_t *v = json_object_get(o, k);
 	if (!v)
 		return errf(err, errlen, "switch #%d: missing \"%s\"", idx, k);
-	if (v->type != SJSON_INT)
-		return errf(err, errlen, "switch #%d (line %d): \"%s\" must be an integer, not %s",
-			    idx, v->line, k, sjson_type_name(v->type));
-	if (v->i < lo || v->i > hi)
-		return errf(err, errlen, "switch #%d (line %d): \"%s\" = %lld is out of range",
-			    idx, v->line, k, (long long)v->i);
-	*out = v->i;
+	if (!json_is_integer(v))
+		return errf(err, errlen, "switch #%d: \"%s\" must be an integer, not %s",
+			    idx, k, jsonio_type_name(v));
+	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return errf(err, errlen, "switch #%d: \"%s\" = %lld is out of range",
+			    idx, k, (long long)json_integer_value(v));
+	*out = json_integer_value(v);
 	return 0;
 }
 
-static int parse_switch(const struct sjson *o, int idx, struct sw_switch *sw, char *err, size_t errlen)
+static int parse_switch(const json_t *o, int idx, struct sw_switch *sw, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "service", "class", "shed_pct", "reason", "owner",
 					    "set_at", "expires_at" };
 	char cls[8], verr[160];
+	const char *key;
+	const json_t *m;
 	int64_t v;
 
-	if (o->type != SJSON_OBJ)
-		return errf(err, errlen, "switch #%d (line %d): must be an object", idx, o->line);
-	for (const struct sjson *m = o->child; m; m = m->next) {
+	if (!json_is_object(o))
+		return errf(err, errlen, "switch #%d: must be an object, not %s", idx,
+			    jsonio_type_name(o));
+	json_object_foreach((json_t *)o, key, m) {
 		int ok = 0;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			ok |= strcmp(m->key, keys[k]) == 0;
+			ok |= strcmp(key, keys[k]) == 0;
 		if (!ok)
-			return errf(err, errlen, "switch #%d (line %d): unknown key \"%s\"", idx,
-				    m->line, m->key);
+			return errf(err, errlen, "switch #%d: unknown key \"%s\"", idx, key);
 	}
 	memset(sw, 0, sizeof(*sw));
 	if (get_str(o, "service", sw->service, sizeof(sw->service), idx, err, errlen) ||
@@ -348,49 +351,53 @@ static int parse_switch(const struct sjson *o, int idx, struct sw_switch *sw, ch
 	return 0;
 }
 
+/* The top level: {"version": 1, "switches": [...]} and nothing else. */
+static int check_top(const json_t *root, char *why, size_t whylen)
+{
+	const json_t *ver, *arr, *m;
+	const char *key;
+
+	if (!json_is_object(root))
+		return errf(why, whylen, "top level must be an object");
+	json_object_foreach((json_t *)root, key, m) {
+		if (strcmp(key, "version") && strcmp(key, "switches"))
+			return errf(why, whylen, "unknown key \"%s\" at top level", key);
+	}
+	ver = json_object_get(root, "version");
+	if (!json_is_integer(ver) || json_integer_value(ver) != SW_FILE_VERSION)
+		return errf(why, whylen, "\"version\" must be the integer %d", SW_FILE_VERSION);
+	arr = json_object_get(root, "switches");
+	if (!json_is_array(arr))
+		return errf(why, whylen, "\"switches\" must be an array");
+	return 0;
+}
+
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 	     char *err, size_t errlen)
 {
 	char why[256];
-	struct sjson *root;
-	const struct sjson *ver, *arr;
-	int idx = 0;
+	json_t *root;
+	const json_t *e;
+	size_t i;
 
 	sw_set_init(out);
 	if (err && errlen)
 		err[0] = 0;
-	root = sjson_parse(text, len, why, sizeof(why));
+	root = jsonio_parse(text, len, why, sizeof(why));
 	if (!root) {
 		int empty = 1;
-		for (size_t i = 0; i < len && empty; i++)
-			empty = text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r';
+		for (size_t k = 0; k < len && empty; k++)
+			empty = text[k] == ' ' || text[k] == '\n' || text[k] == '\t' || text[k] == '\r';
 		if (empty)
 			return errf(err, errlen, "ERROR: switch file %s is empty" LOUD_TAIL, name);
 		return errf(err, errlen, "ERROR: switch file %s is corrupt (%s)" LOUD_TAIL, name, why);
 	}
-	if (root->type != SJSON_OBJ) {
-		snprintf(why, sizeof(why), "top level must be an object");
+	if (check_top(root, why, sizeof(why)))
 		goto bad;
-	}
-	for (const struct sjson *m = root->child; m; m = m->next) {
-		if (strcmp(m->key, "version") && strcmp(m->key, "switches")) {
-			snprintf(why, sizeof(why), "unknown key \"%s\" at line %d", m->key, m->line);
-			goto bad;
-		}
-	}
-	ver = sjson_get(root, "version");
-	if (!ver || ver->type != SJSON_INT || ver->i != SW_FILE_VERSION) {
-		snprintf(why, sizeof(why), "\"version\" must be %d", SW_FILE_VERSION);
-		goto bad;
-	}
-	arr = sjson_get(root, "switches");
-	if (!arr || arr->type != SJSON_ARR) {
-		snprintf(why, sizeof(why), "\"switches\" must be an array");
-		goto bad;
-	}
-	for (const struct sjson *e = arr->child; e; e = e->next) {
+	json_array_foreach(json_object_get(root, "switches"), i, e) {
 		struct sw_switch sw;
-		idx++;
+		int idx = (int)i + 1;
+
 		if (parse_switch(e, idx, &sw, why, sizeof(why)))
 			goto bad;
 		if (sw_set_find(out, sw.service, sw.class)) {
@@ -403,10 +410,10 @@ int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 			goto bad;
 		}
 	}
-	sjson_free(root);
+	json_decref(root);
 	return 0;
 bad:
-	sjson_free(root);
+	json_decref(root);
 	sw_set_init(out);
 	return errf(err, errlen, "ERROR: switch file %s is corrupt (%s)" LOUD_TAIL, name, why);
 }
@@ -467,33 +474,27 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 	return rc;
 }
 
+json_t *sw_switch_json(const struct sw_switch *sw)
+{
+	return json_pack("{s:s,s:s,s:i,s:s,s:s,s:I,s:I}", "service", sw->service,
+			 "class", sw_class_str(sw->class), "shed_pct", sw->shed_pct,
+			 "reason", sw->reason, "owner", sw->owner,
+			 "set_at", (json_int_t)sw->set_at, "expires_at", (json_int_t)sw->expires_at);
+}
+
 int sw_serialize(const struct sw_set *s, char **out, size_t *outlen)
 {
-	struct sjbuf b;
+	json_t *arr = json_array(), *root;
+	int rc;
 
-	sjbuf_init(&b);
-	sjbuf_printf(&b, "{\n  \"version\": %d,\n  \"switches\": [", SW_FILE_VERSION);
-	for (int i = 0; i < s->n; i++) {
-		const struct sw_switch *sw = &s->sw[i];
-		sjbuf_puts(&b, i ? ",\n    {" : "\n    {");
-		sjbuf_puts(&b, "\"service\": ");
-		sjbuf_str(&b, sw->service);
-		sjbuf_printf(&b, ", \"class\": \"%s\", \"shed_pct\": %d, \"reason\": ",
-			     sw_class_str(sw->class), sw->shed_pct);
-		sjbuf_str(&b, sw->reason);
-		sjbuf_puts(&b, ", \"owner\": ");
-		sjbuf_str(&b, sw->owner);
-		sjbuf_printf(&b, ", \"set_at\": %llu, \"expires_at\": %llu}",
-			     (unsigned long long)sw->set_at, (unsigned long long)sw->expires_at);
-	}
-	sjbuf_puts(&b, s->n ? "\n  ]\n}\n" : "]\n}\n");
-	if (b.oom) {
-		sjbuf_free(&b);
-		return -1;
-	}
-	*out = b.p;
-	*outlen = b.len;
-	return 0;
+	for (int i = 0; i < s->n; i++)
+		json_array_append_new(arr, sw_switch_json(&s->sw[i]));
+	root = json_pack("{s:i,s:o}", "version", SW_FILE_VERSION, "switches", arr);
+	/* indented: operators read and diff this file */
+	rc = root && json_array_size(arr) == (size_t)s->n ?
+		jsonio_dump_text(root, JSON_INDENT(2), out, outlen) : -1;
+	json_decref(root);
+	return rc;
 }
 
 static int write_all(int fd, const char *p, size_t n)

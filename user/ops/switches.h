@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "sluice.h"
 
 #define SW_MAX          (SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES)   /* 256 */
@@ -104,7 +105,11 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen);
 /* Parse file contents (used by sw_load; `name` appears in messages). Same contract. */
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 	     char *err, size_t errlen);
-/* Serialise to JSON (the file format above, one switch per line). Caller frees *out. 0 / -1. */
+/* One switch as the JSON object of the file format above (json_decref() it; NULL: out of
+ * memory). `switch ls --json` adds its own keys to it. */
+json_t *sw_switch_json(const struct sw_switch *sw);
+/* Serialise to JSON (the file format above, indented by two spaces). Caller frees *out.
+ * 0 / -1. */
 int sw_serialize(const struct sw_set *s, char **out, size_t *outlen);
 /* Write atomically: PATH.tmp.PID, fsync, rename over PATH, fsync the directory. Mode 0644.
  * 0, or -1 with err (the old file is untouched on failure). */

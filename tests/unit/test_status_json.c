@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* `sluicectl status --json`: scripts read its keys and value types, so both are pinned here
+ * (integers stay integers, fractions carry a point, one compact line). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernel/status.h"
+#include "common/jsonio.h"
+
+static void snapshot(struct status_snapshot *s)
+{
+	struct service_status *sv = &s->s[0];
+
+	memset(s, 0, sizeof(*s));
+	s->controller_alive = 1;
+	s->heartbeat_age_s = 0.1234;
+	s->flows = 7;
+	s->pkt.service = 100;
+	s->n = 1;
+	snprintf(sv->svc.name, sizeof(sv->svc.name), "we\"b");
+	sv->svc.port = 8080;
+	sv->svc.protocol = SLUICE_PROTO_HTTP;
+	sv->v.limit = 20;
+	sv->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
+	sv->v.breaker_admit = SLUICE_PROB_ONE / 4;
+	sv->in_flight = 3;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		struct class_status *cs = &sv->cls[c];
+		cs->st.arrivals = 10 + c;
+		cs->st.rejected[SLUICE_REJ_HEADROOM] = 2;
+		cs->p50_us = 1234.6;
+		cs->p99_us = 9999.4;
+		cs->admit_prob = 0.5;
+		cs->switch_admit = 1;
+		cs->rate_per_s = -1;
+		cs->error_rate = 1.0 / 3;
+	}
+}
+
+static json_t *at(json_t *o, const char *path)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
+	if (!o)
+		fail_msg("no %s", path);
+	return o;
+}
+
+static void test_status_json_keys_and_types(void **state)
+{
+	static struct status_snapshot s;
+	char *text = NULL, err[200];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	json_t *v;
+	(void)state;
+
+	snapshot(&s);
+	assert_int_equal(status_print_json(f, &s), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "{\"controller_alive\":true,\"heartbeat_age_s\":0.123,"));
+	assert_ptr_equal(strchr(text, '\n'), text + len - 1);          /* one line */
+	v = jsonio_parse(text, len, err, sizeof(err));
+	if (!v)
+		fail_msg("%s: %s", err, text);
+	assert_true(json_is_integer(at(v, "flows")));
+	assert_string_equal(json_string_value(at(v, "services.0.name")), "we\"b");
+	assert_int_equal(json_integer_value(at(v, "services.0.port")), 8080);
+	assert_string_equal(json_string_value(at(v, "services.0.protocol")), "http");
+	assert_string_equal(json_string_value(at(v, "services.0.breaker.state")), "half_open");
+	assert_true(json_is_real(at(v, "services.0.breaker.step")));
+	assert_string_equal(json_string_value(at(v, "services.0.classes.2.class")), "L2");
+	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.arrivals")), 12);
+	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.rejected")), 2);
+	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.rejected_by.headroom")), 2);
+	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.p50_us")), 1235);
+	assert_true(json_is_real(at(v, "services.0.classes.2.admit_prob")));
+	assert_true(json_is_real(at(v, "services.0.classes.2.switch_shed")));
+	assert_true(json_is_real(at(v, "services.0.classes.2.rate_per_s")));
+	assert_true(json_real_value(at(v, "services.0.classes.2.error_rate")) == 0.3333);
+	assert_int_equal(json_integer_value(at(v, "packets.service")), 100);
+	assert_int_equal(json_object_size(at(v, "packets")), 5);
+	json_decref(v);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_json_keys_and_types),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

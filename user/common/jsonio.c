@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* JSON on jansson; see jsonio.h. */
+#include "common/jsonio.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/errf.h"
+
+/* %.15g for fractions: a value rounded to a few decimals prints as written ("0.1234"),
+ * without the binary noise jansson's default of 17 digits shows. */
+#define JSONIO_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+json_t *jsonio_parse(const char *text, size_t len, char *err, size_t errlen)
+{
+	json_error_t e;
+	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+
+	if (v)
+		return v;
+	if (json_error_code(&e) == json_error_duplicate_key)
+		errf(err, errlen, "line %d column %d: duplicate key (%s)", e.line, e.column, e.text);
+	else
+		errf(err, errlen, "line %d column %d: %s", e.line, e.column, e.text);
+	return NULL;
+}
+
+const char *jsonio_type_name(const json_t *v)
+{
+	switch (v ? json_typeof(v) : JSON_NULL) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+json_t *jsonio_fixed(double v, int decimals)
+{
+	double scale = pow(10, decimals);
+
+	if (!isfinite(v))
+		return json_null();
+	v = round(v * scale) / scale;
+	return json_real(v == 0 ? 0.0 : v);      /* no "-0.0" */
+}
+
+json_t *jsonio_number(double v)
+{
+	char txt[32];
+
+	if (!isfinite(v))
+		return json_null();
+	if (v == (double)(long long)v && fabs(v) < 9e15)
+		return json_integer((json_int_t)v);
+	snprintf(txt, sizeof(txt), "%.6g", v);
+	if (strpbrk(txt, ".e"))
+		return json_real(strtod(txt, NULL));
+	return json_integer(strtoll(txt, NULL, 10));
+}
+
+char *jsonio_dumps(const json_t *v)
+{
+	return v ? json_dumps(v, JSONIO_DUMP_FLAGS) : NULL;
+}
+
+int jsonio_dump_text(const json_t *v, size_t flags, char **out, size_t *len)
+{
+	char *text = v ? json_dumps(v, flags ? flags : JSONIO_DUMP_FLAGS) : NULL, *grown;
+	size_t n;
+
+	if (!text)
+		return -1;
+	n = strlen(text);
+	grown = realloc(text, n + 2);
+	if (!grown) {
+		free(text);
+		return -1;
+	}
+	memcpy(grown + n, "\n", 2);
+	*out = grown;
+	*len = n + 1;
+	return 0;
+}
+
+int jsonio_print_line(FILE *f, const json_t *v)
+{
+	char *s = jsonio_dumps(v);
+	int rc;
+
+	if (!s)
+		return -1;
+	rc = fprintf(f, "%s\n", s) < 0 ? -1 : 0;
+	free(s);
+	return rc;
+}
