@@ -10,6 +10,7 @@
 #include "control/verdict.h"
 #include "kernel/status.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
@@ -230,7 +231,7 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 
 	if (rc < 0) {
 		/* seed 001 pit 4: a broken switch file means "normal", loudly (once per change). */
-		fprintf(stderr, "sluiced: %s\n", err);
+		log_error("%s", err);
 		daemon_event(d, "switches", "file", d->sw.corrupt ? "ignored" : "write_failed", err,
 			     "", SLUICE_EV_ALERT);
 	} else if (rc > 0 && !d->sw.n_expired) {
@@ -321,8 +322,8 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 
 		if (rq == 1)
 			sluice_cascade_clear(&d->cascade, now_ns, who, &host_sink);
-		else if (rq < 0 && d->verbose)
-			fprintf(stderr, "sluiced: cascade clear request: %s\n", who);
+		else if (rq < 0)
+			log_debug("cascade clear request: %s", who);
 		d->last_slow_ns = now_ns;
 	}
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
@@ -379,7 +380,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	int rc;
 
 	if (!text) {
-		fprintf(stderr, "sluiced: config %s: %s; keeping the running config\n", d->cfg_path,
+		log_error("config %s: %s; keeping the running config", d->cfg_path,
 			strerror(errno));
 		d->reloads_failed++;
 		daemon_event(d, "config", "running", "kept", "config file unreadable", "",
@@ -404,8 +405,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
 	if (strcmp(next.interface, d->cfg.interface) || strcmp(next.pin_dir, d->cfg.pin_dir) ||
 	    next.xdp_mode != d->cfg.xdp_mode) {
-		fprintf(stderr, "sluiced: config %s: interface, xdp_mode and pin_dir changes need a "
-			"restart; keeping the running config\n", d->cfg_path);
+		log_error("config %s: interface, xdp_mode and pin_dir changes need a "
+			"restart; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		daemon_event(d, "config", "running", "kept", "interface change needs a restart", "",
 			     SLUICE_EV_ALERT);
@@ -416,7 +417,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	}
 	if (maps_assign_indices(&d->m, &next, new_idx) ||
 	    (rc = maps_program_services(&d->m, &next, new_idx)) != 0) {
-		fprintf(stderr, "sluiced: cannot program the new config into the maps\n");
+		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
 		free(text);
 		return -1;
