@@ -105,6 +105,17 @@ static int parse_line(const char *line, struct t_args *a)
 	return cliopt_parse("prog", &t_cmd, argc, argv, a, NULL, NULL);
 }
 
+/* The line is refused and the log says so (the log is emptied first). */
+static void expect_bad(const char *line, const char *says)
+{
+	struct t_args a;
+
+	release(NULL);
+	capture(NULL);
+	assert_int_equal(parse_line(line, &a), CLIOPT_BAD);
+	assert_non_null(strstr(logged(), says));
+}
+
 static void test_both_forms(void **state)
 {
 	struct t_args a, b;
@@ -147,39 +158,25 @@ static void test_flags_counters_positionals(void **state)
 
 static void test_missing_value(void **state)
 {
-	struct t_args a;
-
-	assert_int_equal(parse_line("web --shed", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "prog: error: thing set: option --shed needs a value (PCT)"));
+	expect_bad("web --shed", "prog: error: thing set: option --shed needs a value (PCT)");
 	/* the usage line follows, to the same stream */
 	assert_non_null(strstr(logged(), "usage: prog thing set SERVICE [CLASS] --shed PCT"));
 }
 
 static void test_unknown_option(void **state)
 {
-	struct t_args a;
-
-	assert_int_equal(parse_line("web --shed 1 --bogus 3", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "unknown option '--bogus'"));
-	assert_int_equal(parse_line("web --shed 1 -x", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "unknown option '-x'"));
-	assert_int_equal(parse_line("web --shed 1 --bogus=3", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "unknown option '--bogus'"));
+	expect_bad("web --shed 1 --bogus 3", "unknown option '--bogus'");
+	expect_bad("web --shed 1 -x", "unknown option '-x'");
+	expect_bad("web --shed 1 --bogus=3", "unknown option '--bogus'");
 	/* a flag given a value */
-	assert_int_equal(parse_line("web --shed 1 --json=yes", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "--json takes no value"));
+	expect_bad("web --shed 1 --json=yes", "--json takes no value");
 }
 
 static void test_required(void **state)
 {
-	struct t_args a;
-
-	assert_int_equal(parse_line("web --owner x", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "--shed PCT is required"));
-	assert_int_equal(parse_line("--shed 1", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "missing argument SERVICE"));
-	assert_int_equal(parse_line("web L3 extra --shed 1", &a), CLIOPT_BAD);
-	assert_non_null(strstr(logged(), "unexpected argument 'extra'"));
+	expect_bad("web --owner x", "--shed PCT is required");
+	expect_bad("--shed 1", "missing argument SERVICE");
+	expect_bad("web L3 extra --shed 1", "unexpected argument 'extra'");
 }
 
 static void test_help_anywhere(void **state)
