@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # End-to-end test of the operator commands of build/sluicectl that need no BPF: switch
 # set/clear/ls/log, the writer protocol (damaged file, permission), plan check/show/apply,
-# budget check, cascade clear, and `top` with nothing attached. Everything happens in a
+# budget check, cascade clear, `top` with nothing attached, and the command line itself (help
+# of every command, both option forms, -v/-q). Everything happens in a
 # mktemp directory (state dir, config, pin dir that does not exist); removed on exit.
 # Speaks TAP. Needs root for the "unprivileged user" case (skipped otherwise).
 # Usage: tests/e2e/test_cli_switch.sh   (BUILD=build by default)
@@ -70,7 +71,7 @@ if [ ! -x "$CTL" ]; then
 	echo "not ok 1 - $CTL not built"
 	exit 1
 fi
-echo "1..57"
+echo "1..65"
 
 # ---- happy path ----
 ctl switch ls
@@ -245,5 +246,42 @@ ok $? "cascade clear writes the request file for sluiced" "exit $RC" "$OUT" "$ER
 ctl top --iterations 1
 [ "$RC" -eq 1 ] && [[ "$ERR" == *"nothing attached at $TMP/pins (is sluiced running?)"* ]]
 ok $? "top with nothing attached: exit 1 with a clear message" "exit $RC" "$ERR"
+
+# ---- help, option forms, log levels (both programs parse from one table each) ----
+missing=
+for verb in status top hist "switch set" "switch clear" "switch ls" "switch log" "plan check" \
+	"plan show" "plan apply" "budget check" "cascade clear" detach; do
+	ctl $verb --help
+	{ [ "$RC" -eq 0 ] && [[ "$OUT" == "usage: sluicectl $verb"* ]] &&
+		[[ "$OUT" == *$'\nexample'*$'\n  sluicectl '"$verb"* ]]; } || missing="$missing [$verb]"
+done
+ok $([ -z "$missing" ] && echo 0 || echo 1) "every command's --help: exit 0, its usage line and an example" "no help:$missing"
+ctl --help
+[ "$RC" -eq 0 ] && [[ "$OUT" == *"  switch set SERVICE CLASS"* ]] && [[ "$OUT" == *"  cascade clear"* ]] && [[ "$OUT" == *"-v, --verbose"* ]]
+ok $? "sluicectl --help lists the commands and -v/-q" "exit $RC" "$OUT"
+ctl switch
+r1=$RC; ctl switch --help; r2=$RC; ctl nosuch; r3=$RC
+[ "$r1" -eq 2 ] && [ "$r2" -eq 0 ] && [ "$r3" -eq 2 ] && [[ "$ERR" == *"unknown command 'nosuch'"* ]]
+ok $? "a bare group lists its commands (exit 2, 0 with --help); an unknown command is exit 2" "$r1 $r2 $r3" "$ERR"
+ctl plan apply $FIX/plan_order_api.yaml L1 --reason=INC-45 --ttl=5m
+expect 0 "plan apply accepts --opt=VALUE"
+ctl switch set web L3 --shed=10 --reason x --ttl
+[ "$RC" -eq 2 ] && [[ "$ERR" == *"option --ttl needs a value"* ]]
+ok $? "a value option at the end: exit 2 naming it" "exit $RC" "$ERR"
+ctl -q cascade clear
+w=$ERR
+ctl -qq cascade clear
+[ "$RC" -eq 0 ] && [[ "$w" == *"sluicectl: warning: nothing attached"* ]] && [ -z "$ERR" ]
+ok $? "-qq silences warnings (-q still shows them)" "with -q: $w" "with -qq: $ERR"
+OUT=$("$CTL" --config "$TMP/none.yaml" --state-dir "$STATE" switch ls -v 2>&1 >/dev/null)
+[[ "$OUT" == *"sluicectl: debug: config $TMP/none.yaml not used"* ]]
+ok $? "-v after the command shows debug messages" "$OUT"
+OUT=$("$BUILD/sluiced" --help); r1=$?
+ERR=$("$BUILD/sluiced" --bogus 2>&1); r2=$?
+"$BUILD/sluiced" --check="$TMP/sluice.yaml" >/dev/null 2>&1; r3=$?
+"$BUILD/sluiced" 2>/dev/null; r4=$?
+[ "$r1" -eq 0 ] && [[ "$OUT" == *"sluiced --config /etc/sluice/sluice.yaml"* ]] && [ "$r2" -eq 2 ] &&
+	[[ "$ERR" == *"unknown option '--bogus'"* ]] && [ "$r3" -eq 0 ] && [ "$r4" -eq 2 ]
+ok $? "sluiced: --help with an example (0), --bogus (2), --check=FILE (0), no config (2)" "$r1 $r2 $r3 $r4" "$OUT" "$ERR"
 
 [ "$FAILED" -eq 0 ]

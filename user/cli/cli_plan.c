@@ -10,7 +10,8 @@
  *                       exit 0 ok, 1 permission denied / I/O / not audited, 2 bad plan, level or
  *                       argument (nothing changed).
  *   budget check FILE   budget_report(); exit 0 within budget, 1 when any chain is over budget,
- *                       2 when the file is invalid. */
+ *                       2 when the file is invalid.
+ * Each command's arguments, help and example are its table at the end of the file. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 #include "ops/audit.h"
 #include "ops/budget.h"
 #include "common/duration.h"
@@ -27,17 +29,6 @@
 #include "ops/switchstate.h"
 
 #define MAX_FINDINGS 256
-
-static void plan_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sluicectl plan check FILE\n"
-		"       sluicectl plan show FILE\n"
-		"       sluicectl plan apply FILE LEVEL --reason TEXT --ttl DUR [--owner NAME]\n"
-		"  check: exit 0 clean, 1 findings, 2 invalid file\n"
-		"  apply: sets every switch of LEVEL and of the levels before it (cumulative) at once\n"
-		"exit codes: 0 ok, 1 runtime failure / findings / permission denied, 2 bad usage or input\n");
-}
 
 static const char *const *known_ptrs(const struct cli_opts *o, const char **buf)
 {
@@ -54,14 +45,25 @@ static int load_plan(const char *file, struct sluice_plan *p)
 
 	if (plan_load(file, p, &errs)) {
 		doc_errors_print(stderr, &errs);
-		fprintf(stderr, "sluicectl: %s: invalid plan\n", file);
+		log_error("%s: invalid plan", file);
 		return -1;
 	}
 	return 0;
 }
 
-static int plan_do_check(const char *file, struct cli_opts *o)
+struct file_args {
+	const char *file;
+};
+
+static const struct cliopt plan_file_opts[] = {
+	CLIOPT_POS(struct file_args, file, "FILE", 1, "the plan (YAML)"),
+	CLIOPT_TABLE_END,
+};
+
+static int plan_do_check(const void *args, void *ctx)
 {
+	const char *file = ((const struct file_args *)args)->file;
+	struct cli_opts *o = ctx;
 	static struct sluice_plan p;
 	static struct plan_finding f[MAX_FINDINGS];
 	const char *kbuf[SLUICE_MAX_SERVICES];
@@ -71,8 +73,8 @@ static int plan_do_check(const char *file, struct cli_opts *o)
 	if (load_plan(file, &p))
 		return EXIT_USAGE;
 	if (!known)
-		fprintf(stderr, "sluicectl: warning: no service list (neither pinned maps nor config): "
-			"services named in the plan are NOT checked\n");
+		log_warn("no service list (neither pinned maps nor config): "
+			"services named in the plan are NOT checked");
 	n = plan_check(&p, (uint64_t)time(NULL), known, known ? o->n_known : 0, f, MAX_FINDINGS);
 	for (int i = 0; i < n && i < MAX_FINDINGS; i++)
 		printf("%s\n", f[i].msg);
@@ -87,8 +89,9 @@ static int plan_do_check(const char *file, struct cli_opts *o)
 	return EXIT_OK;
 }
 
-static int plan_do_show(const char *file)
+static int plan_do_show(const void *args, void *ctx)
 {
+	const char *file = ((const struct file_args *)args)->file;
 	static struct sluice_plan p;
 	char iso[SLUICE_ISO_LEN];
 
@@ -141,55 +144,39 @@ static int plan_do_show(const char *file)
 	return EXIT_OK;
 }
 
-static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
+struct apply_args {
+	const char *file, *level, *reason, *ttl, *owner;
+};
+
+static const struct cliopt apply_opts[] = {
+	CLIOPT_POS(struct apply_args, file, "FILE", 1, "the plan (YAML)"),
+	CLIOPT_POS(struct apply_args, level, "LEVEL", 1, "the level to apply, by name"),
+	CLIOPT_STR(struct apply_args, reason, "reason", "TEXT", 1,
+		   "why, with the incident id; each switch's reason is \"plan LEVEL: TEXT\""),
+	CLIOPT_STR(struct apply_args, ttl, "ttl", "DUR", 1,
+		   "expiry of every switch: 90s, 5m, 2h, 1d, at most 30d"),
+	CLIOPT_STR(struct apply_args, owner, "owner", "NAME", 0, "who owns them (default: you)"),
+	CLIOPT_TABLE_END,
+};
+
+static int plan_do_apply(const void *args, void *ctx)
 {
+	const struct apply_args *a = args;
+	struct cli_opts *o = ctx;
 	static struct sluice_plan p;
 	static struct sw_switch sw[SW_MAX], old[SW_MAX];
 	static int had_old[SW_MAX];
 	static struct sw_set set;
 	static struct plan_finding f[MAX_FINDINGS];
-	const char *pos[2], *reason = NULL, *ttl = NULL, *owner_arg = NULL;
+	const char *pos[2] = { a->file, a->level }, *reason = a->reason, *ttl = a->ttl;
+	const char *owner_arg = a->owner;
 	const char *kbuf[SLUICE_MAX_SERVICES];
 	const char *const *known = known_ptrs(o, kbuf);
 	char err[1024], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], cmd[AUDIT_CMD_LEN];
 	char ttlbuf[24];
 	uint64_t now = (uint64_t)time(NULL);
-	int n_pos = 0, n, nf, fd, rc = EXIT_OK, level;
+	int n, nf, fd, rc = EXIT_OK, level;
 
-	for (int i = 2; i < argc; i++) {
-		const char **dst = NULL;
-
-		if (!strcmp(argv[i], "--reason"))
-			dst = &reason;
-		else if (!strcmp(argv[i], "--ttl"))
-			dst = &ttl;
-		else if (!strcmp(argv[i], "--owner"))
-			dst = &owner_arg;
-		if (dst) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "sluicectl: %s needs a value\n", argv[i]);
-				return EXIT_USAGE;
-			}
-			*dst = argv[++i];
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "sluicectl: plan apply: unknown option '%s'\n", argv[i]);
-			return plan_usage(stderr), EXIT_USAGE;
-		} else if (n_pos < 2) {
-			pos[n_pos++] = argv[i];
-		} else {
-			fprintf(stderr, "sluicectl: plan apply: unexpected argument '%s'\n", argv[i]);
-			return plan_usage(stderr), EXIT_USAGE;
-		}
-	}
-	if (n_pos != 2) {
-		fprintf(stderr, "sluicectl: plan apply needs FILE and LEVEL\n");
-		return plan_usage(stderr), EXIT_USAGE;
-	}
-	if (!reason || !ttl) {
-		fprintf(stderr, "sluicectl: plan apply: %s is required\n",
-			!reason ? "--reason" : "--ttl (there are no permanent switches)");
-		return plan_usage(stderr), EXIT_USAGE;
-	}
 	if (owner_arg)
 		snprintf(owner, sizeof(owner), "%s", owner_arg);
 	else
@@ -197,12 +184,12 @@ static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
 	if (load_plan(pos[0], &p))
 		return EXIT_USAGE;
 	if (!known)
-		fprintf(stderr, "sluicectl: warning: no service list (neither pinned maps nor config): "
-			"services named in the plan are NOT checked\n");
+		log_warn("no service list (neither pinned maps nor config): "
+			"services named in the plan are NOT checked");
 	n = plan_level_switches(&p, pos[1], reason, ttl, owner_arg ? owner_arg : owner, now, known,
 				known ? o->n_known : 0, sw, SW_MAX, err, sizeof(err));
 	if (n < 0) {
-		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		log_error("plan apply: %s; nothing changed", err);
 		return EXIT_USAGE;
 	}
 	level = plan_find_level(&p, pos[1]);
@@ -210,27 +197,27 @@ static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
 	nf = plan_check(&p, now, known, known ? o->n_known : 0, f, MAX_FINDINGS);
 	for (int i = 0; i < nf && i < MAX_FINDINGS; i++)
 		if (f[i].level <= level)
-			fprintf(stderr, "sluicectl: warning: %s\n", f[i].msg);
+			log_warn("%s", f[i].msg);
 	if (switch_may_change(o->cfg ? o->cfg->switch_group : "", err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		log_error("plan apply: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
 				err, sizeof(err));
 	if (fd < 0) {
-		fprintf(stderr, "sluicectl: plan apply: %s\n", err);
+		log_error("plan apply: %s", err);
 		return EXIT_RUNTIME;
 	}
 	if (note[0])
-		fprintf(stderr, "sluicectl: %s\n", note);
+		log_error("%s", note);
 	if (plan_apply_to_set(&set, sw, n, old, had_old, err, sizeof(err))) {
 		sw_unlock(fd);
-		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		log_error("plan apply: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	if (switch_writer_save(path, &set, err, sizeof(err))) {
 		sw_unlock(fd);
-		fprintf(stderr, "sluicectl: plan apply: %s; nothing changed\n", err);
+		log_error("plan apply: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	snprintf(cmd, sizeof(cmd), "plan apply %s", p.levels[level].name);
@@ -242,8 +229,8 @@ static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
 		audit_entry_make(&e, now, (uint32_t)getuid(), user, cmd, sw[i].service, sw[i].class,
 				 had_old[i] ? &old[i] : NULL, &sw[i], sw[i].reason);
 		if (state_audit_append(o->state_dir, &e, aerr, sizeof(aerr))) {
-			fprintf(stderr, "sluicectl: ERROR: %s/%s IS IN FORCE but was NOT recorded in "
-				"the audit log: %s\n", sw[i].service, sw_class_str(sw[i].class), aerr);
+			log_error("ERROR: %s/%s IS IN FORCE but was NOT recorded in "
+				"the audit log: %s", sw[i].service, sw_class_str(sw[i].class), aerr);
 			rc = EXIT_RUNTIME;
 		}
 	}
@@ -255,60 +242,73 @@ static int plan_do_apply(int argc, char **argv, struct cli_opts *o)
 		printf("  %-16s %s shed %3d%%%s\n", sw[i].service, sw_class_str(sw[i].class),
 		       sw[i].shed_pct, had_old[i] ? "  (replaced an existing switch)" : "");
 	if (rc)
-		fprintf(stderr, "sluicectl: write the missing audit records into the incident notes "
-			"by hand\n");
+		log_error("write the missing audit records into the incident notes "
+			"by hand");
 	return rc;
 }
 
-int cli_plan(int argc, char **argv, struct cli_opts *o)
-{
-	const char *sub = argc > 1 ? argv[1] : NULL;
+static const struct cliopt budget_opts[] = {
+	CLIOPT_POS(struct file_args, file, "FILE", 1, "the call chains (YAML)"),
+	CLIOPT_TABLE_END,
+};
 
-	if (!sub) {
-		plan_usage(stderr);
-		return EXIT_USAGE;
-	}
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			plan_usage(stdout);
-			return EXIT_OK;
-		}
-	if (!strcmp(sub, "apply"))
-		return plan_do_apply(argc, argv, o);
-	if (!strcmp(sub, "check") || !strcmp(sub, "show")) {
-		if (argc != 3 || argv[2][0] == '-') {
-			fprintf(stderr, "sluicectl: plan %s needs exactly one FILE\n", sub);
-			plan_usage(stderr);
-			return EXIT_USAGE;
-		}
-		return !strcmp(sub, "check") ? plan_do_check(argv[2], o) : plan_do_show(argv[2]);
-	}
-	fprintf(stderr, "sluicectl: unknown plan command '%s'\n", sub);
-	plan_usage(stderr);
-	return EXIT_USAGE;
-}
-
-int cli_budget(int argc, char **argv, struct cli_opts *o)
+static int budget_do_check(const void *args, void *ctx)
 {
+	const char *file = ((const struct file_args *)args)->file;
 	static struct budget_file bf;
 	static struct doc_errors errs;
 	int over;
 
-	(void)o;
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: sluicectl budget check FILE\n"
-		       "exit codes: 0 every chain within budget, 1 a chain over budget, 2 invalid file\n");
-		return EXIT_OK;
-	}
-	if (argc != 3 || strcmp(argv[1], "check") || argv[2][0] == '-') {
-		fprintf(stderr, "usage: sluicectl budget check FILE\n");
-		return EXIT_USAGE;
-	}
-	if (budget_load(argv[2], &bf, &errs)) {
+	if (budget_load(file, &bf, &errs)) {
 		doc_errors_print(stderr, &errs);
-		fprintf(stderr, "sluicectl: %s: invalid budget file\n", argv[2]);
+		log_error("%s: invalid budget file", file);
 		return EXIT_USAGE;
 	}
 	over = budget_report(stdout, &bf);
 	return over > 0 ? EXIT_RUNTIME : EXIT_OK;
 }
+
+/* ---- the commands ---- */
+
+const struct clicmd cli_cmd_plan_check = {
+	.name = "plan check",
+	.summary = "review a plan: one finding per line, file:line first",
+	.opts = plan_file_opts,
+	.args_size = sizeof(struct file_args),
+	.notes = "exit codes: 0 clean, 1 findings, 2 invalid file",
+	.example = "sluicectl plan check plans/web.yaml",
+	.run = plan_do_check,
+};
+
+const struct clicmd cli_cmd_plan_show = {
+	.name = "plan show",
+	.summary = "a plan's levels and what each one sets",
+	.opts = plan_file_opts,
+	.args_size = sizeof(struct file_args),
+	.notes = "exit codes: 0 ok, 2 invalid file",
+	.example = "sluicectl plan show plans/web.yaml",
+	.run = plan_do_show,
+};
+
+const struct clicmd cli_cmd_plan_apply = {
+	.name = "plan apply",
+	.summary = "set every switch of a plan's level at once",
+	.opts = apply_opts,
+	.args_size = sizeof(struct apply_args),
+	.notes = "Applying LEVEL sets the switches of the levels before it too (later levels win), "
+		 "in one save of the\nswitch file, with one audit record per switch.\n"
+		 "exit codes: 0 ok, 1 permission denied, I/O or not audited, 2 bad plan, level or "
+		 "argument (nothing changed)",
+	.example = "sluicectl plan apply plans/web.yaml L2 --reason INC-44 --ttl 1h",
+	.run = plan_do_apply,
+};
+
+const struct clicmd cli_cmd_budget_check = {
+	.name = "budget check",
+	.summary = "worst-case timeout path vs budget (for CI)",
+	.opts = budget_opts,
+	.args_size = sizeof(struct file_args),
+	.notes = "exit codes: 0 every chain within budget, 1 a chain over budget, 2 invalid file",
+	.example = "sluicectl budget check chains.yaml",
+	.run = budget_do_check,
+};

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* sluicectl switch ... and sluicectl cascade clear (see docs/OPERATIONS.md).
- *
- *   switch set SERVICE CLASS --shed PCT --reason TEXT --ttl DUR [--owner NAME]
- *   switch clear SERVICE CLASS [--reason TEXT]
- *   switch ls [--json]
- *   switch log [--last N]
- *   cascade clear
+/* sluicectl switch set|clear|ls|log and cascade clear (see docs/OPERATIONS.md); each command's
+ * arguments, help and example are its table at the end of the file.
  *
  * Exit codes: 0 ok; 1 runtime failure (permission denied, I/O, damaged switch file for `ls`,
  * unreadable audit records for `log`, change in force but not audited); 2 bad usage or input
@@ -27,6 +22,7 @@
 #include "ops/switches.h"
 #include "ops/switchstate.h"
 #include "common/clock.h"
+#include "common/log.h"
 
 static uint64_t wall_now(void)
 {
@@ -44,70 +40,11 @@ static void known_list(const struct cli_opts *o, const char *known[SLUICE_MAX_SE
 		known[i] = o->known[i];
 }
 
-static void switch_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sluicectl switch set SERVICE CLASS --shed PCT --reason TEXT --ttl DUR [--owner NAME]\n"
-		"       sluicectl switch clear SERVICE CLASS [--reason TEXT]\n"
-		"       sluicectl switch ls [--json]\n"
-		"       sluicectl switch log [--last N]\n"
-		"  CLASS: L0..L3   PCT: 0..100 (\"30\" or \"30%%\")   DUR: 90s, 5m, 2h, 1d, 1h30m (at most 30d)\n"
-		"exit codes: 0 ok, 1 runtime failure or permission denied, 2 bad usage or input\n");
-}
-
-/* Parse "--opt VALUE" / "--opt=VALUE" pairs after the positional arguments.
- * names[] NULL-terminated; vals[i] receives the value. Positional args go to pos[]. */
-static int parse_opts(int argc, char **argv, int first, const char *const *names,
-		      const char **vals, const char **pos, int max_pos, int *n_pos)
-{
-	*n_pos = 0;
-	for (int i = first; i < argc; i++) {
-		const char *a = argv[i];
-		int found = 0;
-
-		if (a[0] == '-' && a[1] == '-' && a[2]) {
-			for (int k = 0; names[k]; k++) {
-				size_t l = strlen(names[k]);
-				if (strncmp(a, names[k], l))
-					continue;
-				if (a[l] == '=') {
-					vals[k] = a + l + 1;
-				} else if (a[l] == 0) {
-					if (i + 1 >= argc) {
-						fprintf(stderr, "sluicectl: %s needs a value\n", a);
-						return -1;
-					}
-					vals[k] = argv[++i];
-				} else {
-					continue;
-				}
-				found = 1;
-				break;
-			}
-			if (!found) {
-				fprintf(stderr, "sluicectl: unknown option '%s'\n", a);
-				return -1;
-			}
-			continue;
-		}
-		if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
-			fprintf(stderr, "sluicectl: unknown option '%s'\n", a);
-			return -1;
-		}
-		if (*n_pos >= max_pos) {
-			fprintf(stderr, "sluicectl: unexpected argument '%s'\n", a);
-			return -1;
-		}
-		pos[(*n_pos)++] = a;
-	}
-	return 0;
-}
-
 static void warn_unknown_services(const struct cli_opts *o)
 {
 	if (o->n_known < 0)
-		fprintf(stderr, "sluicectl: warning: neither the pinned maps (%s) nor the config (%s) "
-			"could be read: service names are NOT checked\n", o->pin_dir ? o->pin_dir : "?",
+		log_warn("neither the pinned maps (%s) nor the config (%s) "
+			"could be read: service names are NOT checked", o->pin_dir ? o->pin_dir : "?",
 			o->config_path ? o->config_path : "?");
 }
 
@@ -123,8 +60,8 @@ static int audit_one(const struct cli_opts *o, uint64_t now, const char *command
 	audit_entry_make(&e, now, (uint32_t)getuid(), user, command, service, cls, old, new,
 			 reason);
 	if (state_audit_append(o->state_dir, &e, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: ERROR: the change to %s/%s IS IN FORCE but was NOT "
-			"recorded in the audit log: %s\n  write it into the incident notes by hand\n",
+		log_error("ERROR: the change to %s/%s IS IN FORCE but was NOT "
+			"recorded in the audit log: %s\n  write it into the incident notes by hand",
 			service, sw_class_str(cls), err);
 		return -1;
 	}
@@ -139,61 +76,67 @@ static void describe_old(const struct sw_switch *old, uint64_t now, char *buf, s
 	snprintf(buf, len, "shed %d%% by %s, %s left", old->shed_pct, old->owner, left);
 }
 
-static int do_set(int argc, char **argv, struct cli_opts *o)
+struct set_args {
+	const char *service, *class, *shed, *reason, *ttl, *owner;
+};
+
+static const struct cliopt set_opts[] = {
+	CLIOPT_POS(struct set_args, service, "SERVICE", 1, "a service of the running config"),
+	CLIOPT_POS(struct set_args, class, "CLASS", 1, "L0, L1, L2 or L3 (L3 sheds first)"),
+	CLIOPT_STR(struct set_args, shed, "shed", "PCT", 1,
+		   "share of new units refused: 0..100, \"30\" or \"30%\""),
+	CLIOPT_STR(struct set_args, reason, "reason", "TEXT", 1,
+		   "why, with the incident id; not blank"),
+	CLIOPT_STR(struct set_args, ttl, "ttl", "DUR", 1,
+		   "expiry: 90s, 5m, 2h, 1d, 1h30m; at most 30d, never permanent"),
+	CLIOPT_STR(struct set_args, owner, "owner", "NAME", 0, "who owns it (default: you)"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_set(const void *args, void *ctx)
 {
-	static const char *const names[] = { "--shed", "--reason", "--ttl", "--owner", NULL };
-	const char *vals[4] = { 0 }, *pos[2], *known[SLUICE_MAX_SERVICES];
+	const struct set_args *a = args;
+	struct cli_opts *o = ctx;
+	const char *known[SLUICE_MAX_SERVICES];
 	char err[512], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], ttlbuf[24], old_s[160];
 	struct sw_switch sw, old;
 	static struct sw_set set;
 	uint64_t now = wall_now();
-	int n_pos, fd, had, rc = EXIT_OK;
+	int fd, had, rc = EXIT_OK;
 
-	if (parse_opts(argc, argv, 2, names, vals, pos, 2, &n_pos))
-		return switch_usage(stderr), EXIT_USAGE;
-	if (n_pos != 2) {
-		fprintf(stderr, "sluicectl: switch set needs SERVICE and CLASS\n");
-		return switch_usage(stderr), EXIT_USAGE;
-	}
-	for (int k = 0; k < 3; k++)
-		if (!vals[k]) {
-			fprintf(stderr, "sluicectl: switch set: %s is required%s\n", names[k],
-				k == 2 ? " (there are no permanent switches)" : "");
-			return switch_usage(stderr), EXIT_USAGE;
-		}
-	if (vals[3])
-		snprintf(owner, sizeof(owner), "%s", vals[3]);
+	if (a->owner)
+		snprintf(owner, sizeof(owner), "%s", a->owner);
 	else
 		switch_caller(owner, sizeof(owner));
 	warn_unknown_services(o);
 	known_list(o, known);
-	if (sw_make(&sw, pos[0], pos[1], vals[0], vals[1], vals[2], owner, now,
+	if (sw_make(&sw, a->service, a->class, a->shed, a->reason, a->ttl, owner, now,
 		    o->n_known >= 0 ? known : NULL, o->n_known, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: switch set: %s\n", err);
+		log_error("switch set: %s", err);
 		return EXIT_USAGE;
 	}
 	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: switch set: %s; nothing changed\n", err);
+		log_error("switch set: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
 				err, sizeof(err));
 	if (fd < 0) {
-		fprintf(stderr, "sluicectl: switch set: %s\n", err);
+		log_error("switch set: %s", err);
 		return EXIT_RUNTIME;
 	}
 	if (note[0])
-		fprintf(stderr, "sluicectl: %s\n", note);
+		log_error("%s", note);
 	had = sw_set_put(&set, &sw, &old);
 	if (had < 0) {
 		sw_unlock(fd);
-		fprintf(stderr, "sluicectl: switch set: the switch set is full (%d switches); "
-			"nothing changed\n", SW_MAX);
+		log_error("switch set: the switch set is full (%d switches); nothing changed",
+			  SW_MAX);
 		return EXIT_RUNTIME;
 	}
 	if (switch_writer_save(path, &set, err, sizeof(err))) {
 		sw_unlock(fd);
-		fprintf(stderr, "sluicectl: switch set: %s; nothing changed\n", err);
+		log_error("switch set: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	if (audit_one(o, now, "switch set", sw.service, sw.class, had ? &old : NULL, &sw,
@@ -209,32 +152,41 @@ static int do_set(int argc, char **argv, struct cli_opts *o)
 	return rc;
 }
 
-static int do_clear(int argc, char **argv, struct cli_opts *o)
+struct clear_args {
+	const char *service, *class, *reason;
+};
+
+static const struct cliopt clear_opts[] = {
+	CLIOPT_POS(struct clear_args, service, "SERVICE", 1,
+		   "the switch's service (one no longer configured can still be cleared)"),
+	CLIOPT_POS(struct clear_args, class, "CLASS", 1, "L0, L1, L2 or L3"),
+	CLIOPT_STR(struct clear_args, reason, "reason", "TEXT", 0,
+		   "why, for the audit log (default: the switch's own reason)"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_clear(const void *args, void *ctx)
 {
-	static const char *const names[] = { "--reason", NULL };
-	const char *vals[1] = { 0 }, *pos[2], *known[SLUICE_MAX_SERVICES];
+	const struct clear_args *a = args;
+	struct cli_opts *o = ctx;
+	const char *pos[2] = { a->service, a->class }, *known[SLUICE_MAX_SERVICES];
+	const char *reason = a->reason;
 	char err[512], note[1024], path[PATH_MAX], old_s[160];
 	struct sw_switch old;
 	static struct sw_set set;
 	uint64_t now = wall_now();
-	int n_pos, fd, cls, rc = EXIT_OK;
+	int fd, cls, rc = EXIT_OK;
 
-	if (parse_opts(argc, argv, 2, names, vals, pos, 2, &n_pos))
-		return switch_usage(stderr), EXIT_USAGE;
-	if (n_pos != 2) {
-		fprintf(stderr, "sluicectl: switch clear needs SERVICE and CLASS\n");
-		return switch_usage(stderr), EXIT_USAGE;
-	}
-	if (vals[0] && (strlen(vals[0]) >= SW_REASON_LEN || !vals[0][strspn(vals[0], " \t")])) {
-		fprintf(stderr, "sluicectl: switch clear: --reason must be non-blank and shorter "
-			"than %d bytes\n", SW_REASON_LEN);
+	if (reason && (strlen(reason) >= SW_REASON_LEN || !reason[strspn(reason, " \t")])) {
+		log_error("switch clear: --reason must be non-blank and shorter "
+			"than %d bytes", SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
 	/* The class must be valid. The service is checked against the known ones, except when
 	 * the file holds a switch for it (a service removed from the config can still be
 	 * cleared). */
 	if (sw_check_target(pos[0], pos[1], NULL, -1, &cls, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: switch clear: %s\n", err);
+		log_error("switch clear: %s", err);
 		return EXIT_USAGE;
 	}
 	warn_unknown_services(o);
@@ -250,25 +202,25 @@ static int do_clear(int argc, char **argv, struct cli_opts *o)
 			in_file = sw_set_find(cur, pos[0], cls) != NULL;
 		free(cur);
 		if (!in_file) {
-			fprintf(stderr, "sluicectl: switch clear: %s\n", err);
+			log_error("switch clear: %s", err);
 			return EXIT_USAGE;
 		}
 	}
 	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: switch clear: %s; nothing changed\n", err);
+		log_error("switch clear: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
 				err, sizeof(err));
 	if (fd < 0) {
-		fprintf(stderr, "sluicectl: switch clear: %s\n", err);
+		log_error("switch clear: %s", err);
 		return EXIT_RUNTIME;
 	}
 	if (note[0])
-		fprintf(stderr, "sluicectl: %s\n", note);
+		log_error("%s", note);
 	if (!sw_set_clear(&set, pos[0], cls, &old)) {
 		if (note[0] && switch_writer_save(path, &set, err, sizeof(err))) {
-			fprintf(stderr, "sluicectl: switch clear: %s\n", err);
+			log_error("switch clear: %s", err);
 			rc = EXIT_RUNTIME;
 		}
 		sw_unlock(fd);
@@ -278,11 +230,11 @@ static int do_clear(int argc, char **argv, struct cli_opts *o)
 	}
 	if (switch_writer_save(path, &set, err, sizeof(err))) {
 		sw_unlock(fd);
-		fprintf(stderr, "sluicectl: switch clear: %s; nothing changed\n", err);
+		log_error("switch clear: %s; nothing changed", err);
 		return EXIT_RUNTIME;
 	}
 	if (audit_one(o, now, "switch clear", old.service, cls, &old, NULL,
-		      vals[0] ? vals[0] : old.reason))
+		      reason ? reason : old.reason))
 		rc = EXIT_RUNTIME;
 	sw_unlock(fd);
 	describe_old(&old, now, old_s, sizeof(old_s));
@@ -332,37 +284,36 @@ static int print_ls_json(const struct sw_set *set, uint64_t now)
 	return rc;
 }
 
-static int do_ls(int argc, char **argv, struct cli_opts *o)
+struct ls_args {
+	int json;
+};
+
+static const struct cliopt ls_opts[] = {
+	CLIOPT_BOOL(struct ls_args, json, "json", 0, "a JSON array instead of the table"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_ls(const void *args, void *ctx)
 {
-	static const char *const names[] = { NULL };
-	const char *pos[1];
+	const struct ls_args *a = args;
+	struct cli_opts *o = ctx;
 	char path[PATH_MAX], err[1024];
 	static struct sw_set set;
 	uint64_t now = wall_now();
-	int n_pos, json = o->json;
+	int json = o->json || a->json;
 
-	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "--json")) {
-			json = 1;
-			for (int j = i; j < argc - 1; j++)
-				argv[j] = argv[j + 1];
-			argc--;
-			i--;
-		}
-	if (parse_opts(argc, argv, 2, names, NULL, pos, 0, &n_pos))
-		return switch_usage(stderr), EXIT_USAGE;
 	if (state_path(path, sizeof(path), o->state_dir, SW_FILE_NAME)) {
-		fprintf(stderr, "sluicectl: state directory path too long\n");
+		log_error("state directory path too long");
 		return EXIT_USAGE;
 	}
 	if (sw_load(path, &set, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: %s\n", err);
+		log_error("%s", err);
 		if (json)
 			print_ls_json(&set, now);       /* the failed load left it empty */
 		return EXIT_RUNTIME;
 	}
 	if (json && print_ls_json(&set, now)) {
-		fprintf(stderr, "sluicectl: out of memory\n");
+		log_error("out of memory");
 		return EXIT_RUNTIME;
 	}
 	if (json)
@@ -395,102 +346,71 @@ static int do_ls(int argc, char **argv, struct cli_opts *o)
 	return EXIT_OK;
 }
 
-static int do_log(int argc, char **argv, struct cli_opts *o)
-{
-	static const char *const names[] = { "--last", NULL };
-	const char *vals[1] = { 0 }, *pos[1];
-	char path[PATH_MAX], err[512];
-	int n_pos, last = 0, bad;
+struct log_args {
+	const char *last;
+};
 
-	if (parse_opts(argc, argv, 2, names, vals, pos, 0, &n_pos))
-		return switch_usage(stderr), EXIT_USAGE;
-	if (vals[0]) {
+static const struct cliopt log_opts[] = {
+	CLIOPT_STR(struct log_args, last, "last", "N", 0, "only the last N records (1..1000000)"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_log(const void *args, void *ctx)
+{
+	const struct log_args *a = args;
+	struct cli_opts *o = ctx;
+	char path[PATH_MAX], err[512];
+	int last = 0, bad;
+
+	if (a->last) {
 		char *end;
 		long v;
 
 		errno = 0;
-		v = strtol(vals[0], &end, 10);
-		if (errno || end == vals[0] || *end || v < 1 || v > 1000000) {
-			fprintf(stderr, "sluicectl: switch log: --last must be a whole number "
-				"1..1000000, not '%s'\n", vals[0]);
+		v = strtol(a->last, &end, 10);
+		if (errno || end == a->last || *end || v < 1 || v > 1000000) {
+			log_error("switch log: --last must be a whole number "
+				"1..1000000, not '%s'", a->last);
 			return EXIT_USAGE;
 		}
 		last = (int)v;
 	}
 	if (state_path(path, sizeof(path), o->state_dir, AUDIT_FILE_NAME)) {
-		fprintf(stderr, "sluicectl: state directory path too long\n");
+		log_error("state directory path too long");
 		return EXIT_USAGE;
 	}
 	bad = audit_print(stdout, path, last, err, sizeof(err));
 	if (bad < 0) {
-		fprintf(stderr, "sluicectl: switch log: %s\n", err);
+		log_error("switch log: %s", err);
 		return EXIT_RUNTIME;
 	}
 	if (bad > 0) {
-		fprintf(stderr, "sluicectl: switch log: %d unreadable record(s) in %s\n", bad, path);
+		log_error("switch log: %d unreadable record(s) in %s", bad, path);
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;
 }
 
-int cli_switch(int argc, char **argv, struct cli_opts *o)
-{
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub) {
-		switch_usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-		switch_usage(stdout);
-		return EXIT_OK;
-	}
-	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			switch_usage(stdout);
-			return EXIT_OK;
-		}
-	if (!strcmp(sub, "set"))
-		return do_set(argc, argv, o);
-	if (!strcmp(sub, "clear"))
-		return do_clear(argc, argv, o);
-	if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
-		return do_ls(argc, argv, o);
-	if (!strcmp(sub, "log"))
-		return do_log(argc, argv, o);
-	fprintf(stderr, "sluicectl: unknown switch command '%s'\n", sub);
-	switch_usage(stderr);
-	return EXIT_USAGE;
-}
-
 /* ---- cascade clear ---- */
 
-int cli_cascade(int argc, char **argv, struct cli_opts *o)
+static int do_cascade_clear(const void *args, void *ctx)
 {
+	struct cli_opts *o = ctx;
 	char err[512], user[AUDIT_USER_LEN], iso[SLUICE_ISO_LEN], path[PATH_MAX];
 	struct sluice_maps m;
 	uint64_t now = wall_now();
 
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: sluicectl cascade clear\n"
-		       "  ask sluiced to lift the cascade suppression of automatic breaker opening\n");
-		return EXIT_OK;
-	}
-	if (argc != 2 || strcmp(argv[1], "clear")) {
-		fprintf(stderr, "usage: sluicectl cascade clear\n");
-		return EXIT_USAGE;
-	}
 	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: cascade clear: %s; nothing requested\n", err);
+		log_error("cascade clear: %s; nothing requested", err);
 		return EXIT_RUNTIME;
 	}
 	if (state_dir_ensure(o->state_dir, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: cascade clear: %s\n", err);
+		log_error("cascade clear: %s", err);
 		return EXIT_RUNTIME;
 	}
 	switch_caller(user, sizeof(user));
 	if (cascade_clear_request(o->state_dir, user, (uint32_t)getuid(), now, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: cascade clear: %s\n", err);
+		log_error("cascade clear: %s", err);
 		return EXIT_RUNTIME;
 	}
 	state_path(path, sizeof(path), o->state_dir, CASCADE_CLEAR_FILE);
@@ -503,12 +423,69 @@ int cli_cascade(int argc, char **argv, struct cli_opts *o)
 
 		if (maps_read_globals(&m, &g) == 0 &&
 		    (!g.heartbeat_ns || t - g.heartbeat_ns > g.heartbeat_timeout_ns))
-			fprintf(stderr, "sluicectl: warning: sluiced's heartbeat is stale: the request "
-				"takes effect when it runs again\n");
+			log_warn("sluiced's heartbeat is stale: the request "
+				"takes effect when it runs again");
 		maps_close(&m);
 	} else {
-		fprintf(stderr, "sluicectl: warning: nothing attached at %s: the request takes "
-			"effect when sluiced starts\n", o->pin_dir ? o->pin_dir : "?");
+		log_warn("nothing attached at %s: the request takes "
+			"effect when sluiced starts", o->pin_dir ? o->pin_dir : "?");
 	}
 	return EXIT_OK;
 }
+
+/* ---- the commands ---- */
+
+#define SWITCH_EXITS "exit codes: 0 ok, 1 runtime failure or permission denied, " \
+	"2 bad usage or input (nothing changed)"
+
+const struct clicmd cli_cmd_switch_set = {
+	.name = "switch set",
+	.summary = "shed part of a class until the TTL runs out",
+	.opts = set_opts,
+	.args_size = sizeof(struct set_args),
+	.notes = "A switch for the same SERVICE and CLASS is replaced; the audit log records "
+		 "old -> new.\n" SWITCH_EXITS,
+	.example = "sluicectl switch set web L3 --shed 50 --reason \"INC-42 payment slow\" "
+		   "--ttl 30m",
+	.run = do_set,
+};
+
+const struct clicmd cli_cmd_switch_clear = {
+	.name = "switch clear",
+	.summary = "remove a switch: the class is back to normal",
+	.opts = clear_opts,
+	.args_size = sizeof(struct clear_args),
+	.notes = "Clearing a switch that is not there is not an error.\n" SWITCH_EXITS,
+	.example = "sluicectl switch clear web L3 --reason \"INC-42 resolved\"",
+	.run = do_clear,
+};
+
+const struct clicmd cli_cmd_switch_ls = {
+	.name = "switch ls",
+	.alias = "switch list",
+	.summary = "the switches in force: who, why, time left",
+	.opts = ls_opts,
+	.args_size = sizeof(struct ls_args),
+	.notes = "exit codes: 0 ok, 1 the switch file is damaged (then NO switch is in force)",
+	.example = "sluicectl switch ls --json",
+	.run = do_ls,
+};
+
+const struct clicmd cli_cmd_switch_log = {
+	.name = "switch log",
+	.summary = "the audit log: every change, who and why",
+	.opts = log_opts,
+	.args_size = sizeof(struct log_args),
+	.notes = "exit codes: 0 ok, 1 unreadable records or log, 2 bad --last",
+	.example = "sluicectl switch log --last 20",
+	.run = do_log,
+};
+
+const struct clicmd cli_cmd_cascade_clear = {
+	.name = "cascade clear",
+	.summary = "lift the cascade suppression of breakers",
+	.notes = "sluiced acts on the request at its next tick and removes the request file.\n"
+		 "exit codes: 0 requested, 1 permission denied or I/O",
+	.example = "sluicectl cascade clear",
+	.run = do_cascade_clear,
+};

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 #include "kernel/bpfmaps.h"
 #include "common/duration.h"
 #include "common/names.h"
@@ -48,11 +49,6 @@ static void top_restore_tty(void)
 	}
 }
 
-static void top_usage(FILE *f)
-{
-	fprintf(f, "usage: sluicectl top [--interval SECONDS] [--iterations N]\n"
-		"  q or Ctrl-C quits; --iterations N draws N frames and exits (for scripts)\n");
-}
 
 static const struct service_status *find_prev(const struct status_snapshot *p,
 					      const struct service_status *s)
@@ -251,8 +247,44 @@ static void top_wait(double interval, int tty_in)
 	}
 }
 
-int cli_top(int argc, char **argv, struct cli_opts *o)
+struct top_args {
+	const char *interval, *iterations;
+};
+
+static const struct cliopt top_opts[] = {
+	CLIOPT_STR(struct top_args, interval, "interval", "SECONDS", 0,
+		   "time between refreshes, 0.1..3600 (default 1)"),
+	CLIOPT_STR(struct top_args, iterations, "iterations", "N", 0,
+		   "draw N frames and exit (for scripts)"),
+	CLIOPT_TABLE_END,
+};
+
+/* --interval and --iterations as numbers; 0, or -1 after an error naming the bad value. */
+static int top_numbers(const struct top_args *a, double *interval, long *iterations)
 {
+	char *end;
+
+	if (a->interval) {
+		*interval = strtod(a->interval, &end);
+		if (*end || end == a->interval || !(*interval >= 0.1 && *interval <= 3600)) {
+			log_error("top: --interval must be 0.1..3600 seconds, not '%s'", a->interval);
+			return -1;
+		}
+	}
+	if (a->iterations) {
+		*iterations = strtol(a->iterations, &end, 10);
+		if (*end || end == a->iterations || *iterations < 1 || *iterations > 100000000) {
+			log_error("top: --iterations must be a whole number >= 1, not '%s'",
+				  a->iterations);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int do_top(const void *args, void *ctx)
+{
+	struct cli_opts *o = ctx;
 	static struct status_snapshot snap[2];
 	static struct sw_set sws;
 	struct sluice_maps m;
@@ -262,35 +294,10 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 	int rc = EXIT_OK, err;
 	unsigned long long prev_ns = 0;
 
-	for (int i = 1; i < argc; i++) {
-		char *end;
-
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			top_usage(stdout);
-			return EXIT_OK;
-		}
-		if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-			interval = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || !(interval >= 0.1 && interval <= 3600)) {
-				fprintf(stderr, "sluicectl: top: --interval must be 0.1..3600 seconds, "
-					"not '%s'\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
-			iterations = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || iterations < 1 || iterations > 100000000) {
-				fprintf(stderr, "sluicectl: top: --iterations must be a whole number >= 1, "
-					"not '%s'\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else {
-			fprintf(stderr, "sluicectl: top: unknown or incomplete argument '%s'\n", argv[i]);
-			top_usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
+	if (top_numbers(args, &interval, &iterations))
+		return EXIT_USAGE;
 	if ((err = maps_open_pinned(o->pin_dir, &m))) {
-		fprintf(stderr, "sluicectl: nothing attached at %s (is sluiced running?)\n", o->pin_dir);
+		log_error("nothing attached at %s (is sluiced running?)", o->pin_dir);
 		return EXIT_RUNTIME;
 	}
 
@@ -307,7 +314,7 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 		FILE *mf;
 
 		if (status_collect(&m, s, 0)) {
-			fprintf(stderr, "sluicectl: top: cannot read the maps at %s (detached?)\n",
+			log_error("top: cannot read the maps at %s (detached?)",
 				o->pin_dir);
 			rc = EXIT_RUNTIME;
 			break;
@@ -345,3 +352,14 @@ int cli_top(int argc, char **argv, struct cli_opts *o)
 	maps_close(&m);
 	return rc;
 }
+
+const struct clicmd cli_cmd_top = {
+	.name = "top",
+	.summary = "live view of rates, p99, in-flight, switches, alerts",
+	.opts = top_opts,
+	.args_size = sizeof(struct top_args),
+	.notes = "q or Ctrl-C quits.\n"
+		 "exit codes: 0 ok (quit or --iterations done), 1 nothing attached or a read error",
+	.example = "sluicectl top --interval 0.5",
+	.run = do_top,
+};

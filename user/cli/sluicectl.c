@@ -1,38 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* sluicectl: the operator's CLI. Global options, then a subcommand (see usage()). */
+/* sluicectl: the operator's CLI. Global options, then a command from cli_commands[] with its
+ * own arguments; every command line is parsed from the commands' tables (common/cliopt.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <bpf/libbpf.h>
-
 #include "cli/cli.h"
+#include "common/log.h"
 #include "kernel/bpfmaps.h"
+#include "kernel/bpflog.h"
 
 #define DEFAULT_CONFIG "/etc/sluice/sluice.yaml"
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sluicectl [--pin-dir DIR] [--state-dir DIR] [--config FILE] COMMAND ...\n"
-		"  status [--json]                     per service and class: limit, in-flight, outcomes\n"
-		"  top [--interval S]                  live view\n"
-		"  hist SERVICE [CLASS]                request latency histogram\n"
-		"  switch set SERVICE CLASS --shed PCT --reason TEXT --ttl DUR [--owner NAME]\n"
-		"  switch clear SERVICE CLASS [--reason TEXT]\n"
-		"  switch ls [--json] | switch log [--last N]\n"
-		"  plan check FILE | plan show FILE\n"
-		"  plan apply FILE LEVEL --reason TEXT --ttl DUR [--owner NAME]\n"
-		"  budget check FILE                   worst-case timeout path of call chains\n"
-		"  cascade clear                       lift cascade suppression of breakers\n"
-		"  detach                              remove programs, links and maps\n"
-		"exit codes: 0 ok, 1 runtime failure (nothing attached, I/O), 2 bad usage or input\n");
-}
-
-static int quiet_libbpf(enum libbpf_print_level l, const char *fmt, va_list ap)
-{
-	return 0;
-}
 
 /* Which services exist: from the pinned maps when attached, else from the config. */
 static void load_known(struct cli_opts *o)
@@ -57,76 +35,89 @@ static void load_known(struct cli_opts *o)
 	}
 }
 
+/* The directories and the config: flags first, then the environment, then the config. */
+static void resolve(struct cli_opts *o, const struct cli_global_args *g,
+		    struct sluice_config *cfg)
+{
+	const char *pin = g->pin_dir ? g->pin_dir : getenv("SLUICE_PIN_DIR");
+	const char *state = g->state_dir ? g->state_dir : getenv("SLUICE_STATE_DIR");
+	struct doc_errors errs;
+
+	o->config_path = g->config ? g->config
+		       : getenv("SLUICE_CONFIG") ? getenv("SLUICE_CONFIG") : DEFAULT_CONFIG;
+	o->json = g->json;
+	/* The config is optional for sluicectl: it supplies defaults for the directories,
+	 * the switch group and the service names when nothing is attached. */
+	if (sluice_config_load(o->config_path, cfg, &errs) == 0)
+		o->cfg = cfg;
+	else
+		log_debug("config %s not used (%d error%s)", o->config_path, errs.n,
+			  errs.n == 1 ? "" : "s");
+	o->pin_dir = pin ? pin : o->cfg ? cfg->pin_dir : SLUICE_PIN_DIR;
+	o->state_dir = state ? state : o->cfg ? cfg->state_dir : "/var/lib/sluice";
+	load_known(o);
+}
+
+/* A command's name that matched nothing: a group ("switch") gets its list of commands. */
+static int unknown_command(int argc, char **argv)
+{
+	int group = cliopt_is_group(cli_commands, argv[0]);
+	int help = group && argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+	FILE *f = help ? stdout : stderr;
+
+	if (!group) {
+		log_error("unknown command '%s'", argv[0]);
+		cliopt_usage(stderr, "sluicectl", &cli_program);
+		fprintf(stderr, "commands:\n");
+		cliopt_list(stderr, cli_commands, NULL);
+		return EXIT_USAGE;
+	}
+	if (argc > 1 && !help)
+		log_error("unknown command '%s %s'", argv[0], argv[1]);
+	fprintf(f, "usage: sluicectl %s COMMAND [ARGS]\ncommands:\n", argv[0]);
+	cliopt_list(f, cli_commands, argv[0]);
+	fprintf(f, "`sluicectl %s COMMAND --help` shows a command's options and an example\n",
+		argv[0]);
+	return help ? EXIT_OK : EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	static struct sluice_config cfg;
 	static struct cli_opts o;
-	struct doc_errors errs;
-	const char *pin = getenv("SLUICE_PIN_DIR"), *state = getenv("SLUICE_STATE_DIR");
-	int i;
+	struct cli_global_args g = { 0 };
+	const struct clicmd *cmd;
+	void *args;
+	int next, words, rc;
 
-	libbpf_set_print(quiet_libbpf);
-	o.config_path = getenv("SLUICE_CONFIG") ? getenv("SLUICE_CONFIG") : DEFAULT_CONFIG;
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return EXIT_OK;
-		}
-		if (!strcmp(a, "--json")) {
-			o.json = 1;
-			continue;
-		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "sluicectl: option %s needs a value\n", a);
-			return EXIT_USAGE;
-		}
-		if (!strcmp(a, "--pin-dir"))
-			pin = argv[++i];
-		else if (!strcmp(a, "--state-dir"))
-			state = argv[++i];
-		else if (!strcmp(a, "--config"))
-			o.config_path = argv[++i];
-		else {
-			fprintf(stderr, "sluicectl: unknown option '%s'\n", a);
-			usage(stderr);
-			return EXIT_USAGE;
-		}
+	log_init("sluicectl", 0);
+	rc = cliopt_parse_head("sluicectl", cli_global_opts, argc - 1, argv + 1, &g, &next);
+	if (rc == CLIOPT_HELP || (rc == CLIOPT_OK && next == argc - 1)) {
+		cliopt_help(rc == CLIOPT_HELP ? stdout : stderr, "sluicectl", &cli_program, NULL,
+			    NULL);
+		return rc == CLIOPT_HELP ? EXIT_OK : EXIT_USAGE;
 	}
-	if (i >= argc) {
-		usage(stderr);
+	if (rc != CLIOPT_OK)
 		return EXIT_USAGE;
+	argc -= 1 + next;
+	argv += 1 + next;
+	cmd = cliopt_find(cli_commands, argc, argv, &words);
+	if (!cmd)
+		return unknown_command(argc, argv);
+	args = calloc(1, cmd->args_size + 1);
+	if (!args)
+		return EXIT_RUNTIME;
+	rc = cliopt_parse("sluicectl", cmd, argc - words, argv + words, args, cli_global_opts, &g);
+	if (rc == CLIOPT_HELP)
+		cliopt_help(stdout, "sluicectl", cmd, cli_global_opts, "global options");
+	if (rc != CLIOPT_OK) {
+		free(args);
+		return rc == CLIOPT_HELP ? EXIT_OK : EXIT_USAGE;
 	}
-	/* The config is optional for sluicectl: it supplies defaults for the directories,
-	 * the switch group and the service names when nothing is attached. */
-	if (sluice_config_load(o.config_path, &cfg, &errs) == 0)
-		o.cfg = &cfg;
-	o.pin_dir = pin ? pin : o.cfg ? cfg.pin_dir : SLUICE_PIN_DIR;
-	o.state_dir = state ? state : o.cfg ? cfg.state_dir : "/var/lib/sluice";
-	load_known(&o);
-
-	const char *cmd = argv[i];
-	int sub_argc = argc - i;
-	char **sub_argv = argv + i;
-
-	if (!strcmp(cmd, "status"))
-		return cli_status(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "top"))
-		return cli_top(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "hist"))
-		return cli_hist(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "switch"))
-		return cli_switch(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "plan"))
-		return cli_plan(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "budget"))
-		return cli_budget(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "cascade"))
-		return cli_cascade(sub_argc, sub_argv, &o);
-	if (!strcmp(cmd, "detach"))
-		return cli_detach(sub_argc, sub_argv, &o);
-	fprintf(stderr, "sluicectl: unknown command '%s'\n", cmd);
-	usage(stderr);
-	return EXIT_USAGE;
+	log_init("sluicectl", g.verbose - g.quiet);
+	bpflog_route();
+	resolve(&o, &g, &cfg);
+	rc = cmd->run(args, &o);
+	free(args);
+	return rc;
 }

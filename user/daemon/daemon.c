@@ -11,6 +11,7 @@
 #include "kernel/status.h"
 #include "common/clock.h"
 #include "common/jsonio.h"
+#include "common/log.h"
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
@@ -238,7 +239,7 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 	if (rc < 0) {
 		/* A broken switch file means "normal", loudly (once per change): a bad read must
 		 * never degrade a service. */
-		fprintf(stderr, "sluiced: %s\n", err);
+		log_error("%s", err);
 		daemon_event(d, SLUICE_EVM_SWITCHES, "file", d->sw.corrupt ? "ignored" : "write_failed", err,
 			     "", SLUICE_EV_ALERT);
 	} else if (rc > 0 && !d->sw.n_expired) {
@@ -329,8 +330,8 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 
 		if (rq == 1)
 			sluice_cascade_clear(&d->cascade, now_ns, who, &host_sink);
-		else if (rq < 0 && d->verbose)
-			fprintf(stderr, "sluiced: cascade clear request: %s\n", who);
+		else if (rq < 0)
+			log_debug("cascade clear request: %s", who);
 		d->last_slow_ns = now_ns;
 	}
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
@@ -387,7 +388,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	int rc;
 
 	if (!text) {
-		fprintf(stderr, "sluiced: config %s: %s; keeping the running config\n", d->cfg_path,
+		log_error("config %s: %s; keeping the running config", d->cfg_path,
 			strerror(errno));
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "config file unreadable", "",
@@ -412,8 +413,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
 	if (strcmp(next.interface, d->cfg.interface) || strcmp(next.pin_dir, d->cfg.pin_dir) ||
 	    next.xdp_mode != d->cfg.xdp_mode) {
-		fprintf(stderr, "sluiced: config %s: interface, xdp_mode and pin_dir changes need a "
-			"restart; keeping the running config\n", d->cfg_path);
+		log_error("config %s: interface, xdp_mode and pin_dir changes need a "
+			"restart; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "interface change needs a restart", "",
 			     SLUICE_EV_ALERT);
@@ -424,7 +425,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	}
 	if (maps_assign_indices(&d->m, &next, new_idx) ||
 	    (rc = maps_program_services(&d->m, &next, new_idx)) != 0) {
-		fprintf(stderr, "sluiced: cannot program the new config into the maps\n");
+		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
 		free(text);
 		return -1;

@@ -13,32 +13,13 @@
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
 
+#include "daemon/cmdline.h"
 #include "daemon/daemon.h"
 #include "kernel/attach.h"
+#include "kernel/bpflog.h"
 #include "common/clock.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: sluiced --config FILE [--pin-dir DIR] [--verbose]\n"
-		"       sluiced --check FILE      validate a config, print each error with its line\n"
-		"exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config\n");
-}
-
-static int libbpf_warnings(enum libbpf_print_level l, const char *fmt, va_list ap)
-{
-	char line[512];
-
-	if (l != LIBBPF_WARN)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	/* The kernel's note that the clsact qdisc already exists: expected on every restart. */
-	if (strstr(line, "Exclusivity flag on"))
-		return 0;
-	return fputs(line, stderr);
-}
+#include "common/log.h"
 
 static int check_config(const char *path)
 {
@@ -47,7 +28,7 @@ static int check_config(const char *path)
 
 	if (sluice_config_load(path, &cfg, &errs) != 0) {
 		doc_errors_print(stderr, &errs);
-		fprintf(stderr, "%s: invalid (%d error%s)\n", path, errs.n, errs.n == 1 ? "" : "s");
+		log_error("%s: invalid (%d error%s)", path, errs.n, errs.n == 1 ? "" : "s");
 		return 2;
 	}
 	printf("%s: ok (%d service%s, interface %s)\n", path, cfg.n_services,
@@ -129,33 +110,32 @@ int main(int argc, char **argv)
 	struct attach_state at;
 	struct doc_errors errs;
 	struct metrics_server *ms = NULL;
-	const char *cfg_path = NULL, *pin_override = NULL;
+	struct sluiced_args a;
+	const char *cfg_path, *pin_override;
 	char err[512];
 	sigset_t mask;
-	int sfd, ifd;
+	int sfd, ifd, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--check") && i + 1 < argc)
-			return check_config(argv[i + 1]);
-		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			cfg_path = argv[++i];
-		else if (!strcmp(argv[i], "--pin-dir") && i + 1 < argc)
-			pin_override = argv[++i];
-		else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
-			d.verbose = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "sluiced: bad argument '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
-		}
+	log_init("sluiced", 0);
+	rc = cliopt_parse("sluiced", &sluiced_cmd, argc - 1, argv + 1, &a, NULL, NULL);
+	if (rc == CLIOPT_HELP) {
+		cliopt_help(stdout, "sluiced", &sluiced_cmd, NULL, NULL);
+		return 0;
 	}
-	if (!cfg_path) {
-		usage(stderr);
+	if (rc != CLIOPT_OK)
+		return 2;
+	log_init("sluiced", a.verbose - a.quiet);
+	if (a.check)
+		return check_config(a.check);
+	if (!a.config) {
+		log_error("--config FILE is required (or --check FILE)");
+		cliopt_usage(stderr, "sluiced", &sluiced_cmd);
 		return 2;
 	}
+	cfg_path = a.config;
+	pin_override = a.pin_dir;
+	/* -v also prints the debug-level events on stdout, as it always has. */
+	d.verbose = log_enabled(LOG_DEBUG);
 	/* Block the signals before any thread exists (the metrics server's), so they reach
 	 * only the signalfd of the main loop. */
 	sigemptyset(&mask);
@@ -168,7 +148,7 @@ int main(int argc, char **argv)
 	d.cfg_text = read_file(cfg_path, &d.cfg_len);
 	if (!d.cfg_text || sluice_config_parse(d.cfg_text, d.cfg_len, cfg_path, &d.cfg, &errs)) {
 		if (!d.cfg_text)
-			fprintf(stderr, "%s: cannot read: %s\n", cfg_path, strerror(errno));
+			log_error("%s: cannot read: %s", cfg_path, strerror(errno));
 		else
 			doc_errors_print(stderr, &errs);
 		return 2;
@@ -177,36 +157,36 @@ int main(int argc, char **argv)
 		snprintf(d.pin_override, sizeof(d.pin_override), "%s", pin_override);
 		snprintf(d.cfg.pin_dir, sizeof(d.cfg.pin_dir), "%s", pin_override);
 	}
-	libbpf_set_print(libbpf_warnings);
+	bpflog_route();
 
 	if (attach_load(&at, d.cfg.pin_dir, err, sizeof(err)) ||
 	    attach_interface(&at, d.cfg.pin_dir, d.cfg.interface, d.cfg.xdp_mode, err, sizeof(err))) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		log_error("%s", err);
 		attach_release(&at);
 		return 1;
 	}
 	if (maps_open_pinned(d.cfg.pin_dir, &d.m)) {
-		fprintf(stderr, "sluiced: cannot open the pinned maps under %s\n", d.cfg.pin_dir);
+		log_error("cannot open the pinned maps under %s", d.cfg.pin_dir);
 		return 1;
 	}
 	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
-		fprintf(stderr, "sluiced: %s\n", err);
+		log_error("%s", err);
 		return 1;
 	}
 	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
 		     d.cfg.interface, SLUICE_EV_INFO);
-	fprintf(stderr, "sluiced: attached to %s (xdp %s), %d service%s, pins under %s\n",
+	log_info("attached to %s (xdp %s), %d service%s, pins under %s",
 		d.cfg.interface, at.xdp_mode_used, d.cfg.n_services,
 		d.cfg.n_services == 1 ? "" : "s", d.cfg.pin_dir);
 
 	ms = metrics_start(d.cfg.metrics_address, daemon_metrics_body, &d, err, sizeof(err));
 	if (ms) {
-		fprintf(stderr, "sluiced: metrics on %s (port %d)\n", d.cfg.metrics_address,
+		log_info("metrics on %s (port %d)", d.cfg.metrics_address,
 			metrics_port(ms));
 	} else {
 		/* Shedding matters more than scraping: keep running, loudly. */
-		fprintf(stderr, "sluiced: metrics disabled: %s\n", err);
+		log_warn("metrics disabled: %s", err);
 		daemon_event(&d, SLUICE_EVM_METRICS, "off", "off", err, "", SLUICE_EV_ALERT);
 	}
 

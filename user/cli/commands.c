@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sluicectl's table of commands and its global options: what `sluicectl --help` lists and
+ * what main() dispatches on. A new command is a table in its cli_*.c plus one line here. */
+#include "cli/cli.h"
+
+const struct cliopt cli_global_opts[] = {
+	CLIOPT_STR(struct cli_global_args, pin_dir, "pin-dir", "DIR", 0,
+		   "the pinned maps (default: $SLUICE_PIN_DIR, the config's pin_dir)"),
+	CLIOPT_STR(struct cli_global_args, state_dir, "state-dir", "DIR", 0,
+		   "switches and audit log (default: $SLUICE_STATE_DIR, the config's)"),
+	CLIOPT_STR(struct cli_global_args, config, "config", "FILE", 0,
+		   "the config (default: $SLUICE_CONFIG, /etc/sluice/sluice.yaml)"),
+	CLIOPT_BOOL(struct cli_global_args, json, "json", 0, "JSON output where a command has it"),
+	CLIOPT_CNT(struct cli_global_args, verbose, "verbose", 'v',
+		   "more messages on stderr (-vv: libbpf's debug lines too)"),
+	CLIOPT_CNT(struct cli_global_args, quiet, "quiet", 'q',
+		   "fewer messages (-q: warnings and errors, -qq: errors only)"),
+	CLIOPT_TABLE_END,
+};
+
+const struct clicmd *const cli_commands[] = {
+	&cli_cmd_status, &cli_cmd_top, &cli_cmd_hist,
+	&cli_cmd_switch_set, &cli_cmd_switch_clear, &cli_cmd_switch_ls, &cli_cmd_switch_log,
+	&cli_cmd_plan_check, &cli_cmd_plan_show, &cli_cmd_plan_apply,
+	&cli_cmd_budget_check, &cli_cmd_cascade_clear, &cli_cmd_detach,
+	NULL,
+};
+
+const struct clicmd cli_program = {
+	.name = "",
+	.summary = "the operator's CLI of sluice: read the pinned maps, set switches, apply plans",
+	.opts = cli_global_opts,
+	.args_size = sizeof(struct cli_global_args),
+	.notes = "The global options may also follow the command's name.\n"
+		 "`sluicectl COMMAND --help` shows a command's arguments, options and an example.\n"
+		 "exit codes: 0 ok, 1 runtime failure (nothing attached, I/O), 2 bad usage or input",
+	.example = "sluicectl status\n"
+		   "sluicectl -v --config /etc/sluice/sluice.yaml switch ls",
+	.commands = cli_commands,
+};
