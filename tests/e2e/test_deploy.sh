@@ -472,7 +472,7 @@ ok $([ "$nsvc" = 3 ] && [ "$l1" = 200 ] && [ "$l2" = 150 ] && [ $dt -le 2000 ] &
 	"ConfigMap update (..data swapped with ln -sfn + mv -T) reloads the config: postgres limit $l1 -> $l2 in $dt ms" \
 	"$(tail -5 "$TMP/sluiced.log")"
 
-BADPORT="$CFGDIR/sluice.yaml:$(grep -n 'port: 99999' "$TMP/v3/sluice.yaml" | cut -d: -f1): bad port '99999' in service 'broken': must be an integer in 1..65535"
+BADPORT="$CFGDIR/sluice.yaml:$(awk '/port: 99999/ { print NR ":" index($0, "99999"); exit }' "$TMP/v3/sluice.yaml"): bad port '99999' in service 'broken': must be an integer in 1..65535"
 refused() { grep -qxF "$BADPORT" "$TMP/sluiced.log" && grep -q '"machine":"config","from":"running","to":"kept"' "$TMP/sluiced.log"; }
 cm_publish "$CFGDIR" 3 "$TMP/v3/sluice.yaml"
 wait_for 3 "the refusal of the invalid ConfigMap update ($BADPORT)" refused; seen=$?

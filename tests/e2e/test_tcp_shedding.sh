@@ -116,8 +116,8 @@ ok $([ "$(cls L3 completed)" -eq "$(cls L3 admitted)" ] && echo 0 || echo 1) \
 # An invalid config is refused with each error as file:line (the same lines as --check), a
 # "config kept" event, and the running limit stays in the maps.
 printf 'interface: s0\nservices:\n  - name: db\n    port: 99999\n    bogus: 1\n' > "$TMP/bad.yaml"
-ERR4="$CFG:4: bad port '99999' in service 'db': must be an integer in 1..65535"
-ERR5="$CFG:5: unknown key 'bogus' in service 'db'"
+ERR4="$CFG:4:11: bad port '99999' in service 'db': must be an integer in 1..65535"
+ERR5="$CFG:5:5: unknown key 'bogus' in service 'db'"
 refusals() { cat "$TMP"/sluiced.*.log | grep -cxF "$ERR4"; }
 kept_events() { cat "$TMP"/sluiced.*.log | grep -c '"machine":"config","from":"running","to":"kept"'; }
 both_errors_since() { # both_errors_since N: the port error logged more than N times, with its neighbour
@@ -151,8 +151,8 @@ ok $? "SIGHUP with a valid config reloads it (limit 20 -> $(cur_limit))"
 # The watch: $CFG itself is replaced (as an editor or a ConfigMap update does); no signal.
 expect_refusal 25 "an invalid config written over the watched file, no signal" by_file
 check_out=$("$BUILD/sluiced" --check "$TMP/bad.yaml" 2>&1); check_rc=$?
-ok $([ $check_rc -eq 2 ] && echo "$check_out" | grep -qxF "$TMP/bad.yaml:4: ${ERR4#"$CFG":4: }" &&
-	echo "$check_out" | grep -qxF "$TMP/bad.yaml:5: ${ERR5#"$CFG":5: }" && echo 0 || echo 1) \
+ok $([ $check_rc -eq 2 ] && echo "$check_out" | grep -qxF "$TMP/bad.yaml:4:11: ${ERR4#"$CFG":4:11: }" &&
+	echo "$check_out" | grep -qxF "$TMP/bad.yaml:5:5: ${ERR5#"$CFG":5:5: }" && echo 0 || echo 1) \
 	"sluiced --check names file:line of each error, exit 2" "$check_out"
 write_config 30 "$TMP/etc/.new" && mv -f "$TMP/etc/.new" "$CFG"
 wait_for 3 "limit 30 after the file was replaced" limit_is 30
