@@ -185,6 +185,7 @@ int main(int argc, char **argv)
 		attach_release(&at);
 		return 1;
 	}
+	fprintf(stderr, "sluiced: %s\n", at.layout.note);
 	if (maps_open_pinned(d.cfg.pin_dir, &d.m)) {
 		fprintf(stderr, "sluiced: cannot open the pinned maps under %s\n", d.cfg.pin_dir);
 		return 1;
