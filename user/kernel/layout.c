@@ -100,6 +100,11 @@ static __u64 hash_type(const struct btf *btf, __u32 id, __u64 h, int depth)
 	return fnv(h, &t->size, sizeof(t->size)); /* enums and the rest: their size */
 }
 
+__u64 layout_btf_type_hash(const struct btf *btf, __u32 type_id)
+{
+	return hash_type(btf, type_id, 0xcbf29ce484222325ull, 0);
+}
+
 __u64 layout_btf_hash(const struct bpf_object *obj, const struct bpf_map *map)
 {
 	const struct btf *btf = bpf_object__btf(obj);

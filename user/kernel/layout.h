@@ -55,7 +55,11 @@ int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin
 
 void layout_plan_release(struct layout_plan *p);
 
-/* Hash of a map's key and value types in the object's BTF (0 when it has none). */
+/* Hash of a map's key and value types in the object's BTF (0 when it has none): member names,
+ * offsets, sizes, array lengths and integer encodings; typedefs and qualifiers are looked
+ * through. layout_btf_type_hash is the same for one type of any BTF. */
+struct btf;
 __u64 layout_btf_hash(const struct bpf_object *obj, const struct bpf_map *map);
+__u64 layout_btf_type_hash(const struct btf *btf, __u32 type_id);
 
 #endif
