@@ -146,6 +146,8 @@ struct sluice_verdict {
 struct sluice_globals {
 	__u64 heartbeat_ns;              /* CLOCK_MONOTONIC (== bpf_ktime_get_ns) of the last tick */
 	__u64 heartbeat_timeout_ns;      /* older than this: fail open, admit everything */
+	/* ifindex and netns_ino keep their place in every layout: any version's `sluicectl
+	 * detach` reads them to find the TC filters. */
 	__u32 ifindex;                   /* where the programs are attached (for detach) */
 	__u32 _pad;
 	__u64 netns_ino;                 /* ... in this network namespace (ifindex is per netns) */
