@@ -50,7 +50,10 @@ rec_entry() { rec_bytes | python3 -c "
 import sys
 b=bytes(int(x,16) for x in sys.stdin.read().split()); n=int.from_bytes(b[8:12],'little')
 print([16+48*i for i in range(n) if b[16+48*i:40+48*i].rstrip(b'\0')==b'$1'][0])"; }
-xdp_prog() { bpftool -j link show pinned "$PIN/link_xdp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["prog_id"])'; }
+# pinned_id link|map PIN_NAME FIELD: a field of bpftool's description of a pinned object.
+pinned_id() { bpftool -j "$1" show pinned "$PIN/$2" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$3"; }
+xdp_prog() { pinned_id link link_xdp prog_id; }
 tc_filters() { for d in ingress egress; do in_srv tc filter show dev s0 $d; done | grep -c 'sluice_tc'; }
 pins() { ls "$PIN" | sort | tr '\n' ' '; }
 stop_sluiced() { kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; }
@@ -122,14 +125,14 @@ rec_write "$good"
 
 # --- the layout drill: migrate 2 -> 3 by copying every map, connections held ---------------
 status; before=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['admitted']")
-link_before=$(bpftool -j link show pinned "$PIN/link_xdp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+link_before=$(pinned_id link link_xdp id)
 prog_before=$(xdp_prog)
-flows_id_before=$(bpftool -j map show pinned "$PIN/flows" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+flows_id_before=$(pinned_id map flows id)
 start_bg "$TMP/drill.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 for i in $(seq 100); do grep -q '"to":"attached"' "$TMP/drill.log" && break; sleep 0.05; done
-link_after=$(bpftool -j link show pinned "$PIN/link_xdp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-flows_id_after=$(bpftool -j map show pinned "$PIN/flows" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+link_after=$(pinned_id link link_xdp id)
+flows_id_after=$(pinned_id map flows id)
 ok $(grep -q "migrated the maps under $PIN from layout 2 to 3 (rehearsal.*flows: 12 entries.*14 maps copied, 1 adopted" "$TMP/drill.log" &&
 	[ "$(rec_u32 0)" = 3 ] && [ "$(rec_u32 4)" = 0 ] && [ "$(inflight)" = 12 ] &&
 	[ "$link_after" = "$link_before" ] && [ "$(xdp_prog)" != "$prog_before" ] &&
