@@ -29,7 +29,8 @@ BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
 TOOL_BINS  := $(patsubst tools/%/main.c,$(BUILD)/tools/%,$(wildcard tools/*/main.c))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
-E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o
+LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
+E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/empty_xdp.bpf.o
 TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 
@@ -84,6 +85,15 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 $(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# sluiced built to claim the next map layout version with today's structs and to migrate from
+# today's by copying every map (user/kernel/layout.c): the end-to-end test drives a migration.
+$(BUILD)/tests/layout_drill/layout.o: user/kernel/layout.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DSLUICE_LAYOUT_DRILL -c $< -o $@
+
+$(LAYOUT_DRILL): $(BUILD)/user/daemon/sluiced.o $(BUILD)/tests/layout_drill/layout.o $(LIB)
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 	@mkdir -p $(@D)

@@ -144,6 +144,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pkt_stats SEC(".maps");
 
+/* What the pins are: layout version and per-map layout (struct sluice_layout). Written by the
+ * controller after it adopted, migrated or created the maps; never read by the data path. Its
+ * own layout never changes, so every version of sluiced can read it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_layout);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_layout SEC(".maps");
+
 /* Scratch space for the first bytes of a request (per CPU, not pinned: holds nothing between
  * packets). bpf_skb_load_bytes copies here so the header scan works on non-linear skbs. */
 #define SLUICE_SCAN_LEN 256

@@ -7,7 +7,7 @@
  *
  * Who writes what (see docs/ARCHITECTURE.md):
  *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
- *                                 globals (heartbeat), inflight_released
+ *                                 globals (heartbeat), inflight_released, sluice_layout
  *   BPF programs write          : flows, inflight, class_stats, latency_hist, pkt_stats
  */
 #ifndef SLUICE_H
@@ -26,6 +26,15 @@
 #define SLUICE_HEADER_LEN     32         /* header name for from-header classification; a power
                                           * of two: the data path masks indices with it */
 #define SLUICE_PIN_DIR        "/sys/fs/bpf/sluice"
+
+/* Layout version of the pinned maps. Bump it whenever the key or value layout, the size, the
+ * type or the meaning of any pinned map changes (every struct below that lives in a pinned
+ * map, and the map definitions in bpf/maps.h), and teach user/kernel/layout.c how to carry the
+ * previous version over (or let it refuse). A restarted sluiced compares it with the record in
+ * the map `sluice_layout` to adopt, migrate or refuse the pins (docs/ARCHITECTURE.md).
+ *   1  the maps as first released; pins of this version carry no `sluice_layout` record
+ *   2  the same maps, unchanged, plus the `sluice_layout` record */
+#define SLUICE_MAP_LAYOUT_VERSION 2
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -136,6 +145,8 @@ struct sluice_verdict {
 struct sluice_globals {
 	__u64 heartbeat_ns;              /* CLOCK_MONOTONIC (== bpf_ktime_get_ns) of the last tick */
 	__u64 heartbeat_timeout_ns;      /* older than this: fail open, admit everything */
+	/* ifindex and netns_ino keep their place in every layout: any version's `sluicectl
+	 * detach` reads them to find the TC filters. */
 	__u32 ifindex;                   /* where the programs are attached (for detach) */
 	__u32 _pad;
 	__u64 netns_ino;                 /* ... in this network namespace (ifindex is per netns) */
@@ -151,6 +162,31 @@ struct sluice_reply {
 	__u32 len;
 	__u32 csum;
 	char text[SLUICE_REPLY_MAX];
+};
+
+/* ---- Layout record (map `sluice_layout`, one entry, written by sluiced) ----
+ * What the pins under the pin dir are: the layout version and, per pinned map, its type, sizes
+ * and a hash of its key and value types as the BPF object's BTF describes them (field names,
+ * offsets, sizes; a change that keeps the size still changes the hash). This struct and that
+ * map never change layout: every version reads them. */
+#define SLUICE_LAYOUT_MAX_MAPS 24
+#define SLUICE_LAYOUT_NAME_LEN 24
+
+struct sluice_layout_map {
+	char name[SLUICE_LAYOUT_NAME_LEN];
+	__u32 type;                      /* enum bpf_map_type */
+	__u32 key_size;
+	__u32 value_size;
+	__u32 max_entries;
+	__u64 btf_hash;                  /* key and value types; 0 = unknown */
+};
+
+struct sluice_layout {
+	__u32 version;                   /* SLUICE_MAP_LAYOUT_VERSION of the sluiced that wrote it */
+	__u32 migrating_from;            /* non-zero while a migration re-pins the maps */
+	__u32 n_maps;
+	__u32 _pad;
+	struct sluice_layout_map map[SLUICE_LAYOUT_MAX_MAPS];
 };
 
 /* ---- Flow table (map `flows`, HASH, BPF-owned) ---- */

@@ -165,6 +165,7 @@ int main(int argc, char **argv)
 		attach_release(&at);
 		return 1;
 	}
+	log_info("%s", at.layout.note);
 	if (maps_open_pinned(d.cfg.pin_dir, &d.m)) {
 		log_error("cannot open the pinned maps under %s", d.cfg.pin_dir);
 		return 1;

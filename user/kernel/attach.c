@@ -17,6 +17,7 @@
 
 #include "sluice.h"
 #include "kernel/bpfmaps.h"
+#include "kernel/layout.h"
 #include "sluice.skel.h"
 
 #define XDP_LINK_PIN "link_xdp"
@@ -56,7 +57,6 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_dir);
-	char path[512];
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -64,15 +64,20 @@ int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t 
 	rc = ensure_bpffs_dir(pin_dir, err, errlen);
 	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "%s/flows", pin_dir);
-	st->adopted = access(path, F_OK) == 0;
-
 	st->skel = sluice_bpf__open_opts(&opts);
 	if (!st->skel) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot open BPF object: %s", strerror(-rc));
 		return rc;
 	}
+	/* Adopt, migrate or refuse the pins before loading touches any of them. */
+	rc = layout_plan(&st->layout, st->skel->obj, pin_dir, err, errlen);
+	if (rc) {
+		sluice_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return rc;
+	}
+	st->adopted = st->layout.action != LAYOUT_FRESH;
 	rc = sluice_bpf__load(st->skel);
 	if (rc) {
 		snprintf(err, errlen,
@@ -83,7 +88,7 @@ int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t 
 		st->skel = NULL;
 		return rc;
 	}
-	return 0;
+	return layout_copy(&st->layout, err, errlen);
 }
 
 /* Pinned XDP link on this interface: swap its program. Otherwise create and pin one. */
@@ -186,6 +191,10 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 		       bpf_program__fd(st->skel->progs.sluice_tc_ingress), err, errlen);
 	if (rc)
 		return rc;
+	/* The new programs run: a migration moves the pin names to the fresh maps now. */
+	rc = layout_commit(&st->layout, st->skel->obj, pin_dir, err, errlen);
+	if (rc)
+		return rc;
 	/* Record where we are attached, so `sluicectl detach` can find the TC filters. */
 	if (maps_open_pinned(pin_dir, &m) == 0) {
 		if (maps_read_globals(&m, &g) == 0) {
@@ -203,6 +212,7 @@ void attach_release(struct attach_state *st)
 	if (st->xdp_link_fd >= 0)
 		close(st->xdp_link_fd);
 	st->xdp_link_fd = -1;
+	layout_plan_release(&st->layout);
 	if (st->skel)
 		sluice_bpf__destroy(st->skel); /* links are pinned / netlink-owned: they stay */
 	st->skel = NULL;

@@ -7,6 +7,7 @@
 #define SLUICE_ATTACH_H
 
 #include <stddef.h>
+#include "kernel/layout.h"
 
 struct sluice_bpf;
 
@@ -17,7 +18,8 @@ struct attach_state {
 	struct sluice_bpf *skel;
 	int ifindex;
 	int xdp_link_fd;
-	int adopted;                /* maps and link were already pinned: a restart */
+	int adopted;                /* maps were already pinned: a restart (or an upgrade) */
+	struct layout_plan layout;  /* what was done with the pins (layout.note for the log) */
 	const char *xdp_mode_used;  /* "native" | "generic" */
 };
 

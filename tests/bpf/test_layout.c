@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Carrying maps over to a new layout (user/kernel/layout.c) with the real programs: an "old"
+ * data path admits and ends connections, its maps are copied into a second, fresh set, both
+ * keep running as they would around the program swap, and the late changes are merged. Every
+ * unit must come out counted exactly once: none lost, none twice. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "pktbuild.h"
+#include <bpf/btf.h>
+#include "kernel/layout.h"
+
+#define SERVER4 "198.18.0.1"
+
+static const char *CONFIG =
+	"interface: lo\n"
+	"services:\n"
+	"  - name: db\n"
+	"    port: 5432\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 100 }\n"
+	"    default_class: L2\n";
+
+static const char *const NAMES[] = {
+#define X(name) #name,
+	SLUICE_MAP_NAMES
+#undef X
+};
+#define N_NAMES (int)(sizeof(NAMES) / sizeof(NAMES[0]))
+
+struct pair {
+	struct fixture *old;
+	struct sluice_bpf *new_skel;
+	struct sluice_maps nm;
+	char pin_dir[128];
+};
+
+static int setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->old = harness_fixture(CONFIG, 0, 60ull * 1000000000ull)) ||
+	    !(p->new_skel = harness_load(0, &p->nm)))
+		return -1;
+	snprintf(p->pin_dir, sizeof(p->pin_dir), "/sys/fs/bpf/sluice-layout-test-%d", getpid());
+	if (mkdir(p->pin_dir, 0700))
+		return -1;
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+	DIR *d = opendir(p->pin_dir);
+	struct dirent *de;
+	char path[512];
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", p->pin_dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(p->pin_dir);
+	sluice_bpf__destroy(p->new_skel);
+	harness_teardown((void **)&p->old);
+	free(p);
+	return 0;
+}
+
+static struct pkt_spec syn4(uint16_t sport)
+{
+	struct pkt_spec s = { .src = "198.18.1.2", .dst = SERVER4, .sport = sport, .dport = 5432,
+			      .seq = 1000u + sport, .syn = 1 };
+	return s;
+}
+
+static int xdp_spec(struct sluice_bpf *skel, const struct pkt_spec *s)
+{
+	uint8_t buf[256];
+	size_t len = build_pkt(buf, s);
+
+	return harness_run(bpf_program__fd(skel->progs.sluice_xdp_ingress), buf, len, NULL).ret;
+}
+
+static int syn(struct sluice_bpf *skel, uint16_t sport)
+{
+	struct pkt_spec s = syn4(sport);
+
+	return xdp_spec(skel, &s);
+}
+
+static void fin(struct sluice_bpf *skel, uint16_t sport)
+{
+	struct pkt_spec f = syn4(sport);
+
+	f.syn = 0, f.fin = 1, f.ackf = 1, f.seq++;
+	xdp_spec(skel, &f);
+}
+
+static long count_flows(int fd)
+{
+	struct sluice_flow_key k, next;
+	long n = 0;
+
+	for (void *prev = NULL; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &k, n++)
+		k = next;
+	return n;
+}
+
+/* A plan that copies every pinned map of the old fixture into the new skeleton. */
+static void plan_copy_all(struct pair *p, struct layout_plan *lp)
+{
+	memset(lp, 0, sizeof(*lp));
+	lp->action = LAYOUT_MIGRATE;
+	lp->version = layout_version();
+	lp->pinned = layout_version() - 1;
+	for (int i = 0; i < N_NAMES; i++) {
+		struct bpf_map *nm = bpf_object__find_map_by_name(p->new_skel->obj, NAMES[i]);
+		struct bpf_map *om = bpf_object__find_map_by_name(p->old->skel->obj, NAMES[i]);
+
+		lp->slot[lp->n++] = (struct layout_slot){ .map = nm, .copy = 1,
+							  .old_fd = dup(bpf_map__fd(om)) };
+	}
+	lp->slot[lp->n++] = (struct layout_slot){
+		.map = bpf_object__find_map_by_name(p->new_skel->obj, "sluice_layout"),
+		.old_fd = -1 };
+}
+
+static void test_late_changes_counted_exactly_once(void **state)
+{
+	struct pair *p = *state;
+	struct sluice_class_stats st;
+	struct sluice_inflight inf;
+	struct layout_plan lp;
+	char err[256];
+
+	/* Before the first copy: A(1), B(2), C(3) admitted by the old programs. */
+	for (uint16_t s = 1; s <= 3; s++)
+		assert_int_equal(syn(p->old->skel, s), XDP_PASS);
+	plan_copy_all(p, &lp);
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(count_flows(p->nm.flows), 3);
+
+	/* Between the copy and the swap the old programs still run: B ends, D(4), F(6) arrive.
+	 * The new programs already run too: E(5) arrives there. */
+	fin(p->old->skel, 2);
+	assert_int_equal(syn(p->old->skel, 4), XDP_PASS);
+	assert_int_equal(syn(p->old->skel, 6), XDP_PASS);
+	assert_int_equal(syn(p->new_skel, 5), XDP_PASS);
+
+	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
+	layout_plan_release(&lp);
+
+	/* A, C, D, E, F: five live units, each once; six admissions, one completion. */
+	assert_int_equal(count_flows(p->nm.flows), 5);
+	assert_int_equal(maps_read_inflight(&p->nm, p->old->idx[0], &inf), 0);
+	assert_int_equal(inf.total, 5);
+	assert_int_equal(maps_read_class_stats(&p->nm, p->old->idx[0], SLUICE_L2, &st), 0);
+	assert_int_equal(st.admitted, 6);
+	assert_int_equal(st.completed, 1);
+
+	/* They all end through the new programs: back to exactly zero. */
+	for (uint16_t s = 1; s <= 6; s++)
+		if (s != 2)
+			fin(p->new_skel, s);
+	assert_int_equal(count_flows(p->nm.flows), 0);
+	assert_int_equal(maps_read_inflight(&p->nm, p->old->idx[0], &inf), 0);
+	assert_int_equal(inf.total, 0);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(inf.cls[c], 0);
+
+	/* The fresh maps took over the pin names; the record says the new layout. */
+	struct sluice_maps pinned;
+	struct sluice_layout rec;
+	__u32 k = 0;
+
+	assert_int_equal(maps_open_pinned(p->pin_dir, &pinned), 0);
+	assert_int_equal(count_flows(pinned.flows), 0);
+	maps_close(&pinned);
+	/* The record map is adopted, never moved (here: the skeleton's own). */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(p->new_skel->maps.sluice_layout), &k,
+					     &rec), 0);
+	assert_int_equal(rec.version, layout_version());
+	assert_int_equal(rec.migrating_from, 0);
+	assert_int_equal(rec.n_maps, N_NAMES + 1);
+}
+
+static void test_btf_hash_tells_layouts_apart(void **state)
+{
+	struct pair *p = *state;
+	const struct bpf_object *o = p->old->skel->obj, *n = p->new_skel->obj;
+	__u64 flows = layout_btf_hash(o, p->old->skel->maps.flows);
+	__u64 rej = layout_btf_hash(o, p->old->skel->maps.rejected_syns);
+
+	/* Same key type, different values: different hashes; the same map in two loads: equal. */
+	assert_true(flows != 0 && rej != 0);
+	assert_true(flows != rej);
+	assert_true(layout_btf_hash(o, p->old->skel->maps.inflight) !=
+		    layout_btf_hash(o, p->old->skel->maps.class_stats));
+	assert_true(flows == layout_btf_hash(n, p->new_skel->maps.flows));
+	for (int i = 0; i < N_NAMES; i++)
+		assert_true(layout_btf_hash(o, bpf_object__find_map_by_name(o, NAMES[i])) != 0);
+}
+
+/* Same-size layouts that differ only in names, order, widths or array lengths hash apart; a
+ * typedef is looked through; the same struct built twice hashes the same. */
+static __u32 add_pair(struct btf *b, const char *name, const char *f1, __u32 t1,
+		      const char *f2, __u32 t2, __u32 size, __u32 off2)
+{
+	__u32 id = btf__add_struct(b, name, size);
+
+	btf__add_field(b, f1, t1, 0, 0);
+	btf__add_field(b, f2, t2, off2 * 8, 0);
+	return id;
+}
+
+static void test_btf_hash_sees_same_size_changes(void **state)
+{
+	struct btf *b = btf__new_empty(), *b2 = btf__new_empty();
+	__u32 u32 = btf__add_int(b, "unsigned int", 4, 0);
+	__u32 u16 = btf__add_int(b, "short unsigned int", 2, 0);
+	__u32 u64 = btf__add_int(b, "long long unsigned int", 8, 0);
+	__u32 s32 = btf__add_int(b, "int", 4, BTF_INT_SIGNED);
+	__u32 td = btf__add_typedef(b, "__u32", u32);
+	__u32 xy = add_pair(b, "a", "x", u32, "y", u32, 8, 4);
+	__u32 yx = add_pair(b, "b", "y", u32, "x", u32, 8, 4);
+	__u32 xs = add_pair(b, "c", "x", u32, "y", s32, 8, 4);
+	__u32 xy_td = add_pair(b, "d", "x", td, "y", u32, 8, 4);
+	__u32 wide = btf__add_struct(b, "e", 8);
+	int wide_field = btf__add_field(b, "xy", u64, 0, 0);
+	__u32 y_at4 = add_pair(b, "f", "x", u32, "y", u32, 12, 4);
+	__u32 y_at8 = add_pair(b, "g", "x", u32, "y", u32, 12, 8);
+	__u32 arr2 = btf__add_array(b, u32, u32, 2), arr3 = btf__add_array(b, u32, u32, 3);
+	__u32 arr4 = btf__add_array(b, u32, u16, 4);
+	__u32 other_u32 = btf__add_int(b2, "unsigned int", 4, 0);
+	__u32 xy2 = add_pair(b2, "a", "x", other_u32, "y", other_u32, 8, 4);
+
+	assert_int_equal(wide_field, 0);
+	__u64 h_xy = layout_btf_type_hash(b, xy);
+	assert_true(h_xy != layout_btf_type_hash(b, yx));      /* fields swapped */
+	assert_true(h_xy != layout_btf_type_hash(b, xs));      /* one field signed */
+	assert_true(h_xy != layout_btf_type_hash(b, wide));    /* one u64 instead of two u32 */
+	assert_true(layout_btf_type_hash(b, y_at4) != layout_btf_type_hash(b, y_at8)); /* offset */
+	assert_true(layout_btf_type_hash(b, arr2) != layout_btf_type_hash(b, arr3)); /* length */
+	assert_true(layout_btf_type_hash(b, arr2) != layout_btf_type_hash(b, arr4)); /* element */
+	assert_true(h_xy == layout_btf_type_hash(b, xy_td));   /* a typedef changes nothing */
+	assert_true(h_xy == layout_btf_type_hash(b2, xy2));    /* another BTF, same struct */
+	btf__free(b);
+	btf__free(b2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_late_changes_counted_exactly_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_hash_tells_layouts_apart, setup, teardown),
+		cmocka_unit_test(test_btf_hash_sees_same_size_changes),
+	};
+
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP needs root (BPF)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests_name("layout", tests, NULL, NULL);
+}

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "kernel/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#define LAYOUT_MAP "sluice_layout"
+
+/* The rehearsal build (make's layout drill) claims the next layout with today's structs and
+ * migrates from today's by copying every map, so the end-to-end test drives the copy-and-swap
+ * path on live traffic before a real layout change needs it. */
+#ifdef SLUICE_LAYOUT_DRILL
+#define THIS_LAYOUT (SLUICE_MAP_LAYOUT_VERSION + 1)
+#else
+#define THIS_LAYOUT SLUICE_MAP_LAYOUT_VERSION
+#endif
+
+/* The versions this build can carry over, and how. A map listed in `copy` (or every map with
+ * copy_all) is created fresh and filled from its pin, byte for byte: its key and value sizes
+ * must be unchanged (a map whose value changed needs a converter added here first), its
+ * max_entries may differ. Every other map must match this build exactly and is adopted. */
+struct layout_migration {
+	__u32 from;
+	int copy_all;
+	const char *const *copy;
+	const char *what;
+};
+
+static const struct layout_migration migrations[] = {
+	{ .from = 1, .what = "no map changed, the layout record is new" },
+#ifdef SLUICE_LAYOUT_DRILL
+	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
+	  .what = "rehearsal: every map copied into a fresh one" },
+#endif
+};
+
+__u32 layout_version(void)
+{
+	return THIS_LAYOUT;
+}
+
+/* ---- BTF hash: names, offsets, sizes and kinds of a type, typedefs and qualifiers skipped */
+
+static __u64 fnv(__u64 h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static __u64 hash_type(const struct btf *btf, __u32 id, __u64 h, int depth)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	__u32 kind;
+
+	while (t && (btf_is_typedef(t) || btf_is_mod(t))) {
+		id = t->type;
+		t = btf__type_by_id(btf, id);
+	}
+	if (!t || depth > 16)
+		return fnv(h, "?", 1);
+	kind = btf_kind(t);
+	h = fnv(h, &kind, sizeof(kind));
+	if (btf_is_int(t)) {
+		__u32 enc = btf_int_encoding(t), bits = btf_int_bits(t);
+
+		h = fnv(h, &enc, sizeof(enc));
+		return fnv(h, &bits, sizeof(bits));
+	}
+	if (btf_is_array(t)) {
+		const struct btf_array *a = btf_array(t);
+
+		h = fnv(h, &a->nelems, sizeof(a->nelems));
+		return hash_type(btf, a->type, h, depth + 1);
+	}
+	if (btf_is_composite(t)) {
+		const struct btf_member *m = btf_members(t);
+
+		h = fnv(h, &t->size, sizeof(t->size));
+		for (__u16 i = 0; i < btf_vlen(t); i++, m++) {
+			const char *name = btf__name_by_offset(btf, m->name_off);
+			__u32 off = btf_member_bit_offset(t, i);
+
+			h = fnv(h, name ? name : "", name ? strlen(name) + 1 : 1);
+			h = fnv(h, &off, sizeof(off));
+			h = hash_type(btf, m->type, h, depth + 1);
+		}
+		return h;
+	}
+	return fnv(h, &t->size, sizeof(t->size)); /* enums and the rest: their size */
+}
+
+__u64 layout_btf_type_hash(const struct btf *btf, __u32 type_id)
+{
+	return hash_type(btf, type_id, 0xcbf29ce484222325ull, 0);
+}
+
+__u64 layout_btf_hash(const struct bpf_object *obj, const struct bpf_map *map)
+{
+	const struct btf *btf = bpf_object__btf(obj);
+	__u32 k = bpf_map__btf_key_type_id(map), v = bpf_map__btf_value_type_id(map);
+	__u64 h = 0xcbf29ce484222325ull;
+
+	if (!btf || !k || !v)
+		return 0;
+	h = hash_type(btf, k, h, 0);
+	return hash_type(btf, v, h, 0);
+}
+
+/* ---- what is pinned */
+
+static const char *pin_flag(const char *pin_dir, char *buf, size_t len)
+{
+	if (strcmp(pin_dir, SLUICE_PIN_DIR) == 0)
+		return "";
+	snprintf(buf, len, " --pin-dir %s", pin_dir);
+	return buf;
+}
+
+/* The advice every refusal ends with. */
+static void refuse(char *err, size_t errlen, const char *pin_dir, const char *why)
+{
+	char flag[300];
+
+	snprintf(err, errlen, "%s: run `sluicectl%s detach` (drops in-flight state; traffic is "
+		 "admitted while detached) or start the matching sluiced version", why,
+		 pin_flag(pin_dir, flag, sizeof(flag)));
+}
+
+static int read_record(const char *pin_dir, struct sluice_layout *rec)
+{
+	char path[512];
+	__u32 k = 0;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, LAYOUT_MAP);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	rc = bpf_map_lookup_elem(fd, &k, rec) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int open_pin(const char *pin_dir, const struct bpf_map *map)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(map));
+	return bpf_obj_get(path);
+}
+
+static const struct sluice_layout_map *record_entry(const struct sluice_layout *rec,
+						    const char *name)
+{
+	for (__u32 i = 0; rec && i < rec->n_maps && i < SLUICE_LAYOUT_MAX_MAPS; i++)
+		if (strncmp(rec->map[i].name, name, SLUICE_LAYOUT_NAME_LEN) == 0)
+			return &rec->map[i];
+	return NULL;
+}
+
+/* Does the pinned map behind fd match this build's definition? Names the difference in why. */
+static int pin_matches(int fd, const struct bpf_object *obj, const struct bpf_map *map,
+		       const struct sluice_layout *rec, int sizes_only, char *why, size_t len)
+{
+	struct bpf_map_info info;
+	__u32 ilen = sizeof(info);
+	const struct sluice_layout_map *r = record_entry(rec, bpf_map__name(map));
+	__u64 h = layout_btf_hash(obj, map);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
+		snprintf(why, len, "cannot read it: %s", strerror(errno));
+		return 0;
+	}
+#define DIFF(what, pinned, want)                                                          \
+	if ((pinned) != (want)) {                                                         \
+		snprintf(why, len, what " %u, this sluiced expects %u", (unsigned)(pinned), \
+			 (unsigned)(want));                                               \
+		return 0;                                                                 \
+	}
+	DIFF("type", info.type, bpf_map__type(map));
+	DIFF("key size", info.key_size, bpf_map__key_size(map));
+	DIFF("value size", info.value_size, bpf_map__value_size(map));
+	if (sizes_only)
+		return 1;
+	DIFF("max_entries", info.max_entries, bpf_map__max_entries(map));
+	DIFF("flags", info.map_flags, bpf_map__map_flags(map));
+#undef DIFF
+	if (r && r->btf_hash && h && r->btf_hash != h) {
+		snprintf(why, len, "key/value types differ (BTF hash %016llx, this sluiced "
+			 "expects %016llx)", (unsigned long long)r->btf_hash,
+			 (unsigned long long)h);
+		return 0;
+	}
+	return 1;
+}
+
+static int in_list(const char *const *list, const char *name)
+{
+	for (; list && *list; list++)
+		if (strcmp(*list, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Check every pinned map this plan adopts (or copies) against this build. */
+static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const char *pin_dir,
+		      const struct sluice_layout *rec, char *err, size_t errlen)
+{
+	for (int i = 0; i < p->n; i++) {
+		struct layout_slot *s = &p->slot[i];
+		const char *name = bpf_map__name(s->map);
+		char why[200], msg[600];
+		int fd = open_pin(pin_dir, s->map), ok;
+
+		if (fd < 0)
+			continue; /* not pinned yet: loading creates it */
+		ok = pin_matches(fd, obj, s->map, rec, s->copy, why, sizeof(why));
+		if (s->copy && ok)
+			s->old_fd = fd;
+		else
+			close(fd);
+		if (!ok) {
+			snprintf(msg, sizeof(msg), "pinned maps under %s have layout %u, but map %s "
+				 "does not match %s (%s); this sluiced understands layout %u",
+				 pin_dir, p->pinned, name,
+				 p->pinned == p->version ? "it" : "what the migration expects",
+				 why, p->version);
+			refuse(err, errlen, pin_dir, msg);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
+		char *err, size_t errlen)
+{
+	const struct layout_migration *mig = NULL;
+	struct sluice_layout rec;
+	struct bpf_map *map;
+	int have_rec, any_pin = 0;
+	char msg[600];
+
+	memset(p, 0, sizeof(*p));
+	p->version = THIS_LAYOUT;
+	bpf_object__for_each_map(map, obj) {
+		if (!bpf_map__pin_path(map))
+			continue; /* per-packet scratch, never pinned */
+		if (p->n == SLUICE_LAYOUT_MAX_MAPS) {
+			snprintf(err, errlen, "more pinned maps than the layout record holds (%d)",
+				 SLUICE_LAYOUT_MAX_MAPS);
+			return -E2BIG;
+		}
+		p->slot[p->n++] = (struct layout_slot){ .map = map, .old_fd = -1 };
+		if (access(bpf_map__pin_path(map), F_OK) == 0)
+			any_pin = 1;
+	}
+	have_rec = read_record(pin_dir, &rec) == 0;
+	if (!have_rec && !any_pin) {
+		p->action = LAYOUT_FRESH;
+		snprintf(p->note, sizeof(p->note), "created the maps under %s, layout %u", pin_dir,
+			 p->version);
+		return 0;
+	}
+	p->pinned = have_rec ? rec.version : 1; /* pins from before the record existed */
+	if (have_rec && rec.migrating_from) {
+		snprintf(msg, sizeof(msg), "pinned maps under %s are half-way through a migration "
+			 "from layout %u to %u that was interrupted", pin_dir, rec.migrating_from,
+			 rec.version);
+		refuse(err, errlen, pin_dir, msg);
+		return -EPROTO;
+	}
+	if (p->pinned == p->version) {
+		p->action = LAYOUT_ADOPT;
+		snprintf(p->note, sizeof(p->note), "adopted the maps under %s, layout %u", pin_dir,
+			 p->version);
+		return check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen);
+	}
+	for (size_t i = 0; p->pinned < p->version && i < sizeof(migrations) / sizeof(migrations[0]); i++)
+		if (migrations[i].from == p->pinned)
+			mig = &migrations[i];
+	if (!mig) {
+		snprintf(msg, sizeof(msg), "pinned maps under %s have layout %u, this sluiced "
+			 "understands %u and cannot migrate %u", pin_dir, p->pinned, p->version,
+			 p->pinned);
+		refuse(err, errlen, pin_dir, msg);
+		return -EPROTO;
+	}
+	p->action = LAYOUT_MIGRATE;
+	for (int i = 0; i < p->n; i++) {
+		const char *name = bpf_map__name(p->slot[i].map);
+
+		p->slot[i].copy = strcmp(name, LAYOUT_MAP) != 0 &&
+				  (mig->copy_all || in_list(mig->copy, name));
+	}
+	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
+		return -EPROTO;
+	for (int i = 0; i < p->n; i++)
+		if (p->slot[i].copy)
+			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
+	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s)",
+		 pin_dir, p->pinned, p->version, mig->what);
+	return 0;
+}
+
+/* ---- carrying a map over: a snapshot of the old map, copied into the fresh one before the
+ * programs are swapped, then a three-way merge of what the old programs changed meanwhile */
+
+struct snapshot {
+	__u32 type, ksz, vsz;       /* vsz: the whole per-CPU value for per-CPU maps */
+	size_t n, cap;
+	char *keys, *vals;
+};
+
+static int is_array(__u32 type)
+{
+	return type == BPF_MAP_TYPE_ARRAY || type == BPF_MAP_TYPE_PERCPU_ARRAY;
+}
+
+static int is_percpu(__u32 type)
+{
+	return type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH ||
+	       type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
+static void snap_free(struct snapshot *s)
+{
+	if (s) {
+		free(s->keys);
+		free(s->vals);
+		free(s);
+	}
+}
+
+static int snap_push(struct snapshot *s, const void *k, const void *v)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		char *nk = realloc(s->keys, cap * s->ksz), *nv;
+
+		if (!nk)
+			return -ENOMEM;
+		s->keys = nk;
+		nv = realloc(s->vals, cap * s->vsz);
+		if (!nv)
+			return -ENOMEM;
+		s->vals = nv;
+		s->cap = cap;
+	}
+	memcpy(s->keys + s->n * s->ksz, k, s->ksz);
+	memcpy(s->vals + s->n * s->vsz, v, s->vsz);
+	s->n++;
+	return 0;
+}
+
+static __u32 sort_ksz;
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sort_ksz);
+}
+
+/* Every entry of the map behind fd; hash-type keys sorted (with their values) for lookup. */
+static struct snapshot *snap_read(int fd)
+{
+	struct bpf_map_info info;
+	__u32 ilen = sizeof(info);
+	struct snapshot *s = calloc(1, sizeof(*s));
+	char *k = NULL, *next = NULL, *v = NULL;
+	int rc = 0;
+
+	memset(&info, 0, sizeof(info));
+	if (!s || bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		goto fail;
+	s->type = info.type;
+	s->ksz = info.key_size;
+	s->vsz = is_percpu(info.type) ? ((info.value_size + 7) & ~7u) * libbpf_num_possible_cpus()
+				      : info.value_size;
+	k = calloc(1, s->ksz);
+	next = calloc(1, s->ksz);
+	v = calloc(1, s->vsz);
+	if (!k || !next || !v)
+		goto fail;
+	if (is_array(info.type)) {
+		for (__u32 i = 0; i < info.max_entries && !rc; i++)
+			if (bpf_map_lookup_elem(fd, &i, v) == 0)
+				rc = snap_push(s, &i, v);
+	} else {
+		void *prev = NULL;
+
+		while (!rc && bpf_map_get_next_key(fd, prev, next) == 0) {
+			memcpy(k, next, s->ksz);
+			prev = k;
+			if (bpf_map_lookup_elem(fd, k, v) == 0)
+				rc = snap_push(s, k, v);
+		}
+		/* Sort an index, then the entries by it. */
+		if (!rc && s->n > 1) {
+			size_t rec = s->ksz + s->vsz;
+			char *tmp = malloc(s->n * rec);
+
+			if (!tmp)
+				goto fail;
+			for (size_t i = 0; i < s->n; i++) {
+				memcpy(tmp + i * rec, s->keys + i * s->ksz, s->ksz);
+				memcpy(tmp + i * rec + s->ksz, s->vals + i * s->vsz, s->vsz);
+			}
+			sort_ksz = s->ksz;
+			qsort(tmp, s->n, rec, key_cmp);
+			for (size_t i = 0; i < s->n; i++) {
+				memcpy(s->keys + i * s->ksz, tmp + i * rec, s->ksz);
+				memcpy(s->vals + i * s->vsz, tmp + i * rec + s->ksz, s->vsz);
+			}
+			free(tmp);
+		}
+	}
+	free(k);
+	free(next);
+	free(v);
+	if (rc)
+		goto fail_s;
+	return s;
+fail:
+	free(k);
+	free(next);
+	free(v);
+fail_s:
+	snap_free(s);
+	return NULL;
+}
+
+/* The value stored under key in the snapshot, or NULL. */
+static const char *snap_find(const struct snapshot *s, const void *key)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = memcmp(s->keys + mid * s->ksz, key, s->ksz);
+
+		if (c == 0)
+			return s->vals + mid * s->vsz;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static struct layout_slot *slot_named(struct layout_plan *p, const char *name)
+{
+	for (int i = 0; i < p->n; i++)
+		if (strcmp(bpf_map__name(p->slot[i].map), name) == 0)
+			return &p->slot[i];
+	return NULL;
+}
+
+int layout_copy(struct layout_plan *p, char *err, size_t errlen)
+{
+	for (int i = 0; p->action == LAYOUT_MIGRATE && i < p->n; i++) {
+		struct layout_slot *s = &p->slot[i];
+		struct snapshot *b;
+		int fd = bpf_map__fd(s->map);
+
+		if (s->old_fd < 0)
+			continue;
+		b = snap_read(s->old_fd);
+		if (!b) {
+			snprintf(err, errlen, "cannot read the pinned map %s to migrate it",
+				 bpf_map__name(s->map));
+			return -EIO;
+		}
+		s->base = b;
+		for (size_t j = 0; j < b->n; j++)
+			if (bpf_map_update_elem(fd, b->keys + j * b->ksz, b->vals + j * b->vsz,
+						BPF_ANY) == 0)
+				s->carried++;
+	}
+	return 0;
+}
+
+/* Counters (per-CPU arrays): the new map counts from the swap on, so add what the old
+ * programs counted since the first copy. In-flight (`inflight`) is shared with the running
+ * programs' atomics, so its late changes are booked in `inflight_released`, which only the
+ * controller writes: effective in-flight = inflight - released stays exact. Everything else:
+ * a change the old programs made after the first copy is carried over unless the new programs
+ * changed the entry too (they saw the later packet). */
+static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
+{
+	const struct snapshot *b = s->base;
+	struct snapshot *f = snap_read(s->old_fd);
+	const char *name = bpf_map__name(s->map);
+	struct layout_slot *rel = slot_named(p, "inflight_released");
+	int fd = bpf_map__fd(s->map), rc = 0;
+	char *cur = f ? malloc(f->vsz) : NULL;
+
+	if (!f || !cur) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t j = 0; j < f->n; j++) {
+		const char *k = f->keys + j * f->ksz, *fv = f->vals + j * f->vsz;
+		const char *bv = is_array(f->type) ? (j < b->n ? b->vals + j * b->vsz : NULL)
+						   : snap_find(b, k);
+
+		if (bv && memcmp(bv, fv, f->vsz) == 0)
+			continue;
+		if (bv && f->type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+			__u64 *c = (__u64 *)cur;
+			const __u64 *o = (const __u64 *)fv, *ob = (const __u64 *)bv;
+
+			if (bpf_map_lookup_elem(fd, k, cur) == 0) {
+				for (size_t w = 0; w < f->vsz / 8; w++)
+					c[w] += o[w] - ob[w];
+				bpf_map_update_elem(fd, k, cur, BPF_ANY);
+			}
+		} else if (bv && strcmp(name, "inflight") == 0 && rel) {
+			struct sluice_inflight r;
+			const struct sluice_inflight *o = (const void *)fv, *ob = (const void *)bv;
+
+			if (bpf_map_lookup_elem(bpf_map__fd(rel->map), k, &r) == 0) {
+				r.total -= o->total - ob->total;
+				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+					r.cls[c] -= o->cls[c] - ob->cls[c];
+				bpf_map_update_elem(bpf_map__fd(rel->map), k, &r, BPF_ANY);
+			}
+		} else if (!bv) {
+			if (bpf_map_update_elem(fd, k, fv, BPF_NOEXIST) == 0)
+				s->carried++;
+		} else if (bpf_map_lookup_elem(fd, k, cur) == 0 && memcmp(cur, bv, f->vsz) == 0) {
+			bpf_map_update_elem(fd, k, fv, BPF_EXIST);
+		}
+	}
+	/* Entries the old programs deleted after the first copy (a unit ended): delete them
+	 * here too, unless the new programs have changed them since. */
+	for (size_t j = 0; !is_array(f->type) && j < b->n; j++) {
+		const char *k = b->keys + j * b->ksz, *bv = b->vals + j * b->vsz;
+
+		if (!snap_find(f, k) && bpf_map_lookup_elem(fd, k, cur) == 0 &&
+		    memcmp(cur, bv, b->vsz) == 0 && bpf_map_delete_elem(fd, k) == 0)
+			s->carried--;
+	}
+out:
+	free(cur);
+	snap_free(f);
+	return rc;
+}
+
+static int write_record(struct layout_plan *p, const struct bpf_object *obj, __u32 migrating_from)
+{
+	static struct sluice_layout rec;
+	struct layout_slot *self = slot_named(p, LAYOUT_MAP);
+	__u32 k = 0;
+
+	if (!self)
+		return -ENOENT;
+	memset(&rec, 0, sizeof(rec));
+	rec.version = p->version;
+	rec.migrating_from = migrating_from;
+	for (int i = 0; i < p->n; i++) {
+		const struct bpf_map *m = p->slot[i].map;
+		struct sluice_layout_map *e = &rec.map[rec.n_maps++];
+
+		snprintf(e->name, sizeof(e->name), "%s", bpf_map__name(m));
+		e->type = bpf_map__type(m);
+		e->key_size = bpf_map__key_size(m);
+		e->value_size = bpf_map__value_size(m);
+		e->max_entries = bpf_map__max_entries(m);
+		e->btf_hash = layout_btf_hash(obj, m);
+	}
+	return bpf_map_update_elem(bpf_map__fd(self->map), &k, &rec, BPF_ANY) ? -errno : 0;
+}
+
+/* The fresh map takes over the pin name: pinned beside it, then renamed over it. */
+static int repin(const struct layout_slot *s, const char *pin_dir)
+{
+	char path[512], tmp[540];
+
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, bpf_map__name(s->map));
+	snprintf(tmp, sizeof(tmp), "%s__migrating", path); /* bpffs names take no dot */
+	unlink(tmp);
+	if (bpf_obj_pin(bpf_map__fd(s->map), tmp) || rename(tmp, path)) {
+		int e = errno;
+
+		unlink(tmp);
+		return -e;
+	}
+	return 0;
+}
+
+int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
+		  char *err, size_t errlen)
+{
+	size_t used = strlen(p->note);
+	int rc, n_copied = 0;
+
+	if (p->action != LAYOUT_MIGRATE)
+		goto record;
+	/* Let program runs that started before the swap finish on the old maps. */
+	usleep(50 * 1000);
+	for (int i = 0; i < p->n; i++) {
+		struct layout_slot *s = &p->slot[i];
+
+		if (s->old_fd < 0 || !s->base)
+			continue;
+		if (merge_late_changes(p, s)) {
+			snprintf(err, errlen, "migrating map %s failed; the new programs run on "
+				 "unpinned maps: run `sluicectl detach`", bpf_map__name(s->map));
+			return -EIO;
+		}
+	}
+	rc = write_record(p, obj, p->pinned);
+	for (int i = 0; !rc && i < p->n; i++) {
+		struct layout_slot *s = &p->slot[i];
+
+		if (!s->copy)
+			continue;
+		rc = repin(s, pin_dir);
+		if (rc) {
+			snprintf(err, errlen, "cannot pin the migrated map %s under %s: %s; run "
+				 "`sluicectl detach`", bpf_map__name(s->map), pin_dir, strerror(-rc));
+			return rc;
+		}
+		n_copied++;
+		if (!is_array(bpf_map__type(s->map)) && used < sizeof(p->note))
+			used += snprintf(p->note + used, sizeof(p->note) - used, "; %s: %ld entries",
+					 bpf_map__name(s->map), s->carried);
+	}
+	if (!rc && used < sizeof(p->note))
+		snprintf(p->note + used, sizeof(p->note) - used, "; %d maps copied, %d adopted",
+			 n_copied, p->n - n_copied);
+record:
+	rc = write_record(p, obj, 0);
+	if (rc)
+		snprintf(err, errlen, "cannot write the layout record under %s: %s", pin_dir,
+			 strerror(-rc));
+	return rc;
+}
+
+void layout_plan_release(struct layout_plan *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		if (p->slot[i].old_fd >= 0)
+			close(p->slot[i].old_fd);
+		p->slot[i].old_fd = -1;
+		snap_free(p->slot[i].base);
+		p->slot[i].base = NULL;
+	}
+}

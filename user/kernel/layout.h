@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The layout version of the pinned maps: what a starting sluiced does with pins it finds.
+ *   none                 create the maps, record this layout
+ *   same version         adopt them (after checking each pinned map against this build)
+ *   older, migratable    carry them over: maps whose layout is unchanged are adopted in place,
+ *                        the others are created fresh, filled from the pinned ones, and take
+ *                        over the pin names once the programs are swapped
+ *   anything else        refuse, change nothing, and say what to do
+ * Order of calls (attach.c): layout_plan after opening the object, layout_copy after loading
+ * it, layout_commit after the programs are swapped in. */
+#ifndef SLUICE_LAYOUT_H
+#define SLUICE_LAYOUT_H
+
+#include <stddef.h>
+#include "sluice.h"
+
+struct bpf_object;
+struct bpf_map;
+
+enum layout_action { LAYOUT_FRESH, LAYOUT_ADOPT, LAYOUT_MIGRATE };
+
+struct layout_slot {
+	struct bpf_map *map;
+	int copy;                   /* migrated: created fresh and filled from the pin */
+	int old_fd;                 /* the pinned map being carried over, -1 otherwise */
+	void *base;                 /* what the first copy carried over (a snapshot) */
+	long carried;               /* entries carried over */
+};
+
+struct layout_plan {
+	enum layout_action action;
+	__u32 version;              /* the layout this build writes */
+	__u32 pinned;               /* the layout found: 0 none, 1 pins without a record */
+	int n;
+	struct layout_slot slot[SLUICE_LAYOUT_MAX_MAPS];
+	char note[512];             /* what was done, one line for the log */
+};
+
+/* The layout this build writes. */
+__u32 layout_version(void);
+
+/* Read the pins under pin_dir and decide; obj is opened, not loaded. For a migration, the maps
+ * to carry over are unpinned in obj so that loading creates them fresh. Returns 0, or -EPROTO
+ * with the reason and what to do in err (nothing has been changed). */
+int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
+		char *err, size_t errlen);
+
+/* After loading: fill the fresh maps from the pinned ones (the old programs still run). */
+int layout_copy(struct layout_plan *p, char *err, size_t errlen);
+
+/* After the new programs are attached: carry over what the old programs changed meanwhile,
+ * move the pin names to the fresh maps, and write the layout record. */
+int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
+		  char *err, size_t errlen);
+
+void layout_plan_release(struct layout_plan *p);
+
+/* Hash of a map's key and value types in the object's BTF (0 when it has none): member names,
+ * offsets, sizes, array lengths and integer encodings; typedefs and qualifiers are looked
+ * through. layout_btf_type_hash is the same for one type of any BTF. */
+struct btf;
+__u64 layout_btf_hash(const struct bpf_object *obj, const struct bpf_map *map);
+__u64 layout_btf_type_hash(const struct btf *btf, __u32 type_id);
+
+#endif
