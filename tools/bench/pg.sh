@@ -21,7 +21,7 @@
 # saying which and why. Everything it starts (namespaces, processes, pins, iptables rules in
 # its namespace, the cluster's temporary directory) is removed on any exit.
 # Knobs (environment): PG_RUNS (3), PG_DUR (s of L0 per run, 10), PG_CONTENDERS, PG_MODES
-# ("persistent connect"), PG_HOLDERS (30), PG_CHURNERS (48), PG_SEED (1).
+# ("persistent connect"), PG_HOLDERS (16), PG_CHURNERS (48), PG_SEED (1).
 set -u
 [ $# -eq 2 ] || { echo "usage: tools/bench/pg.sh BUILD OUTDIR" >&2; exit 2; }
 BUILD=$(realpath -m "$1")
@@ -32,7 +32,7 @@ RUNS=${PG_RUNS:-3}
 DUR=${PG_DUR:-10}
 CONTENDERS=${PG_CONTENDERS:-"none iptables pgbouncer sluice-dayone sluice-tuned"}
 MODES=${PG_MODES:-"persistent connect"}
-HOLDERS=${PG_HOLDERS:-30}
+HOLDERS=${PG_HOLDERS:-16}
 CHURNERS=${PG_CHURNERS:-48}
 SEED=${PG_SEED:-1}
 L0_CLIENTS=8
@@ -149,14 +149,14 @@ start_pg() {
 		kill -0 "$PG_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	log "PostgreSQL did not start on $1:5432:"; tail -5 "$TMP/postgres.log" >&2
+	log "PostgreSQL did not start on $1:5432:"; tail -n 5 "$TMP/postgres.log" >&2
 	return 1
 }
 
 init_cluster() {
 	log "initdb in $PGD/data"
 	$AS_PG "$PGBIN/initdb" -D "$PGD/data" -U postgres --auth=trust -E UTF8 --no-sync \
-		> "$TMP/initdb.log" 2>&1 || { log "initdb failed:"; tail -5 "$TMP/initdb.log" >&2; return 1; }
+		> "$TMP/initdb.log" 2>&1 || { log "initdb failed:"; tail -n 5 "$TMP/initdb.log" >&2; return 1; }
 	cat "$HERE/postgresql.conf" >> "$PGD/data/postgresql.conf"
 	cp "$HERE/pg_hba.conf" "$PGD/data/pg_hba.conf"
 	chown postgres:postgres "$PGD/data/pg_hba.conf"
@@ -172,7 +172,7 @@ init_cluster() {
 	$ADMIN -d postgres -c "CREATE ROLE bench LOGIN" -c "CREATE DATABASE bench OWNER bench" \
 		>/dev/null 2>"$TMP/init.err" &&
 	"$PGBIN/pgbench" -i -q -s 1 -h "$SOCK" -p 5432 -U bench bench >/dev/null 2>>"$TMP/init.err" ||
-		{ log "cannot create the bench database:"; tail -5 "$TMP/init.err" "$TMP/postgres.log" >&2; stop_pg; return 1; }
+		{ log "cannot create the bench database:"; tail -n 5 "$TMP/init.err" "$TMP/postgres.log" >&2; stop_pg; return 1; }
 	stop_pg
 }
 
@@ -241,7 +241,7 @@ start_pgbouncer() {
 	start_bg "$TMP/pgbouncer.out" $IN_SRV $AS_PG pgbouncer "$TMP/pgbouncer.ini"
 	PGB_PID=$LAST_PID
 	wait_port $SRV_IP 5432 && kill -0 "$PGB_PID" 2>/dev/null && return 0
-	log "pgbouncer did not start:"; tail -5 "$TMP/pgbouncer.out" "$TMP/pgbouncer.log" >&2
+	log "pgbouncer did not start:"; tail -n 5 "$TMP/pgbouncer.out" "$TMP/pgbouncer.log" >&2
 	return 1
 }
 
@@ -257,7 +257,7 @@ start_sluice() { # start_sluice dayone|tuned
 		kill -0 "$SLUICED_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	log "sluiced did not come up:"; tail -5 "$TMP/sluiced.log" >&2
+	log "sluiced did not come up:"; tail -n 5 "$TMP/sluiced.log" >&2
 	return 1
 }
 
@@ -320,7 +320,7 @@ drain() { # until no bench client holds a backend (pgbouncer: none is active), a
 
 # run_one CONTENDER MODE RUN FLOOD(0|1): one L0 run, alone or under the flood; one JSON line.
 run_one() {
-	local who=$1 mode=$2 run=$3 flood=$4 seed c0 c1 s0 s1 fpid=
+	local who=$1 mode=$2 run=$3 flood=$4 seed c0 c1 cl s0 s1 fpid=
 	seed=$((SEED * 100 + run))
 	log "  $who $mode run $run $([ $flood = 1 ] && echo "under the flood" || echo alone)"
 	s0=$(sluice_counts)
@@ -333,6 +333,7 @@ run_one() {
 		fpid=$!
 		sleep $LEAD
 	fi
+	cl=$(host_busy_ns)
 	touch "$TMP/sampling"
 	sample_backends > "$TMP/backends.txt" &
 	local spid=$!
@@ -343,9 +344,10 @@ run_one() {
 	s1=$(sluice_counts)
 	wait $spid 2>/dev/null
 	python3 - "$who" "$mode" "$run" "$flood" "$DUR" "$TMP/l0.json" "$TMP/flood.json" \
-		"$((c1 - c0))" "$s0" "$s1" "$TMP/backends.txt" >> "$RAW" <<'PY'
-import json, sys
-who, mode, run, flood, dur, l0f, ff, cpu, s0, s1, bf = sys.argv[1:]
+		"$((c1 - c0))" "$s0" "$s1" "$TMP/backends.txt" "$((cl - c0))" $LEAD "$TMP/flood.err" \
+		>> "$RAW" <<'PY'
+import json, re, sys
+who, mode, run, flood, dur, l0f, ff, cpu, s0, s1, bf, cpu_lead, lead, ferr = sys.argv[1:]
 def load(f):
     try:
         return json.load(open(f))
@@ -358,6 +360,16 @@ rec = {"type": "run", "contender": who, "mode": mode, "run": int(run), "flood": 
        "dur_s": float(dur), "l0": l0, "l3": fl, "host_cpu_s": round(int(cpu) / 1e9, 3),
        "rejections": rej,
        "cpu_us_per_rejection": round(int(cpu) / 1e3 / rej, 1) if rej else None}
+if fl:
+    # the flood alone (before L0 starts): host CPU / rejections in that window
+    pts = [(float(m.group(1)), int(m.group(2))) for m in
+           (re.search(r"t=([\d.]+) refused=(\d+)", l) for l in open(ferr)) if m]
+    before = [p for p in pts if p[0] <= float(lead)]
+    if before and before[-1][1]:
+        t, n = before[-1]
+        rec["flood_only"] = {"window_s": t, "host_cpu_s": round(int(cpu_lead) / 1e9 * t / float(lead), 3),
+                             "rejections": n,
+                             "cpu_us_per_rejection": round(int(cpu_lead) / 1e3 * t / float(lead) / n, 1)}
 rows = [[int(x) for x in l.split()] for l in open(bf) if len(l.split()) == 3]
 if rows:
     n = len(rows)

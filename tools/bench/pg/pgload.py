@@ -190,18 +190,24 @@ async def flood_main(a):
         tasks.append(asyncio.create_task(churner(a, random.Random(a.seed * 104729 + i),
                                                  deadline, ch, lat)))
 
-    async def sample():
+    def refused_now():
+        return sum(s[k] for s in (ch, ho) for k in ("reset", "full", "server_error", "timeout",
+                                                      "other"))
+
+    async def sample():   # progress on stderr: lets the caller split the run into phases
         while loop.time() < deadline:
             held.append(holding[0])
-            await asyncio.sleep(0.5)
+            print("t=%.3f refused=%d admitted=%d" % (loop.time() - t0, refused_now(),
+                                                     ch["ok"] + ho["ok"]),
+                  file=sys.stderr, flush=True)
+            await asyncio.sleep(0.25)
     tasks.append(asyncio.create_task(sample()))
     await asyncio.wait(tasks, timeout=a.duration + 2 * a.timeout + 2)
     for t in tasks:
         t.cancel()
     el = loop.time() - t0
     lat.sort()
-    refused = sum(s[k] for s in (ch, ho) for k in ("reset", "full", "server_error", "timeout",
-                                                      "other"))
+    refused = refused_now()
     return {"elapsed_s": round(el, 3), "churners": ch, "holders": ho,
             "admitted": ch["ok"] + ho["ok"], "refused": refused,
             "churn_ok_per_s": round(ch["ok"] / el, 1),
@@ -318,7 +324,7 @@ def main():
         s.add_argument("--seed", type=int, default=1)
         s.add_argument("--timeout", type=float, default=2.0)
     f = sub.choices["flood"]
-    f.add_argument("--holders", type=int, default=30)
+    f.add_argument("--holders", type=int, default=16)
     f.add_argument("--churners", type=int, default=48)
     f.add_argument("--query", default="SELECT 1")
     f.add_argument("--retry-ms", type=float, default=50)

@@ -64,15 +64,24 @@ def ratio(x, b, scale=1.0):
     return None if x is None or not b else scale * x / b
 
 
+# each contender's own L0-alone throughput (its overhead with no flood), per mode
+own = {}
+for (who, mode, flood), rs in groups.items():
+    if not flood:
+        own[(who, mode)] = median([g(r, "l0", "tps") or 0 for r in rs])
+
 summaries = []
 for k in sorted(groups, key=order_key):
     who, mode, flood = k
     rs = groups[k]
     b = base.get(mode, {})
+    o = own.get((who, mode))
     s = {"type": "summary", "contender": who, "mode": mode, "flood": flood, "runs": len(rs),
          "l0_success_pct": stat([g(r, "l0", "success_pct") for r in rs]),
          "l0_tps": stat([g(r, "l0", "tps") for r in rs]),
          "l0_tps_pct_of_baseline": stat([ratio(g(r, "l0", "tps"), b.get("tps"), 100) for r in rs]),
+         "l0_tps_pct_of_own_alone":
+             stat([ratio(g(r, "l0", "tps"), o, 100) for r in rs]) if flood else None,
          "l0_p50_ms": stat([g(r, "l0", "p50_ms") for r in rs]),
          "l0_p99_ms": stat([g(r, "l0", "p99_ms") for r in rs]),
          "l0_p50_x_baseline": stat([ratio(g(r, "l0", "p50_ms"), b.get("p50_ms")) for r in rs]),
@@ -84,6 +93,9 @@ for k in sorted(groups, key=order_key):
          "l3_backends_mean": stat([g(r, "backends", "l3_mean") for r in rs]),
          "host_cpu_s": stat([r.get("host_cpu_s") for r in rs]),
          "cpu_us_per_rejection": stat([r.get("cpu_us_per_rejection") for r in rs]),
+         "flood_only_cpu_us_per_rejection":
+             stat([g(r, "flood_only", "cpu_us_per_rejection") for r in rs]),
+         "pooled_backends_mean": stat([g(r, "backends", "other_mean") for r in rs]),
          "baseline": b}
     summaries.append(s)
 
@@ -121,21 +133,31 @@ for mode in MODES:
                      "p99 %.2f ms" % (mode, b["tps"], b["p50_ms"] or 0, b["p99_ms"] or 0))
 lines.append("# median [min-max] over runs. L0 ok = completed / (completed + failed + refused "
              "connections); TPS % = of the baseline;")
-lines.append("# p50x/p99x = L0 latency / baseline latency (-C: connect + transaction); "
-             "CPU/rej = host CPU (/proc/stat) / rejections (L3 + L0)")
+lines.append("# own % = of the same contender's L0-alone TPS; p50x/p99x = L0 latency / baseline "
+             "latency (-C: connect + transaction + disconnect);")
+lines.append("# CPU/rej = host CPU (/proc/stat, all processes) / rejections (L3 + L0): 'flood' = "
+             "the 2 s of flood before L0 starts, 'run' = the whole run;")
+lines.append("# L3 conns = backends held by L3 (mean of 1 s samples; pgbouncer: its pool's "
+             "backends, any class)")
 lines.append("")
-hdr = "%-10s %-6s %-14s %-18s %-18s %-16s %-16s %-16s %-18s %-12s %-10s" % (
-    "mode", "flood", "contender", "L0 ok %", "L0 TPS %", "L0 p50 x", "L0 p99 x",
-    "L3 admitted", "L3 refused", "CPU/rej us", "L3 backends")
+cols = [("mode", 10), ("flood", 5), ("contender", 13), ("L0 ok %", 17), ("TPS %", 13),
+        ("own %", 13), ("p50 x", 16), ("p99 x", 16), ("L3 admitted", 18),
+        ("L3 refused", 18), ("CPU/rej flood", 17), ("CPU/rej run", 17), ("L3 conns", 10)]
+fmt = " ".join("%%-%ds" % w for _, w in cols)
+hdr = fmt % tuple(c for c, _ in cols)
 lines.append(hdr)
 lines.append("-" * len(hdr))
 for s in summaries:
-    lines.append("%-10s %-6s %-14s %-18s %-18s %-16s %-16s %-16s %-18s %-12s %-10s" % (
+    conns = f_stat(s["l3_backends_mean"], "%.1f")
+    if s["contender"] == "pgbouncer":
+        conns = "pool " + f_stat(s["pooled_backends_mean"], "%.1f")
+    lines.append(fmt % (
         s["mode"], "yes" if s["flood"] else "no", s["contender"],
         f_stat(s["l0_success_pct"], "%.1f"), f_stat(s["l0_tps_pct_of_baseline"], "%.0f"),
+        f_stat(s["l0_tps_pct_of_own_alone"], "%.0f"),
         f_stat(s["l0_p50_x_baseline"], "%.2f"), f_stat(s["l0_p99_x_baseline"], "%.2f"),
         f_stat(s["l3_admitted"]), f_stat(s["l3_refused"]),
-        f_stat(s["cpu_us_per_rejection"]), f_stat(s["l3_backends_mean"], "%.1f")))
+        f_stat(s["flood_only_cpu_us_per_rejection"]), f_stat(s["cpu_us_per_rejection"]), conns))
 if failed.split():
     lines.append("")
     lines.append("# FAILED to start (no numbers): %s" % failed)
