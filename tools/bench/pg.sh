@@ -55,22 +55,9 @@ NS_UP=0
 FAILED=()
 
 log() { echo "bench-pg: $*" >&2; }
+. tools/bench/lib.sh
 
 # ------------------------------------------------------------------ cleanup (always)
-stop_pids() {
-	local p i alive
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for i in $(seq 30); do
-		alive=0
-		for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-		[ $alive = 0 ] && break
-		sleep 0.1
-	done
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	# (never a bare `wait`: it would also wait for the database)
-	[ ${#PIDS[@]} -gt 0 ] && wait "${PIDS[@]}" 2>/dev/null
-	PIDS=()
-}
 stop_pg() { # fast shutdown (SIGINT): clients are cut, no waiting for them
 	local i
 	[ -n "$PG_PID" ] || return 0
@@ -104,18 +91,6 @@ trap 'exit 1' INT TERM HUP
 [ "$(id -u)" = 0 ] || { log "needs root (network namespaces, BPF, the postgres user)"; exit 1; }
 
 # ------------------------------------------------------------------ dependencies
-need_pkgs() {
-	local missing="" p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing="$missing $p"
-	done
-	[ -z "$missing" ] && return 0
-	log "installing:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends $missing >/dev/null; }
-}
 need_pkgs postgresql-15 postgresql-client-15 pgbouncer iptables python3 ethtool iproute2 \
 	util-linux bpftool || { log "cannot install PostgreSQL 15, pgbench or pgbouncer"; exit 1; }
 # The packages may start Debian's own cluster and pgbouncer on install: the bench never uses
@@ -177,51 +152,12 @@ init_cluster() {
 }
 
 # ------------------------------------------------------------------ namespaces
-setup_ns() {
-	ip netns add "$NS_S" && ip netns add "$NS_C" || return 1
+# Both namespaces and the veth pair (tools/bench/lib.sh); pgbench cannot choose its source
+# address, so the route to the server gives it L0's; the flood binds to L3's address itself.
+setup_pg_ns() {
 	NS_UP=1
-	ip link add vs-$$ netns "$NS_S" type veth peer name vc-$$ netns "$NS_C" || return 1
-	$IN_SRV ip link set lo up
-	$IN_CLI ip link set lo up
-	$IN_SRV ip link set vs-$$ name s0
-	$IN_CLI ip link set vc-$$ name c0
-	$IN_SRV ip addr add $SRV_IP/24 dev s0
-	$IN_CLI ip addr add $L0_IP/24 dev c0
-	$IN_CLI ip addr add $L3_IP/24 dev c0
-	$IN_SRV ethtool -K s0 tx off >/dev/null 2>&1
-	$IN_CLI ethtool -K c0 tx off >/dev/null 2>&1
-	# Same plumbing for every contender: sluice's XDP_TX resets reach the client promptly only
-	# when its veth runs an XDP program (a pass-through one).
-	$IN_CLI ip link set dev c0 xdpdrv obj "$BUILD/tests/xdp_pass.bpf.o" sec xdp || return 1
-	$IN_CLI sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
-	$IN_CLI sysctl -qw net.ipv4.tcp_tw_reuse=1
-	$IN_SRV sysctl -qw net.core.somaxconn=4096
-	$IN_SRV ip link set s0 up
-	$IN_CLI ip link set c0 up
-	# pgbench cannot choose its source address: the route to the server does it (L0's address);
-	# the flood binds to L3's address itself.
-	$IN_CLI ip route add $SRV_IP/32 dev c0 src $L0_IP || return 1
-	for i in $(seq 50); do
-		$IN_CLI ip -br link show c0 | grep -q ' UP ' &&
-			$IN_SRV ip -br link show s0 | grep -q ' UP ' && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_bg() { # start_bg LOG CMD...
-	local log=$1; shift
-	"$@" >"$log" 2>&1 &
-	PIDS+=($!)
-	LAST_PID=$!
-}
-
-wait_port() { # wait_port ADDR PORT: until something accepts in the server namespace
-	for i in $(seq 50); do
-		$IN_SRV bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	setup_ns $SRV_IP $L0_IP $L3_IP &&
+		$IN_CLI ip route add $SRV_IP/32 dev c0 src $L0_IP
 }
 
 # ------------------------------------------------------------------ contenders
@@ -263,7 +199,7 @@ start_sluice() { # start_sluice dayone|tuned
 
 start_contender() { # start_contender NAME: fresh namespaces, database, protection, warm-up
 	local who=$1
-	setup_ns || { log "cannot set up the network namespaces for $who"; return 1; }
+	setup_pg_ns || { log "cannot set up the network namespaces for $who"; return 1; }
 	case $who in
 	none) start_pg $SRV_IP ;;
 	iptables) start_iptables ;;
