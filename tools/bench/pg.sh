@@ -254,6 +254,15 @@ drain() { # until no bench client holds a backend (pgbouncer: none is active), a
 	log "  $1: backends still busy 15 s after the run"
 }
 
+forget_pids() { # forget_pids PID...: ended and reaped, so never to be signalled again
+	local p q keep=()
+	for p in "${PIDS[@]}"; do
+		for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+		keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+
 # run_one CONTENDER MODE RUN FLOOD(0|1): one L0 run, alone or under the flood; one JSON line.
 run_one() {
 	local who=$1 mode=$2 run=$3 flood=$4 seed c0 c1 cl s0 s1 fpid=
@@ -267,18 +276,21 @@ run_one() {
 			--host $SRV_IP --src $L3_IP --duration $((LEAD + DUR + 1)) --holders $HOLDERS \
 			--churners $CHURNERS --seed $seed > "$TMP/flood.json" 2>"$TMP/flood.err" &
 		fpid=$!
+		PIDS+=($fpid)
 		sleep $LEAD
 	fi
 	cl=$(host_busy_ns)
 	touch "$TMP/sampling"
 	sample_backends > "$TMP/backends.txt" &
 	local spid=$!
+	PIDS+=($spid)
 	l0_load "$mode" "$DUR" "$seed" "$TMP/l0.json"
 	rm -f "$TMP/sampling"
 	[ -n "$fpid" ] && wait $fpid
 	c1=$(host_busy_ns)
 	s1=$(sluice_counts)
 	wait $spid 2>/dev/null
+	forget_pids $fpid $spid
 	python3 - "$who" "$mode" "$run" "$flood" "$DUR" "$TMP/l0.json" "$TMP/flood.json" \
 		"$((c1 - c0))" "$s0" "$s1" "$TMP/backends.txt" "$((cl - c0))" $LEAD "$TMP/flood.err" \
 		>> "$RAW" <<'PY'
