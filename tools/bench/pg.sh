@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # PostgreSQL benchmark: a real database from Debian under a connection flood. NOT a test: it
 # prints ratios measured side by side in one run and never passes or fails on absolute time.
 #

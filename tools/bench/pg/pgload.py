@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """Load for the PostgreSQL benchmark (tools/bench/pg.sh). Standard library only.
 
   pgload.py flood --host H --port P --src ADDR --duration S --holders N --churners N --seed N

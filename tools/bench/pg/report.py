@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """Turn tools/bench/pg.sh's run records into OUTDIR/pg.jsonl (meta line, the run lines,
 summary lines) and OUTDIR/pg.txt (the table).
 
