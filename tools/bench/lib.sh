@@ -1,5 +1,5 @@
-# Shared plumbing of the benchmark scripts (sourced, not run). The caller defines log(),
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# Shared plumbing of the benchmark scripts (sourced, not run). The caller defines log(),
 # BUILD, NS_S, NS_C, IN_SRV, IN_CLI and the PIDS array, and removes what these start with its
 # own EXIT trap (stop_pids, then `ip netns del`).
 
