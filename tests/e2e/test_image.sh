@@ -174,6 +174,16 @@ ok $([ "${sent:-0}" -ge 30 ] && [ "${okc:-0}" -ge 2 ] && [ "${refused:-0}" -ge 2
 	"the image's sluiced sheds: of $sent L3 connections $okc served, $refused refused with RST; the pod's sluicectl counts $rej refused for headroom" \
 	"$(cat "$TMP/l3.json" "$TMP/l3.err" "$TMP/status.err" 2>/dev/null | tail -5)"
 
+# The table an operator reads in the pod: within 120 columns, and its admitted% is the
+# measured share of the JSON's counters (not the ladder's probability, which stays 100%).
+in_pod /usr/local/bin/sluicectl --pin-dir "$PIN" status > "$TMP/status.txt" 2>&1
+wide=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/status.txt")
+row=$(awk '/^  class / { for (i = 1; i <= NF; i++) col[$i] = i } $1 == "L3" && col["admitted%"] { print $col["admitted%"], $col["ladder%"]; exit }' "$TMP/status.txt")
+want=$(json_get "$TMP/status.json" "'%.1f%%' % (100.0 * [c for c in d['services'][0]['classes'] if c['class']=='L3'][0]['admitted_ratio'])" 2>/dev/null)
+ok $([ "$wide" -le 120 ] && [ "$row" = "$want 100%" ] && echo 0 || echo 1) \
+	"the pod's sluicectl status fits 120 columns ($wide) and shows L3 admitted% $want (measured) next to ladder% 100% (the ladder's probability)" \
+	"row: $row" "$(cat "$TMP/status.txt")"
+
 # ---------------------------------------------------------------- rolling update ---------
 # L0 traffic (within its headroom) runs across the restart: the pinned data path keeps
 # serving while no controller runs, and the next pod adopts it without a refused connection.
