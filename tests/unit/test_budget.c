@@ -26,6 +26,18 @@ static struct budget_file *load_ok(const char *path)
 	return bf;
 }
 
+static struct budget_file *parse_ok(const char *text)
+{
+	struct budget_file *bf = malloc(sizeof(*bf));
+	struct doc_errors errs;
+	assert_non_null(bf);
+	if (budget_parse(text, strlen(text), "t", bf, &errs)) {
+		doc_errors_print(stderr, &errs);
+		fail_msg("did not parse:\n%s", text);
+	}
+	return bf;
+}
+
 static char *report(const struct budget_file *bf, int *over)
 {
 	char *buf = NULL;
@@ -162,13 +174,11 @@ static void test_budget_shared_service(void **state)
 			"      - name: inventory\n        timeout_ms: 1000\n        retries: 1\n"
 			"        calls:\n          - { name: order-db, timeout_ms: 700, retries: 0 }\n"
 			"      - { name: order-db, timeout_ms: 100, retries: 2 }\n";
-	struct budget_file *bf = malloc(sizeof(*bf));
-	struct doc_errors errs;
+	struct budget_file *bf = parse_ok(t);
 	char *out;
 	int over;
 	(void)state;
 
-	assert_int_equal(budget_parse(t, strlen(t), "t", bf, &errs), 0);
 	assert_int_equal(bf->chains[0].n_hops, 3);
 	assert_int_equal(bf->chains[0].hops[1].attempts, 2);   /* below inventory's 2 attempts */
 	assert_int_equal(bf->chains[0].hops[2].attempts, 3);   /* called by the entry, 2 retries */
@@ -194,13 +204,11 @@ static void test_budget_calls_outlast_timeout(void **state)
 			"      - name: inventory\n        timeout_ms: 800\n        retries: 0\n"
 			"        self_ms: 100\n        calls:\n"
 			"          - { name: order-db, timeout_ms: 300, retries: 1, backoff_ms: 101 }\n";
-	struct budget_file *bf = malloc(sizeof(*bf));
-	struct doc_errors errs;
+	struct budget_file *bf = parse_ok(t);
 	char *out;
 	int over;
 	(void)state;
 
-	assert_int_equal(budget_parse(t, strlen(t), "t", bf, &errs), 0);
 	assert_int_equal(bf->chains[0].worst_ms, 800);
 	assert_int_equal(bf->chains[0].hops[0].calls_ms, 801);  /* 100 + 300 x 2 + 101 */
 	assert_int_equal(bf->chains[0].hops[0].over, 1);
