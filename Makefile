@@ -120,4 +120,12 @@ bench: deps-check $(TEST_ALL)
 clean:
 	rm -rf $(BUILD)
 
+# ---- container image: deploy/Dockerfile built with buildah (tools/image.sh, docs/DEPLOY.md);
+# image-test runs only the image's end-to-end test (make test runs it too).
+.PHONY: image image-test
+image:
+	@tools/image.sh $(BUILD)
+image-test: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
+	@tests/run.sh $(BUILD) test_image
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

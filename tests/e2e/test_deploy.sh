@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Deployment artefacts (deploy/**) checked as far as this machine allows: no Docker daemon and
-# no Kubernetes cluster here, so the manifests, the image recipe, the systemd unit and the
-# Grafana dashboard are checked statically (they parse, they agree with each other and with the
-# code), and the Kubernetes runtime behaviour sluice depends on is simulated against the real
-# daemon in a network namespace (root only):
+# no Kubernetes cluster here, so the manifests (against the fields of their API types), the
+# image recipe, the systemd unit (systemd-analyze verify and security) and the Grafana
+# dashboard are checked statically (they parse, they agree with each other and with the code;
+# tests/e2e/test_image.sh builds the image and runs it), and the Kubernetes runtime behaviour
+# sluice depends on is simulated against the real daemon in a network namespace (root only):
 #   - sluiced runs with exactly the DaemonSet's capability set and no_new_privs, on the
 #     config shipped in the sluice-config ConfigMap (interface renamed to the test veth);
 #   - the kubelet's ConfigMap update (a new ..TIMESTAMP directory, the ..data symlink swapped
@@ -242,6 +243,138 @@ else
 	ok $([ -z "$miss" ] && echo 0 || echo 1) "DaemonSet has hostNetwork, capabilities, bpffs/btf mounts, scrape annotations (grep)" "missing:$miss"
 fi
 
+# The manifests against the fields of their Kubernetes API types (what the API server's strict
+# field validation would refuse, checked without a cluster): every key known for its place
+# (a typo such as hostNetwrok is an error, not a silently dropped field), the required ones
+# present with their types, names valid, every volumeMount backed by a volume and every volume
+# mounted, capabilities named as the kernel names them, quantities and ports well-formed.
+if have_pyyaml; then
+	out=$(python3 - <<'P' 2>&1
+import glob, re, sys, yaml
+caps = set(re.findall(r'#define CAP_([A-Z_]+)\s+\d+', open('/usr/include/linux/capability.h').read()))
+DNS = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+QTY = re.compile(r'^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$')
+KEYS = {
+    'object': {'apiVersion', 'kind', 'metadata', 'spec', 'data', 'binaryData', 'immutable', 'automountServiceAccountToken',
+               'secrets', 'imagePullSecrets'},
+    'metadata': {'name', 'namespace', 'labels', 'annotations'},
+    'ds.spec': {'selector', 'template', 'updateStrategy', 'minReadySeconds', 'revisionHistoryLimit'},
+    'pod': {'serviceAccountName', 'automountServiceAccountToken', 'hostNetwork', 'hostPID', 'hostIPC', 'dnsPolicy',
+            'priorityClassName', 'tolerations', 'nodeSelector', 'affinity', 'terminationGracePeriodSeconds',
+            'containers', 'initContainers', 'volumes', 'securityContext', 'restartPolicy'},
+    'container': {'name', 'image', 'imagePullPolicy', 'command', 'args', 'env', 'envFrom', 'ports', 'readinessProbe',
+                  'livenessProbe', 'startupProbe', 'resources', 'securityContext', 'volumeMounts', 'workingDir',
+                  'lifecycle', 'terminationMessagePath', 'terminationMessagePolicy'},
+    'probe': {'httpGet', 'exec', 'tcpSocket', 'grpc', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds',
+              'successThreshold', 'failureThreshold', 'terminationGracePeriodSeconds'},
+    'securityContext': {'privileged', 'allowPrivilegeEscalation', 'readOnlyRootFilesystem', 'runAsUser', 'runAsGroup',
+                        'runAsNonRoot', 'capabilities', 'appArmorProfile', 'seccompProfile', 'seLinuxOptions', 'procMount'},
+    'volumeMount': {'name', 'mountPath', 'readOnly', 'subPath', 'mountPropagation', 'subPathExpr'},
+    'volume': {'name', 'hostPath', 'configMap', 'emptyDir', 'secret', 'projected', 'downwardAPI'},
+    'port': {'name', 'containerPort', 'hostPort', 'protocol', 'hostIP'},
+}
+HOSTPATH_TYPES = {'', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'}
+API = {'Namespace': 'v1', 'ServiceAccount': 'v1', 'ConfigMap': 'v1', 'DaemonSet': 'apps/v1'}
+errs = []
+def need(cond, msg):
+    if not cond: errs.append(msg)
+def keys(d, kind, where):
+    if not isinstance(d, dict):
+        errs.append(f'{where}: not a mapping'); return {}
+    for k in set(d) - KEYS[kind]: errs.append(f'{where}: unknown field {k!r}')
+    return d
+def typed(d, key, t, where, required=True):
+    if key not in d:
+        need(not required, f'{where}: missing required field {key!r}'); return None
+    need(isinstance(d[key], t) and not (t is int and isinstance(d[key], bool)),
+         f'{where}.{key}: expected {t.__name__}, got {type(d[key]).__name__}')
+    return d[key]
+def probe(p, where):
+    keys(p, 'probe', where)
+    handlers = [h for h in ('httpGet', 'exec', 'tcpSocket', 'grpc') if h in p]
+    need(len(handlers) == 1, f'{where}: needs exactly one handler, has {handlers}')
+    for k in set(p) - {'httpGet', 'exec', 'tcpSocket', 'grpc'}:
+        need(isinstance(p[k], int) and p[k] > 0, f'{where}.{k}: expected a positive integer')
+    if 'exec' in p:
+        need(isinstance(p['exec'].get('command'), list) and all(isinstance(x, str) for x in p['exec']['command']),
+             f'{where}.exec.command: expected a list of strings')
+objs = []
+for f in sorted(glob.glob('deploy/kubernetes/*.yaml')):
+    for d in yaml.safe_load_all(open(f)):
+        if d and d.get('kind') != 'Kustomization': objs.append((f, d))
+for f, o in objs:
+    kind = o.get('kind'); w = f'{f} {kind}'
+    keys(o, 'object', w)
+    need(kind in API, f'{w}: unexpected kind'); need(o.get('apiVersion') == API.get(kind), f'{w}: apiVersion {o.get("apiVersion")}')
+    m = keys(o.get('metadata'), 'metadata', f'{w}.metadata')
+    need(isinstance(m.get('name'), str) and DNS.match(m['name']) and len(m['name']) <= 63, f'{w}: bad metadata.name')
+    for lk in ('labels', 'annotations'):
+        for k, v in (m.get(lk) or {}).items():
+            need(isinstance(v, str), f'{w}.metadata.{lk}.{k}: value must be a string (quote it)')
+    if kind == 'ConfigMap':
+        for k, v in typed(o, 'data', dict, w).items():
+            need(re.match(r'^[-._a-zA-Z0-9]+$', k) and isinstance(v, str), f'{w}.data.{k}: bad key or non-string value')
+    if kind != 'DaemonSet': continue
+    s = keys(o.get('spec'), 'ds.spec', f'{w}.spec')
+    typed(s.get('selector', {}), 'matchLabels', dict, f'{w}.spec.selector')
+    t = typed(s, 'template', dict, f'{w}.spec') or {}
+    keys(t.get('metadata', {}), 'metadata', f'{w}.spec.template.metadata')
+    pod = keys(t.get('spec'), 'pod', f'{w}.spec.template.spec')
+    typed(pod, 'hostNetwork', bool, 'pod'); typed(pod, 'terminationGracePeriodSeconds', int, 'pod')
+    vols = {}
+    for v in typed(pod, 'volumes', list, 'pod') or []:
+        keys(v, 'volume', f'volume {v.get("name")}')
+        need(isinstance(v.get('name'), str) and DNS.match(v['name']), f'volume {v.get("name")}: bad name')
+        need(v.get('name') not in vols, f'volume {v.get("name")} defined twice')
+        src = [k for k in v if k != 'name']
+        need(len(src) == 1, f'volume {v.get("name")}: needs exactly one source, has {src}')
+        if 'hostPath' in v:
+            need(str(v['hostPath'].get('path', '')).startswith('/') and v['hostPath'].get('type', '') in HOSTPATH_TYPES,
+                 f'volume {v["name"]}: hostPath needs an absolute path and a known type')
+        vols[v.get('name')] = v
+    used = set()
+    for c in typed(pod, 'containers', list, 'pod') or []:
+        cw = f'container {c.get("name")}'
+        keys(c, 'container', cw)
+        need(isinstance(c.get('name'), str) and DNS.match(c['name']), f'{cw}: bad name')
+        typed(c, 'image', str, cw)
+        for k in ('args', 'command'):
+            need(k not in c or all(isinstance(x, str) for x in c[k]), f'{cw}.{k}: expected strings')
+        for e in c.get('env', []):
+            need(set(e) == {'name', 'value'} and all(isinstance(x, str) for x in e.values()), f'{cw}.env: {e}')
+        for p in c.get('ports', []):
+            keys(p, 'port', f'{cw}.ports')
+            need(isinstance(p.get('containerPort'), int) and 0 < p['containerPort'] < 65536, f'{cw}: bad containerPort')
+            need(len(p.get('name', '')) <= 15 and p.get('protocol', 'TCP') in ('TCP', 'UDP', 'SCTP'), f'{cw}: bad port {p}')
+            need(not pod.get('hostNetwork') or p.get('hostPort', p['containerPort']) == p['containerPort'],
+                 f'{cw}: with hostNetwork, hostPort must equal containerPort')
+        for k in ('readinessProbe', 'livenessProbe', 'startupProbe'):
+            if k in c: probe(c[k], f'{cw}.{k}')
+        for section in ('requests', 'limits'):
+            for k, v in c.get('resources', {}).get(section, {}).items():
+                need(k in ('cpu', 'memory', 'ephemeral-storage') and QTY.match(str(v)), f'{cw}.resources.{section}.{k}: {v!r}')
+        sc = keys(c.get('securityContext', {}), 'securityContext', f'{cw}.securityContext')
+        for k in ('privileged', 'allowPrivilegeEscalation', 'readOnlyRootFilesystem', 'runAsNonRoot'):
+            typed(sc, k, bool, f'{cw}.securityContext', required=False)
+        for cap in sc.get('capabilities', {}).get('add', []) + sc.get('capabilities', {}).get('drop', []):
+            need(cap == 'ALL' or cap in caps, f'{cw}: capability {cap!r} is not a kernel capability (no CAP_ prefix)')
+        paths = set()
+        for m in c.get('volumeMounts', []):
+            keys(m, 'volumeMount', f'{cw}.volumeMounts')
+            need(m.get('name') in vols, f'{cw}: volumeMount {m.get("mountPath")} names no volume ({m.get("name")!r})')
+            need(str(m.get('mountPath', '')).startswith('/') and m.get('mountPath') not in paths,
+                 f'{cw}: mountPath {m.get("mountPath")} not absolute or mounted twice')
+            need(m.get('mountPropagation', 'None') in ('None', 'HostToContainer', 'Bidirectional'), f'{cw}: bad mountPropagation')
+            paths.add(m.get('mountPath')); used.add(m.get('name'))
+    for n in set(vols) - used: errs.append(f'volume {n} is mounted by no container')
+for e in errs: print(e)
+print(f'{len(objs)} objects')
+sys.exit(1 if errs or not objs else 0)
+P
+)
+	ok $? "manifests: every field known for its Kubernetes type, required fields and types, names, volumes and mounts, capabilities, quantities ($(echo "$out" | tail -1))" "$out"
+fi
+
 # ---------------------------------------------------------------- dashboard --------------
 out=$(python3 - "$DASH" <<'P' 2>&1
 import json, re, sys
@@ -320,6 +453,12 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	out=$(systemd-analyze verify "$TMP/unit/sluiced.service" 2>&1)
 	ok $([ $? -eq 0 ] && ! echo "$out" | grep -q 'sluiced.service' && echo 0 || echo 1) \
 		"systemd-analyze verify deploy/systemd/sluiced.service (binary paths pointed at $BUILD/)" "$out"
+	# systemd's own score of the sandbox (0 = locked down, 10 = exposed): 4.0 today; the
+	# threshold fails the test when a hardening line goes (dropping CapabilityBoundingSet
+	# alone makes it 5.5).
+	out=$(systemd-analyze security --offline=true --threshold=45 "$TMP/unit/sluiced.service" 2>&1)
+	ok $? "systemd-analyze security: exposure of the unit at most 4.5 ($(echo "$out" | grep -o 'exposure level for [^:]*: [0-9.]* [A-Z]*' | sed 's/.*: //'))" \
+		"$(echo "$out" | grep '✗' | head -20)" "$(echo "$out" | tail -1)"
 else
 	ok 1 "systemd-analyze verify deploy/systemd/sluiced.service" "systemd-analyze is missing (tools/install-deps.sh installs package systemd)"
 fi
@@ -348,6 +487,15 @@ ok $([ -z "$miss" ] && [ "$RUNTIME_PKGS" = "$want" ] && echo 0 || echo 1) \
 	grep -q '^RUN make build/sluiced build/sluicectl' "$DOCKERFILE" &&
 	grep -q '^ENTRYPOINT \["/usr/local/bin/sluiced", "--config", "/etc/sluice/sluice.yaml"\]$' "$DOCKERFILE"
 ok $? "Dockerfile: two debian:12 stages, make build/sluiced build/sluicectl, ENTRYPOINT sluiced --config /etc/sluice/sluice.yaml"
+# `make image` (tools/image.sh) builds on a local base when no registry is reachable: it must
+# hand that base to the Dockerfile under the name of the Dockerfile's ARG, which both stages
+# start FROM (tests/e2e/test_image.sh builds and runs the image itself).
+arg=$(sed -n 's/^ARG \([A-Z_]*\)=debian:12$/\1/p' "$DOCKERFILE")
+[ -n "$arg" ] && grep -q -- "--build-arg \"$arg=\$BASE_IMAGE\"" tools/image.sh &&
+	grep -q -- '--isolation chroot' tools/image.sh &&
+	[ "$(grep -c "^FROM \${$arg} AS " "$DOCKERFILE")" = 2 ] &&
+	[ "$(awk '/^FROM .* AS runtime$/ { on = 1; next } on && /^ARG / { print $2 }' "$DOCKERFILE")" = "$arg" ]
+ok $? "make image passes its base image as the Dockerfile's ARG ${arg:-?} (both stages start FROM it; the runtime stage declares it for its label)"
 
 # Every shared library the binaries link must come from a package the runtime stage pulls in.
 if command -v ldd >/dev/null && command -v dpkg >/dev/null; then

@@ -59,7 +59,7 @@ static char *print_status(const struct status_snapshot *s, int json)
 	if (json)
 		status_print_json(f, s);
 	else
-		status_print_table(f, s);
+		status_print_table(f, s, 1);
 	fclose(f);
 	copy = strdup(buf);
 	free(buf);

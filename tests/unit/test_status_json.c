@@ -32,7 +32,8 @@ static void snapshot(struct status_snapshot *s)
 	sv->in_flight = 3;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &sv->cls[c];
-		cs->st.arrivals = 10 + c;
+		cs->st.arrivals = c == 3 ? 0 : 10 + c;
+		cs->st.admitted = cs->st.arrivals / 2;
 		cs->st.rejected[SLUICE_REJ_HEADROOM] = 2;
 		cs->p50_us = 1234.6;
 		cs->p99_us = 9999.4;
@@ -87,6 +88,19 @@ static void test_status_json_keys_and_types(void **state)
 	assert_true(json_is_real(at(v, "services.0.classes.2.switch_shed")));
 	assert_true(json_is_real(at(v, "services.0.classes.2.rate_per_s")));
 	assert_true(json_real_value(at(v, "services.0.classes.2.error_rate")) == 0.3333);
+	/* measured admitted / arrivals: 6 of 12, and null while nothing arrived */
+	assert_true(json_real_value(at(v, "services.0.classes.2.admitted_ratio")) == 0.5);
+	assert_true(json_is_null(at(v, "services.0.classes.3.admitted_ratio")));
+	/* keys are added, never removed: every class carries at least these */
+	{
+		static const char *const keys[] = { "class", "arrivals", "admitted", "rejected",
+			"rejected_by", "in_flight", "threshold", "completed", "p50_us", "p99_us", "errors",
+			"http_429", "retransmits", "fail_open", "untracked", "admit_prob", "switch_shed",
+			"rate_per_s", "error_rate", "admitted_ratio", NULL };
+		for (const char *const *k = keys; *k; k++)
+			if (!json_object_get(at(v, "services.0.classes.0"), *k))
+				fail_msg("class key %s missing", *k);
+	}
 	assert_int_equal(json_integer_value(at(v, "packets.service")), 100);
 	assert_int_equal(json_object_size(at(v, "packets")), 5);
 	json_decref(v);

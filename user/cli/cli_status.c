@@ -28,11 +28,14 @@ static int open_maps(const struct cli_opts *o, struct sluice_maps *m)
 }
 
 struct status_args {
-	int json;
+	int json, wide;
 };
 
 static const struct cliopt status_opts[] = {
 	CLIOPT_BOOL(struct status_args, json, "json", 0, "one JSON object instead of the table"),
+	CLIOPT_BOOL(struct status_args, wide, "wide", 0,
+		    "every column: rejections by reason, errors, 429s, retransmits, fail-open "
+		    "(wider than 120 columns)"),
 	CLIOPT_TABLE_END,
 };
 
@@ -59,7 +62,7 @@ static int do_status(const void *args, void *ctx)
 		return EXIT_RUNTIME;
 	}
 	if (!(o->json || a->json))
-		status_print_table(stdout, &snap);
+		status_print_table(stdout, &snap, a->wide);
 	return EXIT_OK;
 }
 

@@ -107,7 +107,57 @@ static int rej_width(int r)
 	return w < 9 ? 9 : w;
 }
 
-void status_print_table(FILE *f, const struct status_snapshot *s)
+/* What share of the class's arrivals was admitted since attach, as "12.9%" ("-": none yet). */
+static void admitted_pct(char *buf, size_t len, const struct sluice_class_stats *st)
+{
+	if (st->arrivals)
+		snprintf(buf, len, "%.1f%%", 100.0 * (double)st->admitted / (double)st->arrivals);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The columns both forms share, up to and including admitted%. */
+static void class_head(FILE *f)
+{
+	fprintf(f, "  %-5s %7s %9s %9s %10s %10s %9s", "class", "req/s", "in-flight", "threshold",
+		"arrived", "admitted", "admitted%");
+}
+
+static void class_row(FILE *f, int c, const struct class_status *cs)
+{
+	char rate[16] = "-", adm[16];
+
+	if (cs->rate_per_s >= 0)
+		snprintf(rate, sizeof(rate), "%.1f", cs->rate_per_s);
+	admitted_pct(adm, sizeof(adm), &cs->st);
+	fprintf(f, "  %-5s %7s %9lld %9u %10llu %10llu %9s", sluice_class_name(c), rate,
+		cs->in_flight, cs->threshold, (unsigned long long)cs->st.arrivals,
+		(unsigned long long)cs->st.admitted, adm);
+}
+
+/* A latency in at most 8 characters: "9999.9ms", then seconds ("67.1s"). */
+static void latency(char *buf, size_t len, double us)
+{
+	if (us <= 0)
+		snprintf(buf, len, "-");
+	else if (us < 9999950)
+		snprintf(buf, len, "%.1fms", us / 1000);
+	else
+		snprintf(buf, len, "%.1fs", us / 1e6);
+}
+
+/* The columns both forms end with: latency, then the two controls in force now. */
+static void class_tail(FILE *f, const struct class_status *cs)
+{
+	char p50[16], p99[16];
+
+	latency(p50, sizeof(p50), cs->p50_us);
+	latency(p99, sizeof(p99), cs->p50_us > 0 ? cs->p99_us : 0);
+	fprintf(f, " %8s %8s %6.0f%% %6.0f%%\n", p50, p99, 100.0 * cs->admit_prob,
+		100.0 * (1 - cs->switch_admit));
+}
+
+void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 {
 	fprintf(f, "controller: %s (heartbeat %.1fs ago)%s\n",
 		s->controller_alive ? "alive" : "SILENT",
@@ -120,38 +170,45 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 			sv->svc.name, protocol_name(sv->svc.protocol), sv->svc.port, sv->v.limit,
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
-			fprintf(f, " (admit %.0f%%)", 100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
-		fprintf(f, "\n  %-5s %8s %9s %9s %9s %9s %7s", "class", "req/s", "in-flight",
-			"threshold", "arrived", "admitted", "admit%");
-		for (int r = 0; r < SLUICE_REJ_REASONS; r++)
-			fprintf(f, " %*s", rej_width(r), sluice_reject_heading(r));
-		fprintf(f, " %9s %6s %9s %8s %8s %6s\n", "errors", "err%", "429s", "p50", "p99",
-			"shed%");
+			fprintf(f, " (this step admits %.0f%%)",
+				100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
+		fputc('\n', f);
+		class_head(f);
+		if (wide) {
+			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+				fprintf(f, " %*s", rej_width(r), sluice_reject_heading(r));
+			fprintf(f, " %9s %6s %9s %9s %9s", "errors", "err%", "429s", "retrans",
+				"fail-open");
+		} else {
+			fprintf(f, " %10s %6s", "rejected", "err%");
+		}
+		fprintf(f, " %8s %8s %7s %7s\n", "p50", "p99", "ladder%", "switch%");
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct class_status *cs = &sv->cls[c];
-			char p50[16] = "-", p99[16] = "-", rate[16] = "-";
 
-			if (cs->p50_us > 0) {
-				snprintf(p50, sizeof(p50), "%.1fms", cs->p50_us / 1000);
-				snprintf(p99, sizeof(p99), "%.1fms", cs->p99_us / 1000);
+			class_row(f, c, cs);
+			if (wide) {
+				for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+					fprintf(f, " %*llu", rej_width(r),
+						(unsigned long long)cs->st.rejected[r]);
+				fprintf(f, " %9llu %5.1f%% %9llu %9llu %9llu",
+					(unsigned long long)cs->st.errors, 100.0 * cs->error_rate,
+					(unsigned long long)cs->st.resp_429,
+					(unsigned long long)cs->st.retransmits,
+					(unsigned long long)cs->st.fail_open);
+			} else {
+				fprintf(f, " %10llu %5.1f%%", rejected_total(&cs->st),
+					100.0 * cs->error_rate);
 			}
-			if (cs->rate_per_s >= 0)
-				snprintf(rate, sizeof(rate), "%.1f", cs->rate_per_s);
-			fprintf(f, "  %-5s %8s %9lld %9u %9llu %9llu %6.0f%%",
-				sluice_class_name(c), rate, cs->in_flight, cs->threshold,
-				(unsigned long long)cs->st.arrivals,
-				(unsigned long long)cs->st.admitted, 100.0 * cs->admit_prob);
-			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
-				fprintf(f, " %*llu", rej_width(r),
-					(unsigned long long)cs->st.rejected[r]);
-			fprintf(f, " %9llu %5.1f%% %9llu %8s %8s %5.0f%%\n",
-				(unsigned long long)cs->st.errors, 100.0 * cs->error_rate,
-				(unsigned long long)cs->st.resp_429,
-				p50, p99, 100.0 * (1 - cs->switch_admit));
+			class_tail(f, cs);
 		}
 	}
 	if (!s->n)
 		fprintf(f, "no services configured\n");
+	else
+		fprintf(f, "\nadmitted%% = admitted / arrived since attach; ladder%% = admit probability "
+			"of the priority ladder now;\nswitch%% = share a manual switch sheds now%s\n",
+			wide ? "" : "; rejected = every reason (--wide: by reason, errors, 429s)");
 	if (s->flows >= 0)
 		fprintf(f, "\nflows tracked: %d", s->flows);
 	fprintf(f, "\npackets: service %llu, malformed %llu, rst sent %llu, http replies %llu, reply failed %llu\n",
@@ -167,7 +224,7 @@ static json_t *class_json(const struct class_status *cs, int c)
 	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
 		json_object_set_new(by, sluice_reject_name(r), json_integer((json_int_t)cs->st.rejected[r]));
 	return json_pack("{s:s,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			 "s:o,s:o,s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o}",
 		"class", sluice_class_name(c), "arrivals", (json_int_t)cs->st.arrivals,
 		"admitted", (json_int_t)cs->st.admitted, "rejected", (json_int_t)rejected_total(&cs->st),
 		"rejected_by", by, "in_flight", (json_int_t)cs->in_flight,
@@ -177,7 +234,10 @@ static json_t *class_json(const struct class_status *cs, int c)
 		"retransmits", (json_int_t)cs->st.retransmits, "fail_open", (json_int_t)cs->st.fail_open,
 		"untracked", (json_int_t)cs->st.untracked, "admit_prob", jsonio_fixed(cs->admit_prob, 4),
 		"switch_shed", jsonio_fixed(1 - cs->switch_admit, 4),
-		"rate_per_s", jsonio_fixed(cs->rate_per_s, 2), "error_rate", jsonio_fixed(cs->error_rate, 4));
+		"rate_per_s", jsonio_fixed(cs->rate_per_s, 2), "error_rate", jsonio_fixed(cs->error_rate, 4),
+		/* measured: admitted / arrivals since attach (null before the first arrival) */
+		"admitted_ratio", cs->st.arrivals ?
+			jsonio_fixed((double)cs->st.admitted / (double)cs->st.arrivals, 4) : json_null());
 }
 
 static json_t *service_json(const struct service_status *sv)

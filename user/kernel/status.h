@@ -48,7 +48,10 @@ void status_rates(const struct status_snapshot *prev, struct status_snapshot *cu
 const char *protocol_name(int p);
 const char *breaker_name(int s);
 
-void status_print_table(FILE *f, const struct status_snapshot *s);
+/* The table: fits 120 columns (rejections summed, no error/429 counts); wide: every column
+ * (a column per reject reason, errors, 429s, retransmits, fail-open admits). Both say what
+ * their percentages measure in a legend under the services. */
+void status_print_table(FILE *f, const struct status_snapshot *s, int wide);
 /* One line of JSON; scripts read its keys and value types, so both stay as they are.
  * 0, or -1 when out of memory. */
 int status_print_json(FILE *f, const struct status_snapshot *s);
