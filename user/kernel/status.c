@@ -65,8 +65,8 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			cs->p50_us = sluice_hist_quantile_us(&cs->hist, 0.50);
 			cs->p99_us = sluice_hist_quantile_us(&cs->hist, 0.99);
 			cs->threshold = s->v.class_threshold[c];
-			cs->admit_prob = (double)s->v.admit_prob[c] / SLUICE_PROB_ONE;
-			cs->switch_admit = (double)s->v.switch_admit[c] / SLUICE_PROB_ONE;
+			cs->admit_prob = (double)sluice_prob_complement(s->v.shed_prob[c]) / SLUICE_PROB_ONE;
+			cs->switch_admit = (double)sluice_prob_complement(s->v.switch_shed[c]) / SLUICE_PROB_ONE;
 			cs->rate_per_s = -1;
 			{
 				/* 429s from the server are answers, not failures (seed 001 pit 2). */
@@ -118,7 +118,7 @@ void status_print_table(FILE *f, const struct status_snapshot *s)
 			sv->svc.name, protocol_name(sv->svc.protocol), sv->svc.port, sv->v.limit,
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
-			fprintf(f, " (admit %.0f%%)", 100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
+			fprintf(f, " (admit %.0f%%)", 100.0 * sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE);
 		fprintf(f, "\n  %-5s %8s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s %6s %9s %8s %8s %6s\n",
 			"class", "req/s", "in-flight", "threshold", "arrived", "admitted", "admit%",
 			"rej:switch", "rej:brkr", "rej:headrm", "rej:ladder", "errors", "err%", "429s",
@@ -167,7 +167,7 @@ void status_print_json(FILE *f, const struct status_snapshot *s)
 			"\"in_flight\":%lld,\"breaker\":{\"state\":\"%s\",\"step\":%.2f},\"classes\":[",
 			i ? "," : "", sv->svc.name, sv->svc.port, protocol_name(sv->svc.protocol),
 			sv->v.limit, sv->in_flight, breaker_name((int)sv->v.breaker_state),
-			(double)sv->v.breaker_admit / SLUICE_PROB_ONE);
+			(double)sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE);
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct class_status *cs = &sv->cls[c];
 
