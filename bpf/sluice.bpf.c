@@ -84,13 +84,22 @@ static __always_inline int seq_in_window(__u32 seq, __u32 ref)
 	return seq - ref < SLUICE_SEQ_WINDOW;
 }
 
-/* Move the client's expected sequence to end when end is ahead of it, within the window: a
+/* What the server acknowledged, the client has sent: the server's ack moves the client's
+ * expected sequence forward (the local stack is trusted, so by any amount). */
+static __always_inline void advance_by_server(struct sluice_flow *f, __u32 ack)
+{
+	if ((__s32)(ack - f->client_next) > 0)
+		f->client_next = ack;
+}
+
+/* A client segment moves it only when it carries on from where the client is (starts at or
+ * before it, ends after it): a segment ahead of a gap waits for the server's ack, and a
  * forger who does not know where the client is cannot drag it away. */
-static __always_inline void advance_client(struct sluice_flow *f, __u32 end)
+static __always_inline void advance_by_client(struct sluice_flow *f, __u32 seq, __u32 end)
 {
 	__u32 d = end - f->client_next;
 
-	if (d && d <= SLUICE_SEQ_WINDOW)
+	if (f->client_next - seq <= SLUICE_SEQ_WINDOW && d && d <= SLUICE_SEQ_WINDOW)
 		f->client_next = end;
 }
 
@@ -438,9 +447,9 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		}
 		return TC_ACT_OK;
 	}
-	/* What the server acknowledged, the client has sent: the reference for its FIN/RST. */
+	/* The reference for the client's FIN/RST and for where its next request starts. */
 	if (p.tcp->ack)
-		advance_client(f, bpf_ntohl(p.tcp->ack_seq));
+		advance_by_server(f, bpf_ntohl(p.tcp->ack_seq));
 	/* A response that carries FIN (Connection: close) still ends its request first. */
 	if (p.payload_len && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
 		end_request(skb, &p, f, &key, now);
@@ -504,11 +513,11 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			if (st)
 				st->retransmits++;
 		}
-		advance_client(f, end);
+		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
 	if (!starts_with_method(skb, p)) {
-		advance_client(f, end);
+		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
