@@ -226,11 +226,12 @@ struct sluice_flow {
  * a real peer's segments after ones sluice did not follow still fit. */
 #define SLUICE_SEQ_WINDOW     (1u << 20)
 
-/* Admitted handshakes not yet complete are a budget of their own: they count against the
- * headroom of L1..L3 (so a burst of SYNs in one round trip cannot run past a lower class's
- * threshold), never against L0's, and at most limit / SLUICE_HALFOPEN_SHARE of them count.
- * The count lapses SLUICE_HALFOPEN_TIMEOUT_NS after it was started (a handshake takes a round
- * trip, not a second), so forged SYNs hold nothing for long. */
+/* Admitted handshakes not yet complete are a budget of their own: up to
+ * limit / SLUICE_HALFOPEN_SHARE of them count against the headroom of L1..L3 (a burst of SYNs
+ * inside one round trip is partly held back there), none against L0's: forged SYNs can take
+ * at most that share from the lower classes and nothing from L0. The count lapses
+ * SLUICE_HALFOPEN_TIMEOUT_NS after it was started (a handshake takes a round trip, not a
+ * second), so forged SYNs hold nothing for long. */
 #define SLUICE_HALFOPEN_SHARE 4
 #define SLUICE_HALFOPEN_TIMEOUT_NS 1000000000ull
 
