@@ -117,6 +117,33 @@ static struct pkt_spec req4(const char *src, uint16_t sport, uint16_t dport)
 	return s;
 }
 
+/* The handshake before a client's first segment `first` (seq = client ISN + 1, ack = server
+ * ISN + 1): SYN (XDP), the server's SYN-ACK (TC egress), the client's ACK (XDP). Untimed. */
+static void handshake(int xdp, int tce, const struct pkt_spec *first)
+{
+	struct pkt_spec syn = *first, sa = *first, ack = *first;
+	uint8_t b[512];
+
+	syn.payload = NULL, syn.payload_len = 0, syn.psh = 0, syn.ackf = 0, syn.ack = 0;
+	syn.syn = 1, syn.seq = first->seq - 1, syn.tcp_opts = 20;
+	run1(xdp, b, build_pkt(b, &syn), 1, NULL);
+	sa.src = first->dst, sa.dst = first->src, sa.sport = first->dport, sa.dport = first->sport;
+	sa.payload = NULL, sa.payload_len = 0, sa.psh = 0, sa.syn = 1, sa.ackf = 1, sa.tcp_opts = 20;
+	sa.seq = first->ack - 1, sa.ack = first->seq;
+	run1(tce, b, build_pkt(b, &sa), 1, NULL);
+	ack.payload = NULL, ack.payload_len = 0, ack.psh = 0;
+	run1(xdp, b, build_pkt(b, &ack), 1, NULL);
+}
+
+/* The client's first segment after the handshake of syn (no payload). */
+static struct pkt_spec after_syn(const struct pkt_spec *syn)
+{
+	struct pkt_spec a = *syn;
+
+	a.syn = 0, a.ackf = 1, a.tcp_opts = 0, a.seq = syn->seq + 1, a.ack = 1;
+	return a;
+}
+
 int main(int argc, char **argv)
 {
 	const char *empty_path = argc > 1 ? argv[1] : "build/bench/empty_xdp.bpf.o";
@@ -181,12 +208,10 @@ int main(int argc, char **argv)
 	d = run_rep(xdp, pkt, len, repeat, &rv);
 	add("non-service packet (dport 80)", "xdp", "repeat", d, e, rv);
 
-	/* Established flow: admit one SYN, then its ACKs. */
+	/* Established flow: a completed handshake, then its ACKs. */
 	s = syn4("198.18.1.2", 40001, 7000);
-	len = build_pkt(pkt, &s);
-	run1(xdp, pkt, len, 1, NULL);
-	struct pkt_spec a = s;
-	a.syn = 0, a.ackf = 1, a.tcp_opts = 0, a.seq++, a.ack = 1;
+	struct pkt_spec a = after_syn(&s);
+	handshake(xdp, tce, &a);
 	len = build_pkt(pkt, &a);
 	e = run_rep(e_xdp, pkt, len, repeat, NULL);
 	d = run_rep(xdp, pkt, len, repeat, &rv);
@@ -201,6 +226,7 @@ int main(int argc, char **argv)
 
 	/* Request continuation: the first run starts the request, the rest see it active. */
 	s = req4("198.18.2.3", 40003, 8080);
+	handshake(xdp, tce, &s);
 	len = build_pkt(pkt, &s);
 	e = run_rep(e_tc, pkt, len, repeat, NULL);
 	d = run_rep(tci, pkt, len, repeat, &rv);
@@ -228,12 +254,34 @@ int main(int argc, char **argv)
 		if ((d = run1(xdp, pkt, len, 1, &last)) >= 0)
 			sd += d, nd++;
 	}
-	add("new SYN, admitted (new flow)", "xdp", "loop", nd ? sd / nd : -1, ne ? se / ne : -1, last);
+	add("new SYN, admitted (handshake record)", "xdp", "loop", nd ? sd / nd : -1, ne ? se / ne : -1, last);
+
+	/* The ACK that completes an admitted handshake: the flow and its slot are taken here. */
+	se = sd = 0, ne = nd = 0;
+	for (int i = 0; i < loops; i++) {
+		char src[32];
+		snprintf(src, sizeof src, "198.18.%d.%d", 60 + (i >> 16 & 0x3f), 1 + (i >> 8 & 0xff) % 250);
+		s = syn4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 7000);
+		struct pkt_spec sa = { .src = SERVER4, .dst = src, .sport = 7000, .dport = s.sport,
+				       .seq = 0, .ack = s.seq + 1, .syn = 1, .ackf = 1, .tcp_opts = 20 };
+		len = build_pkt(pkt, &s);
+		run1(xdp, pkt, len, 1, NULL);
+		len = build_pkt(pkt, &sa);
+		run1(tce, pkt, len, 1, NULL);
+		a = after_syn(&s);
+		len = build_pkt(pkt, &a);
+		if ((d = run1(e_xdp, pkt, len, 1, NULL)) >= 0)
+			se += d, ne++;
+		if ((d = run1(xdp, pkt, len, 1, &last)) >= 0)
+			sd += d, nd++;
+	}
+	add("ACK completing a handshake (flow + slot)", "xdp", "loop", nd ? sd / nd : -1,
+	    ne ? se / ne : -1, last);
 
 	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot. */
 	s = syn4("198.18.3.1", 1, 7001);
-	len = build_pkt(pkt, &s);
-	run1(xdp, pkt, len, 1, NULL);
+	a = after_syn(&s);
+	handshake(xdp, tce, &a);
 	se = sd = 0, ne = nd = 0;
 	for (int i = 0; i < loops; i++) {
 		s = syn4("198.18.3.2", (uint16_t)(2 + i % 60000), 7001);
@@ -246,13 +294,14 @@ int main(int argc, char **argv)
 	add("new SYN, rejected: RST reply (XDP_TX)", "xdp", "loop", nd ? sd / nd : -1,
 	    ne ? se / ne : -1, last);
 
-	/* Request start with X-Priority classification, admitted: a new flow every call (the
-	 * connection's SYN was not seen, so the flow is created at the request). */
+	/* Request start with X-Priority classification, admitted: a new connection every call
+	 * (its handshake untimed). */
 	se = sd = 0, ne = nd = 0;
 	for (int i = 0; i < loops; i++) {
 		char src[32];
 		snprintf(src, sizeof src, "198.18.%d.%d", 40 + (i >> 16 & 0x7f), 1 + (i >> 8 & 0xff) % 250);
 		s = req4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 8080);
+		handshake(xdp, tce, &s);
 		len = build_pkt(pkt, &s);
 		if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
 			se += d, ne++;
@@ -262,13 +311,22 @@ int main(int argc, char **argv)
 	add("request start + header class, admitted", "tc-in", "loop", nd ? sd / nd : -1,
 	    ne ? se / ne : -1, last);
 
+	/* Data with no handshake (a forged request segment): no flow, nothing decided. */
+	s = req4("198.18.5.1", 40005, 8080);
+	len = build_pkt(pkt, &s);
+	e = run_rep(e_tc, pkt, len, repeat, NULL);
+	d = run_rep(tci, pkt, len, repeat, &rv);
+	add("http data, no handshake (forged)", "tc-in", "repeat", d, e, rv);
+
 	/* Request refused: in-kernel 429 (clone to the client) + RST to the server. */
 	s = req4("198.18.4.1", 1, 8081);
+	handshake(xdp, tce, &s);
 	len = build_pkt(pkt, &s);
 	run1(tci, pkt, len, 1, NULL);
 	se = sd = 0, ne = nd = 0;
 	for (int i = 0; i < loops; i++) {
 		s = req4("198.18.4.2", (uint16_t)(2 + i % 60000), 8081);
+		handshake(xdp, tce, &s);
 		len = build_pkt(pkt, &s);
 		if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
 			se += d, ne++;
