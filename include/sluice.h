@@ -8,7 +8,8 @@
  * Who writes what (see docs/ARCHITECTURE.md):
  *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
  *                                 globals (heartbeat), inflight_released
- *   BPF programs write          : flows, inflight, class_stats, latency_hist, pkt_stats
+ *   BPF programs write          : flows, handshakes, halfopen, inflight, class_stats,
+ *                                 latency_hist, pkt_stats
  */
 #ifndef SLUICE_H
 #define SLUICE_H
