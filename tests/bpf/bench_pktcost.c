@@ -121,17 +121,12 @@ static struct pkt_spec req4(const char *src, uint16_t sport, uint16_t dport)
  * ISN + 1): SYN (XDP), the server's SYN-ACK (TC egress), the client's ACK (XDP). Untimed. */
 static void handshake(int xdp, int tce, const struct pkt_spec *first)
 {
-	struct pkt_spec syn = *first, sa = *first, ack = *first;
+	struct pkt_spec syn, sa, ack;
 	uint8_t b[512];
 
-	syn.payload = NULL, syn.payload_len = 0, syn.psh = 0, syn.ackf = 0, syn.ack = 0;
-	syn.syn = 1, syn.seq = first->seq - 1, syn.tcp_opts = 20;
+	handshake_of(first, &syn, &sa, &ack);
 	run1(xdp, b, build_pkt(b, &syn), 1, NULL);
-	sa.src = first->dst, sa.dst = first->src, sa.sport = first->dport, sa.dport = first->sport;
-	sa.payload = NULL, sa.payload_len = 0, sa.psh = 0, sa.syn = 1, sa.ackf = 1, sa.tcp_opts = 20;
-	sa.seq = first->ack - 1, sa.ack = first->seq;
 	run1(tce, b, build_pkt(b, &sa), 1, NULL);
-	ack.payload = NULL, ack.payload_len = 0, ack.psh = 0;
 	run1(xdp, b, build_pkt(b, &ack), 1, NULL);
 }
 

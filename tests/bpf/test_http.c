@@ -102,18 +102,13 @@ static struct run run_xdp(struct fixture *f, const struct pkt_spec *s)
  * SYN at seq - 1 (XDP), the server's SYN-ACK at ack - 1 (TC egress), the client's ACK (XDP). */
 static void handshake(struct fixture *f, const struct pkt_spec *rq)
 {
-	struct pkt_spec syn = *rq, sa = *rq, ack = *rq;
+	struct pkt_spec syn, sa, ack;
 
-	syn.payload = NULL, syn.payload_len = 0, syn.psh = 0, syn.ackf = 0, syn.ack = 0;
-	syn.syn = 1, syn.seq = rq->seq - 1, syn.tcp_opts = 20;
+	handshake_of(rq, &syn, &sa, &ack);
 	run_xdp(f, &syn);
-	sa.src = rq->dst, sa.dst = rq->src, sa.sport = rq->dport, sa.dport = rq->sport;
-	sa.payload = NULL, sa.payload_len = 0, sa.psh = 0, sa.syn = 1, sa.tcp_opts = 20;
-	sa.seq = rq->ack - 1, sa.ack = rq->seq;
 	struct run r = run_tc(bpf_program__fd(f->skel->progs.sluice_tc_egress), &sa);
 	assert_int_equal(r.ret, TC_ACT_OK);
 	assert_true(harness_unchanged(&r));
-	ack.payload = NULL, ack.payload_len = 0, ack.psh = 0;
 	run_xdp(f, &ack);
 }
 
