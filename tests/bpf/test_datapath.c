@@ -980,6 +980,74 @@ static void test_syn_with_new_isn_never_ends_a_live_flow(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+/* Handshakes admitted but not complete count against L1..L3 (up to a quarter of the limit),
+ * so a burst of lower-class SYNs inside one round trip is held back; L0 never waits on them. */
+static void test_halfopen_budget_holds_back_lower_classes_only(void **state)
+{
+	struct fixture *f = *state;
+	/* limit 4: L3 may use 2; the half-open budget counts at most 1. */
+	struct pkt_spec a = syn4("203.0.113.9", 1, 5432), b = syn4("203.0.113.9", 2, 5432);
+	struct pkt_spec c = syn4("203.0.113.9", 3, 5432);
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS); /* its handshake is under way */
+	assert_int_equal(xdp(f, &c).ret, XDP_TX);   /* 1 established + 1 under way: L3 is full */
+	for (uint16_t p = 10; p < 13; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.7", p, 5432);
+		assert_int_equal(connect_(f, &l0), XDP_PASS);
+	}
+	assert_int_equal(inflight_total(f, 0), 4);
+	/* The handshake under way completes: its slot is taken now. */
+	struct pkt_spec sa = synack_of(&b), ack = client_seg(&b);
+	tc_egress(f, &sa);
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 5);
+}
+
+/* Should the client's ACK of the SYN-ACK not be seen (or the SYN-ACK itself), the server's
+ * own first segment of the connection, acknowledging the client's SYN, completes it; a
+ * server segment acknowledging anything else (a challenge ACK of an older connection), or a
+ * server RST (no listener), completes nothing. */
+static void test_server_segment_completes_a_handshake(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 4321, 5432), t = syn4("198.18.1.2", 4322, 5432);
+	struct pkt_spec u = syn4("198.18.1.2", 4323, 5432);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	struct pkt_spec greet = synack_of(&s);
+	greet.syn = 0, greet.tcp_opts = 0, greet.seq += 1, greet.payload = "hello", greet.payload_len = 5;
+	greet.ack = s.seq + 1 + SLUICE_SEQ_WINDOW;  /* not this connection's */
+	tc_egress(f, &greet);
+	greet.ack = s.seq;                          /* the SYN itself is not acknowledged */
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 0);
+	greet.ack = s.seq + 1;
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 1);
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 1);
+
+	/* The server refuses t (no listener): its record goes, and an ACK later takes nothing. */
+	assert_int_equal(xdp(f, &t).ret, XDP_PASS);
+	struct pkt_spec rst = synack_of(&t);
+	rst.syn = 0, rst.rst = 1, rst.seq = 0, rst.tcp_opts = 0;
+	tc_egress(f, &rst);
+	struct pkt_spec sa = synack_of(&t), ack = client_seg(&t);
+	tc_egress(f, &sa);
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 1);
+
+	/* A client RST at its ISN + 1 before the handshake completes: the record goes too. */
+	assert_int_equal(xdp(f, &u).ret, XDP_PASS);
+	struct pkt_spec ursa = synack_of(&u), urst = client_rst(&u), uack = client_seg(&u);
+	tc_egress(f, &ursa);
+	xdp(f, &urst);
+	xdp(f, &uack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(flow_count(f), 1);
+}
+
 /* ---- fail-safe verdicts ---- */
 
 /* A verdict never written (all zero) admits everything: no threshold, no shedding, breaker
@@ -1192,6 +1260,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_ack_completes_no_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_with_new_isn_never_ends_a_live_flow, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
