@@ -509,6 +509,13 @@ static void test_fuzz_exact_verdicts(void **state)
 				assert_true(harness_unchanged(&t));
 				tc_runs++;
 			}
+			/* No handshake ever completes here (no SYN-ACK is sent back): whatever the
+			 * frame, no flow exists and no slot is held. */
+			long long held = 0;
+			for (int sv = 0; sv < f->cfg.n_services; sv++)
+				held += inflight_total(f, sv);
+			FZ_CHECK(flow_count(f) == 0 && held == 0, "%d flows, %lld in flight\n",
+				 flow_count(f), held);
 		}
 		/* Only SYNs that reach a service's classification are arrivals. */
 		unsigned long long arrivals = sum_stat(f, offsetof(struct sluice_class_stats, arrivals)) - arrivals0;
