@@ -244,9 +244,10 @@ static __always_inline void take_unit(__u32 svc, __u32 cls)
 
 /* Per-client entry limits, last in the admission order: a concurrency cap and a token bucket
  * (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when the unit may
- * go on. take = 1: *counted = 1 when it now counts against the client's cap. take = 0 (a SYN):
- * the cap is only checked, *counted = 1 says the cap applies and the unit is to be counted
- * when its handshake completes (client_take). Off, or on any doubt (no map entry, controller
+ * go on. take = 1 (a request): the unit is counted against the cap (*counted = 1) and takes
+ * its token now. take = 0 (a SYN): both are only checked, *counted = 1 says the limits apply,
+ * and client_take counts the unit once its handshake completes: a SYN forged in a client's
+ * name uses up nothing of that client's. Off, or on any doubt (no map entry, controller
  * silent), the client is not limited. */
 static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
 					const __u8 addr[16], __u64 now, __u8 *counted, int take)
@@ -273,8 +274,9 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 		} else if (__sync_fetch_and_add(&c->in_flight, 1) >= (__s64)max) {
 			__sync_fetch_and_add(&c->in_flight, -1);
 			return 0;
+		} else {
+			*counted = 1;
 		}
-		*counted = 1;
 	}
 	if (rate) {
 		__u64 t = 1000000000ull / rate;
@@ -282,28 +284,44 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 		__u64 tat = c->tat_ns;
 
 		if (tat > now + tau) {
-			if (*counted && take)
+			if (*counted)
 				__sync_fetch_and_add(&c->in_flight, -1);
 			*counted = 0;
 			return 0;
 		}
-		c->tat_ns = (tat > now ? tat : now) + t;
+		if (take)
+			c->tat_ns = (tat > now ? tat : now) + t;
 	}
+	if (!take)
+		*counted = 1;
 	return 1;
 }
 
-/* Count a unit admitted at its SYN against its client's cap, now that it holds a slot. */
-static __always_inline void client_take(__u32 svc, const __u8 addr[16])
+/* A unit admitted at its SYN completed its handshake: count it against its client's cap and
+ * take its token. Returns 1 when it now counts against the cap. */
+static __always_inline int client_take(const struct sluice_service *sc, __u32 svc,
+				       const __u8 addr[16], __u64 now)
 {
 	struct sluice_client_key k = { .svc = svc };
-	struct sluice_client *c, nc = { .in_flight = 1 };
+	struct sluice_client *c, nc = {};
 
 	__builtin_memcpy(k.addr, addr, 16);
 	c = bpf_map_lookup_elem(&clients, &k);
-	if (c)
-		__sync_fetch_and_add(&c->in_flight, 1);
-	else
+	if (!c) {
 		bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&clients, &k);
+		if (!c)
+			return 0;
+	}
+	if (sc->client_rate) {
+		__u64 tat = c->tat_ns;
+
+		c->tat_ns = (tat > now ? tat : now) + 1000000000ull / sc->client_rate;
+	}
+	if (!sc->client_max_in_flight)
+		return 0;
+	__sync_fetch_and_add(&c->in_flight, 1);
+	return 1;
 }
 
 static __always_inline void release_client(__u32 svc, const __u8 addr[16])

@@ -241,10 +241,8 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		halfopen_done(svc, now);
 		take_unit(svc, cls);
 		nf.tracked_inflight = 1;
-		if (hs->client_limited) {
-			client_take(svc, key->client_addr);
-			nf.client_counted = 1;
-		}
+		if (hs->client_limited)
+			nf.client_counted = client_take(sc, svc, key->client_addr, now);
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0 || !nf.tracked_inflight)
 		return;

@@ -245,8 +245,8 @@ struct sluice_handshake {
 	__u16 svc;
 	__u8 class;
 	__u8 flags;
-	__u8 client_limited;             /* the client's concurrency cap applies: count the unit
-	                                  * against it once the handshake completes */
+	__u8 client_limited;             /* the client's limits apply: count the unit against its
+	                                  * cap and take its token once the handshake completes */
 	__u8 _pad[7];
 };
 

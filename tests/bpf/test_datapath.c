@@ -721,6 +721,11 @@ static void test_client_concurrency_cap(void **state)
 	struct pkt_spec a = syn4("198.18.1.2", 1, 7000), b = syn4("198.18.1.2", 2, 7000);
 	struct pkt_spec c = syn4("198.18.1.2", 3, 7000), other = syn4("198.18.1.3", 4, 7000);
 
+	/* SYNs forged in 198.18.1.2's name hold none of its two connections. */
+	for (uint16_t p = 100; p < 110; p++) {
+		struct pkt_spec forged = syn4("198.18.1.2", p, 7000);
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+	}
 	assert_int_equal(connect_(f, &a), XDP_PASS);
 	assert_int_equal(connect_(f, &b), XDP_PASS);
 	assert_int_equal(connect_(f, &c), XDP_TX);      /* third of one client: refused */
@@ -738,17 +743,23 @@ static void test_client_token_bucket(void **state)
 {
 	struct fixture *f = *state;
 
+	/* SYNs forged in 198.18.1.2's name (no handshake ever completes) use up none of its
+	 * tokens, nor of its concurrency. */
+	for (uint16_t p = 100; p < 140; p++) {
+		struct pkt_spec forged = syn4("198.18.1.2", p, 7001);
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+	}
 	/* 1 per second, burst 2: two at once pass, the third waits for a token. */
 	for (uint16_t p = 1; p <= 3; p++) {
 		struct pkt_spec s = syn4("198.18.1.2", p, 7001);
-		assert_int_equal(xdp(f, &s).ret, p <= 2 ? XDP_PASS : XDP_TX);
+		assert_int_equal(connect_(f, &s), p <= 2 ? XDP_PASS : XDP_TX);
 	}
 	struct pkt_spec other = syn4("198.18.1.9", 9, 7001);
-	assert_int_equal(xdp(f, &other).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &other), XDP_PASS);
 	assert_int_equal(stats(f, 3, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
 	usleep(1100000);
 	struct pkt_spec later = syn4("198.18.1.2", 10, 7001);
-	assert_int_equal(xdp(f, &later).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &later), XDP_PASS);
 }
 
 static void test_client_limits_off_when_controller_silent(void **state)
