@@ -223,7 +223,7 @@ refuse:
  * flow entry and, for tcp services, its in-flight slot. Whoever deletes the record does this,
  * so a unit is promoted once even when XDP and TC egress both see proof at the same time. */
 static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
-				    __u64 now)
+				    __u64 now, __u8 state)
 {
 	struct sluice_flow nf = {};
 	const struct sluice_service *sc;
@@ -235,7 +235,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
 		return;
-	init_flow(&nf, now, hs->client_isn, svc, cls, SLUICE_FLOW_OPEN);
+	init_flow(&nf, now, hs->client_isn, svc, cls, state);
 	nf.client_next = hs->client_isn + 1;
 	if (sc->protocol != SLUICE_PROTO_HTTP) {
 		halfopen_done(svc, now);
@@ -273,7 +273,9 @@ static __always_inline void client_ack(const struct pkt *p)
 	if (!seq_in_window(bpf_ntohl(p->tcp->ack_seq), hs.server_isn + 1) ||
 	    !seq_in_window(bpf_ntohl(p->tcp->seq), hs.client_isn + 1))
 		return;
-	promote(&key, &hs, bpf_ktime_get_ns());
+	/* Until the server speaks on it, the flow stays SLUICE_FLOW_SYN: should the server never
+	 * have accepted it, the GC reclaims it after syn_timeout_s, not the idle timeout. */
+	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
 }
 
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
@@ -403,7 +405,7 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		return;
 	}
 	if (seq_in_window(ack, hs.client_isn + 1))
-		promote(key, &hs, now);
+		promote(key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
 SEC("tc")
@@ -455,6 +457,8 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
 	}
+	if (f->state != SLUICE_FLOW_OPEN)
+		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
 	touch_flow(f, now);
 	return TC_ACT_OK;
 }

@@ -187,9 +187,10 @@ struct sluice_flow_key {
 };
 
 enum sluice_flow_state {
-	SLUICE_FLOW_SYN = 0,             /* handshake not seen complete (the data path no longer
-	                                  * creates these: it keeps handshakes in `handshakes`) */
-	SLUICE_FLOW_OPEN = 1,            /* established */
+	SLUICE_FLOW_SYN = 0,             /* the client completed the handshake, the server has not
+	                                  * spoken since: after syn_timeout_s the GC asks the
+	                                  * socket table whether the server ever accepted it */
+	SLUICE_FLOW_OPEN = 1,            /* established: the server spoke on it */
 };
 
 struct sluice_flow {

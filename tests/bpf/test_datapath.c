@@ -1145,20 +1145,30 @@ static void test_gc_reclaims_silent_flows(void **state)
 {
 	struct fixture *f = *state;
 	struct pkt_spec a = syn4("198.18.1.2", 200, 5432), b = syn4("198.18.1.2", 201, 5432);
+	struct pkt_spec c = syn4("198.18.1.2", 202, 5432);
 
 	connect_(f, &a);
 	connect_(f, &b);
-	assert_int_equal(inflight_total(f, 0), 2);
+	connect_(f, &c);
+	/* The server speaks on c: established on its side too. a and b it never answered. */
+	struct pkt_spec greet = synack_of(&c);
+	greet.syn = 0, greet.tcp_opts = 0, greet.seq += 1, greet.payload = "hi", greet.payload_len = 2;
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 3);
 	/* Nothing is old yet. */
 	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
 				       NULL, NULL), 0);
 	/* Old, but the kernel still has the connections: kept. */
-	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 601000000000ull, 30000000000ull,
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
 				       600000000000ull, always_open, NULL), 0);
-	assert_int_equal(inflight_total(f, 0), 2);
-	/* 601 s later both silent flows are reclaimed, in-flight back to 0, exactly. */
-	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 601000000000ull, 30000000000ull,
+	assert_int_equal(inflight_total(f, 0), 3);
+	/* 31 s later the two the server never spoke on are reclaimed (syn_timeout), c is not. */
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
 				       600000000000ull, NULL, NULL), 2);
+	assert_int_equal(inflight_total(f, 0), 1);
+	/* 601 s later c is silent too: in-flight back to 0, exactly. */
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 601000000000ull, 30000000000ull,
+				       600000000000ull, NULL, NULL), 1);
 	assert_int_equal(inflight_total(f, 0), 0);
 	/* A late FIN for a reclaimed flow changes nothing. */
 	struct pkt_spec fin = client_fin(&a);
