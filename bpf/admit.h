@@ -242,6 +242,21 @@ static __always_inline void take_unit(__u32 svc, __u32 cls)
 	__sync_fetch_and_add(&inf->cls[cls & 3], 1);
 }
 
+/* The client's entry in `clients`, created empty when it has none; NULL only if the map
+ * cannot hold it (the caller then does not limit the client). */
+static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16])
+{
+	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client *c, nc = {};
+
+	__builtin_memcpy(k.addr, addr, 16);
+	c = bpf_map_lookup_elem(&clients, &k);
+	if (c)
+		return c;
+	bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&clients, &k);
+}
+
 /* Per-client entry limits, last in the admission order: a concurrency cap and a token bucket
  * (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when the unit may
  * go on. take = 1 (a request): the unit is counted against the cap (*counted = 1) and takes
@@ -252,21 +267,15 @@ static __always_inline void take_unit(__u32 svc, __u32 cls)
 static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
 					const __u8 addr[16], __u64 now, __u8 *counted, int take)
 {
-	struct sluice_client_key k = { .svc = svc };
-	struct sluice_client *c, nc = {};
 	__u32 max = sc->client_max_in_flight, rate = sc->client_rate;
+	struct sluice_client *c;
 
 	*counted = 0;
 	if ((!max && !rate) || !controller_alive(now))
 		return 1;
-	__builtin_memcpy(k.addr, addr, 16);
-	c = bpf_map_lookup_elem(&clients, &k);
-	if (!c) {
-		bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&clients, &k);
-		if (!c)
-			return 1;
-	}
+	c = client_entry(svc, addr);
+	if (!c)
+		return 1;
 	if (max) {
 		if (!take) {
 			if (c->in_flight >= (__s64)max)
@@ -302,17 +311,10 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 static __always_inline int client_take(const struct sluice_service *sc, __u32 svc,
 				       const __u8 addr[16], __u64 now)
 {
-	struct sluice_client_key k = { .svc = svc };
-	struct sluice_client *c, nc = {};
+	struct sluice_client *c = client_entry(svc, addr);
 
-	__builtin_memcpy(k.addr, addr, 16);
-	c = bpf_map_lookup_elem(&clients, &k);
-	if (!c) {
-		bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&clients, &k);
-		if (!c)
-			return 0;
-	}
+	if (!c)
+		return 0;
 	if (sc->client_rate) {
 		__u64 tat = c->tat_ns;
 
