@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Classification, admission and unit accounting, shared by the ingress programs.
- * Admission order: switch -> breaker -> headroom -> ladder -> client limits. Anything missing (no
+ * Admission order (SPEC): switch -> breaker -> headroom -> ladder. Anything missing (no
  * verdict, stale heartbeat) admits: on doubt, admit. */
 #ifndef SLUICE_ADMIT_H
 #define SLUICE_ADMIT_H
@@ -48,11 +48,14 @@ static __always_inline struct class_pick classify_l3(const struct sluice_service
 	return best;
 }
 
-static __always_inline int draw_refused(__u32 admit_prob)
+/* 1 when a draw refuses at shed fraction `shed` (0 = never, SLUICE_PROB_ONE = always). */
+static __always_inline int draw_refused(__u32 shed)
 {
-	if (admit_prob >= SLUICE_PROB_ONE)
+	if (!shed)
 		return 0;
-	return (bpf_get_prandom_u32() & (SLUICE_PROB_ONE - 1)) >= admit_prob;
+	if (shed >= SLUICE_PROB_ONE)
+		return 1;
+	return (bpf_get_prandom_u32() & (SLUICE_PROB_ONE - 1)) < shed;
 }
 
 static __always_inline int controller_alive(__u64 now)
@@ -65,14 +68,79 @@ static __always_inline int controller_alive(__u64 now)
 	return now - g->heartbeat_ns <= g->heartbeat_timeout_ns;
 }
 
-/* Decide one unit of (svc, cls). On admit, one in-flight slot is taken and 1 is returned;
- * on reject, 0 is returned and *reason says why. */
+/* Admitted handshakes of svc that count against L1..L3's headroom now (see sluice_halfopen):
+ * none once the count has lapsed, at most limit / SLUICE_HALFOPEN_SHARE. */
+static __always_inline __s64 halfopen_pending(__u32 svc, __u64 now, __u32 limit)
+{
+	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
+	__s64 n, cap = limit / SLUICE_HALFOPEN_SHARE;
+
+	if (!h || now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS)
+		return 0;
+	n = h->count;
+	return n < 0 ? 0 : n > cap ? cap : n;
+}
+
+static __always_inline void halfopen_add(__u32 svc, __u64 now)
+{
+	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
+
+	if (!h)
+		return;
+	if (now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS) {
+		/* Lapsed: start afresh. Racing CPUs may lose a count here: the error is towards
+		 * admitting, and lasts one timeout at most. */
+		h->since_ns = now;
+		h->count = 1;
+		return;
+	}
+	__sync_fetch_and_add(&h->count, 1);
+}
+
+static __always_inline void halfopen_done(__u32 svc, __u64 now)
+{
+	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
+
+	if (h && now - h->since_ns <= SLUICE_HALFOPEN_TIMEOUT_NS && h->count > 0)
+		__sync_fetch_and_add(&h->count, -1);
+}
+
+/* In-flight that class cls is compared with: the service's total, or with priority counting
+ * the classes 0..cls; both net of what the controller's GC released. */
+static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
+				       const struct sluice_inflight *rel, __u32 cls, int prio)
+{
+	__s64 n = 0;
+
+	if (!prio)
+		return inf->total - (rel ? rel->total : 0);
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
+		if (j > cls)
+			break;
+		n += inf->cls[j];
+	}
+	if (!rel)
+		return n;
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
+		if (j > cls)
+			break;
+		n -= rel->cls[j];
+	}
+	return n;
+}
+
+/* Decide one unit of (svc, cls). take = 1 (a request): on admit one in-flight slot is taken
+ * and 1 is returned. take = 0 (a SYN): the same decision, but nothing is taken: the slot
+ * follows when the handshake completes (take_unit), and the handshakes admitted but not yet
+ * complete count against L1..L3 meanwhile. On reject, 0 is returned and *reason says why. */
 static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
-				      struct sluice_class_stats *st, int *reason)
+				      struct sluice_class_stats *st, int *reason, int take)
 {
 	struct sluice_inflight *inf, *rel;
 	struct sluice_verdict *v;
+	__u32 thr;
 	__s64 in_use;
+	int prio;
 
 	inf = bpf_map_lookup_elem(&inflight, &svc);
 	if (!inf)
@@ -86,18 +154,40 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 	v = bpf_map_lookup_elem(&verdicts, &svc);
 	if (!v)
 		goto take;
-	if (draw_refused(v->switch_admit[cls])) {
+	if (draw_refused(v->switch_shed[cls])) {
 		*reason = SLUICE_REJ_SWITCH;
 		return 0;
 	}
 	if (v->breaker_state == SLUICE_BREAKER_OPEN ||
-	    (v->breaker_state == SLUICE_BREAKER_HALF_OPEN && draw_refused(v->breaker_admit))) {
+	    (v->breaker_state == SLUICE_BREAKER_HALF_OPEN && draw_refused(v->breaker_shed))) {
 		*reason = SLUICE_REJ_BREAKER;
 		return 0;
 	}
-	/* Reserve first, then check: two CPUs cannot both take the last slot. */
+	if (v->flags & SLUICE_VERDICT_SHUT(cls)) {
+		*reason = SLUICE_REJ_HEADROOM;
+		return 0;
+	}
+	thr = v->class_threshold[cls];
+	prio = v->flags & SLUICE_VERDICT_PRIORITY_COUNT;
 	rel = bpf_map_lookup_elem(&inflight_released, &svc);
-	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT) {
+	if (!take) {
+		if (thr) {
+			in_use = in_use_of(inf, rel, cls, prio);
+			if (cls)
+				in_use += halfopen_pending(svc, now, v->limit);
+			if (in_use >= (__s64)thr) {
+				*reason = SLUICE_REJ_HEADROOM;
+				return 0;
+			}
+		}
+		if (draw_refused(v->shed_prob[cls])) {
+			*reason = SLUICE_REJ_LADDER;
+			return 0;
+		}
+		return 1;
+	}
+	/* Reserve first, then check: two CPUs cannot both take the last slot. */
+	if (prio) {
 		in_use = __sync_fetch_and_add(&inf->cls[cls], 1);
 		for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
 			if (j >= cls)
@@ -114,59 +204,88 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		if (rel)
 			in_use -= rel->total;
 	}
-	if (in_use >= (__s64)v->class_threshold[cls]) {
+	if (thr && in_use >= (__s64)thr) {
 		*reason = SLUICE_REJ_HEADROOM;
 		goto undo;
 	}
-	if (draw_refused(v->admit_prob[cls])) {
+	if (draw_refused(v->shed_prob[cls])) {
 		*reason = SLUICE_REJ_LADDER;
 		goto undo;
 	}
-	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT)
+	if (prio)
 		__sync_fetch_and_add(&inf->total, 1);
 	else
 		__sync_fetch_and_add(&inf->cls[cls], 1);
 	return 1;
 undo:
-	if (v->flags & SLUICE_VERDICT_PRIORITY_COUNT)
+	if (prio)
 		__sync_fetch_and_add(&inf->cls[cls], -1);
 	else
 		__sync_fetch_and_add(&inf->total, -1);
 	return 0;
 take:
-	__sync_fetch_and_add(&inf->total, 1);
-	__sync_fetch_and_add(&inf->cls[cls], 1);
+	if (take) {
+		__sync_fetch_and_add(&inf->total, 1);
+		__sync_fetch_and_add(&inf->cls[cls], 1);
+	}
 	return 1;
 }
 
-/* Per-client entry limits, last in the admission order: a concurrency cap and a
- * token bucket (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when
- * the unit may go on; *counted = 1 when it now counts against the client's cap. Off, or on
- * any doubt (no map entry, controller silent), the client is not limited. */
-static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
-					const __u8 addr[16], __u64 now, __u8 *counted)
+/* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
+static __always_inline void take_unit(__u32 svc, __u32 cls)
+{
+	struct sluice_inflight *inf = bpf_map_lookup_elem(&inflight, &svc);
+
+	if (!inf)
+		return;
+	__sync_fetch_and_add(&inf->total, 1);
+	__sync_fetch_and_add(&inf->cls[cls & 3], 1);
+}
+
+/* The client's entry in `clients`, created empty when it has none; NULL only if the map
+ * cannot hold it (the caller then does not limit the client). */
+static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16])
 {
 	struct sluice_client_key k = { .svc = svc };
 	struct sluice_client *c, nc = {};
+
+	__builtin_memcpy(k.addr, addr, 16);
+	c = bpf_map_lookup_elem(&clients, &k);
+	if (c)
+		return c;
+	bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&clients, &k);
+}
+
+/* Per-client entry limits, last in the admission order: a concurrency cap and a token bucket
+ * (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when the unit may
+ * go on. take = 1 (a request): the unit is counted against the cap (*counted = 1) and takes
+ * its token now. take = 0 (a SYN): both are only checked, *counted = 1 says the limits apply,
+ * and client_take counts the unit once its handshake completes: a SYN forged in a client's
+ * name uses up nothing of that client's. Off, or on any doubt (no map entry, controller
+ * silent), the client is not limited. */
+static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
+					const __u8 addr[16], __u64 now, __u8 *counted, int take)
+{
 	__u32 max = sc->client_max_in_flight, rate = sc->client_rate;
+	struct sluice_client *c;
 
 	*counted = 0;
 	if ((!max && !rate) || !controller_alive(now))
 		return 1;
-	__builtin_memcpy(k.addr, addr, 16);
-	c = bpf_map_lookup_elem(&clients, &k);
-	if (!c) {
-		bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&clients, &k);
-		if (!c)
-			return 1;
-	}
+	c = client_entry(svc, addr);
+	if (!c)
+		return 1;
 	if (max) {
-		if (__sync_fetch_and_add(&c->in_flight, 1) >= (__s64)max) {
+		if (!take) {
+			if (c->in_flight >= (__s64)max)
+				return 0;
+		} else if (__sync_fetch_and_add(&c->in_flight, 1) >= (__s64)max) {
 			__sync_fetch_and_add(&c->in_flight, -1);
 			return 0;
+		} else {
+			*counted = 1;
 		}
-		*counted = 1;
 	}
 	if (rate) {
 		__u64 t = 1000000000ull / rate;
@@ -179,8 +298,31 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 			*counted = 0;
 			return 0;
 		}
-		c->tat_ns = (tat > now ? tat : now) + t;
+		if (take)
+			c->tat_ns = (tat > now ? tat : now) + t;
 	}
+	if (!take)
+		*counted = 1;
+	return 1;
+}
+
+/* A unit admitted at its SYN completed its handshake: count it against its client's cap and
+ * take its token. Returns 1 when it now counts against the cap. */
+static __always_inline int client_take(const struct sluice_service *sc, __u32 svc,
+				       const __u8 addr[16], __u64 now)
+{
+	struct sluice_client *c = client_entry(svc, addr);
+
+	if (!c)
+		return 0;
+	if (sc->client_rate) {
+		__u64 tat = c->tat_ns;
+
+		c->tat_ns = (tat > now ? tat : now) + 1000000000ull / sc->client_rate;
+	}
+	if (!sc->client_max_in_flight)
+		return 0;
+	__sync_fetch_and_add(&c->in_flight, 1);
 	return 1;
 }
 
@@ -206,7 +348,7 @@ static __always_inline void release_unit(__u32 svc, __u32 cls)
 	__sync_fetch_and_add(&inf->cls[cls & 3], -1);
 }
 
-/* End a flow (FIN/RST seen, or replaced by a new SYN). Whoever deletes the entry releases its
+/* End a flow (a genuine FIN/RST, or the server accepting a new connection on its 4-tuple). Whoever deletes the entry releases its
  * connection slot; whoever clears req_active releases the request slot. */
 static __always_inline void end_flow(struct sluice_flow_key *key, int server_reset)
 {

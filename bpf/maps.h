@@ -78,6 +78,26 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
 
+/* Admitted SYNs waiting for the handshake to complete (see sluice_handshake). LRU on purpose:
+ * a record holds no capacity, so losing the oldest to a flood costs at most the tracking of a
+ * connection whose handshake took longer than the flood needed to cycle the table. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SLUICE_MAX_HANDSHAKES);
+	__type(key, struct sluice_flow_key);
+	__type(value, struct sluice_handshake);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} handshakes SEC(".maps");
+
+/* Admitted handshakes not yet complete, per service (see sluice_halfopen). BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__type(key, __u32);
+	__type(value, struct sluice_halfopen);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} halfopen SEC(".maps");
+
 /* Recently rejected SYNs (client 4-tuple -> ISN), only to recognise retransmitted SYNs for the
  * retry-storm signal. Losing entries costs only accuracy of that signal, so LRU is right. BPF. */
 struct {

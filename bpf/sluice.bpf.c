@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice data path.
- *   sluice_xdp_ingress : every packet in. Decides connections (tcp services) at SYN, ends flows
- *                        at client FIN/RST; anything else costs the parse and one array lookup.
- *   sluice_tc_ingress  : http services: the first segment of each request is classified and
- *                        admitted; a refused one is answered 429/503 from here (XDP cannot
- *                        both answer the client and reset the server).
- *   sluice_tc_egress   : every packet out. Ends flows at server FIN/RST, keeps flows' last-seen
- *                        fresh for the GC; for http services the first response segment ends
- *                        the request: latency sample, status.
+ *   sluice_xdp_ingress : every packet in. Decides connections (tcp services) at SYN; a unit
+ *                        gets its flow and slot only when the client's ACK proves it received
+ *                        the SYN-ACK; ends flows at a client FIN/RST inside the window.
+ *                        A non-service packet costs the parse and one array lookup.
+ *   sluice_tc_ingress  : http services: a request starts on an established flow, at the
+ *                        sequence the client is at, with a method token; it is classified and
+ *                        admitted, or answered 429/503 from here (XDP cannot both answer the
+ *                        client and reset the server).
+ *   sluice_tc_egress   : every packet out. Learns the server's ISN from its SYN-ACK, ends flows
+ *                        at server FIN/RST, keeps flows' last-seen fresh for the GC; for http
+ *                        services the first response segment ends the request.
  * A packet of an admitted unit is never dropped or altered: only the first packet of a refused
  * unit is acted upon (a SYN: RST via XDP_TX or drop; a request's first segment: 429/503 to the
  * client, RST to the server). */
@@ -68,15 +71,36 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 	k->service_port = ingress ? p->tcp->dest : p->tcp->source;
 }
 
-/* Refresh a flow from the server's side of the wire (egress): any segment after its SYN-ACK
- * means the handshake completed; last-seen at most once a second (the GC needs seconds, not
- * a write per packet). */
-static __always_inline void touch_flow(struct sluice_flow *f, __u64 now, int syn)
+/* Last-seen at most once a second (the GC needs seconds, not a write per packet). */
+static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
 {
-	if (f->state == SLUICE_FLOW_SYN && !syn)
-		f->state = SLUICE_FLOW_OPEN;
 	if (now - f->last_seen_ns > NS_PER_SEC)
 		f->last_seen_ns = now;
+}
+
+/* 1 when seq lies in [ref, ref + SLUICE_SEQ_WINDOW), modulo 2^32. */
+static __always_inline int seq_in_window(__u32 seq, __u32 ref)
+{
+	return seq - ref < SLUICE_SEQ_WINDOW;
+}
+
+/* What the server acknowledged, the client has sent: the server's ack moves the client's
+ * expected sequence forward (the local stack is trusted, so by any amount). */
+static __always_inline void advance_by_server(struct sluice_flow *f, __u32 ack)
+{
+	if ((__s32)(ack - f->client_next) > 0)
+		f->client_next = ack;
+}
+
+/* A client segment moves it only when it carries on from where the client is (starts at or
+ * before it, ends after it): a segment ahead of a gap waits for the server's ack, and a
+ * forger who does not know where the client is cannot drag it away. */
+static __always_inline void advance_by_client(struct sluice_flow *f, __u32 seq, __u32 end)
+{
+	__u32 d = end - f->client_next;
+
+	if (f->client_next - seq <= SLUICE_SEQ_WINDOW && d && d <= SLUICE_SEQ_WINDOW)
+		f->client_next = end;
 }
 
 /* A flow entry for a new unit (the caller sets what only it knows: tracking, client count). */
@@ -107,9 +131,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 				      const struct sluice_service *sc)
 {
 	struct sluice_flow_key key = {};
-	struct sluice_flow *f, nf = {};
+	struct sluice_handshake hs = {}, *old;
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
+	struct sluice_flow *f;
 	struct class_pick pick;
 	__u32 isn = bpf_ntohl(p->tcp->seq);
 	__u64 now = bpf_ktime_get_ns();
@@ -118,22 +143,30 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
-	if (f) {
-		if (f->syn_seq == isn) {
-			/* Retransmit of a SYN we admitted: same unit, count once. */
-			st = class_stats_of(svc, f->class);
-			if (st)
-				st->retransmits++;
-			return XDP_PASS;
-		}
-		/* A new connection on a 4-tuple still tracked: the old one ended unseen. */
-		end_flow(&key, 0);
+	if (f && f->syn_seq == isn) {
+		/* Retransmit of the SYN of an established unit: same unit, count once. */
+		st = class_stats_of(svc, f->class);
+		if (st)
+			st->retransmits++;
+		return XDP_PASS;
 	}
+	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
+	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
+	old = bpf_map_lookup_elem(&handshakes, &key);
+	if (old && old->client_isn == isn) {
+		st = class_stats_of(svc, old->class);
+		if (st)
+			st->retransmits++;
+		return XDP_PASS;
+	}
+	hs.syn_ns = now;
+	hs.client_isn = isn;
+	hs.svc = svc;
 
 	/* http services admit per request (TC ingress); the connection is only tracked. */
 	if (sc->protocol == SLUICE_PROTO_HTTP) {
-		init_flow(&nf, now, isn, svc, sc->default_class, SLUICE_FLOW_SYN);
-		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
+		hs.class = sc->default_class & 3;
+		bpf_map_update_elem(&handshakes, &key, &hs, BPF_ANY);
 		return XDP_PASS;
 	}
 
@@ -143,22 +176,16 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		return XDP_PASS;
 	st->arrivals++;
 
-	if (admit_unit(svc, pick.class, now, st, &reason)) {
-		if (!admit_client(sc, svc, key.client_addr, now, &nf.client_counted)) {
-			release_unit(svc, pick.class);
+	if (admit_unit(svc, pick.class, now, st, &reason, 0)) {
+		if (!admit_client(sc, svc, key.client_addr, now, &hs.client_limited, 0)) {
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;
 		}
-		init_flow(&nf, now, isn, svc, pick.class, SLUICE_FLOW_SYN);
-		nf.tracked_inflight = 1;
+		/* Admitted: answered by the server, but no slot until the handshake completes. */
+		hs.class = pick.class & 3;
 		st->admitted++;
-		if (bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST) != 0) {
-			/* Table full (or a racing SYN): admitted, but not counted. */
-			release_unit(svc, pick.class);
-			if (nf.client_counted)
-				release_client(svc, key.client_addr);
-			st->untracked++;
-		}
+		bpf_map_update_elem(&handshakes, &key, &hs, BPF_ANY);
+		halfopen_add(svc, now);
 		return XDP_PASS;
 	}
 refuse:
@@ -192,6 +219,91 @@ refuse:
 	return XDP_TX;
 }
 
+/* The handshake of an admitted SYN completed (hs copied by the caller): the unit gets its
+ * flow entry and, for tcp services, its in-flight slot. Whoever deletes the record does this,
+ * so a unit is promoted once even when XDP and TC egress both see proof at the same time. */
+static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
+				    __u64 now, __u8 state)
+{
+	struct sluice_flow nf = {};
+	const struct sluice_service *sc;
+	struct sluice_class_stats *st;
+	__u32 svc = hs->svc, cls = hs->class & 3;
+
+	if (svc >= SLUICE_MAX_SERVICES || bpf_map_delete_elem(&handshakes, key) != 0)
+		return;
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (!sc)
+		return;
+	init_flow(&nf, now, hs->client_isn, svc, cls, state);
+	nf.client_next = hs->client_isn + 1;
+	if (sc->protocol != SLUICE_PROTO_HTTP) {
+		halfopen_done(svc, now);
+		take_unit(svc, cls);
+		nf.tracked_inflight = 1;
+		if (hs->client_limited)
+			nf.client_counted = client_take(sc, svc, key->client_addr, now);
+	}
+	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0 || !nf.tracked_inflight)
+		return;
+	/* Table full: admitted, but not counted. */
+	release_unit(svc, cls);
+	if (nf.client_counted)
+		release_client(svc, key->client_addr);
+	st = class_stats_of(svc, cls);
+	if (st)
+		st->untracked++;
+}
+
+/* A client segment with no SYN, FIN or RST: the ACK that completes an admitted handshake (or
+ * the first data, should that ACK be lost) carries ack = the server's ISN + 1, which only a
+ * peer that received our SYN-ACK knows. */
+static __always_inline void client_ack(const struct pkt *p)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_handshake *r, hs;
+
+	if (!p->tcp->ack)
+		return;
+	flow_key_of(p, 1, &key);
+	r = bpf_map_lookup_elem(&handshakes, &key);
+	if (!r || !(r->flags & SLUICE_HS_SERVER_ISN))
+		return;
+	hs = *r;
+	if (!seq_in_window(bpf_ntohl(p->tcp->ack_seq), hs.server_isn + 1) ||
+	    !seq_in_window(bpf_ntohl(p->tcp->seq), hs.client_isn + 1))
+		return;
+	/* Until the server speaks on it, the flow stays SLUICE_FLOW_SYN: should the server never
+	 * have accepted it, the GC reclaims it after syn_timeout_s, not the idle timeout. */
+	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
+}
+
+/* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
+ * the client is (RFC 5961: a blind forger does not know it). */
+static __always_inline void client_end(const struct pkt *p)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_handshake *r;
+	struct sluice_flow *f;
+	__u32 seq = bpf_ntohl(p->tcp->seq);
+
+	flow_key_of(p, 1, &key);
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (f) {
+		if (seq_in_window(seq, f->client_next))
+			end_flow(&key, 0);
+		return;
+	}
+	/* Gone before its handshake completed: the record goes (it held no slot). */
+	r = bpf_map_lookup_elem(&handshakes, &key);
+	if (r && seq_in_window(seq, r->client_isn + 1)) {
+		__u32 svc = r->svc;
+
+		if (bpf_map_delete_elem(&handshakes, &key) == 0)
+			halfopen_done(svc, bpf_ktime_get_ns());
+	}
+}
+
 SEC("xdp")
 int sluice_xdp_ingress(struct xdp_md *ctx)
 {
@@ -199,17 +311,18 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	const struct sluice_service *sc;
 	struct sluice_pkt_stats *ps;
-	struct sluice_flow_key key = {};
 	struct pkt p;
 	int svc;
 
 	svc = parse_service_packet(data, data_end, &p, 1);
 	if (svc < 0)
 		return XDP_PASS;
-	/* The fast path: a packet inside a unit costs the parse and one array lookup. Flows
-	 * are kept fresh from the egress side (touch_flow there), not here. */
-	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin)
+	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
+	 * handshake table. Flows are kept fresh from the egress side (touch_flow there). */
+	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
+		client_ack(&p);
 		return XDP_PASS;
+	}
 	if ((ps = pkt_counters()))
 		ps->service++;
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -220,9 +333,7 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return handle_syn(ctx, &p, svc, sc);
 	if (p.tcp->syn)
 		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
-
-	flow_key_of(&p, 1, &key);
-	end_flow(&key, 0);
+	client_end(&p);
 	return XDP_PASS;
 }
 
@@ -267,6 +378,36 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 		st->resp_429++; /* the server shedding by itself is not a failure */
 }
 
+/* A server segment on a 4-tuple with no flow: the server's SYN-ACK gives away its ISN (what
+ * the client must acknowledge); should the client's ACK not be seen, the server's own first
+ * segment of the established connection, acknowledging the client's SYN, completes it (the
+ * local stack is trusted: it only speaks so on a connection it accepted). */
+static __always_inline void server_handshake(const struct pkt *p, struct sluice_flow_key *key,
+					     __u64 now)
+{
+	struct sluice_handshake *r = bpf_map_lookup_elem(&handshakes, key), hs;
+	__u32 ack = bpf_ntohl(p->tcp->ack_seq);
+
+	if (!r || !p->tcp->ack)
+		return;
+	if (p->tcp->syn) {
+		if (ack == r->client_isn + 1) {
+			r->server_isn = bpf_ntohl(p->tcp->seq);
+			r->flags |= SLUICE_HS_SERVER_ISN;
+		}
+		return;
+	}
+	hs = *r;
+	if (p->tcp->rst || p->tcp->fin) {
+		/* Refused or closed by the server before it held a slot. */
+		if (bpf_map_delete_elem(&handshakes, key) == 0 && hs.svc < SLUICE_MAX_SERVICES)
+			halfopen_done(hs.svc, now);
+		return;
+	}
+	if (seq_in_window(ack, hs.client_isn + 1))
+		promote(key, &hs, now, SLUICE_FLOW_OPEN);
+}
+
 SEC("tc")
 int sluice_tc_egress(struct __sk_buff *skb)
 {
@@ -274,6 +415,7 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	void *data_end = (void *)(long)skb->data_end;
 	struct sluice_flow_key key = {};
 	struct sluice_pkt_stats *ps;
+	struct sluice_handshake *r;
 	struct sluice_flow *f;
 	struct pkt p;
 	__u64 now;
@@ -289,10 +431,25 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		ps->service++;
 
 	flow_key_of(&p, 0, &key);
-	f = bpf_map_lookup_elem(&flows, &key);
-	if (!f)
-		return TC_ACT_OK;
 	now = bpf_ktime_get_ns();
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f) {
+		server_handshake(&p, &key, now);
+		return TC_ACT_OK;
+	}
+	if (p.tcp->syn) {
+		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
+		 * on this 4-tuple, so the old one is over (only the server can say so). */
+		r = bpf_map_lookup_elem(&handshakes, &key);
+		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) == r->client_isn + 1) {
+			end_flow(&key, 0);
+			server_handshake(&p, &key, now);
+		}
+		return TC_ACT_OK;
+	}
+	/* The reference for the client's FIN/RST and for where its next request starts. */
+	if (p.tcp->ack)
+		advance_by_server(f, bpf_ntohl(p.tcp->ack_seq));
 	/* A response that carries FIN (Connection: close) still ends its request first. */
 	if (p.payload_len && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
 		end_request(skb, &p, f, &key, now);
@@ -300,75 +457,96 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
 	}
-	touch_flow(f, now, p.tcp->syn);
+	if (f->state != SLUICE_FLOW_OPEN)
+		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
+	touch_flow(f, now);
 	return TC_ACT_OK;
 }
 
-/* Start of a request on an http service: classify, admit, or answer 429/503. */
+/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). */
+static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p)
+{
+	char b[8] = {};
+
+	if (p->payload_len < 4)
+		return 0;
+	if (p->payload_len >= 8) {
+		if (bpf_skb_load_bytes(skb, p->payload_off, b, 8))
+			return 0;
+	} else if (bpf_skb_load_bytes(skb, p->payload_off, b, 4)) {
+		return 0;
+	}
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		if (b[i] == ' ')
+			return i > 0;
+		if (b[i] < 'A' || b[i] > 'Z')
+			return 0;
+	}
+	return 0;
+}
+
+/* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
+ * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
+ * (after the handshake, or after the previous request's bytes), with a method token: data
+ * anywhere else (no handshake, a body, a retransmit, a forged segment) starts nothing. */
 static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, __u32 svc,
 					 const struct sluice_service *sc)
 {
 	struct sluice_flow_key key = {};
-	struct sluice_flow *f, nf = {};
+	struct sluice_flow *f;
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
 	struct class_pick pick;
-	__u32 seq = bpf_ntohl(p->tcp->seq), kind, rk;
+	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
 	__u64 now = bpf_ktime_get_ns();
 	int reason = 0, rc;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
-	if (!f) {
-		/* A connection older than sluice, or one whose SYN we missed: track it now. */
-		init_flow(&nf, now, 0, svc, 0, SLUICE_FLOW_OPEN);
-		bpf_map_update_elem(&flows, &key, &nf, BPF_NOEXIST);
-		f = bpf_map_lookup_elem(&flows, &key);
-	}
-	if (f) {
-		touch_flow(f, now, 0);
-		if (f->req_active)
-			return TC_ACT_OK; /* more of the request in flight (body, pipelining) */
-		if (f->req_seq == seq && f->req_start_ns) {
+	if (!f)
+		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
+	touch_flow(f, now);
+	if (f->req_active || seq != f->client_next) {
+		/* More of the request in flight (body, pipelining), or not where the client is. */
+		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
 			/* The client resent a request that was already answered: a retry. */
 			st = class_stats_of(svc, f->class);
 			if (st)
 				st->retransmits++;
-			return TC_ACT_OK;
 		}
-		/* Claim the decision: two segments of one new request on two CPUs must not both
-		 * take a slot (REQ_DECIDING is not 1, so nothing ends it before it is admitted). */
-		if (__sync_val_compare_and_swap(&f->req_active, 0, REQ_DECIDING) != 0)
-			return TC_ACT_OK;
+		advance_by_client(f, seq, end);
+		return TC_ACT_OK;
 	}
+	if (!starts_with_method(skb, p)) {
+		advance_by_client(f, seq, end);
+		return TC_ACT_OK;
+	}
+	/* Claim the decision: two segments of one new request on two CPUs must not both take a
+	 * slot (REQ_DECIDING is not 1, so nothing ends it before it is admitted). */
+	if (__sync_val_compare_and_swap(&f->req_active, 0, REQ_DECIDING) != 0)
+		return TC_ACT_OK;
 
 	pick = classify_request(skb, sc, svc, p);
 	st = class_stats_of(svc, pick.class);
 	if (!st) {
-		if (f)
-			f->req_active = 0;
+		f->req_active = 0;
 		return TC_ACT_OK;
 	}
 	st->arrivals++;
-	if (admit_unit(svc, pick.class, now, st, &reason)) {
+	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {
 		__u8 counted;
 
-		if (!admit_client(sc, svc, key.client_addr, now, &counted)) {
+		if (!admit_client(sc, svc, key.client_addr, now, &counted, 1)) {
 			release_unit(svc, pick.class);
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;
 		}
 		st->admitted++;
-		if (!f) {
-			release_unit(svc, pick.class);
-			if (counted)
-				release_client(svc, key.client_addr);
-			st->untracked++;
-			return TC_ACT_OK;
-		}
 		f->class = pick.class & 3;
 		f->req_seq = seq;
 		f->req_start_ns = now;
+		f->client_next = end;
 		f->client_counted = counted;
 		f->req_active = 1; /* ours since the claim: end_request / end_flow may take it now */
 		return TC_ACT_OK;
@@ -386,8 +564,8 @@ refuse:
 			ps->reply_failed++;
 		st->admitted++;
 		st->untracked++;
-		if (f)
-			f->req_active = 0; /* give up the claim: the request holds no slot */
+		f->client_next = end;
+		f->req_active = 0; /* give up the claim: the request holds no slot */
 		return TC_ACT_OK;
 	}
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
@@ -395,8 +573,7 @@ refuse:
 	if (ps && rc == ANSWER_SENT)
 		ps->reply_sent++;
 	/* The connection is closed on both sides now (http flows hold no connection slot). */
-	if (f)
-		bpf_map_delete_elem(&flows, &key);
+	bpf_map_delete_elem(&flows, &key);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
 }
 

@@ -8,7 +8,8 @@
  * Who writes what (see docs/ARCHITECTURE.md):
  *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
  *                                 globals (heartbeat), inflight_released, sluice_layout
- *   BPF programs write          : flows, inflight, class_stats, latency_hist, pkt_stats
+ *   BPF programs write          : flows, handshakes, halfopen, inflight, class_stats,
+ *                                 latency_hist, pkt_stats
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -33,8 +34,10 @@
  * previous version over (or let it refuse). A restarted sluiced compares it with the record in
  * the map `sluice_layout` to adopt, migrate or refuse the pins (docs/ARCHITECTURE.md).
  *   1  the maps as first released; pins of this version carry no `sluice_layout` record
- *   2  the same maps, unchanged, plus the `sluice_layout` record */
-#define SLUICE_MAP_LAYOUT_VERSION 2
+ *   2  the same maps, unchanged, plus the `sluice_layout` record
+ *   3  verdicts hold shed fractions (zero admits), flows keep the client's next sequence,
+ *      new maps `handshakes` and `halfopen` (a slot only after the handshake) */
+#define SLUICE_MAP_LAYOUT_VERSION 3
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -122,23 +125,46 @@ struct sluice_src_rule {
 	__u8 _pad[2];
 };
 
-/* ---- Verdicts (map `verdicts`, one per service, rewritten by the controller every tick) ---- */
+/* ---- Verdicts (map `verdicts`, one per service, rewritten by the controller every tick) ----
+ * Every field is encoded so that 0 admits: an all-zero verdict (a slot never written, a new
+ * service before the controller's first tick, a torn or lost write) means "admit everything",
+ * never "refuse everything". Shedding is always a fraction refused, never one admitted. */
 
 struct sluice_verdict {
-	__u32 limit;                                 /* concurrency limit (AIMD or fixed) */
-	__u32 class_threshold[SLUICE_NUM_CLASSES];   /* admit class k while in_flight < this */
-	__u32 admit_prob[SLUICE_NUM_CLASSES];        /* ladder, SLUICE_PROB_ONE = admit all */
-	__u32 switch_admit[SLUICE_NUM_CLASSES];      /* manual switch, ONE - shed ratio */
-	__u32 breaker_state;                         /* enum sluice_breaker_state */
-	__u32 breaker_admit;                         /* half-open step fraction, fixed point */
+	__u32 limit;                                 /* concurrency limit (AIMD or fixed); 0 = none */
+	__u32 class_threshold[SLUICE_NUM_CLASSES];   /* admit class k while in_flight < this;
+	                                              * 0 = no threshold (a class with no room at
+	                                              * all is shut by SLUICE_VERDICT_SHUT(k)) */
+	__u32 shed_prob[SLUICE_NUM_CLASSES];         /* ladder: fraction refused, 0 = none,
+	                                              * SLUICE_PROB_ONE = all */
+	__u32 switch_shed[SLUICE_NUM_CLASSES];       /* manual switch: fraction refused, 0 = none */
+	__u32 breaker_state;                         /* enum sluice_breaker_state, 0 = closed */
+	__u32 breaker_shed;                          /* half-open: fraction refused, 0 = none */
 	__u32 retry_after_s;                         /* Retry-After for http rejections */
-	__u32 flags;                                 /* SLUICE_VERDICT_* */
+	__u32 flags;                                 /* SLUICE_VERDICT_*, 0 = fixed headroom */
 };
 
 /* Headroom counts by priority: class k is compared with the in-flight of classes 0..k only, so
  * lower classes never hold a slot a higher class needs (adaptive headroom). Without the flag
  * every class is compared with the service's total in-flight (fixed headroom). */
 #define SLUICE_VERDICT_PRIORITY_COUNT 1u
+/* Class k has no room at all (a threshold of 0 in the controller's terms). */
+#define SLUICE_VERDICT_SHUT(k)        (1u << (8 + ((k) & 3)))
+
+/* The controller computes thresholds where 0 means "no room"; the map encodes that as a shut
+ * class so that a zero threshold can mean "no threshold". Call after setting the thresholds. */
+static inline void sluice_verdict_mark_shut(struct sluice_verdict *v)
+{
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		if (!v->class_threshold[k])
+			v->flags |= SLUICE_VERDICT_SHUT(k);
+}
+
+/* Fixed-point admit fraction <-> the shed fraction stored in a verdict. */
+static inline __u32 sluice_prob_complement(__u32 p)
+{
+	return p >= SLUICE_PROB_ONE ? 0 : SLUICE_PROB_ONE - p;
+}
 
 /* ---- Globals (map `globals`, one entry) ---- */
 
@@ -198,8 +224,10 @@ struct sluice_flow_key {
 };
 
 enum sluice_flow_state {
-	SLUICE_FLOW_SYN = 0,             /* SYN admitted, handshake not seen complete */
-	SLUICE_FLOW_OPEN = 1,            /* established */
+	SLUICE_FLOW_SYN = 0,             /* the client completed the handshake, the server has not
+	                                  * spoken since: after syn_timeout_s the GC asks the
+	                                  * socket table whether the server ever accepted it */
+	SLUICE_FLOW_OPEN = 1,            /* established: the server spoke on it */
 };
 
 struct sluice_flow {
@@ -210,13 +238,60 @@ struct sluice_flow {
 	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned);
 					  * 2 while TC ingress decides a new one */
 	__u32 req_seq;                   /* http: seq of the current request's first segment */
-	__u32 _pad0;
+	__u32 client_next;               /* the client's next sequence number as far as sluice
+	                                  * has seen it (its ISN + 1 at the handshake, then the
+	                                  * server's acks and, for http, the request bytes):
+	                                  * where a new request must start, and the reference a
+	                                  * client FIN/RST is checked against */
 	__u16 svc;
 	__u8 class;
 	__u8 state;                      /* enum sluice_flow_state */
 	__u8 tracked_inflight;           /* tcp: this flow holds one in-flight slot */
 	__u8 client_counted;             /* its unit counts against the client's in-flight */
 	__u8 _pad[2];
+};
+
+/* ---- Handshakes (map `handshakes`, LRU_HASH, BPF-owned) ----
+ * A SYN sluice admitted is only a record here until the peer proves it receives our packets:
+ * its ACK of the server's SYN-ACK (ack = server ISN + 1, the server ISN learned from the
+ * SYN-ACK at egress) or, failing that, the server's own first segment of the established
+ * connection. Only then does the unit get a flow entry and, for tcp services, an in-flight
+ * slot. A record holds no capacity, and the LRU lets a flood of forged SYNs push out only
+ * older records, never stop a real client's SYN from being recorded. */
+#define SLUICE_MAX_HANDSHAKES 65536
+
+/* How far a segment's sequence (or acknowledgement) number may lie from what sluice expects
+ * and still count as the peer's own: 1 MiB, so a blind forger hits it once in 4096 tries and
+ * a real peer's segments after ones sluice did not follow still fit. */
+#define SLUICE_SEQ_WINDOW     (1u << 20)
+
+/* Admitted handshakes not yet complete are a budget of their own: up to
+ * limit / SLUICE_HALFOPEN_SHARE of them count against the headroom of L1..L3 (a burst of SYNs
+ * inside one round trip is partly held back there), none against L0's: forged SYNs can take
+ * at most that share from the lower classes and nothing from L0. The count lapses
+ * SLUICE_HALFOPEN_TIMEOUT_NS after it was started (a handshake takes a round trip, not a
+ * second), so forged SYNs hold nothing for long. */
+#define SLUICE_HALFOPEN_SHARE 4
+#define SLUICE_HALFOPEN_TIMEOUT_NS 1000000000ull
+
+#define SLUICE_HS_SERVER_ISN  1          /* sluice_handshake.flags: server_isn is known */
+
+struct sluice_handshake {
+	__u64 syn_ns;                    /* when the SYN was admitted */
+	__u32 client_isn;
+	__u32 server_isn;                /* from the SYN-ACK, once SLUICE_HS_SERVER_ISN is set */
+	__u16 svc;
+	__u8 class;
+	__u8 flags;
+	__u8 client_limited;             /* the client's limits apply: count the unit against its
+	                                  * cap and take its token once the handshake completes */
+	__u8 _pad[7];
+};
+
+/* Map `halfopen` (ARRAY, one per service): admitted handshakes not yet complete. BPF. */
+struct sluice_halfopen {
+	__s64 count;
+	__u64 since_ns;                  /* the count lapses SLUICE_HALFOPEN_TIMEOUT_NS after this */
 };
 
 /* ---- Accounting ---- */

@@ -117,191 +117,232 @@ static struct pkt_spec req4(const char *src, uint16_t sport, uint16_t dport)
 	return s;
 }
 
-/* Everything one run needs: the empty programs, the sluice programs and their maps. */
-struct bench {
-	int repeat, loops;
-	struct bpf_object *eo;
-	struct sluice_bpf *skel;
-	int e_xdp, e_tc, xdp, tci, tce;
+/* The handshake before a client's first segment `first` (seq = client ISN + 1, ack = server
+ * ISN + 1): SYN (XDP), the server's SYN-ACK (TC egress), the client's ACK (XDP). Untimed. */
+static void handshake(int xdp, int tce, const struct pkt_spec *first)
+{
+	struct pkt_spec syn, sa, ack;
+	uint8_t b[512];
+
+	handshake_of(first, &syn, &sa, &ack);
+	run1(xdp, b, build_pkt(b, &syn), 1, NULL);
+	run1(tce, b, build_pkt(b, &sa), 1, NULL);
+	run1(xdp, b, build_pkt(b, &ack), 1, NULL);
+}
+
+/* The client's first segment after the handshake of syn (no payload). */
+static struct pkt_spec after_syn(const struct pkt_spec *syn)
+{
+	struct pkt_spec a = *syn;
+
+	a.syn = 0, a.ackf = 1, a.tcp_opts = 0, a.seq = syn->seq + 1, a.ack = 1;
+	return a;
+}
+
+int main(int argc, char **argv)
+{
+	const char *empty_path = argc > 1 ? argv[1] : "build/bench/empty_xdp.bpf.o";
+	int repeat = argc > 2 ? atoi(argv[2]) : 1000000;
+	int loops = argc > 3 ? atoi(argv[3]) : 200000;
 	struct sluice_config cfg;
+	struct doc_errors errs;
 	struct sluice_maps m;
 	int idx[SLUICE_MAX_SERVICES];
-};
+	uint8_t pkt[512];
+	size_t len;
+	int rv;
 
-/* Load both objects and program the maps as sluiced would for CONFIG. */
-static int bench_setup(struct bench *b, const char *empty_path)
-{
-	struct doc_errors errs;
-
-	b->eo = bpf_object__open_file(empty_path, NULL);
-	if (!b->eo || bpf_object__load(b->eo)) {
-		fprintf(stderr, "bench_pktcost: cannot load %s\n", empty_path);
-		return -1;
+	if (unshare(CLONE_NEWNET) != 0) {
+		perror("unshare(CLONE_NEWNET)");
+		return 1;
 	}
-	b->e_xdp = bpf_program__fd(bpf_object__find_program_by_name(b->eo, "empty_xdp"));
-	b->e_tc = bpf_program__fd(bpf_object__find_program_by_name(b->eo, "empty_tc"));
+	if (system("ip link set lo up"))
+		fprintf(stderr, "bench_pktcost: cannot bring lo up\n");
+
+	struct bpf_object *eo = bpf_object__open_file(empty_path, NULL);
+	if (!eo || bpf_object__load(eo)) {
+		fprintf(stderr, "bench_pktcost: cannot load %s\n", empty_path);
+		return 1;
+	}
+	int e_xdp = bpf_program__fd(bpf_object__find_program_by_name(eo, "empty_xdp"));
+	int e_tc = bpf_program__fd(bpf_object__find_program_by_name(eo, "empty_tc"));
 
 	/* Room for every flow the loops create: a full table would admit untracked. */
-	b->skel = harness_load((unsigned)(2 * b->loops + 4096), &b->m);
-	if (!b->skel) {
+	struct sluice_bpf *skel = harness_load((unsigned)(2 * loops + 4096), &m);
+	if (!skel) {
 		fprintf(stderr, "bench_pktcost: cannot load the sluice BPF object\n");
-		return -1;
+		return 1;
 	}
-	if (sluice_config_parse(CONFIG, strlen(CONFIG), "bench", &b->cfg, &errs)) {
+	if (sluice_config_parse(CONFIG, strlen(CONFIG), "bench", &cfg, &errs)) {
 		doc_errors_print(stderr, &errs);
-		return -1;
+		return 1;
 	}
-	if (maps_assign_indices(&b->m, &b->cfg, b->idx) ||
-	    maps_program_services(&b->m, &b->cfg, b->idx)) {
+	if (maps_assign_indices(&m, &cfg, idx) || maps_program_services(&m, &cfg, idx)) {
 		fprintf(stderr, "bench_pktcost: cannot program services\n");
-		return -1;
+		return 1;
 	}
-	for (int i = 0; i < b->cfg.n_services; i++) {
+	for (int i = 0; i < cfg.n_services; i++) {
 		struct sluice_verdict v;
-		verdict_default(&b->cfg.services[i], verdict_initial_limit(&b->cfg.services[i]), &v);
-		maps_write_verdict(&b->m, b->idx[i], &v);
+		verdict_default(&cfg.services[i], verdict_initial_limit(&cfg.services[i]), &v);
+		maps_write_verdict(&m, idx[i], &v);
 	}
 	struct sluice_globals g = { .heartbeat_ns = monotonic_ns(),
 				    .heartbeat_timeout_ns = 3600ull * 1000000000ull };
-	maps_write_globals(&b->m, &g);
+	maps_write_globals(&m, &g);
 
-	b->xdp = bpf_program__fd(b->skel->progs.sluice_xdp_ingress);
-	b->tci = bpf_program__fd(b->skel->progs.sluice_tc_ingress);
-	b->tce = bpf_program__fd(b->skel->progs.sluice_tc_egress);
-	return 0;
-}
-
-/* One row measured with the in-kernel repeat: the packet of `s`, empty program vs `fd`. */
-static void bench_row_repeat(const struct bench *b, const struct pkt_spec *s, int e_fd, int fd,
-			     const char *name, const char *prog)
-{
-	uint8_t pkt[512];
-	size_t len = build_pkt(pkt, s);
-	double e, d;
-	int rv;
-
-	e = run_rep(e_fd, pkt, len, b->repeat, NULL);
-	d = run_rep(fd, pkt, len, b->repeat, &rv);
-	add(name, prog, "repeat", d, e, rv);
-}
-
-/* Paths that leave packet and state as they were. */
-static void bench_repeat_paths(const struct bench *b)
-{
-	uint8_t pkt[512];
+	int xdp = bpf_program__fd(skel->progs.sluice_xdp_ingress);
+	int tci = bpf_program__fd(skel->progs.sluice_tc_ingress);
+	int tce = bpf_program__fd(skel->progs.sluice_tc_egress);
 	struct pkt_spec s;
+	double e, d;
 
+	/* ---- in-kernel repeat: paths that leave packet and state as they were ---- */
 	s = syn4("198.18.1.2", 40000, 80);
-	bench_row_repeat(b, &s, b->e_xdp, b->xdp, "non-service packet (dport 80)", "xdp");
+	len = build_pkt(pkt, &s);
+	e = run_rep(e_xdp, pkt, len, repeat, NULL);
+	d = run_rep(xdp, pkt, len, repeat, &rv);
+	add("non-service packet (dport 80)", "xdp", "repeat", d, e, rv);
 
-	/* Established flow: admit one SYN, then its ACKs. */
+	/* Established flow: a completed handshake, then its ACKs. */
 	s = syn4("198.18.1.2", 40001, 7000);
-	run1(b->xdp, pkt, build_pkt(pkt, &s), 1, NULL);
-	s.syn = 0, s.ackf = 1, s.tcp_opts = 0, s.seq++, s.ack = 1;
-	bench_row_repeat(b, &s, b->e_xdp, b->xdp, "established-flow packet (ACK)", "xdp");
+	struct pkt_spec a = after_syn(&s);
+	handshake(xdp, tce, &a);
+	len = build_pkt(pkt, &a);
+	e = run_rep(e_xdp, pkt, len, repeat, NULL);
+	d = run_rep(xdp, pkt, len, repeat, &rv);
+	add("established-flow packet (ACK)", "xdp", "repeat", d, e, rv);
 
 	/* SYN retransmit: the same 4-tuple again and again (first run admits). */
 	s = syn4("198.18.2.2", 40002, 7000);
-	bench_row_repeat(b, &s, b->e_xdp, b->xdp, "SYN retransmit (same 4-tuple)", "xdp");
+	len = build_pkt(pkt, &s);
+	e = run_rep(e_xdp, pkt, len, repeat, NULL);
+	d = run_rep(xdp, pkt, len, repeat, &rv);
+	add("SYN retransmit (same 4-tuple)", "xdp", "repeat", d, e, rv);
 
 	/* Request continuation: the first run starts the request, the rest see it active. */
 	s = req4("198.18.2.3", 40003, 8080);
-	bench_row_repeat(b, &s, b->e_tc, b->tci, "http segment, request already active", "tc-in");
+	handshake(xdp, tce, &s);
+	len = build_pkt(pkt, &s);
+	e = run_rep(e_tc, pkt, len, repeat, NULL);
+	d = run_rep(tci, pkt, len, repeat, &rv);
+	add("http segment, request already active", "tc-in", "repeat", d, e, rv);
 
 	/* Server's response segment of an established flow (no request outstanding). */
 	struct pkt_spec r = { .src = SERVER4, .dst = "198.18.1.2", .sport = 7000, .dport = 40001,
 			      .seq = 1, .ack = 40002, .ackf = 1 };
-	bench_row_repeat(b, &r, b->e_tc, b->tce, "server ACK of established flow", "tc-eg");
-}
+	len = build_pkt(pkt, &r);
+	e = run_rep(e_tc, pkt, len, repeat, NULL);
+	d = run_rep(tce, pkt, len, repeat, &rv);
+	add("server ACK of established flow", "tc-eg", "repeat", d, e, rv);
 
-/* The packet of call i of a repeat=1 loop; `src` is scratch room for the address text. */
-typedef struct pkt_spec (*loop_pkt_fn)(int i, char *src, size_t srclen);
-
-static struct pkt_spec new_syn(int i, char *src, size_t srclen)
-{
-	snprintf(src, srclen, "198.18.%d.%d", 10 + (i >> 16 & 0x7f), 1 + (i >> 8 & 0xff) % 250);
-	return syn4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 7000);
-}
-
-static struct pkt_spec refused_syn(int i, char *src, size_t srclen)
-{
-	return syn4("198.18.3.2", (uint16_t)(2 + i % 60000), 7001);
-}
-
-static struct pkt_spec new_request(int i, char *src, size_t srclen)
-{
-	snprintf(src, srclen, "198.18.%d.%d", 40 + (i >> 16 & 0x7f), 1 + (i >> 8 & 0xff) % 250);
-	return req4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 8080);
-}
-
-static struct pkt_spec refused_request(int i, char *src, size_t srclen)
-{
-	return req4("198.18.4.2", (uint16_t)(2 + i % 60000), 8081);
-}
-
-/* One row measured with b->loops calls of repeat=1, a fresh packet each call (mean). */
-static void bench_row_loop(const struct bench *b, loop_pkt_fn next, int e_fd, int fd,
-			   const char *name, const char *prog)
-{
-	double se = 0, sd = 0, d;
+	/* ---- repeat = 1, a fresh packet each call ---- */
+	double se = 0, sd = 0;
 	int ne = 0, nd = 0, last = 0;
-	uint8_t pkt[512];
-
-	for (int i = 0; i < b->loops; i++) {
+	/* New SYN admission: a different source port / address every call. */
+	for (int i = 0; i < loops; i++) {
 		char src[32];
-		struct pkt_spec s = next(i, src, sizeof(src));
-		size_t len = build_pkt(pkt, &s);
-
-		if ((d = run1(e_fd, pkt, len, 1, NULL)) >= 0)
+		snprintf(src, sizeof src, "198.18.%d.%d", 10 + (i >> 16 & 0x7f), 1 + (i >> 8 & 0xff) % 250);
+		s = syn4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 7000);
+		len = build_pkt(pkt, &s);
+		if ((d = run1(e_xdp, pkt, len, 1, NULL)) >= 0)
 			se += d, ne++;
-		if ((d = run1(fd, pkt, len, 1, &last)) >= 0)
+		if ((d = run1(xdp, pkt, len, 1, &last)) >= 0)
 			sd += d, nd++;
 	}
-	add(name, prog, "loop", nd ? sd / nd : -1, ne ? se / ne : -1, last);
-}
+	add("new SYN, admitted (handshake record)", "xdp", "loop", nd ? sd / nd : -1, ne ? se / ne : -1, last);
 
-/* Paths that must see a different packet or fresh state each time. */
-static void bench_loop_paths(const struct bench *b)
-{
-	uint8_t pkt[512];
-	struct pkt_spec s;
-
-	/* New SYN admission: a different source port / address every call. */
-	bench_row_loop(b, new_syn, b->e_xdp, b->xdp, "new SYN, admitted (new flow)", "xdp");
+	/* The ACK that completes an admitted handshake: the flow and its slot are taken here. */
+	se = sd = 0, ne = nd = 0;
+	for (int i = 0; i < loops; i++) {
+		char src[32];
+		snprintf(src, sizeof src, "198.18.%d.%d", 60 + (i >> 16 & 0x3f), 1 + (i >> 8 & 0xff) % 250);
+		s = syn4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 7000);
+		struct pkt_spec sa = { .src = SERVER4, .dst = src, .sport = 7000, .dport = s.sport,
+				       .seq = 0, .ack = s.seq + 1, .syn = 1, .ackf = 1, .tcp_opts = 20 };
+		len = build_pkt(pkt, &s);
+		run1(xdp, pkt, len, 1, NULL);
+		len = build_pkt(pkt, &sa);
+		run1(tce, pkt, len, 1, NULL);
+		a = after_syn(&s);
+		len = build_pkt(pkt, &a);
+		if ((d = run1(e_xdp, pkt, len, 1, NULL)) >= 0)
+			se += d, ne++;
+		if ((d = run1(xdp, pkt, len, 1, &last)) >= 0)
+			sd += d, nd++;
+	}
+	add("ACK completing a handshake (flow + slot)", "xdp", "loop", nd ? sd / nd : -1,
+	    ne ? se / ne : -1, last);
 
 	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot. */
 	s = syn4("198.18.3.1", 1, 7001);
-	run1(b->xdp, pkt, build_pkt(pkt, &s), 1, NULL);
-	bench_row_loop(b, refused_syn, b->e_xdp, b->xdp, "new SYN, rejected: RST reply (XDP_TX)",
-		       "xdp");
+	a = after_syn(&s);
+	handshake(xdp, tce, &a);
+	se = sd = 0, ne = nd = 0;
+	for (int i = 0; i < loops; i++) {
+		s = syn4("198.18.3.2", (uint16_t)(2 + i % 60000), 7001);
+		len = build_pkt(pkt, &s);
+		if ((d = run1(e_xdp, pkt, len, 1, NULL)) >= 0)
+			se += d, ne++;
+		if ((d = run1(xdp, pkt, len, 1, &last)) >= 0)
+			sd += d, nd++;
+	}
+	add("new SYN, rejected: RST reply (XDP_TX)", "xdp", "loop", nd ? sd / nd : -1,
+	    ne ? se / ne : -1, last);
 
-	/* Request start with X-Priority classification, admitted: a new flow every call (the
-	 * connection's SYN was not seen, so the flow is created at the request). */
-	bench_row_loop(b, new_request, b->e_tc, b->tci, "request start + header class, admitted",
-		       "tc-in");
+	/* Request start with X-Priority classification, admitted: a new connection every call
+	 * (its handshake untimed). */
+	se = sd = 0, ne = nd = 0;
+	for (int i = 0; i < loops; i++) {
+		char src[32];
+		snprintf(src, sizeof src, "198.18.%d.%d", 40 + (i >> 16 & 0x7f), 1 + (i >> 8 & 0xff) % 250);
+		s = req4(src, (uint16_t)(1024 + (i & 0xff) * 200 + (i >> 16)), 8080);
+		handshake(xdp, tce, &s);
+		len = build_pkt(pkt, &s);
+		if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
+			se += d, ne++;
+		if ((d = run1(tci, pkt, len, 1, &last)) >= 0)
+			sd += d, nd++;
+	}
+	add("request start + header class, admitted", "tc-in", "loop", nd ? sd / nd : -1,
+	    ne ? se / ne : -1, last);
+
+	/* Data with no handshake (a forged request segment): no flow, nothing decided. */
+	s = req4("198.18.5.1", 40005, 8080);
+	len = build_pkt(pkt, &s);
+	e = run_rep(e_tc, pkt, len, repeat, NULL);
+	d = run_rep(tci, pkt, len, repeat, &rv);
+	add("http data, no handshake (forged)", "tc-in", "repeat", d, e, rv);
 
 	/* Request refused: in-kernel 429 (clone to the client) + RST to the server. */
 	s = req4("198.18.4.1", 1, 8081);
-	run1(b->tci, pkt, build_pkt(pkt, &s), 1, NULL);
-	bench_row_loop(b, refused_request, b->e_tc, b->tci, "request refused: 429 reply + RST",
-		       "tc-in");
-}
+	handshake(xdp, tce, &s);
+	len = build_pkt(pkt, &s);
+	run1(tci, pkt, len, 1, NULL);
+	se = sd = 0, ne = nd = 0;
+	for (int i = 0; i < loops; i++) {
+		s = req4("198.18.4.2", (uint16_t)(2 + i % 60000), 8081);
+		handshake(xdp, tce, &s);
+		len = build_pkt(pkt, &s);
+		if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
+			se += d, ne++;
+		if ((d = run1(tci, pkt, len, 1, &last)) >= 0)
+			sd += d, nd++;
+	}
+	add("request refused: 429 reply + RST", "tc-in", "loop", nd ? sd / nd : -1,
+	    ne ? se / ne : -1, last);
 
-static void bench_print(const struct bench *b)
-{
 	struct sluice_pkt_stats ps = { 0 };
+	maps_read_pkt_stats(&m, &ps);
 	unsigned long long web_rej = 0;
-
-	maps_read_pkt_stats(&b->m, &ps);
 	for (int c = 0; c < 4; c++) {
 		struct sluice_class_stats st;
-		if (maps_read_class_stats(&b->m, b->idx[3], c, &st) == 0)
+		if (maps_read_class_stats(&m, idx[3], c, &st) == 0)
 			for (int k = 0; k < SLUICE_REJ_REASONS; k++)
 				web_rej += st.rejected[k];
 	}
 
 	printf("# per-packet cost, BPF_PROG_TEST_RUN, repeat=%d (best of 3) or %d calls of "
-	       "repeat=1 (mean)\n", b->repeat, b->loops);
+	       "repeat=1 (mean)\n", repeat, loops);
 	printf("%-42s %-6s %-7s %9s %9s %9s %7s %s\n", "path", "prog", "method", "ns/pkt",
 	       "empty_ns", "over_ns", "ratio", "retval");
 	for (int i = 0; i < nrows; i++) {
@@ -315,47 +356,18 @@ static void bench_print(const struct bench *b)
 	       (unsigned long long)ps.rst_sent, (unsigned long long)ps.reply_sent,
 	       (unsigned long long)ps.reply_failed,
 	       web_rej);
-}
-
-/* BENCH_DEBUG: per service and class, what admission decided (on stderr). */
-static void bench_debug(const struct bench *b)
-{
-	for (int sv = 0; sv < b->cfg.n_services; sv++)
-		for (int c = 0; c < 4; c++) {
-			struct sluice_class_stats x;
-			if (maps_read_class_stats(&b->m, b->idx[sv], c, &x) == 0 && x.arrivals)
-				fprintf(stderr, "svc %s L%d arrivals %llu admitted %llu fail_open %llu rej %llu %llu %llu\n",
-					b->cfg.services[sv].name, c, (unsigned long long)x.arrivals,
-					(unsigned long long)x.admitted, (unsigned long long)x.fail_open,
-					(unsigned long long)x.rejected[0], (unsigned long long)x.rejected[1],
-					(unsigned long long)x.rejected[2]);
-		}
-}
-
-int main(int argc, char **argv)
-{
-	const char *empty_path = argc > 1 ? argv[1] : "build/bench/empty_xdp.bpf.o";
-	static struct bench b;
-
-	b.repeat = argc > 2 ? atoi(argv[2]) : 1000000;
-	b.loops = argc > 3 ? atoi(argv[3]) : 200000;
-	if (unshare(CLONE_NEWNET) != 0) {
-		perror("unshare(CLONE_NEWNET)");
-		return 1;
-	}
-	if (system("ip link set lo up"))
-		fprintf(stderr, "bench_pktcost: cannot bring lo up\n");
-	if (bench_setup(&b, empty_path))
-		return 1;
-
-	/* ---- in-kernel repeat, then repeat = 1 with a fresh packet each call ---- */
-	bench_repeat_paths(&b);
-	bench_loop_paths(&b);
-
-	bench_print(&b);
 	if (getenv("BENCH_DEBUG"))
-		bench_debug(&b);
-	sluice_bpf__destroy(b.skel);
-	bpf_object__close(b.eo);
+		for (int sv = 0; sv < cfg.n_services; sv++)
+			for (int c = 0; c < 4; c++) {
+				struct sluice_class_stats x;
+				if (maps_read_class_stats(&m, idx[sv], c, &x) == 0 && x.arrivals)
+					fprintf(stderr, "svc %s L%d arrivals %llu admitted %llu fail_open %llu rej %llu %llu %llu\n",
+						cfg.services[sv].name, c, (unsigned long long)x.arrivals,
+						(unsigned long long)x.admitted, (unsigned long long)x.fail_open,
+						(unsigned long long)x.rejected[0], (unsigned long long)x.rejected[1],
+						(unsigned long long)x.rejected[2]);
+			}
+	sluice_bpf__destroy(skel);
+	bpf_object__close(eo);
 	return 0;
 }

@@ -63,6 +63,20 @@ static uint16_t tcp_verify(const void *iph, int v6, const void *tcp, size_t len)
 	return csum_finish(sum);
 }
 
+/* The three segments of the handshake before a client's first segment `first` (seq = client
+ * ISN + 1, ack = server ISN + 1): the client's SYN, the server's SYN-ACK, the client's ACK. */
+static inline void handshake_of(const struct pkt_spec *first, struct pkt_spec *syn, struct pkt_spec *sa,
+			 struct pkt_spec *ack)
+{
+	*syn = *first, *sa = *first, *ack = *first;
+	syn->payload = NULL, syn->payload_len = 0, syn->psh = 0, syn->ackf = 0, syn->ack = 0;
+	syn->syn = 1, syn->seq = first->seq - 1, syn->tcp_opts = 20;
+	sa->src = first->dst, sa->dst = first->src, sa->sport = first->dport, sa->dport = first->sport;
+	sa->payload = NULL, sa->payload_len = 0, sa->psh = 0, sa->syn = 1, sa->ackf = 1;
+	sa->tcp_opts = 20, sa->seq = first->ack - 1, sa->ack = first->seq;
+	ack->payload = NULL, ack->payload_len = 0, ack->psh = 0, ack->ackf = 1;
+}
+
 static size_t build_pkt(uint8_t *buf, const struct pkt_spec *s)
 {
 	uint8_t *p = buf;

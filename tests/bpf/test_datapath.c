@@ -108,6 +108,63 @@ static struct pkt_spec syn4(const char *src, uint16_t sport, uint16_t dport)
 	return s;
 }
 
+/* The server's ISN in every SYN-ACK the tests send (a function of the client port). */
+#define SERVER_ISN(port) (0x5e000000u + (port) * 7919u)
+
+/* The server's SYN-ACK to a client SYN, as TC egress sees it. */
+static struct pkt_spec synack_of(const struct pkt_spec *syn)
+{
+	struct pkt_spec sa = { .v6 = syn->v6, .vlan = syn->vlan, .src = syn->dst, .dst = syn->src,
+			       .sport = syn->dport, .dport = syn->sport, .seq = SERVER_ISN(syn->sport),
+			       .ack = syn->seq + 1, .syn = 1, .ackf = 1, .tcp_opts = 20 };
+	return sa;
+}
+
+/* A client segment of the connection opened by syn, at the client's next sequence number,
+ * acknowledging the server's SYN-ACK. */
+static struct pkt_spec client_seg(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = *syn;
+
+	s.syn = 0, s.ackf = 1, s.tcp_opts = 0;
+	s.seq = syn->seq + 1, s.ack = SERVER_ISN(syn->sport) + 1;
+	return s;
+}
+
+static struct pkt_spec client_fin(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = client_seg(syn);
+	s.fin = 1;
+	return s;
+}
+
+static struct pkt_spec client_rst(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = client_seg(syn);
+	s.rst = 1, s.ackf = 0, s.ack = 0;
+	return s;
+}
+
+/* A connection as a real client makes it: SYN (XDP), the server's SYN-ACK (TC egress), the
+ * client's ACK of it (XDP). Returns the SYN's verdict; only an admitted SYN goes on. */
+static int connect_(struct fixture *f, const struct pkt_spec *syn)
+{
+	int rv = xdp(f, syn).ret;
+
+	if (rv == XDP_PASS) {
+		struct pkt_spec sa = synack_of(syn), ack = client_seg(syn);
+		tc_egress(f, &sa);
+		xdp(f, &ack);
+	}
+	return rv;
+}
+
+static int flow_count(struct fixture *f)
+{
+	int per[SLUICE_MAX_SERVICES];
+	return maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES);
+}
+
 static struct sluice_class_stats stats(struct fixture *f, int svc, int cls)
 {
 	struct sluice_class_stats st;
@@ -452,6 +509,13 @@ static void test_fuzz_exact_verdicts(void **state)
 				assert_true(harness_unchanged(&t));
 				tc_runs++;
 			}
+			/* No handshake ever completes here (no SYN-ACK is sent back): whatever the
+			 * frame, no flow exists and no slot is held. */
+			long long held = 0;
+			for (int sv = 0; sv < f->cfg.n_services; sv++)
+				held += inflight_total(f, sv);
+			FZ_CHECK(flow_count(f) == 0 && held == 0, "%d flows, %lld in flight\n",
+				 flow_count(f), held);
 		}
 		/* Only SYNs that reach a service's classification are arrivals. */
 		unsigned long long arrivals = sum_stat(f, offsetof(struct sluice_class_stats, arrivals)) - arrivals0;
@@ -472,20 +536,26 @@ static void test_syn_admitted_counted_once(void **state)
 
 	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
 	assert_int_equal(xdp(f, &s).ret, XDP_PASS); /* retransmitted SYN */
-	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(inflight_total(f, 0), 0);  /* no slot before the handshake completes */
+	assert_int_equal(flow_count(f), 0);
 	assert_int_equal(stats(f, 0, 0).arrivals, 1);
 	assert_int_equal(stats(f, 0, 0).admitted, 1);
 	assert_int_equal(stats(f, 0, 0).retransmits, 1);
 
 	/* The admitted connection's packets, both ways, go through as they are (xdp() and
-	 * tc_egress() compare every passed packet with the one sent, byte for byte). */
+	 * tc_egress() compare every passed packet with the one sent, byte for byte). The
+	 * client's ACK of the SYN-ACK is lost: its first data, acknowledging the server's ISN,
+	 * completes the handshake instead. */
 	struct pkt_spec synack = { .src = SERVER4, .dst = "198.18.1.2", .sport = 5432, .dport = 40001,
 				   .seq = 7, .ack = s.seq + 1, .syn = 1, .ackf = 1, .tcp_opts = 20 };
 	tc_egress(f, &synack);
+	assert_int_equal(inflight_total(f, 0), 0);
 	struct pkt_spec data = s;
 	data.syn = 0, data.ackf = 1, data.psh = 1, data.tcp_opts = 12;
 	data.seq = s.seq + 1, data.ack = 8, data.payload = "SELECT 1;", data.payload_len = 9;
 	assert_int_equal(xdp(f, &data).ret, XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(xdp(f, &data).ret, XDP_PASS); /* the same data again: still one unit */
 	struct pkt_spec reply = synack;
 	reply.syn = 0, reply.psh = 1, reply.seq = 8, reply.ack = data.seq + 9;
 	reply.payload = "one row", reply.payload_len = 7;
@@ -499,7 +569,7 @@ static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
 	/* limit 4: L3 (default) may use 2 slots, L0 (198.18.1/24) all 4. */
 	for (uint16_t p = 1; p <= 2; p++) {
 		struct pkt_spec s = syn4("203.0.113.9", p, 5432);
-		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
 	struct pkt_spec s = syn4("203.0.113.9", 3, 5432);
 	s.seq = 0xfffffff0u; /* ack must wrap */
@@ -539,11 +609,11 @@ static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
 
 	/* L0 still gets in up to the full limit. */
 	struct pkt_spec l0 = syn4("198.18.1.7", 10, 5432);
-	assert_int_equal(xdp(f, &l0).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &l0), XDP_PASS);
 	l0.sport = 11;
-	assert_int_equal(xdp(f, &l0).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &l0), XDP_PASS);
 	l0.sport = 12;
-	assert_int_equal(xdp(f, &l0).ret, XDP_TX); /* 5th: over the limit even for L0 */
+	assert_int_equal(connect_(f, &l0), XDP_TX); /* 5th: over the limit even for L0 */
 	assert_int_equal(stats(f, 0, 0).admitted, 2);
 	assert_int_equal(inflight_total(f, 0), 4);
 
@@ -562,8 +632,9 @@ static void test_v6_vlan_dscp_classified_and_rst(void **state)
 	/* DSCP 46 -> L1: threshold 90% of 4 = 3. */
 	for (uint16_t p = 0; p < 3; p++) {
 		s.sport = 5555 + p;
-		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
+	assert_int_equal(inflight_total(f, 0), 3);
 	assert_int_equal(stats(f, 0, 1).admitted, 3);
 	s.sport = 6000;
 	uint8_t in[512];
@@ -610,7 +681,7 @@ static void test_drop_mode(void **state)
 	struct fixture *f = *state;
 	struct pkt_spec a = syn4("198.18.1.2", 1, 6000), b = syn4("198.18.1.2", 2, 6000);
 
-	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &a), XDP_PASS);
 	assert_int_equal(xdp(f, &b).ret, XDP_DROP);
 	assert_int_equal(stats(f, 1, 0).rejected[SLUICE_REJ_HEADROOM], 1);
 }
@@ -628,13 +699,13 @@ static void test_priority_count_never_blocks_higher_class(void **state)
 	/* L3 fills its 2; a third is refused (L0..L3 in-flight 2 >= 2). */
 	for (uint16_t p = 1; p <= 3; p++) {
 		struct pkt_spec s = syn4("203.0.113.9", p, 5432);
-		assert_int_equal(xdp(f, &s).ret, p <= 2 ? XDP_PASS : XDP_TX);
+		assert_int_equal(connect_(f, &s), p <= 2 ? XDP_PASS : XDP_TX);
 	}
 	/* L0 is compared with L0's own in-flight only: all 4 get in although the service's
 	 * total is already 2 -- lower classes never hold a slot L0 needs. */
 	for (uint16_t p = 10; p < 15; p++) {
 		struct pkt_spec s = syn4("198.18.1.7", p, 5432);
-		assert_int_equal(xdp(f, &s).ret, p < 14 ? XDP_PASS : XDP_TX);
+		assert_int_equal(connect_(f, &s), p < 14 ? XDP_PASS : XDP_TX);
 	}
 	assert_int_equal(inflight_total(f, 0), 6);
 	/* L3 now sees L0's 4 as well: still refused; L2 (198.18.7.x) too (4+0+... >= 3). */
@@ -650,35 +721,45 @@ static void test_client_concurrency_cap(void **state)
 	struct pkt_spec a = syn4("198.18.1.2", 1, 7000), b = syn4("198.18.1.2", 2, 7000);
 	struct pkt_spec c = syn4("198.18.1.2", 3, 7000), other = syn4("198.18.1.3", 4, 7000);
 
-	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
-	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
-	assert_int_equal(xdp(f, &c).ret, XDP_TX);      /* third of one client: refused */
-	assert_int_equal(xdp(f, &other).ret, XDP_PASS); /* another client is not */
+	/* SYNs forged in 198.18.1.2's name hold none of its two connections. */
+	for (uint16_t p = 100; p < 110; p++) {
+		struct pkt_spec forged = syn4("198.18.1.2", p, 7000);
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+	}
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(connect_(f, &b), XDP_PASS);
+	assert_int_equal(connect_(f, &c), XDP_TX);      /* third of one client: refused */
+	assert_int_equal(connect_(f, &other), XDP_PASS); /* another client is not */
 	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
-	assert_int_equal(inflight_total(f, 2), 3);      /* the refused one gave its slot back */
+	assert_int_equal(inflight_total(f, 2), 3);
 	/* One of the client's connections ends: it may connect again. */
-	struct pkt_spec fin = a;
-	fin.syn = 0, fin.fin = 1, fin.ackf = 1, fin.tcp_opts = 0;
+	struct pkt_spec fin = client_fin(&a);
 	xdp(f, &fin);
 	c.sport = 5;
-	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &c), XDP_PASS);
 }
 
 static void test_client_token_bucket(void **state)
 {
 	struct fixture *f = *state;
 
+	/* SYNs forged in 198.18.1.2's name (no handshake ever completes) use up none of its
+	 * tokens, nor of its concurrency. */
+	for (uint16_t p = 100; p < 140; p++) {
+		struct pkt_spec forged = syn4("198.18.1.2", p, 7001);
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+	}
 	/* 1 per second, burst 2: two at once pass, the third waits for a token. */
 	for (uint16_t p = 1; p <= 3; p++) {
 		struct pkt_spec s = syn4("198.18.1.2", p, 7001);
-		assert_int_equal(xdp(f, &s).ret, p <= 2 ? XDP_PASS : XDP_TX);
+		assert_int_equal(connect_(f, &s), p <= 2 ? XDP_PASS : XDP_TX);
 	}
 	struct pkt_spec other = syn4("198.18.1.9", 9, 7001);
-	assert_int_equal(xdp(f, &other).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &other), XDP_PASS);
 	assert_int_equal(stats(f, 3, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
 	usleep(1100000);
 	struct pkt_spec later = syn4("198.18.1.2", 10, 7001);
-	assert_int_equal(xdp(f, &later).ret, XDP_PASS);
+	assert_int_equal(connect_(f, &later), XDP_PASS);
 }
 
 static void test_client_limits_off_when_controller_silent(void **state)
@@ -699,13 +780,12 @@ static void test_fin_rst_end_units_exactly_once(void **state)
 	struct fixture *f = *state;
 	struct pkt_spec a = syn4("198.18.1.2", 100, 5432), b = syn4("198.18.1.2", 101, 5432);
 
-	xdp(f, &a);
-	xdp(f, &b);
+	connect_(f, &a);
+	connect_(f, &b);
 	assert_int_equal(inflight_total(f, 0), 2);
 
 	/* Client FIN on a: -1. Server FIN on a afterwards: nothing more. */
-	struct pkt_spec fin = a;
-	fin.syn = 0, fin.fin = 1, fin.ackf = 1, fin.tcp_opts = 0;
+	struct pkt_spec fin = client_fin(&a);
 	assert_int_equal(xdp(f, &fin).ret, XDP_PASS);
 	assert_int_equal(inflight_total(f, 0), 1);
 	struct pkt_spec sfin = { .src = SERVER4, .dst = "198.18.1.2", .sport = 5432, .dport = 100,
@@ -735,7 +815,7 @@ static void test_stale_heartbeat_fails_open(void **state)
 	set_heartbeat(f, 2000000000ull); /* 2 s old, timeout 1 s */
 	for (uint16_t p = 1; p <= 6; p++) {
 		struct pkt_spec s = syn4("203.0.113.9", p, 5432); /* L3: 2 slots normally */
-		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
 	assert_int_equal(stats(f, 0, 3).admitted, 6);
 	assert_int_equal(stats(f, 0, 3).fail_open, 6);
@@ -754,17 +834,306 @@ static void test_full_flow_table_admits_untracked_and_drains_to_zero(void **stat
 	maps_write_verdict(&f->m, f->idx[0], &v);
 	for (uint16_t p = 1; p <= 7; p++) {
 		struct pkt_spec s = syn4("198.18.1.2", p, 5432);
-		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
 	assert_int_equal(stats(f, 0, 0).admitted, 7);
 	assert_int_equal(stats(f, 0, 0).untracked, 3);
 	assert_int_equal(inflight_total(f, 0), 4);
 	for (uint16_t p = 1; p <= 7; p++) {
-		struct pkt_spec s = syn4("198.18.1.2", p, 5432);
-		s.syn = 0, s.rst = 1, s.tcp_opts = 0;
+		struct pkt_spec syn = syn4("198.18.1.2", p, 5432), s = client_rst(&syn);
 		xdp(f, &s);
 	}
 	assert_int_equal(inflight_total(f, 0), 0);
+}
+
+/* ---- forged packets ---- */
+
+/* A source address inside 198.18.1.0/24 (L0 for db) or anywhere (L3), from a counter. */
+static void forged_src(char *buf, size_t n, uint32_t i, int l0)
+{
+	if (l0)
+		snprintf(buf, n, "198.18.1.%u", 1 + i % 254);
+	else
+		snprintf(buf, n, "203.0.%u.%u", (i >> 8) & 0xff, 1 + (i & 0xff) % 254);
+}
+
+/* Thousands of SYNs with forged sources from L0's own prefix, and from the default class,
+ * none of which ever completes a handshake (the forger never sees the SYN-ACKs): the server
+ * answers each, but they hold no slot, so the limit never fills and real clients of every
+ * class still connect afterwards, L0 up to the whole limit. */
+static void test_forged_syn_flood_never_fills_the_limit(void **state)
+{
+	struct fixture *f = *state;
+	char src[32];
+
+	for (uint32_t i = 0; i < 4000; i++) {
+		forged_src(src, sizeof(src), i, i % 2 == 0);
+		struct pkt_spec s = syn4(src, (uint16_t)(1024 + i), 5432);
+		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		/* The server answers every one; the answer goes to the forged address. */
+		struct pkt_spec sa = synack_of(&s);
+		tc_egress(f, &sa);
+		if (i % 100 == 0)
+			assert_int_equal(inflight_total(f, 0), 0);
+	}
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 0, 0).admitted, 2000);
+	/* A real L3 client still gets in (the half-open budget takes at most a quarter of the
+	 * limit from the lower classes), then real L0 clients fill the rest of the limit. */
+	struct pkt_spec l3 = syn4("203.0.113.200", 60000, 5432);
+	assert_int_equal(connect_(f, &l3), XDP_PASS);
+	for (uint16_t p = 0; p < 3; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.77", (uint16_t)(61000 + p), 5432);
+		assert_int_equal(connect_(f, &l0), XDP_PASS);
+	}
+	assert_int_equal(inflight_total(f, 0), 4);
+	struct pkt_spec over = syn4("198.18.1.78", 62000, 5432);
+	assert_int_equal(xdp(f, &over).ret, XDP_TX); /* the limit is the real clients' */
+	/* Every real connection closes: in-flight is exactly 0, whatever the flood left. */
+	struct pkt_spec fin = client_fin(&l3);
+	xdp(f, &fin);
+	for (uint16_t p = 0; p < 3; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.77", (uint16_t)(61000 + p), 5432);
+		struct pkt_spec rst = client_rst(&l0);
+		xdp(f, &rst);
+	}
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+}
+
+/* The ACK that completes a handshake must acknowledge the server's ISN: an ACK guessed
+ * without the SYN-ACK (or before it was sent) completes nothing. */
+static void test_forged_ack_completes_no_handshake(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 777, 5432), sa = synack_of(&s);
+	struct pkt_spec ack = client_seg(&s);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	xdp(f, &ack); /* before the SYN-ACK: the server's ISN is not known yet */
+	assert_int_equal(inflight_total(f, 0), 0);
+	tc_egress(f, &sa);
+	struct pkt_spec bad = ack;
+	bad.ack = sa.seq + 1 + SLUICE_SEQ_WINDOW;      /* beyond the window */
+	xdp(f, &bad);
+	bad.ack = sa.seq;                              /* one short: not an ACK of the SYN-ACK */
+	xdp(f, &bad);
+	bad = ack;
+	bad.seq = s.seq + 1 + SLUICE_SEQ_WINDOW;       /* the right ack, a wrong sequence */
+	xdp(f, &bad);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	xdp(f, &ack); /* a duplicate ACK takes nothing more */
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(flow_count(f), 1);
+}
+
+/* A FIN or RST ends a unit only inside the client's window: forged ones outside it (before
+ * where the client is, or beyond the window) release nothing; the client's own does. */
+static void test_forged_fin_rst_outside_window_release_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 888, 5432);
+
+	assert_int_equal(connect_(f, &s), XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 1);
+	const uint32_t off[] = { SLUICE_SEQ_WINDOW, SLUICE_SEQ_WINDOW + 12345, 0x80000000u,
+				 (uint32_t)-1, (uint32_t)-1000 };
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		struct pkt_spec rst = client_rst(&s), fin = client_fin(&s), rstack = client_rst(&s);
+		rst.seq += off[i], fin.seq += off[i], rstack.seq += off[i];
+		rstack.ackf = 1, rstack.ack = SERVER_ISN(s.sport) + 1;
+		xdp(f, &rst);
+		xdp(f, &fin);
+		xdp(f, &rstack);
+		assert_int_equal(inflight_total(f, 0), 1);
+	}
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(stats(f, 0, 0).completed, 0);
+	/* The server acknowledged 5000 bytes (its data carries the ack): the client's FIN is
+	 * there now, and one at the handshake's sequence is outside the window. */
+	struct pkt_spec srv = synack_of(&s);
+	srv.syn = 0, srv.tcp_opts = 0, srv.seq += 1, srv.ack = s.seq + 1 + 5000;
+	srv.payload = "row", srv.payload_len = 3;
+	tc_egress(f, &srv);
+	struct pkt_spec old = client_rst(&s);
+	xdp(f, &old);
+	assert_int_equal(inflight_total(f, 0), 1);
+	struct pkt_spec fin = client_fin(&s);
+	fin.seq += 5000;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(stats(f, 0, 0).completed, 1);
+	assert_int_equal(flow_count(f), 0);
+}
+
+/* A SYN with a new ISN on a live flow (anyone can send one) ends nothing; only the server
+ * accepting it as a new connection (its SYN-ACK for the new ISN) ends the old unit. */
+static void test_syn_with_new_isn_never_ends_a_live_flow(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 999, 5432);
+
+	assert_int_equal(connect_(f, &s), XDP_PASS);
+	for (uint32_t i = 1; i <= 50; i++) {
+		struct pkt_spec again = s;
+		again.seq = s.seq + i * 0x01000193u;
+		assert_int_equal(xdp(f, &again).ret, XDP_PASS);
+		assert_int_equal(inflight_total(f, 0), 1);
+	}
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(stats(f, 0, 0).completed, 0);
+	/* The old connection did end unseen and the server takes the new one: one unit ends,
+	 * one begins, in-flight stays 1 and drops to 0 when the new one closes. */
+	struct pkt_spec fresh = s;
+	fresh.seq = s.seq + 0x40000000u;
+	assert_int_equal(connect_(f, &fresh), XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).completed, 1);
+	assert_int_equal(inflight_total(f, 0), 1);
+	struct pkt_spec fin = client_fin(&fresh);
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+}
+
+/* Handshakes admitted but not complete count against L1..L3 (up to a quarter of the limit),
+ * so a burst of lower-class SYNs inside one round trip is held back; L0 never waits on them. */
+static void test_halfopen_budget_holds_back_lower_classes_only(void **state)
+{
+	struct fixture *f = *state;
+	/* limit 4: L3 may use 2; the half-open budget counts at most 1. */
+	struct pkt_spec a = syn4("203.0.113.9", 1, 5432), b = syn4("203.0.113.9", 2, 5432);
+	struct pkt_spec c = syn4("203.0.113.9", 3, 5432);
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS); /* its handshake is under way */
+	assert_int_equal(xdp(f, &c).ret, XDP_TX);   /* 1 established + 1 under way: L3 is full */
+	for (uint16_t p = 10; p < 13; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.7", p, 5432);
+		assert_int_equal(connect_(f, &l0), XDP_PASS);
+	}
+	assert_int_equal(inflight_total(f, 0), 4);
+	/* The handshake under way completes: its slot is taken now. */
+	struct pkt_spec sa = synack_of(&b), ack = client_seg(&b);
+	tc_egress(f, &sa);
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 5);
+}
+
+/* Should the client's ACK of the SYN-ACK not be seen (or the SYN-ACK itself), the server's
+ * own first segment of the connection, acknowledging the client's SYN, completes it; a
+ * server segment acknowledging anything else (a challenge ACK of an older connection), or a
+ * server RST (no listener), completes nothing. */
+static void test_server_segment_completes_a_handshake(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 4321, 5432), t = syn4("198.18.1.2", 4322, 5432);
+	struct pkt_spec u = syn4("198.18.1.2", 4323, 5432);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	struct pkt_spec greet = synack_of(&s);
+	greet.syn = 0, greet.tcp_opts = 0, greet.seq += 1, greet.payload = "hello", greet.payload_len = 5;
+	greet.ack = s.seq + 1 + SLUICE_SEQ_WINDOW;  /* not this connection's */
+	tc_egress(f, &greet);
+	greet.ack = s.seq;                          /* the SYN itself is not acknowledged */
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 0);
+	greet.ack = s.seq + 1;
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 1);
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 1);
+
+	/* The server refuses t (no listener): its record goes, and an ACK later takes nothing. */
+	assert_int_equal(xdp(f, &t).ret, XDP_PASS);
+	struct pkt_spec rst = synack_of(&t);
+	rst.syn = 0, rst.rst = 1, rst.seq = 0, rst.tcp_opts = 0;
+	tc_egress(f, &rst);
+	struct pkt_spec sa = synack_of(&t), ack = client_seg(&t);
+	tc_egress(f, &sa);
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 1);
+
+	/* A client RST at its ISN + 1 before the handshake completes: the record goes too. */
+	assert_int_equal(xdp(f, &u).ret, XDP_PASS);
+	struct pkt_spec ursa = synack_of(&u), urst = client_rst(&u), uack = client_seg(&u);
+	tc_egress(f, &ursa);
+	xdp(f, &urst);
+	xdp(f, &uack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(flow_count(f), 1);
+}
+
+/* ---- fail-safe verdicts ---- */
+
+/* A verdict never written (all zero) admits everything: no threshold, no shedding, breaker
+ * closed, no switch. */
+static void test_all_zero_verdict_admits(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict zero;
+
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(maps_write_verdict(&f->m, f->idx[0], &zero), 0);
+	for (uint16_t p = 1; p <= 40; p++) {
+		struct pkt_spec s = syn4(p % 2 ? "203.0.113.9" : "198.18.7.1", p, 5432); /* L3, L2 */
+		assert_int_equal(connect_(f, &s), XDP_PASS);
+	}
+	assert_int_equal(inflight_total(f, 0), 40);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+			assert_int_equal(stats(f, 0, c).rejected[r], 0);
+	assert_int_equal(stats(f, 0, 3).fail_open, 0); /* admitted by the verdict, not fail-open */
+	for (uint16_t p = 1; p <= 40; p++) {
+		struct pkt_spec s = syn4(p % 2 ? "203.0.113.9" : "198.18.7.1", p, 5432);
+		struct pkt_spec fin = client_fin(&s);
+		xdp(f, &fin);
+	}
+	assert_int_equal(inflight_total(f, 0), 0);
+}
+
+/* A service given a slot another service used before starts from a zero verdict (admit),
+ * written before its port is published: never the old service's, breaker open included. */
+static void test_reused_slot_never_inherits_a_verdict(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_config next;
+	struct doc_errors errs;
+	int idx[SLUICE_MAX_SERVICES];
+	char text[4096];
+
+	/* Every free slot once belonged to a removed service whose breaker is open. */
+	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+		struct sluice_service sv;
+		struct sluice_verdict v;
+
+		if (maps_read_service(&f->m, s, &sv) == 0 && sv.name[0])
+			continue;
+		memset(&sv, 0, sizeof(sv));
+		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
+		assert_int_equal(bpf_map_update_elem(f->m.services, &(__u32){ (__u32)s }, &sv, BPF_ANY), 0);
+		verdict_default(&f->cfg.services[0], 4, &v);
+		v.breaker_state = SLUICE_BREAKER_OPEN;
+		assert_int_equal(maps_write_verdict(&f->m, s, &v), 0);
+	}
+	snprintf(text, sizeof(text), "%s  - name: fresh\n    port: 9000\n    protocol: tcp\n"
+		 "    limit: { fixed: 2 }\n    default_class: L0\n", CONFIG);
+	assert_int_equal(sluice_config_parse(text, strlen(text), "test", &next, &errs), 0);
+	assert_int_equal(maps_assign_indices(&f->m, &next, idx), 0);
+	int fresh = idx[next.n_services - 1];
+	for (int i = 0; i < f->cfg.n_services; i++)
+		assert_int_not_equal(fresh, f->idx[i]);
+	assert_int_equal(maps_program_services(&f->m, &next, idx), 0);
+	struct sluice_verdict v;
+	assert_int_equal(maps_read_verdict(&f->m, fresh, &v), 0);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_CLOSED);
+	struct pkt_spec s = syn4("198.18.1.2", 1, 9000);
+	assert_int_equal(connect_(f, &s), XDP_PASS);
+	/* The services that kept their slots kept their verdicts. */
+	assert_int_equal(maps_read_verdict(&f->m, f->idx[0], &v), 0);
+	assert_int_not_equal(v.class_threshold[0], 0);
 }
 
 static int always_open(void *ctx, const struct sluice_flow_key *k)
@@ -776,24 +1145,33 @@ static void test_gc_reclaims_silent_flows(void **state)
 {
 	struct fixture *f = *state;
 	struct pkt_spec a = syn4("198.18.1.2", 200, 5432), b = syn4("198.18.1.2", 201, 5432);
+	struct pkt_spec c = syn4("198.18.1.2", 202, 5432);
 
-	xdp(f, &a);
-	xdp(f, &b);
-	assert_int_equal(inflight_total(f, 0), 2);
+	connect_(f, &a);
+	connect_(f, &b);
+	connect_(f, &c);
+	/* The server speaks on c: established on its side too. a and b it never answered. */
+	struct pkt_spec greet = synack_of(&c);
+	greet.syn = 0, greet.tcp_opts = 0, greet.seq += 1, greet.payload = "hi", greet.payload_len = 2;
+	tc_egress(f, &greet);
+	assert_int_equal(inflight_total(f, 0), 3);
 	/* Nothing is old yet. */
 	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns(), 30000000000ull, 600000000000ull,
 				       NULL, NULL), 0);
 	/* Old, but the kernel still has the connections: kept. */
 	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
 				       600000000000ull, always_open, NULL), 0);
-	assert_int_equal(inflight_total(f, 0), 2);
-	/* 31 s later both SYN-state flows are reclaimed, in-flight back to 0, exactly. */
+	assert_int_equal(inflight_total(f, 0), 3);
+	/* 31 s later the two the server never spoke on are reclaimed (syn_timeout), c is not. */
 	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 31000000000ull, 30000000000ull,
 				       600000000000ull, NULL, NULL), 2);
+	assert_int_equal(inflight_total(f, 0), 1);
+	/* 601 s later c is silent too: in-flight back to 0, exactly. */
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 601000000000ull, 30000000000ull,
+				       600000000000ull, NULL, NULL), 1);
 	assert_int_equal(inflight_total(f, 0), 0);
 	/* A late FIN for a reclaimed flow changes nothing. */
-	struct pkt_spec fin = a;
-	fin.syn = 0, fin.fin = 1, fin.ackf = 1, fin.tcp_opts = 0;
+	struct pkt_spec fin = client_fin(&a);
 	xdp(f, &fin);
 	assert_int_equal(inflight_total(f, 0), 0);
 }
@@ -906,6 +1284,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_syn_flood_never_fills_the_limit, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_ack_completes_no_handshake, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_syn_with_new_isn_never_ends_a_live_flow, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),

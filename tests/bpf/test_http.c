@@ -86,6 +86,38 @@ static struct run admitted(struct fixture *f, const struct pkt_spec *s)
 	return r;
 }
 
+static struct run run_xdp(struct fixture *f, const struct pkt_spec *s)
+{
+	uint8_t buf[1024];
+	size_t len = build_pkt(buf, s);
+	struct run r = harness_run(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, len, NULL);
+
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.ret, XDP_PASS);
+	assert_true(harness_unchanged(&r));
+	return r;
+}
+
+/* The handshake of the connection a request segment belongs to, as a real client makes it:
+ * SYN at seq - 1 (XDP), the server's SYN-ACK at ack - 1 (TC egress), the client's ACK (XDP). */
+static void handshake(struct fixture *f, const struct pkt_spec *rq)
+{
+	struct pkt_spec syn, sa, ack;
+
+	handshake_of(rq, &syn, &sa, &ack);
+	run_xdp(f, &syn);
+	struct run r = run_tc(bpf_program__fd(f->skel->progs.sluice_tc_egress), &sa);
+	assert_int_equal(r.ret, TC_ACT_OK);
+	assert_true(harness_unchanged(&r));
+	run_xdp(f, &ack);
+}
+
+static int flow_count(struct fixture *f)
+{
+	int per[SLUICE_MAX_SERVICES];
+	return maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES);
+}
+
 static struct pkt_spec request(const char *src, uint16_t sport, const char *text)
 {
 	struct pkt_spec s = { .src = src, .dst = SERVER4, .sport = sport, .dport = 8080,
@@ -123,6 +155,9 @@ static void test_request_start_and_end(void **state)
 	struct fixture *f = *state;
 	struct pkt_spec rq = request("203.0.113.5", 1000, GET("/x", ""));
 
+	handshake(f, &rq);
+	assert_int_equal(inflight(f), 0); /* http connections hold no slot */
+	assert_int_equal(flow_count(f), 1);
 	admitted(f, &rq);
 	assert_int_equal(inflight(f), 1);
 	assert_int_equal(stats(f, 2).arrivals, 1); /* default L2 */
@@ -158,14 +193,17 @@ static void test_status_5xx_and_429(void **state)
 	struct fixture *f = *state;
 
 	struct pkt_spec a = request("203.0.113.5", 1001, GET("/x", ""));
+	handshake(f, &a);
 	admitted(f, &a);
 	struct pkt_spec ra = response("203.0.113.5", 1001, "HTTP/1.1 503 Service Unavailable\r\n\r\n");
 	egress(f, &ra);
 	struct pkt_spec b = request("203.0.113.5", 1002, GET("/x", ""));
+	handshake(f, &b);
 	admitted(f, &b);
 	struct pkt_spec rb = response("203.0.113.5", 1002, "HTTP/1.1 429 Too Many Requests\r\n\r\n");
 	egress(f, &rb);
 	struct pkt_spec c = request("203.0.113.5", 1003, GET("/x", ""));
+	handshake(f, &c);
 	admitted(f, &c);
 	struct pkt_spec rc = response("203.0.113.5", 1003, "\x16\x03\x01garbage, no status line");
 	egress(f, &rc);
@@ -188,7 +226,9 @@ static void test_classification(void **state)
 		{ "198.18.1.9", GET("/report", ""), 0 },                         /* source first */
 		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2 },   /* split: default */
 		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2 },          /* bad value */
-		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", 2 },           /* binary */
+		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1 },          /* no method */
+		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1 },                   /* no method */
+		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1 },               /* too long */
 	};
 	uint64_t before[4] = { 0 };
 
@@ -198,6 +238,7 @@ static void test_classification(void **state)
 		struct pkt_spec rq = request(cases[i].src, (uint16_t)(2000 + i), cases[i].text);
 		if (cases[i].text[0] == 0)
 			rq.payload_len = 17;
+		handshake(f, &rq);
 		admitted(f, &rq);
 		for (int c = 0; c < 4; c++) {
 			uint64_t d = stats(f, c).arrivals - before[c];
@@ -209,7 +250,7 @@ static void test_classification(void **state)
 		}
 		/* The client vanishes mid-request: FIN ends the request, nothing leaks. */
 		struct pkt_spec fin = rq;
-		fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
+		fin.seq += (uint32_t)rq.payload_len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
 		admitted(f, &fin);
 		uint8_t buf[256];
 		size_t len = build_pkt(buf, &fin);
@@ -217,6 +258,102 @@ static void test_classification(void **state)
 		assert_int_equal(x.err, 0);
 		assert_int_equal(x.ret, XDP_PASS);
 		assert_true(harness_unchanged(&x));
+	}
+	assert_int_equal(inflight(f), 0);
+}
+
+/* Forged data segments (a request line, random forged sources, no handshake ever): each goes
+ * to the server as it is, and none creates a flow, takes a slot or is even decided. */
+static void test_data_without_handshake_creates_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char src[32];
+
+	for (uint32_t i = 0; i < 200; i++) {
+		snprintf(src, sizeof(src), "%u.%u.%u.%u", 1 + i % 223, (i * 7) & 0xff, (i * 13) & 0xff,
+			 1 + i % 250);
+		struct pkt_spec rq = request(src, (uint16_t)(1024 + i * 31), GET("/x", "X-Priority: L0\r\n"));
+		rq.seq = 0x9e3779b9u * (i + 1), rq.ack = 0x7f4a7c15u * (i + 1);
+		run_xdp(f, &rq);
+		admitted(f, &rq);
+	}
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight(f), 0);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(stats(f, c).arrivals, 0);
+}
+
+/* A request starts where the client is (after the handshake, then after the bytes it sent
+ * before) and with a method token; a request line anywhere else, a body, or a resent request
+ * starts nothing. */
+static void test_request_only_at_the_expected_sequence(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.5", 1500, GET("/x", ""));
+
+	handshake(f, &rq);
+	struct pkt_spec ahead = rq;
+	ahead.seq += 100; /* not where the client is: a forger who guessed the 4-tuple */
+	admitted(f, &ahead);
+	struct pkt_spec behind = rq;
+	behind.seq -= 100;
+	admitted(f, &behind);
+	assert_int_equal(stats(f, 2).arrivals, 0);
+	assert_int_equal(inflight(f), 0);
+
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	/* Its body: no method, not a request; a body that looks like a request line is not
+	 * one either while the request is in flight. */
+	struct pkt_spec body = rq;
+	body.seq += (uint32_t)rq.payload_len, body.payload = "GET x=1&y=2", body.payload_len = 11;
+	admitted(f, &body);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	struct pkt_spec rs = response("203.0.113.5", 1500, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = body.seq + (uint32_t)body.payload_len; /* all the server received */
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	/* The same request again (a resend): a retry, not a new request. */
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(stats(f, 2).retransmits, 1);
+	/* The next request on the connection, right after the previous bytes. */
+	struct pkt_spec next = rq;
+	next.seq = body.seq + (uint32_t)body.payload_len;
+	admitted(f, &next);
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	assert_int_equal(inflight(f), 1);
+	/* A forged RST beyond the window ends nothing; the client's FIN ends the request. */
+	struct pkt_spec rst = next;
+	rst.payload_len = 0, rst.psh = 0, rst.rst = 1, rst.seq += (uint32_t)next.payload_len + SLUICE_SEQ_WINDOW;
+	run_xdp(f, &rst);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_count(f), 1);
+	struct pkt_spec fin = next;
+	fin.payload_len = 0, fin.psh = 0, fin.fin = 1, fin.seq += (uint32_t)next.payload_len;
+	run_xdp(f, &fin);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(flow_count(f), 0);
+}
+
+/* A verdict never written (all zero) admits every request. */
+static void test_all_zero_verdict_admits_requests(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict zero;
+
+	memset(&zero, 0, sizeof(zero));
+	maps_write_verdict(&f->m, f->idx[0], &zero);
+	for (uint16_t p = 0; p < 20; p++) {
+		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(5000 + p), GET("/report", ""));
+		handshake(f, &rq);
+		admitted(f, &rq);
+	}
+	assert_int_equal(stats(f, 3).admitted, 20);
+	assert_int_equal(inflight(f), 20);
+	for (uint16_t p = 0; p < 20; p++) {
+		struct pkt_spec rs = response("203.0.113.5", (uint16_t)(5000 + p), "HTTP/1.1 200 OK\r\n\r\n");
+		egress(f, &rs);
 	}
 	assert_int_equal(inflight(f), 0);
 }
@@ -252,6 +389,7 @@ static void test_refused_request_gets_429_and_server_rst(void **state)
 	/* L3 (path /report) may use 25% of 8 = 2: the third concurrent one is refused. */
 	for (uint16_t p = 0; p < 2; p++) {
 		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(3000 + p), GET("/report", ""));
+		handshake(f, &rq);
 		admitted(f, &rq);
 	}
 	int cap = capture_socket();
@@ -260,6 +398,7 @@ static void test_refused_request_gets_429_and_server_rst(void **state)
 	rq.seq = 0xfffffff0u; /* the ack of the reply must wrap */
 	uint8_t in[1024];
 	size_t in_len = build_pkt(in, &rq);
+	handshake(f, &rq);
 	struct run r = ingress(f, &rq);
 
 	assert_int_equal(r.ret, TC_ACT_OK);
@@ -345,8 +484,9 @@ static void test_ipv6_refused_request_gets_429(void **state)
 
 	/* L3 (path /report) shut out: every such request is refused. */
 	maps_read_verdict(&f->m, f->idx[0], &v);
-	v.class_threshold[3] = 0;
+	v.flags |= SLUICE_VERDICT_SHUT(3);
 	maps_write_verdict(&f->m, f->idx[0], &v);
+	handshake(f, &rq);
 	int cap = capture_socket();
 	struct run r = ingress(f, &rq);
 	uint8_t rep[1024];
@@ -390,6 +530,7 @@ static void test_open_breaker_answers_503(void **state)
 	maps_write_reply(&f->m, f->idx[0], SLUICE_REPLY_503, 4);
 	int cap = capture_socket();
 	struct pkt_spec rq = request("198.18.1.3", 4000, GET("/pay", ""));
+	handshake(f, &rq);
 	assert_int_equal(ingress(f, &rq).ret, TC_ACT_OK);
 	uint8_t rep[1024];
 	ssize_t n = capture_reply(cap, rep, sizeof(rep));
@@ -408,6 +549,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),

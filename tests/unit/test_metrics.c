@@ -49,7 +49,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->svc.protocol = SLUICE_PROTO_HTTP;
 	web->v.limit = 64;
 	web->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
-	web->v.breaker_admit = SLUICE_PROB_ONE * 3 / 10;
+	web->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE * 3 / 10;
 	web->in_flight = 9;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &web->cls[c];

@@ -28,7 +28,7 @@ static void snapshot(struct status_snapshot *s)
 	sv->svc.protocol = SLUICE_PROTO_HTTP;
 	sv->v.limit = 20;
 	sv->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
-	sv->v.breaker_admit = SLUICE_PROB_ONE / 4;
+	sv->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE / 4;
 	sv->in_flight = 3;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &sv->cls[c];

@@ -34,7 +34,7 @@ static void snapshot(struct status_snapshot *s, unsigned long long big)
 		sv->svc.protocol = i ? SLUICE_PROTO_TCP : SLUICE_PROTO_HTTP;
 		sv->v.limit = 4000000;
 		sv->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
-		sv->v.breaker_admit = SLUICE_PROB_ONE / 4;
+		sv->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE / 4;
 		sv->in_flight = 4000000;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &sv->cls[c];

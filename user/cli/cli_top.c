@@ -115,7 +115,7 @@ static void draw(FILE *f, const struct cli_opts *o, const struct status_snapshot
 			protocol_name(s->svc.protocol), s->svc.port, s->v.limit, s->in_flight,
 			breaker_name((int)s->v.breaker_state));
 		if (s->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
-			fprintf(f, " (admit %.0f%%)", 100.0 * s->v.breaker_admit / SLUICE_PROB_ONE);
+			fprintf(f, " (admit %.0f%%)", 100.0 * sluice_prob_complement(s->v.breaker_shed) / SLUICE_PROB_ONE);
 		fprintf(f, "\n");
 		if (s->v.breaker_state == SLUICE_BREAKER_OPEN && na < 16)
 			snprintf(alerts[na++], sizeof(alerts[0]), "%s: breaker OPEN", s->svc.name);

@@ -99,12 +99,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		sluice_headroom_thresholds(limit, &s->hp, s->peaks, out->class_threshold);
 		out->flags |= SLUICE_VERDICT_PRIORITY_COUNT;
 	}
+	sluice_verdict_mark_shut(out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		out->admit_prob[c] = s->lad.admit[c];
-		out->switch_admit[c] = in->switch_admit[c];
+		out->shed_prob[c] = sluice_prob_complement(s->lad.admit[c]);
+		out->switch_shed[c] = sluice_prob_complement(in->switch_admit[c]);
 	}
 	out->breaker_state = (uint32_t)s->brk.state;
-	out->breaker_admit = sluice_breaker_admit(&s->brk, &s->bp);
+	out->breaker_shed = sluice_prob_complement(sluice_breaker_admit(&s->brk, &s->bp));
 	out->retry_after_s = (uint32_t)sc->retry_after_s;
 	if (s->brk.state == SLUICE_BREAKER_OPEN) {
 		uint32_t ra = sluice_breaker_retry_after_s(&s->brk, now_ns);

@@ -31,12 +31,9 @@ void verdict_default(const struct service_conf *sc, int limit, struct sluice_ver
 {
 	memset(v, 0, sizeof(*v));
 	v->limit = (unsigned)limit;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		v->class_threshold[c] = verdict_class_threshold(limit, sc->headroom[c]);
-		v->admit_prob[c] = SLUICE_PROB_ONE;
-		v->switch_admit[c] = SLUICE_PROB_ONE;
-	}
-	v->breaker_state = SLUICE_BREAKER_CLOSED;
-	v->breaker_admit = SLUICE_PROB_ONE;
+	sluice_verdict_mark_shut(v);
+	v->breaker_state = SLUICE_BREAKER_CLOSED; /* no shedding: the shed fractions stay 0 */
 	v->retry_after_s = (unsigned)sc->retry_after_s;
 }

@@ -170,7 +170,7 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 
 	/* Degradation hit rate: a switch that sheds and is seen shedding in the data path. */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		int active = v->switch_admit[c] < SLUICE_PROB_ONE;
+		int active = v->switch_shed[c] > 0;
 
 		if (active && !b->sw_active[c]) {
 			b->degr_actions++;

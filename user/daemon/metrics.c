@@ -202,7 +202,7 @@ static double breaker_admit(const struct svc_ref *r)
 		return r->x->breaker_admit;
 	switch (r->s->v.breaker_state) {
 	case SLUICE_BREAKER_OPEN: return 0.0;
-	case SLUICE_BREAKER_HALF_OPEN: return (double)r->s->v.breaker_admit / SLUICE_PROB_ONE;
+	case SLUICE_BREAKER_HALF_OPEN: return (double)sluice_prob_complement(r->s->v.breaker_shed) / SLUICE_PROB_ONE;
 	default: return 1.0;
 	}
 }

@@ -33,11 +33,11 @@ struct layout_migration {
 };
 
 static const struct layout_migration migrations[] = {
-	{ .from = 1, .what = "no map changed, the layout record is new" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
+	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
 __u32 layout_version(void)
@@ -288,7 +288,7 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 			 p->version);
 		return check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen);
 	}
-	for (size_t i = 0; p->pinned < p->version && i < sizeof(migrations) / sizeof(migrations[0]); i++)
+	for (size_t i = 0; p->pinned < p->version && migrations[i].from; i++)
 		if (migrations[i].from == p->pinned)
 			mig = &migrations[i];
 	if (!mig) {

@@ -156,6 +156,7 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 {
 	int in_cfg[SLUICE_MAX_SERVICES] = { 0 };
 	__u32 old_port[SLUICE_MAX_SERVICES] = { 0 };
+	char old_name[SLUICE_MAX_SERVICES][SLUICE_NAME_LEN];
 	int err = 0;
 
 	/* The ports in force before this call: only they can need clearing (a walk over all
@@ -163,13 +164,26 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
 		struct sluice_service sv;
 
-		if (maps_read_service(m, s, &sv) == 0 && sv.name[0])
+		old_name[s][0] = 0;
+		if (maps_read_service(m, s, &sv) == 0 && sv.name[0]) {
 			old_port[s] = sv.port;
+			memcpy(old_name[s], sv.name, SLUICE_NAME_LEN);
+		}
 	}
 	for (int i = 0; i < cfg->n_services; i++) {
 		struct sluice_service sv;
 		__u32 k = idx[i];
 
+		/* A slot new to this service starts from the all-zero verdict (admit everything)
+		 * until the controller's first tick, written before its port is published below:
+		 * never what the slot's previous service was told, an open breaker included. */
+		if (strncmp(old_name[k], cfg->services[i].name, SLUICE_NAME_LEN)) {
+			struct sluice_verdict zero;
+
+			memset(&zero, 0, sizeof(zero));
+			if (maps_write_verdict(m, (int)k, &zero))
+				return -errno;
+		}
 		fill_service(&sv, &cfg->services[i]);
 		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY))
 			return -errno;

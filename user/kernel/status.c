@@ -59,8 +59,8 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			cs->p50_us = sluice_hist_quantile_us(&cs->hist, 0.50);
 			cs->p99_us = sluice_hist_quantile_us(&cs->hist, 0.99);
 			cs->threshold = s->v.class_threshold[c];
-			cs->admit_prob = (double)s->v.admit_prob[c] / SLUICE_PROB_ONE;
-			cs->switch_admit = (double)s->v.switch_admit[c] / SLUICE_PROB_ONE;
+			cs->admit_prob = (double)sluice_prob_complement(s->v.shed_prob[c]) / SLUICE_PROB_ONE;
+			cs->switch_admit = (double)sluice_prob_complement(s->v.switch_shed[c]) / SLUICE_PROB_ONE;
 			cs->rate_per_s = -1;
 			{
 				/* 429s from the server are answers, not failures: counting a downstream's
@@ -171,7 +171,7 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (this step admits %.0f%%)",
-				100.0 * sv->v.breaker_admit / SLUICE_PROB_ONE);
+				100.0 * sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE);
 		fputc('\n', f);
 		class_head(f);
 		if (wide) {
@@ -251,7 +251,7 @@ static json_t *service_json(const struct service_status *sv)
 		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
 		"in_flight", (json_int_t)sv->in_flight,
 		"breaker", "state", breaker_name((int)sv->v.breaker_state),
-		"step", jsonio_fixed((double)sv->v.breaker_admit / SLUICE_PROB_ONE, 2),
+		"step", jsonio_fixed((double)sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE, 2),
 		"classes", classes);
 }
 
