@@ -133,8 +133,8 @@ def pg_tables(path):
     meta = next((r for r in recs if r.get("type") == "meta"), {})
     summ = {(r["contender"], r["mode"], r["flood"]): r for r in recs if r.get("type") == "summary"}
     who = [w for w in PG_ORDER if any(k[0] == w for k in summ)]
-    who += sorted(set(k[0] for k in summ) - set(who))
     failed = meta.get("failed_to_start", [])
+    who += sorted((set(k[0] for k in summ) | set(failed)) - set(who))
     md = ["#### PostgreSQL 15 under a connection flood (tools/bench/pg.sh)", "",
           "%s run(s) of %g s of L0 per contender and mode; %s L0 pgbench clients, flood of %s idle "
           "holders and %s connect/query/disconnect churners; 36 usable connections. L0 ok %% = "
@@ -149,7 +149,7 @@ def pg_tables(path):
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for mode, label in PG_MODES:
         for flood in (False, True):
-            for w in who:
+            for w in [w for w in who if w not in failed]:
                 r = summ.get((w, mode, flood))
                 if r is None:
                     continue
