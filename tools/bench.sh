@@ -373,7 +373,7 @@ if has pg "$SCENARIOS"; then
 		# Same repetitions and seed as the HTTP scenarios; the step length asked for, else
 		# 6 s (pg.sh alone defaults to 10 s; 6 keeps the whole default bench near 30 minutes)
 		export PG_RUNS=${PG_RUNS:-$RUNS} PG_SEED=${PG_SEED:-$SEED} PG_DUR=${PG_DUR:-${BENCH_DUR:-6}}
-		tools/bench/pg.sh "$BUILD" "$TMP/pg"
+		BENCH_COMMIT=$REV BENCH_DIRTY=$DIRTY tools/bench/pg.sh "$BUILD" "$TMP/pg"
 		rc=$?
 		[ -s "$TMP/pg/pg.txt" ] && PGTXT=$TMP/pg/pg.txt
 		[ -s "$TMP/pg/pg.jsonl" ] && PGJSON=$TMP/pg/pg.jsonl

@@ -347,9 +347,10 @@ done
 ELAPSED=$(($(date +%s) - T0))
 log "runs took $ELAPSED s"
 
-COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-DIRTY=false
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && DIRTY=true
+# Under tools/bench.sh: the stamp it took at its start, so that one run carries one stamp.
+COMMIT=${BENCH_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+DIRTY=${BENCH_DIRTY:-false}
+[ -z "${BENCH_DIRTY:-}" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && DIRTY=true
 python3 "$HERE/report.py" "$RAW" "$OUTDIR/pg.jsonl" "$OUTDIR/pg.txt" "$COMMIT" "$DIRTY" \
 	"$RUNS" "$DUR" "$HOLDERS" "$CHURNERS" "$L0_CLIENTS" "$ELAPSED" "$(uname -r)" "$(nproc)" \
 	"${FAILED[*]}" || { log "report failed"; exit 1; }
