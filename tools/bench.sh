@@ -418,12 +418,13 @@ if [ -s "$TMP/bench.dat" ]; then
 	gnuplot -e "datafile='$OUT/bench.dat'; outfile='$OUT/bench.png'; names='$CONTENDERS'; scens='$HTTP_SCEN'" \
 		tools/bench/plot.gnuplot 2>&1 | grep -v '^$' >&2
 fi
-# tail PNG: what ends both generated sections (the failures, said plainly, and the plot)
+# tail_md PNG: what ends both generated sections (the failures, said plainly, and the plot of
+# this run's HTTP scenarios, if it had any)
 tail_md() {
 	if [ ${#FAILED[@]} -gt 0 ]; then
 		echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
 	fi
-	[ -s "$OUT/bench.png" ] && { echo; echo "![goodput and L0 latency]($1)"; }
+	[ -n "$HTTP_SCEN" ] && [ -s "$OUT/bench.png" ] && { echo; echo "![goodput and L0 latency]($1)"; }
 	return 0
 }
 if [ -s "$TMP/results.md" ]; then
