@@ -19,13 +19,14 @@
 #    (limit_conn + limit_req), sluice as written on day one, sluice tuned. Each peer's config
 #    file says why it is set the way it is; every one is sized from the same capacity figures.
 #    L0 alone (same L0 load, no surge, no protection) is measured in every run as the baseline.
-# 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present).
+# 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present; docs/BENCHMARKS.md section 4).
 # Every (contender, scenario, load) step gets fresh network namespaces (198.18.0.0/24 on a
 # veth pair), a fresh server and a fresh contender; all of it, with every process the bench
 # started, is removed on any exit (trap).
 #
 # Knobs (environment):
-#   BENCH_DUR        seconds per measured step (default 8)
+#   BENCH_DUR        seconds per measured step (default 7; the PostgreSQL steps too when given,
+#                    else PG_DUR, default 6 here)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
 #   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four)
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
@@ -33,10 +34,17 @@
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
 #   BENCH_OUT        output directory (default docs/results); with the default, the results
 #                    section of docs/BENCHMARKS.md is regenerated from the run
+#
+# Duration of the default run (BENCH_RUNS=3, 7 s HTTP steps, 6 s PostgreSQL steps): about
+# 30 minutes on the 2-vCPU VM, estimated from a quick run's timings (BENCH_RUNS=1 BENCH_DUR=3
+# PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
+# contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
+# 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
+# benchmarks ~10 s. With the earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${1:-build}
-DUR=${BENCH_DUR:-8}
+DUR=${BENCH_DUR:-7}
 RUNS=${BENCH_RUNS:-3}
 SCENARIOS=${BENCH_SCENARIOS:-"micro http-closed http-open pg"}
 LOADS=${BENCH_LOADS:-"2 3.5 10"}
@@ -65,28 +73,13 @@ RAW=$TMP/raw.jsonl
 FAILED=()                  # what could not start or run: makes the bench exit non-zero
 
 log() { echo "bench: $*" >&2; }
+. tools/bench/lib.sh       # need_pkgs, start_bg, stop_pids, wait_port, setup_ns, ...
 has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ------------------------------------------------------------------ cleanup (always)
-stop_pids() {
-	local p i alive
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for i in $(seq 30); do
-		alive=0
-		for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-		[ $alive = 0 ] && break
-		sleep 0.1
-	done
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	PIDS=()
-}
 teardown_ns() {
 	stop_pids
-	if [ -d "$PIN" ]; then
-		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
-		rm -rf "$PIN"
-	fi
+	detach_pins
 	# Apache's worker process is a child of the one we started; it leaves with the namespace's
 	# last listener, but make sure nothing of ours survives.
 	if [ -e /run/netns/$NS_S ]; then
@@ -109,18 +102,6 @@ trap 'exit 1' INT TERM HUP
 [ "$RUNS" -ge 1 ] 2>/dev/null || { echo "bench: BENCH_RUNS must be >= 1" >&2; exit 1; }
 
 # ------------------------------------------------------------------ dependencies
-need_pkgs() {
-	local missing="" p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing="$missing $p"
-	done
-	[ -z "$missing" ] && return 0
-	log "installing:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends $missing >/dev/null; }
-}
 dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -q "install ok installed" && NGINX_PKG=nginx || NGINX_PKG=nginx-light
 need_pkgs apache2 wrk haproxy $NGINX_PKG iptables gnuplot-nox python3 ethtool iproute2 bpftool \
 	util-linux git || { echo "bench: cannot install the peers, servers or tools" >&2; exit 1; }
@@ -170,53 +151,14 @@ if has micro "$SCENARIOS"; then
 fi
 
 # ------------------------------------------------------------------ namespaces
-setup_ns() {
-	ip netns add "$NS_S" && ip netns add "$NS_C" || return 1
-	ip link add vs-$$ netns "$NS_S" type veth peer name vc-$$ netns "$NS_C" || return 1
-	$IN_SRV ip link set lo up
-	$IN_CLI ip link set lo up
-	$IN_SRV ip link set vs-$$ name s0
-	$IN_CLI ip link set vc-$$ name c0
-	$IN_SRV ip addr add $SRV_IP/24 dev s0
-	$IN_CLI ip addr add $L3_IP/24 dev c0
-	$IN_CLI ip addr add $L0_IP/24 dev c0
-	$IN_SRV ethtool -K s0 tx off >/dev/null 2>&1
-	$IN_CLI ethtool -K c0 tx off >/dev/null 2>&1
-	# Same plumbing for every contender: XDP_TX replies reach the client promptly only when
-	# its veth runs an XDP program (see tests/e2e/lib.sh).
-	$IN_CLI ip link set dev c0 xdpdrv obj "$BUILD/tests/xdp_pass.bpf.o" sec xdp || return 1
-	$IN_CLI sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
-	$IN_CLI sysctl -qw net.ipv4.tcp_tw_reuse=1
-	$IN_SRV sysctl -qw net.core.somaxconn=4096
-	$IN_SRV ip link set s0 up
-	$IN_CLI ip link set c0 up
-	# wrk cannot pick its source address: sockets of user L0_UID leave from L0_IP (policy
-	# route by uid), every other unbound socket from L3_IP (the subnet route's src).
-	$IN_CLI ip route replace 198.18.0.0/24 dev c0 src $L3_IP || return 1
-	$IN_CLI ip route add 198.18.0.0/24 dev c0 src $L0_IP table 100 || return 1
-	$IN_CLI ip rule add uidrange $L0_UID-$L0_UID table 100 pref 100 || return 1
-	for i in $(seq 50); do
-		$IN_CLI ip -br link show c0 | grep -q ' UP ' &&
-			$IN_SRV ip -br link show s0 | grep -q ' UP ' && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_bg() { # start_bg LOG CMD...
-	local log=$1; shift
-	"$@" >"$log" 2>&1 &
-	PIDS+=($!)
-	LAST_PID=$!
-}
-
-wait_port() { # wait_port ADDR PORT PID: until something accepts in the server namespace
-	for i in $(seq 100); do
-		$IN_SRV bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
-		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
-		sleep 0.1
-	done
-	return 1
+# Both namespaces and the veth pair (tools/bench/lib.sh), L3's address first so that it is
+# the subnet route's source; wrk cannot pick its source address: sockets of user L0_UID leave
+# from L0_IP (policy route by uid), every other unbound socket from L3_IP.
+setup_http_ns() {
+	setup_ns $SRV_IP $L3_IP $L0_IP || return 1
+	$IN_CLI ip route replace 198.18.0.0/24 dev c0 src $L3_IP &&
+		$IN_CLI ip route add 198.18.0.0/24 dev c0 src $L0_IP table 100 &&
+		$IN_CLI ip rule add uidrange $L0_UID-$L0_UID table 100 pref 100
 }
 
 why() { # why LOGFILE...: the last lines of a failed program's logs, on one line
@@ -271,20 +213,14 @@ start_sluice() { # start_sluice dayone|tuned
 	start_apache $SRV_IP:8080 || return 1
 	fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml"
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN"
-	local pid=$LAST_PID i
-	for i in $(seq 100); do
-		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
-			grep -q '"controller_alive":true' && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	sluice_up "$LAST_PID" && return 0
 	WHY="sluiced: $(why "$TMP/sluiced.log")"
 	return 1
 }
 
 start_contender() { # start_contender NAME: fresh namespaces, server, protection
 	WHY=""
-	setup_ns || { WHY="cannot set up the network namespaces"; return 1; }
+	setup_http_ns || { WHY="cannot set up the network namespaces"; return 1; }
 	case $1 in
 	none) start_none ;;
 	iptables) start_iptables ;;
@@ -339,8 +275,10 @@ measure() {
 			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
 		else
 			wrk_run "$d/l3" "$l3" L3 "$DUR" & local p3=$!
+			PIDS+=($p3)        # stopped with the rest if the bench is interrupted
 			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
 			wait $p3 || rc3=$?
+			forget_pids $p3
 		fi
 	else
 		local rate l0rate seed=$((SEED + run))
@@ -363,7 +301,7 @@ measure() {
 # calibrate RUN: capacity of Apache alone (closed loop, 2 x WORKERS connections), then L0 alone
 calibrate() {
 	local run=$1
-	setup_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
+	setup_http_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
 	wrk_run "$TMP/cal" $((2 * WORKERS)) L3 $CAL_S ||
 		{ WHY="wrk: $(why "$TMP/cal")"; return 1; }
 	CAP=$(python3 -c '
@@ -379,7 +317,7 @@ print("%.1f" % ((j["requests"]-j["status"])/(j["duration_us"]/1e6)))' "$TMP/cal"
 	for s in http-closed http-open; do
 		has $s "$SCENARIOS" || continue
 		for l in $LOADS; do
-			setup_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
+			setup_http_ns && start_none || { log "cannot start the server: ${WHY:-namespaces}"; return 1; }
 			log "  run $run: L0 alone, $s, L0 of ${l}x"
 			measure L0-alone $s "$l" "$run"
 			teardown_ns
@@ -427,17 +365,25 @@ fi
 
 # ------------------------------------------------------------------ 3. PostgreSQL
 PGTXT=""
+PGJSON=""
 if has pg "$SCENARIOS"; then
 	if [ -x tools/bench/pg.sh ]; then
 		log "PostgreSQL scenario (tools/bench/pg.sh)"
 		mkdir -p "$TMP/pg"
-		# Same repetitions and seed as the HTTP scenarios; its own step length unless the
-		# user asked for a different one.
-		export PG_RUNS=${PG_RUNS:-$RUNS} PG_SEED=${PG_SEED:-$SEED}
-		[ -n "${BENCH_DUR:-}" ] && export PG_DUR=${PG_DUR:-$BENCH_DUR}
-		tools/bench/pg.sh "$BUILD" "$TMP/pg" ||
-			{ log "tools/bench/pg.sh failed (exit $?)"; FAILED+=("tools/bench/pg.sh: exit non-zero"); }
+		# Same repetitions and seed as the HTTP scenarios; the step length asked for, else
+		# 6 s (pg.sh alone defaults to 10 s; 6 keeps the whole default bench near 30 minutes)
+		export PG_RUNS=${PG_RUNS:-$RUNS} PG_SEED=${PG_SEED:-$SEED} PG_DUR=${PG_DUR:-${BENCH_DUR:-6}}
+		BENCH_COMMIT=$REV BENCH_DIRTY=$DIRTY tools/bench/pg.sh "$BUILD" "$TMP/pg"
+		rc=$?
 		[ -s "$TMP/pg/pg.txt" ] && PGTXT=$TMP/pg/pg.txt
+		[ -s "$TMP/pg/pg.jsonl" ] && PGJSON=$TMP/pg/pg.jsonl
+		if [ $rc != 0 ]; then
+			# its records name the contenders that could not start (its log above says why)
+			pgdead=$([ -n "$PGJSON" ] && python3 -c 'import json,sys
+print(" ".join(json.loads(open(sys.argv[1]).readline()).get("failed_to_start", [])))' "$PGJSON")
+			log "tools/bench/pg.sh failed (exit $rc)"
+			FAILED+=("PostgreSQL: ${pgdead:+contender(s) $pgdead cannot start, }tools/bench/pg.sh exit $rc (its log above says why)")
+		fi
 	else
 		log "PostgreSQL scenario: tools/bench/pg.sh is not there; skipped"
 	fi
@@ -448,7 +394,7 @@ log "bench took $ELAPSED s"
 # ------------------------------------------------------------------ report
 RES=$OUT/bench-$DATE
 cp "$RAW" "$RES.jsonl"
-[ -s "$TMP/pg/pg.jsonl" ] 2>/dev/null && cat "$TMP/pg/pg.jsonl" >> "$RES.jsonl"
+[ -n "$PGJSON" ] && cat "$PGJSON" >> "$RES.jsonl"
 {
 	echo "# sluice benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, $STAMP"
 	echo "# command: make bench   (tools/bench.sh $BUILD; BENCH_DUR=$DUR BENCH_RUNS=$RUNS" \
@@ -458,18 +404,29 @@ cp "$RAW" "$RES.jsonl"
 	fi
 	echo
 	[ -s "$MICRO" ] && { cat "$MICRO"; echo; }
-	if [ -n "$HTTP_SCEN" ]; then
-		python3 tools/bench/report.py "$RAW" --text --dat "$OUT/bench.dat" \
-			--md "$TMP/results.md" --readme "$TMP/readme.md" --contenders "$CONTENDERS" --loads "$LOADS" ||
-			FAILED+=("report.py failed")
+	# the HTTP tables (text here, markdown for the docs) and the PostgreSQL ones (markdown)
+	if [ -n "$HTTP_SCEN" ] || [ -n "$PGJSON" ]; then
+		python3 tools/bench/report.py "$RAW" --text --dat "$TMP/bench.dat" \
+			--md "$TMP/results.md" --readme "$TMP/readme.md" --contenders "$CONTENDERS" \
+			--loads "$LOADS" ${PGJSON:+--pg "$PGJSON"} || FAILED+=("report.py failed")
 		echo
 	fi
 	[ -n "$PGTXT" ] && { echo "## PostgreSQL (tools/bench/pg.sh)"; cat "$PGTXT"; echo; }
 } > "$RES.txt"
-if [ -s "$OUT/bench.dat" ]; then
+if [ -s "$TMP/bench.dat" ]; then
+	cp "$TMP/bench.dat" "$OUT/bench.dat"
 	gnuplot -e "datafile='$OUT/bench.dat'; outfile='$OUT/bench.png'; names='$CONTENDERS'; scens='$HTTP_SCEN'" \
 		tools/bench/plot.gnuplot 2>&1 | grep -v '^$' >&2
 fi
+# tail_md PNG: what ends both generated sections (the failures, said plainly, and the plot of
+# this run's HTTP scenarios, if it had any)
+tail_md() {
+	if [ ${#FAILED[@]} -gt 0 ]; then
+		echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
+	fi
+	[ -n "$HTTP_SCEN" ] && [ -s "$OUT/bench.png" ] && { echo; echo "![goodput and L0 latency]($1)"; }
+	return 0
+}
 if [ -s "$TMP/results.md" ]; then
 	{
 		echo "Generated by \`make bench\` on $(date -u +%F), $STAMP, $(uname -r), $(nproc) CPUs;"
@@ -477,28 +434,21 @@ if [ -s "$TMP/results.md" ]; then
 		echo "\`docs/results/bench-$DATE.jsonl\`, full text: \`docs/results/bench-$DATE.txt\`."
 		echo
 		cat "$TMP/results.md"
-		if [ -n "$PGTXT" ]; then
-			echo; echo "### PostgreSQL"; echo; echo '```'; cat "$PGTXT"; echo '```'
-		fi
-		if [ ${#FAILED[@]} -gt 0 ]; then
-			echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
-		fi
-		echo; echo "![goodput and L0 latency](results/bench.png)"
+		tail_md results/bench.png
 	} > "$OUT/results.md"
 	{
-		echo "\`make bench\` on $(date -u +%F), $STAMP: Apache httpd (event MPM, $WORKERS workers ×"
-		echo "$SERVICE_MS ms, capacity measured in the run) behind each contender, L0 ~$L0_PCT % and an L3"
-		echo "surge on keep-alive connections; $RUNS run(s) of ${DUR} s per step. Method, ranges and"
-		echo "every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md)."
+		echo -n "\`make bench\` on $(date -u +%F), $STAMP"
+		if [ -n "$HTTP_SCEN" ]; then
+			echo ": Apache httpd (event MPM, $WORKERS workers ×"
+			echo "$SERVICE_MS ms, capacity measured in the run) behind each contender, L0 ~$L0_PCT % and an L3"
+			echo "surge on keep-alive connections; $RUNS run(s) of ${DUR} s per step."
+		else
+			echo "."
+		fi
+		echo "Method, ranges and every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md)."
 		echo
 		cat "$TMP/readme.md"
-		if [ -n "$PGTXT" ]; then
-			echo; echo "PostgreSQL: see [docs/BENCHMARKS.md](docs/BENCHMARKS.md#results)."
-		fi
-		if [ ${#FAILED[@]} -gt 0 ]; then
-			echo; echo "**This run had failures:**"; printf -- '- %s\n' "${FAILED[@]}"
-		fi
-		echo; echo "![goodput and L0 latency](docs/results/bench.png)"
+		tail_md docs/results/bench.png
 	} > "$OUT/readme.md"
 	# The default output regenerates the results sections of docs/BENCHMARKS.md and README.md
 	# (between their markers); quick runs elsewhere (BENCH_OUT=...) leave the docs alone.
@@ -509,7 +459,7 @@ if [ -s "$TMP/results.md" ]; then
 			FAILED+=("cannot update README.md")
 	fi
 fi
-for f in "$TMP"/sluiced-*.log; do
+for f in "$TMP"/sluiced-*.log "$TMP"/pg/pg-*.sluiced.log; do
 	[ -e "$f" ] && mkdir -p "$OUT/logs" && cp "$f" "$OUT/logs/"
 done
 cat "$RES.txt"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Shared plumbing of the benchmark scripts (sourced, not run). The caller defines log(),
-# BUILD, NS_S, NS_C, IN_SRV, IN_CLI and the PIDS array, and removes what these start with its
-# own EXIT trap (stop_pids, then `ip netns del`).
+# Shared plumbing of the benchmark scripts (tools/bench.sh, tools/bench/pg.sh; sourced, not
+# run). The caller defines log(), BUILD, NS_S, NS_C, IN_SRV, IN_CLI and the PIDS array, and
+# removes what these start with its own EXIT trap (stop_pids, then `ip netns del`).
 
 # need_pkgs PKG...: install the Debian packages that are missing (a fresh machine has none).
 need_pkgs() {
@@ -40,13 +40,45 @@ start_bg() { # start_bg LOG CMD...: run in the background, remembered in PIDS an
 	LAST_PID=$!
 }
 
-wait_port() { # wait_port ADDR PORT: until something accepts in the server namespace (5 s)
+forget_pids() { # forget_pids PID...: ended and reaped, so never to be signalled again
+	local p q keep=()
+	for p in "${PIDS[@]}"; do
+		for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+		keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+
+# wait_port ADDR PORT [PID]: until something accepts in the server namespace (10 s); gives up
+# early when PID (the server that should be listening) has exited.
+wait_port() {
 	local i
-	for i in $(seq 50); do
+	for i in $(seq 100); do
 		$IN_SRV bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
+		[ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
 		sleep 0.1
 	done
 	return 1
+}
+
+# sluice_up PID: until sluiced (PID) reports a live controller in PIN (10 s); fails at once
+# when it has exited.
+sluice_up() {
+	local i
+	for i in $(seq 100); do
+		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
+			grep -q '"controller_alive":true' && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# detach_pins: detach sluice's programs and remove its pins in PIN, if a run left any.
+detach_pins() {
+	[ -d "$PIN" ] || return 0
+	$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
+	rm -rf "$PIN"
 }
 
 # setup_ns SRV_IP CLIENT_IP...: namespaces NS_S (veth s0, SRV_IP/24) and NS_C (veth c0 with

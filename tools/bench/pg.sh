@@ -71,10 +71,7 @@ stop_pg() { # fast shutdown (SIGINT): clients are cut, no waiting for them
 teardown_ns() {
 	stop_pids
 	stop_pg
-	if [ -d "$PIN" ]; then
-		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
-		rm -rf "$PIN"
-	fi
+	detach_pins
 	if [ $NS_UP = 1 ]; then
 		$IN_SRV iptables -F 2>/dev/null
 		ip netns del "$NS_S" 2>/dev/null
@@ -177,23 +174,16 @@ start_pgbouncer() {
 	chown postgres:postgres "$TMP/pgbouncer.log"
 	start_bg "$TMP/pgbouncer.out" $IN_SRV $AS_PG pgbouncer "$TMP/pgbouncer.ini"
 	PGB_PID=$LAST_PID
-	wait_port $SRV_IP 5432 && kill -0 "$PGB_PID" 2>/dev/null && return 0
+	wait_port $SRV_IP 5432 "$PGB_PID" && kill -0 "$PGB_PID" 2>/dev/null && return 0
 	log "pgbouncer did not start:"; tail -n 5 "$TMP/pgbouncer.out" "$TMP/pgbouncer.log" >&2
 	return 1
 }
 
 start_sluice() { # start_sluice dayone|tuned
-	local i
 	start_pg $SRV_IP || return 1
 	sed "s|@STATE@|$TMP/state|g; s|@L0@|$L0_IP|g" "$HERE/sluice-$1.yaml" > "$TMP/sluice.yaml"
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN"
-	SLUICED_PID=$LAST_PID
-	for i in $(seq 100); do
-		"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
-			grep -q '"controller_alive":true' && return 0
-		kill -0 "$SLUICED_PID" 2>/dev/null || break
-		sleep 0.1
-	done
+	sluice_up "$LAST_PID" && return 0
 	log "sluiced did not come up:"; tail -n 5 "$TMP/sluiced.log" >&2
 	return 1
 }
@@ -253,15 +243,6 @@ drain() { # until no bench client holds a backend (pgbouncer: none is active), a
 		sleep 0.1
 	done
 	log "  $1: backends still busy 15 s after the run"
-}
-
-forget_pids() { # forget_pids PID...: ended and reaped, so never to be signalled again
-	local p q keep=()
-	for p in "${PIDS[@]}"; do
-		for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
-		keep+=("$p")
-	done
-	PIDS=("${keep[@]}")
 }
 
 # run_one CONTENDER MODE RUN FLOOD(0|1): one L0 run, alone or under the flood; one JSON line.
@@ -366,9 +347,10 @@ done
 ELAPSED=$(($(date +%s) - T0))
 log "runs took $ELAPSED s"
 
-COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-DIRTY=false
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && DIRTY=true
+# Under tools/bench.sh: the stamp it took at its start, so that one run carries one stamp.
+COMMIT=${BENCH_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+DIRTY=${BENCH_DIRTY:-false}
+[ -z "${BENCH_DIRTY:-}" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && DIRTY=true
 python3 "$HERE/report.py" "$RAW" "$OUTDIR/pg.jsonl" "$OUTDIR/pg.txt" "$COMMIT" "$DIRTY" \
 	"$RUNS" "$DUR" "$HOLDERS" "$CHURNERS" "$L0_CLIENTS" "$ELAPSED" "$(uname -r)" "$(nproc)" \
 	"${FAILED[*]}" || { log "report failed"; exit 1; }

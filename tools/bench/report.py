@@ -3,7 +3,11 @@
 """Results of tools/bench.sh's HTTP scenarios: median and [min-max] over the runs.
 
 usage: report.py RAW.jsonl --text --dat FILE --md FILE --contenders "A B" --loads "2 3.5 10"
+                 [--readme FILE] [--pg PG.jsonl]
        report.py --splice DOC.md RESULTS.md   (replace DOC's results section with RESULTS)
+
+With --pg, the summary lines of tools/bench/pg.sh's records (PG.jsonl) become the PostgreSQL
+tables of the results section (--md) and of the README (--readme).
 
 Per contender, scenario and load, each run's step is compared with the same run's measured
 capacity and with L0 alone (the same L0 clients or arrivals, no surge, no protection; its
@@ -108,6 +112,70 @@ def readme(table, scens, contenders, loads, failed, runs):
                 med(key, "l0ok", "%.2f"), med(key, "p99x", "%.2f"), med(key, "tput", "%.0f"),
                 med(top, "cpurej", "%.0f µs")))
     return "\n".join(md).lstrip("\n") + "\n"
+
+
+PG_ORDER = ["none", "iptables", "pgbouncer", "sluice-dayone", "sluice-tuned"]
+PG_MODES = [("persistent", "persistent"), ("connect", "-C")]
+
+
+def pg_cell(st, f="%.0f"):
+    if not st:
+        return "-"
+    s = f % st["median"]
+    if st["n"] > 1:
+        s += " [%s-%s]" % (f % st["min"], f % st["max"])
+    return s
+
+
+def pg_tables(path):
+    """PostgreSQL under the flood: (results-section markdown, README markdown)."""
+    recs = [json.loads(l) for l in open(path) if l.strip()]
+    meta = next((r for r in recs if r.get("type") == "meta"), {})
+    summ = {(r["contender"], r["mode"], r["flood"]): r for r in recs if r.get("type") == "summary"}
+    who = [w for w in PG_ORDER if any(k[0] == w for k in summ)]
+    failed = meta.get("failed_to_start", [])
+    who += sorted((set(k[0] for k in summ) | set(failed)) - set(who))
+    md = ["#### PostgreSQL 15 under a connection flood (tools/bench/pg.sh)", "",
+          "%s run(s) of %g s of L0 per contender and mode; %s L0 pgbench clients, flood of %s idle "
+          "holders and %s connect/query/disconnect churners; 36 usable connections. L0 ok %% = "
+          "completed / (completed + failed + refused connections); TPS %% = L0 throughput against "
+          "L0 alone with no protection (own %% = against the same contender's L0-alone run); "
+          "p50 ×, p99 × = L0 latency against the baseline's; CPU/rej = host CPU per rejection "
+          "during the flood's first 2 s, before L0 starts."
+          % (meta.get("runs", "?"), meta.get("dur_s", 0), meta.get("l0_clients", "?"),
+             meta.get("flood_holders", "?"), meta.get("flood_churners", "?")), "",
+          "| mode | flood | contender | L0 ok % | TPS % | own % | p50 × | p99 × | L3 admitted | "
+          "L3 refused | CPU/rej µs |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for mode, label in PG_MODES:
+        for flood in (False, True):
+            for w in [w for w in who if w not in failed]:
+                r = summ.get((w, mode, flood))
+                if r is None:
+                    continue
+                md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    label, "yes" if flood else "no", w, pg_cell(r["l0_success_pct"], "%.1f"),
+                    pg_cell(r["l0_tps_pct_of_baseline"]), pg_cell(r["l0_tps_pct_of_own_alone"]),
+                    pg_cell(r["l0_p50_x_baseline"], "%.2f"), pg_cell(r["l0_p99_x_baseline"], "%.2f"),
+                    pg_cell(r["l3_admitted"]), pg_cell(r["l3_refused"]),
+                    pg_cell(r["flood_only_cpu_us_per_rejection"])))
+    for w in failed:
+        md.append("| | | %s | FAILED to start | | | | | | | |" % w)
+    rd = ["**PostgreSQL 15 under a connection flood** (L0 pgbench under 16 idle holders and 48 "
+          "connect/query/disconnect churners; medians of %s run(s))" % meta.get("runs", "?"), "",
+          "| contender | L0 ok % persistent | L0 TPS % persistent | L0 ok % -C | L0 TPS % -C |",
+          "|---|---|---|---|---|"]
+    for w in who:
+        if w in failed:
+            rd.append("| %s | FAILED to start | | | |" % w)
+            continue
+        c = []
+        for mode, _ in PG_MODES:
+            r = summ.get((w, mode, True))
+            for k, f in (("l0_success_pct", "%.1f"), ("l0_tps_pct_of_baseline", "%.0f")):
+                c.append(f % r[k]["median"] if r and r[k] else "-")
+        rd.append("| %s | %s |" % (w, " | ".join(c)))
+    return "\n".join(md) + "\n", "\n".join(rd) + "\n"
 
 
 def main():
@@ -241,9 +309,16 @@ def main():
         md.append("Steps that failed:")
         md.append("")
         md.extend("- " + e for e in errors)
+    rd = readme(table, scens, contenders, loads, failed, runs) if scens else ""
+    if not caps:  # no HTTP scenario in this run
+        out, md = [], []
+    if "--pg" in args:
+        pmd, prd = pg_tables(args["--pg"])
+        md += ([""] if md else []) + [pmd]
+        rd += ("\n" if rd else "") + prd
     print("\n".join(out))
     if "--readme" in args:
-        open(args["--readme"], "w").write(readme(table, scens, contenders, loads, failed, runs))
+        open(args["--readme"], "w").write(rd)
     if "--md" in args:
         open(args["--md"], "w").write("\n".join(md) + "\n")
     if "--dat" in args:
