@@ -150,6 +150,7 @@ void sluice_service_defaults(struct service_conf *s)
 	s->n_ladder_steps = (int)(sizeof(default_ladder_steps) / sizeof(int));
 	memcpy(s->ladder_steps, default_ladder_steps, sizeof(default_ladder_steps));
 	s->recovery_step_s = 5;
+	sluice_service_ctl_defaults(s);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -914,6 +915,14 @@ static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_protocol */
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
 
+static bool is_ctl_key(const char *key)
+{
+	for (int i = 0; sluice_service_ctl_keys[i]; i++)
+		if (!strcmp(key, sluice_service_ctl_keys[i]))
+			return true;
+	return false;
+}
+
 static void service_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
 	struct svc_arg *a = arg;
@@ -957,6 +966,7 @@ static void service_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_no
 		snprintf(sub, sizeof(sub), " in headroom of%s", a->where + 3);
 		ha.where = sub;
 		ha.conf = s->headroom;
+		s->headroom_set = 1;          /* written percentages are caps in every mode */
 		if (want_type(c, v, YAML_MAPPING_NODE, key, a->where))
 			each_pair(c, v, sub, headroom_pair, &ha);
 	} else if (!strcmp(key, "default_class")) {
@@ -990,6 +1000,14 @@ static void service_pair(struct ctx *c, const char *key, yaml_node_t *k, yaml_no
 		ca.conf = s;
 		if (want_type(c, v, YAML_MAPPING_NODE, key, a->where))
 			each_pair(c, v, sub, client_limit_pair, &ca);
+	/* ---- controller keys: the parsing is common/config_ctl.c; this block only hands it the
+	 * scalar (to be ported as is onto any YAML layer) ---- */
+	} else if (is_ctl_key(key)) {
+		char msg[160];
+		if (want_scalar(c, v, key, a->where) &&
+		    sluice_service_ctl_key(s, key, sval(v), msg, sizeof(msg)) < 0)
+			bad(c, v, key, a->where, "%s", msg);
+	/* ---- end of the controller keys ---- */
 	} else {
 		unknown_key(c, k, a->where, service_keys);
 	}

@@ -18,6 +18,7 @@
 #include "daemon/daemon.h"
 #include "kernel/attach.h"
 #include "common/clock.h"
+#include "common/config_warn.h"
 
 static void usage(FILE *f)
 {
@@ -49,6 +50,14 @@ static int check_config(const char *path)
 		sluice_config_print_errors(stderr, &errs);
 		fprintf(stderr, "%s: invalid (%d error%s)\n", path, errs.n, errs.n == 1 ? "" : "s");
 		return 2;
+	}
+	{
+		struct config_errors warns;
+		int nw = config_warnings(&cfg, &warns);
+		for (int i = 0; i < warns.n; i++)
+			fprintf(stderr, "%s:%d: warning: %s\n", path, warns.e[i].line, warns.e[i].msg);
+		if (nw > warns.n)
+			fprintf(stderr, "%s: %d more warnings\n", path, nw - warns.n);
 	}
 	printf("%s: ok (%d service%s, interface %s)\n", path, cfg.n_services,
 	       cfg.n_services == 1 ? "" : "s", cfg.interface);
