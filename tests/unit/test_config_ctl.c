@@ -38,7 +38,7 @@ static void test_defaults(void **st)
 	assert_true(s.latency_slo_ms == 0);
 	assert_int_equal(s.min_samples, 20);
 	assert_int_equal(s.headroom_set, 0);
-	assert_true(s.recovery_step_s == 1);
+	assert_true(s.recovery_step_s == 0.5);
 	/* target_latency_ms: auto|N keeps working next to the new keys */
 	assert_int_equal(parse_svc("    target_latency_ms: auto\n"), 0);
 	assert_true(cfg.services[0].target_latency_ms == 0);

@@ -16,9 +16,10 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	s->latency_slo_ms = 0;
 	s->min_samples = 20;
 	s->headroom_set = 0;
-	/* Recovery steps pass on evidence (enough samples within the objective), so the hold can
-	 * be short: ten steps (L2 and L3 from off) fit in 10 s. */
-	s->recovery_step_s = 1;
+	/* Recovery steps pass on evidence (enough samples within the objective) and wait at least
+	 * the loop's feedback delay, so the hold can be short: ten steps (L2 and L3 from off) fit
+	 * in 5 s. */
+	s->recovery_step_s = 0.5;
 }
 
 /* "12.5" -> 12.5 with nothing after the number but `suffix`. */

@@ -203,7 +203,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		e->retry_amplification = b->ew_arrivals > 0 ?
 			(b->ew_arrivals + b->ew_retrans) / b->ew_arrivals : 1.0;
 		e->retry_storm_active = s->rs.active;
-		e->latency_target_seconds = s->aimd.target_us / 1e6;
+		e->latency_target_seconds = s->objective_us / 1e6;
 		e->ladder_overloaded = s->lad.overloaded;
 		e->degradation_actions = b->degr_actions;
 		e->degradation_effective = b->degr_effective;
