@@ -80,6 +80,33 @@ static void test_zero_percent_shuts_a_class_out(void **st)
 	assert_int_equal(o[3], 0);
 }
 
+static void test_written_percentages_are_caps(void **st)
+{
+	struct sluice_headroom_params p;
+	uint32_t o[4], peak[4] = { 0, 0, 0, 0 };
+	int pct[4] = { 100, 90, 75, 50 };
+	(void)st;
+	/* written: each class at most its percentage of the limit, in adaptive mode too */
+	sluice_headroom_params_from_pct(pct, &p);
+	p.caps = 1;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[0], 36);
+	assert_int_equal(o[1], 32);
+	assert_int_equal(o[2], 27);
+	assert_int_equal(o[3], 18);
+	/* a cap never raises a threshold the margins lowered, and never rounds a class to 0 */
+	peak[0] = 30;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[1], 36 - 7);            /* 25 % of a peak of 30 */
+	sluice_headroom_thresholds(1, &p, peak, o);
+	assert_int_equal(o[0], 1);
+	/* not written: the same percentages play no part */
+	p.caps = 0;
+	peak[0] = 0;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[3], 33);
+}
+
 static void test_peak_tracker(void **st)
 {
 	struct sluice_peak pk;
@@ -109,6 +136,7 @@ int main(void)
 		cmocka_unit_test(test_reserves_burst_margin_of_busy_classes),
 		cmocka_unit_test(test_busy_higher_classes_win),
 		cmocka_unit_test(test_zero_percent_shuts_a_class_out),
+		cmocka_unit_test(test_written_percentages_are_caps),
 		cmocka_unit_test(test_peak_tracker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
