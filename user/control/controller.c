@@ -171,11 +171,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	rc = sluice_breaker_tick(&s->brk, &s->bp, &bi, now_ns, sink);
 	*opened = (rc & SLUICE_BRK_OPENED) != 0;
 
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		oi.arrivals[c] = sig->cls[c].arrivals;
-		oi.headroom_rej[c] = sig->cls[c].rejected[SLUICE_REJ_HEADROOM];
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		li.demand[c] = sig->cls[c].arrivals;
-	}
 	objective(s);
 	if (window_decides(s, now_ns, dt_ns, &r, &full)) {
 		struct sluice_baseline_window bw = {
@@ -214,6 +211,12 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		limit_helps = !s->mp.fixed && s->lim.limit > s->mp.min && s->lim.last_dir < 0 &&
 			      now_ns - s->above_since_ns < s->takeover_ns;
 		s->ladder_on_latency = over && !limit_helps;
+		/* priority inversion is judged over the window too: a blip of refusals within
+		 * one window is one decision, not one cut per tick */
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			oi.arrivals[c] = s->win.cls_arrivals[c];
+			oi.headroom_rej[c] = s->win.cls_headroom_rej[c];
+		}
 		if (s->ladder_on_latency) {
 			oi.latency_us = r.top_us;
 			oi.target_us = s->objective_us;
@@ -227,11 +230,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		li.good_samples = sig->total.samples;
 	li.feedback_s = 2 * s->last_latency_us / 1e6;
 	/* Priority inversion (a higher class refused by headroom while a lower one is admitted)
-	 * means lower classes hold slots only when every class counts against the same total
-	 * (fixed headroom). With priority counting a lower class never holds a higher class's
-	 * slot, and its share of the backend shows as latency: the latency rule covers it. */
-	if (!s->fixed_headroom)
-		memset(oi.headroom_rej, 0, sizeof(oi.headroom_rej));
+	 * is the ladder's in every mode: it moves the lower classes out by admission probability
+	 * at once, before their share of the backend shows as latency. */
 	li.overloaded = sluice_ladder_overloaded(&s->lad, &s->lp, &oi, NULL);
 	if (li.overloaded && !s->ladder_on_latency)
 		li.excess = -1;                 /* priority inversion: the full step */

@@ -10,6 +10,7 @@ void sluice_headroom_params_default(struct sluice_headroom_params *p)
 	memcpy(p->pct, default_pct, sizeof(p->pct));
 	p->margin_pct = 25;
 	p->margin_min = 2;
+	p->margin_cap_pct = 10;
 	p->caps = 0;
 }
 
@@ -55,6 +56,10 @@ void sluice_headroom_thresholds(uint32_t limit, const struct sluice_headroom_par
 		/* An idle class keeps one slot free for its next arrival; a busy one a margin for
 		 * bursts beyond its recent peak (which the 100 ms sampling may not see). */
 		m = (uint64_t)peak[k] * p->margin_pct / 100;
+		/* a peak far above the limit (a backlog while the backend stalled, not demand)
+		 * would reserve most of a limit cut since: at most margin_cap_pct of the limit */
+		if (m > (uint64_t)limit * p->margin_cap_pct / 100)
+			m = (uint64_t)limit * p->margin_cap_pct / 100;
 		if (m < p->margin_min)
 			m = p->margin_min;
 		reserve += peak[k] ? m : 1;

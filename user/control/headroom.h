@@ -3,7 +3,7 @@
  * service's total in-flight < threshold[k]. A fixed threshold (limit x headroom[k]%) keeps L0
  * fast but wastes what L0 does not use; here each threshold comes from measured demand:
  *   threshold[k] = limit - sum over j < k of (peak[j] + margin(peak[j]))
- *   margin(x)    = max(margin_min, x x margin_pct / 100)
+ *   margin(x)    = max(margin_min, min(x x margin_pct / 100, limit x margin_cap_pct / 100))
  * made non-increasing in k (a lower class never gets more room than a higher one). With
  * `caps` (the config wrote its percentages) threshold[k] is also at most
  * max(1, limit x headroom[k] / 100): a written percentage is honoured in every mode; without
@@ -22,6 +22,7 @@ struct sluice_headroom_params {
 	uint32_t pct[SLUICE_NUM_CLASSES];   /* floors, percent of limit: 100 90 75 50 */
 	uint32_t margin_pct;                /* 25 */
 	uint32_t margin_min;                /* 2 */
+	uint32_t margin_cap_pct;            /* 10 */
 	int caps;                           /* the percentages were written: caps */
 };
 

@@ -18,6 +18,7 @@ void sluice_ladder_params_default(struct sluice_ladder_params *p)
 	p->shed_interval_s = 0.2;
 	p->l0_floor_pct = 10;
 	p->rej_frac = 0.02;
+	p->rej_min = 5;
 	p->cut[0] = 0.2;
 	p->cut[1] = 0.3;
 	p->cut[2] = 0.3;
@@ -77,7 +78,7 @@ int sluice_ladder_overloaded(const struct sluice_ladder *l, const struct sluice_
 	}
 	for (k = 0; k < SLUICE_NUM_CLASSES - 1; k++) {
 		double lost = (double)in->headroom_rej[k];
-		if (lost == 0 || lost <= p->rej_frac * (double)in->arrivals[k])
+		if (lost < (double)p->rej_min || lost <= p->rej_frac * (double)in->arrivals[k])
 			continue;
 		for (j = k + 1; j < SLUICE_NUM_CLASSES; j++)
 			if (l->admit[j] > 0 && in->arrivals[j] > 0) {

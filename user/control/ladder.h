@@ -15,8 +15,9 @@
  *   objective; no samples (no traffic), no climb. Reaching 100 % everywhere reports the
  *   recovery time (from the last overload) in the event.
  * Overload (sluice_ladder_overloaded): latency signal above the objective, or priority
- *   inversion: a class k lost more than rej_frac of its arrivals to headroom while a lower
- *   class still admitted traffic. */
+ *   inversion: a class k lost more than rej_frac of its arrivals (and at least rej_min units)
+ *   to headroom while a lower class still admitted traffic. The controller judges both over
+ *   its evidence window, not per tick. */
 #ifndef SLUICE_LADDER_H
 #define SLUICE_LADDER_H
 
@@ -34,7 +35,8 @@ struct sluice_ladder_params {
 	double shed_factor;           /* 0.5 */
 	double shed_interval_s;       /* 0.2: minimum time between two cuts */
 	uint32_t l0_floor_pct;        /* 10: L0 is never shed below this */
-	double rej_frac;              /* 0.02: headroom rejections that count as inversion */
+	double rej_frac;              /* 0.02: headroom rejections that count as inversion ... */
+	uint32_t rej_min;             /* 5: ... and at least this many (a decision needs evidence) */
 	double cut[SLUICE_NUM_CLASSES];   /* full cut per class: 0.2 0.3 0.3 0.5 */
 	double full_excess;           /* 0.25 */
 	uint64_t min_samples;         /* 20: samples within the objective a recovery step needs */

@@ -20,6 +20,8 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		const struct sluice_class_signals *s = &sig->cls[c];
+		w->cls_arrivals[c] += s->arrivals;
+		w->cls_headroom_rej[c] += s->rejected[SLUICE_REJ_HEADROOM];
 		if (!s->samples)
 			continue;
 		w->cls_samples[c] += s->samples;

@@ -23,6 +23,7 @@ struct sluice_evwin {
 	struct sluice_hist cls[SLUICE_NUM_CLASSES];
 	uint64_t cls_samples[SLUICE_NUM_CLASSES];
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
+	uint64_t cls_arrivals[SLUICE_NUM_CLASSES], cls_headroom_rej[SLUICE_NUM_CLASSES];
 	uint32_t peak_inflight;       /* highest in-flight sampled at the window's ticks */
 	uint32_t ticks;
 };
