@@ -114,7 +114,7 @@ static void test_gradient_grows_only_when_used(void **st)
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 60 * S, NULL), 89);   /* 80 + 8.9 */
 }
 
-static void test_aimd_gate_and_seeds_rule(void **st)
+static void test_aimd_gate_and_classic_rule(void **st)
 {
 	struct sluice_limit_params p;
 	struct sluice_limit l;
@@ -138,10 +138,10 @@ static void test_aimd_gate_and_seeds_rule(void **st)
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 201 * S, NULL), 16);   /* 15.5 */
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 202 * S, NULL), 8);
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 203 * S, NULL), 4);
-	/* the seeds' rule: no gate, grows below 0.7 x the objective */
+	/* the classic rule: no gate, grows below 0.7 x the objective */
 	params(&p, SLUICE_LIMIT_AIMD, 4, 100);
 	p.aimd_gate = 0;
-	p.seeds_band = 1;
+	p.classic_band = 1;
 	sluice_limit_init(&l, &p);
 	in = win(8000, 11000, 12000, 0, 1);
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, NULL), 31);   /* idle, grows */
@@ -314,7 +314,7 @@ int main(void)
 		cmocka_unit_test(test_start_and_fixed),
 		cmocka_unit_test(test_gradient_cuts_in_proportion),
 		cmocka_unit_test(test_gradient_grows_only_when_used),
-		cmocka_unit_test(test_aimd_gate_and_seeds_rule),
+		cmocka_unit_test(test_aimd_gate_and_classic_rule),
 		cmocka_unit_test(test_from_conf),
 		cmocka_unit_test(test_baseline_rolls_both_ways),
 		cmocka_unit_test(test_baseline_ignores_bad_windows),

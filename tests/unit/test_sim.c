@@ -21,16 +21,16 @@ static struct sim sim;           /* large (the queue): static */
 
 /* ---- scenarios ---- */
 
-enum { ALG_GRADIENT, ALG_AIMD, ALG_SEEDS };
-static const char *const alg_names[] = { "gradient", "aimd (gated)", "seeds' aimd" };
+enum { ALG_GRADIENT, ALG_AIMD, ALG_CLASSIC };
+static const char *const alg_names[] = { "gradient", "aimd (gated)", "classic aimd" };
 
 static void use_alg(struct sim *s, int alg)
 {
 	s->sc.limit_algorithm = alg == ALG_GRADIENT ? LIMIT_ALG_GRADIENT : LIMIT_ALG_AIMD;
 	sim_start(s);
-	if (alg == ALG_SEEDS) {               /* no utilisation gate, the 0.7 x target band */
+	if (alg == ALG_CLASSIC) {               /* no utilisation gate, the 0.7 x target band */
 		s->ctl.mp.aimd_gate = 0;
-		s->ctl.mp.seeds_band = 1;
+		s->ctl.mp.classic_band = 1;
 	}
 }
 
@@ -367,24 +367,24 @@ static void test_blip(void **st)
 
 /* ---- the comparison printed for docs/CONTROLLER.md ---- */
 
-#define SEEDS 5
+#define RUNS 5
 
 static void report(void)
 {
 	printf("closed loop: 8 workers x 20 ms, 200 clients, last 30 s of 60 s overload; "
-	       "mean of %d seeds (worst)\n", SEEDS);
+	       "mean of %d runs (worst)\n", RUNS);
 	printf("%-14s %8s %13s %13s %13s %6s\n", "algorithm", "obj_ms", "p50_ms", "p99_ms", "util",
 	       "shed");
 	for (int alg = 0; alg < 3; alg++)
 		for (int k = 0; k < 2; k++) {
 			struct closed_result m = { 0 }, w = { 0, 0, 1, 0, 0, 0 };
-			for (int i = 0; i < SEEDS; i++) {
+			for (int i = 0; i < RUNS; i++) {
 				struct closed_result r;
 				sim_seed = 42 + (uint64_t)i;
 				r = closed_loop(alg, k ? 40 : 0);
-				m.obj_ms += r.obj_ms / SEEDS; m.p50 += r.p50 / SEEDS;
-				m.p99 += r.p99 / SEEDS; m.util += r.util / SEEDS;
-				m.shed_frac += r.shed_frac / SEEDS;
+				m.obj_ms += r.obj_ms / RUNS; m.p50 += r.p50 / RUNS;
+				m.p99 += r.p99 / RUNS; m.util += r.util / RUNS;
+				m.shed_frac += r.shed_frac / RUNS;
 				w.p50 = r.p50 > w.p50 ? r.p50 : w.p50;
 				w.p99 = r.p99 > w.p99 ? r.p99 : w.p99;
 				w.util = r.util < w.util ? r.util : w.util;
@@ -394,20 +394,20 @@ static void report(void)
 			       m.shed_frac, k ? "  target 40 ms" : "  auto 1.2x");
 		}
 	printf("\nstep: open loop 0.5x -> Nx (20 s) -> 0.5x, classes 10/20/30/40 %%; "
-	       "mean of %d seeds (worst)\n", SEEDS);
+	       "mean of %d runs (worst)\n", RUNS);
 	printf("%-14s %3s %6s %11s %11s %10s %13s %15s\n", "algorithm", "x", "obj_ms",
 	       "settle_s", "full_s", "surge_p99", "util", "L0_ok");
 	for (int alg = 0; alg < 3; alg++)
 		for (int k = 0; k < 2; k++) {
 			double x = k ? 10 : 4;
 			struct step_result m = { 0 }, w = { 0, 0, 1, 0, 0, 1, 0 };
-			for (int i = 0; i < SEEDS; i++) {
+			for (int i = 0; i < RUNS; i++) {
 				struct step_result r;
 				sim_seed = 42 + (uint64_t)i;
 				r = step_load(alg, x);
-				m.obj_ms += r.obj_ms / SEEDS; m.settle_s += r.settle_s / SEEDS;
-				m.full_s += r.full_s / SEEDS; m.surge_p99_ms += r.surge_p99_ms / SEEDS;
-				m.surge_util += r.surge_util / SEEDS; m.l0_ok += r.l0_ok / SEEDS;
+				m.obj_ms += r.obj_ms / RUNS; m.settle_s += r.settle_s / RUNS;
+				m.full_s += r.full_s / RUNS; m.surge_p99_ms += r.surge_p99_ms / RUNS;
+				m.surge_util += r.surge_util / RUNS; m.l0_ok += r.l0_ok / RUNS;
 				w.settle_s = r.settle_s > w.settle_s ? r.settle_s : w.settle_s;
 				w.full_s = r.full_s > w.full_s ? r.full_s : w.full_s;
 				w.surge_util = r.surge_util < w.surge_util ? r.surge_util : w.surge_util;

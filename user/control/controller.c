@@ -121,7 +121,10 @@ static int window_decides(struct service_ctl *s, uint64_t now_ns, uint64_t dt_ns
 	double lat2 = 2e3 * s->last_latency_us;
 
 	*full = sluice_evwin_full(&s->win, now_ns, s->window_ns, s->min_samples);
-	if (!*full && (s->win.samples < s->min_samples || s->objective_us <= 0))
+	/* an early close is considered only when this tick's own median is above the objective
+	 * (the tick's signals have it already; the window's quantiles cost a merge) */
+	if (!*full && (s->win.samples < s->min_samples || s->objective_us <= 0 ||
+		       s->sig.total.p50_us <= s->objective_us))
 		return 0;
 	if (lat2 > (double)delay)
 		delay = (uint64_t)lat2;

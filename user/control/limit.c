@@ -116,7 +116,7 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 static int aimd(struct sluice_limit *l, const struct sluice_limit_params *p,
 		const struct sluice_limit_input *in, double *v, const char **why)
 {
-	double grow_below = p->seeds_band ? 0.7 * in->objective_us : in->aim_us;
+	double grow_below = p->classic_band ? 0.7 * in->objective_us : in->aim_us;
 
 	if (in->objective_us > 0 && in->latency_us > in->objective_us) {
 		l->cuts++;

@@ -18,11 +18,11 @@
  *                                 so a surge meets a limit near what the backend handles;
  *                                 4 x the peak sampled at ticks leaves room for the bursts
  *                                 between ticks and the burst margins of the headroom)
- * aimd (the seeds' rule with a utilisation gate):
+ * aimd (the classic rule with a utilisation gate):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
  *   aimd_gate (0.8) x limit     -> limit + 1
- *   grow_below = the aim (0.7 x objective with seeds_band); aimd_gate 0 = no gate.
+ *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
  * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
  * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
 #ifndef SLUICE_LIMIT_H
@@ -44,9 +44,9 @@ struct sluice_limit_params {
 	double calm_decay;            /* 0.9 */
 	uint32_t calm_windows;        /* 10 */
 	double calm_floor;            /* 4: never below this x the peak in-flight */
-	double aimd_gate;             /* 0.8; 0 = the seeds' rule without a gate */
+	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
-	int seeds_band;               /* aimd grows below 0.7 x objective (the seeds' band) */
+	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
 };
 
 struct sluice_limit {
