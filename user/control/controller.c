@@ -262,63 +262,47 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
 	out->version = SLUICE_CTL_STATE_VERSION;
 	out->size = sizeof(*out);
 	out->exported_ns = now_ns;
-	out->limit_est = s->lim.est;
-	out->limit = s->lim.limit;
-	memcpy(out->admit, s->lad.admit, sizeof(out->admit));
-	out->lad_cut_once = s->lad.cut_once;
-	out->lad_last_change_ns = s->lad.last_change_ns;
-	out->lad_last_cut_ns = s->lad.last_cut_ns;
-	out->lad_last_overload_ns = s->lad.last_overload_ns;
-	out->lad_episode_ns = s->lad.episode_ns;
 	out->above_since_ns = s->above_since_ns;
-	out->brk_state = s->brk.state;
-	out->brk_step = s->brk.step;
-	out->brk_rng = s->brk.rng;
-	out->brk_since_ns = s->brk.since_ns;
-	out->brk_open_until_ns = s->brk.open_until_ns;
-	out->brk_step_start_ns = s->brk.step_start_ns;
-	out->brk_opens = s->brk.opens;
-	out->brk_open_dur_s = s->brk.open_dur_s;
-	out->baseline = s->base;
+	out->lim = s->lim;
+	out->base = s->base;
+	out->lad = s->lad;
+	out->brk = s->brk;
 }
 
-static uint64_t not_after(uint64_t t, uint64_t now)
+static void not_after(uint64_t *t, uint64_t now)
 {
-	return t > now ? now : t;
+	if (*t > now)
+		*t = now;
 }
 
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
 {
 	if (st->version != SLUICE_CTL_STATE_VERSION || st->size != sizeof(*st))
 		return -1;
-	s->lim.est = st->limit_est;
-	s->lim.limit = st->limit;
-	sluice_limit_reconfigure(&s->lim, &s->mp);
-	memcpy(s->lad.admit, st->admit, sizeof(s->lad.admit));
+	s->lim = st->lim;
+	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
+	s->base = st->base;
+	if (s->base.count > SLUICE_BASELINE_N || s->base.head >= SLUICE_BASELINE_N)
+		sluice_baseline_reset(&s->base);
+	s->lad = st->lad;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (s->lad.admit[c] > SLUICE_PROB_ONE)
 			s->lad.admit[c] = SLUICE_PROB_ONE;
-	s->lad.cut_once = st->lad_cut_once;
-	s->lad.last_change_ns = not_after(st->lad_last_change_ns, now_ns);
-	s->lad.last_cut_ns = not_after(st->lad_last_cut_ns, now_ns);
-	s->lad.last_overload_ns = not_after(st->lad_last_overload_ns, now_ns);
-	s->lad.episode_ns = not_after(st->lad_episode_ns, now_ns);
-	s->lad.step_good = 0;
-	s->above_since_ns = not_after(st->above_since_ns, now_ns);
-	if (st->brk_state >= SLUICE_BREAKER_CLOSED && st->brk_state <= SLUICE_BREAKER_HALF_OPEN) {
-		s->brk.state = st->brk_state;
-		s->brk.step = st->brk_step < s->bp.n_steps ? st->brk_step : 0;
+	s->lad.step_good = 0;                              /* a step's evidence starts afresh */
+	not_after(&s->lad.last_change_ns, now_ns);
+	not_after(&s->lad.last_cut_ns, now_ns);
+	not_after(&s->lad.last_overload_ns, now_ns);
+	not_after(&s->lad.episode_ns, now_ns);
+	if (st->brk.state >= SLUICE_BREAKER_CLOSED && st->brk.state <= SLUICE_BREAKER_HALF_OPEN &&
+	    st->brk.step < SLUICE_BRK_MAX_STEPS) {
+		s->brk = st->brk;
+		not_after(&s->brk.since_ns, now_ns);
+		not_after(&s->brk.step_start_ns, now_ns);
+		if (s->brk.step >= s->bp.n_steps)
+			s->brk.step = 0;
 	}
-	if (st->brk_rng)
-		s->brk.rng = st->brk_rng;
-	s->brk.since_ns = not_after(st->brk_since_ns, now_ns);
-	s->brk.open_until_ns = st->brk_open_until_ns;
-	s->brk.step_start_ns = not_after(st->brk_step_start_ns, now_ns);
-	s->brk.opens = st->brk_opens;
-	s->brk.open_dur_s = st->brk_open_dur_s;
-	s->base = st->baseline;
-	if (s->base.count > SLUICE_BASELINE_N || s->base.head >= SLUICE_BASELINE_N)
-		sluice_baseline_reset(&s->base);
+	s->above_since_ns = st->above_since_ns;
+	not_after(&s->above_since_ns, now_ns);
 	/* the first tick after an import takes a snapshot, never a delta */
 	s->have_prev = 0;
 	objective(s);

@@ -93,26 +93,21 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 
 /* ---- State across restarts ----
  * Everything the loop learned, as one plain struct (fixed layout, no pointers) the daemon can
- * keep in a pinned map: limit, baseline, ladder, breaker state and step. Times are
+ * keep in a pinned map: the limit, baseline, ladder and breaker machines as they are (each is
+ * plain data already). Times are
  * CLOCK_MONOTONIC ns, valid while the host has not rebooted (pinned maps do not survive one
  * either); an import clamps any time in the future to now. */
 #define SLUICE_CTL_STATE_VERSION 1
 
 struct sluice_ctl_state {
 	uint32_t version;             /* SLUICE_CTL_STATE_VERSION */
-	uint32_t size;                /* sizeof(struct sluice_ctl_state) */
+	uint32_t size;                /* sizeof(struct sluice_ctl_state): any layout change refuses */
 	uint64_t exported_ns;
-	double limit_est;
-	uint32_t limit;
-	uint32_t admit[SLUICE_NUM_CLASSES];
-	int32_t lad_cut_once;
-	uint64_t lad_last_change_ns, lad_last_cut_ns, lad_last_overload_ns, lad_episode_ns;
 	uint64_t above_since_ns;
-	int32_t brk_state;
-	uint32_t brk_step;
-	uint64_t brk_rng, brk_since_ns, brk_open_until_ns, brk_step_start_ns, brk_opens;
-	double brk_open_dur_s;
-	struct sluice_baseline baseline;
+	struct sluice_limit lim;
+	struct sluice_baseline base;
+	struct sluice_ladder lad;
+	struct sluice_breaker brk;
 };
 
 void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out);
