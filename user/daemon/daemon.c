@@ -135,7 +135,6 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 {
 	struct service_books *b = &d->books[i];
 	const struct service_ctl *s = &d->ctl[i];
-	const struct service_conf *sc = &d->cfg.services[i];
 	const struct sluice_class_signals *t = &s->sig.total;
 	double decay = exp(-dt_s / 60.0);
 	double ok = (double)t->completed - (double)t->errors - (double)t->resp_429;
@@ -144,8 +143,15 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 	b->ew_ok = b->ew_ok * decay + (ok > 0 ? ok : 0);
 	b->ew_retrans = b->ew_retrans * decay + (double)t->retransmits;
 	b->managed_s += dt_s;
-	if (!sc->limit_fixed && v->limit < 0.7 * sc->limit_max)
-		b->overload_s += dt_s;
+	/* overloaded: the objective is missed, or the ladder sheds a class (the limit alone says
+	 * nothing: it follows demand down in calm) */
+	{
+		int shed = 0;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			shed |= v->admit_prob[c] < SLUICE_PROB_ONE;
+		if (s->above_since_ns || shed)
+			b->overload_s += dt_s;
+	}
 
 	/* Breaker: an opening whose probe found the downstream healthy (closed again without
 	 * re-opening) is counted as a likely false open. */
