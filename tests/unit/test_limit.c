@@ -250,6 +250,8 @@ static void test_baseline_ignores_bad_windows(void **st)
 
 /* ---- evidence window ---- */
 
+static struct sluice_hist cum[SLUICE_NUM_CLASSES];     /* the maps' cumulative histograms */
+
 static void add(struct sluice_evwin *w, int cls, uint64_t us, uint64_t n, int64_t inflight,
 		uint64_t now)
 {
@@ -258,7 +260,7 @@ static void add(struct sluice_evwin *w, int cls, uint64_t us, uint64_t n, int64_
 	sig.cls[cls].samples = n;
 	sig.total.samples = n;
 	sig.total.calls = n;
-	sig.cls_hist[cls].bucket[sluice_hist_bucket(us)] = n;
+	cum[cls].bucket[sluice_hist_bucket(us)] += n;
 	sluice_evwin_add(w, &sig, inflight, now);
 }
 
@@ -267,20 +269,23 @@ static void test_window_extends_and_signal(void **st)
 	struct sluice_evwin w;
 	struct sluice_evwin_result r;
 	(void)st;
-	sluice_evwin_reset(&w, 0);
+	memset(cum, 0, sizeof(cum));
+	cum[2].bucket[sluice_hist_bucket(90000)] = 1000;     /* history before the window */
+	sluice_evwin_reset(&w, 0, cum);
 	assert_int_equal(sluice_evwin_signal(&w, 0, S, 20, 10 * S), SLUICE_SIGNAL_OK);
 	add(&w, 2, 1000, 5, 3, 500 * MS);
 	assert_int_equal(sluice_evwin_full(&w, 1 * S, S, 20), 0);   /* 5 samples: extends */
 	assert_int_equal(sluice_evwin_signal(&w, 1 * S, S, 20, 10 * S), SLUICE_SIGNAL_THIN);
 	add(&w, 0, 1000, 15, 9, 3 * S);
 	assert_int_equal(sluice_evwin_full(&w, 3 * S, S, 20), 1);
-	sluice_evwin_result(&w, 0.5, 20, 3 * S, &r);
+	sluice_evwin_result(&w, cum, 0.5, 20, 3 * S, &r);
 	assert_int_equal(r.samples, 20);
+	assert_true(r.latency_us < 1100);        /* the 1000 samples before the window do not count */
 	assert_int_equal(r.peak_inflight, 9);
 	assert_int_equal(r.top_cls, 0);
 	assert_int_equal(r.dur_ns, 3 * S);
 	/* no sample for none_ns: none */
-	sluice_evwin_reset(&w, 3 * S);
+	sluice_evwin_reset(&w, 3 * S, cum);
 	assert_int_equal(sluice_evwin_signal(&w, 12 * S, S, 20, 10 * S), SLUICE_SIGNAL_THIN);
 	assert_int_equal(sluice_evwin_signal(&w, 13 * S, S, 20, 10 * S), SLUICE_SIGNAL_NONE);
 	assert_string_equal(sluice_signal_state_name(SLUICE_SIGNAL_NONE), "none");
@@ -293,18 +298,19 @@ static void test_window_top_classes(void **st)
 	(void)st;
 	/* L0 has 10 samples at 50 ms, L1 15 at 50 ms, L3 100 at 1 ms: the highest busy classes
 	 * (L0 + L1, 25 >= 20 samples) are at 50 ms although the service's median is 1 ms */
-	sluice_evwin_reset(&w, 0);
+	memset(cum, 0, sizeof(cum));
+	sluice_evwin_reset(&w, 0, cum);
 	add(&w, 0, 50000, 10, 1, S);
 	add(&w, 1, 50000, 15, 1, S);
 	add(&w, 3, 1000, 100, 1, S);
-	sluice_evwin_result(&w, 0.5, 20, S, &r);
+	sluice_evwin_result(&w, cum, 0.5, 20, S, &r);
 	assert_true(r.top_us > 40000 && r.top_us < 60000);
 	assert_true(r.latency_us < 1100);
 	/* with enough L0 samples, L0 alone */
-	sluice_evwin_reset(&w, 0);
+	sluice_evwin_reset(&w, 0, cum);
 	add(&w, 0, 2000, 30, 1, S);
 	add(&w, 1, 50000, 30, 1, S);
-	sluice_evwin_result(&w, 0.5, 20, S, &r);
+	sluice_evwin_result(&w, cum, 0.5, 20, S, &r);
 	assert_true(r.top_us < 2100);
 }
 

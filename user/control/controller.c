@@ -39,7 +39,7 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 	load_params(s, sc, cfg);
 	sluice_limit_init(&s->lim, &s->mp);
 	sluice_baseline_reset(&s->base);
-	sluice_evwin_reset(&s->win, now_ns);
+	sluice_evwin_reset(&s->win, now_ns, NULL);
 	sluice_breaker_init(&s->brk, seed, now_ns);
 	sluice_ladder_init(&s->lad, now_ns);
 	sluice_peak_init(&s->peak);
@@ -114,8 +114,8 @@ static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_
 /* Decide on the evidence window when it is full, or early on overload evidence: at least one
  * feedback delay old (a tick, and twice the last latency, so the samples show what the last
  * decision did) with enough samples above the objective. Fills r; returns 1 to decide. */
-static int window_decides(struct service_ctl *s, uint64_t now_ns, uint64_t dt_ns,
-			  struct sluice_evwin_result *r, int *full)
+static int window_decides(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
+			  uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
 {
 	uint64_t age = now_ns - s->win.start_ns, delay = dt_ns;
 	double lat2 = 2e3 * s->last_latency_us;
@@ -130,7 +130,7 @@ static int window_decides(struct service_ctl *s, uint64_t now_ns, uint64_t dt_ns
 		delay = (uint64_t)lat2;
 	if (!*full && age < delay)
 		return 0;
-	sluice_evwin_result(&s->win, s->quantile, s->min_samples, now_ns, r);
+	sluice_evwin_result(&s->win, in->hist, s->quantile, s->min_samples, now_ns, r);
 	return *full || r->top_us > s->objective_us || r->latency_us > s->objective_us;
 }
 
@@ -150,7 +150,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
 		snapshot(s, in, now_ns);
-		sluice_evwin_reset(&s->win, now_ns);
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
 		objective(s);
 		write_verdict(s, sc, in, now_ns, out);
 		return;
@@ -161,8 +161,9 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
-	if (now_ns - dt_ns < s->dead_until_ns)        /* the tick began in the dead time */
-		sluice_evwin_reset(&s->win, now_ns);
+	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
+	    sig->total.reset)                         /* maps recreated: start afresh */
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
 	else
 		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
 
@@ -177,7 +178,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		li.demand[c] = sig->cls[c].arrivals;
 	objective(s);
-	if (window_decides(s, now_ns, dt_ns, &r, &full)) {
+	if (window_decides(s, in, now_ns, dt_ns, &r, &full)) {
 		struct sluice_baseline_window bw = {
 			.samples = r.samples, .latency_us = r.latency_us, .calls = r.calls,
 			.errors = r.errors, .resp_429 = r.resp_429,
@@ -225,7 +226,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			oi.target_us = s->objective_us;
 			li.excess = r.top_us / s->objective_us - 1;
 		}
-		sluice_evwin_reset(&s->win, now_ns);
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
 	}
 	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
 	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&

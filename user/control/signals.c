@@ -237,7 +237,6 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 			hd.sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ?
 				    ch->sum_us - ph->sum_us : ch->sum_us;
 		}
-		out->cls_hist[c] = hd;
 		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
 			out->total_hist.bucket[i] += hd.bucket[i];
 		out->total_hist.sum_us += hd.sum_us;

@@ -31,7 +31,6 @@ struct sluice_service_signals {
 	struct sluice_class_signals cls[SLUICE_NUM_CLASSES];
 	struct sluice_class_signals total;                 /* all classes together */
 	struct sluice_hist total_hist;                     /* histogram delta, all classes */
-	struct sluice_hist cls_hist[SLUICE_NUM_CLASSES];   /* histogram delta per class */
 };
 
 /* Lower bound (inclusive) of histogram bucket i, in microseconds. */

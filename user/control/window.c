@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Evidence window; see window.h. */
+#include <stddef.h>
 #include <string.h>
 #include "control/window.h"
 
-void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns)
+void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sluice_hist *cur)
 {
 	uint64_t last = w->last_sample_ns;
 
-	memset(w, 0, sizeof(*w));
+	memset(w, 0, offsetof(struct sluice_evwin, base));
+	if (cur)
+		memcpy(w->base, cur, sizeof(w->base));
+	else
+		memset(w->base, 0, sizeof(w->base));
+	memset((char *)w + offsetof(struct sluice_evwin, base) + sizeof(w->base), 0,
+	       sizeof(*w) - offsetof(struct sluice_evwin, base) - sizeof(w->base));
 	w->start_ns = now_ns;
 	w->last_sample_ns = last;
 }
@@ -15,7 +22,6 @@ void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns)
 void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signals *sig,
 		      int64_t inflight, uint64_t now_ns)
 {
-	uint32_t i;
 	int c;
 
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -29,10 +35,6 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 	}
 	if (sig->total.samples)
 		w->last_sample_ns = now_ns;
-	for (c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (sig->cls[c].samples)
-			for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
-				w->cls[c].bucket[i] += sig->cls_hist[c].bucket[i];
 	w->calls += sig->total.calls;
 	w->errors += sig->total.errors;
 	w->resp_429 += sig->total.resp_429;
@@ -50,8 +52,8 @@ int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t wi
 	       w->samples > 0;
 }
 
-void sluice_evwin_result(const struct sluice_evwin *w, double q, uint64_t min_samples,
-			 uint64_t now_ns, struct sluice_evwin_result *out)
+void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist *cur, double q,
+			 uint64_t min_samples, uint64_t now_ns, struct sluice_evwin_result *out)
 {
 	struct sluice_hist all, top;
 	uint64_t n = 0;
@@ -63,15 +65,18 @@ void sluice_evwin_result(const struct sluice_evwin *w, double q, uint64_t min_sa
 	memset(&top, 0, sizeof(top));
 	out->top_cls = -1;
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		struct sluice_hist d;
+
 		if (!w->cls_samples[c])
 			continue;
 		if (out->top_cls < 0)
 			out->top_cls = c;
+		sluice_hist_delta(&w->base[c], &cur[c], &d);
 		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
-			all.bucket[i] += w->cls[c].bucket[i];
+			all.bucket[i] += d.bucket[i];
 		if (!topped) {
 			for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
-				top.bucket[i] += w->cls[c].bucket[i];
+				top.bucket[i] += d.bucket[i];
 			n += w->cls_samples[c];
 			topped = n >= min_samples;
 		}

@@ -20,7 +20,8 @@ enum sluice_signal_state { SLUICE_SIGNAL_TABLE(SLUICE_X_SIGNAL_ENUM) };
 struct sluice_evwin {
 	uint64_t start_ns;
 	uint64_t last_sample_ns;      /* last tick that brought a latency sample */
-	struct sluice_hist cls[SLUICE_NUM_CLASSES];
+	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
+						       * the window's own is cur - base */
 	uint64_t cls_samples[SLUICE_NUM_CLASSES];
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
 	uint64_t cls_arrivals[SLUICE_NUM_CLASSES], cls_headroom_rej[SLUICE_NUM_CLASSES];
@@ -39,15 +40,19 @@ struct sluice_evwin_result {
 	int top_cls;                  /* the highest class with samples, -1 when none */
 };
 
-void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns);
-/* Add one tick's signals and the in-flight sampled at this tick. */
+/* Start a window at now; cur: the cumulative histograms now (SLUICE_NUM_CLASSES), NULL = 0. */
+void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sluice_hist *cur);
+/* Add one tick's signals (counts only: the histograms come from the cumulative ones) and the
+ * in-flight sampled at this tick. */
 void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signals *sig,
 		      int64_t inflight, uint64_t now_ns);
 /* 1 when the window is old enough (window_ns) and has min_samples samples. */
 int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 		      uint64_t min_samples);
-void sluice_evwin_result(const struct sluice_evwin *w, double q, uint64_t min_samples,
-			 uint64_t now_ns, struct sluice_evwin_result *out);
+/* cur: the cumulative histograms now (a class whose buckets went backwards since the start
+ * counts from zero). */
+void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist *cur, double q,
+			 uint64_t min_samples, uint64_t now_ns, struct sluice_evwin_result *out);
 /* enum sluice_signal_state of the window now. */
 int sluice_evwin_signal(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 			uint64_t min_samples, uint64_t none_ns);
