@@ -233,14 +233,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	    sig->total.p50_us <= s->objective_us)
 		li.good_samples = sig->total.samples;
 	li.feedback_s = 2 * s->last_latency_us / 1e6;
-	/* Priority inversion (a higher class refused by headroom while a lower one is admitted)
-	 * is the ladder's in every mode: it moves the lower classes out by admission probability
-	 * at once, before their share of the backend shows as latency. */
+	/* Priority inversion (a higher class refused by headroom while a lower one is admitted,
+	 * over the window just decided) is the ladder's in every mode: it moves the lower classes
+	 * out by admission probability before their share of the backend shows as latency. */
 	li.overloaded = sluice_ladder_overloaded(&s->lad, &s->lp, &oi, NULL);
 	if (li.overloaded && !s->ladder_on_latency)
 		li.excess = -1;                 /* priority inversion: the full step */
 	sluice_ladder_tick(&s->lad, &s->lp, &li, now_ns, sink);
-	s->ladder_on_latency = 0;
 	s->signal = sluice_evwin_signal(&s->win, now_ns, s->window_ns, s->min_samples, s->none_ns);
 
 	{
