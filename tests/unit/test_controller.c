@@ -185,6 +185,48 @@ static void test_no_freeze_when_cutting_does_not_help(void **st)
 	assert_int_equal(s.signal, SLUICE_SIGNAL_OK);
 }
 
+/* After a cut, the samples that complete within two latencies were admitted before it: the
+ * next decision must not be made on them (a second cut on the same backlog). */
+static void test_dead_time_after_a_cut(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0, cuts;
+	uint32_t after_cut;
+	int opened, t;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (t = 1; t <= 50; t++) {                    /* baseline: 200 ms */
+		traffic(&in, 1, 30, 0, 200000, 10);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.base.value_us > 180000 && s.base.value_us < 220000);
+	/* a backlog: 600 ms until the limit cuts */
+	cuts = s.lim.cuts;
+	for (t = 0; t < 30 && s.lim.cuts == cuts; t++) {
+		traffic(&in, 1, 30, 0, 600000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(s.lim.cuts, cuts + 1);
+	after_cut = s.lim.limit;
+	/* what was admitted before the cut still completes at 600 ms for one second, then the
+	 * cut shows: 200 ms. No second cut on the old samples */
+	for (t = 0; t < 10; t++) {
+		traffic(&in, 1, 30, 0, 600000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	for (t = 0; t < 30; t++) {
+		traffic(&in, 1, 30, 0, 200000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(s.lim.cuts, cuts + 1);
+	assert_true(s.lim.limit >= after_cut);
+}
+
 static void test_headroom_caps_and_status(void **st)
 {
 	struct service_conf sc;
@@ -232,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_first_tick_is_a_snapshot),
 		cmocka_unit_test(test_state_export_import),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
+		cmocka_unit_test(test_dead_time_after_a_cut),
 		cmocka_unit_test(test_headroom_caps_and_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
