@@ -214,7 +214,10 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		 * window, and the objective has not been missed for longer than takeover */
 		limit_helps = !s->mp.fixed && s->lim.limit > s->mp.min && s->lim.last_dir < 0 &&
 			      now_ns - s->above_since_ns < s->takeover_ns;
-		s->ladder_on_latency = over && !limit_helps;
+		/* and a single window over the objective is noise or a blip, not yet a reason to
+		 * refuse a class: the ladder waits until it has been missed for a window's time */
+		s->ladder_on_latency = over && !limit_helps &&
+				       now_ns - s->above_since_ns >= s->window_ns;
 		/* priority inversion is judged over the window too: a blip of refusals within
 		 * one window is one decision, not one cut per tick */
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {

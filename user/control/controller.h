@@ -7,9 +7,9 @@
  * The objective: keep the latency of the highest busy classes within the objective --
  * latency_slo x the unloaded baseline (1.2x), or an absolute latency -- while the backend stays
  * busy. The limit steers the service's latency to the aim (half way from the baseline to the
- * objective); the ladder cuts the lowest classes when the objective is missed and the limit
- * cannot help: the limit is fixed or at its floor, it did not cut, or the objective has been
- * missed for takeover_ns (2 windows) in a row. So while latency stays above the objective
+ * objective); the ladder cuts the lowest classes when the objective has been missed for a
+ * window's time and the limit cannot help: the limit is fixed or at its floor, it did not cut,
+ * or the objective has been missed for takeover_ns (2 windows) in a row. So while latency stays above the objective
  * the limit keeps moving or the ladder takes over, never neither. */
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
