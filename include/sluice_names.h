@@ -48,6 +48,13 @@
 	X(PARTIAL, "partial")   /* admits a fraction */                                        \
 	X(FULL,    "full")      /* admits everything */
 
+/* Quality of a service's latency signal: X(ID, name). Shown by status and metrics, so that a
+ * limit that cannot see says so. */
+#define SLUICE_SIGNAL_TABLE(X) \
+	X(NONE,    "none")      /* no latency sample for a while: the limit is blind */         \
+	X(THIN,    "thin")      /* the window is extended: fewer samples than a decision needs */\
+	X(OK,      "ok")        /* windows decide on enough samples */
+
 /* Controller event levels: X(ID, name). INFO: an operator wants to see it. DEBUG: routine
  * steps (AIMD +1), high volume. ALERT: something is wrong and someone should look. */
 #define SLUICE_EV_LEVEL_TABLE(X) \

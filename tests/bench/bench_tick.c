@@ -18,7 +18,9 @@
 #include "../../user/control/events.c"
 #include "../../user/control/events_json.c"
 #include "../../user/control/signals.c"
-#include "../../user/control/aimd.c"
+#include "../../user/control/window.c"
+#include "../../user/control/baseline.c"
+#include "../../user/control/limit.c"
 #include "../../user/control/breaker.c"
 #include "../../user/control/ladder.c"
 #include "../../user/control/headroom.c"
@@ -68,7 +70,7 @@ static void traffic(struct svc *s, int i, uint64_t tick)
 			s->in.hist[c].bucket[sluice_hist_bucket(us)]++;
 			s->in.hist[c].sum_us += us;
 		}
-		s->in.inflight.cls[c] = (int64_t)rnd(s->ctl.aimd.limit / 4 + 1);
+		s->in.inflight.cls[c] = (int64_t)rnd(s->ctl.lim.limit / 4 + 1);
 		s->in.switch_admit[c] = SLUICE_PROB_ONE;
 	}
 }

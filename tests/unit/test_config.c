@@ -217,7 +217,7 @@ static void test_defaults(void **state)
 	assert_int_equal(s->ladder_steps[2], 50);
 	assert_int_equal(s->ladder_steps[3], 80);
 	assert_int_equal(s->ladder_steps[4], 100);
-	assert_true(s->recovery_step_s == 5);
+	assert_true(s->recovery_step_s == 0.5);
 }
 
 static void test_defaults_function(void **state)

@@ -51,11 +51,17 @@ static void test_busy_higher_classes_win(void **st)
 {
 	uint32_t o[4];
 	(void)st;
-	/* busy L0 (margin 25% of 80 = 20) and L1, L2 (2 each) */
+	/* busy L0 (margin 25% of 80 = 20, capped at 10% of the limit: 10) and L1, L2 (2 each) */
 	thr(100, 80, 10, 10, 10, o);
 	assert_int_equal(o[0], 100);
-	assert_int_equal(o[1], 80);
-	assert_int_equal(o[3], 76);
+	assert_int_equal(o[1], 90);
+	assert_int_equal(o[3], 86);
+	/* peaks left over from a stall, far above a limit cut since, do not eat the limit:
+	 * 3 classes x 10% of 12 (rounded down, at least 2 each) */
+	thr(12, 19, 13, 7, 6, o);
+	assert_int_equal(o[1], 10);
+	assert_int_equal(o[2], 8);
+	assert_int_equal(o[3], 6);
 	/* idle classes keep one slot each for their next arrival; never increasing */
 	thr(10, 0, 0, 0, 0, o);
 	assert_int_equal(o[0], 10);
@@ -78,6 +84,39 @@ static void test_zero_percent_shuts_a_class_out(void **st)
 	sluice_headroom_thresholds(20, &p, peak, o);
 	assert_int_equal(o[2], 18);
 	assert_int_equal(o[3], 0);
+}
+
+static void test_written_percentages_are_caps(void **st)
+{
+	struct sluice_headroom_params p;
+	uint32_t o[4], peak[4] = { 0, 0, 0, 0 };
+	int pct[4] = { 100, 90, 75, 50 };
+	(void)st;
+	/* written: each class at most its percentage of the limit, in adaptive mode too */
+	sluice_headroom_params_from_pct(pct, &p);
+	p.caps = 1;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[0], 36);
+	assert_int_equal(o[1], 32);
+	assert_int_equal(o[2], 27);
+	assert_int_equal(o[3], 18);
+	/* a cap never raises a threshold the margins lowered, and never rounds a class to 0 */
+	peak[0] = 30;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[1], 32);                /* 90 % of 36 is below 36 - 3 */
+	peak[0] = 0;
+	p.pct[1] = 100;
+	p.pct[2] = 100;
+	peak[1] = 30;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[2], 36 - 1 - 3);        /* L0 idle: 1, L1 busy: 10 % of 36 */
+	sluice_headroom_thresholds(1, &p, peak, o);
+	assert_int_equal(o[0], 1);
+	/* not written: the same percentages play no part */
+	p.caps = 0;
+	peak[1] = 0;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[3], 33);
 }
 
 static void test_peak_tracker(void **st)
@@ -109,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_reserves_burst_margin_of_busy_classes),
 		cmocka_unit_test(test_busy_higher_classes_win),
 		cmocka_unit_test(test_zero_percent_shuts_a_class_out),
+		cmocka_unit_test(test_written_percentages_are_caps),
 		cmocka_unit_test(test_peak_tracker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,14 +17,17 @@
 
 static struct sluice_ladder_input inp(int over, uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3)
 {
-	struct sluice_ladder_input i = { over, { d0, d1, d2, d3 } };
+	/* excess < 0: the full step; calm ticks bring plenty of samples within the objective */
+	struct sluice_ladder_input i = { .overloaded = over, .excess = -1,
+					 .demand = { d0, d1, d2, d3 }, .good_samples = 100 };
 	return i;
 }
 
 static void test_sheds_in_class_order(void **st)
 {
-	/* admit after each cut: L3 50 25 12.5 off, L2 ..., L1 ..., then L0 down to its floor */
-	static const uint32_t seq[] = { ONE / 2, ONE / 4, ONE / 8, 0 };
+	/* full steps: L3 loses 50 % per cut (50 25 12.5 off), L2 and L1 30 % (70 49 34 24 17 12
+	 * off), then L0 down to its floor */
+	static const int cuts[4] = { 0, 7, 7, 4 };
 	struct sluice_ladder_params p;
 	struct sluice_ladder l;
 	struct sluice_ladder_input i = inp(1, 10, 10, 10, 10);
@@ -36,25 +39,96 @@ static void test_sheds_in_class_order(void **st)
 	sluice_ladder_params_default(&p);
 	sluice_ladder_init(&l, 0);
 	for (k = 3; k >= 1; k--) {
-		for (n = 0; n < 4; n++) {
+		uint32_t want = ONE;
+		for (n = 0; n < cuts[k]; n++) {
+			want = (uint32_t)((double)want * (1 - p.cut[k]));
+			if (want < PCT(10))
+				want = 0;
 			now += 200 * MS;
 			assert_int_equal(sluice_ladder_tick(&l, &p, &i, now, &sink), 1);
-			assert_int_equal(l.admit[k], seq[n]);
+			assert_int_equal(l.admit[k], want);
 			for (j = 0; j < k; j++)
 				assert_int_equal(l.admit[j], ONE);   /* higher classes untouched */
 			assert_int_equal(evcap_last(&c)->cls, k);
 		}
+		assert_int_equal(l.admit[k], 0);
 	}
 	/* only now L0, and never below the 10% floor */
 	now += 200 * MS;
 	sluice_ladder_tick(&l, &p, &i, now, &sink);
-	assert_int_equal(l.admit[0], ONE / 2);
-	for (n = 0; n < 10; n++)
+	assert_int_equal(l.admit[0], (uint32_t)(ONE * 0.8));
+	for (n = 0; n < 20; n++)
 		sluice_ladder_tick(&l, &p, &i, now += 200 * MS, &sink);
 	assert_int_equal(l.admit[0], PCT(10));
 	assert_non_null(strstr(c.json[0], "\"class\":\"L3\""));
 	assert_non_null(strstr(c.json[0], "\"from\":\"full\",\"to\":\"partial\""));
 	assert_non_null(strstr(c.json[3], "\"to\":\"off\""));
+	assert_non_null(strstr(c.json[4], "\"admit_pct_to\":69.99"));     /* L2's first step */
+}
+
+static void test_cut_proportional_to_excess(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input i = inp(1, 10, 10, 10, 10);
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	/* 25 % above the objective or more: the full step */
+	i.excess = 0.5;
+	sluice_ladder_tick(&l, &p, &i, 1 * S, NULL);
+	assert_int_equal(l.admit[3], ONE / 2);
+	/* 12.5 % above: half the step (L3 loses 25 % of what it had) */
+	sluice_ladder_init(&l, 0);
+	i.excess = 0.125;
+	sluice_ladder_tick(&l, &p, &i, 1 * S, NULL);
+	assert_int_equal(l.admit[3], (uint32_t)(ONE * 0.75));
+	/* barely above: a twentieth of the step, never nothing */
+	sluice_ladder_init(&l, 0);
+	i.excess = 0.001;
+	sluice_ladder_tick(&l, &p, &i, 1 * S, NULL);
+	assert_int_equal(l.admit[3], (uint32_t)(ONE * 0.975));
+}
+
+static void test_recovery_needs_evidence(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input over = inp(1, 10, 10, 10, 10), calm = inp(0, 10, 10, 10, 10);
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "web");
+	uint64_t now = 0;
+	int n;
+	(void)st;
+	sluice_ladder_params_default(&p);
+	p.step_s = 1;
+	sluice_ladder_init(&l, 0);
+	sluice_ladder_tick(&l, &p, &over, now += 200 * MS, &sink);
+	assert_int_equal(l.admit[3], ONE / 2);
+	/* zero traffic: no samples within the objective, no climb however long it lasts */
+	calm.good_samples = 0;
+	for (n = 0; n < 600; n++)
+		assert_int_equal(sluice_ladder_tick(&l, &p, &calm, now += 100 * MS, &sink), 0);
+	assert_int_equal(l.admit[3], ONE / 2);
+	/* thin evidence: 19 samples in the step are not enough, the 20th is */
+	calm.good_samples = 19;
+	assert_int_equal(sluice_ladder_tick(&l, &p, &calm, now += 100 * MS, &sink), 0);
+	calm.good_samples = 1;
+	assert_int_equal(sluice_ladder_tick(&l, &p, &calm, now += 100 * MS, &sink), 1);
+	assert_int_equal(l.admit[3], PCT(80));
+	/* each step needs its own samples: a step's count starts at zero */
+	calm.good_samples = 0;
+	for (n = 0; n < 30; n++)
+		sluice_ladder_tick(&l, &p, &calm, now += 100 * MS, &sink);
+	assert_int_equal(l.admit[3], PCT(80));
+	calm.good_samples = 20;
+	sluice_ladder_tick(&l, &p, &calm, now += 100 * MS, &sink);
+	assert_int_equal(l.admit[3], ONE);
+	/* back to full: the event says how long recovery took since the last overload */
+	assert_string_equal(evcap_last(&c)->why, "recovered");
+	assert_non_null(strstr(evcap_last_json(&c), "\"recovery_s\":63.3"));
+	assert_true(l.last_recovery_s > 63.29 && l.last_recovery_s < 63.31);
+	assert_true(l.last_episode_s > 63.29 && l.last_episode_s < 63.31);
 }
 
 static void test_idle_classes_skipped_and_pacing(void **st)
@@ -67,16 +141,16 @@ static void test_idle_classes_skipped_and_pacing(void **st)
 	sluice_ladder_init(&l, 0);
 	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 100 * MS, NULL), 1);
 	assert_int_equal(l.admit[3], ONE);        /* cutting an idle class would do nothing */
-	assert_int_equal(l.admit[2], ONE / 2);
+	assert_int_equal(l.admit[2], (uint32_t)(ONE * 0.7));
 	/* at most one cut per shed_interval_s (0.2 s) */
 	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 200 * MS, NULL), 0);
-	assert_int_equal(l.admit[2], ONE / 2);
+	assert_int_equal(l.admit[2], (uint32_t)(ONE * 0.7));
 	assert_int_equal(sluice_ladder_tick(&l, &p, &i, 300 * MS, NULL), 1);
-	assert_int_equal(l.admit[2], ONE / 4);
+	assert_int_equal(l.admit[2], (uint32_t)((uint32_t)(ONE * 0.7) * 0.7));
 	/* L0 is not touched while L1 still admits with demand, even with L2 and L3 idle */
 	i = inp(1, 10, 10, 0, 0);
 	sluice_ladder_tick(&l, &p, &i, 500 * MS, NULL);
-	assert_int_equal(l.admit[1], ONE / 2);
+	assert_int_equal(l.admit[1], (uint32_t)(ONE * 0.7));
 	assert_int_equal(l.admit[0], ONE);
 }
 
@@ -94,10 +168,10 @@ static void test_recovers_stepwise_with_holds(void **st)
 	(void)st;
 	sluice_ladder_params_default(&p);
 	sluice_ladder_init(&l, 0);
-	for (n = 0; n < 5; n++)                    /* L3 off, L2 at 50% */
+	for (n = 0; n < 5; n++)                    /* L3 off, L2 at 70% */
 		sluice_ladder_tick(&l, &p, &over, now += 200 * MS, NULL);
 	assert_int_equal(l.admit[3], 0);
-	assert_int_equal(l.admit[2], ONE / 2);
+	assert_int_equal(l.admit[2], (uint32_t)(ONE * 0.7));
 	last = now;
 	for (n = 0; n < 7; n++) {
 		/* nothing moves during the hold */
@@ -156,7 +230,7 @@ static void test_overload_detection(void **st)
 	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, &why), 0);
 	o.latency_us = 11000;
 	assert_int_equal(sluice_ladder_overloaded(&l, &p, &o, &why), 1);
-	assert_string_equal(why, "latency_above_target");
+	assert_string_equal(why, "latency_above_objective");
 	/* L1 turned away by headroom while L3 is admitted: priority inversion */
 	o.latency_us = 0;
 	o.arrivals[1] = 100; o.headroom_rej[1] = 10;
@@ -188,7 +262,9 @@ static void test_from_conf(void **st)
 	assert_true(p.step_s == 5);
 	sc.ladder_steps[0] = 20; sc.ladder_steps[1] = 60; sc.n_ladder_steps = 2;
 	sc.recovery_step_s = 120;
+	sc.min_samples = 7;
 	sluice_ladder_params_from_conf(&sc, &p);
+	assert_int_equal(p.min_samples, 7);
 	assert_int_equal(p.n_steps, 3);
 	assert_int_equal(p.steps[2], 100);
 	assert_true(p.step_s == 120);
@@ -198,6 +274,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sheds_in_class_order),
+		cmocka_unit_test(test_cut_proportional_to_excess),
+		cmocka_unit_test(test_recovery_needs_evidence),
 		cmocka_unit_test(test_idle_classes_skipped_and_pacing),
 		cmocka_unit_test(test_recovers_stepwise_with_holds),
 		cmocka_unit_test(test_overload_during_recovery_restarts_hold),

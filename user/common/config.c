@@ -83,6 +83,7 @@ void sluice_service_defaults(struct service_conf *s)
 	s->n_ladder_steps = (int)(sizeof(default_ladder_steps) / sizeof(int));
 	memcpy(s->ladder_steps, default_ladder_steps, sizeof(default_ladder_steps));
 	s->recovery_step_s = 5;
+	sluice_service_ctl_defaults(s);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -6,6 +6,7 @@
 #define SLUICE_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <net/if.h>
 #include "sluice.h"
@@ -69,6 +70,12 @@ struct service_conf {
 	int client_max_in_flight;         /* units of one client at once */
 	int client_rate;                  /* units per second (token bucket) */
 	int client_burst;                 /* bucket size; 0 = 1 */
+	/* The controller's objective and evidence (defaults: sluice_service_ctl_defaults) */
+	int limit_algorithm;              /* LIMIT_ALG_AUTO (= gradient), _GRADIENT, _AIMD */
+	double latency_slo_ratio;         /* 1.2: objective = ratio x the unloaded baseline */
+	double latency_slo_ms;            /* > 0: an absolute objective instead of the ratio */
+	int min_samples;                  /* 20: latency samples a window needs to decide */
+	int headroom_set;                 /* `headroom` was written: its percentages are caps */
 };
 
 struct cascade_conf {
@@ -101,6 +108,7 @@ struct sluice_config {
 
 enum { XDP_MODE_AUTO = 0, XDP_MODE_NATIVE = 1, XDP_MODE_GENERIC = 2 };
 enum { HEADROOM_ADAPTIVE = 0, HEADROOM_FIXED = 1 };
+enum { LIMIT_ALG_AUTO = 0, LIMIT_ALG_GRADIENT = 1, LIMIT_ALG_AIMD = 2 };
 
 /* Fill `out` with defaults (no services). */
 void sluice_config_defaults(struct sluice_config *out);
@@ -119,6 +127,14 @@ int sluice_config_parse(const char *text, size_t len, const char *name,
 
 /* Fill one service with the per-service defaults (no name, no port, no rules). */
 void sluice_service_defaults(struct service_conf *s);
+
+/* The controller keys of a service (common/config_ctl.c): defaults, called by
+ * sluice_service_defaults(); and one key's scalar text. Returns 1 when `key` is one of them and
+ * was applied, 0 when `key` is not one of them, -1 (message in err) when the value is bad. */
+void sluice_service_ctl_defaults(struct service_conf *s);
+int sluice_service_ctl_key(struct service_conf *s, const char *key, const char *val,
+			   char *err, size_t errlen);
+extern const char *const sluice_service_ctl_keys[];
 
 /* XDP_MODE_* -> "auto" | "native" | "generic". */
 const char *sluice_xdp_mode_name(int mode);

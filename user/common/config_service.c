@@ -373,12 +373,20 @@ struct svc_arg {
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
-	"headroom_mode", "client_limit", NULL };
+	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
 static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_protocol */
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
+
+static bool is_ctl_key(const char *key)
+{
+	for (int i = 0; sluice_service_ctl_keys[i]; i++)
+		if (!strcmp(key, sluice_service_ctl_keys[i]))
+			return true;
+	return false;
+}
 
 static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
@@ -423,6 +431,7 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		snprintf(sub, sizeof(sub), " in headroom of%s", a->where + 3);
 		ha.where = sub;
 		ha.conf = s->headroom;
+		s->headroom_set = 1;          /* written percentages are caps in every mode */
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, headroom_pair, &ha);
 	} else if (!strcmp(key, "default_class")) {
@@ -456,6 +465,12 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		ca.conf = s;
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, client_limit_pair, &ca);
+	} else if (is_ctl_key(key)) {
+		/* the controller's keys: common/config_ctl.c parses their scalar text */
+		char msg[160];
+		if (yget_scalar(d, v, key, a->where) &&
+		    sluice_service_ctl_key(s, key, ynode_scalar(v), msg, sizeof(msg)) < 0)
+			ydoc_bad(d, v, key, a->where, "%s", msg);
 	} else {
 		ydoc_unknown_key(d, k, a->where, service_keys);
 	}

@@ -11,6 +11,7 @@ static const char *const reject_names[] = { SLUICE_REJECT_TABLE(SLUICE_X_NAME) }
 static const char *const reject_headings[] = { SLUICE_REJECT_TABLE(REJ_HEADING) };
 static const char *const breaker_names[] = { SLUICE_BREAKER_TABLE(SLUICE_X_NAME) };
 static const char *const ladder_names[] = { SLUICE_LADDER_STATE_TABLE(SLUICE_X_NAME) };
+static const char *const signal_names[] = { SLUICE_SIGNAL_TABLE(SLUICE_X_NAME) };
 static const char *const ev_level_names[] = { SLUICE_EV_LEVEL_TABLE(SLUICE_X_NAME) };
 static const char *const ev_machine_names[] = { SLUICE_EV_MACHINE_TABLE(SLUICE_X_NAME) };
 
@@ -49,5 +50,6 @@ NAME_FN(sluice_reject_name, reject_names, "unknown")
 NAME_FN(sluice_reject_heading, reject_headings, "rej:?")
 NAME_FN(sluice_breaker_state_name, breaker_names, "?")
 NAME_FN(sluice_ladder_state_name, ladder_names, "?")
+NAME_FN(sluice_signal_state_name, signal_names, "?")
 NAME_FN(sluice_ev_level_name, ev_level_names, "info")
 NAME_FN(sluice_ev_machine_name, ev_machine_names, "?")

@@ -25,6 +25,9 @@ const char *sluice_breaker_state_name(int state);
 /* Ladder state (user/control/ladder.h) -> "off" | "partial" | "full", else "?". */
 const char *sluice_ladder_state_name(int state);
 
+/* Signal quality (user/control/window.h) -> "none" | "thin" | "ok", else "?". */
+const char *sluice_signal_state_name(int state);
+
 /* Event level (user/control/events.h) -> "info" | "debug" | "alert", else "info". */
 const char *sluice_ev_level_name(int level);
 /* Event kind (user/control/events.h) -> "breaker", "aimd", ..., else "?". */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* One service's controller; the composition rule is in controller.h. */
 #include "control/controller.h"
 
 #include <string.h>
@@ -7,11 +8,28 @@
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)
 {
-	sluice_aimd_params_from_conf(sc, &s->ap);
+	uint64_t tick_ns = (uint64_t)(cfg->control_interval_ms > 0 ? cfg->control_interval_ms : 100)
+			   * 1000000ull;
+
+	sluice_limit_params_from_conf(sc, &s->mp);
+	sluice_baseline_params_default(&s->blp);
 	sluice_breaker_params_from_conf(&sc->breaker, &s->bp);
 	sluice_ladder_params_from_conf(sc, &s->lp);
 	sluice_headroom_params_from_pct(sc->headroom, &s->hp);
+	s->hp.caps = sc->headroom_set;
 	sluice_retrystorm_params_from_conf(&cfg->retry_storm, &s->rp);
+	s->fixed_headroom = sc->headroom_mode == HEADROOM_FIXED;
+	s->quantile = 0.5;
+	s->slo_ratio = sc->latency_slo_ratio >= 1 ? sc->latency_slo_ratio : 1.2;
+	s->slo_abs_us = sc->latency_slo_ms > 0 ? sc->latency_slo_ms * 1000.0 :
+			sc->target_latency_ms > 0 ? sc->target_latency_ms * 1000.0 : 0;
+	s->window_ns = (uint64_t)(sc->aimd_window_ms > 0 ? sc->aimd_window_ms : 1000) * 1000000ull;
+	if (s->window_ns < tick_ns)
+		s->window_ns = tick_ns;
+	s->min_samples = sc->min_samples > 0 ? (uint64_t)sc->min_samples : 20;
+	s->blp.min_samples = s->min_samples;
+	s->none_ns = 10 * s->window_ns;
+	s->takeover_ns = 2 * s->window_ns;
 }
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
@@ -19,80 +37,52 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 {
 	memset(s, 0, sizeof(*s));
 	load_params(s, sc, cfg);
-	sluice_aimd_init(&s->aimd, &s->ap, now_ns);
+	sluice_limit_init(&s->lim, &s->mp);
+	sluice_baseline_reset(&s->base);
+	sluice_evwin_reset(&s->win, now_ns, NULL);
 	sluice_breaker_init(&s->brk, seed, now_ns);
 	sluice_ladder_init(&s->lad, now_ns);
 	sluice_peak_init(&s->peak);
 	sluice_retrystorm_init(&s->rs, now_ns);
+	s->signal = SLUICE_SIGNAL_NONE;
 }
 
 void service_ctl_reconfigure(struct service_ctl *s, const struct service_conf *sc,
 			     const struct sluice_config *cfg)
 {
 	load_params(s, sc, cfg);
-	sluice_aimd_reconfigure(&s->aimd, &s->ap);
+	sluice_limit_reconfigure(&s->lim, &s->mp);
 }
 
-void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
-		      const struct ctl_inputs *in, int suppressed, uint64_t now_ns,
-		      const struct sluice_event_sink *sink, struct sluice_verdict *out, int *opened)
+void service_ctl_reset_baseline(struct service_ctl *s)
 {
-	struct sluice_service_signals *sig = &s->sig;
-	struct sluice_overload_input oi = { 0 };
-	struct sluice_ladder_input li = { 0 };
-	struct sluice_breaker_input bi;
-	const char *why = NULL;
-	uint32_t limit;
-	int rc;
+	sluice_baseline_reset(&s->base);
+}
 
-	sluice_signals_compute(s->have_prev ? s->prev : NULL, in->stats,
-			       s->have_prev ? s->prev_h : NULL, in->hist,
-			       s->have_prev ? now_ns - s->prev_ns : 0,
-			       (uint64_t)s->bp.slow_call_us, sig);
-	memcpy(s->prev, in->stats, sizeof(s->prev));
-	memcpy(s->prev_h, in->hist, sizeof(s->prev_h));
-	s->prev_ns = now_ns;
-	s->have_prev = 1;
+/* Objective and aim from the baseline and the config; 0 = not known. */
+static void objective(struct service_ctl *s)
+{
+	double b = s->base.value_us;
 
-	limit = sluice_aimd_tick(&s->aimd, &s->ap, &sig->total_hist, now_ns, sink);
-
-	bi.completed = sig->total.completed;
-	bi.errors = sig->total.errors;
-	bi.resp_429 = sig->total.resp_429;
-	bi.slow = sig->total.slow;
-	bi.suppressed = suppressed;
-	rc = sluice_breaker_tick(&s->brk, &s->bp, &bi, now_ns, sink);
-	*opened = (rc & SLUICE_BRK_OPENED) != 0;
-
-	/* Latency above target is the AIMD limit's to fix while it can still go down; the
-	 * ladder takes it up only for a fixed limit or a limit already at its floor, so the two
-	 * loops do not both cut for the same cause. Priority inversion is always the ladder's. */
-	if (sc->limit_fixed > 0 || limit <= s->ap.min) {
-		oi.latency_us = sig->total.p50_us;
-		oi.target_us = s->aimd.target_us;
+	if (s->slo_abs_us > 0) {
+		s->objective_us = s->slo_abs_us;
+		s->aim_us = b > 0 && b < s->slo_abs_us ? (b + s->slo_abs_us) / 2 : 0.9 * s->slo_abs_us;
+	} else if (b > 0) {
+		s->objective_us = s->slo_ratio * b;
+		s->aim_us = b * (1 + s->slo_ratio) / 2;
+	} else {
+		s->objective_us = s->aim_us = 0;
 	}
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		oi.arrivals[c] = sig->cls[c].arrivals;
-		oi.headroom_rej[c] = sig->cls[c].rejected[SLUICE_REJ_HEADROOM];
-		li.demand[c] = sig->cls[c].arrivals;
-	}
-	li.overloaded = sluice_ladder_overloaded(&s->lad, &s->lp, &oi, &why);
-	sluice_ladder_tick(&s->lad, &s->lp, &li, now_ns, sink);
+}
 
-	{
-		int64_t cls_inflight[SLUICE_NUM_CLASSES];
-		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-			cls_inflight[c] = in->inflight.cls[c];
-		sluice_peak_update(&s->peak, cls_inflight, now_ns);
-		sluice_peak_get(&s->peak, 10, now_ns, s->peaks);
-	}
-
-	sluice_retrystorm_tick(&s->rs, &s->rp, sig->total.arrivals, sig->total.retransmits,
-			       now_ns, sink);
+static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
+			  const struct ctl_inputs *in, uint64_t now_ns, struct sluice_verdict *out)
+{
+	uint32_t limit = s->lim.limit;
 
 	memset(out, 0, sizeof(*out));
 	out->limit = limit;
-	if (sc->headroom_mode == HEADROOM_FIXED) {
+	if (s->fixed_headroom) {
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			out->class_threshold[c] = verdict_class_threshold((int)limit, sc->headroom[c]);
 	} else {
@@ -112,4 +102,213 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		if (ra > out->retry_after_s)
 			out->retry_after_s = ra;
 	}
+}
+
+static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
+{
+	memcpy(s->prev, in->stats, sizeof(s->prev));
+	memcpy(s->prev_h, in->hist, sizeof(s->prev_h));
+	s->prev_ns = now_ns;
+	s->have_prev = 1;
+}
+
+/* Decide on the evidence window when it is full, or early on overload evidence: at least one
+ * feedback delay old (a tick, and twice the last latency, so the samples show what the last
+ * decision did) with enough samples above the objective. Fills r; returns 1 to decide. */
+static int window_decides(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
+			  uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
+{
+	uint64_t age = now_ns - s->win.start_ns, delay = dt_ns;
+	double lat2 = 2e3 * s->last_latency_us;
+
+	*full = sluice_evwin_full(&s->win, now_ns, s->window_ns, s->min_samples);
+	/* an early close is considered only when this tick's own median is above the objective
+	 * (the tick's signals have it already; the window's quantiles cost a merge) */
+	if (!*full && (s->win.samples < s->min_samples || s->objective_us <= 0 ||
+		       s->sig.total.p50_us <= s->objective_us))
+		return 0;
+	if (lat2 > (double)delay)
+		delay = (uint64_t)lat2;
+	if (!*full && age < delay)
+		return 0;
+	sluice_evwin_result(&s->win, in->hist, s->quantile, s->min_samples, now_ns, r);
+	return *full || r->top_us > s->objective_us || r->latency_us > s->objective_us;
+}
+
+void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
+		      const struct ctl_inputs *in, int suppressed, uint64_t now_ns,
+		      const struct sluice_event_sink *sink, struct sluice_verdict *out, int *opened)
+{
+	struct sluice_service_signals *sig = &s->sig;
+	struct sluice_overload_input oi = { 0 };
+	struct sluice_ladder_input li = { 0 };
+	struct sluice_breaker_input bi;
+	struct sluice_evwin_result r;
+	uint64_t dt_ns;
+	int rc, full;
+
+	*opened = 0;
+	if (!s->have_prev) {
+		/* cumulative counters are not one tick's delta: only remember where they are */
+		snapshot(s, in, now_ns);
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
+		objective(s);
+		write_verdict(s, sc, in, now_ns, out);
+		return;
+	}
+	dt_ns = now_ns - s->prev_ns;
+	sluice_signals_compute(s->prev, in->stats, s->prev_h, in->hist, dt_ns,
+			       (uint64_t)s->bp.slow_call_us, sig);
+	snapshot(s, in, now_ns);
+	/* after a cut, samples completing within two latencies were admitted before it: they say
+	 * nothing about the new limit (dead time), so the next window starts after them */
+	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
+	    sig->total.reset)                         /* maps recreated: start afresh */
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
+	else
+		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
+
+	bi.completed = sig->total.completed;
+	bi.errors = sig->total.errors;
+	bi.resp_429 = sig->total.resp_429;
+	bi.slow = sig->total.slow;
+	bi.suppressed = suppressed;
+	rc = sluice_breaker_tick(&s->brk, &s->bp, &bi, now_ns, sink);
+	*opened = (rc & SLUICE_BRK_OPENED) != 0;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		li.demand[c] = sig->cls[c].arrivals;
+	objective(s);
+	if (window_decides(s, in, now_ns, dt_ns, &r, &full)) {
+		struct sluice_baseline_window bw = {
+			.samples = r.samples, .latency_us = r.latency_us, .calls = r.calls,
+			.errors = r.errors, .resp_429 = r.resp_429,
+			.saturated = r.peak_inflight >= 0.9 * s->lim.limit || r.headroom_rej > 0,
+		};
+		struct sluice_limit_input mi;
+		int over, limit_helps;
+
+		sluice_baseline_add(&s->base, &s->blp, &bw);
+		objective(s);
+		mi.latency_us = r.latency_us;
+		mi.aim_us = s->aim_us;
+		mi.base_us = s->base.value_us;
+		mi.objective_us = s->objective_us;
+		mi.peak_inflight = r.peak_inflight;
+		mi.bound = r.headroom_rej > 0;
+		mi.full = full;
+		mi.samples = r.samples;
+		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
+		if (s->lim.last_dir < 0)
+			s->dead_until_ns = now_ns + (uint64_t)(2 * r.latency_us * 1e3);
+		s->windows++;
+		s->last_latency_us = r.latency_us;
+		s->last_top_us = r.top_us;
+		s->last_samples = r.samples;
+
+		over = s->objective_us > 0 && r.top_us > s->objective_us;
+		if (!over)
+			s->above_since_ns = 0;
+		else if (!s->above_since_ns)
+			s->above_since_ns = now_ns;
+		/* the limit can still help while it is adaptive, above its floor, cut this
+		 * window, and the objective has not been missed for longer than takeover */
+		limit_helps = !s->mp.fixed && s->lim.limit > s->mp.min && s->lim.last_dir < 0 &&
+			      now_ns - s->above_since_ns < s->takeover_ns;
+		/* and a single window over the objective is noise or a blip, not yet a reason to
+		 * refuse a class: the ladder waits until it has been missed for a window's time */
+		s->ladder_on_latency = over && !limit_helps &&
+				       now_ns - s->above_since_ns >= s->window_ns;
+		/* priority inversion is judged over the window too: a blip of refusals within
+		 * one window is one decision, not one cut per tick */
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			oi.arrivals[c] = s->win.cls_arrivals[c];
+			oi.headroom_rej[c] = s->win.cls_headroom_rej[c];
+		}
+		if (s->ladder_on_latency) {
+			oi.latency_us = r.top_us;
+			oi.target_us = s->objective_us;
+			li.excess = r.top_us / s->objective_us - 1;
+		}
+		sluice_evwin_reset(&s->win, now_ns, in->hist);
+	}
+	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
+	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&
+	    sig->total.p50_us <= s->objective_us)
+		li.good_samples = sig->total.samples;
+	li.feedback_s = 2 * s->last_latency_us / 1e6;
+	/* Priority inversion (a higher class refused by headroom while a lower one is admitted,
+	 * over the window just decided) is the ladder's in every mode: it moves the lower classes
+	 * out by admission probability before their share of the backend shows as latency. */
+	li.overloaded = sluice_ladder_overloaded(&s->lad, &s->lp, &oi, NULL);
+	if (li.overloaded && !s->ladder_on_latency)
+		li.excess = -1;                 /* priority inversion: the full step */
+	sluice_ladder_tick(&s->lad, &s->lp, &li, now_ns, sink);
+	s->signal = sluice_evwin_signal(&s->win, now_ns, s->window_ns, s->min_samples, s->none_ns);
+
+	{
+		int64_t cls_inflight[SLUICE_NUM_CLASSES];
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			cls_inflight[c] = in->inflight.cls[c];
+		sluice_peak_update(&s->peak, cls_inflight, now_ns);
+		sluice_peak_get(&s->peak, 10, now_ns, s->peaks);
+	}
+	sluice_retrystorm_tick(&s->rs, &s->rp, sig->total.arrivals, sig->total.retransmits,
+			       now_ns, sink);
+	write_verdict(s, sc, in, now_ns, out);
+}
+
+/* ---- state across restarts ---- */
+
+void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->version = SLUICE_CTL_STATE_VERSION;
+	out->size = sizeof(*out);
+	out->exported_ns = now_ns;
+	out->above_since_ns = s->above_since_ns;
+	out->lim = s->lim;
+	out->base = s->base;
+	out->lad = s->lad;
+	out->brk = s->brk;
+}
+
+static void not_after(uint64_t *t, uint64_t now)
+{
+	if (*t > now)
+		*t = now;
+}
+
+int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
+{
+	if (st->version != SLUICE_CTL_STATE_VERSION || st->size != sizeof(*st))
+		return -1;
+	s->lim = st->lim;
+	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
+	s->base = st->base;
+	if (s->base.count > SLUICE_BASELINE_N || s->base.head >= SLUICE_BASELINE_N)
+		sluice_baseline_reset(&s->base);
+	s->lad = st->lad;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] > SLUICE_PROB_ONE)
+			s->lad.admit[c] = SLUICE_PROB_ONE;
+	s->lad.step_good = 0;                              /* a step's evidence starts afresh */
+	not_after(&s->lad.last_change_ns, now_ns);
+	not_after(&s->lad.last_cut_ns, now_ns);
+	not_after(&s->lad.last_overload_ns, now_ns);
+	not_after(&s->lad.episode_ns, now_ns);
+	if (st->brk.state >= SLUICE_BREAKER_CLOSED && st->brk.state <= SLUICE_BREAKER_HALF_OPEN &&
+	    st->brk.step < SLUICE_BRK_MAX_STEPS) {
+		s->brk = st->brk;
+		not_after(&s->brk.since_ns, now_ns);
+		not_after(&s->brk.step_start_ns, now_ns);
+		if (s->brk.step >= s->bp.n_steps)
+			s->brk.step = 0;
+	}
+	s->above_since_ns = st->above_since_ns;
+	not_after(&s->above_since_ns, now_ns);
+	/* the first tick after an import takes a snapshot, never a delta */
+	s->have_prev = 0;
+	objective(s);
+	return 0;
 }

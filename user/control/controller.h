@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* One service's controller: composes signals, AIMD, breaker, ladder, work-conserving headroom
- * and the retry-storm detector into the verdict BPF enforces. Pure over its inputs and the
- * clock (no map I/O), so sluiced and the tests drive it the same way. */
+/* One service's controller: composes signals, the evidence window, the baseline, the limit
+ * (gradient or AIMD), breaker, ladder, headroom and the retry-storm detector into the verdict
+ * BPF enforces. Pure over its inputs and the clock (no map I/O), so sluiced and the tests drive
+ * it the same way.
+ *
+ * The objective: keep the latency of the highest busy classes within the objective --
+ * latency_slo x the unloaded baseline (1.2x), or an absolute latency -- while the backend stays
+ * busy. The limit steers the service's latency to the aim (half way from the baseline to the
+ * objective); the ladder cuts the lowest classes when the objective has been missed for a
+ * window's time and the limit cannot help: the limit is fixed or at its floor, it did not cut,
+ * or the objective has been missed for takeover_ns (2 windows) in a row. So while latency stays above the objective
+ * the limit keeps moving or the ladder takes over, never neither. */
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
 
@@ -9,7 +18,9 @@
 #include "common/config.h"
 #include "control/events.h"
 #include "control/signals.h"
-#include "control/aimd.h"
+#include "control/window.h"
+#include "control/baseline.h"
+#include "control/limit.h"
 #include "control/breaker.h"
 #include "control/ladder.h"
 #include "control/headroom.h"
@@ -17,12 +28,21 @@
 #include "control/cascade.h"
 
 struct service_ctl {
-	struct sluice_aimd_params ap;
+	struct sluice_limit_params mp;
+	struct sluice_baseline_params blp;
 	struct sluice_breaker_params bp;
 	struct sluice_ladder_params lp;
 	struct sluice_headroom_params hp;
 	struct sluice_retrystorm_params rp;
-	struct sluice_aimd aimd;
+	double slo_ratio;             /* objective = ratio x baseline ... */
+	double slo_abs_us;            /* ... or this, when > 0 */
+	double quantile;              /* the latency signal: 0.5 */
+	uint64_t window_ns, min_samples, none_ns, takeover_ns;
+	int fixed_headroom;
+
+	struct sluice_limit lim;
+	struct sluice_baseline base;
+	struct sluice_evwin win;
 	struct sluice_breaker brk;
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
@@ -33,6 +53,18 @@ struct service_ctl {
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
+
+	/* for status and metrics */
+	int signal;                   /* enum sluice_signal_state */
+	double objective_us;          /* 0 = not known yet (no baseline) */
+	double aim_us;
+	double last_latency_us;       /* last decided window: the service's signal */
+	double last_top_us;           /* ... and the highest busy classes' */
+	uint64_t last_samples;
+	uint64_t windows;             /* decided windows */
+	uint64_t above_since_ns;      /* objective missed since (decided windows), 0 = met */
+	uint64_t dead_until_ns;       /* samples before this show the limit before the last cut */
+	int ladder_on_latency;        /* the last decision handed latency to the ladder */
 };
 
 /* What the maps say this tick. */
@@ -48,11 +80,39 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 /* New config for the same service: keeps learned state (limit, baseline, breaker). */
 void service_ctl_reconfigure(struct service_ctl *s, const struct service_conf *sc,
 			     const struct sluice_config *cfg);
+/* Operator: forget the baseline (relearned from the next qualifying windows). */
+void service_ctl_reset_baseline(struct service_ctl *s);
 
 /* One tick: returns the verdict to write. `suppressed` comes from the cascade detector;
- * *opened is set when the breaker went CLOSED -> OPEN (the caller feeds the detector). */
+ * *opened is set when the breaker went CLOSED -> OPEN (the caller feeds the detector).
+ * The first tick after init or import only takes a snapshot of the cumulative counters (no
+ * decision: they are not one tick's delta) and writes the verdict of the state in force. */
 void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		      const struct ctl_inputs *in, int suppressed, uint64_t now_ns,
 		      const struct sluice_event_sink *sink, struct sluice_verdict *out, int *opened);
+
+/* ---- State across restarts ----
+ * Everything the loop learned, as one plain struct (fixed layout, no pointers) the daemon can
+ * keep in a pinned map: the limit, baseline, ladder and breaker machines as they are (each is
+ * plain data already). Times are
+ * CLOCK_MONOTONIC ns, valid while the host has not rebooted (pinned maps do not survive one
+ * either); an import clamps any time in the future to now. */
+#define SLUICE_CTL_STATE_VERSION 1
+
+struct sluice_ctl_state {
+	uint32_t version;             /* SLUICE_CTL_STATE_VERSION */
+	uint32_t size;                /* sizeof(struct sluice_ctl_state): any layout change refuses */
+	uint64_t exported_ns;
+	uint64_t above_since_ns;
+	struct sluice_limit lim;
+	struct sluice_baseline base;
+	struct sluice_ladder lad;
+	struct sluice_breaker brk;
+};
+
+void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out);
+/* Adopt `st` into a controller initialised for the same service. Returns 0, or -1 (nothing
+ * changed) when the version or size does not match. */
+int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns);
 
 #endif

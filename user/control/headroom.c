@@ -10,6 +10,8 @@ void sluice_headroom_params_default(struct sluice_headroom_params *p)
 	memcpy(p->pct, default_pct, sizeof(p->pct));
 	p->margin_pct = 25;
 	p->margin_min = 2;
+	p->margin_cap_pct = 10;
+	p->caps = 0;
 }
 
 void sluice_headroom_params_from_pct(const int pct[SLUICE_NUM_CLASSES],
@@ -32,22 +34,32 @@ void sluice_headroom_thresholds(uint32_t limit, const struct sluice_headroom_par
 
 	/* The data path compares class k with the in-flight of classes 0..k
 	 * (SLUICE_VERDICT_PRIORITY_COUNT): what higher classes use is already counted, so the
-	 * threshold only keeps their burst margin free. A configured percentage of 0 shuts a
-	 * class out; any other percentage is the fixed-mode operating point and plays no part
-	 * here (a floor for a lower class would take exactly the slots a busy higher class
-	 * needs). */
+	 * threshold only keeps their burst margin free. A percentage of 0 shuts a class out; a
+	 * written one caps the class (never a floor: a floor for a lower class would take
+	 * exactly the slots a busy higher class needs). */
 	for (k = 0; k < SLUICE_NUM_CLASSES; k++) {
 		uint64_t t = reserve >= limit ? 0 : limit - reserve;
 		uint64_t m;
 
 		if (p->pct[k] == 0)
 			t = 0;
+		else if (p->caps && p->pct[k] < 100) {
+			uint64_t cap = (uint64_t)limit * p->pct[k] / 100;
+			if (cap < 1)
+				cap = 1;
+			if (t > cap)
+				t = cap;
+		}
 		if (k > 0 && t > out[k - 1])
 			t = out[k - 1];
 		out[k] = (uint32_t)t;
 		/* An idle class keeps one slot free for its next arrival; a busy one a margin for
 		 * bursts beyond its recent peak (which the 100 ms sampling may not see). */
 		m = (uint64_t)peak[k] * p->margin_pct / 100;
+		/* a peak far above the limit (a backlog while the backend stalled, not demand)
+		 * would reserve most of a limit cut since: at most margin_cap_pct of the limit */
+		if (m > (uint64_t)limit * p->margin_cap_pct / 100)
+			m = (uint64_t)limit * p->margin_cap_pct / 100;
 		if (m < p->margin_min)
 			m = p->margin_min;
 		reserve += peak[k] ? m : 1;

@@ -3,10 +3,12 @@
  * service's total in-flight < threshold[k]. A fixed threshold (limit x headroom[k]%) keeps L0
  * fast but wastes what L0 does not use; here each threshold comes from measured demand:
  *   threshold[k] = limit - sum over j < k of (peak[j] + margin(peak[j]))
- *   margin(x)    = max(margin_min, x x margin_pct / 100)
- * clamped to [limit x headroom[k] / 100, limit] (the configured percentages are the bounds:
- * the most conservative operating point) and made non-increasing in k (a lower class never
- * gets more room than a higher one). peak[j] is class j's recent peak in-flight, tracked by
+ *   margin(x)    = max(margin_min, min(x x margin_pct / 100, limit x margin_cap_pct / 100))
+ * made non-increasing in k (a lower class never gets more room than a higher one). With
+ * `caps` (the config wrote its percentages) threshold[k] is also at most
+ * max(1, limit x headroom[k] / 100): a written percentage is honoured in every mode; without
+ * it the allocation is work-conserving (a lower class uses what the higher ones leave, minus
+ * their burst margin). peak[j] is class j's recent peak in-flight, tracked by
  * struct sluice_peak over a sliding window of one-second buckets. */
 #ifndef SLUICE_HEADROOM_H
 #define SLUICE_HEADROOM_H
@@ -20,6 +22,8 @@ struct sluice_headroom_params {
 	uint32_t pct[SLUICE_NUM_CLASSES];   /* floors, percent of limit: 100 90 75 50 */
 	uint32_t margin_pct;                /* 25 */
 	uint32_t margin_min;                /* 2 */
+	uint32_t margin_cap_pct;            /* 10 */
+	int caps;                           /* the percentages were written: caps */
 };
 
 void sluice_headroom_params_default(struct sluice_headroom_params *p);

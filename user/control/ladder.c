@@ -18,6 +18,13 @@ void sluice_ladder_params_default(struct sluice_ladder_params *p)
 	p->shed_interval_s = 0.2;
 	p->l0_floor_pct = 10;
 	p->rej_frac = 0.02;
+	p->rej_min = 5;
+	p->cut[0] = 0.2;
+	p->cut[1] = 0.3;
+	p->cut[2] = 0.3;
+	p->cut[3] = 0.5;
+	p->full_excess = 0.25;
+	p->min_samples = 20;
 }
 
 void sluice_ladder_params_from_conf(const struct service_conf *sc, struct sluice_ladder_params *p)
@@ -40,6 +47,8 @@ void sluice_ladder_params_from_conf(const struct service_conf *sc, struct sluice
 	}
 	if (sc->recovery_step_s > 0)
 		p->step_s = sc->recovery_step_s;
+	if (sc->min_samples > 0)
+		p->min_samples = (uint64_t)sc->min_samples;
 }
 
 void sluice_ladder_init(struct sluice_ladder *l, uint64_t now_ns)
@@ -64,12 +73,12 @@ int sluice_ladder_overloaded(const struct sluice_ladder *l, const struct sluice_
 
 	if (in->target_us > 0 && in->latency_us > in->target_us) {
 		if (why)
-			*why = "latency_above_target";
+			*why = "latency_above_objective";
 		return 1;
 	}
 	for (k = 0; k < SLUICE_NUM_CLASSES - 1; k++) {
 		double lost = (double)in->headroom_rej[k];
-		if (lost == 0 || lost <= p->rej_frac * (double)in->arrivals[k])
+		if (lost < (double)p->rej_min || lost <= p->rej_frac * (double)in->arrivals[k])
 			continue;
 		for (j = k + 1; j < SLUICE_NUM_CLASSES; j++)
 			if (l->admit[j] > 0 && in->arrivals[j] > 0) {
@@ -111,6 +120,7 @@ static int cut(struct sluice_ladder *l, const struct sluice_ladder_params *p,
 {
 	uint32_t first = pct_fp(p->n_steps ? p->steps[0] : 10);
 	uint32_t floor0 = pct_fp(p->l0_floor_pct), old, nv;
+	double s = in->excess < 0 || p->full_excess <= 0 ? 1 : in->excess / p->full_excess;
 	int k;
 
 	for (k = SLUICE_NUM_CLASSES - 1; k >= 1; k--)
@@ -118,8 +128,9 @@ static int cut(struct sluice_ladder *l, const struct sluice_ladder_params *p,
 			break;
 	if (k == 0 && (l->admit[0] <= floor0 || in->demand[0] == 0))
 		return 0;                       /* nothing left to shed */
+	s = s < 0.05 ? 0.05 : s > 1 ? 1 : s;
 	old = l->admit[k];
-	nv = (uint32_t)((double)old * p->shed_factor);
+	nv = (uint32_t)((double)old * (1 - p->cut[k] * s));
 	if (k == 0) {
 		if (nv < floor0)
 			nv = floor0;
@@ -130,6 +141,9 @@ static int cut(struct sluice_ladder *l, const struct sluice_ladder_params *p,
 	l->last_cut_ns = now_ns;
 	l->cut_once = 1;
 	l->last_change_ns = now_ns;
+	l->step_good = 0;
+	if (!l->episode_ns)
+		l->episode_ns = now_ns;
 	ladder_report(sink, now_ns, k, old, nv, "overload_shed", in);
 	return 1;
 }
@@ -139,13 +153,14 @@ static int recover(struct sluice_ladder *l, const struct sluice_ladder_params *p
 		   const struct sluice_event_sink *sink)
 {
 	uint32_t old, nv = SLUICE_PROB_ONE, i;
-	int k;
+	int k, kc;
 
 	for (k = 0; k < SLUICE_NUM_CLASSES; k++)
 		if (l->admit[k] < SLUICE_PROB_ONE)
 			break;
 	if (k == SLUICE_NUM_CLASSES)
 		return 0;
+	kc = k;
 	old = l->admit[k];
 	for (i = 0; i < p->n_steps; i++)
 		if (pct_fp(p->steps[i]) > old) {
@@ -156,7 +171,29 @@ static int recover(struct sluice_ladder *l, const struct sluice_ladder_params *p
 		nv = SLUICE_PROB_ONE;
 	l->admit[k] = nv;
 	l->last_change_ns = now_ns;
-	ladder_report(sink, now_ns, k, old, nv, "recovery_step", in);
+	l->step_good = 0;
+	for (k = 0; k < SLUICE_NUM_CLASSES && l->admit[k] == SLUICE_PROB_ONE; k++)
+		;
+	if (k < SLUICE_NUM_CLASSES || !l->episode_ns) {
+		ladder_report(sink, now_ns, kc, old, nv, "recovery_step", in);
+		return 1;
+	}
+	/* every class admits everything again: report how long it took */
+	l->last_recovery_s = (double)(now_ns - l->last_overload_ns) / 1e9;
+	l->last_episode_s = (double)(now_ns - l->episode_ns) / 1e9;
+	l->episode_ns = 0;
+	if (sink && sink->fn) {
+		struct sluice_event ev;
+
+		sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_LADDER,
+				  admit_state(old), admit_state(nv), "recovered");
+		ev.cls = kc;
+		sluice_event_num(&ev, "admit_pct_from", (double)old * 100.0 / SLUICE_PROB_ONE);
+		sluice_event_num(&ev, "admit_pct_to", 100);
+		sluice_event_num(&ev, "recovery_s", l->last_recovery_s);
+		sluice_event_num(&ev, "episode_s", l->last_episode_s);
+		sluice_event_emit(sink, &ev);
+	}
 	return 1;
 }
 
@@ -164,20 +201,25 @@ int sluice_ladder_tick(struct sluice_ladder *l, const struct sluice_ladder_param
 		       const struct sluice_ladder_input *in, uint64_t now_ns,
 		       const struct sluice_event_sink *sink)
 {
-	uint64_t hold = (uint64_t)(p->step_s * 1e9);
+	uint64_t hold = (uint64_t)((p->step_s > in->feedback_s ? p->step_s : in->feedback_s) * 1e9);
 	uint64_t shed_gap = (uint64_t)(p->shed_interval_s * 1e9);
 
 	l->overloaded = in->overloaded;
 	if (in->overloaded) {
 		l->last_overload_ns = now_ns;
+		l->step_good = 0;
 		if (l->cut_once && now_ns - l->last_cut_ns < shed_gap)
 			return 0;
 		return cut(l, p, in, now_ns, sink);
 	}
-	/* calm: climb one step once both the last overload and the last change are a hold old */
+	l->step_good += in->good_samples;
+	/* calm: climb one step once the step has been held since the last overload and the last
+	 * change, and has seen enough samples within the objective */
 	if (now_ns - l->last_change_ns < hold)
 		return 0;
 	if (l->last_overload_ns && now_ns - l->last_overload_ns < hold)
+		return 0;
+	if (l->step_good < p->min_samples)
 		return 0;
 	return recover(l, p, in, now_ns, sink);
 }

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Priority ladder of one service: per-class admit probability.
  *
- * Shedding (overloaded tick, at most one cut per shed_interval_s): the victim is the lowest
- *   class (L3, then L2, then L1) that still admits something and has demand; its admit
- *   fraction is multiplied by shed_factor (0.5) and drops to 0 once below the first recovery
- *   step (10%). L0 is cut only when L1..L3 are all at 0 or idle, and never below l0_floor_pct.
- * Recovery (no overload for recovery_step_s since the last overload and the last change): the
- *   highest-priority class below 100% climbs to the next recovery step above its current
- *   fraction (10 -> 30 -> 50 -> 80 -> 100); one step per recovery_step_s for the whole
- *   service, so a lower class starts climbing only after every class above it is at 100%.
- * Overload (sluice_ladder_overloaded): latency signal above the AIMD target, or priority
- *   inversion: a class k lost more than rej_frac of its arrivals to headroom while a lower
- *   class still admitted traffic. */
+ * Shedding (an overloaded decision; the controller decides once per evidence window, so cuts
+ *   are paced by the feedback delay, and never closer than shed_interval_s): the victim is the
+ *   lowest class (L3, then L2, then L1) that still admits something and has demand. Its admit
+ *   fraction loses cut[k] x s, s = clamp(excess / full_excess, 0.05, 1) where excess is how far
+ *   the latency of the highest busy classes is above the objective (0.25 = 25 % above gives
+ *   the full step; priority inversion gives the full step): the first steps are L3 -50 %, then
+ *   L2 -30 %. A class below the first recovery step (10 %) goes to 0. L0 is cut only when
+ *   L1..L3 are all at 0 or idle, and never below l0_floor_pct.
+ * Recovery on evidence: the highest-priority class below 100 % climbs to the next recovery step
+ *   (10 -> 30 -> 50 -> 80 -> 100) once the current step has been held step_s (and at least
+ *   the feedback delay) since the last change and the last overload AND has seen min_samples latency samples within the
+ *   objective; no samples (no traffic), no climb. Reaching 100 % everywhere reports the
+ *   recovery time (from the last overload) in the event.
+ * Overload (sluice_ladder_overloaded): latency signal above the objective, or priority
+ *   inversion: a class k lost more than rej_frac of its arrivals (and at least rej_min units)
+ *   to headroom while a lower class still admitted traffic. The controller judges both over
+ *   its evidence window, not per tick. */
 #ifndef SLUICE_LADDER_H
 #define SLUICE_LADDER_H
 
@@ -29,12 +35,21 @@ struct sluice_ladder_params {
 	double shed_factor;           /* 0.5 */
 	double shed_interval_s;       /* 0.2: minimum time between two cuts */
 	uint32_t l0_floor_pct;        /* 10: L0 is never shed below this */
-	double rej_frac;              /* 0.02: headroom rejections that count as inversion */
+	double rej_frac;              /* 0.02: headroom rejections that count as inversion ... */
+	uint32_t rej_min;             /* 5: ... and at least this many (a decision needs evidence) */
+	double cut[SLUICE_NUM_CLASSES];   /* full cut per class: 0.2 0.3 0.3 0.5 */
+	double full_excess;           /* 0.25 */
+	uint64_t min_samples;         /* 20: samples within the objective a recovery step needs */
 };
 
 struct sluice_ladder_input {
 	int overloaded;
+	double excess;                                /* (latency - objective) / objective; < 0 or
+						       * inversion: the full step */
 	uint64_t demand[SLUICE_NUM_CLASSES];          /* arrivals this tick */
+	uint64_t good_samples;                        /* samples decided within the objective */
+	double feedback_s;                            /* the loop's delay (2 x latency): a step is
+						       * held at least this long */
 };
 
 /* Inputs of the overload decision. */
@@ -55,6 +70,10 @@ struct sluice_ladder {
 	uint64_t last_overload_ns;
 	int overloaded;                               /* last input, for metrics */
 	int cut_once;                                 /* a cut happened (last_cut_ns valid) */
+	uint64_t step_good;                           /* good samples since the last change */
+	uint64_t episode_ns;                          /* first cut of the current episode, 0 none */
+	double last_recovery_s;                       /* last overload -> all classes at 100 % */
+	double last_episode_s;                        /* first cut -> all classes at 100 % */
 };
 
 void sluice_ladder_params_default(struct sluice_ladder_params *p);

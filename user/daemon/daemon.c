@@ -143,7 +143,6 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 {
 	struct service_books *b = &d->books[i];
 	const struct service_ctl *s = &d->ctl[i];
-	const struct service_conf *sc = &d->cfg.services[i];
 	const struct sluice_class_signals *t = &s->sig.total;
 	double decay = exp(-dt_s / 60.0);
 	double ok = (double)t->completed - (double)t->errors - (double)t->resp_429;
@@ -152,8 +151,15 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 	b->ew_ok = b->ew_ok * decay + (ok > 0 ? ok : 0);
 	b->ew_retrans = b->ew_retrans * decay + (double)t->retransmits;
 	b->managed_s += dt_s;
-	if (!sc->limit_fixed && v->limit < 0.7 * sc->limit_max)
-		b->overload_s += dt_s;
+	/* overloaded: the objective is missed, or the ladder sheds a class (the limit alone says
+	 * nothing: it follows demand down in calm) */
+	{
+		int shed = 0;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			shed |= v->shed_prob[c] > 0;
+		if (s->above_since_ns || shed)
+			b->overload_s += dt_s;
+	}
 
 	/* Breaker: an opening whose probe found the downstream healthy (closed again without
 	 * re-opening) is counted as a likely false open. */
@@ -211,7 +217,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		e->retry_amplification = b->ew_arrivals > 0 ?
 			(b->ew_arrivals + b->ew_retrans) / b->ew_arrivals : 1.0;
 		e->retry_storm_active = s->rs.active;
-		e->latency_target_seconds = s->aimd.target_us / 1e6;
+		e->latency_target_seconds = s->objective_us / 1e6;
 		e->ladder_overloaded = s->lad.overloaded;
 		e->degradation_actions = b->degr_actions;
 		e->degradation_effective = b->degr_effective;

@@ -20,6 +20,7 @@
 #include "kernel/bpflog.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/config_warn.h"
 
 static int check_config(const char *path)
 {
@@ -30,6 +31,14 @@ static int check_config(const char *path)
 		doc_errors_print(stderr, &errs);
 		log_error("%s: invalid (%d error%s)", path, errs.n, errs.n == 1 ? "" : "s");
 		return 2;
+	}
+	{
+		struct doc_errors warns;
+		int nw = config_warnings(&cfg, &warns);
+		for (int i = 0; i < warns.n; i++)
+			fprintf(stderr, "%s:%d: warning: %s\n", path, warns.e[i].line, warns.e[i].msg);
+		if (nw > warns.n)
+			fprintf(stderr, "%s: %d more warnings\n", path, nw - warns.n);
 	}
 	printf("%s: ok (%d service%s, interface %s)\n", path, cfg.n_services,
 	       cfg.n_services == 1 ? "" : "s", cfg.interface);

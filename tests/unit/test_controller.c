@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* One service's controller driven tick by tick with synthetic map contents (cumulative, as
+ * the maps are): the first tick is a snapshot, state export/import, no freeze while the
+ * objective is missed, written headroom as caps, the status fields. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "control/controller.h"
+#include "evcap.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+#define ONE SLUICE_PROB_ONE
+
+static struct sluice_config cfg;
+
+static void setup_sc(struct service_conf *sc)
+{
+	sluice_config_defaults(&cfg);
+	sluice_service_defaults(sc);
+	snprintf(sc->name, sizeof(sc->name), "web");
+	sc->protocol = SLUICE_PROTO_HTTP;
+}
+
+/* One tick's worth of traffic added to the cumulative counters: n completions of class c at
+ * `us` each, `err` of them errors, and the in-flight now. */
+static void traffic(struct ctl_inputs *in, int c, uint64_t n, uint64_t err, uint64_t us,
+		    int64_t inflight)
+{
+	in->stats[c].arrivals += n;
+	in->stats[c].admitted += n;
+	in->stats[c].completed += n;
+	in->stats[c].errors += err;
+	in->hist[c].bucket[sluice_hist_bucket(us)] += n;
+	in->hist[c].sum_us += n * us;
+	in->inflight.cls[c] = inflight;
+	in->inflight.total = in->inflight.cls[0] + in->inflight.cls[1] + in->inflight.cls[2] +
+			     in->inflight.cls[3];
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		in->switch_admit[k] = ONE;
+}
+
+static void test_first_tick_is_a_snapshot(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	/* the maps already hold a long history: 100 % errors, all slow */
+	traffic(&in, 2, 100000, 100000, 2000000, 0);
+	service_ctl_tick(&s, &sc, &in, 0, 100 * MS, NULL, &v, &opened);
+	assert_int_equal(opened, 0);
+	assert_int_equal(s.brk.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(s.sig.total.completed, 0);          /* nothing was taken as a delta */
+	assert_int_equal(v.limit, s.lim.limit);
+	assert_int_equal(sluice_prob_complement(v.breaker_shed), ONE);
+	/* from the second tick on, deltas: a real burst of failures opens it */
+	for (int t = 2; t <= 12 && !opened; t++) {
+		traffic(&in, 2, 50, 50, 1000, 0);
+		service_ctl_tick(&s, &sc, &in, 0, (uint64_t)t * 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(opened, 1);
+	assert_int_equal(s.brk.state, SLUICE_BREAKER_OPEN);
+	assert_int_equal(sluice_prob_complement(v.breaker_shed), 0);
+}
+
+static void test_state_export_import(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	int opened;
+	uint64_t now = 0;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&a, &sc, &cfg, 1, 0);
+	/* learn a baseline (20 ms) and get some state going */
+	for (int t = 1; t <= 50; t++) {
+		traffic(&in, 1, 40, 0, 20000, 2);
+		service_ctl_tick(&a, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(a.base.value_us > 18000 && a.base.value_us < 22000);
+	assert_true(a.objective_us > 1.19 * a.base.value_us && a.objective_us < 1.21 * a.base.value_us);
+	assert_int_equal(a.signal, SLUICE_SIGNAL_OK);
+	a.lim.est = a.lim.limit = 77;
+	a.lad.admit[3] = ONE / 4;
+	a.lad.admit[2] = ONE / 2;
+	a.lad.episode_ns = now - S;
+	a.brk.state = SLUICE_BREAKER_HALF_OPEN;
+	a.brk.step = 2;
+	a.brk.opens = 3;
+	a.lad.last_change_ns = now + 1000 * S;             /* a time from the future is clamped */
+	ctl_state_export(&a, now, &cs);
+	assert_int_equal(cs.version, SLUICE_CTL_STATE_VERSION);
+	assert_int_equal(cs.size, sizeof(cs));
+
+	/* a new process: fresh init, then import */
+	service_ctl_init(&b, &sc, &cfg, 2, now + 5 * S);
+	assert_int_equal(ctl_state_import(&b, &cs, now + 5 * S), 0);
+	assert_int_equal(b.lim.limit, 77);
+	assert_int_equal(b.lad.admit[3], ONE / 4);
+	assert_int_equal(b.lad.admit[2], ONE / 2);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_HALF_OPEN);
+	assert_int_equal(b.brk.step, 2);
+	assert_int_equal(b.brk.opens, 3);
+	assert_true(b.base.value_us == a.base.value_us);
+	assert_true(b.objective_us == a.objective_us);
+	assert_int_equal(b.lad.last_change_ns, now + 5 * S);
+	/* its first tick writes the imported state and takes a snapshot */
+	traffic(&in, 1, 100000, 100000, 900000, 2);
+	service_ctl_tick(&b, &sc, &in, 0, now + 5 * S + 100 * MS, NULL, &v, &opened);
+	assert_int_equal(v.limit, 77);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[3]), ONE / 4);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_HALF_OPEN);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_HALF_OPEN);
+	/* bounds of a new config apply to an imported limit */
+	sc.limit_max = 50;
+	service_ctl_init(&b, &sc, &cfg, 2, 0);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.lim.limit, 50);
+	/* another layout or version is refused and changes nothing */
+	service_ctl_init(&b, &sc, &cfg, 2, 0);
+	cs.size--;
+	assert_int_equal(ctl_state_import(&b, &cs, now), -1);
+	assert_int_equal(b.lim.limit, 15);
+	assert_true(b.base.value_us == 0);
+	/* the operator's reset forgets the baseline */
+	service_ctl_reset_baseline(&a);
+	assert_true(a.base.value_us == 0);
+}
+
+/* Latency stays far above the objective whatever the limit does (the backend itself became
+ * slow, or the limit is not what binds): every decided window either moves the limit or cuts
+ * a class -- never a stretch of windows with neither, never zero shedding. */
+static void test_no_freeze_when_cutting_does_not_help(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "web");
+	uint64_t now = 0, last_move = 0, longest = 0;
+	uint32_t prev_limit = 0, prev_admit[4] = { ONE, ONE, ONE, ONE };
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.target_latency_ms = 40;               /* absolute objective */
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (int t = 1; t <= 600; t++) {
+		int moved = 0;
+		for (int k = 0; k < 4; k++)
+			traffic(&in, k, 10, 0, 500000, 100);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, &sink, &v, &opened);
+		moved = v.limit != prev_limit;
+		for (int k = 0; k < 4; k++)
+			moved |= sluice_prob_complement(v.shed_prob[k]) != prev_admit[k], prev_admit[k] = sluice_prob_complement(v.shed_prob[k]);
+		prev_limit = v.limit;
+		if (moved) {
+			if (now - last_move > longest)
+				longest = now - last_move;
+			last_move = now;
+		}
+	}
+	/* the limit went down to its floor, then the ladder took over: L3, L2, L1 off, L0 at
+	 * its floor -- and nothing ever stood still for more than the takeover time */
+	assert_int_equal(v.limit, 4);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[3]), 0);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[2]), 0);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[1]), 0);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[0]), (uint32_t)((uint64_t)10 * ONE / 100));
+	assert_true(longest <= 3 * S);
+	assert_int_equal(s.signal, SLUICE_SIGNAL_OK);
+}
+
+/* After a cut, the samples that complete within two latencies were admitted before it: the
+ * next decision must not be made on them (a second cut on the same backlog). */
+static void test_dead_time_after_a_cut(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0, cuts;
+	uint32_t after_cut;
+	int opened, t;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (t = 1; t <= 50; t++) {                    /* baseline: 200 ms */
+		traffic(&in, 1, 30, 0, 200000, 10);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.base.value_us > 180000 && s.base.value_us < 220000);
+	/* a backlog: 600 ms until the limit cuts */
+	cuts = s.lim.cuts;
+	for (t = 0; t < 30 && s.lim.cuts == cuts; t++) {
+		traffic(&in, 1, 30, 0, 600000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(s.lim.cuts, cuts + 1);
+	after_cut = s.lim.limit;
+	/* what was admitted before the cut still completes at 600 ms for one second, then the
+	 * cut shows: 200 ms. No second cut on the old samples */
+	for (t = 0; t < 10; t++) {
+		traffic(&in, 1, 30, 0, 600000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	for (t = 0; t < 30; t++) {
+		traffic(&in, 1, 30, 0, 200000, (int64_t)s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(s.lim.cuts, cuts + 1);
+	assert_true(s.lim.limit >= after_cut);
+}
+
+static void test_headroom_caps_and_status(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	int opened;
+	(void)st;
+	/* nothing written: work-conserving, L3 may use what idle higher classes leave */
+	setup_sc(&sc);
+	sc.limit_fixed = 36;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	traffic(&in, 3, 10, 0, 1000, 30);
+	service_ctl_tick(&s, &sc, &in, 0, 100 * MS, NULL, &v, &opened);
+	service_ctl_tick(&s, &sc, &in, 0, 200 * MS, NULL, &v, &opened);
+	assert_int_equal(v.limit, 36);
+	assert_int_equal(v.class_threshold[3], 33);
+	assert_true(v.flags & SLUICE_VERDICT_PRIORITY_COUNT);
+	/* L3: 50 % written: a cap in adaptive mode too (the pooled-database case) */
+	sc.headroom[3] = 50;
+	sc.headroom_set = 1;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	service_ctl_tick(&s, &sc, &in, 0, 300 * MS, NULL, &v, &opened);
+	assert_int_equal(v.class_threshold[3], 18);
+	assert_int_equal(v.class_threshold[0], 36);
+	/* a service that never sees a latency sample says so */
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (int t = 1; t <= 120; t++) {
+		in.stats[1].arrivals += 5;         /* connections, but no latency samples */
+		service_ctl_tick(&s, &sc, &in, 0, (uint64_t)t * 100 * MS, NULL, &v, &opened);
+		if (t == 15)
+			assert_int_equal(s.signal, SLUICE_SIGNAL_THIN);
+	}
+	assert_int_equal(s.signal, SLUICE_SIGNAL_NONE);
+	assert_true(s.objective_us == 0);
+	assert_int_equal(s.windows, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_tick_is_a_snapshot),
+		cmocka_unit_test(test_state_export_import),
+		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
+		cmocka_unit_test(test_dead_time_after_a_cut),
+		cmocka_unit_test(test_headroom_caps_and_status),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

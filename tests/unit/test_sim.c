@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The controller in closed loop with a simulated backend (tests/unit/sim.h), on a fake clock:
+ * overload with closed-loop clients, low traffic, an always-slow backend, a fail-fast
+ * backend, a restart in the middle of an overload, a step of the offered load, a short blip.
+ * `test_sim report` prints the comparison of the limit algorithms (docs/CONTROLLER.md) instead
+ * of running the tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "sim.h"
+
+#define MS 1000ull               /* sim time is in microseconds */
+#define S  1000000ull
+#define ALL 0xf
+
+static struct sim sim;           /* large (the queue): static */
+
+/* ---- scenarios ---- */
+
+enum { ALG_GRADIENT, ALG_AIMD, ALG_CLASSIC };
+static const char *const alg_names[] = { "gradient", "aimd (gated)", "classic aimd" };
+
+static void use_alg(struct sim *s, int alg)
+{
+	s->sc.limit_algorithm = alg == ALG_GRADIENT ? LIMIT_ALG_GRADIENT : LIMIT_ALG_AIMD;
+	sim_start(s);
+	if (alg == ALG_CLASSIC) {               /* no utilisation gate, the 0.7 x target band */
+		s->ctl.mp.aimd_gate = 0;
+		s->ctl.mp.classic_band = 1;
+	}
+}
+
+/* Busy fraction of the workers between two readings of busy_us. */
+static double util(const struct sim *s, uint64_t busy0, uint64_t dt)
+{
+	return (double)(s->busy_us - busy0) / ((double)s->workers * (double)dt);
+}
+
+struct closed_result { double p50, p99, util, obj_ms, shed_frac; uint32_t limit; };
+
+/* 8 workers x 20 ms (400/s). 10 s of 4 clients (the baseline), then 200 clients without think
+ * time for 60 s; measured over the last 30 s. */
+static struct closed_result closed_loop(int alg, double target_ms)
+{
+	struct closed_result r;
+	uint64_t b0, a0 = 0, adm0 = 0;
+	int c;
+
+	sim_init(&sim, 8, 20);
+	sim.clients = 4;
+	sim.think_ms = 20;
+	sim.sc.target_latency_ms = target_ms;
+	use_alg(&sim, alg);
+	sim_run(&sim, 10 * S);
+	sim.clients = 200;
+	sim.think_ms = 0;
+	sim_run(&sim, 40 * S);
+	b0 = sim.busy_us;
+	for (c = 0; c < 4; c++) {
+		a0 += sim.in.stats[c].arrivals;
+		adm0 += sim.in.stats[c].admitted;
+	}
+	sim_run(&sim, 70 * S);
+	r.p50 = sim_quantile(&sim, 40 * S, 70 * S, ALL, 0.5, NULL) / 1000;
+	r.p99 = sim_quantile(&sim, 40 * S, 70 * S, ALL, 0.99, NULL) / 1000;
+	r.util = util(&sim, b0, 30 * S);
+	r.obj_ms = sim.ctl.objective_us / 1000;
+	{
+		uint64_t a = 0, adm = 0;
+		for (c = 0; c < 4; c++) {
+			a += sim.in.stats[c].arrivals;
+			adm += sim.in.stats[c].admitted;
+		}
+		r.shed_frac = a > a0 ? 1 - (double)(adm - adm0) / (double)(a - a0) : 0;
+	}
+	r.limit = sim.v.limit;
+	sim_free(&sim);
+	return r;
+}
+
+static void test_closed_loop_overload(void **st)
+{
+	struct closed_result r = closed_loop(ALG_GRADIENT, 0);
+	(void)st;
+	/* the backend stays busy, the admitted latency stays within the objective */
+	assert_true(r.obj_ms > 20 && r.obj_ms < 27);     /* 1.2 x a baseline of ~20 ms */
+	assert_true(r.util >= 0.97);
+	assert_true(r.p50 <= r.obj_ms);
+	assert_true(r.shed_frac > 0.5);                   /* and it does shed */
+}
+
+/* The overload that froze the old AIMD: a 40 ms target, no calm phase, 200 clients. */
+static void test_no_freeze(void **st)
+{
+	(void)st;
+	for (int alg = ALG_GRADIENT; alg <= ALG_AIMD; alg++) {
+		struct closed_result r = closed_loop(alg, 40);
+		assert_true(r.p50 <= 40);
+		assert_true(r.util >= 0.9);
+		assert_true(r.shed_frac > 0.5);
+	}
+}
+
+/* 1 request/s, every third one slow (20 ms / 500 ms), for 300 s. */
+static double svc_one_in_three(struct sim *s, uint64_t t, int *err)
+{
+	static uint64_t n;
+	(void)s; (void)t; (void)err;
+	return ++n % 3 == 0 ? 500 : 20;
+}
+
+static double rate_1ps(struct sim *s, uint64_t t, int c)
+{
+	(void)s; (void)t;
+	return c == 2 ? 1.0 : 0;
+}
+
+static void test_low_traffic(void **st)
+{
+	int seen_thin = 0;
+	(void)st;
+	sim_init(&sim, 8, 20);
+	sim.svc = svc_one_in_three;
+	sim.jitter = 0;
+	sim.rate = rate_1ps;
+	sim_start(&sim);
+	for (int i = 1; i <= 300; i++) {
+		sim_run(&sim, (uint64_t)i * S);
+		seen_thin |= sim.ctl.signal == SLUICE_SIGNAL_THIN;
+	}
+	/* a window waits for 20 samples (20 s) and then sees the median: 20 ms */
+	assert_true(seen_thin);
+	assert_true(sim.ctl.windows >= 10);
+	assert_true(sim.ctl.base.value_us > 15000 && sim.ctl.base.value_us < 25000);
+	assert_int_equal(sim.ctl.lim.cuts, 0);            /* never cut for latency */
+	assert_true(sim.min_limit >= 16);                 /* following demand stops at 4 x 4 */
+	assert_int_equal(sim.min_admit[2], SLUICE_PROB_ONE);
+	assert_int_equal(sim.in.stats[2].rejected[SLUICE_REJ_HEADROOM], 0);
+	sim_free(&sim);
+}
+
+/* A backend that is always slow (500 ms) at half its capacity: that is its baseline. */
+static double rate_half_slow(struct sim *s, uint64_t t, int c)
+{
+	(void)s; (void)t;
+	return c == 1 ? 8.0 : 0;                          /* 16/s capacity (8 x 500 ms) */
+}
+
+static void test_always_slow(void **st)
+{
+	(void)st;
+	sim_init(&sim, 8, 500);
+	sim.rate = rate_half_slow;
+	sim_start(&sim);
+	sim_run(&sim, 120 * S);
+	assert_true(sim.ctl.base.value_us > 400000 && sim.ctl.base.value_us < 600000);
+	assert_int_equal(sim.min_admit[1], SLUICE_PROB_ONE);
+	assert_int_equal(sim.in.stats[1].rejected[SLUICE_REJ_HEADROOM], 0);
+	assert_true(sim.min_limit > sim.ctl.mp.min);
+	sim_free(&sim);
+}
+
+/* 20 s of fast errors (0.3 ms), then healthy at 50 ms. */
+static double svc_fail_fast(struct sim *s, uint64_t t, int *err)
+{
+	(void)s;
+	if (t < 20 * S) {
+		*err = 1;
+		return 0.3;
+	}
+	return 50;
+}
+
+static double rate_100(struct sim *s, uint64_t t, int c)
+{
+	(void)s; (void)t;
+	return c == 2 ? 100.0 : 0;
+}
+
+static void test_fail_fast_backend(void **st)
+{
+	(void)st;
+	sim_init(&sim, 16, 50);
+	sim.svc = svc_fail_fast;
+	sim.rate = rate_100;
+	sim_start(&sim);
+	sim_run(&sim, 20 * S);
+	assert_true(sim.ctl.base.value_us == 0);          /* errors taught nothing */
+	assert_true(sim.ctl.objective_us == 0);
+	sim_run(&sim, 90 * S);
+	/* the breaker opened and closed again; the baseline is the healthy 50 ms */
+	assert_true(sim.ctl.brk.opens >= 1);
+	assert_int_equal(sim.ctl.brk.state, SLUICE_BREAKER_CLOSED);
+	assert_true(sim.ctl.base.value_us > 40000 && sim.ctl.base.value_us < 60000);
+	assert_true(sim.ctl.objective_us > 48000 && sim.ctl.objective_us < 72000);
+	sim_free(&sim);
+}
+
+/* Restart in the middle of an overload: export, a new controller imports, the counters go on
+ * (cumulative), the first tick is a snapshot. */
+static void test_restart_mid_overload(void **st)
+{
+	struct sluice_ctl_state cs;
+	struct sluice_verdict before;
+	uint32_t limit;
+	double obj, p99;
+	(void)st;
+	sim_init(&sim, 8, 20);
+	sim.clients = 4;
+	sim.think_ms = 20;
+	sim_start(&sim);
+	sim_run(&sim, 10 * S);
+	sim.clients = 200;
+	sim.think_ms = 0;
+	sim_run(&sim, 30 * S);
+	before = sim.v;
+	limit = sim.ctl.lim.limit;
+	obj = sim.ctl.objective_us;
+	assert_true(limit < 20);                          /* the overload is being held */
+	ctl_state_export(&sim.ctl, sim.now_us * 1000, &cs);
+	/* plenty of old errors in the cumulative counters: not one tick's worth */
+	sim.in.stats[0].errors += 100000;
+	sim.in.stats[0].completed += 100000;
+	service_ctl_init(&sim.ctl, &sim.sc, &sim.cfg, 99, sim.now_us * 1000);
+	assert_int_equal(ctl_state_import(&sim.ctl, &cs, sim.now_us * 1000), 0);
+	sim_run(&sim, 30 * S + SIM_TICK_US);
+	/* the first tick wrote the imported state, not a cold start */
+	assert_int_equal(sim.v.limit, limit);
+	assert_memory_equal(sim.v.shed_prob, before.shed_prob, sizeof(before.shed_prob));
+	assert_true(sim.ctl.objective_us == obj);
+	sim_run(&sim, 40 * S);
+	assert_int_equal(sim.ctl.brk.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(sim.ctl.brk.opens, 0);
+	p99 = sim_quantile(&sim, 30 * S, 40 * S, ALL, 0.5, NULL);
+	assert_true(p99 <= obj);
+	assert_true(sim.min_limit >= sim.ctl.mp.min && sim.v.limit < 20);
+	/* a version this build does not know is refused */
+	cs.version = 99;
+	assert_int_equal(ctl_state_import(&sim.ctl, &cs, sim.now_us * 1000), -1);
+	sim_free(&sim);
+}
+
+/* Open loop, mixed classes (10/20/30/40 %): 0.5x for 30 s, 4x for 20 s, 0.5x for 30 s. */
+static double step_x;
+static int step_workers = 8;
+static double rate_step(struct sim *s, uint64_t t, int c)
+{
+	static const double share[4] = { 0.1, 0.2, 0.3, 0.4 };
+	double x = t < 30 * S ? 0.5 : t < 50 * S ? step_x : 0.5;
+	(void)s;
+	return 50.0 * step_workers * x * share[c];
+}
+
+struct step_result {
+	double settle_s;        /* step -> admitted p50 within the objective in every later 1 s */
+	double full_s;          /* surge end -> full admission (see step_load) */
+	double surge_util, surge_p99_ms, obj_ms, l0_ok;
+	uint32_t min_l3_pct;
+};
+
+static uint64_t refused(const struct sim *s)
+{
+	uint64_t n = 0;
+	for (int c = 0; c < 4; c++)
+		n += s->in.stats[c].arrivals - s->in.stats[c].admitted;
+	return n;
+}
+
+static uint64_t arrived(const struct sim *s)
+{
+	uint64_t n = 0;
+	for (int c = 0; c < 4; c++)
+		n += s->in.stats[c].arrivals;
+	return n;
+}
+
+static struct step_result step_load(int alg, double x)
+{
+	struct step_result r = { 0 };
+	uint64_t b0, t, last_bad = 30 * S, last_ref = 50 * S, l0a, l0r;
+	double obj;
+
+	step_x = x;
+	sim_init(&sim, step_workers, 20);
+	sim.rate = rate_step;
+	use_alg(&sim, alg);
+	sim_run(&sim, 30 * S);
+	obj = sim.ctl.objective_us;
+	b0 = sim.busy_us;
+	l0a = sim.in.stats[0].arrivals;
+	l0r = sim.in.stats[0].arrivals - sim.in.stats[0].admitted;
+	sim_run(&sim, 50 * S);
+	r.surge_util = util(&sim, b0, 20 * S);
+	r.l0_ok = 1 - (double)(sim.in.stats[0].arrivals - sim.in.stats[0].admitted - l0r) /
+		      (double)(sim.in.stats[0].arrivals - l0a);
+	/* full admission: the ladder admits everything and no second after it refuses more than
+	 * 0.5 % of the arrivals (a unit refused by a burst margin now and then is headroom at
+	 * work, not shedding) */
+	for (t = 50 * S; t < 80 * S; t += S) {
+		uint64_t a0 = arrived(&sim), f0 = refused(&sim);
+		int full = 1;
+		sim_run(&sim, t + S);
+		for (int c = 0; c < 4; c++)
+			full &= sluice_prob_complement(sim.v.shed_prob[c]) == SLUICE_PROB_ONE;
+		if (!full || (double)(refused(&sim) - f0) > 0.005 * (double)(arrived(&sim) - a0))
+			last_ref = t + S;
+	}
+	/* the objective is on the median (docs/CONTROLLER.md): the admitted median of every
+	 * second (by admission time); the p99 over the surge is reported */
+	for (t = 30 * S; t < 50 * S; t += S / 2)
+		if (sim_quantile(&sim, t, t + S, ALL, 0.5, NULL) > obj)
+			last_bad = t + S / 2;
+	r.settle_s = (double)(last_bad - 30 * S) / S;
+	r.full_s = (double)(last_ref - 50 * S) / S;
+	r.surge_p99_ms = sim_quantile(&sim, 32 * S, 50 * S, ALL, 0.99, NULL) / 1000;
+	r.obj_ms = obj / 1000;
+	r.min_l3_pct = (uint32_t)((uint64_t)sim.min_admit[3] * 100 / SLUICE_PROB_ONE);
+	sim_free(&sim);
+	return r;
+}
+
+static void test_step_load(void **st)
+{
+	struct step_result r;
+	(void)st;
+	step_workers = 16;                /* 800/s, like the 16-worker httpd of the benchmarks */
+	r = step_load(ALG_GRADIENT, 4);
+	step_workers = 8;
+	assert_true(r.settle_s <= 1.0);
+	assert_true(r.full_s <= 10.0);
+	assert_true(r.surge_util >= 0.94);
+	assert_true(r.l0_ok >= 0.999);
+	assert_true(r.surge_p99_ms <= 1.5 * r.obj_ms);
+}
+
+/* 0.8x load; the backend's service time goes 20 -> 200 ms for 0.3 s at 30 s. */
+static double svc_blip(struct sim *s, uint64_t t, int *err)
+{
+	(void)s; (void)err;
+	return t >= 30 * S && t < 30 * S + 300 * MS ? 200 : 20;
+}
+
+static double rate_08(struct sim *s, uint64_t t, int c)
+{
+	(void)s; (void)t;
+	return 400.0 * 0.8 / 4;
+}
+
+static void test_blip(void **st)
+{
+	(void)st;
+	sim_init(&sim, 8, 20);
+	sim.svc = svc_blip;
+	sim.rate = rate_08;
+	sim_start(&sim);
+	sim_run(&sim, 60 * S);
+	assert_true(sim.min_admit[3] > SLUICE_PROB_ONE / 4);
+	/* and everything is back to full admission */
+	for (int c = 0; c < 4; c++)
+		assert_int_equal(sluice_prob_complement(sim.v.shed_prob[c]), SLUICE_PROB_ONE);
+	sim_free(&sim);
+}
+
+/* ---- the comparison printed for docs/CONTROLLER.md ---- */
+
+#define RUNS 5
+
+static void report(void)
+{
+	printf("closed loop: 8 workers x 20 ms, 200 clients, last 30 s of 60 s overload; "
+	       "mean of %d runs (worst)\n", RUNS);
+	printf("%-14s %8s %13s %13s %13s %6s\n", "algorithm", "obj_ms", "p50_ms", "p99_ms", "util",
+	       "shed");
+	for (int alg = 0; alg < 3; alg++)
+		for (int k = 0; k < 2; k++) {
+			struct closed_result m = { 0 }, w = { 0, 0, 1, 0, 0, 0 };
+			for (int i = 0; i < RUNS; i++) {
+				struct closed_result r;
+				sim_seed = 42 + (uint64_t)i;
+				r = closed_loop(alg, k ? 40 : 0);
+				m.obj_ms += r.obj_ms / RUNS; m.p50 += r.p50 / RUNS;
+				m.p99 += r.p99 / RUNS; m.util += r.util / RUNS;
+				m.shed_frac += r.shed_frac / RUNS;
+				w.p50 = r.p50 > w.p50 ? r.p50 : w.p50;
+				w.p99 = r.p99 > w.p99 ? r.p99 : w.p99;
+				w.util = r.util < w.util ? r.util : w.util;
+			}
+			printf("%-14s %8.1f %6.1f (%4.1f) %6.1f (%4.1f) %6.3f (%.3f) %6.3f%s\n",
+			       alg_names[alg], m.obj_ms, m.p50, w.p50, m.p99, w.p99, m.util, w.util,
+			       m.shed_frac, k ? "  target 40 ms" : "  auto 1.2x");
+		}
+	printf("\nstep: open loop 0.5x -> Nx (20 s) -> 0.5x, classes 10/20/30/40 %%; "
+	       "mean of %d runs (worst)\n", RUNS);
+	printf("%-14s %3s %6s %11s %11s %10s %13s %15s\n", "algorithm", "x", "obj_ms",
+	       "settle_s", "full_s", "surge_p99", "util", "L0_ok");
+	for (int alg = 0; alg < 3; alg++)
+		for (int k = 0; k < 2; k++) {
+			double x = k ? 10 : 4;
+			struct step_result m = { 0 }, w = { 0, 0, 1, 0, 0, 1, 0 };
+			for (int i = 0; i < RUNS; i++) {
+				struct step_result r;
+				sim_seed = 42 + (uint64_t)i;
+				r = step_load(alg, x);
+				m.obj_ms += r.obj_ms / RUNS; m.settle_s += r.settle_s / RUNS;
+				m.full_s += r.full_s / RUNS; m.surge_p99_ms += r.surge_p99_ms / RUNS;
+				m.surge_util += r.surge_util / RUNS; m.l0_ok += r.l0_ok / RUNS;
+				w.settle_s = r.settle_s > w.settle_s ? r.settle_s : w.settle_s;
+				w.full_s = r.full_s > w.full_s ? r.full_s : w.full_s;
+				w.surge_util = r.surge_util < w.surge_util ? r.surge_util : w.surge_util;
+				w.l0_ok = r.l0_ok < w.l0_ok ? r.l0_ok : w.l0_ok;
+			}
+			printf("%-14s %3.0f %6.1f %4.1f (%4.1f) %4.1f (%4.1f) %10.1f %6.3f (%.3f) "
+			       "%6.4f (%.4f)\n", alg_names[alg], x, m.obj_ms, m.settle_s, w.settle_s,
+			       m.full_s, w.full_s, m.surge_p99_ms, m.surge_util, w.surge_util, m.l0_ok,
+			       w.l0_ok);
+		}
+	sim_seed = 42;
+	if (getenv("W")) step_workers = atoi(getenv("W"));
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_closed_loop_overload),
+		cmocka_unit_test(test_no_freeze),
+		cmocka_unit_test(test_low_traffic),
+		cmocka_unit_test(test_always_slow),
+		cmocka_unit_test(test_fail_fast_backend),
+		cmocka_unit_test(test_restart_mid_overload),
+		cmocka_unit_test(test_step_load),
+		cmocka_unit_test(test_blip),
+	};
+	if (getenv("W")) step_workers = atoi(getenv("W"));
+	if (argc > 1 && !strcmp(argv[1], "report")) {
+		report();
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

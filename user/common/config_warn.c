@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Conflicting settings; see config_warn.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "common/config_warn.h"
+
+static int warn(struct doc_errors *out, int n, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int warn(struct doc_errors *out, int n, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (n < DOC_MAX_ERRORS) {
+		out->e[n].line = line;
+		out->e[n].column = 0;
+		va_start(ap, fmt);
+		vsnprintf(out->e[n].msg, sizeof(out->e[n].msg), fmt, ap);
+		va_end(ap);
+		out->n = n + 1;
+	}
+	return n + 1;
+}
+
+/* The absolute latency objective written for a service, in ms; 0 when it is learned. */
+static double written_objective_ms(const struct service_conf *s)
+{
+	if (s->latency_slo_ms > 0)
+		return s->latency_slo_ms;
+	return s->target_latency_ms > 0 ? s->target_latency_ms : 0;
+}
+
+int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
+{
+	int n = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < cfg->n_services; i++) {
+		const struct service_conf *s = &cfg->services[i];
+		double obj = written_objective_ms(s);
+
+		if (obj > 0 && s->breaker.slow_call_ms < obj)
+			n = warn(out, n, s->line, "service '%s': breaker slow_call_ms (%d) is below the "
+				 "latency objective (%g ms): the breaker opens on calls the limiter "
+				 "counts as on target", s->name, s->breaker.slow_call_ms, obj);
+		if (s->limit_fixed > 0 && obj == 0)
+			n = warn(out, n, s->line, "service '%s': a fixed limit with a learned latency "
+				 "objective: the baseline is learned at whatever load the fixed limit "
+				 "admits; write latency_slo as a latency (e.g. 50ms)", s->name);
+		if (s->aimd_window_ms < cfg->control_interval_ms)
+			n = warn(out, n, s->line, "service '%s': aimd_window_ms (%d) is shorter than "
+				 "control_interval_ms (%d): a window cannot end between two ticks",
+				 s->name, s->aimd_window_ms, cfg->control_interval_ms);
+		if (s->retry_after_s == 0 && s->protocol == SLUICE_PROTO_HTTP)
+			n = warn(out, n, s->line, "service '%s': retry_after_s 0 tells refused clients "
+				 "to come back at once, feeding the overload it sheds", s->name);
+	}
+	return n;
+}

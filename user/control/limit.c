@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Gradient and AIMD limits; the rules are in limit.h. */
+#include <math.h>
+#include <string.h>
+#include "control/limit.h"
+
+void sluice_limit_params_default(struct sluice_limit_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->algorithm = SLUICE_LIMIT_GRADIENT;
+	p->min = 4;
+	p->max = 512;
+	p->min_gradient = 0.5;
+	p->gate = 0.5;
+	p->calm_decay = 0.9;
+	p->calm_windows = 10;
+	p->calm_floor = 4;
+	p->aimd_gate = 0.8;
+	p->dec_factor = 0.5;
+}
+
+void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p)
+{
+	sluice_limit_params_default(p);
+	if (sc->limit_min > 0)
+		p->min = (uint32_t)sc->limit_min;
+	if (sc->limit_max > 0)
+		p->max = (uint32_t)sc->limit_max;
+	if (p->max < p->min)
+		p->max = p->min;
+	if (sc->limit_fixed > 0)
+		p->fixed = (uint32_t)sc->limit_fixed;
+	/* auto = gradient: chosen by the closed-loop simulations in tests/unit/test_sim.c */
+	p->algorithm = sc->limit_algorithm == LIMIT_ALG_AIMD ? SLUICE_LIMIT_AIMD :
+		       SLUICE_LIMIT_GRADIENT;
+}
+
+static double clampd(const struct sluice_limit_params *p, double v)
+{
+	double mn = p->min ? p->min : 1, mx = p->max > mn ? p->max : mn;
+	return v < mn ? mn : v > mx ? mx : v;
+}
+
+static void set(struct sluice_limit *l, const struct sluice_limit_params *p, double v)
+{
+	l->est = p->fixed ? p->fixed : clampd(p, v);
+	l->limit = (uint32_t)(l->est + 0.5);
+}
+
+void sluice_limit_init(struct sluice_limit *l, const struct sluice_limit_params *p)
+{
+	memset(l, 0, sizeof(*l));
+	/* start low and probe upwards: a cold start at max lets the first peak through */
+	set(l, p, 0.3 * (double)p->max);
+}
+
+void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_params *p)
+{
+	set(l, p, l->est > 0 ? l->est : (double)l->limit);
+}
+
+static void report(const struct sluice_event_sink *sink, uint64_t now, int level, const char *why,
+		   uint32_t old, uint32_t new, const struct sluice_limit_input *in)
+{
+	struct sluice_event ev;
+
+	if (!sink || !sink->fn)
+		return;
+	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_AIMD, "limit", "limit", why);
+	sluice_event_num(&ev, "limit_from", old);
+	sluice_event_num(&ev, "limit_to", new);
+	sluice_event_num(&ev, "latency_us", in->latency_us);
+	sluice_event_num(&ev, "aim_us", in->aim_us);
+	sluice_event_num(&ev, "objective_us", in->objective_us);
+	sluice_event_num(&ev, "peak_inflight", in->peak_inflight);
+	sluice_event_num(&ev, "samples", (double)in->samples);
+	sluice_event_emit(sink, &ev);
+}
+
+static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
+		    const struct sluice_limit_input *in, double *v, const char **why)
+{
+	double g = in->aim_us / in->latency_us, lim = l->est;
+
+	if (g < 1) {
+		l->calm = 0;
+		l->cuts++;
+		*v = lim * (g < p->min_gradient ? p->min_gradient : g);
+		*why = "latency_above_aim";
+		return -1;
+	}
+	if (!in->full)
+		return 0;
+	if (in->bound || (double)in->peak_inflight >= p->gate * lim) {
+		l->calm = 0;
+		/* near the knee (a queue shows as latency above the baseline, and in-flight reaches
+		 * the limit) probe by one; far from it (no queue, or refusals by the lower classes'
+		 * thresholds with in-flight well below the limit) by a jump */
+		int far = in->latency_us <= in->base_us || (double)in->peak_inflight < 0.75 * lim;
+		*v = lim + (sqrt(lim) > 1 && far ? sqrt(lim) : 1);
+		*why = "probe";
+		return 1;
+	}
+	/* application-limited: no evidence that more concurrency would help */
+	if (++l->calm < p->calm_windows)
+		return 0;
+	*v = lim * p->calm_decay;
+	if (*v < p->calm_floor * (in->peak_inflight > 4 ? in->peak_inflight : 4))
+		*v = p->calm_floor * (in->peak_inflight > 4 ? in->peak_inflight : 4);
+	if (*v >= lim)
+		return 0;
+	*why = "follow_demand";
+	return 0;
+}
+
+static int aimd(struct sluice_limit *l, const struct sluice_limit_params *p,
+		const struct sluice_limit_input *in, double *v, const char **why)
+{
+	double grow_below = p->classic_band ? 0.7 * in->objective_us : in->aim_us;
+
+	if (in->objective_us > 0 && in->latency_us > in->objective_us) {
+		l->cuts++;
+		*v = l->est * p->dec_factor;
+		*why = "latency_above_target";
+		return -1;
+	}
+	if (!in->full || in->latency_us >= grow_below)
+		return 0;
+	if (p->aimd_gate > 0 && !in->bound && (double)in->peak_inflight < p->aimd_gate * l->est)
+		return 0;
+	*v = l->est + 1;
+	*why = "latency_below_band";
+	return 1;
+}
+
+uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
+			     const struct sluice_limit_input *in, uint64_t now_ns,
+			     const struct sluice_event_sink *sink)
+{
+	uint32_t old = l->limit;
+	const char *why = NULL;
+	double v = l->est;
+	int dir;
+
+	l->decisions++;
+	l->last_dir = 0;
+	if (p->fixed) {
+		set(l, p, p->fixed);
+		return l->limit;
+	}
+	if (in->aim_us <= 0 || in->latency_us <= 0)
+		return l->limit;                 /* nothing to steer by: hold */
+	dir = p->algorithm == SLUICE_LIMIT_AIMD ? aimd(l, p, in, &v, &why) :
+						  gradient(l, p, in, &v, &why);
+	if (!why)
+		return l->limit;
+	set(l, p, v);
+	l->last_dir = l->limit < old ? -1 : l->limit > old ? 1 : dir < 0 ? -1 : 0;
+	if (l->limit != old)
+		report(sink, now_ns, dir < 0 ? SLUICE_EV_INFO : SLUICE_EV_DEBUG, why, old, l->limit,
+		       in);
+	return l->limit;
+}

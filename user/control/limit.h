@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Concurrency limit of one service, decided once per evidence window (control/window.h).
+ * Inputs per window: the latency signal, the aim (where the limit steers latency: half way
+ * from the baseline to the objective, so that the spread around it stays within the
+ * objective), the objective itself, and the peak in-flight of the window.
+ *
+ * gradient (the default):
+ *   g = clamp(aim / latency, min_gradient (0.5), 1)
+ *   g < 1                      -> limit x g (proportional to the excess; any window, also one
+ *                                 closed early on overload evidence)
+ *   g = 1, full window, the limit refused units or peak in-flight >= gate (0.5) x limit
+ *                              -> limit + max(1, sqrt(limit)) far from the knee (latency at
+ *                                 the baseline, or peak in-flight below 0.75 x limit: the
+ *                                 refusals were the lower classes' thresholds), else + 1
+ *   g = 1, full window, peak below that (application-limited: no evidence more helps) for
+ *   calm_windows (10) windows in a row
+ *                              -> max(limit x 0.9, 4 x max(peak, 4))  (follow demand down slowly,
+ *                                 so a surge meets a limit near what the backend handles;
+ *                                 4 x the peak sampled at ticks leaves room for the bursts
+ *                                 between ticks and the burst margins of the headroom)
+ * aimd (the classic rule with a utilisation gate):
+ *   latency > objective        -> limit x 0.5
+ *   latency < grow_below, full window, the limit refused units or peak in-flight >=
+ *   aimd_gate (0.8) x limit     -> limit + 1
+ *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
+ * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
+ * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
+#ifndef SLUICE_LIMIT_H
+#define SLUICE_LIMIT_H
+
+#include <stdint.h>
+#include "sluice.h"
+#include "common/config.h"
+#include "control/events.h"
+
+enum { SLUICE_LIMIT_GRADIENT = 0, SLUICE_LIMIT_AIMD = 1 };
+
+struct sluice_limit_params {
+	int algorithm;                /* SLUICE_LIMIT_* */
+	uint32_t min, max;            /* bounds; min >= 1 */
+	uint32_t fixed;               /* > 0: static limit */
+	double min_gradient;          /* 0.5 */
+	double gate;                  /* 0.5 */
+	double calm_decay;            /* 0.9 */
+	uint32_t calm_windows;        /* 10 */
+	double calm_floor;            /* 4: never below this x the peak in-flight */
+	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
+	double dec_factor;            /* 0.5 */
+	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
+};
+
+struct sluice_limit {
+	double est;                   /* the estimate (fractional) */
+	uint32_t limit;               /* in force */
+	int last_dir;                 /* -1 cut, 0 hold, +1 grow (last decision) */
+	uint32_t calm;                /* application-limited windows in a row */
+	uint64_t decisions;
+	uint64_t cuts;                /* decisions that cut for latency */
+};
+
+struct sluice_limit_input {
+	double latency_us;
+	double aim_us;                /* 0 = unknown: hold */
+	double base_us;               /* the unloaded baseline, 0 = unknown */
+	double objective_us;
+	uint32_t peak_inflight;
+	int bound;                    /* the limit refused units in the window (it binds) */
+	int full;                     /* a full window (growth needs one) */
+	uint64_t samples;             /* for events */
+};
+
+/* Defaults and the mapping from the config (limit bounds, fixed, algorithm). */
+void sluice_limit_params_default(struct sluice_limit_params *p);
+void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p);
+void sluice_limit_init(struct sluice_limit *l, const struct sluice_limit_params *p);
+/* Config reload or import: keep the limit, clamped to the (new) bounds. */
+void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_params *p);
+/* One decided window. Returns the limit in force. */
+uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
+			     const struct sluice_limit_input *in, uint64_t now_ns,
+			     const struct sluice_event_sink *sink);
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The evidence window of one service: per-tick signals accumulate until the window may decide.
+ * A window decides when it is at least window_ns old AND holds at least min_samples latency
+ * samples; a window past its length without enough samples is extended (it keeps
+ * accumulating), it never decides on thin evidence. The controller may close it early (at
+ * least one feedback delay old, enough samples, latency above the objective): overload
+ * evidence need not wait out a full window.
+ * Signal quality for status and metrics: ok (decided in time), thin (extended for lack of
+ * samples), none (no latency sample for none_ns). */
+#ifndef SLUICE_WINDOW_H
+#define SLUICE_WINDOW_H
+
+#include <stdint.h>
+#include "sluice.h"
+#include "control/signals.h"
+
+#define SLUICE_X_SIGNAL_ENUM(id, ...) SLUICE_SIGNAL_##id,
+enum sluice_signal_state { SLUICE_SIGNAL_TABLE(SLUICE_X_SIGNAL_ENUM) };
+
+struct sluice_evwin {
+	uint64_t start_ns;
+	uint64_t last_sample_ns;      /* last tick that brought a latency sample */
+	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
+						       * the window's own is cur - base */
+	uint64_t cls_samples[SLUICE_NUM_CLASSES];
+	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
+	uint64_t cls_arrivals[SLUICE_NUM_CLASSES], cls_headroom_rej[SLUICE_NUM_CLASSES];
+	uint32_t peak_inflight;       /* highest in-flight sampled at the window's ticks */
+	uint32_t ticks;
+};
+
+/* What a closed window says. */
+struct sluice_evwin_result {
+	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
+	uint32_t peak_inflight;
+	uint64_t dur_ns;
+	double latency_us;            /* the service's signal: quantile q over all classes */
+	double top_us;                /* the highest busy classes: quantile q over L0, L0+L1, ...
+				       * merged from the top until min_samples (all when fewer) */
+	int top_cls;                  /* the highest class with samples, -1 when none */
+};
+
+/* Start a window at now; cur: the cumulative histograms now (SLUICE_NUM_CLASSES), NULL = 0. */
+void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sluice_hist *cur);
+/* Add one tick's signals (counts only: the histograms come from the cumulative ones) and the
+ * in-flight sampled at this tick. */
+void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signals *sig,
+		      int64_t inflight, uint64_t now_ns);
+/* 1 when the window is old enough (window_ns) and has min_samples samples. */
+int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
+		      uint64_t min_samples);
+/* cur: the cumulative histograms now (a class whose buckets went backwards since the start
+ * counts from zero). */
+void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist *cur, double q,
+			 uint64_t min_samples, uint64_t now_ns, struct sluice_evwin_result *out);
+/* enum sluice_signal_state of the window now. */
+int sluice_evwin_signal(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
+			uint64_t min_samples, uint64_t none_ns);
+
+#endif
