@@ -140,8 +140,11 @@ mv "$PIN/sluice_layout_away" "$REC"
 #  - no handshakes or halfopen map (the data path running meanwhile keeps its own);
 #  - layout 2: the record as version 2, without those two maps, the types of verdicts and
 #    flows hashed differently; layout 1: no record at all.
-# The heartbeat is cleared: the data path running meanwhile is this build's, which would read
-# the admit encoding as shed fractions; a stopped old sluiced's data path admits all alike.
+# The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
+# enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
+# before its last merge; the controller's first tick comes after that). Until the swap, this
+# build's programs read the admit encoding as shed fractions and would refuse new
+# connections, which an old data path would not: none are made before the swap.
 verdicts_to_admit_encoding() {
 	bpftool -j map dump pinned "$PIN/verdicts" | python3 -c '
 import json, struct, sys
@@ -175,16 +178,18 @@ for e in json.load(sys.stdin):
     print(" ".join(e["key"]), "value", " ".join(v))
 ' "$CLIENT_NEXT_OFF" | while read -r line; do bpftool map update pinned "$PIN/flows" key $line; done
 }
-heartbeat_clear() { # the first 8 bytes of sluice_globals
+heartbeat_now() { # the first 8 bytes of sluice_globals: CLOCK_MONOTONIC, as BPF reads it
 	local v
-	v=$(bpftool -j map lookup pinned "$PIN/globals" key 0 0 0 0 |
-		python3 -c 'import json,sys; v=json.load(sys.stdin)["value"]; v[0:8]=["0x00"]*8; print(" ".join(v))')
+	v=$(bpftool -j map lookup pinned "$PIN/globals" key 0 0 0 0 | python3 -c '
+import json, sys, time
+v = json.load(sys.stdin)["value"]
+v[0:8] = ["0x%02x" % x for x in time.monotonic_ns().to_bytes(8, "little")]
+print(" ".join(v))')
 	bpftool map update pinned "$PIN/globals" key 0 0 0 0 value $v
 }
 as_old_layout() { # as_old_layout 1|2
 	verdicts_to_admit_encoding
 	flows_forget_client_next
-	heartbeat_clear
 	rm -f "$PIN/handshakes" "$PIN/halfopen"
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
@@ -213,17 +218,23 @@ print(" ".join("0x%02x" % x for x in out))' > "$TMP/rec2"
 }
 
 # upgrade FROM: the pins as layout FROM left them, then this build's sluiced: migrated, held
-# connections kept, and connections made from the moment it has attached all admitted.
+# connections kept, and connections made from the moment its programs are swapped in (the
+# XDP link runs another program) all admitted.
 upgrade() {
-	local from=$1 verdict_before
+	local from=$1 verdict_before prog_before
 	as_old_layout "$from"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
+	prog_before=$(xdp_prog)
+	heartbeat_now
 	start_bg "$TMP/up$from.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
-	for i in $(seq 200); do grep -q 'migrated the maps\|error' "$TMP/up$from.log" 2>/dev/null && break; sleep 0.01; done
-	# Right after the swap: 40 connections at 400/s, each must be admitted and answered.
+	for i in $(seq 1000); do
+		bpftool link show pinned "$PIN/link_xdp" | grep -q " prog $prog_before\b" || break
+		kill -0 "$SLUICED_PID" 2>/dev/null || break
+	done
+	# Right after the swap: 100 connections at 1000/s, each must be admitted and answered.
 	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform \
-		--rate 400 --max-requests 40 --timeout-ms 3000 --quiet --class L2:1:src=198.18.0.20 \
+		--rate 1000 --max-requests 100 --timeout-ms 3000 --quiet --class L2:1:src=198.18.0.20 \
 		> "$TMP/after$from.json" 2>/dev/null
 	for i in $(seq 100); do grep -q '"to":"attached"' "$TMP/up$from.log" && break; sleep 0.05; done
 	local ok_after rej_after
@@ -235,8 +246,8 @@ upgrade() {
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: verdicts converted, 12 held flows copied, new maps created, $((NMAPS - 2)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"
-	ok $([ "$ok_after" = 40 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: the 40 connections made right after the swap are all admitted ($ok_after ok, $rej_after refused)" \
+	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
+		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
