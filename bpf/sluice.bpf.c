@@ -85,10 +85,11 @@ static __always_inline int seq_in_window(__u32 seq, __u32 ref)
 }
 
 /* What the server acknowledged, the client has sent: the server's ack moves the client's
- * expected sequence forward (the local stack is trusted, so by any amount). */
+ * expected sequence forward (the local stack is trusted, so by any amount). A client_next of
+ * 0 is not known yet (a flow carried over from a layout without it): the ack sets it. */
 static __always_inline void advance_by_server(struct sluice_flow *f, __u32 ack)
 {
-	if ((__s32)(ack - f->client_next) > 0)
+	if (!f->client_next || (__s32)(ack - f->client_next) > 0)
 		f->client_next = ack;
 }
 
@@ -279,7 +280,9 @@ static __always_inline void client_ack(const struct pkt *p)
 }
 
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
- * the client is (RFC 5961: a blind forger does not know it). */
+ * the client is (RFC 5961: a blind forger does not know it). Where the client is may not be
+ * known (client_next 0: a flow carried over from an older layout, until the server speaks):
+ * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends. */
 static __always_inline void client_end(const struct pkt *p)
 {
 	struct sluice_flow_key key = {};
@@ -290,7 +293,7 @@ static __always_inline void client_end(const struct pkt *p)
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (seq_in_window(seq, f->client_next))
+		if (!f->client_next || seq_in_window(seq, f->client_next))
 			end_flow(&key, 0);
 		return;
 	}

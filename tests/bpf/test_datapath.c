@@ -808,6 +808,57 @@ static void test_fin_rst_end_units_exactly_once(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+/* Flows carried over from a layout before client_next hold 0 there: where the client is is
+ * not known. Their FIN/RST still ends them (as that layout did), and the server's next
+ * segment teaches the flow where the client is, after which a FIN/RST out of the window ends
+ * nothing again. */
+static void forget_client_next(struct fixture *f)
+{
+	struct sluice_flow_key k, next;
+	struct sluice_flow v;
+
+	for (void *prev = NULL; bpf_map_get_next_key(f->m.flows, prev, &next) == 0; prev = &k) {
+		k = next;
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
+		v.client_next = 0;
+		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_EXIST), 0);
+	}
+}
+
+static void test_carried_over_flow_without_client_next_still_ends(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 300, 5432), b = syn4("198.18.1.2", 301, 5432);
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(connect_(f, &b), XDP_PASS);
+	forget_client_next(f);
+	assert_int_equal(inflight_total(f, 0), 2);
+
+	/* a: the client sent 3 GB since sluice last followed it; its FIN ends the unit. */
+	struct pkt_spec fin = client_fin(&a);
+	fin.seq += 0xb0000000u;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(stats(f, 0, 0).completed, 1);
+
+	/* b: the server's data acknowledges a sequence 2^31 or more past 0 (no "later than 0"
+	 * comparison could take it); from then on the window is back. */
+	struct pkt_spec srv = synack_of(&b);
+	srv.syn = 0, srv.tcp_opts = 0, srv.seq += 1, srv.ack = b.seq + 1 + 0xa0000000u;
+	srv.payload = "row", srv.payload_len = 3;
+	tc_egress(f, &srv);
+	struct pkt_spec forged = client_rst(&b);
+	xdp(f, &forged);
+	assert_int_equal(inflight_total(f, 0), 1);
+	struct pkt_spec bfin = client_fin(&b);
+	bfin.seq = srv.ack;
+	xdp(f, &bfin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(stats(f, 0, 0).completed, 2);
+	assert_int_equal(flow_count(f), 0);
+}
+
 static void test_stale_heartbeat_fails_open(void **state)
 {
 	struct fixture *f = *state;
@@ -1283,6 +1334,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_carried_over_flow_without_client_next_still_ends, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_flood_never_fills_the_limit, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_ack_completes_no_handshake, setup, harness_teardown),

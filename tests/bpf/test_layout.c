@@ -29,12 +29,21 @@ static const char *CONFIG =
 	"    limit: { fixed: 100 }\n"
 	"    default_class: L2\n";
 
-static const char *const NAMES[] = {
-#define X(name) #name,
-	SLUICE_MAP_NAMES
-#undef X
-};
-#define N_NAMES (int)(sizeof(NAMES) / sizeof(NAMES[0]))
+/* The maps this build pins (the record map among them), as the object declares them: opened,
+ * never loaded, so that libbpf fills in the pin paths of LIBBPF_PIN_BY_NAME maps. */
+static int pinned_map_names(const char *names[], int max)
+{
+	struct sluice_bpf *skel = sluice_bpf__open();
+	struct bpf_map *m;
+	int n = 0;
+
+	assert_non_null(skel);
+	bpf_object__for_each_map(m, skel->obj)
+		if (bpf_map__pin_path(m) && n < max)
+			names[n++] = strdup(bpf_map__name(m));
+	sluice_bpf__destroy(skel);
+	return n;
+}
 
 struct pair {
 	struct fixture *old;
@@ -94,18 +103,33 @@ static int xdp_spec(struct sluice_bpf *skel, const struct pkt_spec *s)
 	return harness_run(bpf_program__fd(skel->progs.sluice_xdp_ingress), buf, len, NULL).ret;
 }
 
-static int syn(struct sluice_bpf *skel, uint16_t sport)
-{
-	struct pkt_spec s = syn4(sport);
+/* The server's ISN in the SYN-ACKs of these tests. */
+#define SERVER_ISN(port) (0x7a000000u + (port) * 7919u)
 
-	return xdp_spec(skel, &s);
+/* A connection as a real client makes it: SYN, the server's SYN-ACK (TC egress), the client's
+ * ACK; the unit holds a slot from the ACK on. Returns the SYN's verdict. */
+static int open_conn(struct sluice_bpf *skel, uint16_t sport)
+{
+	struct pkt_spec s = syn4(sport), sa = s, ack = s;
+	uint8_t buf[256];
+	int rv = xdp_spec(skel, &s);
+
+	if (rv != XDP_PASS)
+		return rv;
+	sa.src = s.dst, sa.dst = s.src, sa.sport = s.dport, sa.dport = s.sport;
+	sa.seq = SERVER_ISN(sport), sa.ack = s.seq + 1, sa.ackf = 1;
+	harness_run(bpf_program__fd(skel->progs.sluice_tc_egress), buf, build_pkt(buf, &sa), NULL);
+	ack.syn = 0, ack.ackf = 1, ack.seq = s.seq + 1, ack.ack = SERVER_ISN(sport) + 1;
+	xdp_spec(skel, &ack);
+	return rv;
 }
 
-static void fin(struct sluice_bpf *skel, uint16_t sport)
+static void fin(struct sluice_bpf *skel, uint16_t sport, uint32_t seq_offset)
 {
 	struct pkt_spec f = syn4(sport);
 
-	f.syn = 0, f.fin = 1, f.ackf = 1, f.seq++;
+	f.syn = 0, f.fin = 1, f.ackf = 1, f.seq += 1 + seq_offset;
+	f.ack = SERVER_ISN(sport) + 1;
 	xdp_spec(skel, &f);
 }
 
@@ -119,23 +143,29 @@ static long count_flows(int fd)
 	return n;
 }
 
-/* A plan that copies every pinned map of the old fixture into the new skeleton. */
-static void plan_copy_all(struct pair *p, struct layout_plan *lp)
+/* A plan that carries every pinned map of the old fixture over into the new skeleton, as a
+ * migration from layout `from` would: copied (through the map's converter, if that migration
+ * has one), the record map adopted. Returns the number of maps in the plan. */
+static int plan_migration(struct pair *p, struct layout_plan *lp, __u32 from)
 {
+	const char *names[SLUICE_LAYOUT_MAX_MAPS];
+	int n = pinned_map_names(names, SLUICE_LAYOUT_MAX_MAPS);
+
 	memset(lp, 0, sizeof(*lp));
 	lp->action = LAYOUT_MIGRATE;
 	lp->version = layout_version();
-	lp->pinned = layout_version() - 1;
-	for (int i = 0; i < N_NAMES; i++) {
-		struct bpf_map *nm = bpf_object__find_map_by_name(p->new_skel->obj, NAMES[i]);
-		struct bpf_map *om = bpf_object__find_map_by_name(p->old->skel->obj, NAMES[i]);
+	lp->pinned = from;
+	for (int i = 0; i < n; i++) {
+		struct bpf_map *nm = bpf_object__find_map_by_name(p->new_skel->obj, names[i]);
+		struct bpf_map *om = bpf_object__find_map_by_name(p->old->skel->obj, names[i]);
+		int record = strcmp(names[i], "sluice_layout") == 0;
 
-		lp->slot[lp->n++] = (struct layout_slot){ .map = nm, .copy = 1,
-							  .old_fd = dup(bpf_map__fd(om)) };
+		lp->slot[lp->n++] = (struct layout_slot){
+			.map = nm, .copy = !record, .convert = layout_converter(from, names[i]),
+			.old_fd = record ? -1 : dup(bpf_map__fd(om)) };
+		free((void *)names[i]);
 	}
-	lp->slot[lp->n++] = (struct layout_slot){
-		.map = bpf_object__find_map_by_name(p->new_skel->obj, "sluice_layout"),
-		.old_fd = -1 };
+	return n;
 }
 
 static void test_late_changes_counted_exactly_once(void **state)
@@ -145,20 +175,21 @@ static void test_late_changes_counted_exactly_once(void **state)
 	struct sluice_inflight inf;
 	struct layout_plan lp;
 	char err[256];
+	int n_maps;
 
 	/* Before the first copy: A(1), B(2), C(3) admitted by the old programs. */
 	for (uint16_t s = 1; s <= 3; s++)
-		assert_int_equal(syn(p->old->skel, s), XDP_PASS);
-	plan_copy_all(p, &lp);
+		assert_int_equal(open_conn(p->old->skel, s), XDP_PASS);
+	n_maps = plan_migration(p, &lp, layout_version()); /* a copy with no converter */
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
 	assert_int_equal(count_flows(p->nm.flows), 3);
 
 	/* Between the copy and the swap the old programs still run: B ends, D(4), F(6) arrive.
 	 * The new programs already run too: E(5) arrives there. */
-	fin(p->old->skel, 2);
-	assert_int_equal(syn(p->old->skel, 4), XDP_PASS);
-	assert_int_equal(syn(p->old->skel, 6), XDP_PASS);
-	assert_int_equal(syn(p->new_skel, 5), XDP_PASS);
+	fin(p->old->skel, 2, 0);
+	assert_int_equal(open_conn(p->old->skel, 4), XDP_PASS);
+	assert_int_equal(open_conn(p->old->skel, 6), XDP_PASS);
+	assert_int_equal(open_conn(p->new_skel, 5), XDP_PASS);
 
 	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
 	layout_plan_release(&lp);
@@ -174,7 +205,7 @@ static void test_late_changes_counted_exactly_once(void **state)
 	/* They all end through the new programs: back to exactly zero. */
 	for (uint16_t s = 1; s <= 6; s++)
 		if (s != 2)
-			fin(p->new_skel, s);
+			fin(p->new_skel, s, 0);
 	assert_int_equal(count_flows(p->nm.flows), 0);
 	assert_int_equal(maps_read_inflight(&p->nm, p->old->idx[0], &inf), 0);
 	assert_int_equal(inf.total, 0);
@@ -194,7 +225,87 @@ static void test_late_changes_counted_exactly_once(void **state)
 					     &rec), 0);
 	assert_int_equal(rec.version, layout_version());
 	assert_int_equal(rec.migrating_from, 0);
-	assert_int_equal(rec.n_maps, N_NAMES + 1);
+	assert_int_equal(rec.n_maps, n_maps);
+}
+
+/* struct sluice_verdict as layouts 1 and 2 wrote it (admit fractions; a class admitted while
+ * in-flight < its threshold, so 0 = no room): what a layout 2 controller left in the map. */
+struct old_verdict {
+	__u32 limit, class_threshold[SLUICE_NUM_CLASSES], admit_prob[SLUICE_NUM_CLASSES];
+	__u32 switch_admit[SLUICE_NUM_CLASSES], breaker_state, breaker_admit, retry_after_s, flags;
+};
+
+/* Layout 2 -> this layout, before the controller's first tick: every verdict field converted
+ * to its shed meaning exactly, the swapped-in programs admit what the old ones admitted and
+ * refuse what they refused, a slot never written admits, and the flows carried over (with
+ * client_next unknown) end on their FIN wherever the client's sequence is. */
+static void test_migration_from_layout_2_converts_verdicts_and_flows(void **state)
+{
+	struct pair *p = *state;
+	const __u32 ONE = SLUICE_PROB_ONE;
+	struct old_verdict ov = {
+		.limit = 100, .class_threshold = { 100, 90, 75, 0 },
+		.admit_prob = { ONE, ONE / 4, ONE, ONE }, .switch_admit = { ONE, ONE / 2, ONE, 0 },
+		.breaker_state = SLUICE_BREAKER_CLOSED, .breaker_admit = ONE, .retry_after_s = 7,
+		.flags = SLUICE_VERDICT_PRIORITY_COUNT,
+	}, zero = { 0 };
+	struct sluice_verdict v, nothing = { 0 };
+	struct sluice_inflight inf;
+	struct layout_plan lp;
+	char err[256];
+	__u32 svc = (__u32)p->old->idx[0], unused = svc + 1;
+
+	assert_int_equal(layout_converter(2, "verdicts"), layout_verdict_from_v2);
+	assert_int_equal(layout_converter(1, "flows"), layout_flow_from_v2);
+	assert_null(layout_converter(2, "inflight"));
+	/* Three units admitted and established by the old programs (L2, the default class). */
+	for (uint16_t s = 1; s <= 3; s++)
+		assert_int_equal(open_conn(p->old->skel, s), XDP_PASS);
+	/* What a layout 2 controller left: admit fractions; another slot never written. */
+	assert_int_equal(bpf_map_update_elem(p->old->m.verdicts, &svc, &ov, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(p->old->m.verdicts, &unused, &zero, BPF_ANY), 0);
+
+	plan_migration(p, &lp, 2);
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
+	layout_plan_release(&lp);
+
+	assert_int_equal(maps_read_verdict(&p->nm, (int)svc, &v), 0);
+	assert_int_equal(v.limit, 100);
+	assert_int_equal(v.class_threshold[0], 100);
+	assert_int_equal(v.class_threshold[2], 75);
+	assert_int_equal(v.class_threshold[3], 0);
+	assert_int_equal(v.flags, SLUICE_VERDICT_PRIORITY_COUNT | SLUICE_VERDICT_SHUT(3));
+	assert_int_equal(v.shed_prob[0], 0);
+	assert_int_equal(v.shed_prob[1], ONE - ONE / 4);
+	assert_int_equal(v.shed_prob[2], 0);
+	assert_int_equal(v.switch_shed[1], ONE / 2);
+	assert_int_equal(v.switch_shed[3], ONE);
+	assert_int_equal(v.switch_shed[2], 0);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(v.breaker_shed, 0);
+	assert_int_equal(v.retry_after_s, 7);
+	assert_int_equal(maps_read_verdict(&p->nm, (int)unused, &v), 0);
+	assert_memory_equal(&v, &nothing, sizeof(v));
+
+	/* The three units are there, each counted once; their FINs end them wherever the
+	 * client's sequence is (1 MiB and 3 GB past the handshake). */
+	assert_int_equal(count_flows(p->nm.flows), 3);
+	assert_int_equal(maps_read_inflight(&p->nm, (int)svc, &inf), 0);
+	assert_int_equal(inf.total, 3);
+	fin(p->new_skel, 1, 0);
+	fin(p->new_skel, 2, SLUICE_SEQ_WINDOW);
+	fin(p->new_skel, 3, 0xc0000000u);
+	assert_int_equal(count_flows(p->nm.flows), 0);
+	assert_int_equal(maps_read_inflight(&p->nm, (int)svc, &inf), 0);
+	assert_int_equal(inf.total, 0);
+
+	/* Before any tick: connections of L2 (threshold 75, nothing shed) are admitted by the
+	 * new programs, every one of them, and complete. */
+	for (uint16_t s = 40; s < 60; s++)
+		assert_int_equal(open_conn(p->new_skel, s), XDP_PASS);
+	assert_int_equal(maps_read_inflight(&p->nm, (int)svc, &inf), 0);
+	assert_int_equal(inf.total, 20);
 }
 
 static void test_btf_hash_tells_layouts_apart(void **state)
@@ -210,8 +321,13 @@ static void test_btf_hash_tells_layouts_apart(void **state)
 	assert_true(layout_btf_hash(o, p->old->skel->maps.inflight) !=
 		    layout_btf_hash(o, p->old->skel->maps.class_stats));
 	assert_true(flows == layout_btf_hash(n, p->new_skel->maps.flows));
-	for (int i = 0; i < N_NAMES; i++)
-		assert_true(layout_btf_hash(o, bpf_object__find_map_by_name(o, NAMES[i])) != 0);
+	const char *names[SLUICE_LAYOUT_MAX_MAPS];
+	int n_maps = pinned_map_names(names, SLUICE_LAYOUT_MAX_MAPS);
+
+	for (int i = 0; i < n_maps; i++) {
+		assert_true(layout_btf_hash(o, bpf_object__find_map_by_name(o, names[i])) != 0);
+		free((void *)names[i]);
+	}
 }
 
 /* Same-size layouts that differ only in names, order, widths or array lengths hash apart; a
@@ -265,6 +381,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_late_changes_counted_exactly_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_from_layout_2_converts_verdicts_and_flows,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_hash_tells_layouts_apart, setup, teardown),
 		cmocka_unit_test(test_btf_hash_sees_same_size_changes),
 	};

@@ -21,24 +21,113 @@
 #define THIS_LAYOUT SLUICE_MAP_LAYOUT_VERSION
 #endif
 
+/* ---- converters: a map whose values changed meaning keeps its key and value sizes, and each
+ * value is rewritten from the old meaning into this build's on the way into the fresh map */
+
+/* struct sluice_verdict as layouts 1 and 2 wrote it: admit fractions (SLUICE_PROB_ONE = admit
+ * all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0 only. */
+struct verdict_v2 {
+	__u32 limit;
+	__u32 class_threshold[SLUICE_NUM_CLASSES];
+	__u32 admit_prob[SLUICE_NUM_CLASSES];
+	__u32 switch_admit[SLUICE_NUM_CLASSES];
+	__u32 breaker_state;
+	__u32 breaker_admit;
+	__u32 retry_after_s;
+	__u32 flags;
+};
+_Static_assert(sizeof(struct verdict_v2) == sizeof(struct sluice_verdict),
+	       "a verdict converted in place keeps its size");
+
+void layout_verdict_from_v2(void *value)
+{
+	static const struct verdict_v2 never_written;
+	struct verdict_v2 o;
+	struct sluice_verdict *v = value;
+
+	memcpy(&o, value, sizeof(o));
+	memset(v, 0, sizeof(*v));
+	/* All zero: a slot no controller ever wrote (a written verdict has a limit of at least
+	 * 1). Layout 2 enforced it as "refuse everything" only while a heartbeat made the slot
+	 * count; this layout's never-written verdict is the all-zero one, which admits. */
+	if (!memcmp(&o, &never_written, sizeof(o)))
+		return;
+	v->limit = o.limit;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		v->class_threshold[c] = o.class_threshold[c];
+		v->shed_prob[c] = sluice_prob_complement(o.admit_prob[c]);
+		v->switch_shed[c] = sluice_prob_complement(o.switch_admit[c]);
+	}
+	v->breaker_state = o.breaker_state;
+	v->breaker_shed = sluice_prob_complement(o.breaker_admit);
+	v->retry_after_s = o.retry_after_s;
+	/* The only flag layout 2 knew; a threshold of 0 (no room) becomes a shut class. */
+	v->flags = o.flags & SLUICE_VERDICT_PRIORITY_COUNT;
+	sluice_verdict_mark_shut(v);
+}
+
+/* Layout 2's flows had padding where client_next is; 0 there tells the data path that where
+ * the client is is not known yet (its FIN/RST is taken, the server's next ack sets it). */
+void layout_flow_from_v2(void *value)
+{
+	((struct sluice_flow *)value)->client_next = 0;
+}
+
+struct layout_convert {
+	const char *map;
+	void (*fn)(void *value);
+};
+
+static const struct layout_convert from_v2[] = {
+	{ "verdicts", layout_verdict_from_v2 },
+	{ "flows", layout_flow_from_v2 },
+	{ NULL, NULL },
+};
+
 /* The versions this build can carry over, and how. A map listed in `copy` (or every map with
- * copy_all) is created fresh and filled from its pin, byte for byte: its key and value sizes
- * must be unchanged (a map whose value changed needs a converter added here first), its
- * max_entries may differ. Every other map must match this build exactly and is adopted. */
+ * copy_all), or in `convert`, is created fresh and filled from its pin (through its converter
+ * when it has one): its key and value sizes must be unchanged (a map whose values changed
+ * size needs a converter that can change sizes first), its max_entries may differ. Maps new
+ * in this layout are created empty by loading. Every other map must match this build exactly
+ * and is adopted. The converters produce layout 3 values: a later layout runs its own after
+ * them, or refuses. */
 struct layout_migration {
 	__u32 from;
 	int copy_all;
 	const char *const *copy;
+	const struct layout_convert *convert;
+	const char *const *fresh;   /* maps that layout never had: created empty, never pinned */
 	const char *what;
 };
 
+static const char *const new_in_v3[] = { "handshakes", "halfopen", NULL };
+
 static const struct layout_migration migrations[] = {
+	/* 1 is 2 without the record. */
+	{ .from = 1, .convert = from_v2, .fresh = new_in_v3,
+	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
+		  "handshakes and halfopen created empty, the layout record is new" },
+	{ .from = 2, .convert = from_v2, .fresh = new_in_v3,
+	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
+		  "handshakes and halfopen created empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
+
+layout_convert_fn layout_converter(__u32 from, const char *map)
+{
+	for (size_t i = 0; migrations[i].from; i++) {
+		const struct layout_convert *c = migrations[i].convert;
+
+		for (; migrations[i].from == from && c && c->map; c++)
+			if (strcmp(c->map, map) == 0)
+				return c->fn;
+	}
+	return NULL;
+}
 
 __u32 layout_version(void)
 {
@@ -298,12 +387,26 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		refuse(err, errlen, pin_dir, msg);
 		return -EPROTO;
 	}
+	/* A map the found layout never had is already pinned: the pins are not what the record
+	 * (or its absence) says, and converting them would misread every value. */
+	for (int i = 0; i < p->n; i++) {
+		const char *name = bpf_map__name(p->slot[i].map);
+
+		if (in_list(mig->fresh, name) && access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0) {
+			snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, "
+				 "which layout %u never had, is pinned: cannot tell which layout the "
+				 "pins are", pin_dir, p->pinned, name, p->pinned);
+			refuse(err, errlen, pin_dir, msg);
+			return -EPROTO;
+		}
+	}
 	p->action = LAYOUT_MIGRATE;
 	for (int i = 0; i < p->n; i++) {
 		const char *name = bpf_map__name(p->slot[i].map);
 
+		p->slot[i].convert = layout_converter(p->pinned, name);
 		p->slot[i].copy = strcmp(name, LAYOUT_MAP) != 0 &&
-				  (mig->copy_all || in_list(mig->copy, name));
+				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert);
 	}
 	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
 		return -EPROTO;
@@ -440,6 +543,17 @@ fail_s:
 	return NULL;
 }
 
+/* Every value of the snapshot rewritten by the slot's converter (each CPU's copy of a per-CPU
+ * value): the merge below then compares and writes values of this build's meaning only. */
+static void snap_convert(struct snapshot *s, const struct layout_slot *slot)
+{
+	size_t one = is_percpu(s->type) ? (bpf_map__value_size(slot->map) + 7) & ~7u : s->vsz;
+
+	for (size_t j = 0; slot->convert && j < s->n; j++)
+		for (size_t o = 0; o + one <= s->vsz; o += one)
+			slot->convert(s->vals + j * s->vsz + o);
+}
+
 /* The value stored under key in the snapshot, or NULL. */
 static const char *snap_find(const struct snapshot *s, const void *key)
 {
@@ -482,6 +596,7 @@ int layout_copy(struct layout_plan *p, char *err, size_t errlen)
 				 bpf_map__name(s->map));
 			return -EIO;
 		}
+		snap_convert(b, s);
 		s->base = b;
 		for (size_t j = 0; j < b->n; j++)
 			if (bpf_map_update_elem(fd, b->keys + j * b->ksz, b->vals + j * b->vsz,
@@ -510,6 +625,7 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 		rc = -ENOMEM;
 		goto out;
 	}
+	snap_convert(f, s);
 	for (size_t j = 0; j < f->n; j++) {
 		const char *k = f->keys + j * f->ksz, *fv = f->vals + j * f->vsz;
 		const char *bv = is_array(f->type) ? (j < b->n ? b->vals + j * b->vsz : NULL)

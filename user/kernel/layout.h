@@ -3,8 +3,10 @@
  *   none                 create the maps, record this layout
  *   same version         adopt them (after checking each pinned map against this build)
  *   older, migratable    carry them over: maps whose layout is unchanged are adopted in place,
- *                        the others are created fresh, filled from the pinned ones, and take
- *                        over the pin names once the programs are swapped
+ *                        the others are created fresh, filled from the pinned ones (each
+ *                        value through a converter where its meaning changed), and take
+ *                        over the pin names once the programs are swapped; maps new in
+ *                        this layout are created empty
  *   anything else        refuse, change nothing, and say what to do
  * Order of calls (attach.c): layout_plan after opening the object, layout_copy after loading
  * it, layout_commit after the programs are swapped in. */
@@ -19,9 +21,13 @@ struct bpf_map;
 
 enum layout_action { LAYOUT_FRESH, LAYOUT_ADOPT, LAYOUT_MIGRATE };
 
+/* Rewrites one value of a map from an older layout's meaning into this build's, in place. */
+typedef void (*layout_convert_fn)(void *value);
+
 struct layout_slot {
 	struct bpf_map *map;
 	int copy;                   /* migrated: created fresh and filled from the pin */
+	layout_convert_fn convert;  /* for a copied map whose values changed meaning, else NULL */
 	int old_fd;                 /* the pinned map being carried over, -1 otherwise */
 	void *base;                 /* what the first copy carried over (a snapshot) */
 	long carried;               /* entries carried over */
@@ -54,6 +60,12 @@ int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin
 		  char *err, size_t errlen);
 
 void layout_plan_release(struct layout_plan *p);
+
+/* The converter of map `map` when migrating from layout `from`, or NULL (copied as is or
+ * adopted). The two converters from layouts 1 and 2: */
+layout_convert_fn layout_converter(__u32 from, const char *map);
+void layout_verdict_from_v2(void *value);   /* admit fractions -> shed fractions, shut flags */
+void layout_flow_from_v2(void *value);      /* client_next 0: not known */
 
 /* Hash of a map's key and value types in the object's BTF (0 when it has none): member names,
  * offsets, sizes, array lengths and integer encodings; typedefs and qualifiers are looked
