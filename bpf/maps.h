@@ -21,7 +21,7 @@ struct {
 /* Static per-service configuration: protocol, reject mode, classification tables. Controller. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_service);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -42,7 +42,7 @@ struct {
  * Rewritten by the controller every tick. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_verdict);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -60,7 +60,7 @@ struct {
 /* Prepared HTTP 429/503 responses, index svc * 2 + kind. Controller. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * 2);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * 2);
 	__type(key, __u32);
 	__type(value, struct sluice_reply);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -101,7 +101,7 @@ struct {
 /* In-flight units per service and class. Shared atomics: admission reads the total. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_inflight);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -111,7 +111,7 @@ struct {
  * Controller only (so neither side races the other's writes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_inflight);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -120,7 +120,7 @@ struct {
 /* Cumulative counters per (service, class), per CPU. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
 	__type(key, __u32);
 	__type(value, struct sluice_class_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -129,7 +129,7 @@ struct {
 /* Request latency histograms per (service, class), per CPU. BPF (TC egress). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
 	__type(key, __u32);
 	__type(value, struct sluice_hist);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -125,7 +125,7 @@ struct bench {
 	int e_xdp, e_tc, xdp, tci, tce;
 	struct sluice_config cfg;
 	struct sluice_maps m;
-	int idx[SLUICE_MAX_SERVICES];
+	int idx[SLUICE_MIN_SERVICE_SLOTS];
 };
 
 /* Load both objects and program the maps as sluiced would for CONFIG. */

@@ -57,6 +57,13 @@ void sluice_config_defaults(struct sluice_config *out)
 	out->retry_storm.windows = 3;
 }
 
+void sluice_config_free(struct sluice_config *c)
+{
+	free(c->services);
+	c->services = NULL;
+	c->n_services = 0;
+}
+
 void sluice_service_defaults(struct service_conf *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -235,8 +242,10 @@ static void parse_root(struct ydoc *d, yaml_node_t *root, struct sluice_config *
 	ymap_each(d, root, "", root_pair, &a);
 	if (!a.interface)
 		doc_err(d->errs, NULL, "missing required key 'interface'");
-	if (cfg->n_services == 0 && (!a.services || a.services->type == YAML_SEQUENCE_NODE ||
-				     a.services->type == YAML_SCALAR_NODE))
+	if (cfg->n_services == 0 && (!a.services || a.services->type == YAML_SCALAR_NODE ||
+				     (a.services->type == YAML_SEQUENCE_NODE &&
+				      a.services->data.sequence.items.top ==
+				      a.services->data.sequence.items.start)))
 		doc_err(d->errs, a.services, "no services");
 	if (cfg->heartbeat_timeout_ms <= cfg->control_interval_ms) {
 		yaml_node_t *at = a.heartbeat ? a.heartbeat : a.control;

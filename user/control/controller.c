@@ -112,3 +112,14 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			out->retry_after_s = ra;
 	}
 }
+
+int service_ctl_settled(const struct service_ctl *s)
+{
+	if (s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded || s->rs.active ||
+	    s->rs.arrivals || s->rs.streak || (!s->ap.fixed && sluice_hist_count(&s->aimd.win)))
+		return 0;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 0;
+	return 1;
+}

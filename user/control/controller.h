@@ -55,4 +55,10 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		      const struct ctl_inputs *in, int suppressed, uint64_t now_ns,
 		      const struct sluice_event_sink *sink, struct sluice_verdict *out, int *opened);
 
+/* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
+ * the verdict as they are (breaker closed, ladder admitting everything, no latency samples
+ * waiting in the AIMD window, no retry-storm window under way). The daemon skips such a
+ * service while its counters and in-flight stay the same. */
+int service_ctl_settled(const struct service_ctl *s);
+
 #endif

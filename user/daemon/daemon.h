@@ -26,6 +26,13 @@ struct service_books {
 	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
 	struct acceptq aq;                       /* listen queue, this tick */
 	int aq_alert;                            /* queue over half the backlog reported */
+	/* The tick's shortcut: the verdict last written, and whether the service is quiet (its
+	 * last tick saw no counter change, left the verdict as it was and found the controller
+	 * settled): a quiet service is skipped while its counters, in-flight and switches stay
+	 * the same. */
+	struct sluice_verdict written;
+	int have_written, quiet, overloaded;
+	struct sluice_inflight last_inflight;
 };
 
 struct daemon {
@@ -35,9 +42,12 @@ struct daemon {
 	char *cfg_text;                          /* bytes of the config in force, to spot changes */
 	size_t cfg_len;
 	struct sluice_maps m;
-	int idx[SLUICE_MAX_SERVICES];            /* map index of cfg.services[i] */
-	struct service_ctl ctl[SLUICE_MAX_SERVICES];
-	struct service_books books[SLUICE_MAX_SERVICES];
+	/* Per service, cfg.n_services of each, on the heap (14 KB a service). */
+	int *idx;                                /* map index of cfg.services[i] */
+	struct service_ctl *ctl;
+	struct service_books *books;
+	struct maps_reader rd;                   /* the tick's batched reads */
+	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
 	struct switch_state sw;
@@ -53,8 +63,13 @@ struct daemon {
 /* Set up controller state for the loaded config and program the maps. */
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen);
 
-/* One control tick. */
+/* One control tick: reads every service's counters in one batch, runs the controller for the
+ * services whose counters, in-flight or switches changed (or whose controller has a timer
+ * under way), writes the verdicts that changed. */
 void daemon_tick(struct daemon *d, unsigned long long now_ns);
+
+/* Free what daemon_init allocated. */
+void daemon_free(struct daemon *d);
 
 /* Reload the config file if its bytes changed (force: even if not). An invalid file is
  * refused with its errors on stderr and an event; the running config stays. Returns 1 when a

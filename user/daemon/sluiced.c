@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	}
 	bpflog_route();
 
-	if (attach_load(&at, d.cfg.pin_dir, err, sizeof(err)) ||
+	if (attach_load(&at, d.cfg.pin_dir, d.cfg.n_services, err, sizeof(err)) ||
 	    attach_interface(&at, d.cfg.pin_dir, d.cfg.interface, d.cfg.xdp_mode, err, sizeof(err))) {
 		log_error("%s", err);
 		attach_release(&at);
@@ -203,5 +203,7 @@ int main(int argc, char **argv)
 		     "`sluicectl detach` removes it", d.cfg.interface, SLUICE_EV_INFO);
 	maps_close(&d.m);
 	attach_release(&at);
+	daemon_free(&d);
+	sluice_config_free(&d.cfg);
 	return 0;
 }

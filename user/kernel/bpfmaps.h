@@ -5,6 +5,7 @@
 #ifndef SLUICE_BPFMAPS_H
 #define SLUICE_BPFMAPS_H
 
+#include <stddef.h>
 #include "sluice.h"
 
 struct sluice_maps {
@@ -12,6 +13,7 @@ struct sluice_maps {
 	int flows, rejected_syns, clients, inflight, inflight_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ncpus;
+	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
 
 /* Map names as pinned (LIBBPF_PIN_BY_NAME uses the map's name). */
@@ -23,6 +25,39 @@ struct sluice_maps {
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
 int maps_open_pinned(const char *pin_dir, struct sluice_maps *m);
+/* Fill m->ncpus and m->n_slots from the open `services` map (maps_open_pinned does it). */
+int maps_learn_sizes(struct sluice_maps *m);
+
+/* Entries [first, first + n) of an array map in one syscall (bpf_map_lookup_batch; entry by
+ * entry where the kernel has no batch lookup). vals holds n values of `stride` bytes: the
+ * value size, or for a per-CPU map round_up(value size, 8) x ncpus. keys: room for n keys
+ * (scratch), or NULL to allocate it. */
+int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys);
+
+/* The tick's read path: one syscall per map for every service's counters and in-flight,
+ * the histograms only of the services the caller asks for (buffers kept, no allocation per
+ * read). */
+struct maps_reader {
+	int n_slots, ncpus;
+	size_t stats_len;            /* bytes of one service's class_stats (4 classes, all CPUs) */
+	unsigned char *stats, *stats_prev;   /* raw per-CPU class_stats, this read and the last */
+	int have_prev;
+	struct sluice_inflight *inflight, *released;
+	void *hist;                  /* one service's 4 histograms, all CPUs */
+	__u32 *keys;                 /* scratch for the batch lookups */
+};
+int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m);
+void maps_reader_free(struct maps_reader *r);
+/* Read class_stats, inflight and inflight_released of every slot. */
+int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m);
+/* Did slot svc's counters change between the last two reads (always 1 after the first)? */
+int maps_reader_changed(const struct maps_reader *r, int svc);
+/* From the last read: counters summed over CPUs, and in-flight as admission sees it. */
+void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out);
+void maps_reader_inflight(const struct maps_reader *r, int svc, struct sluice_inflight *out);
+/* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
+int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
+		      struct sluice_hist *out);
 void maps_close(struct sluice_maps *m);
 
 /* Counters: summed over CPUs. */
