@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* 4096 services on the real programs and the real daemon tick: the maps sized for them at
+ * load, traffic to the last service counted and its verdict enforced, and the tick running
+ * the controller only for the services that moved. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "scale.h"
+
+#define N 4096
+
+static void test_4096_services(void **st)
+{
+	struct scale *s = scale_setup(N, 1);
+	struct sluice_class_stats cs[SLUICE_NUM_CLASSES];
+	int last;
+	(void)st;
+
+	assert_non_null(s);
+	assert_int_equal(s->d->m.n_slots, 4096);
+	assert_int_equal(s->d->cfg.n_services, N);
+	last = s->d->idx[N - 1];
+	assert_true(last >= 0 && last < N);
+
+	/* ticks with no traffic: the first runs every controller, later ones skip them all */
+	for (int t = 0; t < 3; t++)
+		daemon_tick(s->d, monotonic_ns());
+	assert_int_equal(s->d->ticked, 2 * N);      /* tick 1 and the quiet tick 2 */
+	assert_int_equal(s->d->skipped, N);         /* tick 3 */
+
+	/* the last service: admitted, counted, then its limit of 1 refuses the next SYN */
+	assert_int_equal(scale_unit(s, N - 1, 40000, 0), XDP_PASS);
+	assert_int_equal(scale_unit(s, N - 1, 40001, 0), XDP_TX);   /* RST to the client */
+	maps_reader_read(&s->d->rd, &s->d->m);
+	maps_reader_stats(&s->d->rd, last, cs);
+	assert_int_equal(cs[0].arrivals, 2);
+	assert_int_equal(cs[0].admitted, 1);
+
+	/* the next tick runs only that service's controller */
+	s->d->ticked = s->d->skipped = 0;
+	daemon_tick(s->d, monotonic_ns());
+	assert_int_equal(s->d->ticked, 1);
+	assert_int_equal(s->d->skipped, N - 1);
+	scale_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_4096_services),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
