@@ -237,6 +237,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		const struct service_books *b = &d->books[i];
 		const struct service_ctl *s = &d->ctl[i];
 
+		memset(e, 0, sizeof(*e));      /* the rows are reused from tick to tick */
 		e->idx = d->idx[i];
 		e->breaker_admit = (double)sluice_breaker_admit(&s->brk, &s->bp) / SLUICE_PROB_ONE;
 		e->breaker_opens = b->opens;
