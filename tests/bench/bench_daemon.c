@@ -10,7 +10,7 @@
  * 4 classes x (class_stats + latency_hist) lookups of the per-CPU maps and the in-flight
  * pair, one syscall and one allocation each (maps_read_class_stats and friends).
  * Benchmark, not a test: it never fails on time.
- *   build/bench/bench_daemon [TICKS]      (default 100) */
+ *   build/bench/bench_daemon [TICKS [CONFIGURED ACTIVE]]   (default 100 ticks, every size) */
 #include <time.h>
 #include "scale.h"
 
@@ -101,9 +101,20 @@ int main(int argc, char **argv)
 	struct row rows[6];
 	int n = 0, failed = 0;
 
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		if (run(sizes[i][0], sizes[i][1], ticks, &rows[n])) {
-			fprintf(stderr, "bench_daemon: cannot set up %d services\n", sizes[i][0]);
+	size_t count = sizeof(sizes) / sizeof(sizes[0]);
+	int one[1][2];
+
+	if (argc > 3) {      /* one size only (profiling) */
+		one[0][0] = atoi(argv[2]);
+		one[0][1] = atoi(argv[3]);
+		count = 1;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const int *sz = argc > 3 ? one[i] : sizes[i];
+
+		if (sz[0] < 1 || sz[1] < 0 || sz[1] > sz[0] ||
+		    run(sz[0], sz[1], ticks, &rows[n])) {
+			fprintf(stderr, "bench_daemon: cannot set up %d services\n", sz[0]);
 			failed = 1;
 			continue;
 		}

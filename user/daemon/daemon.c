@@ -385,19 +385,20 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	struct ctl_inputs in;
 	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
 
-	maps_reader_inflight(&d->rd, d->idx[i], &in.inflight);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
 		same &= in.switch_admit[c] == b->written.switch_admit[c];
 	}
-	same &= memcmp(&in.inflight, &b->last_inflight, sizeof(in.inflight)) == 0;
+	/* In-flight moves only with a counter or a GC release (which clears quiet): an
+	 * unchanged quiet service is skipped without reading it. */
 	if (b->quiet && !changed && same) {
 		books_idle(b, dt_s, decay);
 		d->skipped++;
 		return;
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
-	if (maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
+	if (maps_reader_inflight(&d->rd, &d->m, d->idx[i], &in.inflight) ||
+	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	d->ticked++;
@@ -414,7 +415,6 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->have_written = 1;
 	}
 	update_books(d, i, &v, dt_s);
-	b->last_inflight = in.inflight;
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
 	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
@@ -462,6 +462,13 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 				      flow_still_open, &lc);
 
 		free(lc.keys);
+		if (n > 0) {
+			/* in-flight moved without a counter: re-read the releases, run every
+			 * controller once */
+			maps_reader_reread_released(&d->rd, &d->m);
+			for (int i = 0; i < d->cfg.n_services; i++)
+				d->books[i].quiet = 0;
+		}
 		if (n > 0 && d->verbose)
 			daemon_event(d, SLUICE_EVM_FLOWS, "open", "reclaimed", "idle flows reclaimed", "",
 				     SLUICE_EV_DEBUG);

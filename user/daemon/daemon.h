@@ -28,11 +28,10 @@ struct service_books {
 	int aq_alert;                            /* queue over half the backlog reported */
 	/* The tick's shortcut: the verdict last written, and whether the service is quiet (its
 	 * last tick saw no counter change, left the verdict as it was and found the controller
-	 * settled): a quiet service is skipped while its counters, in-flight and switches stay
-	 * the same. */
+	 * settled): a quiet service is skipped while its counters and switches stay the same
+	 * (its in-flight cannot move without a counter, but for a GC release, which clears it). */
 	struct sluice_verdict written;
 	int have_written, quiet, overloaded;
-	struct sluice_inflight last_inflight;
 };
 
 struct daemon {

@@ -186,26 +186,35 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->stats_len = sizeof(struct sluice_class_stats) * SLUICE_NUM_CLASSES * (size_t)m->ncpus;
 	r->stats = malloc(r->stats_len * n);
 	r->stats_prev = malloc(r->stats_len * n);
+	r->changed = calloc(n, 1);
 	r->inflight = calloc(n, sizeof(*r->inflight));
 	r->released = calloc(n, sizeof(*r->released));
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
-	if (!r->keys || !r->stats || !r->stats_prev || !r->inflight || !r->released || !r->hist) {
+	if (!r->keys || !r->stats || !r->stats_prev || !r->changed || !r->inflight ||
+	    !r->released || !r->hist) {
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
-	return 0;
+	return maps_reader_reread_released(r, m);
 }
 
 void maps_reader_free(struct maps_reader *r)
 {
 	free(r->stats);
 	free(r->stats_prev);
+	free(r->changed);
 	free(r->inflight);
 	free(r->released);
 	free(r->hist);
 	free(r->keys);
 	memset(r, 0, sizeof(*r));
+}
+
+int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m)
+{
+	return maps_read_array(m->inflight_released, 0, (__u32)r->n_slots, sizeof(*r->released),
+			       r->released, r->keys);
 }
 
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m)
@@ -216,25 +225,34 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m)
 	r->stats_prev = r->stats;
 	r->stats = t;
 	r->have_prev = r->have_prev ? 2 : 1;
+	r->n_changed = 0;
+	r->inflight_read = 0;
 	if ((err = maps_read_array(m->class_stats, 0, (__u32)r->n_slots * SLUICE_NUM_CLASSES,
-				   r->stats_len / SLUICE_NUM_CLASSES, r->stats, r->keys)) ||
-	    (err = maps_read_array(m->inflight, 0, (__u32)r->n_slots, sizeof(*r->inflight),
-				   r->inflight, r->keys)) ||
-	    (err = maps_read_array(m->inflight_released, 0, (__u32)r->n_slots,
-				   sizeof(*r->released), r->released, r->keys))) {
+				   r->stats_len / SLUICE_NUM_CLASSES, r->stats, r->keys))) {
 		r->have_prev = 0; /* the buffers hold a partial read */
 		return err;
+	}
+	for (int s = 0; s < r->n_slots; s++) {
+		size_t off = r->stats_len * (size_t)s;
+
+		r->changed[s] = r->have_prev < 2 ||
+				memcmp(r->stats + off, r->stats_prev + off, r->stats_len) != 0;
+		r->n_changed += r->changed[s];
+	}
+	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
+	if (r->n_changed > r->n_slots / 8) {
+		if ((err = maps_read_array(m->inflight, 0, (__u32)r->n_slots, sizeof(*r->inflight),
+					   r->inflight, r->keys)))
+			return err;
+		r->inflight_read = 1;
 	}
 	return 0;
 }
 
 int maps_reader_changed(const struct maps_reader *r, int svc)
 {
-	size_t off = r->stats_len * (size_t)svc;
-
-	return r->have_prev < 2 || memcmp(r->stats + off, r->stats_prev + off, r->stats_len) != 0;
+	return r->changed[svc];
 }
-
 /* The per-CPU values below are made of u64 only: no padding between CPUs. */
 _Static_assert(sizeof(struct sluice_class_stats) % 8 == 0, "class_stats not u64-aligned");
 _Static_assert(sizeof(struct sluice_hist) % 8 == 0, "hist not u64-aligned");
@@ -264,12 +282,18 @@ void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class
 		   sizeof(*out), out);
 }
 
-void maps_reader_inflight(const struct maps_reader *r, int svc, struct sluice_inflight *out)
+int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			 struct sluice_inflight *out)
 {
+	__u32 k = (__u32)svc;
+
+	if (!r->inflight_read && bpf_map_lookup_elem(m->inflight, &k, &r->inflight[svc]))
+		return -errno;
 	*out = r->inflight[svc];
 	out->total -= r->released[svc].total;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		out->cls[c] -= r->released[svc].cls[c];
+	return 0;
 }
 
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,

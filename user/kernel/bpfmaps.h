@@ -34,27 +34,34 @@ int maps_learn_sizes(struct sluice_maps *m);
  * (scratch), or NULL to allocate it. */
 int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys);
 
-/* The tick's read path: one syscall per map for every service's counters and in-flight,
- * the histograms only of the services the caller asks for (buffers kept, no allocation per
- * read). */
+/* The tick's read path: every service's counters in one syscall (class_stats, batched); the
+ * in-flight and histograms only of the services the caller runs (in-flight batched too when
+ * many changed). In-flight only moves with a counter (admitted, completed) or with a GC
+ * release, so an unchanged service needs neither. Buffers are kept: no allocation per read. */
 struct maps_reader {
 	int n_slots, ncpus;
 	size_t stats_len;            /* bytes of one service's class_stats (4 classes, all CPUs) */
 	unsigned char *stats, *stats_prev;   /* raw per-CPU class_stats, this read and the last */
-	int have_prev;
-	struct sluice_inflight *inflight, *released;
+	unsigned char *changed;      /* per slot: counters differ between the last two reads */
+	int have_prev, n_changed;
+	int inflight_read;           /* inflight[] was read in one batch this time */
+	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
 	void *hist;                  /* one service's 4 histograms, all CPUs */
 	__u32 *keys;                 /* scratch for the batch lookups */
 };
 int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m);
 void maps_reader_free(struct maps_reader *r);
-/* Read class_stats, inflight and inflight_released of every slot. */
+/* Read class_stats of every slot; in-flight too when many changed. */
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m);
+/* inflight_released is written by the flow GC only: re-read it after a GC pass released. */
+int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
 /* Did slot svc's counters change between the last two reads (always 1 after the first)? */
 int maps_reader_changed(const struct maps_reader *r, int svc);
-/* From the last read: counters summed over CPUs, and in-flight as admission sees it. */
+/* From the last read: counters summed over CPUs. */
 void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out);
-void maps_reader_inflight(const struct maps_reader *r, int svc, struct sluice_inflight *out);
+/* In-flight as admission sees it (BPF's count minus the GC's releases). */
+int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			 struct sluice_inflight *out);
 /* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out);
