@@ -210,11 +210,15 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 	}
 }
 
-static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
+/* The controller's side of /metrics. Rows of the services the tick ran are refreshed every
+ * tick; every row at least once a second and whenever the switches or the service list
+ * changed (a quiet service's row only ages: uptime, overload time, switch age). */
+static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 {
 	struct metrics_extra *x = &d->mx;
 
 	pthread_mutex_lock(&d->lock);
+	all |= x->n != d->cfg.n_services;
 	*x = (struct metrics_extra){ .s = x->s, .cap = x->cap };
 	x->cascade_suspended = d->cascade.suspended;
 	x->cascade_triggers = d->cascade.triggers;
@@ -237,6 +241,8 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		const struct service_books *b = &d->books[i];
 		const struct service_ctl *s = &d->ctl[i];
 
+		if (!all && !d->books[i].ran)
+			continue;
 		memset(e, 0, sizeof(*e));      /* the rows are reused from tick to tick */
 		e->idx = d->idx[i];
 		e->breaker_admit = (double)sluice_breaker_admit(&s->brk, &s->bp) / SLUICE_PROB_ONE;
@@ -284,6 +290,7 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 			     SLUICE_EV_INFO);
 	}
 	d->switch_error_logged = d->sw.corrupt;
+	d->switches_changed = rc != 0 || d->sw.n_expired > 0;
 	for (int k = 0; k < d->sw.n_expired && k < SWST_MAX_EXPIRED; k++) {
 		const struct sw_switch *w = &d->sw.expired[k];
 		struct sluice_event ev;
@@ -391,6 +398,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	}
 	/* In-flight moves only with a counter or a GC release (which clears quiet): an
 	 * unchanged quiet service is skipped without reading it. */
+	b->ran = 0;
 	if (b->quiet && !changed && same) {
 		books_idle(b, dt_s, decay);
 		d->skipped++;
@@ -402,6 +410,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	d->ticked++;
+	b->ran = 1;
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
@@ -474,7 +483,13 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 				     SLUICE_EV_DEBUG);
 		d->last_gc_ns = now_ns;
 	}
-	fill_metrics_extra(d, wall_s);
+	{
+		int all = d->switches_changed || now_ns - d->last_fill_ns >= NS;
+
+		if (all)
+			d->last_fill_ns = now_ns;
+		fill_metrics_extra(d, wall_s, all);
+	}
 }
 
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)

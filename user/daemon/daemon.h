@@ -32,6 +32,7 @@ struct service_books {
 	 * (its in-flight cannot move without a counter, but for a GC release, which clears it). */
 	struct sluice_verdict written;
 	int have_written, quiet, overloaded;
+	int ran;                                 /* the controller ran this tick */
 };
 
 struct daemon {
@@ -51,7 +52,8 @@ struct daemon {
 	struct sluice_cascade cascade;
 	struct switch_state sw;
 	int switch_error_logged;
-	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
+	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns, last_fill_ns;
+	int switches_changed;                    /* the last switch poll changed something */
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines: stdout */

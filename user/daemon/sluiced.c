@@ -72,7 +72,8 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 	while (running) {
 		unsigned long long now = monotonic_ns();
 		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
-		int timeout = next > now ? (int)((next - now) / 1000000) : 0;
+		/* rounded up: a timeout of 0 for the last fraction of a millisecond would spin */
+		int timeout = next > now ? (int)((next - now + 999999) / 1000000) : 0;
 
 		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
 			struct signalfd_siginfo si;
