@@ -98,12 +98,12 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 	maps_write_globals(&d->m, &g);
 }
 
-/* Per-service arrays for n services (zeroed). */
+/* Per-service arrays for n services (zeroed); idx has room for the tick's hot list too. */
 static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct service_books **books)
 {
 	size_t k = (size_t)(n ? n : 1);
 
-	*idx = calloc(k, sizeof(**idx));
+	*idx = calloc(2 * k, sizeof(**idx));
 	*ctl = calloc(k, sizeof(**ctl));
 	*books = calloc(k, sizeof(**books));
 	if (*idx && *ctl && *books)
@@ -121,6 +121,7 @@ void daemon_free(struct daemon *d)
 	free(d->books);
 	free(d->mx.s);
 	d->idx = NULL;
+	d->hot = NULL;
 	d->ctl = NULL;
 	d->books = NULL;
 	d->mx.s = NULL;
@@ -137,6 +138,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		return -1;
 	}
 	if (alloc_services(d->cfg.n_services, &d->idx, &d->ctl, &d->books) ||
+	    !(d->hot = d->idx + d->cfg.n_services) ||
 	    maps_reader_init(&d->rd, &d->m)) {
 		snprintf(err, errlen, "out of memory for %d services", d->cfg.n_services);
 		return -1;
@@ -454,7 +456,17 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
 	read_accept_queues(d);
 
-	if (maps_reader_read(&d->rd, &d->m)) {
+	int n_hot = 0, n_used = 0;
+
+	/* The services still running their controller are read every tick; the quiet ones in
+	 * turn (maps_reader_read). */
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		if (d->idx[i] >= n_used)
+			n_used = d->idx[i] + 1;
+		if (!d->books[i].quiet)
+			d->hot[n_hot++] = d->idx[i];
+	}
+	if (maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot)) {
 		/* keep the last verdicts: BPF keeps enforcing them */
 		log_debug("cannot read the counters this tick");
 	} else {
@@ -596,6 +608,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	free(d->books);
 	d->cfg = next;
 	d->idx = new_idx;
+	d->hot = new_idx + next.n_services;
 	d->ctl = new_ctl;
 	d->books = new_books;
 	pthread_mutex_unlock(&d->lock);

@@ -44,6 +44,7 @@ struct daemon {
 	struct sluice_maps m;
 	/* Per service, cfg.n_services of each, on the heap (14 KB a service). */
 	int *idx;                                /* map index of cfg.services[i] */
+	int *hot;                                /* the tick's slots to read (in idx's block) */
 	struct service_ctl *ctl;
 	struct service_books *books;
 	struct maps_reader rd;                   /* the tick's batched reads */

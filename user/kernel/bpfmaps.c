@@ -185,13 +185,13 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->ncpus = m->ncpus;
 	r->stats_len = sizeof(struct sluice_class_stats) * SLUICE_NUM_CLASSES * (size_t)m->ncpus;
 	r->stats = malloc(r->stats_len * n);
-	r->stats_prev = malloc(r->stats_len * n);
+	r->scratch = malloc(r->stats_len * n);
 	r->changed = calloc(n, 1);
 	r->inflight = calloc(n, sizeof(*r->inflight));
 	r->released = calloc(n, sizeof(*r->released));
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
-	if (!r->keys || !r->stats || !r->stats_prev || !r->changed || !r->inflight ||
+	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight ||
 	    !r->released || !r->hist) {
 		maps_reader_free(r);
 		return -ENOMEM;
@@ -202,7 +202,7 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 void maps_reader_free(struct maps_reader *r)
 {
 	free(r->stats);
-	free(r->stats_prev);
+	free(r->scratch);
 	free(r->changed);
 	free(r->inflight);
 	free(r->released);
@@ -217,36 +217,67 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 			       r->released, r->keys);
 }
 
-int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m)
+/* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
+static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
 {
-	unsigned char *t = r->stats_prev;
-	int err;
+	int err = maps_read_array(m->class_stats, (__u32)first * SLUICE_NUM_CLASSES,
+				  (__u32)n * SLUICE_NUM_CLASSES, r->stats_len / SLUICE_NUM_CLASSES,
+				  r->scratch, r->keys);
 
-	r->stats_prev = r->stats;
-	r->stats = t;
-	r->have_prev = r->have_prev ? 2 : 1;
+	if (err)
+		return err;
+	for (int k = 0; k < n; k++) {
+		size_t off = r->stats_len * (size_t)(first + k);
+		const unsigned char *fresh = r->scratch + r->stats_len * (size_t)k;
+
+		if (r->have_prev && !memcmp(r->stats + off, fresh, r->stats_len))
+			continue;
+		memcpy(r->stats + off, fresh, r->stats_len);
+		r->changed[first + k] = 1;
+		r->n_changed++;
+	}
+	return 0;
+}
+
+int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
+		     const int *hot, int n_hot)
+{
+	int err, parts, len, first, end;
+
+	if (n_used > r->n_slots)
+		n_used = r->n_slots;
+	memset(r->changed, 0, (size_t)r->n_slots);
 	r->n_changed = 0;
 	r->inflight_read = 0;
-	if ((err = maps_read_array(m->class_stats, 0, (__u32)r->n_slots * SLUICE_NUM_CLASSES,
-				   r->stats_len / SLUICE_NUM_CLASSES, r->stats, r->keys))) {
-		r->have_prev = 0; /* the buffers hold a partial read */
-		return err;
+	parts = (n_used + MAPS_SCAN_SLOTS - 1) / MAPS_SCAN_SLOTS;
+	if (parts > MAPS_SCAN_PARTS)
+		parts = MAPS_SCAN_PARTS;
+	if (!r->have_prev || parts <= 1 || n_hot * 4 > n_used) {
+		first = 0;
+		end = n_used;   /* everything: the first read, few slots, or much moving */
+	} else {
+		len = (n_used + parts - 1) / parts;
+		first = (r->turn++ % parts) * len;
+		end = first + len < n_used ? first + len : n_used;
 	}
-	for (int s = 0; s < r->n_slots; s++) {
-		size_t off = r->stats_len * (size_t)s;
-
-		r->changed[s] = r->have_prev < 2 ||
-				memcmp(r->stats + off, r->stats_prev + off, r->stats_len) != 0;
-		r->n_changed += r->changed[s];
-	}
+	if ((err = read_slots(r, m, first, end - first)))
+		goto fail;
+	for (int k = 0; k < n_hot; k++)
+		if ((hot[k] < first || hot[k] >= end) && hot[k] < n_used &&
+		    (err = read_slots(r, m, hot[k], 1)))
+			goto fail;
+	r->have_prev = 1;
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
-	if (r->n_changed > r->n_slots / 8) {
-		if ((err = maps_read_array(m->inflight, 0, (__u32)r->n_slots, sizeof(*r->inflight),
+	if (r->n_changed > n_used / 8) {
+		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
 					   r->inflight, r->keys)))
 			return err;
 		r->inflight_read = 1;
 	}
 	return 0;
+fail:
+	r->have_prev = 0; /* the buffer may hold a partial read: compare nothing with it */
+	return err;
 }
 
 int maps_reader_changed(const struct maps_reader *r, int svc)

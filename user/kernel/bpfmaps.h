@@ -34,16 +34,25 @@ int maps_learn_sizes(struct sluice_maps *m);
  * (scratch), or NULL to allocate it. */
 int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys);
 
-/* The tick's read path: every service's counters in one syscall (class_stats, batched); the
- * in-flight and histograms only of the services the caller runs (in-flight batched too when
- * many changed). In-flight only moves with a counter (admitted, completed) or with a GC
- * release, so an unchanged service needs neither. Buffers are kept: no allocation per read. */
+/* The tick's read path: the counters (class_stats) in one batch syscall, the in-flight and
+ * histograms only of the services the caller runs (in-flight batched too when many changed).
+ * In-flight only moves with a counter (admitted, completed) or with a GC release, so an
+ * unchanged service needs neither. Buffers are kept: no allocation per read.
+ * With more than MAPS_SCAN_SLOTS slots in use, a read covers the `hot` slots (the services
+ * the caller still runs) and one of up to MAPS_SCAN_PARTS parts of the rest in turn: the
+ * cost per tick of services at rest is bounded by the part, and their first traffic is seen
+ * within MAPS_SCAN_PARTS reads. Much moving (over a quarter hot) reads everything. */
+#define MAPS_SCAN_SLOTS 256
+#define MAPS_SCAN_PARTS 4
+
 struct maps_reader {
 	int n_slots, ncpus;
 	size_t stats_len;            /* bytes of one service's class_stats (4 classes, all CPUs) */
-	unsigned char *stats, *stats_prev;   /* raw per-CPU class_stats, this read and the last */
-	unsigned char *changed;      /* per slot: counters differ between the last two reads */
+	unsigned char *stats;        /* raw per-CPU class_stats, as last read, per slot */
+	unsigned char *scratch;      /* one batch as it arrives */
+	unsigned char *changed;      /* per slot: counters moved since it was last read */
 	int have_prev, n_changed;
+	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
 	void *hist;                  /* one service's 4 histograms, all CPUs */
@@ -51,11 +60,12 @@ struct maps_reader {
 };
 int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m);
 void maps_reader_free(struct maps_reader *r);
-/* Read class_stats of every slot; in-flight too when many changed. */
-int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m);
+/* Read the counters of slots [0, n_used) as described above (hot: n_hot slot numbers). */
+int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
+		     const int *hot, int n_hot);
 /* inflight_released is written by the flow GC only: re-read it after a GC pass released. */
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
-/* Did slot svc's counters change between the last two reads (always 1 after the first)? */
+/* Did slot svc's counters move since it was last read (always 1 on the first read)? */
 int maps_reader_changed(const struct maps_reader *r, int svc);
 /* From the last read: counters summed over CPUs. */
 void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out);
