@@ -6,8 +6,11 @@
 #
 #   tools/bench.sh [BUILD]          (what `make bench` runs; needs root)
 #
-# 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost) and
-#    controller tick cost (BUILD/bench/bench_tick); both are built by make.
+# 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost),
+#    controller tick cost (BUILD/bench/bench_tick) and the daemon's whole tick on the real maps
+#    for 1 to 4096 services configured and active (BUILD/bench/bench_daemon), all built by
+#    make; then sluiced itself at rest with 1000 and 4096 services configured, 10 active: its
+#    CPU from /proc/PID/stat over BENCH_IDLE_S seconds.
 # 2. HTTP on a real server: Apache httpd (event MPM, WORKERS threads, a handler that sleeps
 #    SERVICE_MS; tools/bench/apache/) whose capacity is measured at the start of every run.
 #    L0 clients (source 198.18.0.10, X-Priority: L0, about 4 % of the clients or arrivals) and
@@ -26,6 +29,7 @@
 #
 # Knobs (environment):
 #   BENCH_DUR        seconds per measured step (default 8)
+#   BENCH_IDLE_S     seconds of each sluiced-at-rest measurement of the micro scenario (default 10)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
 #   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four)
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
