@@ -24,6 +24,15 @@ const char *sluice_xdp_mode_name(int mode)
 	return "?";
 }
 
+unsigned sluice_service_name_hash(const char *name)
+{
+	unsigned h = 2166136261u;   /* FNV-1a */
+
+	for (int i = 0; i < SLUICE_NAME_LEN && name[i]; i++)
+		h = (h ^ (unsigned char)name[i]) * 16777619u;
+	return h;
+}
+
 int sluice_config_service_index(const struct sluice_config *cfg, const char *name)
 {
 	for (int i = 0; i < cfg->n_services; i++)

@@ -128,6 +128,9 @@ void sluice_service_defaults(struct service_conf *s);
 /* XDP_MODE_* -> "auto" | "native" | "generic". */
 const char *sluice_xdp_mode_name(int mode);
 
+/* A hash of a service name (at most SLUICE_NAME_LEN bytes), for tables of many services. */
+unsigned sluice_service_name_hash(const char *name);
+
 /* Index of the service called `name`, or -1. */
 int sluice_config_service_index(const struct sluice_config *cfg, const char *name);
 

@@ -471,21 +471,12 @@ struct svc_marks {
 	unsigned name_mask;
 };
 
-static unsigned name_hash(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /* The service that first took this name, or -1 (then idx takes it). */
 static int name_first(struct svc_marks *m, const struct sluice_config *cfg, int idx)
 {
 	const char *name = cfg->services[idx].name;
 
-	for (unsigned h = name_hash(name) & m->name_mask;; h = (h + 1) & m->name_mask) {
+	for (unsigned h = sluice_service_name_hash(name) & m->name_mask;; h = (h + 1) & m->name_mask) {
 		int j = m->name_slot[h] - 1;
 
 		if (j < 0) {

@@ -30,15 +30,6 @@ static struct sluice_service *read_all_services(const struct sluice_maps *m)
 	return all;
 }
 
-static unsigned name_hash(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	for (int i = 0; i < SLUICE_NAME_LEN && s[i]; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx)
 {
 	struct sluice_service *all;
@@ -61,13 +52,13 @@ int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config 
 		all[s].name[SLUICE_NAME_LEN - 1] = 0;
 		if (!all[s].name[0])
 			continue;
-		for (h = name_hash(all[s].name) & mask; slot_of[h]; h = (h + 1) & mask)
+		for (h = sluice_service_name_hash(all[s].name) & mask; slot_of[h]; h = (h + 1) & mask)
 			;
 		slot_of[h] = s + 1;
 	}
 	for (int i = 0; i < cfg->n_services; i++) {
 		idx[i] = -1;
-		for (unsigned h = name_hash(cfg->services[i].name) & mask; slot_of[h];
+		for (unsigned h = sluice_service_name_hash(cfg->services[i].name) & mask; slot_of[h];
 		     h = (h + 1) & mask) {
 			int s = slot_of[h] - 1;
 
