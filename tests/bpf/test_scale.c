@@ -48,6 +48,27 @@ static void test_4096_services(void **st)
 	assert_int_equal(s->d->ticked, 1);
 	assert_int_equal(s->d->skipped, (unsigned long long)t * N - 1);
 	assert_int_equal(s->d->rd.n_changed, 1);
+
+	/* what the tick's batched reads saw is what entry-by-entry lookups see */
+	{
+		struct sluice_class_stats batched[SLUICE_NUM_CLASSES], one;
+		struct sluice_hist hb[SLUICE_NUM_CLASSES], h1;
+		struct sluice_inflight ib, i1;
+
+		maps_reader_stats(&s->d->rd, last, batched);
+		assert_int_equal(maps_reader_hists(&s->d->rd, &s->d->m, last, hb), 0);
+		assert_int_equal(maps_reader_inflight(&s->d->rd, &s->d->m, last, &ib), 0);
+		assert_int_equal(maps_read_inflight(&s->d->m, last, &i1), 0);
+		assert_memory_equal(&ib, &i1, sizeof(ib));
+		assert_int_equal(ib.total, 1);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			assert_int_equal(maps_read_class_stats(&s->d->m, last, c, &one), 0);
+			assert_int_equal(maps_read_hist(&s->d->m, last, c, &h1), 0);
+			assert_memory_equal(&batched[c], &one, sizeof(one));
+			assert_memory_equal(&hb[c], &h1, sizeof(h1));
+		}
+		assert_int_equal(batched[0].arrivals, 2);
+	}
 	scale_free(s);
 }
 

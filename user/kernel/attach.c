@@ -55,16 +55,18 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 	return 0;
 }
 
+/* The per-service maps and their entries per service. */
+static const struct { const char *name; unsigned per; } per_service[] = {
+	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
+	{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
+	{ "latency_hist", SLUICE_NUM_CLASSES },
+};
+#define N_PER_SERVICE (sizeof(per_service) / sizeof(per_service[0]))
+
 /* Size the per-service maps for `slots` services before loading. */
 void attach_size_services(struct bpf_object *obj, unsigned slots)
 {
-	static const struct { const char *name; unsigned per; } per_service[] = {
-		{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
-		{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
-		{ "latency_hist", SLUICE_NUM_CLASSES },
-	};
-
-	for (size_t i = 0; i < sizeof(per_service) / sizeof(per_service[0]); i++) {
+	for (size_t i = 0; i < N_PER_SERVICE; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, per_service[i].name);
 
 		if (m)
@@ -95,6 +97,7 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_dir);
 	unsigned slots = maps_service_slots(n_services), pinned;
+	const char *grow[N_PER_SERVICE + 1];
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -109,21 +112,15 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 		return rc;
 	}
 	/* The pins' size wins when it holds the config: a restart keeps its maps, whatever size
-	 * they were created for. Smaller pins are refused (before anything changes) rather than
-	 * half-used. */
+	 * they were created for. Smaller pins are grown: the layout plan carries them into
+	 * bigger fresh maps (a migration within the same layout). */
 	pinned = pinned_slots(pin_dir);
-	if (pinned && pinned < (unsigned)n_services) {
-		snprintf(err, errlen, "the config has %d services but the pinned maps under %s hold "
-			 "%u: stop sluiced, run `sluicectl --pin-dir %s detach` (drops in-flight "
-			 "state; traffic is admitted while detached) and start it again to size them "
-			 "for %u", n_services, pin_dir, pinned, pin_dir, slots);
-		sluice_bpf__destroy(st->skel);
-		st->skel = NULL;
-		return -E2BIG;
-	}
-	attach_size_services(st->skel->obj, pinned ? pinned : slots);
+	attach_size_services(st->skel->obj, pinned >= (unsigned)n_services ? pinned : slots);
+	for (size_t i = 0; i < N_PER_SERVICE; i++)
+		grow[i] = per_service[i].name;
+	grow[N_PER_SERVICE] = NULL;
 	/* Adopt, migrate or refuse the pins before loading touches any of them. */
-	rc = layout_plan(&st->layout, st->skel->obj, pin_dir, err, errlen);
+	rc = layout_plan(&st->layout, st->skel->obj, pin_dir, grow, err, errlen);
 	if (rc) {
 		sluice_bpf__destroy(st->skel);
 		st->skel = NULL;

@@ -25,7 +25,8 @@ struct attach_state {
 
 /* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),
  * the per-service maps sized for n_services (maps_service_slots), or as pinned when the pins
- * hold that many. On failure returns -errno and a message in err. */
+ * hold that many; smaller pins are carried into bigger maps (layout_plan's grow). On failure
+ * returns -errno and a message in err. */
 int attach_load(struct attach_state *st, const char *pin_dir, int n_services, char *err,
 		size_t errlen);
 
