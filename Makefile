@@ -31,7 +31,8 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
 LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(LAYOUT_DRILL)
-BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/empty_xdp.bpf.o
+BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
+              $(BUILD)/bench/empty_xdp.bpf.o
 TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 
 .PHONY: all deps deps-check test demo bench clean
@@ -100,6 +101,11 @@ $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# sluiced's tick on the real programs (tests/bpf/scale.h sets them up).
+$(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
 

@@ -21,7 +21,7 @@ struct {
 /* Static per-service configuration: protocol, reject mode, classification tables. Controller. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_service);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -42,7 +42,7 @@ struct {
  * Rewritten by the controller every tick. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_verdict);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -60,7 +60,7 @@ struct {
 /* Prepared HTTP 429/503 responses, index svc * 2 + kind. Controller. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * 2);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * 2);
 	__type(key, __u32);
 	__type(value, struct sluice_reply);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -92,7 +92,7 @@ struct {
 /* Admitted handshakes not yet complete, per service (see sluice_halfopen). BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
 	__type(key, __u32);
 	__type(value, struct sluice_halfopen);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -121,7 +121,7 @@ struct {
 /* In-flight units per service and class. Shared atomics: admission reads the total. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_inflight);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -131,7 +131,7 @@ struct {
  * Controller only (so neither side races the other's writes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sluice_inflight);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -140,7 +140,7 @@ struct {
 /* Cumulative counters per (service, class), per CPU. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
 	__type(key, __u32);
 	__type(value, struct sluice_class_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -149,7 +149,7 @@ struct {
 /* Request latency histograms per (service, class), per CPU. BPF (TC egress). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
 	__type(key, __u32);
 	__type(value, struct sluice_hist);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

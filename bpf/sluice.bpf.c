@@ -403,7 +403,7 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 	hs = *r;
 	if (p->tcp->rst || p->tcp->fin) {
 		/* Refused or closed by the server before it held a slot. */
-		if (bpf_map_delete_elem(&handshakes, key) == 0 && hs.svc < SLUICE_MAX_SERVICES)
+		if (bpf_map_delete_elem(&handshakes, key) == 0)
 			halfopen_done(hs.svc, now);
 		return;
 	}

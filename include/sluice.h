@@ -17,7 +17,14 @@
 #include <linux/types.h>
 #include "sluice_names.h"
 
-#define SLUICE_MAX_SERVICES   64
+/* Services: the per-service maps (services, verdicts, inflight, inflight_released, replies,
+ * class_stats, latency_hist) are sized when sluiced loads them, from the number of services
+ * in the config (user/kernel/mapconfig.c: a power of two, at least SLUICE_MIN_SERVICE_SLOTS,
+ * which is also the size compiled into the object). SLUICE_MAX_SERVICES is the built-in
+ * upper limit: a flow records its service index in 16 bits (struct sluice_flow.svc), and a
+ * service is one port, so 65536 is also the port space. A config beyond it is refused. */
+#define SLUICE_MAX_SERVICES       65536
+#define SLUICE_MIN_SERVICE_SLOTS  64
 #define SLUICE_NUM_CLASSES    4          /* L0 core .. L3 non-critical */
 #define SLUICE_NAME_LEN       32
 #define SLUICE_MAX_FLOWS      65536      /* tracked units; beyond this new units are admitted untracked */

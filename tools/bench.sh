@@ -6,8 +6,11 @@
 #
 #   tools/bench.sh [BUILD]          (what `make bench` runs; needs root)
 #
-# 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost) and
-#    controller tick cost (BUILD/bench/bench_tick); both are built by make.
+# 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost),
+#    controller tick cost (BUILD/bench/bench_tick) and the daemon's whole tick on the real maps
+#    for 1 to 4096 services configured and active (BUILD/bench/bench_daemon), all built by
+#    make; then sluiced itself at rest with 1000 and 4096 services configured, 10 active: its
+#    CPU from /proc/PID/stat over BENCH_IDLE_S seconds.
 # 2. HTTP on a real server: Apache httpd (event MPM, WORKERS threads, a handler that sleeps
 #    SERVICE_MS; tools/bench/apache/) whose capacity is measured at the start of every run.
 #    L0 clients (source 198.18.0.10, X-Priority: L0, about 4 % of the clients or arrivals) and
@@ -27,6 +30,7 @@
 # Knobs (environment):
 #   BENCH_DUR        seconds per measured step (default 7; the PostgreSQL steps too when given,
 #                    else PG_DUR, default 6 here)
+#   BENCH_IDLE_S     seconds of each sluiced-at-rest measurement of the micro scenario (default 10)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
 #   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four)
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
@@ -111,7 +115,8 @@ for b in "$BUILD/sluiced" "$BUILD/sluicectl" "$BUILD/tools/loadgen" "$BUILD/test
 	[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
 done
 if has micro "$SCENARIOS"; then
-	for b in "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" "$BUILD/bench/empty_xdp.bpf.o"; do
+	for b in "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" "$BUILD/bench/bench_daemon" \
+		"$BUILD/bench/empty_xdp.bpf.o" "$BUILD/tools/testserver"; do
 		[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
 	done
 fi
@@ -147,6 +152,12 @@ if has micro "$SCENARIOS"; then
 		log "bench_tick failed: $(tail -3 "$TMP/tick.err")"
 		FAILED+=("bench_tick: $(tail -1 "$TMP/tick.err")")
 	fi
+	echo >> "$MICRO"
+	log "daemon tick cost (real maps, batched reads)"
+	if ! timeout 300 "$BUILD/bench/bench_daemon" >> "$MICRO" 2> "$TMP/daemon.err"; then
+		log "bench_daemon failed: $(tail -3 "$TMP/daemon.err")"
+		FAILED+=("bench_daemon: $(tail -1 "$TMP/daemon.err")")
+	fi
 	cat "$MICRO" >&2
 fi
 
@@ -164,6 +175,52 @@ setup_http_ns() {
 why() { # why LOGFILE...: the last lines of a failed program's logs, on one line
 	tail -q -n 3 "$@" 2>/dev/null | tr '\n' ' ' | cut -c1-300
 }
+
+# ------------------------------------------------------------------ 1b. sluiced at rest
+# sluiced attached with many configured services of which a few have traffic (10 loadgens at
+# 20 connections/s each): its CPU over IDLE_S seconds from /proc/PID/stat (user + system, all
+# its threads), in % of one core.
+IDLE_S=${BENCH_IDLE_S:-10}
+proc_cpu_ticks() { # utime + stime of a process (fields 14 and 15, counted after the comm)
+	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+idle_cpu() { # idle_cpu CONFIGURED ACTIVE: one line for the micro results
+	local n=$1 active=$2 cfg=$TMP/idle-$1.yaml port step i t0 t1 hz pid listen=""
+	printf 'interface: s0\nmetrics_address: 127.0.0.1:0\nstate_dir: %s/idle-state\nservices:\n' \
+		"$TMP" > "$cfg"
+	awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "  - { name: s%d, port: %d }\n", i, 20000 + i }' >> "$cfg"
+	setup_ns || { echo "# idle $n/$active: cannot set up namespaces"; return 1; }
+	step=$((active > 0 ? n / active : 1))
+	for i in $(seq 0 $((active - 1))); do listen="$listen --listen $SRV_IP:$((20000 + i * step))"; done
+	[ "$active" -gt 0 ] && start_bg "$TMP/idle-server.log" $IN_SRV "$BUILD/tools/testserver" $listen \
+		--mode tcp --workers 4 --service-ms 1
+	start_bg "$TMP/sluiced-idle-$n.log" $IN_SRV "$BUILD/sluiced" --config "$cfg" --pin-dir "$PIN"
+	pid=$LAST_PID
+	for i in $(seq 100); do grep -q '"to":"attached"' "$TMP/sluiced-idle-$n.log" && break; sleep 0.1; done
+	if ! grep -q '"to":"attached"' "$TMP/sluiced-idle-$n.log"; then
+		echo "# idle $n/$active: sluiced did not attach: $(why "$TMP/sluiced-idle-$n.log")"
+		teardown_ns; return 1
+	fi
+	for i in $(seq 0 $((active - 1))); do
+		start_bg "$TMP/idle-lg-$i.json" $IN_CLI "$BUILD/tools/loadgen" --target \
+			$SRV_IP:$((20000 + i * step)) --mode tcp --rate 20 --duration $((IDLE_S + 4)) --quiet
+	done
+	sleep 2                        # past the start: controllers run once, then rest
+	hz=$(getconf CLK_TCK); t0=$(proc_cpu_ticks "$pid"); sleep "$IDLE_S"; t1=$(proc_cpu_ticks "$pid")
+	awk -v n="$n" -v a="$active" -v d=$((t1 - t0)) -v hz="$hz" -v s="$IDLE_S" \
+		'BEGIN { printf "%10d %7d %8.2f %9.1f\n", n, a, 100 * d / hz / s, 1000 * d / hz / s }'
+	teardown_ns
+}
+if has micro "$SCENARIOS"; then
+	log "sluiced at rest: CPU with many services configured, few active"
+	{
+		echo
+		echo "# sluiced CPU, attached, ${IDLE_S} s from /proc/PID/stat (every thread); active services get 20 tcp connections/s"
+		printf '%10s %7s %8s %9s\n' configured active cpu% ms_per_s
+		idle_cpu 1000 0; idle_cpu 1000 10; idle_cpu 4096 10
+	} >> "$MICRO"
+	tail -5 "$MICRO" >&2
+fi
 
 # ------------------------------------------------------------------ server and contenders
 # start_apache ADDR:PORT: Apache behind (127.0.0.1:8081) or in place of (the front) a contender.

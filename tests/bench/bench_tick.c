@@ -3,8 +3,8 @@
  * Runs exactly what sluiced runs per service and tick -- service_ctl_tick() from
  * user/control/controller.c: signals (4 classes, 104-bucket histograms), AIMD, breaker, ladder with
  * overload detection, peak tracking and work-conserving thresholds, retry storm -- plus the
- * cascade detector once per tick. Map reads and writes are not included (the daemon's
- * syscalls; bounded by SLUICE_MAX_SERVICES = 64 per node in practice).
+ * cascade detector once per tick, with every service active. Map reads and writes are not
+ * included: tests/bench/bench_daemon.c measures the daemon's whole tick on the real maps.
  * Build (the modules are included directly; only jansson, for the events' JSON, is linked):
  *   make build/bench/bench_tick
  * Run: build/bench/bench_tick [ticks]   -> one line per size: mean, median and best tick in us */

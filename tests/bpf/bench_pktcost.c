@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	struct sluice_config cfg;
 	struct doc_errors errs;
 	struct sluice_maps m;
-	int idx[SLUICE_MAX_SERVICES];
+	int idx[SLUICE_MIN_SERVICE_SLOTS];
 	uint8_t pkt[512];
 	size_t len;
 	int rv;

@@ -46,10 +46,10 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 		return NULL;
 	}
 	memset(m, -1, sizeof(*m));
-	m->ncpus = libbpf_num_possible_cpus();
 #define X(name) m->name = bpf_map__fd(skel->maps.name);
 	SLUICE_MAP_NAMES
 #undef X
+	maps_learn_sizes(m);
 	return skel;
 }
 
@@ -59,7 +59,7 @@ struct fixture {
 	struct sluice_bpf *skel;
 	struct sluice_maps m;
 	struct sluice_config cfg;
-	int idx[SLUICE_MAX_SERVICES];
+	int idx[SLUICE_MIN_SERVICE_SLOTS];        /* harness configs stay within the default size */
 };
 
 static inline struct fixture *harness_fixture(const char *config, unsigned max_flows,

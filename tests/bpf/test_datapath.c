@@ -1156,7 +1156,7 @@ static void test_reused_slot_never_inherits_a_verdict(void **state)
 	char text[4096];
 
 	/* Every free slot once belonged to a removed service whose breaker is open. */
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+	for (int s = 0; s < f->m.n_slots; s++) {
 		struct sluice_service sv;
 		struct sluice_verdict v;
 
@@ -1250,29 +1250,29 @@ static void put_flow(struct fixture *f, uint32_t id, uint8_t state, unsigned lon
 static void test_walks_thousands_of_flows(void **state)
 {
 	struct fixture *f = *state;
-	int per[SLUICE_MAX_SERVICES];
+	int per[SLUICE_MIN_SERVICE_SLOTS];
 	unsigned long long t0 = monotonic_ns(), gc_at = t0 + IDLE_NS + S_NS;
 
 	/* More flows than one batch (1024): count and GC see every one. 3000 fall silent at
 	 * t0; 500 are still talking when the GC runs an idle timeout and a second later. */
 	for (uint32_t i = 0; i < 3500; i++)
 		put_flow(f, i, SLUICE_FLOW_OPEN, t0, i < 3000 ? t0 : gc_at - S_NS, 0);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 3500);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MIN_SERVICE_SLOTS), 3500);
 	assert_int_equal(per[f->idx[0]], 3500);
 	/* At t0 nothing is idle, not even on a host whose clock is younger than the timeout. */
 	assert_int_equal(maps_gc_flows(&f->m, t0, SYN_NS, IDLE_NS, NULL, NULL), 0);
 	assert_int_equal(maps_gc_flows(&f->m, gc_at, SYN_NS, IDLE_NS, NULL, NULL), 3000);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), 500);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MIN_SERVICE_SLOTS), 500);
 	assert_int_equal(inflight_total(f, 0), 0); /* untracked entries released nothing */
 }
 
 /* One sluiced tick at now_s, then the flows left; each of the test's flows holds one slot. */
 static void tick_leaves(struct daemon *d, struct fixture *f, unsigned long long now_s, int flows)
 {
-	int per[SLUICE_MAX_SERVICES];
+	int per[SLUICE_MIN_SERVICE_SLOTS];
 
 	daemon_tick(d, now_s * S_NS);
-	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MAX_SERVICES), flows);
+	assert_int_equal(maps_count_flows(&f->m, per, SLUICE_MIN_SERVICE_SLOTS), flows);
 	assert_int_equal(inflight_total(f, 0), flows);
 }
 

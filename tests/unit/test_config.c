@@ -433,22 +433,36 @@ static void test_client_limit(void **state)
 static void test_many_services(void **state)
 {
 	struct fx *f = *state;
-	size_t cap = 64 * 1024, len = 0;
+	size_t cap = 64 * (size_t)(SLUICE_MAX_SERVICES + 2), len = 0;
 	char *t = malloc(cap);
 
 	assert_non_null(t);
+	/* 4096 services: every one parsed, names and ports checked for duplicates */
 	len += (size_t)snprintf(t + len, cap - len, "interface: eth0\nservices:\n");
-	for (int i = 0; i < SLUICE_MAX_SERVICES; i++)
+	for (int i = 0; i < 4096; i++)
 		len += (size_t)snprintf(t + len, cap - len, "  - { name: s%d, port: %d }\n", i, 1000 + i);
 	expect_ok(f, sluice_config_parse(t, len, "many", &f->cfg, &f->errs));
-	assert_int_equal(f->cfg.n_services, SLUICE_MAX_SERVICES);
-	assert_int_equal(sluice_config_service_index(&f->cfg, "s63"), 63);
+	assert_int_equal(f->cfg.n_services, 4096);
+	assert_int_equal(sluice_config_service_index(&f->cfg, "s4095"), 4095);
+	assert_int_equal(f->cfg.services[4095].port, 1000 + 4095);
 	assert_int_equal(sluice_config_service_index(&f->cfg, "nope"), -1);
+	sluice_config_free(&f->cfg);
 
-	/* one more: refused at the line of the 65th */
-	len += (size_t)snprintf(t + len, cap - len, "  - { name: extra, port: 2 }\n");
+	/* a duplicate far down the list is still found, with the first one's line */
+	len += (size_t)snprintf(t + len, cap - len, "  - { name: s17, port: 1017 }\n");
+	expect_fail(f, sluice_config_parse(t, len, "many", &f->cfg, &f->errs), 2);
+	expect_error(&f->errs, 2 + 4096 + 1, "duplicate service name 's17' (first at line 20)");
+	sluice_config_free(&f->cfg);
+
+	/* beyond the built-in limit: refused at the first service too many, with the count */
+	len = (size_t)snprintf(t, cap, "interface: eth0\nservices:\n");
+	for (int i = 0; i <= SLUICE_MAX_SERVICES; i++)
+		len += (size_t)snprintf(t + len, cap - len, "  - { name: s%d, port: %d }\n", i,
+					1 + i % 65535);
 	expect_fail(f, sluice_config_parse(t, len, "many", &f->cfg, &f->errs), 1);
-	expect_error(&f->errs, 2 + SLUICE_MAX_SERVICES + 1, "too many services");
+	expect_error(&f->errs, 2 + SLUICE_MAX_SERVICES + 1,
+		     "too many services: 65537, at most 65536 (sluice's built-in limit)");
+	sluice_config_free(&f->cfg);
 	free(t);
 }
 

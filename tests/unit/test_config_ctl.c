@@ -48,23 +48,26 @@ static void test_defaults(void **st)
 
 static void test_keys_through_yaml(void **st)
 {
-	const struct service_conf *s = &cfg.services[0];
+	const struct service_conf *s;
 	(void)st;
 	assert_int_equal(parse_svc("    limit_algorithm: aimd\n"
 				   "    latency_slo: 1.5x\n"
 				   "    min_samples: 50\n"
 				   "    recovery_step_s: 2\n"
 				   "    headroom: { L3: 40 }\n"), 0);
+	s = &cfg.services[0];      /* the services live on the heap: taken after the parse */
 	assert_int_equal(s->limit_algorithm, LIMIT_ALG_AIMD);
 	assert_true(s->latency_slo_ratio == 1.5 && s->latency_slo_ms == 0);
 	assert_int_equal(s->min_samples, 50);
 	assert_true(s->recovery_step_s == 2);
 	assert_int_equal(s->headroom_set, 1);
 	assert_int_equal(parse_svc("    latency_slo: 50ms\n    limit_algorithm: gradient\n"), 0);
+	s = &cfg.services[0];
 	assert_true(s->latency_slo_ms == 50);
 	assert_int_equal(s->limit_algorithm, LIMIT_ALG_GRADIENT);
 	assert_int_equal(s->headroom_set, 0);
 	assert_int_equal(parse_svc("    latency_slo: 0.2s\n"), 0);
+	s = &cfg.services[0];
 	assert_true(s->latency_slo_ms == 200);
 	/* bad values are errors with their line */
 	assert_int_equal(parse_svc("    latency_slo: fast\n"), -1);

@@ -34,6 +34,8 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	struct service_status *web, *db;
 
 	memset(s, 0, sizeof(*s));
+	s->s = calloc(2, sizeof(*s->s));
+	s->cap = 2;
 	s->controller_alive = 1;
 	s->heartbeat_age_s = 0.25;
 	s->pkt.malformed = 7;
@@ -93,6 +95,8 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	if (!x)
 		return;
 	memset(x, 0, sizeof(*x));
+	x->s = calloc(2, sizeof(*x->s));
+	x->cap = 2;
 	x->cascade_suspended = 1;
 	x->cascade_triggers = 2;
 	x->config_reloads = 3;

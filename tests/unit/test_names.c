@@ -30,9 +30,12 @@ static unsigned long long rej_count(int r, int c)
 /* One tcp service "web" with a distinct count for every (class, reason). */
 static void make_snapshot(struct status_snapshot *s, int breaker_state)
 {
-	struct service_status *web = &s->s[0];
+	struct service_status *web;
 
 	memset(s, 0, sizeof(*s));
+	s->s = calloc(2, sizeof(*s->s));
+	s->cap = 2;
+	web = &s->s[0];
 	s->controller_alive = 1;
 	s->flows = -1;
 	s->n = 1;

@@ -15,9 +15,12 @@
 
 static void snapshot(struct status_snapshot *s)
 {
-	struct service_status *sv = &s->s[0];
+	struct service_status *sv;
 
 	memset(s, 0, sizeof(*s));
+	s->s = calloc(2, sizeof(*s->s));
+	s->cap = 2;
+	sv = &s->s[0];
 	s->controller_alive = 1;
 	s->heartbeat_age_s = 0.1234;
 	s->flows = 7;

@@ -25,7 +25,9 @@ static void snapshot(struct status_snapshot *s, unsigned long long big)
 	s->flows = 123456789;
 	s->pkt.service = s->pkt.malformed = s->pkt.rst_sent = s->pkt.reply_sent = big;
 	s->pkt.reply_failed = big;
-	s->n = 2;
+	s->n = s->cap = 2;
+	s->s = calloc(2, sizeof(*s->s));
+	assert_non_null(s->s);
 	for (int i = 0; i < 2; i++) {
 		struct service_status *sv = &s->s[i];
 
@@ -145,6 +147,7 @@ static void test_status_table_fits_120(void **state)
 	t = table(&s, 1);
 	assert_true(widest_line(t) > 120);
 	free(t);
+	status_free(&s);
 }
 
 static void test_status_table_says_what_it_measures(void **state)
@@ -192,6 +195,7 @@ static void test_status_table_says_what_it_measures(void **state)
 		assert_non_null(strstr(t, "breaker half_open (this step admits 25%)"));
 		free(t);
 	}
+	status_free(&s);
 }
 
 int main(void)

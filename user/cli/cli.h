@@ -25,7 +25,8 @@ struct cli_opts {
 	int json;                   /* --json given as a global option */
 	/* Services known to exist, for validating SERVICE arguments: from the pinned maps when
 	 * attached, else from the config file; n_known = -1 when neither could be read. */
-	char known[SLUICE_MAX_SERVICES][SLUICE_NAME_LEN];
+	char (*known)[SLUICE_NAME_LEN];          /* n_known names, on the heap */
+	const char **known_ptr;                  /* the same names as pointers */
 	int n_known;
 	const struct sluice_config *cfg;   /* NULL when the config file could not be read */
 };

@@ -34,9 +34,8 @@ static const char *const *known_ptrs(const struct cli_opts *o, const char **buf)
 {
 	if (o->n_known < 0)
 		return NULL;
-	for (int i = 0; i < o->n_known && i < SLUICE_MAX_SERVICES; i++)
-		buf[i] = o->known[i];
-	return buf;
+	(void)buf;
+	return o->known_ptr;
 }
 
 static int load_plan(const char *file, struct sluice_plan *p)
@@ -66,7 +65,7 @@ static int plan_do_check(const void *args, void *ctx)
 	struct cli_opts *o = ctx;
 	static struct sluice_plan p;
 	static struct plan_finding f[MAX_FINDINGS];
-	const char *kbuf[SLUICE_MAX_SERVICES];
+	const char **kbuf = NULL;
 	const char *const *known = known_ptrs(o, kbuf);
 	int n;
 
@@ -170,7 +169,7 @@ static int plan_do_apply(const void *args, void *ctx)
 	static struct plan_finding f[MAX_FINDINGS];
 	const char *pos[2] = { a->file, a->level }, *reason = a->reason, *ttl = a->ttl;
 	const char *owner_arg = a->owner;
-	const char *kbuf[SLUICE_MAX_SERVICES];
+	const char **kbuf = NULL;
 	const char *const *known = known_ptrs(o, kbuf);
 	char err[1024], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], cmd[AUDIT_CMD_LEN];
 	char ttlbuf[24];

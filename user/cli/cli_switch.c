@@ -34,11 +34,6 @@ static const char *group_of(const struct cli_opts *o)
 	return o->cfg ? o->cfg->switch_group : "";
 }
 
-static void known_list(const struct cli_opts *o, const char *known[SLUICE_MAX_SERVICES])
-{
-	for (int i = 0; i < o->n_known && i < SLUICE_MAX_SERVICES; i++)
-		known[i] = o->known[i];
-}
 
 static void warn_unknown_services(const struct cli_opts *o)
 {
@@ -97,7 +92,7 @@ static int do_set(const void *args, void *ctx)
 {
 	const struct set_args *a = args;
 	struct cli_opts *o = ctx;
-	const char *known[SLUICE_MAX_SERVICES];
+	const char **known = o->known_ptr;
 	char err[512], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], ttlbuf[24], old_s[160];
 	struct sw_switch sw, old;
 	static struct sw_set set;
@@ -109,7 +104,6 @@ static int do_set(const void *args, void *ctx)
 	else
 		switch_caller(owner, sizeof(owner));
 	warn_unknown_services(o);
-	known_list(o, known);
 	if (sw_make(&sw, a->service, a->class, a->shed, a->reason, a->ttl, owner, now,
 		    o->n_known >= 0 ? known : NULL, o->n_known, err, sizeof(err))) {
 		log_error("switch set: %s", err);
@@ -169,7 +163,7 @@ static int do_clear(const void *args, void *ctx)
 {
 	const struct clear_args *a = args;
 	struct cli_opts *o = ctx;
-	const char *pos[2] = { a->service, a->class }, *known[SLUICE_MAX_SERVICES];
+	const char *pos[2] = { a->service, a->class }, **known = o->known_ptr;
 	const char *reason = a->reason;
 	char err[512], note[1024], path[PATH_MAX], old_s[160];
 	struct sw_switch old;
@@ -190,7 +184,6 @@ static int do_clear(const void *args, void *ctx)
 		return EXIT_USAGE;
 	}
 	warn_unknown_services(o);
-	known_list(o, known);
 	if (o->n_known >= 0 &&
 	    sw_check_target(pos[0], pos[1], known, o->n_known, &cls, err, sizeof(err))) {
 		char p[PATH_MAX];

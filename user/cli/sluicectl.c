@@ -16,23 +16,37 @@
 static void load_known(struct cli_opts *o)
 {
 	struct sluice_maps m;
+	int cap = 0;
 
 	o->n_known = -1;
 	if (maps_open_pinned(o->pin_dir, &m) == 0) {
-		o->n_known = 0;
-		for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-			struct sluice_service sv;
-			if (maps_read_service(&m, s, &sv) == 0 && sv.name[0] && sv.port)
-				snprintf(o->known[o->n_known++], SLUICE_NAME_LEN, "%s", sv.name);
+		struct sluice_service *all = calloc((size_t)m.n_slots, sizeof(*all));
+
+		cap = m.n_slots;
+		o->known = calloc((size_t)cap + 1, sizeof(*o->known));
+		if (all && o->known &&
+		    maps_read_array(m.services, 0, (__u32)m.n_slots, sizeof(*all), all, NULL) == 0) {
+			o->n_known = 0;
+			for (int s = 0; s < m.n_slots; s++)
+				if (all[s].name[0] && all[s].port)
+					snprintf(o->known[o->n_known++], SLUICE_NAME_LEN, "%s", all[s].name);
 		}
+		free(all);
 		maps_close(&m);
-		return;
+	} else if (o->cfg) {
+		cap = o->cfg->n_services;
+		o->known = calloc((size_t)cap + 1, sizeof(*o->known));
+		if (o->known) {
+			o->n_known = o->cfg->n_services;
+			for (int i = 0; i < o->cfg->n_services; i++)
+				snprintf(o->known[i], SLUICE_NAME_LEN, "%s", o->cfg->services[i].name);
+		}
 	}
-	if (o->cfg) {
-		o->n_known = o->cfg->n_services;
-		for (int i = 0; i < o->cfg->n_services; i++)
-			snprintf(o->known[i], SLUICE_NAME_LEN, "%s", o->cfg->services[i].name);
-	}
+	o->known_ptr = calloc((size_t)cap + 1, sizeof(*o->known_ptr));
+	if (!o->known_ptr)
+		o->n_known = -1;
+	for (int i = 0; i < o->n_known; i++)
+		o->known_ptr[i] = o->known[i];
 }
 
 /* The directories and the config: flags first, then the environment, then the config. */

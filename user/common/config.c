@@ -24,6 +24,15 @@ const char *sluice_xdp_mode_name(int mode)
 	return "?";
 }
 
+unsigned sluice_service_name_hash(const char *name)
+{
+	unsigned h = 2166136261u;   /* FNV-1a */
+
+	for (int i = 0; i < SLUICE_NAME_LEN && name[i]; i++)
+		h = (h ^ (unsigned char)name[i]) * 16777619u;
+	return h;
+}
+
 int sluice_config_service_index(const struct sluice_config *cfg, const char *name)
 {
 	for (int i = 0; i < cfg->n_services; i++)
@@ -55,6 +64,13 @@ void sluice_config_defaults(struct sluice_config *out)
 	out->cascade.suspend_s = 300;
 	out->retry_storm.ratio = 0.2;
 	out->retry_storm.windows = 3;
+}
+
+void sluice_config_free(struct sluice_config *c)
+{
+	free(c->services);
+	c->services = NULL;
+	c->n_services = 0;
 }
 
 void sluice_service_defaults(struct service_conf *s)
@@ -236,8 +252,10 @@ static void parse_root(struct ydoc *d, yaml_node_t *root, struct sluice_config *
 	ymap_each(d, root, "", root_pair, &a);
 	if (!a.interface)
 		doc_err(d->errs, NULL, "missing required key 'interface'");
-	if (cfg->n_services == 0 && (!a.services || a.services->type == YAML_SEQUENCE_NODE ||
-				     a.services->type == YAML_SCALAR_NODE))
+	if (cfg->n_services == 0 && (!a.services || a.services->type == YAML_SCALAR_NODE ||
+				     (a.services->type == YAML_SEQUENCE_NODE &&
+				      a.services->data.sequence.items.top ==
+				      a.services->data.sequence.items.start)))
 		doc_err(d->errs, a.services, "no services");
 	if (cfg->heartbeat_timeout_ms <= cfg->control_interval_ms) {
 		yaml_node_t *at = a.heartbeat ? a.heartbeat : a.control;

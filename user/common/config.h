@@ -102,7 +102,7 @@ struct sluice_config {
 	int syn_timeout_s;                /* admitted SYNs never completed are reclaimed: 30 */
 	struct cascade_conf cascade;
 	struct retry_storm_conf retry_storm;
-	struct service_conf services[SLUICE_MAX_SERVICES];
+	struct service_conf *services;    /* on the heap: n_services of them (sluice_config_free) */
 	int n_services;
 };
 
@@ -110,12 +110,17 @@ enum { XDP_MODE_AUTO = 0, XDP_MODE_NATIVE = 1, XDP_MODE_GENERIC = 2 };
 enum { HEADROOM_ADAPTIVE = 0, HEADROOM_FIXED = 1 };
 enum { LIMIT_ALG_AUTO = 0, LIMIT_ALG_GRADIENT = 1, LIMIT_ALG_AIMD = 2 };
 
-/* Fill `out` with defaults (no services). */
+/* Fill `out` with defaults (no services). Overwrites `out` without freeing it. */
 void sluice_config_defaults(struct sluice_config *out);
+
+/* Free the services list and leave `c` with none. */
+void sluice_config_free(struct sluice_config *c);
 
 /* Parse and validate `path`. Returns 0 when valid; otherwise -1 and `errs` lists every error
  * found (up to DOC_MAX_ERRORS), each with its line and column (print them with
- * doc_errors_print()). `out` is unspecified on failure. */
+ * doc_errors_print()). `out` is overwritten (free it first if it held a config); on failure
+ * its contents are unspecified but still to be freed with sluice_config_free(). A list of
+ * more than SLUICE_MAX_SERVICES services is refused. */
 int sluice_config_load(const char *path, struct sluice_config *out, struct doc_errors *errs);
 
 /* Same, from a string (tests, --check of stdin). `name` is used in messages. */
@@ -138,6 +143,9 @@ extern const char *const sluice_service_ctl_keys[];
 
 /* XDP_MODE_* -> "auto" | "native" | "generic". */
 const char *sluice_xdp_mode_name(int mode);
+
+/* A hash of a service name (at most SLUICE_NAME_LEN bytes), for tables of many services. */
+unsigned sluice_service_name_hash(const char *name);
 
 /* Index of the service called `name`, or -1. */
 int sluice_config_service_index(const struct sluice_config *cfg, const char *name);

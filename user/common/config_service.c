@@ -476,11 +476,32 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 	}
 }
 
-/* Where each service's name and port were written, for the duplicate checks. */
+/* Where each service's name and port were written, and which service first took each name
+ * and port, for the duplicate checks: one lookup per service, so a list of thousands of
+ * services costs no more than the parse itself. */
 struct svc_marks {
-	yaml_node_t *name[SLUICE_MAX_SERVICES];
-	yaml_node_t *port[SLUICE_MAX_SERVICES];
+	yaml_node_t **name, **port;      /* per service */
+	int *port_first;                 /* port -> index + 1 of the first service on it */
+	int *name_slot;                  /* open addressing: index + 1 of a service, 0 = empty */
+	unsigned name_mask;
 };
+
+/* The service that first took this name, or -1 (then idx takes it). */
+static int name_first(struct svc_marks *m, const struct sluice_config *cfg, int idx)
+{
+	const char *name = cfg->services[idx].name;
+
+	for (unsigned h = sluice_service_name_hash(name) & m->name_mask;; h = (h + 1) & m->name_mask) {
+		int j = m->name_slot[h] - 1;
+
+		if (j < 0) {
+			m->name_slot[h] = idx + 1;
+			return -1;
+		}
+		if (strcmp(cfg->services[j].name, name) == 0)
+			return j;
+	}
+}
 
 /* header and path_prefix rules match on HTTP requests only */
 static void check_http_rules(struct ydoc *d, yaml_node_t *n, const char *where,
@@ -536,34 +557,66 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 	check_http_rules(d, n, where, s);
 
 	/* duplicates against the services before this one */
-	for (int j = 0; j < idx; j++) {
-		struct service_conf *o = &cfg->services[j];
-		if (m->name[idx] && m->name[j] && strcmp(o->name, s->name) == 0)
+	if (m->name[idx]) {
+		int j = name_first(m, cfg, idx);
+		if (j >= 0)
 			doc_err(d->errs, m->name[idx], "duplicate service name '%s' (first at line %d)",
 				s->name, ynode_line(m->name[j]));
-		if (m->port[idx] && m->port[j] && o->port == s->port)
+	}
+	if (m->port[idx] && s->port > 0 && s->port <= 65535) {
+		int j = m->port_first[s->port] - 1;
+		if (j < 0)
+			m->port_first[s->port] = idx + 1;
+		else
 			doc_err(d->errs, m->port[idx], "duplicate port %d%s (already used by service "
-				"'%s' at line %d)", s->port, where, o->name, ynode_line(m->port[j]));
+				"'%s' at line %d)", s->port, where, cfg->services[j].name,
+				ynode_line(m->port[j]));
 	}
 }
 
 void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config *cfg)
 {
-	struct svc_marks m;
+	struct svc_marks m = { 0 };
 	yaml_node_item_t *it;
+	long count = n && n->type == YAML_SEQUENCE_NODE ?
+		     n->data.sequence.items.top - n->data.sequence.items.start : 0;
+	unsigned slots = 16;
 	int src_rules = 0;
 
 	if (!yget_type(d, n, YAML_SEQUENCE_NODE, "services", ""))
 		return;
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+	if (count > SLUICE_MAX_SERVICES) {
+		/* The data path keeps a service's index in 16 bits (struct sluice_flow.svc). */
+		doc_err(d->errs, yaml_document_get_node(&d->doc,
+							n->data.sequence.items.start[SLUICE_MAX_SERVICES]),
+			"too many services: %ld, at most %d (sluice's built-in limit)", count,
+			SLUICE_MAX_SERVICES);
+		return;
+	}
+	while (slots < 2 * (unsigned)count)
+		slots *= 2;
+	free(cfg->services);
+	cfg->services = calloc((size_t)count + 1, sizeof(*cfg->services));
+	m.name = calloc((size_t)count + 1, sizeof(*m.name));
+	m.port = calloc((size_t)count + 1, sizeof(*m.port));
+	m.port_first = calloc(65536, sizeof(*m.port_first));
+	m.name_slot = calloc(slots, sizeof(*m.name_slot));
+	m.name_mask = slots - 1;
+	if (!cfg->services || !m.name || !m.port || !m.port_first || !m.name_slot) {
+		doc_err(d->errs, n, "out of memory for %ld services", count);
+		count = 0;
+	}
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top &&
+						  cfg->n_services < count; it++) {
 		yaml_node_t *sn = yaml_document_get_node(&d->doc, *it);
-		if (cfg->n_services >= SLUICE_MAX_SERVICES) {
-			doc_err(d->errs, sn, "too many services: at most %d", SLUICE_MAX_SERVICES);
-			break;
-		}
+
 		parse_service(d, sn, cfg->n_services, cfg, &m);
 		cfg->n_services++;
 	}
+	free(m.name);
+	free(m.port);
+	free(m.port_first);
+	free(m.name_slot);
 	for (int i = 0; i < cfg->n_services; i++)
 		for (int j = 0; j < cfg->services[i].n_rules; j++)
 			src_rules += cfg->services[i].rules[j].kind == RULE_SOURCE;

@@ -312,3 +312,15 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	objective(s);
 	return 0;
 }
+
+int service_ctl_settled(const struct service_ctl *s)
+{
+	if (!s->have_prev || s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded ||
+	    s->rs.active || s->rs.arrivals || s->rs.streak || s->win.samples || s->win.arrivals ||
+	    s->above_since_ns)
+		return 0;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 0;
+	return 1;
+}

@@ -115,4 +115,10 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
  * changed) when the version or size does not match. */
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns);
 
+/* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
+ * the verdict as they are (breaker closed, ladder admitting everything, nothing gathered in
+ * the evidence window, objective not missed, no retry-storm window under way). The daemon skips such a
+ * service while its counters and in-flight stay the same. */
+int service_ctl_settled(const struct service_ctl *s);
+
 #endif

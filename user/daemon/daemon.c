@@ -98,13 +98,53 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 	maps_write_globals(&d->m, &g);
 }
 
+/* Per-service arrays for n services (zeroed); idx has room for the tick's hot list too. */
+static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct service_books **books)
+{
+	size_t k = (size_t)(n ? n : 1);
+
+	*idx = calloc(2 * k, sizeof(**idx));
+	*ctl = calloc(k, sizeof(**ctl));
+	*books = calloc(k, sizeof(**books));
+	if (*idx && *ctl && *books)
+		return 0;
+	free(*idx);
+	free(*ctl);
+	free(*books);
+	return -1;
+}
+
+void daemon_free(struct daemon *d)
+{
+	free(d->idx);
+	free(d->ctl);
+	free(d->books);
+	free(d->mx.s);
+	d->idx = NULL;
+	d->hot = NULL;
+	d->ctl = NULL;
+	d->books = NULL;
+	d->mx.s = NULL;
+	maps_reader_free(&d->rd);
+}
+
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen)
 {
 	int rc;
 
+	if (d->cfg.n_services > d->m.n_slots) {
+		snprintf(err, errlen, "the config has %d services, the maps hold %d", d->cfg.n_services,
+			 d->m.n_slots);
+		return -1;
+	}
+	if (alloc_services(d->cfg.n_services, &d->idx, &d->ctl, &d->books) ||
+	    !(d->hot = d->idx + d->cfg.n_services) ||
+	    maps_reader_init(&d->rd, &d->m)) {
+		snprintf(err, errlen, "out of memory for %d services", d->cfg.n_services);
+		return -1;
+	}
 	if (maps_assign_indices(&d->m, &d->cfg, d->idx)) {
-		snprintf(err, errlen, "no free service slot in the maps (at most %d services)",
-			 SLUICE_MAX_SERVICES);
+		snprintf(err, errlen, "no free service slot in the maps (%d slots)", d->m.n_slots);
 		return -1;
 	}
 	if ((rc = maps_program_services(&d->m, &d->cfg, d->idx))) {
@@ -122,19 +162,6 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	pthread_mutex_init(&d->lock, NULL);
 	write_globals(d, now_ns);
 	return 0;
-}
-
-static int read_inputs(struct daemon *d, int i, struct ctl_inputs *in)
-{
-	int s = d->idx[i];
-
-	memset(in, 0, sizeof(*in));
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		if (maps_read_class_stats(&d->m, s, c, &in->stats[c]) ||
-		    maps_read_hist(&d->m, s, c, &in->hist[c]))
-			return -1;
-	}
-	return maps_read_inflight(&d->m, s, &in->inflight);
 }
 
 /* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
@@ -157,7 +184,8 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 		int shed = 0;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			shed |= v->shed_prob[c] > 0;
-		if (s->above_since_ns || shed)
+		b->overloaded = s->above_since_ns || shed;   /* kept for the idle ticks */
+		if (b->overloaded)
 			b->overload_s += dt_s;
 	}
 
@@ -190,23 +218,40 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 	}
 }
 
-static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
+/* The controller's side of /metrics. Rows of the services the tick ran are refreshed every
+ * tick; every row at least once a second and whenever the switches or the service list
+ * changed (a quiet service's row only ages: uptime, overload time, switch age). */
+static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 {
 	struct metrics_extra *x = &d->mx;
 
 	pthread_mutex_lock(&d->lock);
-	memset(x, 0, sizeof(*x));
+	all |= x->n != d->cfg.n_services;
+	*x = (struct metrics_extra){ .s = x->s, .cap = x->cap };
 	x->cascade_suspended = d->cascade.suspended;
 	x->cascade_triggers = d->cascade.triggers;
 	x->config_reloads = d->reloads_ok;
 	x->config_reload_failures = d->reloads_failed;
 	x->switch_file_error = d->switch_error_logged;
+	if (x->cap < d->cfg.n_services) {
+		struct metrics_service_extra *ns = realloc(x->s, sizeof(*ns) * (size_t)d->cfg.n_services);
+
+		if (!ns) {
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		x->s = ns;
+		x->cap = d->cfg.n_services;
+	}
 	x->n = d->cfg.n_services;
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		struct metrics_service_extra *e = &x->s[i];
 		const struct service_books *b = &d->books[i];
 		const struct service_ctl *s = &d->ctl[i];
 
+		if (!all && !d->books[i].ran)
+			continue;
+		memset(e, 0, sizeof(*e));      /* the rows are reused from tick to tick */
 		e->idx = d->idx[i];
 		e->breaker_admit = (double)sluice_breaker_admit(&s->brk, &s->bp) / SLUICE_PROB_ONE;
 		e->breaker_opens = b->opens;
@@ -253,6 +298,7 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 			     SLUICE_EV_INFO);
 	}
 	d->switch_error_logged = d->sw.corrupt;
+	d->switches_changed = rc != 0 || d->sw.n_expired > 0;
 	for (int k = 0; k < d->sw.n_expired && k < SWST_MAX_EXPIRED; k++) {
 		const struct sw_switch *w = &d->sw.expired[k];
 		struct sluice_event ev;
@@ -267,15 +313,26 @@ static void poll_switches(struct daemon *d, uint64_t wall_s)
 
 /* The listen queue of every service: waiting the application has not even begun to serve.
  * Over half the backlog is an alert (edge-triggered). */
+static uint16_t *service_ports(const struct sluice_config *cfg)
+{
+	uint16_t *ports = malloc(sizeof(*ports) * (size_t)(cfg->n_services ? cfg->n_services : 1));
+
+	for (int i = 0; ports && i < cfg->n_services; i++)
+		ports[i] = (uint16_t)cfg->services[i].port;
+	return ports;
+}
+
 static void read_accept_queues(struct daemon *d)
 {
-	uint16_t ports[SLUICE_MAX_SERVICES];
-	struct acceptq q[SLUICE_MAX_SERVICES];
+	uint16_t *ports = service_ports(&d->cfg);
+	struct acceptq *q = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1), sizeof(*q));
+	int rc = ports && q ? acceptq_read(ports, d->cfg.n_services, q) : -1;
 
-	for (int i = 0; i < d->cfg.n_services; i++)
-		ports[i] = (uint16_t)d->cfg.services[i].port;
-	if (acceptq_read(ports, d->cfg.n_services, q))
+	free(ports);
+	if (rc) {
+		free(q);
 		return;
+	}
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		struct service_books *b = &d->books[i];
 		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
@@ -293,6 +350,7 @@ static void read_accept_queues(struct daemon *d)
 			b->aq_alert = high;
 		}
 	}
+	free(q);
 }
 
 /* The flow GC asks the kernel's socket table before reclaiming a quiet flow; the table is
@@ -308,16 +366,77 @@ static int flow_still_open(void *ctx, const struct sluice_flow_key *k)
 	struct live_check *lc = ctx;
 
 	if (!lc->read) {
-		uint16_t ports[SLUICE_MAX_SERVICES];
+		uint16_t *ports = service_ports(&lc->d->cfg);
 
 		lc->read = 1;
-		for (int i = 0; i < lc->d->cfg.n_services; i++)
-			ports[i] = (uint16_t)lc->d->cfg.services[i].port;
-		lc->count = live_flows_read(ports, lc->d->cfg.n_services, &lc->keys);
+		lc->count = ports ? live_flows_read(ports, lc->d->cfg.n_services, &lc->keys) : -1;
+		free(ports);
 		if (lc->count < 0)
 			lc->count = -1; /* unknown: fall back to the timeouts */
 	}
 	return lc->count >= 0 && live_flows_has(lc->keys, lc->count, k);
+}
+
+/* A quiet service skipped by the tick: its books move on with the clock (the verdict in
+ * force, the counters and so the decaying sums' inputs are unchanged). */
+static void books_idle(struct service_books *b, double dt_s, double decay)
+{
+	b->ew_arrivals *= decay;
+	b->ew_ok *= decay;
+	b->ew_retrans *= decay;
+	b->managed_s += dt_s;
+	if (b->overloaded)
+		b->overload_s += dt_s;
+}
+
+static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
+			 uint64_t wall_s, double dt_s, double decay,
+			 const struct sluice_event_sink *host_sink)
+{
+	const struct service_conf *sc = &d->cfg.services[i];
+	struct sluice_event_sink sink = sink_for(d, sc->name);
+	struct service_books *b = &d->books[i];
+	struct sluice_verdict v;
+	struct ctl_inputs in;
+	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
+		same &= sluice_prob_complement(in.switch_admit[c]) == b->written.switch_shed[c];
+	}
+	/* In-flight moves only with a counter or a GC release (which clears quiet): an
+	 * unchanged quiet service is skipped without reading it. */
+	b->ran = 0;
+	if (b->quiet && !changed && same) {
+		books_idle(b, dt_s, decay);
+		d->skipped++;
+		return;
+	}
+	maps_reader_stats(&d->rd, d->idx[i], in.stats);
+	if (maps_reader_inflight(&d->rd, &d->m, d->idx[i], &in.inflight) ||
+	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
+		return; /* keep the last verdict: BPF keeps enforcing it */
+	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
+	d->ticked++;
+	b->ran = 1;
+	if (opened)
+		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
+	if (v.retry_after_s != b->retry_after_written) {
+		/* The 503's Retry-After follows the breaker's remaining open time. */
+		maps_write_reply(&d->m, d->idx[i], SLUICE_REPLY_503, (int)v.retry_after_s);
+		b->retry_after_written = v.retry_after_s;
+	}
+	same = b->have_written && memcmp(&v, &b->written, sizeof(v)) == 0;
+	if (!same && maps_write_verdict(&d->m, d->idx[i], &v) == 0) {
+		b->written = v;
+		b->have_written = 1;
+	}
+	update_books(d, i, &v, dt_s);
+	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
+	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
+	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
+	for (int c = 0; b->quiet && c < SLUICE_NUM_CLASSES; c++)
+		b->quiet = d->ctl[i].peaks[c] == (uint32_t)(in.inflight.cls[c] > 0 ? in.inflight.cls[c] : 0);
 }
 
 void daemon_tick(struct daemon *d, unsigned long long now_ns)
@@ -343,27 +462,24 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
 	read_accept_queues(d);
 
-	for (int i = 0; i < d->cfg.n_services; i++) {
-		const struct service_conf *sc = &d->cfg.services[i];
-		struct sluice_event_sink sink = sink_for(d, sc->name);
-		struct sluice_verdict v;
-		struct ctl_inputs in;
-		int opened = 0;
+	int n_hot = 0, n_used = 0;
 
-		if (read_inputs(d, i, &in))
-			continue; /* keep the last verdict: BPF keeps enforcing it */
-		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-			in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
-		service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
-		if (opened)
-			sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, &host_sink);
-		if (v.retry_after_s != d->books[i].retry_after_written) {
-			/* The 503's Retry-After follows the breaker's remaining open time. */
-			maps_write_reply(&d->m, d->idx[i], SLUICE_REPLY_503, (int)v.retry_after_s);
-			d->books[i].retry_after_written = v.retry_after_s;
-		}
-		maps_write_verdict(&d->m, d->idx[i], &v);
-		update_books(d, i, &v, dt_s);
+	/* The services still running their controller are read every tick; the quiet ones in
+	 * turn (maps_reader_read). */
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		if (d->idx[i] >= n_used)
+			n_used = d->idx[i] + 1;
+		if (!d->books[i].quiet)
+			d->hot[n_hot++] = d->idx[i];
+	}
+	if (maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot)) {
+		/* keep the last verdicts: BPF keeps enforcing them */
+		log_debug("cannot read the counters this tick");
+	} else {
+		double decay = exp(-dt_s / 60.0);
+
+		for (int i = 0; i < d->cfg.n_services; i++)
+			tick_service(d, i, suppressed, now_ns, wall_s, dt_s, decay, &host_sink);
 	}
 
 	if (now_ns - d->last_gc_ns >= NS) {
@@ -373,22 +489,34 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 				      flow_still_open, &lc);
 
 		free(lc.keys);
+		if (n > 0) {
+			/* in-flight moved without a counter: re-read the releases, run every
+			 * controller once */
+			maps_reader_reread_released(&d->rd, &d->m);
+			for (int i = 0; i < d->cfg.n_services; i++)
+				d->books[i].quiet = 0;
+		}
 		if (n > 0 && d->verbose)
 			daemon_event(d, SLUICE_EVM_FLOWS, "open", "reclaimed", "idle flows reclaimed", "",
 				     SLUICE_EV_DEBUG);
 		d->last_gc_ns = now_ns;
 	}
-	fill_metrics_extra(d, wall_s);
+	{
+		int all = d->switches_changed || now_ns - d->last_fill_ns >= NS;
+
+		if (all)
+			d->last_fill_ns = now_ns;
+		fill_metrics_extra(d, wall_s, all);
+	}
 }
 
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 {
-	static struct sluice_config next;
+	struct sluice_config next = { 0 };
 	struct doc_errors errs;
-	struct service_ctl old_ctl[SLUICE_MAX_SERVICES];
-	struct service_books old_books[SLUICE_MAX_SERVICES];
-	struct sluice_config old_cfg;
-	int new_idx[SLUICE_MAX_SERVICES];
+	struct service_ctl *new_ctl;
+	struct service_books *new_books;
+	int *new_idx;
 	size_t len = 0;
 	char *text = read_file(d->cfg_path, &len);
 	int rc;
@@ -410,6 +538,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);
+		sluice_config_free(&next);
 		free(d->cfg_text);
 		d->cfg_text = text; /* don't re-report the same bad bytes every tick */
 		d->cfg_len = len;
@@ -424,37 +553,71 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "interface change needs a restart", "",
 			     SLUICE_EV_ALERT);
+		sluice_config_free(&next);
 		free(d->cfg_text);
 		d->cfg_text = text;
 		d->cfg_len = len;
+		return -1;
+	}
+	if (next.n_services > d->m.n_slots) {
+		/* The per-service maps were sized at start, for the config of then. */
+		char why[160];
+
+		snprintf(why, sizeof(why), "%d services, the maps hold %d: more services need a "
+			 "restart", next.n_services, d->m.n_slots);
+		log_error("config %s: %s; keeping the running config", d->cfg_path, why);
+		d->reloads_failed++;
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", why, "", SLUICE_EV_ALERT);
+		sluice_config_free(&next);
+		free(d->cfg_text);
+		d->cfg_text = text;
+		d->cfg_len = len;
+		return -1;
+	}
+	if (alloc_services(next.n_services, &new_idx, &new_ctl, &new_books)) {
+		log_error("config %s: out of memory; keeping the running config", d->cfg_path);
+		d->reloads_failed++;
+		sluice_config_free(&next);
+		free(text);
 		return -1;
 	}
 	if (maps_assign_indices(&d->m, &next, new_idx) ||
 	    (rc = maps_program_services(&d->m, &next, new_idx)) != 0) {
 		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
+		sluice_config_free(&next);
+		free(new_idx);
+		free(new_ctl);
+		free(new_books);
 		free(text);
 		return -1;
 	}
 	/* Learned state (limit, latency baseline, breaker) follows the service by name. */
-	memcpy(old_ctl, d->ctl, sizeof(old_ctl));
-	memcpy(old_books, d->books, sizeof(old_books));
-	old_cfg = d->cfg;
-	d->cfg = next;
-	memcpy(d->idx, new_idx, sizeof(new_idx));
-	for (int i = 0; i < d->cfg.n_services; i++) {
-		int j = sluice_config_service_index(&old_cfg, d->cfg.services[i].name);
+	for (int i = 0; i < next.n_services; i++) {
+		int j = i < d->cfg.n_services && !strcmp(d->cfg.services[i].name, next.services[i].name) ?
+			i : sluice_config_service_index(&d->cfg, next.services[i].name);
 
 		if (j >= 0) {
-			d->ctl[i] = old_ctl[j];
-			d->books[i] = old_books[j];
-			service_ctl_reconfigure(&d->ctl[i], &d->cfg.services[i], &d->cfg);
+			new_ctl[i] = d->ctl[j];
+			new_books[i] = d->books[j];
+			service_ctl_reconfigure(&new_ctl[i], &next.services[i], &next);
+			new_books[i].quiet = 0; /* new parameters: run the controller once */
 		} else {
-			service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg, now_ns + (unsigned)i,
+			service_ctl_init(&new_ctl[i], &next.services[i], &next, now_ns + (unsigned)i,
 					 now_ns);
-			memset(&d->books[i], 0, sizeof(d->books[i]));
 		}
 	}
+	pthread_mutex_lock(&d->lock);     /* the metrics copy reads cfg.n_services */
+	sluice_config_free(&d->cfg);
+	free(d->idx);
+	free(d->ctl);
+	free(d->books);
+	d->cfg = next;
+	d->idx = new_idx;
+	d->hot = new_idx + next.n_services;
+	d->ctl = new_ctl;
+	d->books = new_books;
+	pthread_mutex_unlock(&d->lock);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	free(d->cfg_text);
 	d->cfg_text = text;
@@ -474,8 +637,10 @@ int daemon_metrics_body(void *ctx, char **body, size_t *len)
 	if (status_collect(&d->m, &snap, 0))
 		return -1;
 	pthread_mutex_lock(&d->lock);
-	x = d->mx;
+	rc = metrics_extra_copy(&x, &d->mx);
 	pthread_mutex_unlock(&d->lock);
+	if (rc)
+		return -1;
 	rc = metrics_render(&snap, &x, body, len);
 	return rc;
 }

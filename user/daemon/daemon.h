@@ -26,6 +26,13 @@ struct service_books {
 	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
 	struct acceptq aq;                       /* listen queue, this tick */
 	int aq_alert;                            /* queue over half the backlog reported */
+	/* The tick's shortcut: the verdict last written, and whether the service is quiet (its
+	 * last tick saw no counter change, left the verdict as it was and found the controller
+	 * settled): a quiet service is skipped while its counters and switches stay the same
+	 * (its in-flight cannot move without a counter, but for a GC release, which clears it). */
+	struct sluice_verdict written;
+	int have_written, quiet, overloaded;
+	int ran;                                 /* the controller ran this tick */
 };
 
 struct daemon {
@@ -35,14 +42,19 @@ struct daemon {
 	char *cfg_text;                          /* bytes of the config in force, to spot changes */
 	size_t cfg_len;
 	struct sluice_maps m;
-	int idx[SLUICE_MAX_SERVICES];            /* map index of cfg.services[i] */
-	struct service_ctl ctl[SLUICE_MAX_SERVICES];
-	struct service_books books[SLUICE_MAX_SERVICES];
+	/* Per service, cfg.n_services of each, on the heap (14 KB a service). */
+	int *idx;                                /* map index of cfg.services[i] */
+	int *hot;                                /* the tick's slots to read (in idx's block) */
+	struct service_ctl *ctl;
+	struct service_books *books;
+	struct maps_reader rd;                   /* the tick's batched reads */
+	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
 	struct switch_state sw;
 	int switch_error_logged;
-	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
+	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns, last_fill_ns;
+	int switches_changed;                    /* the last switch poll changed something */
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines: stdout */
@@ -53,8 +65,13 @@ struct daemon {
 /* Set up controller state for the loaded config and program the maps. */
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen);
 
-/* One control tick. */
+/* One control tick: reads every service's counters in one batch, runs the controller for the
+ * services whose counters, in-flight or switches changed (or whose controller has a timer
+ * under way), writes the verdicts that changed. */
 void daemon_tick(struct daemon *d, unsigned long long now_ns);
+
+/* Free what daemon_init allocated. */
+void daemon_free(struct daemon *d);
 
 /* Reload the config file if its bytes changed (force: even if not). An invalid file is
  * refused with its errors on stderr and an event; the running config stays. Returns 1 when a

@@ -158,14 +158,23 @@ struct svc_ref {
 	const struct metrics_service_extra *x;       /* NULL: the controller gave nothing */
 };
 
-static const struct metrics_service_extra *find_extra(const struct metrics_extra *x, int idx)
+int metrics_extra_copy(struct metrics_extra *dst, const struct metrics_extra *src)
 {
-	if (!x)
-		return NULL;
-	for (int i = 0; i < x->n && i < SLUICE_MAX_SERVICES; i++)
-		if (x->s[i].idx == idx)
-			return &x->s[i];
-	return NULL;
+	struct metrics_service_extra *keep = dst->s;
+	int cap = dst->cap;
+
+	if (cap < src->n) {
+		keep = realloc(keep, sizeof(*keep) * (size_t)src->n);
+		if (!keep)
+			return -1;
+		cap = src->n;
+	}
+	*dst = *src;
+	dst->s = keep;
+	dst->cap = cap;
+	if (src->n)
+		memcpy(dst->s, src->s, sizeof(*keep) * (size_t)src->n);
+	return 0;
 }
 
 /* Per (service, class) counter from struct sluice_class_stats. */
@@ -432,16 +441,26 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 static int service_refs(const struct status_snapshot *snap, const struct metrics_extra *x,
 			struct svc_ref *sv)
 {
-	int n = 0;
+	const struct metrics_service_extra **by_idx = NULL;
+	int n = 0, top = -1;
 
-	for (int i = 0; snap && i < snap->n && i < SLUICE_MAX_SERVICES; i++) {
+	/* the controller's rows by map index: one pass, not a search per service */
+	for (int i = 0; x && i < x->n; i++)
+		if (x->s[i].idx > top)
+			top = x->s[i].idx;
+	if (top >= 0 && (by_idx = calloc((size_t)top + 1, sizeof(*by_idx))))
+		for (int i = 0; i < x->n; i++)
+			if (x->s[i].idx >= 0)
+				by_idx[x->s[i].idx] = &x->s[i];
+	for (int i = 0; snap && i < snap->n; i++) {
 		const struct service_status *s = &snap->s[i];
 
 		escape_label(sv[n].name, s->svc.name, SLUICE_NAME_LEN);
 		sv[n].s = s;
-		sv[n].x = find_extra(x, s->idx);
+		sv[n].x = by_idx && s->idx >= 0 && s->idx <= top ? by_idx[s->idx] : NULL;
 		n++;
 	}
+	free(by_idx);
 	return n;
 }
 
@@ -458,7 +477,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	*out = NULL;
 	if (len)
 		*len = 0;
-	sv = calloc(SLUICE_MAX_SERVICES, sizeof(*sv));
+	sv = calloc(snap && snap->n > 0 ? (size_t)snap->n : 1, sizeof(*sv));
 	b = sv ? open_memstream(&text, &size) : NULL;
 	if (!b) {
 		free(sv);

@@ -41,8 +41,13 @@ struct metrics_extra {
 	unsigned long long config_reloads, config_reload_failures;  /* took effect / refused */
 	int switch_file_error;      /* the switch file is corrupt: running with no switches */
 	int n;
-	struct metrics_service_extra s[SLUICE_MAX_SERVICES];
+	struct metrics_service_extra *s;   /* n of them, on the heap (cap allocated) */
+	int cap;
 };
+
+/* Copy src into dst, growing dst's service array as needed (dst's own, never shared).
+ * Returns 0, or -1 when out of memory. */
+int metrics_extra_copy(struct metrics_extra *dst, const struct metrics_extra *src);
 
 /* Render the exposition into a malloc'd buffer. Returns 0, or -1 on allocation failure. */
 int metrics_render(const struct status_snapshot *snap, const struct metrics_extra *x,

@@ -81,7 +81,8 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 	while (running) {
 		unsigned long long now = monotonic_ns();
 		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
-		int timeout = next > now ? (int)((next - now) / 1000000) : 0;
+		/* rounded up: a timeout of 0 for the last fraction of a millisecond would spin */
+		int timeout = next > now ? (int)((next - now + 999999) / 1000000) : 0;
 
 		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
 			struct signalfd_siginfo si;
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
 	}
 	bpflog_route();
 
-	if (attach_load(&at, d.cfg.pin_dir, err, sizeof(err)) ||
+	if (attach_load(&at, d.cfg.pin_dir, d.cfg.n_services, err, sizeof(err)) ||
 	    attach_interface(&at, d.cfg.pin_dir, d.cfg.interface, d.cfg.xdp_mode, err, sizeof(err))) {
 		log_error("%s", err);
 		attach_release(&at);
@@ -212,5 +213,7 @@ int main(int argc, char **argv)
 		     "`sluicectl detach` removes it", d.cfg.interface, SLUICE_EV_INFO);
 	maps_close(&d.m);
 	attach_release(&at);
+	daemon_free(&d);
+	sluice_config_free(&d.cfg);
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include "sluice.h"
 #include "kernel/bpfmaps.h"
 #include "kernel/layout.h"
+#include "kernel/mapconfig.h"
 #include "sluice.skel.h"
 
 #define XDP_LINK_PIN "link_xdp"
@@ -54,9 +55,49 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 	return 0;
 }
 
-int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t errlen)
+/* The per-service maps and their entries per service. */
+static const struct { const char *name; unsigned per; } per_service[] = {
+	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
+	{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
+	{ "latency_hist", SLUICE_NUM_CLASSES }, { "halfopen", 1 },
+};
+#define N_PER_SERVICE (sizeof(per_service) / sizeof(per_service[0]))
+
+/* Size the per-service maps for `slots` services before loading. */
+void attach_size_services(struct bpf_object *obj, unsigned slots)
+{
+	for (size_t i = 0; i < N_PER_SERVICE; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, per_service[i].name);
+
+		if (m)
+			bpf_map__set_max_entries(m, slots * per_service[i].per);
+	}
+}
+
+/* Service slots of the pinned maps (max_entries of `services`), 0 when none are pinned. */
+static unsigned pinned_slots(const char *pin_dir)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/services", pin_dir);
+	if ((fd = bpf_obj_get(path)) < 0)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		info.max_entries = 0;
+	close(fd);
+	return info.max_entries;
+}
+
+int attach_load(struct attach_state *st, const char *pin_dir, int n_services, char *err,
+		size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_dir);
+	unsigned slots = maps_service_slots(n_services), pinned;
+	const char *grow[N_PER_SERVICE + 1];
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -70,8 +111,16 @@ int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t 
 		snprintf(err, errlen, "cannot open BPF object: %s", strerror(-rc));
 		return rc;
 	}
+	/* The pins' size wins when it holds the config: a restart keeps its maps, whatever size
+	 * they were created for. Smaller pins are grown: the layout plan carries them into
+	 * bigger fresh maps (a migration within the same layout). */
+	pinned = pinned_slots(pin_dir);
+	attach_size_services(st->skel->obj, pinned >= (unsigned)n_services ? pinned : slots);
+	for (size_t i = 0; i < N_PER_SERVICE; i++)
+		grow[i] = per_service[i].name;
+	grow[N_PER_SERVICE] = NULL;
 	/* Adopt, migrate or refuse the pins before loading touches any of them. */
-	rc = layout_plan(&st->layout, st->skel->obj, pin_dir, err, errlen);
+	rc = layout_plan(&st->layout, st->skel->obj, pin_dir, grow, err, errlen);
 	if (rc) {
 		sluice_bpf__destroy(st->skel);
 		st->skel = NULL;

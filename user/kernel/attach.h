@@ -23,9 +23,16 @@ struct attach_state {
 	const char *xdp_mode_used;  /* "native" | "generic" */
 };
 
-/* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed).
- * On failure returns -errno and a message in err. */
-int attach_load(struct attach_state *st, const char *pin_dir, char *err, size_t errlen);
+/* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),
+ * the per-service maps sized for n_services (maps_service_slots), or as pinned when the pins
+ * hold that many; smaller pins are carried into bigger maps (layout_plan's grow). On failure
+ * returns -errno and a message in err. */
+int attach_load(struct attach_state *st, const char *pin_dir, int n_services, char *err,
+		size_t errlen);
+
+/* Set max_entries of the per-service maps of an opened object for `slots` services. */
+struct bpf_object;
+void attach_size_services(struct bpf_object *obj, unsigned slots);
 
 /* Attach (or adopt and swap) XDP ingress and TC egress/ingress on ifname.
  * xdp_mode: 0 auto (native, else generic), 1 native, 2 generic. */

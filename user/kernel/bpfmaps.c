@@ -25,9 +25,64 @@ int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 	}
 	SLUICE_MAP_NAMES
 #undef X
+	if (!err)
+		err = maps_learn_sizes(m);
 	if (err)
 		maps_close(m);
 	return err;
+}
+
+int maps_learn_sizes(struct sluice_maps *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	m->ncpus = libbpf_num_possible_cpus();
+	if (bpf_obj_get_info_by_fd(m->services, &info, &len))
+		return -errno;
+	m->n_slots = (int)info.max_entries;
+	return 0;
+}
+
+int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys)
+{
+	__u32 done = 0, *own = NULL;
+	int err = 0;
+
+	if (!keys && !(keys = own = malloc(sizeof(*keys) * (n ? n : 1))))
+		return -ENOMEM;
+	/* The batch position is the last key read: start after first - 1 (NULL: from 0). */
+	__u32 prev = first - 1, *inp = first ? &prev : NULL;
+
+	while (done < n) {
+		LIBBPF_OPTS(bpf_map_batch_opts, o);
+		__u32 out = 0, count = n - done;
+		int rc = bpf_map_lookup_batch(fd, inp, &out, keys, (char *)vals + stride * done,
+					      &count, &o);
+
+		if (rc && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		done += count;
+		if (rc || !count)
+			break;   /* ENOENT: the end of the map */
+		prev = out;
+		inp = &prev;
+	}
+	free(own);
+	if (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */) {
+		err = 0;  /* no batch ops for this map here: entry by entry */
+		for (__u32 i = done; i < n && !err; i++) {
+			__u32 k = first + i;
+
+			if (bpf_map_lookup_elem(fd, &k, (char *)vals + stride * i))
+				err = -errno;
+		}
+		done = err ? done : n;
+	}
+	return err ? err : done == n ? 0 : -ENOENT;
 }
 
 void maps_close(struct sluice_maps *m)
@@ -117,4 +172,168 @@ int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals 
 {
 	__u32 k = 0;
 	return bpf_map_update_elem(m->globals, &k, g, BPF_ANY) ? -errno : 0;
+}
+
+/* ---- the tick's read path */
+
+int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
+{
+	size_t n = (size_t)m->n_slots;
+
+	memset(r, 0, sizeof(*r));
+	r->n_slots = m->n_slots;
+	r->ncpus = m->ncpus;
+	r->stats_len = sizeof(struct sluice_class_stats) * SLUICE_NUM_CLASSES * (size_t)m->ncpus;
+	r->stats = malloc(r->stats_len * n);
+	r->scratch = malloc(r->stats_len * n);
+	r->changed = calloc(n, 1);
+	r->inflight = calloc(n, sizeof(*r->inflight));
+	r->released = calloc(n, sizeof(*r->released));
+	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
+	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
+	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight ||
+	    !r->released || !r->hist) {
+		maps_reader_free(r);
+		return -ENOMEM;
+	}
+	return maps_reader_reread_released(r, m);
+}
+
+void maps_reader_free(struct maps_reader *r)
+{
+	free(r->stats);
+	free(r->scratch);
+	free(r->changed);
+	free(r->inflight);
+	free(r->released);
+	free(r->hist);
+	free(r->keys);
+	memset(r, 0, sizeof(*r));
+}
+
+int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m)
+{
+	return maps_read_array(m->inflight_released, 0, (__u32)r->n_slots, sizeof(*r->released),
+			       r->released, r->keys);
+}
+
+/* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
+static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
+{
+	int err = maps_read_array(m->class_stats, (__u32)first * SLUICE_NUM_CLASSES,
+				  (__u32)n * SLUICE_NUM_CLASSES, r->stats_len / SLUICE_NUM_CLASSES,
+				  r->scratch, r->keys);
+
+	if (err)
+		return err;
+	for (int k = 0; k < n; k++) {
+		size_t off = r->stats_len * (size_t)(first + k);
+		const unsigned char *fresh = r->scratch + r->stats_len * (size_t)k;
+
+		if (r->have_prev && !memcmp(r->stats + off, fresh, r->stats_len))
+			continue;
+		memcpy(r->stats + off, fresh, r->stats_len);
+		r->changed[first + k] = 1;
+		r->n_changed++;
+	}
+	return 0;
+}
+
+int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
+		     const int *hot, int n_hot)
+{
+	int err, parts, len, first, end;
+
+	if (n_used > r->n_slots)
+		n_used = r->n_slots;
+	memset(r->changed, 0, (size_t)r->n_slots);
+	r->n_changed = 0;
+	r->inflight_read = 0;
+	parts = (n_used + MAPS_SCAN_SLOTS - 1) / MAPS_SCAN_SLOTS;
+	if (parts > MAPS_SCAN_PARTS)
+		parts = MAPS_SCAN_PARTS;
+	if (!r->have_prev || parts <= 1 || n_hot * 4 > n_used) {
+		first = 0;
+		end = n_used;   /* everything: the first read, few slots, or much moving */
+	} else {
+		len = (n_used + parts - 1) / parts;
+		first = (r->turn++ % parts) * len;
+		end = first + len < n_used ? first + len : n_used;
+	}
+	if ((err = read_slots(r, m, first, end - first)))
+		goto fail;
+	for (int k = 0; k < n_hot; k++)
+		if ((hot[k] < first || hot[k] >= end) && hot[k] < n_used &&
+		    (err = read_slots(r, m, hot[k], 1)))
+			goto fail;
+	r->have_prev = 1;
+	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
+	if (r->n_changed > n_used / 8) {
+		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
+					   r->inflight, r->keys)))
+			return err;
+		r->inflight_read = 1;
+	}
+	return 0;
+fail:
+	r->have_prev = 0; /* the buffer may hold a partial read: compare nothing with it */
+	return err;
+}
+
+int maps_reader_changed(const struct maps_reader *r, int svc)
+{
+	return r->changed[svc];
+}
+/* The per-CPU values below are made of u64 only: no padding between CPUs. */
+_Static_assert(sizeof(struct sluice_class_stats) % 8 == 0, "class_stats not u64-aligned");
+_Static_assert(sizeof(struct sluice_hist) % 8 == 0, "hist not u64-aligned");
+
+/* Per-CPU values of consecutive entries: entry e of CPU c is at (e * ncpus + c). */
+static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, void *out)
+{
+	size_t n = size / sizeof(__u64);
+	const __u64 *all = raw;
+
+	memset(out, 0, size * (size_t)entries);
+	for (int e = 0; e < entries; e++) {
+		__u64 *sum = (__u64 *)((char *)out + size * (size_t)e);
+
+		for (int c = 0; c < ncpus; c++) {
+			const __u64 *v = all + ((size_t)e * (size_t)ncpus + (size_t)c) * n;
+
+			for (size_t i = 0; i < n; i++)
+				sum[i] += v[i];
+		}
+	}
+}
+
+void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out)
+{
+	sum_percpu(r->stats + r->stats_len * (size_t)svc, SLUICE_NUM_CLASSES, r->ncpus,
+		   sizeof(*out), out);
+}
+
+int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			 struct sluice_inflight *out)
+{
+	__u32 k = (__u32)svc;
+
+	if (!r->inflight_read && bpf_map_lookup_elem(m->inflight, &k, &r->inflight[svc]))
+		return -errno;
+	*out = r->inflight[svc];
+	out->total -= r->released[svc].total;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		out->cls[c] -= r->released[svc].cls[c];
+	return 0;
+}
+
+int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
+		      struct sluice_hist *out)
+{
+	int err = maps_read_array(m->latency_hist, sluice_stat_index((__u32)svc, 0),
+				  SLUICE_NUM_CLASSES, sizeof(*out) * (size_t)r->ncpus, r->hist, r->keys);
+
+	if (!err)
+		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
+	return err;
 }

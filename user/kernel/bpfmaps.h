@@ -5,6 +5,7 @@
 #ifndef SLUICE_BPFMAPS_H
 #define SLUICE_BPFMAPS_H
 
+#include <stddef.h>
 #include "sluice.h"
 
 struct sluice_maps {
@@ -12,6 +13,7 @@ struct sluice_maps {
 	int flows, rejected_syns, clients, inflight, inflight_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ncpus;
+	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
 
 /* Map names as pinned (LIBBPF_PIN_BY_NAME uses the map's name). */
@@ -23,6 +25,56 @@ struct sluice_maps {
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
 int maps_open_pinned(const char *pin_dir, struct sluice_maps *m);
+/* Fill m->ncpus and m->n_slots from the open `services` map (maps_open_pinned does it). */
+int maps_learn_sizes(struct sluice_maps *m);
+
+/* Entries [first, first + n) of an array map in one syscall (bpf_map_lookup_batch; entry by
+ * entry where the kernel has no batch lookup). vals holds n values of `stride` bytes: the
+ * value size, or for a per-CPU map round_up(value size, 8) x ncpus. keys: room for n keys
+ * (scratch), or NULL to allocate it. */
+int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys);
+
+/* The tick's read path: the counters (class_stats) in one batch syscall, the in-flight and
+ * histograms only of the services the caller runs (in-flight batched too when many changed).
+ * In-flight only moves with a counter (admitted, completed) or with a GC release, so an
+ * unchanged service needs neither. Buffers are kept: no allocation per read.
+ * With more than MAPS_SCAN_SLOTS slots in use, a read covers the `hot` slots (the services
+ * the caller still runs) and one of up to MAPS_SCAN_PARTS parts of the rest in turn: the
+ * cost per tick of services at rest is bounded by the part, and their first traffic is seen
+ * within MAPS_SCAN_PARTS reads. Much moving (over a quarter hot) reads everything. */
+#define MAPS_SCAN_SLOTS 256
+#define MAPS_SCAN_PARTS 4
+
+struct maps_reader {
+	int n_slots, ncpus;
+	size_t stats_len;            /* bytes of one service's class_stats (4 classes, all CPUs) */
+	unsigned char *stats;        /* raw per-CPU class_stats, as last read, per slot */
+	unsigned char *scratch;      /* one batch as it arrives */
+	unsigned char *changed;      /* per slot: counters moved since it was last read */
+	int have_prev, n_changed;
+	unsigned turn;               /* which part of the slots at rest this read covers */
+	int inflight_read;           /* inflight[] was read in one batch this time */
+	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
+	void *hist;                  /* one service's 4 histograms, all CPUs */
+	__u32 *keys;                 /* scratch for the batch lookups */
+};
+int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m);
+void maps_reader_free(struct maps_reader *r);
+/* Read the counters of slots [0, n_used) as described above (hot: n_hot slot numbers). */
+int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
+		     const int *hot, int n_hot);
+/* inflight_released is written by the flow GC only: re-read it after a GC pass released. */
+int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
+/* Did slot svc's counters move since it was last read (always 1 on the first read)? */
+int maps_reader_changed(const struct maps_reader *r, int svc);
+/* From the last read: counters summed over CPUs. */
+void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out);
+/* In-flight as admission sees it (BPF's count minus the GC's releases). */
+int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			 struct sluice_inflight *out);
+/* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
+int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
+		      struct sluice_hist *out);
 void maps_close(struct sluice_maps *m);
 
 /* Counters: summed over CPUs. */

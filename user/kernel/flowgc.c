@@ -101,8 +101,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
 		  flow_alive_fn still_open, void *ctx)
 {
-	struct sluice_inflight rel[SLUICE_MAX_SERVICES];
-	int dirty[SLUICE_MAX_SERVICES] = { 0 };
+	struct sluice_inflight *rel;
+	unsigned char *dirty;
 	struct stale_scan scan = { .now_ns = now_ns, .syn_timeout_ns = syn_timeout_ns,
 				   .idle_timeout_ns = idle_timeout_ns };
 	struct sluice_flow_key *stale;
@@ -113,8 +113,20 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 	walk_flows(m, collect_stale, &scan);
 	stale = scan.stale;
 	n_stale = scan.n;
+	if (!n_stale) {
+		free(stale);
+		return 0;
+	}
+	rel = calloc((size_t)m->n_slots, sizeof(*rel));
+	dirty = calloc((size_t)m->n_slots, 1);
+	if (!rel || !dirty) {
+		free(rel);
+		free(dirty);
+		free(stale);
+		return -ENOMEM;
+	}
 	for (int i = 0; i < n_stale; i++) {
-		if (bpf_map_lookup_elem(m->flows, &stale[i], &f) || f.svc >= SLUICE_MAX_SERVICES)
+		if (bpf_map_lookup_elem(m->flows, &stale[i], &f) || f.svc >= m->n_slots)
 			continue;
 		if (still_open && still_open(ctx, &stale[i]))
 			continue;
@@ -137,11 +149,15 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		rel[f.svc].cls[f.class & 3] += units;
 	}
 	free(stale);
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+	for (int s = 0; s < m->n_slots; s++) {
 		__u32 k = s;
-		if (dirty[s] && bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY))
-			return -errno;
+		if (dirty[s] && bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY)) {
+			reclaimed = -errno;
+			break;
+		}
 	}
+	free(rel);
+	free(dirty);
 	return reclaimed;
 }
 
@@ -163,7 +179,8 @@ int maps_count_flows(const struct sluice_maps *m, int *per_service, int n)
 {
 	struct flow_count fc = { .per_service = per_service, .n = n };
 
-	memset(per_service, 0, sizeof(int) * (size_t)n);
+	if (n > 0)
+		memset(per_service, 0, sizeof(int) * (size_t)n);
 	walk_flows(m, count_flow, &fc);
 	return fc.total;
 }

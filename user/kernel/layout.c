@@ -333,8 +333,32 @@ static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const
 	return 0;
 }
 
+/* Mark for copying the maps of `grow` whose pins are smaller than this object's. */
+static int mark_grown(struct layout_plan *p, const char *pin_dir, const char *const *grow)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->n; i++) {
+		struct layout_slot *s = &p->slot[i];
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+		int fd;
+
+		if (!in_list(grow, bpf_map__name(s->map)) || (fd = open_pin(pin_dir, s->map)) < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+		    info.max_entries < bpf_map__max_entries(s->map)) {
+			s->copy = 1;
+			n++;
+		}
+		close(fd);
+	}
+	return n;
+}
+
 int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
-		char *err, size_t errlen)
+		const char *const *grow, char *err, size_t errlen)
 {
 	const struct layout_migration *mig = NULL;
 	struct sluice_layout rec;
@@ -370,6 +394,21 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 			 rec.version);
 		refuse(err, errlen, pin_dir, msg);
 		return -EPROTO;
+	}
+	if (p->pinned == p->version && mark_grown(p, pin_dir, grow)) {
+		/* Same layout, more room: the smaller maps are carried into bigger fresh ones,
+		 * exactly as a migration carries them. */
+		p->action = LAYOUT_MIGRATE;
+		if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
+			return -EPROTO;
+		for (int i = 0; i < p->n; i++)
+			if (p->slot[i].copy)
+				bpf_map__set_pin_path(p->slot[i].map, NULL);
+		snprintf(p->note, sizeof(p->note), "grew the maps under %s to %u service slots, "
+			 "layout %u", pin_dir,
+			 bpf_map__max_entries(bpf_object__find_map_by_name(obj, "services")),
+			 p->version);
+		return 0;
 	}
 	if (p->pinned == p->version) {
 		p->action = LAYOUT_ADOPT;

@@ -46,10 +46,12 @@ struct layout_plan {
 __u32 layout_version(void);
 
 /* Read the pins under pin_dir and decide; obj is opened, not loaded. For a migration, the maps
- * to carry over are unpinned in obj so that loading creates them fresh. Returns 0, or -EPROTO
- * with the reason and what to do in err (nothing has been changed). */
+ * to carry over are unpinned in obj so that loading creates them fresh. `grow` (NULL-ended
+ * names, or NULL) lists the maps whose pins may be smaller than the object's max_entries:
+ * pins of this layout that are smaller are carried into bigger maps the same way. Returns 0,
+ * or -EPROTO with the reason and what to do in err (nothing has been changed). */
 int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_dir,
-		char *err, size_t errlen);
+		const char *const *grow, char *err, size_t errlen);
 
 /* After loading: fill the fresh maps from the pinned ones (the old programs still run). */
 int layout_copy(struct layout_plan *p, char *err, size_t errlen);

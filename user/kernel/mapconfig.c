@@ -4,46 +4,97 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "kernel/replies.h"
 
+unsigned maps_service_slots(int n_services)
+{
+	unsigned slots = SLUICE_MIN_SERVICE_SLOTS;
+
+	while (slots < (unsigned)n_services && slots < SLUICE_MAX_SERVICES)
+		slots *= 2;
+	return slots;
+}
+
+/* Every slot of the `services` map, read in one batch (heap: 140 B a slot). */
+static struct sluice_service *read_all_services(const struct sluice_maps *m)
+{
+	struct sluice_service *all = calloc((size_t)m->n_slots, sizeof(*all));
+
+	if (all && maps_read_array(m->services, 0, (__u32)m->n_slots, sizeof(*all), all, NULL)) {
+		free(all);
+		return NULL;
+	}
+	return all;
+}
+
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx)
 {
-	char names[SLUICE_MAX_SERVICES][SLUICE_NAME_LEN];
-	int used[SLUICE_MAX_SERVICES] = { 0 };
+	struct sluice_service *all;
+	int *slot_of = NULL, *used = NULL, rc = -1;
+	unsigned mask = 15, next = 0;
 
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-		struct sluice_service sv;
+	if (cfg->n_services > m->n_slots)
+		return -1;
+	if (!(all = read_all_services(m)))
+		return -1;
+	while (mask + 1 < 2u * (unsigned)m->n_slots)
+		mask = mask * 2 + 1;
+	slot_of = calloc(mask + 1, sizeof(*slot_of));   /* name -> slot + 1, open addressing */
+	used = calloc((size_t)m->n_slots, sizeof(*used));
+	if (!slot_of || !used)
+		goto out;
+	for (int s = 0; s < m->n_slots; s++) {
+		unsigned h;
 
-		names[s][0] = 0;
-		if (maps_read_service(m, s, &sv) == 0 && sv.name[0])
-			memcpy(names[s], sv.name, SLUICE_NAME_LEN);
+		all[s].name[SLUICE_NAME_LEN - 1] = 0;
+		if (!all[s].name[0])
+			continue;
+		for (h = sluice_service_name_hash(all[s].name) & mask; slot_of[h]; h = (h + 1) & mask)
+			;
+		slot_of[h] = s + 1;
 	}
 	for (int i = 0; i < cfg->n_services; i++) {
 		idx[i] = -1;
-		for (int s = 0; s < SLUICE_MAX_SERVICES; s++)
-			if (!used[s] && strncmp(names[s], cfg->services[i].name, SLUICE_NAME_LEN) == 0) {
+		for (unsigned h = sluice_service_name_hash(cfg->services[i].name) & mask; slot_of[h];
+		     h = (h + 1) & mask) {
+			int s = slot_of[h] - 1;
+
+			if (!used[s] && strncmp(all[s].name, cfg->services[i].name,
+						SLUICE_NAME_LEN) == 0) {
 				idx[i] = s;
 				used[s] = 1;
 				break;
 			}
+		}
 	}
-	for (int i = 0; i < cfg->n_services; i++) {
-		if (idx[i] >= 0)
-			continue;
-		/* Prefer slots never named, so a removed service's counters survive a while. */
-		for (int pass = 0; pass < 2 && idx[i] < 0; pass++)
-			for (int s = 0; s < SLUICE_MAX_SERVICES; s++)
-				if (!used[s] && (pass == 1 || !names[s][0])) {
-					idx[i] = s;
-					used[s] = 1;
-					break;
-				}
+	/* New names: slots never named first, so a removed service's counters survive a while;
+	 * then the slots of removed services. */
+	for (int pass = 0; pass < 2; pass++) {
+		next = 0;
+		for (int i = 0; i < cfg->n_services; i++) {
+			if (idx[i] >= 0)
+				continue;
+			while (next < (unsigned)m->n_slots &&
+			       (used[next] || (pass == 0 && all[next].name[0])))
+				next++;
+			if (next == (unsigned)m->n_slots)
+				break;
+			idx[i] = (int)next;
+			used[next] = 1;
+		}
+	}
+	rc = 0;
+	for (int i = 0; i < cfg->n_services; i++)
 		if (idx[i] < 0)
-			return -1;
-	}
-	return 0;
+			rc = -1;
+out:
+	free(all);
+	free(slot_of);
+	free(used);
+	return rc;
 }
 
 /* Does rule a's prefix cover rule b's prefix? */
@@ -154,21 +205,13 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
-	int in_cfg[SLUICE_MAX_SERVICES] = { 0 };
-	__u32 old_port[SLUICE_MAX_SERVICES] = { 0 };
-	char old_name[SLUICE_MAX_SERVICES][SLUICE_NAME_LEN];
+	struct sluice_service *all = read_all_services(m);
+	unsigned char *in_cfg = calloc((size_t)m->n_slots, 1), *port_in_cfg = calloc(65536, 1);
 	int err = 0;
 
-	/* The ports in force before this call: only they can need clearing (a walk over all
-	 * 65536 entries would cost a syscall each and slow every start). */
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-		struct sluice_service sv;
-
-		old_name[s][0] = 0;
-		if (maps_read_service(m, s, &sv) == 0 && sv.name[0]) {
-			old_port[s] = sv.port;
-			memcpy(old_name[s], sv.name, SLUICE_NAME_LEN);
-		}
+	if (!all || !in_cfg || !port_in_cfg) {
+		err = -ENOMEM;
+		goto out;
 	}
 	for (int i = 0; i < cfg->n_services; i++) {
 		struct sluice_service sv;
@@ -177,30 +220,33 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		/* A slot new to this service starts from the all-zero verdict (admit everything)
 		 * until the controller's first tick, written before its port is published below:
 		 * never what the slot's previous service was told, an open breaker included. */
-		if (strncmp(old_name[k], cfg->services[i].name, SLUICE_NAME_LEN)) {
+		if (strncmp(all[k].name, cfg->services[i].name, SLUICE_NAME_LEN)) {
 			struct sluice_verdict zero;
 
 			memset(&zero, 0, sizeof(zero));
-			if (maps_write_verdict(m, (int)k, &zero))
-				return -errno;
+			if (maps_write_verdict(m, (int)k, &zero)) {
+				err = -errno;
+				goto out;
+			}
 		}
 		fill_service(&sv, &cfg->services[i]);
-		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY))
-			return -errno;
+		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
 		in_cfg[idx[i]] = 1;
+		port_in_cfg[cfg->services[i].port & 0xffff] = 1;
 		maps_write_reply(m, idx[i], SLUICE_REPLY_429, cfg->services[i].retry_after_s);
 		maps_write_reply(m, idx[i], SLUICE_REPLY_503, cfg->services[i].retry_after_s);
 	}
-	/* Ports: clear those no longer configured, then set the current ones. */
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-		__u32 port = old_port[s], zero = 0;
-		int still = 0;
+	/* Ports: clear those in force before this call and no longer configured (only they can
+	 * need clearing; a walk over all 65536 entries would cost a syscall each), then set the
+	 * current ones. */
+	for (int s = 0; s < m->n_slots; s++) {
+		__u32 port = all[s].name[0] ? all[s].port : 0, zero = 0;
 
-		if (!port)
-			continue;
-		for (int i = 0; i < cfg->n_services; i++)
-			still |= cfg->services[i].port == (int)port;
-		if (!still && bpf_map_update_elem(m->port_to_service, &port, &zero, BPF_ANY))
+		if (port && !port_in_cfg[port & 0xffff] &&
+		    bpf_map_update_elem(m->port_to_service, &port, &zero, BPF_ANY))
 			err = -errno;
 	}
 	for (int i = 0; i < cfg->n_services; i++) {
@@ -209,17 +255,20 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		if (bpf_map_update_elem(m->port_to_service, &port, &v, BPF_ANY))
 			err = -errno;
 	}
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-		struct sluice_service sv;
+	for (int s = 0; s < m->n_slots; s++) {
 		__u32 k = s;
 
 		/* A removed service keeps its name (stable index, counters) but no port. */
-		if (!in_cfg[s] && maps_read_service(m, s, &sv) == 0 && sv.name[0] && sv.port) {
-			sv.port = 0;
-			bpf_map_update_elem(m->services, &k, &sv, BPF_ANY);
+		if (!in_cfg[s] && all[s].name[0] && all[s].port) {
+			all[s].port = 0;
+			bpf_map_update_elem(m->services, &k, &all[s], BPF_ANY);
 		}
 	}
 	if (!err)
 		err = program_source_rules(m, cfg, idx);
+out:
+	free(all);
+	free(in_cfg);
+	free(port_in_cfg);
 	return err;
 }

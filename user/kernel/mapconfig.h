@@ -7,9 +7,14 @@
 #include "common/config.h"
 #include "kernel/bpfmaps.h"
 
+/* Service slots of the per-service maps for a config of n services: a power of two, at least
+ * SLUICE_MIN_SERVICE_SLOTS, at most SLUICE_MAX_SERVICES, so that a reload adding a few
+ * services fits without a restart (a config beyond the slots needs one). */
+unsigned maps_service_slots(int n_services);
+
 /* Stable service indices across reloads and restarts: a service keeps the index its name
  * already has in the `services` map; new names take free slots. idx[i] for cfg->services[i].
- * Returns 0, or -1 when no slot is free. */
+ * Returns 0, or -1 when no slot is free (more services than m->n_slots). */
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx);
 
 /* Write services, port_to_service, source_rules and replies for cfg (indices from

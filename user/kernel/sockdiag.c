@@ -48,9 +48,49 @@ static int dump_sockets(int fd, int family, uint32_t states, sock_fn fn, void *c
 	}
 }
 
-struct queue_ctx {
-	const uint16_t *ports;
+/* The services' ports, sorted, each with its position in the caller's array: a socket is
+ * matched with one binary search, whatever the number of services. Entry = port << 16 | i. */
+struct port_index {
+	uint32_t *e;
 	int n;
+};
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int port_index_build(struct port_index *pi, const uint16_t *ports, int n)
+{
+	pi->n = n;
+	pi->e = malloc(sizeof(*pi->e) * (size_t)(n ? n : 1));
+	if (!pi->e)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		pi->e[i] = (uint32_t)ports[i] << 16 | (uint32_t)(i & 0xffff);
+	qsort(pi->e, (size_t)n, sizeof(*pi->e), u32_cmp);
+	return 0;
+}
+
+/* Position of the first entry for port, or -1. */
+static int port_index_find(const struct port_index *pi, uint16_t port)
+{
+	int lo = 0, hi = pi->n;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (pi->e[mid] >> 16 < port)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pi->n && pi->e[lo] >> 16 == port ? lo : -1;
+}
+
+struct queue_ctx {
+	const struct port_index *pi;
 	struct acceptq *out;
 };
 
@@ -58,20 +98,21 @@ static void add_listener(void *vctx, int family, const struct inet_diag_msg *d)
 {
 	struct queue_ctx *c = vctx;
 	uint16_t port = ntohs(d->id.idiag_sport);
+	int k = port_index_find(c->pi, port);
 
 	(void)family;
-	for (int i = 0; i < c->n; i++)
-		if (c->ports[i] == port) {
-			/* For listeners rqueue is the accept queue, wqueue its limit. */
-			c->out[i].queued += d->idiag_rqueue;
-			c->out[i].backlog += d->idiag_wqueue;
-			c->out[i].listeners++;
-		}
+	for (; k >= 0 && k < c->pi->n && c->pi->e[k] >> 16 == port; k++) {
+		struct acceptq *q = &c->out[c->pi->e[k] & 0xffff];
+
+		/* For listeners rqueue is the accept queue, wqueue its limit. */
+		q->queued += d->idiag_rqueue;
+		q->backlog += d->idiag_wqueue;
+		q->listeners++;
+	}
 }
 
 struct live_ctx {
-	const uint16_t *ports;
-	int n;
+	const struct port_index *pi;
 	struct sluice_flow_key *keys;
 	int count, cap;
 	int oom;
@@ -81,11 +122,8 @@ static void add_live(void *vctx, int family, const struct inet_diag_msg *d)
 {
 	struct live_ctx *c = vctx;
 	struct sluice_flow_key k;
-	int ours = 0;
 
-	for (int i = 0; i < c->n; i++)
-		ours |= c->ports[i] == ntohs(d->id.idiag_sport);
-	if (!ours)
+	if (port_index_find(c->pi, ntohs(d->id.idiag_sport)) < 0)
 		return;
 	memset(&k, 0, sizeof(k));
 	if (family == AF_INET) {
@@ -116,17 +154,23 @@ static int key_cmp(const void *a, const void *b)
 
 int live_flows_read(const uint16_t *ports, int n, struct sluice_flow_key **keys)
 {
-	struct live_ctx c = { .ports = ports, .n = n };
+	struct port_index pi;
+	struct live_ctx c = { .pi = &pi };
 	uint32_t states = 0xfff & ~(1u << TCP_LISTEN_STATE);
 	int fd, rc;
 
+	if (port_index_build(&pi, ports, n))
+		return -ENOMEM;
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
+	if (fd < 0) {
+		free(pi.e);
 		return -errno;
+	}
 	rc = dump_sockets(fd, AF_INET, states, add_live, &c);
 	if (!rc)
 		rc = dump_sockets(fd, AF_INET6, states, add_live, &c);
 	close(fd);
+	free(pi.e);
 	if (rc || c.oom) {
 		free(c.keys);
 		return rc ? rc : -ENOMEM;
@@ -143,22 +187,27 @@ int live_flows_has(const struct sluice_flow_key *keys, int count, const struct s
 
 int acceptq_read(const uint16_t *ports, int n, struct acceptq *out)
 {
-	struct acceptq tmp[64];
+	struct acceptq *tmp = calloc((size_t)(n ? n : 1), sizeof(*tmp));
+	struct port_index pi = { 0 };
+	struct queue_ctx c = { .pi = &pi, .out = tmp };
 	int fd, rc;
 
-	if (n > 64)
-		n = 64;
-	memset(tmp, 0, sizeof(tmp));
+	if (!tmp || port_index_build(&pi, ports, n)) {
+		free(tmp);
+		return -ENOMEM;
+	}
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -errno;
-	struct queue_ctx c = { .ports = ports, .n = n, .out = tmp };
-
-	rc = dump_sockets(fd, AF_INET, 1u << TCP_LISTEN_STATE, add_listener, &c);
-	if (!rc)
-		rc = dump_sockets(fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
-	close(fd);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		rc = dump_sockets(fd, AF_INET, 1u << TCP_LISTEN_STATE, add_listener, &c);
+		if (!rc)
+			rc = dump_sockets(fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
+		close(fd);
+	}
 	if (!rc)
 		memcpy(out, tmp, sizeof(*out) * (size_t)n);
+	free(tmp);
+	free(pi.e);
 	return rc;
 }

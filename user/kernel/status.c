@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #include "kernel/status.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "control/signals.h"
 #include "common/jsonio.h"
@@ -22,11 +24,30 @@ const char *breaker_name(int s)
 	return sluice_breaker_state_name(s);
 }
 
+void status_free(struct status_snapshot *s)
+{
+	free(s->s);
+	s->s = NULL;
+	s->cap = s->n = 0;
+}
+
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
 {
-	int err;
+	struct service_status *keep = out->s;
+	struct sluice_service *svcs;
+	int err, cap = out->cap;
 
 	memset(out, 0, sizeof(*out));
+	out->s = keep;
+	out->cap = cap;
+	if (out->cap < m->n_slots) {
+		struct service_status *ns = realloc(out->s, sizeof(*ns) * (size_t)m->n_slots);
+
+		if (!ns)
+			return -ENOMEM;
+		out->s = ns;
+		out->cap = m->n_slots;
+	}
 	out->now_ns = monotonic_ns();
 	if ((err = maps_read_globals(m, &out->g)))
 		return err;
@@ -36,15 +57,23 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
 	maps_read_pkt_stats(m, &out->pkt);
 	out->flows = -1;
-	if (count_flows) {
-		int per[SLUICE_MAX_SERVICES];
-		out->flows = maps_count_flows(m, per, SLUICE_MAX_SERVICES);
+	if (count_flows)
+		out->flows = maps_count_flows(m, NULL, 0);
+	/* Which slots are services: one batch read, then counters only for those. */
+	svcs = calloc((size_t)m->n_slots, sizeof(*svcs));
+	if (!svcs)
+		return -ENOMEM;
+	if ((err = maps_read_array(m->services, 0, (__u32)m->n_slots, sizeof(*svcs), svcs, NULL))) {
+		free(svcs);
+		return err;
 	}
-	for (int i = 0; i < SLUICE_MAX_SERVICES; i++) {
+	for (int i = 0; i < m->n_slots; i++) {
 		struct service_status *s = &out->s[out->n];
 		struct sluice_inflight inf;
 
-		if (maps_read_service(m, i, &s->svc) || !s->svc.name[0] || !s->svc.port)
+		memset(s, 0, sizeof(*s));
+		s->svc = svcs[i];
+		if (!s->svc.name[0] || !s->svc.port)
 			continue;
 		s->idx = i;
 		maps_read_verdict(m, i, &s->v);
@@ -71,6 +100,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		}
 		out->n++;
 	}
+	free(svcs);
 	return 0;
 }
 
@@ -80,16 +110,18 @@ void status_rates(const struct status_snapshot *prev, struct status_snapshot *cu
 
 	if (dt <= 0)
 		return;
-	for (int i = 0; i < cur->n; i++)
-		for (int j = 0; j < prev->n; j++) {
-			if (prev->s[j].idx != cur->s[i].idx)
-				continue;
-			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-				double d = (double)cur->s[i].cls[c].st.arrivals -
-					   (double)prev->s[j].cls[c].st.arrivals;
-				cur->s[i].cls[c].rate_per_s = d >= 0 ? d / dt : -1;
-			}
+	/* Both snapshots list services in slot order: one merge. */
+	for (int i = 0, j = 0; i < cur->n; i++) {
+		while (j < prev->n && prev->s[j].idx < cur->s[i].idx)
+			j++;
+		if (j == prev->n || prev->s[j].idx != cur->s[i].idx)
+			continue;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			double d = (double)cur->s[i].cls[c].st.arrivals -
+				   (double)prev->s[j].cls[c].st.arrivals;
+			cur->s[i].cls[c].rate_per_s = d >= 0 ? d / dt : -1;
 		}
+	}
 }
 
 static unsigned long long rejected_total(const struct sluice_class_stats *st)

@@ -35,12 +35,15 @@ struct status_snapshot {
 	struct sluice_pkt_stats pkt;
 	int flows;                               /* entries in the flow table, -1 not counted */
 	int n;
-	struct service_status s[SLUICE_MAX_SERVICES];
+	struct service_status *s;                /* n of them, on the heap (cap allocated) */
+	int cap;
 };
 
 /* Read everything. Services without a port (removed from config) are skipped. Counting the
- * flow table walks it key by key (a syscall per flow): only when count_flows is set. */
+ * flow table walks it key by key (a syscall per flow): only when count_flows is set. `out`
+ * starts zeroed or from an earlier collect (its service array is reused and grown). */
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows);
+void status_free(struct status_snapshot *s);
 
 /* Request rates of cur from the arrivals counted since prev (taken a moment earlier). */
 void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);

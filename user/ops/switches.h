@@ -31,7 +31,7 @@
 #include <jansson.h>
 #include "sluice.h"
 
-#define SW_MAX          (SLUICE_MAX_SERVICES * SLUICE_NUM_CLASSES)   /* 256 */
+#define SW_MAX          256   /* switches in force at once (not tied to the service count) */
 #define SW_REASON_LEN   256
 #define SW_OWNER_LEN    64
 #define SW_MAX_TTL_S    (30ull * 86400ull)   /* a switch lives at most 30 days; renew to extend */

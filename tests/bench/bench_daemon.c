@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The daemon's CPU per tick against the number of services, configured and active.
+ * Runs sluiced's own tick (daemon_tick: batched map reads, controllers, verdict writes,
+ * events, switches, flow GC once a simulated second) against the real BPF object loaded with
+ * its per-service maps sized for the config, while BPF_PROG_TEST_RUN makes traffic for the
+ * active services (a SYN and the client's RST each per tick: one unit counted and ended).
+ * CPU time is this thread's (CLOCK_THREAD_CPUTIME_ID) around daemon_tick only; the traffic
+ * is not counted. The clock given to the tick advances 100 ms per tick, as sluiced's does.
+ * For comparison, "old_reads" is what the tick's reads cost before batching: per service,
+ * 4 classes x (class_stats + latency_hist) lookups of the per-CPU maps and the in-flight
+ * pair, one syscall and one allocation each (maps_read_class_stats and friends).
+ * Benchmark, not a test: it never fails on time.
+ *   build/bench/bench_daemon [TICKS [CONFIGURED ACTIVE]]   (default 100 ticks, every size) */
+#include <time.h>
+#include "scale.h"
+
+static double thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The reads of the tick before batching, for all configured services. */
+static double old_reads_us(const struct daemon *d)
+{
+	double t0 = thread_cpu_us();
+
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		struct sluice_class_stats st;
+		struct sluice_hist h;
+		struct sluice_inflight inf;
+
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			maps_read_class_stats(&d->m, d->idx[i], c, &st);
+			maps_read_hist(&d->m, d->idx[i], c, &h);
+		}
+		maps_read_inflight(&d->m, d->idx[i], &inf);
+	}
+	return thread_cpu_us() - t0;
+}
+
+struct row {
+	int configured, active;
+	double median, mean, p90, old_reads;
+	unsigned long long ticked, skipped;
+};
+
+static int run(int configured, int active, int ticks, struct row *r)
+{
+	struct scale *s = scale_setup(configured, 0);
+	double *per = calloc((size_t)ticks, sizeof(double)), sum = 0, old = 0;
+	unsigned long long now = monotonic_ns();
+	const unsigned long long dt = 100000000ull;
+
+	if (!s || !per) {
+		free(per);
+		if (s)
+			scale_free(s);
+		return -1;
+	}
+	/* settle: the first ticks run every controller once and find them quiet */
+	for (int t = 0; t < 3; t++)
+		daemon_tick(s->d, now += dt);
+	s->d->ticked = s->d->skipped = 0;
+	for (int t = 0; t < ticks; t++) {
+		double t0;
+
+		/* spread the active services over the configured ones */
+		for (int a = 0; a < active; a++)
+			scale_unit(s, (int)((long)a * configured / active),
+				   (uint16_t)(1024 + t % 60000), 1);
+		t0 = thread_cpu_us();
+		daemon_tick(s->d, now += dt);
+		per[t] = thread_cpu_us() - t0;
+		sum += per[t];
+	}
+	for (int k = 0; k < 5; k++)
+		old += old_reads_us(s->d);
+	qsort(per, (size_t)ticks, sizeof(double), cmp_d);
+	*r = (struct row){ .configured = configured, .active = active, .median = per[ticks / 2],
+			   .mean = sum / ticks, .p90 = per[ticks * 9 / 10], .old_reads = old / 5,
+			   .ticked = s->d->ticked, .skipped = s->d->skipped };
+	free(per);
+	scale_free(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int ticks = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 100;
+	static const int sizes[][2] = { { 1, 1 }, { 100, 100 }, { 1000, 1000 }, { 1000, 10 },
+					{ 4096, 4096 }, { 4096, 10 } };
+	struct row rows[6];
+	int n = 0, failed = 0;
+
+	size_t count = sizeof(sizes) / sizeof(sizes[0]);
+	int one[1][2];
+
+	if (argc > 3) {      /* one size only (profiling) */
+		one[0][0] = atoi(argv[2]);
+		one[0][1] = atoi(argv[3]);
+		count = 1;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const int *sz = argc > 3 ? one[i] : sizes[i];
+
+		if (sz[0] < 1 || sz[1] < 0 || sz[1] > sz[0] ||
+		    run(sz[0], sz[1], ticks, &rows[n])) {
+			fprintf(stderr, "bench_daemon: cannot set up %d services\n", sz[0]);
+			failed = 1;
+			continue;
+		}
+		n++;
+	}
+	printf("# daemon tick CPU (this thread), %d ticks of 100 ms each, %d CPUs; cpu%% = one core"
+	       " at 10 ticks/s; ratio = median / median of 1 service\n", ticks,
+	       libbpf_num_possible_cpus());
+	printf("%10s %7s %10s %10s %10s %8s %9s %7s %12s\n", "configured", "active", "median_us",
+	       "mean_us", "p90_us", "cpu%", "ms_per_s", "ratio", "old_reads_us");
+	for (int i = 0; i < n; i++)
+		printf("%10d %7d %10.1f %10.1f %10.1f %8.3f %9.2f %7.1f %12.1f\n",
+		       rows[i].configured, rows[i].active, rows[i].median, rows[i].mean, rows[i].p90,
+		       rows[i].mean * 10 / 1e6 * 100, rows[i].mean * 10 / 1e3,
+		       rows[i].median / rows[0].median, rows[i].old_reads);
+	for (int i = 0; i < n; i++)
+		printf("# %d/%d: controllers run %llu, skipped %llu\n", rows[i].configured,
+		       rows[i].active, rows[i].ticked, rows[i].skipped);
+	return failed;
+}
