@@ -109,11 +109,7 @@ static int sets_equal(const struct sw_set *a, const struct sw_set *b)
 	if (a->n != b->n)
 		return 0;
 	for (int i = 0; i < a->n; i++) {
-		const struct sw_switch *x = &a->sw[i], *y = &b->sw[i];
-		if (strcmp(x->service, y->service) || x->class != y->class ||
-		    x->shed_pct != y->shed_pct || strcmp(x->reason, y->reason) ||
-		    strcmp(x->owner, y->owner) || x->set_at != y->set_at ||
-		    x->expires_at != y->expires_at)
+		if (!sw_equal(&a->sw[i], &b->sw[i]))
 			return 0;
 	}
 	return 1;
