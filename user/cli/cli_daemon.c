@@ -17,6 +17,7 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 	char err[512], user[AUDIT_USER_LEN];
 	const char *msg;
 	json_t *ans = NULL;
+	long long ticks;
 	int fd, rc = EXIT_RUNTIME;
 
 	if (!o->have_rec) {
@@ -70,8 +71,14 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 		free(maps);
 		goto out;
 	}
-	printf("%s: %s (in the verdict map; sluiced pid %ld, state dir %s)\n", verb,
-	       msg ? msg : "done", o->rec.pid, o->rec.state_dir);
+	ticks = json_integer_value(json_object_get(ans, "ticks"));
+	if (ticks > 0)
+		printf("%s: %s (in the verdict map after %lld tick%s; sluiced pid %ld, state dir "
+		       "%s)\n", verb, msg ? msg : "done", ticks, ticks == 1 ? "" : "s", o->rec.pid,
+		       o->rec.state_dir);
+	else
+		printf("%s: %s (sluiced pid %ld, state dir %s)\n", verb, msg ? msg : "done",
+		       o->rec.pid, o->rec.state_dir);
 	if (!json_is_true(json_object_get(ans, "audited"))) {
 		log_error("%s: IN FORCE but NOT yet recorded in the audit log: %s", verb,
 			  opp_str(ans, "audit_error") ? opp_str(ans, "audit_error") : "?");
