@@ -236,6 +236,20 @@ ctl plan revert "$TMP/stale.yaml" --reason "INC-6 over"
 ok $? "plan revert clears the plan's two switches (audited) and keeps the one set by hand" \
 	"exit $RC" "$OUT" "$ERR" "$($CTL switch ls 2>&1)"
 
+# --- a switch file the disk refuses: in force in memory, exit 1 saying it is not saved ------
+rm -f "$SW.lock"; mkdir "$SW.lock"      # flock's file is a directory: even root cannot lock
+ctl switch set web L1 --shed 100 --reason "INC-9 lock broken" --ttl 5m
+r=$RC e=$ERR
+c=$(codes 3 -H 'X-Priority: L1')
+[ "$r" -eq 1 ] && [[ "$e" == *"IN FORCE but NOT (yet) saved"*"NOT saved: cannot"* ]] && [ "$c" = "429 429 429" ] &&
+	! grep -q "INC-9" "$SW" && [ "$(shed_of L1)" = 1.0 ]
+ok $? "switch file cannot be locked: the switch sheds (3 of 3), the file does not list it, exit 1 saying so" \
+	"exit $r" "$e" "codes $c"
+rmdir "$SW.lock"
+ctl switch clear web L1 --reason "INC-9 over"
+[ "$RC" -eq 0 ] && [ "$(code -H 'X-Priority: L1')" = 200 ]
+ok $? "once the lock works again, clearing it is saved and audited (exit 0)" "exit $RC" "$ERR"
+
 # --- a stalled state directory: the heartbeat keeps beating, the data path keeps shedding --
 fail_open() { status; json_get "$TMP/status.json" "sum(c['fail_open'] for c in d['services'][0]['classes'])"; }
 fo0=$(fail_open)
@@ -244,7 +258,7 @@ mkfifo -m 640 "$AUDIT"
 ctl switch set web L1 --shed 100 --reason "INC-8 stalled disk" --ttl 5m
 r=$RC e=$ERR
 c=$(codes 3 -H 'X-Priority: L1')
-[ "$r" -eq 1 ] && [[ "$e" == *"IN FORCE but NOT yet recorded in the audit log"* ]] && [ "$c" = "429 429 429" ]
+[ "$r" -eq 1 ] && [[ "$e" == *"IN FORCE but NOT (yet) saved and recorded in the audit log: the state directory"*"has not been written for"* ]] && [ "$c" = "429 429 429" ]
 ok $? "audit log stalled (a FIFO nobody reads): switch set is in force, exit 1 saying it is not audited" \
 	"exit $r" "$e" "codes $c"
 maxage=0 fails=0

@@ -287,6 +287,34 @@ static void test_damaged_file_admits_all(void **state)
 	assert_int_equal(c->news.n_msgs, 0);
 }
 
+/* A switch file that cannot be locked (its lock file is a directory: even root fails): the
+ * job is reported failed and its change stays in the set handed back to the tick. */
+static void test_refused_job_stays_in_force(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	char err[256], why[IOW_MSG_LEN], lock[200];
+	uint64_t seq;
+
+	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&ch->sw, "web", "L1", "100", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "web");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "IN FORCE but NOT saved"));
+	assert_int_equal(iow_job_failed(&c->w, seq + 1, why, sizeof(why)), 0);
+	assert_int_equal(wait_set(c, seq), 0);
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 100);
+	assert_int_equal(access(c->sw, F_OK), -1);   /* nothing was written */
+	rmdir(lock);
+}
+
 /* The audit log is a FIFO nobody reads: the writer blocks in open(); taking the news must not
  * wait, the job stays unfinished, and past IOW_MAX_QUEUE jobs enqueueing refuses. The stuck
  * thread is left behind (as sluiced leaves it at exit). */
@@ -361,6 +389,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_direct_edit_audited_as_diff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

@@ -80,7 +80,7 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 		printf("%s: %s (sluiced pid %ld, state dir %s)\n", verb, msg ? msg : "done",
 		       o->rec.pid, o->rec.state_dir);
 	if (!json_is_true(json_object_get(ans, "audited"))) {
-		log_error("%s: IN FORCE but NOT yet recorded in the audit log: %s", verb,
+		log_error("%s: IN FORCE but NOT (yet) saved and recorded in the audit log: %s", verb,
 			  opp_str(ans, "audit_error") ? opp_str(ans, "audit_error") : "?");
 		goto out;
 	}

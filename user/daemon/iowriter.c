@@ -87,47 +87,74 @@ static void restrict_modes(struct iowriter *w)
 		chmod(p, 0640);
 }
 
-static void audit_all(struct iowriter *w, const struct audit_entry *a, int n)
+/* Remember that job seq did not reach the disk (the socket's answer says so). */
+static void job_failed(struct iowriter *w, uint64_t seq, const char *why)
 {
-	char err[512];
+	if (!seq)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->fails[seq % IOW_FAILS].seq = seq;
+	snprintf(w->fails[seq % IOW_FAILS].why, IOW_MSG_LEN, "%s", why);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void audit_all(struct iowriter *w, const struct audit_entry *a, int n, uint64_t seq)
+{
+	char err[512], msg[IOW_MSG_LEN];
 
 	for (int i = 0; i < n; i++)
-		if (state_audit_append(w->state_dir, &a[i], err, sizeof(err)))
-			add_msg(w, "a change to %s is IN FORCE but NOT in the audit log: %s",
-				a[i].service[0] ? a[i].service : "the node", err);
+		if (state_audit_append(w->state_dir, &a[i], err, sizeof(err))) {
+			snprintf(msg, sizeof(msg), "a change to %s is IN FORCE but NOT in the audit "
+				 "log: %s", a[i].service[0] ? a[i].service : "the node", err);
+			add_msg(w, "%s", msg);
+			job_failed(w, seq, msg);
+		}
 	if (n)
 		restrict_modes(w);
+}
+
+/* The changes of a job on a set (the file's, or the memory's when the file refused them). */
+static void apply_changes(struct sw_set *set, const struct iow_job *j)
+{
+	for (int i = 0; i < j->n_changes; i++) {
+		const struct iow_change *c = &j->changes[i];
+		if (c->present)
+			sw_set_put(set, &c->sw, NULL);
+		else
+			sw_set_clear(set, c->service, c->cls, NULL);
+	}
 }
 
 static void run_job(struct iowriter *w, struct iow_job *j)
 {
 	static struct sw_set cur;
-	char path[PATH_MAX], note[1024], err[1024];
+	char path[PATH_MAX], note[1024], err[1024], msg[IOW_MSG_LEN];
 	int fd;
 
 	if (j->n_changes) {
 		fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, path, sizeof(path),
 					note, sizeof(note), err, sizeof(err));
-		if (fd < 0) {
-			add_msg(w, "switch change in force but NOT saved: %s", err);
-		} else {
+		if (fd >= 0) {
 			if (note[0])
 				add_msg(w, "%s", note);
-			for (int i = 0; i < j->n_changes; i++) {
-				const struct iow_change *c = &j->changes[i];
-				if (c->present)
-					sw_set_put(&cur, &c->sw, NULL);
-				else
-					sw_set_clear(&cur, c->service, c->cls, NULL);
+			apply_changes(&cur, j);
+			if (switch_writer_save(path, &cur, err, sizeof(err)) == 0) {
+				remember(w, path);
+				sw_unlock(fd);
+				*w->known = cur;
+				audit_all(w, j->audit, j->n_audit, j->seq);
+				return;
 			}
-			if (switch_writer_save(path, &cur, err, sizeof(err)))
-				add_msg(w, "switch change in force but NOT saved: %s", err);
-			remember(w, path);
 			sw_unlock(fd);
-			*w->known = cur;
 		}
+		/* The file refused it: the change stays in force in memory (the set handed back
+		 * keeps it), loudly; the audit record is still attempted. */
+		snprintf(msg, sizeof(msg), "switch change IN FORCE but NOT saved: %s", err);
+		add_msg(w, "%s", msg);
+		job_failed(w, j->seq, msg);
+		apply_changes(w->known, j);
 	}
-	audit_all(w, j->audit, j->n_audit);
+	audit_all(w, j->audit, j->n_audit, j->seq);
 }
 
 /* An edit made outside sluiced: one "file edit" record per switch that differs. */
@@ -151,7 +178,7 @@ static void audit_diff(struct iowriter *w, const struct sw_set *was, const struc
 			audit_entry_make(&a[n++], t, uid, "file", "file edit", x->service, x->class,
 					 NULL, x, x->reason);
 	}
-	audit_all(w, a, n);
+	audit_all(w, a, n, 0);
 }
 
 static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
@@ -186,7 +213,7 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 		audit_entry_make(&a[i], now, (uint32_t)getuid(), "sluiced", "expire", gone[i].service,
 				 gone[i].class, &gone[i], NULL, NULL);
 	post_set(w, seq, 0, 0, gone, n);
-	audit_all(w, a, n);
+	audit_all(w, a, n, 0);
 }
 
 static void watch_file(struct iowriter *w, uint64_t seq)
@@ -390,4 +417,16 @@ void iow_progress(struct iowriter *w, uint64_t *done_seq, unsigned long long *bu
 	*busy_ns = w->busy_since_ns ? now - w->busy_since_ns : 0;
 	*queued = w->queued;
 	pthread_mutex_unlock(&w->mu);
+}
+
+int iow_job_failed(struct iowriter *w, uint64_t seq, char *why, size_t len)
+{
+	int failed;
+
+	pthread_mutex_lock(&w->mu);
+	failed = seq && w->fails[seq % IOW_FAILS].seq == seq;
+	if (failed && why && len)
+		snprintf(why, len, "%s", w->fails[seq % IOW_FAILS].why);
+	pthread_mutex_unlock(&w->mu);
+	return failed;
 }

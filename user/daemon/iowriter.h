@@ -10,7 +10,8 @@
  * changed it), apply the changes, save it, append the audit records. Between jobs it watches
  * the file: an edit made outside sluiced is loaded, audited as a diff (user "file", command
  * "file edit", one record per switch that differs, old -> new), and handed to the tick; so is
- * the sweep of expired switches (command "expire").
+ * the sweep of expired switches (command "expire"). A job the disk refuses (no space, a lock
+ * that cannot be taken) is reported, and its changes stay in force in memory.
  *
  * The tick collects what the thread found with iow_take(), which only copies under a mutex
  * that the thread never holds across I/O. A set the thread read is adopted only when it
@@ -28,7 +29,8 @@
 
 #define IOW_MAX_QUEUE   64      /* jobs waiting; beyond this changes are refused */
 #define IOW_MAX_MSGS    16
-#define IOW_MSG_LEN     640
+#define IOW_MSG_LEN     1280
+#define IOW_FAILS       16      /* the last jobs that could not be saved or audited */
 
 struct iow_change {
 	char service[SLUICE_NAME_LEN];
@@ -68,6 +70,7 @@ struct iowriter {
 	int queued, stop, exited, first_read;
 	uint64_t done_seq;           /* last job fully handled (file and audit) */
 	unsigned long long busy_since_ns;   /* 0 when idle */
+	struct { uint64_t seq; char why[IOW_MSG_LEN]; } fails[IOW_FAILS];   /* ring, by seq */
 	struct iow_news *news;       /* guarded by mu; the tick takes it */
 	uint64_t news_seq;           /* jobs included in news->set */
 	/* the thread's own */
@@ -97,6 +100,10 @@ uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_chang
 /* Take what the thread found since the last call into *out (out->have_set only when its set
  * includes job `sent`, the last one enqueued). Never blocks on I/O. */
 void iow_take(struct iowriter *w, uint64_t sent, struct iow_news *out);
+
+/* Whether job seq (already done) failed to reach the disk: 1 and why, or 0. A change the file
+ * did not take stays in force in memory (the set the thread hands back keeps it). */
+int iow_job_failed(struct iowriter *w, uint64_t seq, char *why, size_t len);
 
 /* The last job fully written, and for how long the thread has been busy with the current
  * batch (0 when idle). */

@@ -653,8 +653,15 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 		json_object_set_new(c->reply, "applied", json_boolean(verify(d, c, seen)));
 		json_object_set_new(c->reply, "maps", seen);
 		json_object_set_new(c->reply, "ticks", json_integer((json_int_t)(d->ticks - c->applied_tick)));
+		if (audited && c->seq) {
+			char why[IOW_MSG_LEN];
+			if (iow_job_failed(&d->iow, c->seq, why, sizeof(why))) {
+				json_object_set_new(c->reply, "audit_error", json_string(why));
+				audited = 0;
+			}
+		}
 		json_object_set_new(c->reply, "audited", json_boolean(audited));
-		if (!audited) {
+		if (!audited && !json_object_get(c->reply, "audit_error")) {
 			char w[640];
 			snprintf(w, sizeof(w), "the state directory %s has not been written for %llu ms "
 				 "(%d job%s queued): the change is in force but its audit record is not "

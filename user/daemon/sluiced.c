@@ -156,6 +156,9 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	/* A reader that goes away (a FIFO in the state dir, a client that hangs up) must cost an
+	 * error on that write, never the process. */
+	signal(SIGPIPE, SIG_IGN);
 	d.events = stdout;
 	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
 	d.cfg_text = read_file(cfg_path, &d.cfg_len);
