@@ -282,4 +282,21 @@ rm -f "$AUDIT"; mv "$AUDIT.kept" "$AUDIT"
 grep -q '"reason":"INC-8 stalled disk"' "$TMP/fifo.out" && grep -q '"command":"switch clear"' "$TMP/fifo.out"
 ok $? "once the log is readable again the queued records arrive in order" "$(cat "$TMP/fifo.out")"
 
+# --- a new sluiced takes over the record and socket; the old one leaving does not remove them -
+old_pid=$SLUICED_PID
+start_sluiced "$CFG"
+kill -TERM "$old_pid"; wait "$old_pid" 2>/dev/null
+ctl switch set web L1 --shed 100 --reason "INC-10 after the handover" --ttl 1m
+[ "$RC" -eq 0 ] && [ -S "$SLUICE_RUN_DIR/sluiced.sock" ] &&
+	[ "$(json_get "$SLUICE_RUN_DIR/sluiced.json" "d['pid']")" = "$SLUICED_PID" ] &&
+	[ "$(code -H 'X-Priority: L1')" = 429 ]
+ok $? "the old sluiced exiting leaves the new one's record and socket: a change still goes through" \
+	"exit $RC" "$OUT" "$ERR" "$(ls -la "$SLUICE_RUN_DIR")"
+kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
+[ ! -e "$SLUICE_RUN_DIR/sluiced.json" ] && [ ! -e "$SLUICE_RUN_DIR/sluiced.sock" ]
+ok $? "sluiced removes its own record and socket when it stops" "$(ls -la "$SLUICE_RUN_DIR")"
+ctl switch clear web L1
+[ "$RC" -eq 1 ] && [[ "$ERR" == *"no sluiced is running"* ]]
+ok $? "with sluiced stopped a change exits 1: no sluiced is running" "exit $RC" "$ERR"
+
 finish

@@ -30,6 +30,7 @@
 int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
 
 	memset(s, 0, sizeof(*s));
 	s->lfd = -1;
@@ -52,6 +53,10 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 		s->lfd = -1;
 		return -1;
 	}
+	if (stat(path, &st) == 0) {
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+	}
 	return 0;
 }
 
@@ -70,8 +75,11 @@ void ops_close(struct opserver *s)
 		if (s->c[i].state)
 			conn_free(&s->c[i]);
 	if (s->lfd >= 0) {
+		struct stat st;
+
 		close(s->lfd);
-		unlink(s->path);
+		if (stat(s->path, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)
+			unlink(s->path);
 	}
 	s->lfd = -1;
 }

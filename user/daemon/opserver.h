@@ -14,6 +14,7 @@
 
 #include <poll.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <jansson.h>
 
 #define OPS_MAX_CONNS      16
@@ -42,6 +43,8 @@ struct ops_conn {
 struct opserver {
 	int lfd;
 	char path[512];
+	dev_t dev;                 /* the socket file this server made: removed at exit only if */
+	ino_t ino;                 /* it is still that one (a newer sluiced may own the path) */
 	struct ops_conn c[OPS_MAX_CONNS];
 };
 
