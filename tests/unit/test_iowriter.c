@@ -239,6 +239,40 @@ static void test_direct_edit_audited_as_diff(void **state)
 	fclose(f);
 }
 
+/* An edit immediately followed by a job: the job must not swallow the edit unaudited. */
+static void test_edit_then_job(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct sw_switch sw;
+	char err[256], line[2048], first[2048] = "";
+	uint64_t seq;
+	FILE *f;
+	int n = 0;
+
+	mk(&sw, "web", "L3", "100", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	usleep(20000);
+	sw.shed_pct = 30;
+	save(c, &sw, 1);                  /* the edit ... */
+	mk(&ch->sw, "api", "L1", "10", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "api");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);   /* ... and a job right behind it */
+	assert_int_equal(wait_done(c, seq), 0);
+	f = fopen(c->audit, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (n++ == 0)
+			snprintf(first, sizeof(first), "%s", line);
+	fclose(f);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(first, "\"command\":\"file edit\""));
+	assert_non_null(strstr(first, "\"shed_pct\":30"));
+}
+
 static void test_expiry_rewrites_file_and_audits(void **state)
 {
 	struct ctx *c = *state;
@@ -387,6 +421,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_first_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_writes_file_and_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_edit_audited_as_diff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edit_then_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),

@@ -275,6 +275,10 @@ static void *writer_main(void *arg)
 		w->busy_since_ns = monotonic_ns();
 		pthread_mutex_unlock(&w->mu);
 
+		/* An edit made outside sluiced since the last look is audited as such before a
+		 * job reads the file and builds on it. */
+		if (list)
+			watch_file(w, last);
 		for (; list; list = next) {
 			next = list->next;
 			run_job(w, list);
