@@ -32,11 +32,13 @@ services:
     port: 8080
     protocol: http
     default_class: L3
+    breaker: { min_calls: 10, error_rate: 0.5, open_s: 600, window_s: 1 }
     classify:
       - { header: X-Priority, class: from-header }
 Y
+echo "service_ms=1" > "$TMP/mode"
 start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
-	--workers 8 --service-ms 1
+	--workers 8 --service-ms 1 --mode-file "$TMP/mode"
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 
 CTL=$BUILD/sluicectl
@@ -184,8 +186,20 @@ assert r["old"]["shed_pct"] == 100 and r["new"]["shed_pct"] == 50, r
 ok $? "a direct edit (L3 100% -> 50%) is in the map and audited: user file, old -> new" "$edit" "$(cat "$TMP/py")"
 
 # --- breaker reset and cascade clear, audited --------------------------------------------
+breaker() { status; json_get "$TMP/status.json" "d['services'][0]['breaker']['state']"; }
+opened() { codes 5 -H 'X-Priority: L0' >/dev/null; [ "$(breaker)" = open ]; }
+echo "service_ms=1 fail_rate=1.0" > "$TMP/mode"
+wait_for 10 "web's breaker open on 500s" opened
+b1=$(breaker)
+echo "service_ms=1 fail_rate=0" > "$TMP/mode"
+sleep 0.3
+c1=$(code -H 'X-Priority: L0')
 ctl breaker reset web --reason "INC-3 false open"
-expect 0 "breaker reset web"
+r=$RC o=$OUT
+c2=$(code -H 'X-Priority: L0')
+[ "$b1" = open ] && [ "$c1" = 503 ] && [ "$r" -eq 0 ] && [ "$(breaker)" = closed ] && [ "$c2" = 200 ]
+ok $? "breaker reset web: open (open_s 600, answering $c1) -> closed in the map, served again ($c2)" \
+	"state before $b1, exit $r" "$o" "$ERR"
 [ "$(audit_last "r['command'], r['service'], r['class'], r['reason']")" = \
 	"('breaker reset', 'web', None, 'INC-3 false open')" ]
 ok $? "breaker reset is audited (class null)" "$(tail -n 1 "$AUDIT")"
