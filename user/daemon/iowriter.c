@@ -401,7 +401,16 @@ uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_chang
 void iow_take(struct iowriter *w, uint64_t sent, struct iow_news *out)
 {
 	pthread_mutex_lock(&w->mu);
-	*out = *w->news;
+	/* Copy only what there is: most ticks there is nothing. */
+	out->have_set = w->news->have_set;
+	out->external = w->news->external;
+	out->corrupt = w->news->corrupt;
+	if (out->have_set)
+		out->set = w->news->set;
+	out->n_expired = w->news->n_expired;
+	memcpy(out->expired, w->news->expired, sizeof(out->expired[0]) * (size_t)out->n_expired);
+	out->n_msgs = w->news->n_msgs;
+	memcpy(out->msgs, w->news->msgs, sizeof(out->msgs[0]) * (size_t)out->n_msgs);
 	if (out->have_set && w->news_seq < sent)
 		out->have_set = 0;   /* older than a change still queued: wait for the next */
 	w->news->have_set = 0;
