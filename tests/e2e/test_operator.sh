@@ -17,8 +17,11 @@ chmod 755 "$TMP"   # the unprivileged callers read the record and the config
 STATE=$TMP/not-the-default/state
 SW=$STATE/switches.json
 AUDIT=$STATE/audit.log
-GROUP=staff        # a group every Debian has; the member is nobody with it as a supplement
-getent group "$GROUP" >/dev/null || groupadd -r "$GROUP"
+# switch_group: a group every Debian has (nothing is created); the member is uid 65534 with it
+# as a supplementary group, the outsider the same uid without it.
+GROUP=
+for g in staff users adm; do getent group "$g" >/dev/null && { GROUP=$g; break; }; done
+[ -n "$GROUP" ] || { ok 1 "a group to use as switch_group (staff, users or adm)"; finish; exit 1; }
 GID=$(getent group "$GROUP" | cut -d: -f3)
 CFG=$TMP/sluice.yaml
 cat > "$CFG" <<Y
