@@ -536,12 +536,11 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	if (rc == 0 && (r.n_ch || r.n_au)) {
 		c->seq = iow_enqueue(&d->iow, r.ch, r.n_ch, r.au, r.n_au);
 		if (!c->seq) {
-			/* In memory already: the tick enforces it; say loudly that it is not
-			 * on disk nor audited. */
+			/* In memory already: the tick enforces it; the answer says loudly that it
+			 * is neither on disk nor audited. */
 			free(r.ch);
 			free(r.au);
-			snprintf(r.msg + strlen(r.msg), sizeof(r.msg) - strlen(r.msg),
-				 "; the state directory is not being written (queue full)");
+			c->unqueued = 1;
 		}
 		r.ch = NULL;
 		r.au = NULL;
@@ -556,7 +555,7 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	c->state = 2;
 	c->applied_tick = d->ticks;
 	c->since_ns = now_ns;
-	if (!c->seq && !c->n_targets && !c->check_cascade) {
+	if (!c->seq && !c->unqueued && !c->n_targets && !c->check_cascade) {
 		json_t *reply = c->reply;
 
 		c->reply = NULL;
@@ -653,9 +652,9 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 			conn_free(c);
 		if (c->state != 2 || d->ticks <= c->applied_tick)
 			continue;
-		audited = !c->seq || done >= c->seq;
+		audited = !c->unqueued && (!c->seq || done >= c->seq);
 		waited_ms = (int)((now_ns - c->since_ns) / MS);
-		if (!audited && waited_ms < OPS_AUDIT_WAIT_MS)
+		if (!audited && !c->unqueued && waited_ms < OPS_AUDIT_WAIT_MS)
 			continue;
 		seen = json_array();
 		json_object_set_new(c->reply, "applied", json_boolean(verify(d, c, seen)));
@@ -669,6 +668,10 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 			}
 		}
 		json_object_set_new(c->reply, "audited", json_boolean(audited));
+		if (c->unqueued)
+			json_object_set_new(c->reply, "audit_error", json_pack("s++",
+				"the state directory is not being written (", "writer queue full",
+				"): the change is in force but neither saved nor audited"));
 		if (!audited && !json_object_get(c->reply, "audit_error")) {
 			char w[640];
 			snprintf(w, sizeof(w), "the state directory %s has not been written for %llu ms "

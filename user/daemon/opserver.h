@@ -34,6 +34,7 @@ struct ops_conn {
 	unsigned long long since_ns;
 	unsigned long long applied_tick;
 	uint64_t seq;              /* writer job to wait for (0: none) */
+	int unqueued;              /* the writer's queue was full: in force, not saved */
 	json_t *reply;             /* the answer so far */
 	int n_targets;
 	struct ops_target *targets;
