@@ -652,14 +652,27 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 			conn_free(c);
 		if (c->state != 2 || d->ticks <= c->applied_tick)
 			continue;
+		/* The map is judged at the first tick after the change, and at the second if the
+		 * first did not show it (a service whose inputs could not be read keeps its last
+		 * verdict for a tick); the audit record may take longer. */
+		if (!c->verified) {
+			int ok, n = (int)(d->ticks - c->applied_tick);
+
+			seen = json_array();
+			ok = verify(d, c, seen);
+			if (!ok && n < OPS_VERIFY_TICKS) {
+				json_decref(seen);
+				continue;
+			}
+			c->verified = 1;
+			json_object_set_new(c->reply, "applied", json_boolean(ok));
+			json_object_set_new(c->reply, "maps", seen);
+			json_object_set_new(c->reply, "ticks", json_integer(n));
+		}
 		audited = !c->unqueued && (!c->seq || done >= c->seq);
 		waited_ms = (int)((now_ns - c->since_ns) / MS);
 		if (!audited && !c->unqueued && waited_ms < OPS_AUDIT_WAIT_MS)
 			continue;
-		seen = json_array();
-		json_object_set_new(c->reply, "applied", json_boolean(verify(d, c, seen)));
-		json_object_set_new(c->reply, "maps", seen);
-		json_object_set_new(c->reply, "ticks", json_integer((json_int_t)(d->ticks - c->applied_tick)));
 		if (audited && c->seq) {
 			char why[IOW_MSG_LEN];
 			if (iow_job_failed(&d->iow, c->seq, why, sizeof(why))) {

@@ -6,7 +6,8 @@
  * state the tick reads, so nothing needs a lock): the caller's credentials are checked, the
  * change is made in memory, the file writer gets the job (daemon/iowriter.h), and the answer
  * waits for the next tick, which writes the verdicts. The answer then carries what the map
- * says (read back from it) and whether the audit record is written; if the writer has not
+ * says (read back from it at that tick, or the one after: OPS_VERIFY_TICKS) and whether the
+ * audit record is written; if the writer has not
  * finished within OPS_AUDIT_WAIT_MS the answer says the change is in force but not yet
  * recorded, and sluicectl exits 1. */
 #ifndef SLUICE_OPSERVER_H
@@ -20,6 +21,7 @@
 #define OPS_MAX_CONNS      16
 #define OPS_REQ_WAIT_MS    2000    /* a connection that sends nothing is dropped */
 #define OPS_AUDIT_WAIT_MS  1000
+#define OPS_VERIFY_TICKS   2       /* the verdict map must show a change within this many ticks */
 
 struct daemon;
 
@@ -35,6 +37,7 @@ struct ops_conn {
 	unsigned long long applied_tick;
 	uint64_t seq;              /* writer job to wait for (0: none) */
 	int unqueued;              /* the writer's queue was full: in force, not saved */
+	int verified;              /* the map was judged (reply holds "applied", "maps") */
 	json_t *reply;             /* the answer so far */
 	int n_targets;
 	struct ops_target *targets;
