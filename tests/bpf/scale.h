@@ -45,6 +45,7 @@ static inline void scale_free(struct scale *s)
 	char cmd[128];
 
 	if (s->d) {
+		daemon_fini(s->d, 1000);   /* the file writer, before its directory goes */
 		daemon_free(s->d);
 		sluice_config_free(&s->d->cfg);
 		if (s->d->events)

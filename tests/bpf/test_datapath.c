@@ -1313,6 +1313,8 @@ static void test_daemon_gc_on_young_clock(void **state)
 	/* 605 s: the one silent since 4 s goes; the one stamped at 20 s stays. */
 	tick_leaves(&d, f, 605, 1);
 
+	daemon_fini(&d, 1000);       /* the file writer, before its directory goes */
+	daemon_free(&d);
 	fclose(d.events);
 	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
 	assert_int_equal(system(rm), 0);

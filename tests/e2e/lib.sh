@@ -13,6 +13,9 @@ NS_S=sl-s-$TAG                 # server namespace
 NS_C=sl-c-$TAG                 # client namespace
 PIN=/sys/fs/bpf/sluice-$TAG
 TMP=$(mktemp -d /tmp/sluice-$TAG.XXXXXX)
+# Each test's sluiced publishes itself (record and operator socket) here, and its sluicectl
+# finds it here: concurrent tests never reach each other's daemon.
+export SLUICE_RUN_DIR=$TMP/run
 SRV_IP=198.18.0.1
 CLI_IP=198.18.0.2
 PIDS=()

@@ -117,6 +117,6 @@ for l in sys.stdin:
     e = json.loads(l)
     n += not all(k in e for k in ('time', 'event', 'machine', 'from', 'to', 'why'))
 print(n)")
-ok $([ "$bad" = 0 ] && grep -q '"machine":"switches"' "$TMP"/sluiced.*.log && echo 0 || echo 1) \
+ok $([ "$bad" = 0 ] && grep -q '"machine":"switch","class":"L3","from":"normal","to":"set","why":"switch set by ' "$TMP"/sluiced.*.log && echo 0 || echo 1) \
 	"every stdout line is one JSON event with time, machine, from, to, why"
 finish

@@ -175,6 +175,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c->state_dir, "/var/lib/sluice");
 	assert_string_equal(c->pin_dir, SLUICE_PIN_DIR);
 	assert_string_equal(c->switch_group, "");
+	assert_int_equal(c->switch_max_renewals, 3);
 	assert_int_equal(c->flow_idle_timeout_s, 600);
 	assert_int_equal(c->syn_timeout_s, 30);
 	assert_int_equal(c->cascade.max_opens, 5);
@@ -397,6 +398,18 @@ static void test_target_latency_number(void **state)
 	expect_fail(f, parse(f, "interface: lo\nservices:\n"
 				"  - { name: s, port: 1, target_latency_ms: 0 }\n"), 1);
 	expect_error(&f->errs, 3, "target_latency_ms");
+}
+
+static void test_switch_max_renewals(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nswitch_max_renewals: 5\nservices:\n"
+			      "  - { name: s, port: 1 }\n"));
+	assert_int_equal(f->cfg.switch_max_renewals, 5);
+	expect_fail(f, parse(f, "interface: lo\nswitch_max_renewals: -1\nservices:\n"
+				"  - { name: s, port: 1 }\n"), 1);
+	expect_error(&f->errs, 2, "switch_max_renewals");
 }
 
 static void test_headroom_mode(void **state)
@@ -808,6 +821,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_documented_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_max_renewals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),

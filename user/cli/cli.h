@@ -8,12 +8,14 @@
 
 #include "common/cliopt.h"
 #include "common/config.h"
+#include "ops/opproto.h"
+#include <jansson.h>
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* The options every command accepts, before or after its name. */
 struct cli_global_args {
-	const char *pin_dir, *state_dir, *config;
+	const char *pin_dir, *state_dir, *config, *run_dir;
 	int json, verbose, quiet;
 };
 
@@ -29,12 +31,27 @@ struct cli_opts {
 	const char **known_ptr;                  /* the same names as pointers */
 	int n_known;
 	const struct sluice_config *cfg;   /* NULL when the config file could not be read */
+	/* The running sluiced, from the record it publishes (ops/opproto.h). */
+	const char *run_dir;        /* --run-dir, $SLUICE_RUN_DIR, default /run/sluice */
+	struct opp_record rec;
+	int have_rec;               /* 1: a record of a running sluiced was read */
+	char rec_err[512];          /* why not, when have_rec is 0 */
+	int state_dir_given;        /* --state-dir or $SLUICE_STATE_DIR named it */
+	int pin_dir_given;
 };
+
+/* Send one change to sluiced (ops/opproto.h) and wait for its answer: the request object is
+ * consumed; "op" is verb. Prints the daemon's message on success. Exit code: 0 when sluiced
+ * applied it (seen in the verdict map) and audited it; 1 when there is no daemon, it runs on
+ * another state dir or pin dir, it refused (permission, unknown service, ...), or the change
+ * is not visible in the maps or not audited (each said on stderr). */
+int cli_change(const struct cli_opts *o, const char *verb, json_t *req);
 
 extern const struct clicmd cli_cmd_status, cli_cmd_top, cli_cmd_hist, cli_cmd_detach;
 extern const struct clicmd cli_cmd_switch_set, cli_cmd_switch_clear, cli_cmd_switch_ls,
-	cli_cmd_switch_log, cli_cmd_cascade_clear;
+	cli_cmd_switch_log, cli_cmd_switch_renew, cli_cmd_cascade_clear, cli_cmd_breaker_reset;
 extern const struct clicmd cli_cmd_plan_check, cli_cmd_plan_show, cli_cmd_plan_apply,
+	cli_cmd_plan_revert,
 	cli_cmd_budget_check;
 
 /* sluicectl itself (its help is the list of commands), its global options, and every command

@@ -30,12 +30,9 @@
 
 #define MAX_FINDINGS 256
 
-static const char *const *known_ptrs(const struct cli_opts *o, const char **buf)
+static const char *const *known_ptrs(const struct cli_opts *o)
 {
-	if (o->n_known < 0)
-		return NULL;
-	(void)buf;
-	return o->known_ptr;
+	return o->n_known >= 0 ? o->known_ptr : NULL;
 }
 
 static int load_plan(const char *file, struct sluice_plan *p)
@@ -65,8 +62,7 @@ static int plan_do_check(const void *args, void *ctx)
 	struct cli_opts *o = ctx;
 	static struct sluice_plan p;
 	static struct plan_finding f[MAX_FINDINGS];
-	const char **kbuf = NULL;
-	const char *const *known = known_ptrs(o, kbuf);
+	const char *const *known = known_ptrs(o);
 	int n;
 
 	if (load_plan(file, &p))
@@ -145,6 +141,7 @@ static int plan_do_show(const void *args, void *ctx)
 
 struct apply_args {
 	const char *file, *level, *reason, *ttl, *owner;
+	int force;
 };
 
 static const struct cliopt apply_opts[] = {
@@ -155,6 +152,9 @@ static const struct cliopt apply_opts[] = {
 	CLIOPT_STR(struct apply_args, ttl, "ttl", "DUR", 1,
 		   "expiry of every switch: 90s, 5m, 2h, 1d, at most 30d"),
 	CLIOPT_STR(struct apply_args, owner, "owner", "NAME", 0, "who owns them (default: you)"),
+	CLIOPT_BOOL(struct apply_args, force, "force", 0,
+		    "apply even when a level was not drilled recently enough, or when it would "
+		    "loosen a stricter switch in force"),
 	CLIOPT_TABLE_END,
 };
 
@@ -163,87 +163,86 @@ static int plan_do_apply(const void *args, void *ctx)
 	const struct apply_args *a = args;
 	struct cli_opts *o = ctx;
 	static struct sluice_plan p;
-	static struct sw_switch sw[SW_MAX], old[SW_MAX];
-	static int had_old[SW_MAX];
-	static struct sw_set set;
+	static struct sw_switch sw[SW_MAX];
 	static struct plan_finding f[MAX_FINDINGS];
-	const char *pos[2] = { a->file, a->level }, *reason = a->reason, *ttl = a->ttl;
-	const char *owner_arg = a->owner;
-	const char **kbuf = NULL;
-	const char *const *known = known_ptrs(o, kbuf);
-	char err[1024], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], cmd[AUDIT_CMD_LEN];
-	char ttlbuf[24];
+	const char *const *known = known_ptrs(o);
+	char err[1024], owner[SW_OWNER_LEN];
 	uint64_t now = (uint64_t)time(NULL);
-	int n, nf, fd, rc = EXIT_OK, level;
+	json_t *arr, *req;
+	int n, nf, level;
 
-	if (owner_arg)
-		snprintf(owner, sizeof(owner), "%s", owner_arg);
+	if (a->owner)
+		snprintf(owner, sizeof(owner), "%s", a->owner);
 	else
 		switch_caller(owner, sizeof(owner));
-	if (load_plan(pos[0], &p))
+	if (load_plan(a->file, &p))
 		return EXIT_USAGE;
 	if (!known)
 		log_warn("no service list (neither pinned maps nor config): "
 			"services named in the plan are NOT checked");
-	n = plan_level_switches(&p, pos[1], reason, ttl, owner_arg ? owner_arg : owner, now, known,
+	n = plan_level_switches(&p, a->level, a->reason, a->ttl, owner, now, known,
 				known ? o->n_known : 0, sw, SW_MAX, err, sizeof(err));
 	if (n < 0) {
 		log_error("plan apply: %s; nothing changed", err);
 		return EXIT_USAGE;
 	}
-	level = plan_find_level(&p, pos[1]);
-	/* Say what the review would say about the levels being applied (not blocking). */
+	level = plan_find_level(&p, a->level);
+	/* An undrilled degradation is a guess: refused unless the operator says --force. */
+	if (plan_drill_too_old(&p, level, now, err, sizeof(err))) {
+		if (!a->force) {
+			log_error("plan apply: %s; nothing changed (--force to apply anyway)", err);
+			return EXIT_USAGE;
+		}
+		log_warn("plan apply: %s; applying because of --force", err);
+	}
 	nf = plan_check(&p, now, known, known ? o->n_known : 0, f, MAX_FINDINGS);
 	for (int i = 0; i < nf && i < MAX_FINDINGS; i++)
-		if (f[i].level <= level)
+		if (f[i].level <= level && f[i].kind != PLAN_NEVER_VERIFIED &&
+		    f[i].kind != PLAN_VERIFY_STALE)
 			log_warn("%s", f[i].msg);
-	if (switch_may_change(o->cfg ? o->cfg->switch_group : "", err, sizeof(err))) {
-		log_error("plan apply: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
-				err, sizeof(err));
-	if (fd < 0) {
-		log_error("plan apply: %s", err);
-		return EXIT_RUNTIME;
-	}
-	if (note[0])
-		log_error("%s", note);
-	if (plan_apply_to_set(&set, sw, n, old, had_old, err, sizeof(err))) {
-		sw_unlock(fd);
-		log_error("plan apply: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	if (switch_writer_save(path, &set, err, sizeof(err))) {
-		sw_unlock(fd);
-		log_error("plan apply: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	snprintf(cmd, sizeof(cmd), "plan apply %s", p.levels[level].name);
-	for (int i = 0; i < n; i++) {
-		struct audit_entry e;
-		char user[AUDIT_USER_LEN], aerr[512];
+	arr = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(arr, sw_switch_json(&sw[i]));
+	req = json_pack("{s:s,s:s,s:o,s:b}", "file", a->file, "level", p.levels[level].name,
+			"switches", arr, "force", a->force);
+	return cli_change(o, "plan apply", req);
+}
 
-		switch_caller(user, sizeof(user));
-		audit_entry_make(&e, now, (uint32_t)getuid(), user, cmd, sw[i].service, sw[i].class,
-				 had_old[i] ? &old[i] : NULL, &sw[i], sw[i].reason);
-		if (state_audit_append(o->state_dir, &e, aerr, sizeof(aerr))) {
-			log_error("ERROR: %s/%s IS IN FORCE but was NOT recorded in "
-				"the audit log: %s", sw[i].service, sw_class_str(sw[i].class), aerr);
-			rc = EXIT_RUNTIME;
+struct revert_args {
+	const char *file, *reason;
+};
+
+static const struct cliopt revert_opts[] = {
+	CLIOPT_POS(struct revert_args, file, "FILE", 1, "the plan (YAML) that was applied"),
+	CLIOPT_STR(struct revert_args, reason, "reason", "TEXT", 0, "why, for the audit log"),
+	CLIOPT_TABLE_END,
+};
+
+/* Every class the plan's levels touch, and the level names whose reasons mark a switch as set
+ * by this plan ("plan LEVEL: ..."): sluiced clears those and keeps the others. */
+static int plan_do_revert(const void *args, void *ctx)
+{
+	const struct revert_args *a = args;
+	static struct sluice_plan p;
+	json_t *targets = json_array(), *levels = json_array(), *req;
+
+	if (load_plan(a->file, &p)) {
+		json_decref(targets);
+		json_decref(levels);
+		return EXIT_USAGE;
+	}
+	for (int l = 0; l < p.n_levels; l++) {
+		json_array_append_new(levels, json_string(p.levels[l].name));
+		for (int k = 0; k < p.levels[l].n_actions; k++) {
+			const struct plan_action *ac = &p.levels[l].actions[k];
+			json_array_append_new(targets, json_pack("{s:s,s:s}", "service", ac->service,
+								 "class", sw_class_str(ac->class)));
 		}
 	}
-	sw_unlock(fd);
-	duration_format(sw[0].expires_at - sw[0].set_at, ttlbuf, sizeof(ttlbuf));
-	printf("plan apply: level %s of %s: %d switch%s for %s (reason %s)\n",
-	       p.levels[level].name, pos[0], n, n == 1 ? "" : "es", ttlbuf, sw[0].reason);
-	for (int i = 0; i < n; i++)
-		printf("  %-16s %s shed %3d%%%s\n", sw[i].service, sw_class_str(sw[i].class),
-		       sw[i].shed_pct, had_old[i] ? "  (replaced an existing switch)" : "");
-	if (rc)
-		log_error("write the missing audit records into the incident notes "
-			"by hand");
-	return rc;
+	req = json_pack("{s:s,s:o,s:o}", "file", a->file, "targets", targets, "levels", levels);
+	if (req && a->reason)
+		json_object_set_new(req, "reason", json_string(a->reason));
+	return cli_change(ctx, "plan revert", req);
 }
 
 static const struct cliopt budget_opts[] = {
@@ -295,11 +294,27 @@ const struct clicmd cli_cmd_plan_apply = {
 	.opts = apply_opts,
 	.args_size = sizeof(struct apply_args),
 	.notes = "Applying LEVEL sets the switches of the levels before it too (later levels win), "
-		 "in one save of the\nswitch file, with one audit record per switch.\n"
-		 "exit codes: 0 ok, 1 permission denied, I/O or not audited, 2 bad plan, level or "
-		 "argument (nothing changed)",
+		 "in one save of the\nswitch file, with one audit record per switch. Refused "
+		 "without --force when a level it includes\nwas never drilled or longer ago than "
+		 "the plan's max_drill_age_days (default 90), and when it\nwould loosen a stricter "
+		 "switch in force.\n"
+		 "exit codes: 0 applied and audited, 1 no daemon, refused or not applied, 2 bad "
+		 "plan, level,\nundrilled level or argument (nothing changed)",
 	.example = "sluicectl plan apply plans/web.yaml L2 --reason INC-44 --ttl 1h",
 	.run = plan_do_apply,
+};
+
+const struct clicmd cli_cmd_plan_revert = {
+	.name = "plan revert",
+	.summary = "clear the switches a plan's apply set",
+	.opts = revert_opts,
+	.args_size = sizeof(struct revert_args),
+	.notes = "Clears the switches on the plan's classes whose reason says a level of this plan "
+		 "set them;\nswitches set by hand on the same classes stay. One audit record per "
+		 "switch.\nexit codes: 0 done and audited, 1 no daemon, refused or not applied, "
+		 "2 invalid plan",
+	.example = "sluicectl plan revert plans/web.yaml --reason \"INC-44 resolved\"",
+	.run = plan_do_revert,
 };
 
 const struct clicmd cli_cmd_budget_check = {

@@ -29,11 +29,12 @@ static uint64_t wall_now(void)
 	return (uint64_t)time(NULL);
 }
 
-static const char *group_of(const struct cli_opts *o)
+/* The services to check names against, or NULL when neither the pins nor the config could
+ * be read (then names are not checked here; sluiced checks them). */
+static const char *const *known_names(const struct cli_opts *o)
 {
-	return o->cfg ? o->cfg->switch_group : "";
+	return o->n_known >= 0 ? o->known_ptr : NULL;
 }
-
 
 static void warn_unknown_services(const struct cli_opts *o)
 {
@@ -43,36 +44,8 @@ static void warn_unknown_services(const struct cli_opts *o)
 			o->config_path ? o->config_path : "?");
 }
 
-/* The audit record for one change; loud on failure. 0 / -1. */
-static int audit_one(const struct cli_opts *o, uint64_t now, const char *command,
-		     const char *service, int cls, const struct sw_switch *old,
-		     const struct sw_switch *new, const char *reason)
-{
-	struct audit_entry e;
-	char user[AUDIT_USER_LEN], err[512];
-
-	switch_caller(user, sizeof(user));
-	audit_entry_make(&e, now, (uint32_t)getuid(), user, command, service, cls, old, new,
-			 reason);
-	if (state_audit_append(o->state_dir, &e, err, sizeof(err))) {
-		log_error("ERROR: the change to %s/%s IS IN FORCE but was NOT "
-			"recorded in the audit log: %s\n  write it into the incident notes by hand",
-			service, sw_class_str(cls), err);
-		return -1;
-	}
-	return 0;
-}
-
-static void describe_old(const struct sw_switch *old, uint64_t now, char *buf, size_t len)
-{
-	char left[24];
-
-	duration_format(old->expires_at > now ? old->expires_at - now : 0, left, sizeof(left));
-	snprintf(buf, len, "shed %d%% by %s, %s left", old->shed_pct, old->owner, left);
-}
-
 struct set_args {
-	const char *service, *class, *shed, *reason, *ttl, *owner;
+	const char *service, *class, *shed, *reason, *ttl, *owner, *kind, *runbook;
 };
 
 static const struct cliopt set_opts[] = {
@@ -85,6 +58,9 @@ static const struct cliopt set_opts[] = {
 	CLIOPT_STR(struct set_args, ttl, "ttl", "DUR", 1,
 		   "expiry: 90s, 5m, 2h, 1d, 1h30m; at most 30d, never permanent"),
 	CLIOPT_STR(struct set_args, owner, "owner", "NAME", 0, "who owns it (default: you)"),
+	CLIOPT_STR(struct set_args, kind, "kind", "KIND", 0,
+		   "ops (default: an incident lever), release or experiment"),
+	CLIOPT_STR(struct set_args, runbook, "runbook", "URL", 0, "where its runbook is"),
 	CLIOPT_TABLE_END,
 };
 
@@ -92,58 +68,28 @@ static int do_set(const void *args, void *ctx)
 {
 	const struct set_args *a = args;
 	struct cli_opts *o = ctx;
-	const char **known = o->known_ptr;
-	char err[512], note[1024], path[PATH_MAX], owner[SW_OWNER_LEN], ttlbuf[24], old_s[160];
-	struct sw_switch sw, old;
-	static struct sw_set set;
-	uint64_t now = wall_now();
-	int fd, had, rc = EXIT_OK;
+	char err[512], owner[SW_OWNER_LEN];
+	struct sw_switch sw;
+	json_t *req;
 
 	if (a->owner)
 		snprintf(owner, sizeof(owner), "%s", a->owner);
 	else
 		switch_caller(owner, sizeof(owner));
 	warn_unknown_services(o);
-	if (sw_make(&sw, a->service, a->class, a->shed, a->reason, a->ttl, owner, now,
-		    o->n_known >= 0 ? known : NULL, o->n_known, err, sizeof(err))) {
+	/* Checked here for exit 2 before anything is sent; sluiced checks again. */
+	if (sw_make(&sw, a->service, a->class, a->shed, a->reason, a->ttl, owner, wall_now(),
+		    known_names(o), o->n_known, err, sizeof(err)) ||
+	    sw_set_ledger(&sw, a->kind, a->runbook, err, sizeof(err))) {
 		log_error("switch set: %s", err);
 		return EXIT_USAGE;
 	}
-	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		log_error("switch set: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
-				err, sizeof(err));
-	if (fd < 0) {
-		log_error("switch set: %s", err);
-		return EXIT_RUNTIME;
-	}
-	if (note[0])
-		log_error("%s", note);
-	had = sw_set_put(&set, &sw, &old);
-	if (had < 0) {
-		sw_unlock(fd);
-		log_error("switch set: the switch set is full (%d switches); nothing changed",
-			  SW_MAX);
-		return EXIT_RUNTIME;
-	}
-	if (switch_writer_save(path, &set, err, sizeof(err))) {
-		sw_unlock(fd);
-		log_error("switch set: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	if (audit_one(o, now, "switch set", sw.service, sw.class, had ? &old : NULL, &sw,
-		      sw.reason))
-		rc = EXIT_RUNTIME;
-	sw_unlock(fd);
-	duration_format(sw.expires_at - sw.set_at, ttlbuf, sizeof(ttlbuf));
-	if (had)
-		describe_old(&old, now, old_s, sizeof(old_s));
-	printf("switch set: %s %s shed %d%% for %s (reason %s)%s%s\n", sw.service,
-	       sw_class_str(sw.class), sw.shed_pct, ttlbuf, sw.reason,
-	       had ? "; replaces " : "", had ? old_s : "");
-	return rc;
+	req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "service", a->service, "class", a->class,
+			"shed", a->shed, "reason", a->reason, "ttl", a->ttl, "owner", owner,
+			"kind", sw_kind_str(sw.kind));
+	if (req && a->runbook)
+		json_object_set_new(req, "runbook", json_string(a->runbook));
+	return cli_change(o, "switch set", req);
 }
 
 struct clear_args {
@@ -163,77 +109,60 @@ static int do_clear(const void *args, void *ctx)
 {
 	const struct clear_args *a = args;
 	struct cli_opts *o = ctx;
-	const char *pos[2] = { a->service, a->class }, **known = o->known_ptr;
 	const char *reason = a->reason;
-	char err[512], note[1024], path[PATH_MAX], old_s[160];
-	struct sw_switch old;
-	static struct sw_set set;
-	uint64_t now = wall_now();
-	int fd, cls, rc = EXIT_OK;
+	char err[512];
+	json_t *req;
+	int cls;
 
 	if (reason && (strlen(reason) >= SW_REASON_LEN || !reason[strspn(reason, " \t")])) {
 		log_error("switch clear: --reason must be non-blank and shorter "
 			"than %d bytes", SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
-	/* The class must be valid. The service is checked against the known ones, except when
-	 * the file holds a switch for it (a service removed from the config can still be
-	 * cleared). */
-	if (sw_check_target(pos[0], pos[1], NULL, -1, &cls, err, sizeof(err))) {
+	/* The class must be valid; the service need not be configured any more (a switch of a
+	 * removed service can still be cleared): sluiced judges it against its file. */
+	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err))) {
 		log_error("switch clear: %s", err);
 		return EXIT_USAGE;
 	}
-	warn_unknown_services(o);
-	if (o->n_known >= 0 &&
-	    sw_check_target(pos[0], pos[1], known, o->n_known, &cls, err, sizeof(err))) {
-		char p[PATH_MAX];
-		struct sw_set *cur = malloc(sizeof(*cur));
-		int in_file = 0;
+	req = json_pack("{s:s,s:s}", "service", a->service, "class", a->class);
+	if (req && reason)
+		json_object_set_new(req, "reason", json_string(reason));
+	return cli_change(o, "switch clear", req);
+}
 
-		if (cur && state_path(p, sizeof(p), o->state_dir, SW_FILE_NAME) == 0 &&
-		    sw_load(p, cur, note, sizeof(note)) == 0)
-			in_file = sw_set_find(cur, pos[0], cls) != NULL;
-		free(cur);
-		if (!in_file) {
-			log_error("switch clear: %s", err);
-			return EXIT_USAGE;
-		}
+struct renew_args {
+	const char *service, *class, *ttl, *reason;
+};
+
+static const struct cliopt renew_opts[] = {
+	CLIOPT_POS(struct renew_args, service, "SERVICE", 1, "the switch's service"),
+	CLIOPT_POS(struct renew_args, class, "CLASS", 1, "L0, L1, L2 or L3"),
+	CLIOPT_STR(struct renew_args, ttl, "ttl", "DUR", 1,
+		   "the new time left from now: 90s, 5m, 2h, at most 30d"),
+	CLIOPT_STR(struct renew_args, reason, "reason", "TEXT", 0,
+		   "why it is still needed, for the audit log"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_renew(const void *args, void *ctx)
+{
+	const struct renew_args *a = args;
+	struct cli_opts *o = ctx;
+	struct sw_switch probe = { .expires_at = UINT64_MAX };
+	char err[512];
+	json_t *req;
+	int cls;
+
+	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err)) ||
+	    sw_renew(&probe, a->ttl, 1, wall_now(), err, sizeof(err))) {
+		log_error("switch renew: %s", err);
+		return EXIT_USAGE;
 	}
-	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		log_error("switch clear: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	fd = switch_writer_open(o->state_dir, now, &set, path, sizeof(path), note, sizeof(note),
-				err, sizeof(err));
-	if (fd < 0) {
-		log_error("switch clear: %s", err);
-		return EXIT_RUNTIME;
-	}
-	if (note[0])
-		log_error("%s", note);
-	if (!sw_set_clear(&set, pos[0], cls, &old)) {
-		if (note[0] && switch_writer_save(path, &set, err, sizeof(err))) {
-			log_error("switch clear: %s", err);
-			rc = EXIT_RUNTIME;
-		}
-		sw_unlock(fd);
-		printf("switch clear: no switch for %s %s; nothing to clear\n", pos[0],
-		       sw_class_str(cls));
-		return rc;
-	}
-	if (switch_writer_save(path, &set, err, sizeof(err))) {
-		sw_unlock(fd);
-		log_error("switch clear: %s; nothing changed", err);
-		return EXIT_RUNTIME;
-	}
-	if (audit_one(o, now, "switch clear", old.service, cls, &old, NULL,
-		      reason ? reason : old.reason))
-		rc = EXIT_RUNTIME;
-	sw_unlock(fd);
-	describe_old(&old, now, old_s, sizeof(old_s));
-	printf("switch clear: %s %s back to normal (was %s; reason %s)\n", old.service,
-	       sw_class_str(cls), old_s, old.reason);
-	return rc;
+	req = json_pack("{s:s,s:s,s:s}", "service", a->service, "class", a->class, "ttl", a->ttl);
+	if (req && a->reason)
+		json_object_set_new(req, "reason", json_string(a->reason));
+	return cli_change(o, "switch renew", req);
 }
 
 static const char *service_note(const struct cli_opts *o, const char *service)
@@ -263,7 +192,7 @@ static int print_ls_json(const struct sw_set *set, uint64_t now)
 			json_object_set_new(o, "left_s", json_integer((json_int_t)left));
 			json_object_set_new(o, "expired", json_boolean(!left));
 		}
-		if (o && json_object_size(o) != 10) {    /* out of memory on the way */
+		if (o && json_object_size(o) != 13) {    /* out of memory on the way */
 			json_decref(o);
 			o = NULL;
 		}
@@ -315,8 +244,8 @@ static int do_ls(const void *args, void *ctx)
 		printf("no switches in force: all traffic normal (%s)\n", path);
 		return EXIT_OK;
 	}
-	printf("%-16s %-5s %5s  %-12s %-10s %-10s %-20s  %s\n", "SERVICE", "CLASS", "SHED",
-	       "OWNER", "AGE", "LEFT", "EXPIRES (UTC)", "REASON");
+	printf("%-16s %-5s %5s  %-10s %-12s %-10s %-10s %-20s %5s  %s\n", "SERVICE", "CLASS",
+	       "SHED", "KIND", "OWNER", "AGE", "LEFT", "EXPIRES (UTC)", "RENEW", "REASON");
 	for (int i = 0; i < set.n; i++) {
 		const struct sw_switch *sw = &set.sw[i];
 		char age[24], left[32], iso[SLUICE_ISO_LEN];
@@ -326,10 +255,11 @@ static int do_ls(const void *args, void *ctx)
 			duration_format(sw->expires_at - now, left, sizeof(left));
 		else
 			snprintf(left, sizeof(left), "EXPIRED");
-		printf("%-16s %-5s %4d%%  %-12s %-10s %-10s %-20s  %s%s\n", sw->service,
-		       sw_class_str(sw->class), sw->shed_pct, sw->owner, age, left,
-		       time_format_iso(sw->expires_at, iso, sizeof(iso)), sw->reason,
-		       service_note(o, sw->service));
+		printf("%-16s %-5s %4d%%  %-10s %-12s %-10s %-10s %-20s %5d  %s%s%s%s\n",
+		       sw->service, sw_class_str(sw->class), sw->shed_pct, sw_kind_str(sw->kind),
+		       sw->owner, age, left, time_format_iso(sw->expires_at, iso, sizeof(iso)),
+		       sw->renewals, sw->reason, service_note(o, sw->service),
+		       sw->runbook[0] ? "  runbook " : "", sw->runbook);
 	}
 	for (int i = 0; i < set.n; i++)
 		if (set.sw[i].expires_at <= now) {
@@ -384,52 +314,60 @@ static int do_log(const void *args, void *ctx)
 	return EXIT_OK;
 }
 
-/* ---- cascade clear ---- */
+/* ---- cascade clear, breaker reset ---- */
+
+struct why_args {
+	const char *service, *reason;
+};
+
+static const struct cliopt cascade_opts[] = {
+	CLIOPT_STR(struct why_args, reason, "reason", "TEXT", 0, "why, for the audit log"),
+	CLIOPT_TABLE_END,
+};
 
 static int do_cascade_clear(const void *args, void *ctx)
 {
+	const struct why_args *a = args;
+	json_t *req = json_object();
+
+	if (a->reason)
+		json_object_set_new(req, "reason", json_string(a->reason));
+	return cli_change(ctx, "cascade clear", req);
+}
+
+static const struct cliopt breaker_opts[] = {
+	CLIOPT_POS(struct why_args, service, "SERVICE", 1, "a service of the running config"),
+	CLIOPT_STR(struct why_args, reason, "reason", "TEXT", 1,
+		   "why, with the incident id; not blank"),
+	CLIOPT_TABLE_END,
+};
+
+static int do_breaker_reset(const void *args, void *ctx)
+{
+	const struct why_args *a = args;
 	struct cli_opts *o = ctx;
-	char err[512], user[AUDIT_USER_LEN], iso[SLUICE_ISO_LEN], path[PATH_MAX];
-	struct sluice_maps m;
-	uint64_t now = wall_now();
+	char err[512];
+	int cls;
 
-	if (switch_may_change(group_of(o), err, sizeof(err))) {
-		log_error("cascade clear: %s; nothing requested", err);
-		return EXIT_RUNTIME;
+	if (sw_check_target(a->service, "L0", known_names(o), o->n_known, &cls,
+			    err, sizeof(err))) {
+		log_error("breaker reset: %s", err);
+		return EXIT_USAGE;
 	}
-	if (state_dir_ensure(o->state_dir, err, sizeof(err))) {
-		log_error("cascade clear: %s", err);
-		return EXIT_RUNTIME;
+	if (!a->reason[strspn(a->reason, " \t")] || strlen(a->reason) >= SW_REASON_LEN) {
+		log_error("breaker reset: --reason must be non-blank and shorter than %d bytes",
+			  SW_REASON_LEN);
+		return EXIT_USAGE;
 	}
-	switch_caller(user, sizeof(user));
-	if (cascade_clear_request(o->state_dir, user, (uint32_t)getuid(), now, err, sizeof(err))) {
-		log_error("cascade clear: %s", err);
-		return EXIT_RUNTIME;
-	}
-	state_path(path, sizeof(path), o->state_dir, CASCADE_CLEAR_FILE);
-	printf("cascade clear: requested by %s at %s (%s); sluiced lifts the cascade suppression "
-	       "at its next tick and removes the file\n", user,
-	       time_format_iso(now, iso, sizeof(iso)), path);
-	if (o->pin_dir && maps_open_pinned(o->pin_dir, &m) == 0) {
-		struct sluice_globals g;
-		unsigned long long t = monotonic_ns();
-
-		if (maps_read_globals(&m, &g) == 0 &&
-		    (!g.heartbeat_ns || t - g.heartbeat_ns > g.heartbeat_timeout_ns))
-			log_warn("sluiced's heartbeat is stale: the request "
-				"takes effect when it runs again");
-		maps_close(&m);
-	} else {
-		log_warn("nothing attached at %s: the request takes "
-			"effect when sluiced starts", o->pin_dir ? o->pin_dir : "?");
-	}
-	return EXIT_OK;
+	return cli_change(o, "breaker reset",
+			  json_pack("{s:s,s:s}", "service", a->service, "reason", a->reason));
 }
 
 /* ---- the commands ---- */
 
-#define SWITCH_EXITS "exit codes: 0 ok, 1 runtime failure or permission denied, " \
-	"2 bad usage or input (nothing changed)"
+#define SWITCH_EXITS "sluiced applies it (sluicectl waits until the verdict map shows it).\n" \
+	"exit codes: 0 applied and audited; 1 no daemon, another state dir, refused (permission,\n" \
+	"unknown service), not applied or not audited; 2 bad usage or input (nothing changed)"
 
 const struct clicmd cli_cmd_switch_set = {
 	.name = "switch set",
@@ -437,7 +375,8 @@ const struct clicmd cli_cmd_switch_set = {
 	.opts = set_opts,
 	.args_size = sizeof(struct set_args),
 	.notes = "A switch for the same SERVICE and CLASS is replaced; the audit log records "
-		 "old -> new.\n" SWITCH_EXITS,
+		 "old -> new.\nLedger: --kind, --runbook, the owner, the expiry and the renewals "
+		 "are kept with the switch.\n" SWITCH_EXITS,
 	.example = "sluicectl switch set web L3 --shed 50 --reason \"INC-42 payment slow\" "
 		   "--ttl 30m",
 	.run = do_set,
@@ -451,6 +390,18 @@ const struct clicmd cli_cmd_switch_clear = {
 	.notes = "Clearing a switch that is not there is not an error.\n" SWITCH_EXITS,
 	.example = "sluicectl switch clear web L3 --reason \"INC-42 resolved\"",
 	.run = do_clear,
+};
+
+const struct clicmd cli_cmd_switch_renew = {
+	.name = "switch renew",
+	.summary = "push a switch's expiry back (a limited number of times)",
+	.opts = renew_opts,
+	.args_size = sizeof(struct renew_args),
+	.notes = "Refused once the switch was renewed switch_max_renewals times (config, default "
+		 "3): a switch\nthat is still needed then gets a fresh `switch set` with a reason.\n"
+		 SWITCH_EXITS,
+	.example = "sluicectl switch renew web L3 --ttl 30m --reason \"INC-42 still degraded\"",
+	.run = do_renew,
 };
 
 const struct clicmd cli_cmd_switch_ls = {
@@ -477,8 +428,19 @@ const struct clicmd cli_cmd_switch_log = {
 const struct clicmd cli_cmd_cascade_clear = {
 	.name = "cascade clear",
 	.summary = "lift the cascade suppression of breakers",
-	.notes = "sluiced acts on the request at its next tick and removes the request file.\n"
-		 "exit codes: 0 requested, 1 permission denied or I/O",
-	.example = "sluicectl cascade clear",
+	.opts = cascade_opts,
+	.args_size = sizeof(struct why_args),
+	.notes = SWITCH_EXITS,
+	.example = "sluicectl cascade clear --reason \"INC-45 downstream recovered\"",
 	.run = do_cascade_clear,
+};
+
+const struct clicmd cli_cmd_breaker_reset = {
+	.name = "breaker reset",
+	.summary = "close a service's breaker now, with an empty window",
+	.opts = breaker_opts,
+	.args_size = sizeof(struct why_args),
+	.notes = SWITCH_EXITS,
+	.example = "sluicectl breaker reset payment --reason \"INC-46 false open\"",
+	.run = do_breaker_reset,
 };

@@ -5,11 +5,17 @@
 
 const struct cliopt cli_global_opts[] = {
 	CLIOPT_STR(struct cli_global_args, pin_dir, "pin-dir", "DIR", 0,
-		   "the pinned maps (default: $SLUICE_PIN_DIR, the config's pin_dir)"),
+		   "the pinned maps (default: $SLUICE_PIN_DIR, the running sluiced's, the "
+		   "config's)"),
 	CLIOPT_STR(struct cli_global_args, state_dir, "state-dir", "DIR", 0,
-		   "switches and audit log (default: $SLUICE_STATE_DIR, the config's)"),
+		   "switches and audit log (default: $SLUICE_STATE_DIR, the running sluiced's, "
+		   "the config's)"),
 	CLIOPT_STR(struct cli_global_args, config, "config", "FILE", 0,
-		   "the config (default: $SLUICE_CONFIG, /etc/sluice/sluice.yaml)"),
+		   "the config (default: $SLUICE_CONFIG, the running sluiced's, "
+		   "/etc/sluice/sluice.yaml)"),
+	CLIOPT_STR(struct cli_global_args, run_dir, "run-dir", "DIR", 0,
+		   "where the running sluiced publishes itself (default: $SLUICE_RUN_DIR, "
+		   "/run/sluice)"),
 	CLIOPT_BOOL(struct cli_global_args, json, "json", 0, "JSON output where a command has it"),
 	CLIOPT_CNT(struct cli_global_args, verbose, "verbose", 'v',
 		   "more messages on stderr (-vv: libbpf's debug lines too)"),
@@ -20,9 +26,10 @@ const struct cliopt cli_global_opts[] = {
 
 const struct clicmd *const cli_commands[] = {
 	&cli_cmd_status, &cli_cmd_top, &cli_cmd_hist,
-	&cli_cmd_switch_set, &cli_cmd_switch_clear, &cli_cmd_switch_ls, &cli_cmd_switch_log,
-	&cli_cmd_plan_check, &cli_cmd_plan_show, &cli_cmd_plan_apply,
-	&cli_cmd_budget_check, &cli_cmd_cascade_clear, &cli_cmd_detach,
+	&cli_cmd_switch_set, &cli_cmd_switch_clear, &cli_cmd_switch_renew, &cli_cmd_switch_ls,
+	&cli_cmd_switch_log, &cli_cmd_plan_check, &cli_cmd_plan_show, &cli_cmd_plan_apply,
+	&cli_cmd_plan_revert, &cli_cmd_budget_check, &cli_cmd_breaker_reset,
+	&cli_cmd_cascade_clear, &cli_cmd_detach,
 	NULL,
 };
 
@@ -33,7 +40,11 @@ const struct clicmd cli_program = {
 	.args_size = sizeof(struct cli_global_args),
 	.notes = "The global options may also follow the command's name.\n"
 		 "`sluicectl COMMAND --help` shows a command's arguments, options and an example.\n"
-		 "exit codes: 0 ok, 1 runtime failure (nothing attached, I/O), 2 bad usage or input",
+		 "Changes (switch set/clear/renew, plan apply/revert, breaker reset, cascade clear) "
+		 "go to the running\nsluiced over its socket; sluicectl finds it through "
+		 "RUN_DIR/sluiced.json and waits until the\nchange is in the verdict map.\n"
+		 "exit codes: 0 ok, 1 runtime failure (no daemon, refused, not applied, I/O), "
+		 "2 bad usage or input",
 	.example = "sluicectl status\n"
 		   "sluicectl -v --config /etc/sluice/sluice.yaml switch ls",
 	.commands = cli_commands,

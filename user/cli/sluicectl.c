@@ -49,17 +49,27 @@ static void load_known(struct cli_opts *o)
 		o->known_ptr[i] = o->known[i];
 }
 
-/* The directories and the config: flags first, then the environment, then the config. */
+/* The directories and the config: flags first, then the environment, then what the running
+ * sluiced publishes (so that no flag is needed to reach it), then the config file. */
 static void resolve(struct cli_opts *o, const struct cli_global_args *g,
 		    struct sluice_config *cfg)
 {
 	const char *pin = g->pin_dir ? g->pin_dir : getenv("SLUICE_PIN_DIR");
 	const char *state = g->state_dir ? g->state_dir : getenv("SLUICE_STATE_DIR");
+	const char *conf = g->config ? g->config : getenv("SLUICE_CONFIG");
 	struct doc_errors errs;
+	int r;
 
-	o->config_path = g->config ? g->config
-		       : getenv("SLUICE_CONFIG") ? getenv("SLUICE_CONFIG") : DEFAULT_CONFIG;
+	o->run_dir = g->run_dir ? g->run_dir : getenv("SLUICE_RUN_DIR") ? getenv("SLUICE_RUN_DIR")
+		   : OPP_DEFAULT_RUN_DIR;
+	r = opp_record_read(o->run_dir, &o->rec, o->rec_err, sizeof(o->rec_err));
+	o->have_rec = r == 0;
+	if (r)
+		log_debug("%s", o->rec_err);
+	o->config_path = conf ? conf : o->have_rec ? o->rec.config : DEFAULT_CONFIG;
 	o->json = g->json;
+	o->state_dir_given = state != NULL;
+	o->pin_dir_given = pin != NULL;
 	/* The config is optional for sluicectl: it supplies defaults for the directories,
 	 * the switch group and the service names when nothing is attached. */
 	if (sluice_config_load(o->config_path, cfg, &errs) == 0)
@@ -67,8 +77,10 @@ static void resolve(struct cli_opts *o, const struct cli_global_args *g,
 	else
 		log_debug("config %s not used (%d error%s)", o->config_path, errs.n,
 			  errs.n == 1 ? "" : "s");
-	o->pin_dir = pin ? pin : o->cfg ? cfg->pin_dir : SLUICE_PIN_DIR;
-	o->state_dir = state ? state : o->cfg ? cfg->state_dir : "/var/lib/sluice";
+	o->pin_dir = pin ? pin : o->have_rec ? o->rec.pin_dir : o->cfg ? cfg->pin_dir
+		   : SLUICE_PIN_DIR;
+	o->state_dir = state ? state : o->have_rec ? o->rec.state_dir : o->cfg ? cfg->state_dir
+		     : "/var/lib/sluice";
 	load_known(o);
 }
 

@@ -57,6 +57,7 @@ void sluice_config_defaults(struct sluice_config *out)
 	snprintf(out->metrics_address, sizeof(out->metrics_address), "127.0.0.1:9477");
 	snprintf(out->state_dir, sizeof(out->state_dir), "/var/lib/sluice");
 	snprintf(out->pin_dir, sizeof(out->pin_dir), "%s", SLUICE_PIN_DIR);
+	out->switch_max_renewals = 3;
 	out->flow_idle_timeout_s = 600;
 	out->syn_timeout_s = 30;
 	out->cascade.max_opens = 5;
@@ -178,7 +179,7 @@ struct root_arg {
 
 static const char *const root_keys[] = { "interface", "xdp_mode", "control_interval_ms",
 	"heartbeat_timeout_ms", "metrics_address", "state_dir", "pin_dir", "switch_group",
-	"flow_idle_timeout_s", "syn_timeout_s", "cascade", "retry_storm", "services", NULL };
+	"switch_max_renewals", "flow_idle_timeout_s", "syn_timeout_s", "cascade", "retry_storm", "services", NULL };
 
 static const char *const xdp_names[] = { "auto", "native", "generic" };
 
@@ -213,6 +214,8 @@ static void root_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 		yget_string(d, v, key, "", cfg->pin_dir, sizeof(cfg->pin_dir), false);
 	} else if (!strcmp(key, "switch_group")) {
 		yget_string(d, v, key, "", cfg->switch_group, sizeof(cfg->switch_group), true);
+	} else if (!strcmp(key, "switch_max_renewals")) {
+		yget_int(d, v, key, "", 0, 1000, &cfg->switch_max_renewals);
 	} else if (!strcmp(key, "flow_idle_timeout_s")) {
 		yget_int(d, v, key, "", 1, 7 * 86400, &cfg->flow_idle_timeout_s);
 	} else if (!strcmp(key, "syn_timeout_s")) {

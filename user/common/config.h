@@ -98,6 +98,7 @@ struct sluice_config {
 	char state_dir[256];              /* /var/lib/sluice */
 	char pin_dir[256];                /* /sys/fs/bpf/sluice */
 	char switch_group[32];            /* group allowed to change switches besides root; "" none */
+	int switch_max_renewals;          /* `switch renew` of one switch at most this often: 3 */
 	int flow_idle_timeout_s;          /* flows silent this long are reclaimed: 600 */
 	int syn_timeout_s;                /* admitted SYNs never completed are reclaimed: 30 */
 	struct cascade_conf cascade;

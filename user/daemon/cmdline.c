@@ -8,6 +8,9 @@ static const struct cliopt sluiced_opts[] = {
 		   "only validate FILE: each error with its line; exit 0 or 2"),
 	CLIOPT_STR(struct sluiced_args, pin_dir, "pin-dir", "DIR", 0,
 		   "pin the data path here instead of the config's pin_dir"),
+	CLIOPT_STR(struct sluiced_args, run_dir, "run-dir", "DIR", 0,
+		   "publish sluiced.json and the operator socket here (default $SLUICE_RUN_DIR, "
+		   "/run/sluice)"),
 	CLIOPT_CNT(struct sluiced_args, verbose, "verbose", 'v',
 		   "debug messages and debug events too (-vv: libbpf's debug lines)"),
 	CLIOPT_CNT(struct sluiced_args, quiet, "quiet", 'q',

@@ -7,7 +7,7 @@
 #include "common/cliopt.h"
 
 struct sluiced_args {
-	const char *config, *check, *pin_dir;
+	const char *config, *check, *pin_dir, *run_dir;
 	int verbose, quiet;
 };
 

@@ -2,6 +2,7 @@
 #include "daemon/daemon.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static void sink_fn(void *ctx, const struct sluice_event *ev)
 	print_event(ctx, ev);
 }
 
-static struct sluice_event_sink sink_for(struct daemon *d, const char *service)
+struct sluice_event_sink daemon_sink(struct daemon *d, const char *service)
 {
 	struct sluice_event_sink s = { .fn = sink_fn, .ctx = d, .service = service };
 	return s;
@@ -128,8 +129,12 @@ void daemon_free(struct daemon *d)
 	maps_reader_free(&d->rd);
 }
 
+static void take_switch_news(struct daemon *d);
+
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen)
 {
+	struct group *gr = d->cfg.switch_group[0] ? getgrnam(d->cfg.switch_group) : NULL;
+	char werr[256];
 	int rc;
 
 	if (d->cfg.n_services > d->m.n_slots) {
@@ -161,9 +166,21 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	switch_state_init(&d->sw);
 	pthread_mutex_init(&d->lock, NULL);
 	write_globals(d, now_ns);
+	if (state_dir_ensure(d->cfg.state_dir, werr, sizeof(werr)))
+		log_warn("%s: switch changes stay in memory until it can be created", werr);
+	if (iow_start(&d->iow, d->cfg.state_dir, gr ? (long)gr->gr_gid : -1, 500, werr,
+		      sizeof(werr))) {
+		snprintf(err, errlen, "%s", werr);
+		return -1;
+	}
+	take_switch_news(d);
 	return 0;
 }
 
+void daemon_fini(struct daemon *d, int wait_ms)
+{
+	iow_stop(&d->iow, wait_ms);
+}
 /* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
 static void update_books(struct daemon *d, int i, const struct sluice_verdict *v,
 			 double dt_s)
@@ -282,25 +299,34 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 	pthread_mutex_unlock(&d->lock);
 }
 
-static void poll_switches(struct daemon *d, uint64_t wall_s)
+/* Take what the file writer found (daemon/iowriter.h): never waits for a disk. A damaged
+ * switch file means "normal", loudly: a bad read must never degrade a service. */
+static void take_switch_news(struct daemon *d)
 {
-	char err[SWST_ERR_LEN];
-	int rc = switch_state_poll(&d->sw, d->cfg.state_dir, wall_s, err, sizeof(err));
+	struct iow_news *n = &d->news;
 
-	if (rc < 0) {
-		/* A broken switch file means "normal", loudly (once per change): a bad read must
-		 * never degrade a service. */
-		log_error("%s", err);
-		daemon_event(d, SLUICE_EVM_SWITCHES, "file", d->sw.corrupt ? "ignored" : "write_failed", err,
-			     "", SLUICE_EV_ALERT);
-	} else if (rc > 0 && !d->sw.n_expired) {
-		daemon_event(d, SLUICE_EVM_SWITCHES, "file", "reloaded", "switch file changed", "",
-			     SLUICE_EV_INFO);
+	iow_take(&d->iow, d->sw_sent, n);
+	for (int k = 0; k < n->n_msgs; k++) {
+		log_error("%s", n->msgs[k]);
+		daemon_event(d, SLUICE_EVM_SWITCHES, "file", n->corrupt ? "ignored" : "write_failed",
+			     n->msgs[k], "", SLUICE_EV_ALERT);
+	}
+	if (n->have_set) {
+		d->sw.corrupt = n->corrupt;
+		if (n->external && !n->corrupt)
+			daemon_event(d, SLUICE_EVM_SWITCHES, "file", "reloaded",
+				     "switch file changed outside sluiced (audited as a diff)", "",
+				     SLUICE_EV_INFO);
+		d->sw.set = n->set;
+		d->sw.generation++;
 	}
 	d->switch_error_logged = d->sw.corrupt;
-	d->switches_changed = rc != 0 || d->sw.n_expired > 0;
-	for (int k = 0; k < d->sw.n_expired && k < SWST_MAX_EXPIRED; k++) {
-		const struct sw_switch *w = &d->sw.expired[k];
+	/* the metrics rows are all refreshed on a change of the set (an operator's change
+	 * between ticks counts: it moved the generation) or an expiry */
+	d->switches_changed = d->sw.generation != d->sw_gen_seen || n->n_expired > 0;
+	d->sw_gen_seen = d->sw.generation;
+	for (int k = 0; k < n->n_expired; k++) {
+		const struct sw_switch *w = &n->expired[k];
 		struct sluice_event ev;
 
 		sluice_event_init(&ev, monotonic_ns(), SLUICE_EV_INFO, w->service, SLUICE_EVM_SWITCH, "set",
@@ -394,7 +420,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 			 const struct sluice_event_sink *host_sink)
 {
 	const struct service_conf *sc = &d->cfg.services[i];
-	struct sluice_event_sink sink = sink_for(d, sc->name);
+	struct sluice_event_sink sink = daemon_sink(d, sc->name);
 	struct service_books *b = &d->books[i];
 	struct sluice_verdict v;
 	struct ctl_inputs in;
@@ -443,22 +469,12 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 {
 	double dt_s = d->last_tick_ns ? (double)(now_ns - d->last_tick_ns) / 1e9 : 0;
 	uint64_t wall_s = (uint64_t)time(NULL);
-	struct sluice_event_sink host_sink = sink_for(d, "");
+	struct sluice_event_sink host_sink = daemon_sink(d, "");
 	int suppressed;
-	char who[128];
 
 	d->last_tick_ns = now_ns;
 	write_globals(d, now_ns);
-	poll_switches(d, wall_s);
-	if (now_ns - d->last_slow_ns >= NS) {
-		int rq = cascade_clear_requested(d->cfg.state_dir, who, sizeof(who));
-
-		if (rq == 1)
-			sluice_cascade_clear(&d->cascade, now_ns, who, &host_sink);
-		else if (rq < 0)
-			log_debug("cascade clear request: %s", who);
-		d->last_slow_ns = now_ns;
-	}
+	take_switch_news(d);
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
 	read_accept_queues(d);
 
@@ -508,6 +524,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			d->last_fill_ns = now_ns;
 		fill_metrics_extra(d, wall_s, all);
 	}
+	d->ticks++;
 }
 
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
@@ -547,8 +564,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	if (d->pin_override[0])
 		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
 	if (strcmp(next.interface, d->cfg.interface) || strcmp(next.pin_dir, d->cfg.pin_dir) ||
-	    next.xdp_mode != d->cfg.xdp_mode) {
-		log_error("config %s: interface, xdp_mode and pin_dir changes need a "
+	    strcmp(next.state_dir, d->cfg.state_dir) || next.xdp_mode != d->cfg.xdp_mode) {
+		log_error("config %s: interface, xdp_mode, pin_dir and state_dir changes need a "
 			"restart; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "interface change needs a restart", "",

@@ -13,6 +13,7 @@
 #include "control/cascade.h"
 #include "daemon/metrics.h"
 #include "ops/switchstate.h"
+#include "daemon/iowriter.h"
 #include "kernel/sockdiag.h"
 
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
@@ -51,10 +52,18 @@ struct daemon {
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
-	struct switch_state sw;
+	struct switch_state sw;                  /* the set in force (sw.set); only the tick and
+	                                          * the operator socket, one thread, touch it */
+	struct iowriter iow;                     /* the state directory's one writer */
+	uint64_t sw_sent;                        /* last writer job enqueued */
+	struct iow_news news;                    /* what the writer found, taken each tick */
+	unsigned long long ticks;                /* ticks done */
 	int switch_error_logged;
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns, last_fill_ns;
-	int switches_changed;                    /* the last switch poll changed something */
+	int switches_changed;                    /* this tick: the switch set changed (news from
+	                                          * the writer, an operator's change) or a switch
+	                                          * expired */
+	uint64_t sw_gen_seen;                    /* sw.generation as the last tick saw it */
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines: stdout */
@@ -62,7 +71,8 @@ struct daemon {
 	struct metrics_extra mx;
 };
 
-/* Set up controller state for the loaded config and program the maps. */
+/* Set up controller state for the loaded config and program the maps; start the file writer
+ * (it reads the switch file; waits for that at most half a second). */
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen);
 
 /* One control tick: reads every service's counters in one batch, runs the controller for the
@@ -82,6 +92,12 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns);
  * an enum sluice_ev_machine. */
 void daemon_event(struct daemon *d, int machine, const char *from, const char *to,
 		  const char *why, const char *service, int level);
+
+/* Where the controllers' events about `service` go (stdout, as JSON lines). */
+struct sluice_event_sink daemon_sink(struct daemon *d, const char *service);
+
+/* Stop the file writer (at most wait_ms: a thread stuck in a stalled file system is left). */
+void daemon_fini(struct daemon *d, int wait_ms);
 
 /* Body for /metrics (called from the HTTP thread). */
 int daemon_metrics_body(void *ctx, char **body, size_t *len);

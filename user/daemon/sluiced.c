@@ -12,10 +12,13 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/cmdline.h"
 #include "daemon/daemon.h"
+#include "daemon/opserver.h"
+#include "ops/opproto.h"
 #include "kernel/attach.h"
 #include "kernel/bpflog.h"
 #include "common/clock.h"
@@ -72,7 +75,7 @@ static void drain(int fd)
 
 /* The control loop: a tick every control_interval_ms; SIGHUP forces a reload, a change in
  * the config's directory asks for one (applied at the next tick); SIGTERM/SIGINT end it. */
-static void run_loop(struct daemon *d, int sfd, int ifd)
+static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops)
 {
 	int running = 1, reload_pending = 0;
 	unsigned long long interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
@@ -80,11 +83,15 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 
 	while (running) {
 		unsigned long long now = monotonic_ns();
-		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
+		struct pollfd pfd[2 + 1 + OPS_MAX_CONNS] = { { .fd = sfd, .events = POLLIN },
+							     { .fd = ifd, .events = POLLIN } };
 		/* rounded up: a timeout of 0 for the last fraction of a millisecond would spin */
 		int timeout = next > now ? (int)((next - now + 999999) / 1000000) : 0;
+		int nfd = 2 + ops_pollfds(ops, pfd + 2, 1 + OPS_MAX_CONNS);
 
-		if (poll(pfd, ifd >= 0 ? 2 : 1, timeout) > 0) {
+		if (ifd < 0)
+			pfd[1].fd = -1;   /* poll ignores it */
+		if (poll(pfd, (nfds_t)nfd, timeout) > 0) {
 			struct signalfd_siginfo si;
 
 			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -98,6 +105,8 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 				if (!reload_pending)
 					reload_pending = 1;
 			}
+			if (nfd > 2)
+				ops_handle(ops, d, monotonic_ns());
 		}
 		now = monotonic_ns();
 		if (now < next)
@@ -108,6 +117,7 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		}
 		daemon_tick(d, now);
+		ops_after_tick(ops, d, monotonic_ns());
 		next += interval;
 		if (next < now)
 			next = now + interval; /* fell behind (suspend, stall): don't burst */
@@ -117,6 +127,9 @@ static void run_loop(struct daemon *d, int sfd, int ifd)
 int main(int argc, char **argv)
 {
 	static struct daemon d;
+	static struct opserver ops = { .lfd = -1 };
+	struct opp_record rec = { 0 };
+	const char *run_dir;
 	struct attach_state at;
 	struct doc_errors errs;
 	struct metrics_server *ms = NULL;
@@ -153,6 +166,9 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	/* A reader that goes away (a FIFO in the state dir, a client that hangs up) must cost an
+	 * error on that write, never the process. */
+	signal(SIGPIPE, SIG_IGN);
 	d.events = stdout;
 	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
 	d.cfg_text = read_file(cfg_path, &d.cfg_len);
@@ -201,10 +217,36 @@ int main(int argc, char **argv)
 		daemon_event(&d, SLUICE_EVM_METRICS, "off", "off", err, "", SLUICE_EV_ALERT);
 	}
 
+	/* Publish where this daemon lives, so sluicectl needs no flags, and take changes only
+	 * through the socket (sluiced is the one writer of the state directory). */
+	run_dir = a.run_dir ? a.run_dir : getenv("SLUICE_RUN_DIR") ? getenv("SLUICE_RUN_DIR")
+		: OPP_DEFAULT_RUN_DIR;
+	rec.pid = (long)getpid();
+	snprintf(rec.config, sizeof(rec.config), "%s", cfg_path);
+	if (cfg_path[0] != '/' && realpath(cfg_path, err))
+		snprintf(rec.config, sizeof(rec.config), "%s", err);
+	snprintf(rec.state_dir, sizeof(rec.state_dir), "%s", d.cfg.state_dir);
+	snprintf(rec.pin_dir, sizeof(rec.pin_dir), "%s", d.cfg.pin_dir);
+	snprintf(rec.switch_group, sizeof(rec.switch_group), "%s", d.cfg.switch_group);
+	snprintf(rec.socket, sizeof(rec.socket), "%s/%s", run_dir, OPP_SOCKET_NAME);
+	if (mkdir(run_dir, 0755) && errno != EEXIST)
+		log_warn("cannot create %s: %s", run_dir, strerror(errno));
+	if (ops_listen(&ops, rec.socket, err, sizeof(err)) ||
+	    opp_record_write(run_dir, &rec, err, sizeof(err))) {
+		/* The data path matters more than the operator surface: keep running, loudly. */
+		log_error("operator socket disabled: %s", err);
+		daemon_event(&d, SLUICE_EVM_DAEMON, "off", "off", err, "", SLUICE_EV_ALERT);
+	} else {
+		log_info("operator socket %s (record %s/%s)", rec.socket, run_dir, OPP_RECORD_NAME);
+	}
+
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	ifd = watch_config_dir(cfg_path);
 
-	run_loop(&d, sfd, ifd);
+	run_loop(&d, sfd, ifd, &ops);
+	ops_close(&ops);
+	opp_record_remove(run_dir, rec.pid);
+	daemon_fini(&d, 1000);
 
 	if (ms)
 		metrics_stop(ms);

@@ -23,6 +23,9 @@ static void side_from(struct audit_side *d, const struct sw_switch *sw)
 	snprintf(d->reason, sizeof(d->reason), "%s", sw->reason);
 	snprintf(d->owner, sizeof(d->owner), "%s", sw->owner);
 	d->expires_at = sw->expires_at;
+	d->kind = sw->kind;
+	snprintf(d->runbook, sizeof(d->runbook), "%s", sw->runbook);
+	d->renewals = sw->renewals;
 }
 
 void audit_entry_make(struct audit_entry *e, uint64_t now, uint32_t uid, const char *user,
@@ -49,9 +52,11 @@ static json_t *side_json(const struct audit_side *s)
 
 	if (!s->present)
 		return json_null();
-	return json_pack("{s:i,s:s,s:s,s:s}", "shed_pct", s->shed_pct, "reason", s->reason,
-			 "owner", s->owner,
-			 "expires_at", time_format_iso(s->expires_at, iso, sizeof(iso)));
+	return json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:i}", "shed_pct", s->shed_pct,
+			 "reason", s->reason, "owner", s->owner,
+			 "expires_at", time_format_iso(s->expires_at, iso, sizeof(iso)),
+			 "kind", sw_kind_str(s->kind), "runbook", s->runbook,
+			 "renewals", s->renewals);
 }
 
 int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
@@ -60,10 +65,11 @@ int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
 	json_t *o;
 	int rc;
 
-	o = json_pack("{s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:s}",
+	o = json_pack("{s:s,s:I,s:s,s:s,s:s,s:o,s:o,s:o,s:s}",
 		      "time", time_format_iso(e->time, iso, sizeof(iso)), "uid", (json_int_t)e->uid,
 		      "user", e->user, "command", e->command, "service", e->service,
-		      "class", sw_class_str(e->class), "old", side_json(&e->old),
+		      "class", e->class < 0 ? json_null() : json_string(sw_class_str(e->class)),
+		      "old", side_json(&e->old),
 		      "new", side_json(&e->new), "reason", e->reason);
 	rc = jsonio_dump_text(o, 0, out, outlen);      /* one record per line */
 	json_decref(o);
@@ -100,6 +106,16 @@ static int get_side(const json_t *o, const char *k, struct audit_side *s, char *
 	x = json_object_get(v, "expires_at");
 	if (!json_is_string(x) || time_parse_iso(json_string_value(x), &s->expires_at))
 		return errf(err, errlen, "\"%s.expires_at\" missing or not an ISO 8601 UTC time", k);
+	x = json_object_get(v, "kind");
+	if (x && (!json_is_string(x) || (s->kind = sw_kind_parse(json_string_value(x))) < 0))
+		return errf(err, errlen, "\"%s.kind\" is not ops, release or experiment", k);
+	if (json_object_get(v, "runbook") &&
+	    get_s(v, "runbook", s->runbook, sizeof(s->runbook), err, errlen))
+		return -1;
+	x = json_object_get(v, "renewals");
+	if (x && (!json_is_integer(x) || json_integer_value(x) < 0))
+		return errf(err, errlen, "\"%s.renewals\" is not a count", k);
+	s->renewals = x ? (int)json_integer_value(x) : 0;
 	s->present = 1;
 	return 0;
 }
@@ -135,11 +151,14 @@ int audit_parse_line(const char *line, struct audit_entry *e, char *err, size_t 
 	e->uid = (uint32_t)json_integer_value(uid);
 	if (get_s(root, "user", e->user, sizeof(e->user), err, errlen) ||
 	    get_s(root, "command", e->command, sizeof(e->command), err, errlen) ||
-	    get_s(root, "service", e->service, sizeof(e->service), err, errlen) ||
-	    get_s(root, "class", cls, sizeof(cls), err, errlen))
+	    get_s(root, "service", e->service, sizeof(e->service), err, errlen))
 		goto out;
-	e->class = sw_class_parse(cls);
-	if (e->class < 0) {
+	if (json_is_null(json_object_get(root, "class")))
+		snprintf(cls, sizeof(cls), "-");
+	else if (get_s(root, "class", cls, sizeof(cls), err, errlen))
+		goto out;
+	e->class = strcmp(cls, "-") ? sw_class_parse(cls) : -1;
+	if (e->class < 0 && strcmp(cls, "-")) {
 		errf(err, errlen, "unknown class \"%s\"", cls);
 		goto out;
 	}
@@ -158,8 +177,10 @@ static void side_human(const struct audit_side *s, char *buf, size_t len)
 	if (!s->present)
 		snprintf(buf, len, "normal");
 	else
-		snprintf(buf, len, "shed %d%% until %s (owner %s)", s->shed_pct,
-			 time_format_iso(s->expires_at, iso, sizeof(iso)), s->owner);
+		snprintf(buf, len, "shed %d%% until %s (owner %s%s%s%s)", s->shed_pct,
+			 time_format_iso(s->expires_at, iso, sizeof(iso)), s->owner,
+			 s->kind ? ", " : "", s->kind ? sw_kind_str(s->kind) : "",
+			 s->renewals ? ", renewed" : "");
 }
 
 char *audit_format_human(const struct audit_entry *e, char *buf, size_t len)
@@ -168,6 +189,13 @@ char *audit_format_human(const struct audit_entry *e, char *buf, size_t len)
 
 	side_human(&e->old, o, sizeof(o));
 	side_human(&e->new, n, sizeof(n));
+	if (e->class < 0) {
+		snprintf(buf, len, "%s %s(%u) %s %s -- reason: %s",
+			 time_format_iso(e->time, iso, sizeof(iso)), e->user, e->uid, e->command,
+			 e->service[0] ? e->service : "(node)",
+			 e->reason[0] ? e->reason : "(none given)");
+		return buf;
+	}
 	snprintf(buf, len, "%s %s(%u) %s %s/%s: %s -> %s -- reason: %s",
 		 time_format_iso(e->time, iso, sizeof(iso)), e->user, e->uid, e->command, e->service,
 		 sw_class_str(e->class), o, n, e->reason[0] ? e->reason : "(none given)");

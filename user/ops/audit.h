@@ -10,7 +10,12 @@
  *    "reason":"INC-42"}
  * "old"/"new" are null when there was no switch before / after the change (set of a new switch,
  * clear, expiry). "command" is free text chosen by the writer; sluice uses "switch set",
- * "switch clear", "plan apply LEVEL" and "expire" (written by the daemon, user "sluiced").
+ * "switch clear", "switch renew", "plan apply LEVEL", "plan revert", "breaker reset",
+ * "cascade clear", "expire" (user "sluiced") and "file edit" (user "file": the switch file was
+ * changed outside sluiced; one record per switch that differs). Since sluiced is the one
+ * writer, it writes every record; the "uid" is the caller's, from its socket credentials.
+ * Each side also carries the ledger fields "kind", "runbook" and "renewals" (optional when
+ * read: older records lack them).
  * Time is seconds since the epoch (UTC) passed in by the caller (see duration.h).
  *
  * Recommended order for writers: take sw_lock(), load, change, sw_save(), then audit_append();
@@ -33,6 +38,9 @@ struct audit_side {
 	char reason[SW_REASON_LEN];
 	char owner[SW_OWNER_LEN];
 	uint64_t expires_at;
+	int kind;                        /* the ledger fields (switches.h) */
+	char runbook[SW_RUNBOOK_LEN];
+	int renewals;
 };
 
 struct audit_entry {
@@ -41,7 +49,8 @@ struct audit_entry {
 	char user[AUDIT_USER_LEN];
 	char command[AUDIT_CMD_LEN];
 	char service[SLUICE_NAME_LEN];
-	int class;                       /* 0..3 */
+	int class;                       /* 0..3; -1 for a command about a whole service or the
+	                                  * node (breaker reset, cascade clear): "class": null */
 	struct audit_side old, new;
 	char reason[SW_REASON_LEN];      /* why this change was made */
 };

@@ -172,16 +172,23 @@ static void parse_level(struct ydoc *d, yaml_node_t *ln, struct sluice_plan *p)
 	p->n_levels++;
 }
 
+static int drill_days(const struct sluice_plan *p)
+{
+	return p->max_drill_age_days > 0 ? p->max_drill_age_days : PLAN_STALE_DAYS;
+}
+
 int plan_parse(const char *text, size_t len, const char *name, struct sluice_plan *out,
 	       struct doc_errors *errs)
 {
-	static const char *const keys[] = { "service", "owner", "last_reviewed", "levels", NULL };
+	static const char *const keys[] = { "service", "owner", "last_reviewed",
+					    "max_drill_age_days", "levels", NULL };
 	struct ydoc d;
 	yaml_node_t *root, *v;
 
 	memset(out, 0, sizeof(*out));
 	doc_errors_init(errs, name);
 	snprintf(out->file, sizeof(out->file), "%s", name ? name : "<input>");
+	out->max_drill_age_days = PLAN_STALE_DAYS;
 	if (ydoc_parse(&d, text, len, errs))
 		return -1;
 	root = ydoc_root(&d);
@@ -195,6 +202,8 @@ int plan_parse(const char *text, size_t len, const char *name, struct sluice_pla
 		if ((v = ymap_get(&d, root, "last_reviewed")) && !ynode_is_null(v))
 			out->has_last_reviewed = get_date(&d, v, "last_reviewed", "",
 							  &out->last_reviewed);
+		if ((v = ymap_get(&d, root, "max_drill_age_days")) && !ynode_is_null(v))
+			yget_int(&d, v, "max_drill_age_days", "", 1, 3650, &out->max_drill_age_days);
 		v = ymap_need_list(&d, root, "levels", "");
 		for (int i = 0; i < yseq_len(v); i++)
 			parse_level(&d, yseq_at(&d, v, i), out);
@@ -273,13 +282,13 @@ int plan_check(const struct sluice_plan *p, uint64_t now, const char *const *kno
 		} else if (lv->verified_at > now) {
 			add_finding(p, out, max, &n, PLAN_VERIFY_FUTURE, i, lv->line,
 				    "verified_at is in the future");
-		} else if (now - lv->verified_at > (uint64_t)PLAN_STALE_DAYS * 86400) {
+		} else if (now - lv->verified_at > (uint64_t)drill_days(p) * 86400) {
 			time_format_iso(lv->verified_at, d, sizeof(d));
 			d[10] = 0;
 			add_finding(p, out, max, &n, PLAN_VERIFY_STALE, i, lv->line,
 				    "last verified %s, %llu days ago (more than %d): drill it again",
 				    d, (unsigned long long)((now - lv->verified_at) / 86400),
-				    PLAN_STALE_DAYS);
+				    drill_days(p));
 		}
 		if (!lv->reversible && !lv->approver[0])
 			add_finding(p, out, max, &n, PLAN_IRREVERSIBLE_NO_APPROVER, i, lv->line,
@@ -407,4 +416,35 @@ int plan_apply_to_set(struct sw_set *set, const struct sw_switch *sw, int n,
 		}
 	}
 	return 0;
+}
+
+int plan_drill_too_old(const struct sluice_plan *p, int level, uint64_t now, char *why,
+		       size_t len)
+{
+	uint64_t limit = (uint64_t)drill_days(p) * 86400;
+	int bad = 0;
+
+	if (why && len)
+		why[0] = 0;
+	for (int i = 0; i <= level && i < p->n_levels; i++) {
+		const struct plan_level *lv = &p->levels[i];
+		size_t u = why ? strlen(why) : 0;
+
+		if (lv->verified && lv->verified_at <= now && now - lv->verified_at <= limit)
+			continue;
+		bad = 1;
+		if (!why || u >= len)
+			continue;
+		if (!lv->verified)
+			snprintf(why + u, len - u, "%slevel %s was never drilled", u ? "; " : "",
+				 lv->name);
+		else
+			snprintf(why + u, len - u, "%slevel %s was drilled %llu days ago", u ? "; " : "",
+				 lv->name, lv->verified_at > now ? 0ull
+				 : (unsigned long long)((now - lv->verified_at) / 86400));
+	}
+	if (bad && why && strlen(why) < len)
+		snprintf(why + strlen(why), len - strlen(why), " (the plan allows %d days)",
+			 drill_days(p));
+	return bad;
 }

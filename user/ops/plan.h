@@ -8,6 +8,8 @@
  *   service: order-api            # optional: whose plan this is (free text)
  *   owner: order-team             # optional
  *   last_reviewed: 2026-11-01     # optional, YYYY-MM-DD
+ *   max_drill_age_days: 90        # optional (default PLAN_STALE_DAYS): `plan apply` refuses a
+ *                                 # level drilled longer ago than this, or never, without --force
  *   levels:                       # required, 1..PLAN_MAX_LEVELS, names unique
  *     - name: L1                  # required ("L1", "level-1", ... any [A-Za-z0-9._-]+)
  *       description: read degradation, hide non-critical modules     # optional
@@ -69,6 +71,7 @@ struct sluice_plan {
 	char owner[PLAN_TEXT_LEN];
 	int has_last_reviewed;
 	uint64_t last_reviewed;
+	int max_drill_age_days;          /* PLAN_STALE_DAYS unless the plan says otherwise */
 	int n_levels;
 	struct plan_level levels[PLAN_MAX_LEVELS];
 };
@@ -116,6 +119,12 @@ int plan_level_switches(const struct sluice_plan *p, const char *level, const ch
 			const char *ttl, const char *owner, uint64_t now,
 			const char *const *known, int n_known,
 			struct sw_switch *out, int max, char *err, size_t errlen);
+
+/* Whether applying level index `level` rests on a drill that does not count: that level or an
+ * earlier one it includes was never drilled, or longer ago than the plan's
+ * max_drill_age_days. 1 with the levels named in why; 0 when every drill is recent enough. */
+int plan_drill_too_old(const struct sluice_plan *p, int level, uint64_t now, char *why,
+		       size_t len);
 
 /* Put all n switches into set, all or nothing (set unchanged on failure: invalid switch or
  * not enough room). old[i]/had_old[i] (either may be NULL) receive what each one replaced,

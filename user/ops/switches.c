@@ -95,6 +95,68 @@ int sw_check_target(const char *service, const char *class_name,
 	return 0;
 }
 
+static const char *const kind_names[] = { "ops", "release", "experiment" };
+
+int sw_kind_parse(const char *s)
+{
+	for (int i = 0; s && i < 3; i++)
+		if (!strcmp(s, kind_names[i]))
+			return i;
+	return -1;
+}
+
+const char *sw_kind_str(int kind)
+{
+	return kind >= 0 && kind < 3 ? kind_names[kind] : "?";
+}
+
+int sw_set_ledger(struct sw_switch *sw, const char *kind, const char *runbook, char *err,
+		  size_t errlen)
+{
+	if (kind) {
+		int k = sw_kind_parse(kind);
+		if (k < 0)
+			return errf(err, errlen, "--kind \"%s\": must be ops, release or experiment",
+				    kind);
+		sw->kind = k;
+	}
+	if (runbook) {
+		if (strlen(runbook) >= SW_RUNBOOK_LEN)
+			return errf(err, errlen, "--runbook: longer than %d bytes",
+				    SW_RUNBOOK_LEN - 1);
+		if (has_ctrl(runbook))
+			return errf(err, errlen, "--runbook: contains control characters");
+		snprintf(sw->runbook, sizeof(sw->runbook), "%s", runbook);
+	}
+	return 0;
+}
+
+int sw_renew(struct sw_switch *sw, const char *ttl, int max_renewals, uint64_t now, char *err,
+	     size_t errlen)
+{
+	char derr[160], maxbuf[24];
+	uint64_t ttl_s;
+
+	if (!ttl || !*ttl)
+		return errf(err, errlen, "--ttl: required (the new time left, e.g. 30m)");
+	if (duration_parse(ttl, &ttl_s, derr, sizeof(derr)))
+		return errf(err, errlen, "--ttl: %s", derr);
+	if (ttl_s > SW_MAX_TTL_S)
+		return errf(err, errlen, "--ttl \"%s\": longer than the maximum %s", ttl,
+			    duration_format(SW_MAX_TTL_S, maxbuf, sizeof(maxbuf)));
+	if (sw->expires_at <= now)
+		return errf(err, errlen, "switch %s/%s has expired: set it anew with a reason",
+			    sw->service, sw_class_str(sw->class));
+	if (sw->renewals >= max_renewals)
+		return errf(err, errlen, "switch %s/%s was renewed %d time%s already (limit %d): "
+			    "set it anew with a fresh reason, or clear it", sw->service,
+			    sw_class_str(sw->class), sw->renewals, sw->renewals == 1 ? "" : "s",
+			    max_renewals);
+	sw->expires_at = now + ttl_s;
+	sw->renewals++;
+	return 0;
+}
+
 int sw_validate(const struct sw_switch *sw, char *err, size_t errlen)
 {
 	if (check_service_name(sw->service, err, errlen))
@@ -113,6 +175,12 @@ int sw_validate(const struct sw_switch *sw, char *err, size_t errlen)
 		return errf(err, errlen, "owner: contains control characters");
 	if (sw->expires_at <= sw->set_at)
 		return errf(err, errlen, "expires_at: must be later than set_at (ttl > 0)");
+	if (sw->kind < 0 || sw->kind > SW_KIND_EXPERIMENT)
+		return errf(err, errlen, "kind: must be ops, release or experiment");
+	if (has_ctrl(sw->runbook))
+		return errf(err, errlen, "runbook: contains control characters");
+	if (sw->renewals < 0)
+		return errf(err, errlen, "renewals: must not be negative");
 	return 0;
 }
 
@@ -169,6 +237,17 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 	out->set_at = now;
 	out->expires_at = now + ttl_s;
 	return sw_validate(out, err, errlen);
+}
+
+int sw_equal(const struct sw_switch *a, const struct sw_switch *b)
+{
+	if (!a || !b)
+		return a == b;
+	return !strcmp(a->service, b->service) && a->class == b->class &&
+	       a->shed_pct == b->shed_pct && !strcmp(a->reason, b->reason) &&
+	       !strcmp(a->owner, b->owner) && a->set_at == b->set_at &&
+	       a->expires_at == b->expires_at && a->kind == b->kind &&
+	       !strcmp(a->runbook, b->runbook) && a->renewals == b->renewals;
 }
 
 void sw_set_init(struct sw_set *s)
@@ -311,7 +390,7 @@ static int get_int(const json_t *o, const char *k, int64_t lo, int64_t hi, int64
 static int parse_switch(const json_t *o, int idx, struct sw_switch *sw, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "service", "class", "shed_pct", "reason", "owner",
-					    "set_at", "expires_at" };
+					    "set_at", "expires_at", "kind", "runbook", "renewals" };
 	char cls[8], verr[160];
 	const char *key;
 	const json_t *m;
@@ -346,6 +425,23 @@ static int parse_switch(const json_t *o, int idx, struct sw_switch *sw, char *er
 	if (get_int(o, "expires_at", 0, INT64_MAX, &v, idx, err, errlen))
 		return -1;
 	sw->expires_at = (uint64_t)v;
+	/* The ledger fields are optional: a file from before them, or written by hand. */
+	if (json_object_get(o, "kind")) {
+		char kind[16];
+		if (get_str(o, "kind", kind, sizeof(kind), idx, err, errlen))
+			return -1;
+		if ((sw->kind = sw_kind_parse(kind)) < 0)
+			return errf(err, errlen, "switch #%d: unknown kind \"%s\" (ops, release, "
+				    "experiment)", idx, kind);
+	}
+	if (json_object_get(o, "runbook") &&
+	    get_str(o, "runbook", sw->runbook, sizeof(sw->runbook), idx, err, errlen))
+		return -1;
+	if (json_object_get(o, "renewals")) {
+		if (get_int(o, "renewals", 0, 1000000, &v, idx, err, errlen))
+			return -1;
+		sw->renewals = (int)v;
+	}
 	if (sw_validate(sw, verr, sizeof(verr)))
 		return errf(err, errlen, "switch #%d (%s/%s): %s", idx, sw->service, cls, verr);
 	return 0;
@@ -476,10 +572,12 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 
 json_t *sw_switch_json(const struct sw_switch *sw)
 {
-	return json_pack("{s:s,s:s,s:i,s:s,s:s,s:I,s:I}", "service", sw->service,
+	return json_pack("{s:s,s:s,s:i,s:s,s:s,s:I,s:I,s:s,s:s,s:i}", "service", sw->service,
 			 "class", sw_class_str(sw->class), "shed_pct", sw->shed_pct,
 			 "reason", sw->reason, "owner", sw->owner,
-			 "set_at", (json_int_t)sw->set_at, "expires_at", (json_int_t)sw->expires_at);
+			 "set_at", (json_int_t)sw->set_at, "expires_at", (json_int_t)sw->expires_at,
+			 "kind", sw_kind_str(sw->kind), "runbook", sw->runbook,
+			 "renewals", sw->renewals);
 }
 
 int sw_serialize(const struct sw_set *s, char **out, size_t *outlen)

@@ -16,9 +16,15 @@
  *     "version": 1,
  *     "switches": [
  *       {"service": "web", "class": "L3", "shed_pct": 100, "reason": "INC-42 payment slow",
- *        "owner": "alice", "set_at": 1714564800, "expires_at": 1714568400}
+ *        "owner": "alice", "set_at": 1714564800, "expires_at": 1714568400,
+ *        "kind": "ops", "runbook": "https://wiki/rb/web-shed", "renewals": 0}
  *     ]
  *   }
+ * The last three are the ledger fields of a flag register: what kind of switch it is (ops: an
+ * incident lever; release: guards a rollout; experiment: a trial), where its runbook is, and
+ * how often its expiry was pushed back. They are optional when read (a file written before
+ * they existed, or edited by hand, means kind "ops", no runbook, 0 renewals) and always
+ * written.
  * Loading refuses the WHOLE file (-> empty set + error) on: bad JSON, wrong version, unknown or
  * missing keys, class not L0..L3, shed_pct outside 0..100, empty reason, empty service,
  * expires_at <= set_at, two switches for the same service/class, more than SW_MAX switches.
@@ -37,6 +43,11 @@
 #define SW_MAX_TTL_S    (30ull * 86400ull)   /* a switch lives at most 30 days; renew to extend */
 #define SW_FILE_NAME    "switches.json"
 #define SW_FILE_VERSION 1
+#define SW_RUNBOOK_LEN  256
+#define SW_DEFAULT_MAX_RENEWALS 3    /* `switch renew` beyond this is refused: set it anew */
+
+/* The kind of a switch (ledger field). */
+enum sw_kind { SW_KIND_OPS = 0, SW_KIND_RELEASE, SW_KIND_EXPERIMENT };
 
 struct sw_switch {
 	char service[SLUICE_NAME_LEN];
@@ -46,6 +57,9 @@ struct sw_switch {
 	char owner[SW_OWNER_LEN];        /* who set it (defaults to the calling user in the CLI) */
 	uint64_t set_at;                 /* seconds since epoch */
 	uint64_t expires_at;             /* seconds since epoch; > set_at */
+	int kind;                        /* enum sw_kind */
+	char runbook[SW_RUNBOOK_LEN];    /* link or path; "" = none */
+	int renewals;                    /* how often `switch renew` pushed the expiry back */
 };
 
 struct sw_set {
@@ -57,6 +71,19 @@ struct sw_set {
 int sw_class_parse(const char *s);
 /* 0..3 -> "L0".."L3", else "L?". */
 const char *sw_class_str(int cls);
+
+/* "ops" / "release" / "experiment" <-> enum sw_kind; parse: -1 for anything else. */
+int sw_kind_parse(const char *s);
+const char *sw_kind_str(int kind);
+/* Set the ledger fields from CLI strings (NULL: keep the default "ops" / no runbook).
+ * 0, or -1 with a message naming "--kind" or "--runbook". */
+int sw_set_ledger(struct sw_switch *sw, const char *kind, const char *runbook, char *err,
+		  size_t errlen);
+/* Push the expiry of an active switch back: expires_at = now + ttl (duration_parse() syntax,
+ * at most SW_MAX_TTL_S), renewals + 1. Refused (-1 with err) when the switch has expired, or
+ * was renewed max_renewals times already. */
+int sw_renew(struct sw_switch *sw, const char *ttl, int max_renewals, uint64_t now, char *err,
+	     size_t errlen);
 
 /* Validate a service name against the configured ones (known == NULL or n_known < 0: any
  * non-empty name up to SLUICE_NAME_LEN-1 characters) and a class name. Returns 0 and *cls, or
@@ -78,6 +105,8 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 int sw_validate(const struct sw_switch *sw, char *err, size_t errlen);
 
 void sw_set_init(struct sw_set *s);
+/* 1 when every field of a and b is the same (either NULL: only when both are). */
+int sw_equal(const struct sw_switch *a, const struct sw_switch *b);
 /* The switch for (service, class), or NULL. Does not look at expiry. */
 const struct sw_switch *sw_set_find(const struct sw_set *s, const char *service, int cls);
 /* Insert, or replace the switch with the same service/class. If one was replaced and old is

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Unit tests: sluiced's file writer thread (user/daemon/iowriter.c) on a temp state dir: the
+ * first read, a job (file and audit), a direct edit (audited as a diff), expiry (file
+ * rewritten, audit record, report), a damaged file (all admit, loudly), and a stalled audit log
+ * (a FIFO nobody reads): taking the news never waits, the job stays unfinished. Plus the state
+ * directory helper (user/ops/switchstate.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/audit.h"
+#include "ops/switches.h"
+#include "ops/switchstate.h"
+#include "daemon/iowriter.h"
+#include "common/clock.h"
+
+#define T0 1714564800ull /* 2024-05-01T12:00:00Z: the fake clock's start */
+
+static const char *const known[] = { "web", "api" };
+
+struct ctx {
+	char dir[64];
+	char sw[128], audit[128];
+	struct iowriter w;
+	struct iow_news news;
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -1;
+	snprintf(c->dir, sizeof(c->dir), "/tmp/sluice-test-swst-XXXXXX");
+	if (!mkdtemp(c->dir))
+		return -1;
+	snprintf(c->sw, sizeof(c->sw), "%s/%s", c->dir, SW_FILE_NAME);
+	snprintf(c->audit, sizeof(c->audit), "%s/%s", c->dir, AUDIT_FILE_NAME);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+	DIR *d;
+
+	iow_stop(&c->w, 1000);
+	d = opendir(c->dir);
+	struct dirent *e;
+	char p[512];
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", c->dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(c->dir);
+	free(c);
+	return 0;
+}
+
+static void mk(struct sw_switch *sw, const char *svc, const char *cls, const char *pct,
+	       const char *ttl, uint64_t now)
+{
+	char err[256];
+	if (sw_make(sw, svc, cls, pct, "INC-42 payment slow", ttl, "alice", now, known, 2, err,
+		    sizeof(err)))
+		fail_msg("sw_make failed: %s", err);
+}
+
+/* Save a set made of the given switches (as sluicectl would). */
+static void save(struct ctx *c, const struct sw_switch *sws, int n)
+{
+	struct sw_set *s = malloc(sizeof(*s));
+	char err[256];
+
+	assert_non_null(s);
+	sw_set_init(s);
+	for (int i = 0; i < n; i++)
+		assert_true(sw_set_put(s, &sws[i], NULL) >= 0);
+	if (sw_save(c->sw, s, err, sizeof(err)))
+		fail_msg("sw_save: %s", err);
+	free(s);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+
+/* Wait up to 3 s for the writer to finish job seq; 0 when it did. */
+static int wait_done(struct ctx *c, uint64_t seq)
+{
+	for (int i = 0; i < 300; i++) {
+		uint64_t done;
+		unsigned long long busy;
+		int q;
+
+		iow_progress(&c->w, &done, &busy, &q);
+		if (done >= seq)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* Wait up to 3 s for news with a set (what the tick would adopt). */
+static int wait_set(struct ctx *c, uint64_t sent)
+{
+	for (int i = 0; i < 300; i++) {
+		iow_take(&c->w, sent, &c->news);
+		if (c->news.have_set)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static uint64_t wall(void)
+{
+	return (uint64_t)time(NULL);
+}
+
+static void test_first_read(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch sw;
+	char err[256];
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	/* iow_start waited for the first read: the news is there at once */
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_false(c->news.external);
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 40);
+	assert_int_equal(count_lines(c->audit), -1);   /* reading audits nothing */
+}
+
+static void test_job_writes_file_and_audit(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct audit_entry *au = calloc(1, sizeof(*au));
+	struct sw_set *s = malloc(sizeof(*s));
+	char err[256];
+	uint64_t seq;
+
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&ch->sw, "web", "L2", "70", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "web");
+	ch->cls = 2;
+	ch->present = 1;
+	audit_entry_make(au, wall(), 1000, "alice", "switch set", "web", 2, NULL, &ch->sw, NULL);
+	seq = iow_enqueue(&c->w, ch, 1, au, 1);
+	assert_true(seq > 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(sw_load(c->sw, s, err, sizeof(err)), 0);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(s->sw[0].shed_pct, 70);
+	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(wait_set(c, seq), 0);
+	assert_int_equal(c->news.set.n, 1);
+	assert_false(c->news.external);
+	/* news older than a job still queued is not handed out */
+	iow_take(&c->w, seq + 1, &c->news);
+	assert_false(c->news.have_set);
+	free(s);
+}
+
+static void test_direct_edit_audited_as_diff(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch sw[2];
+	struct audit_entry e;
+	char err[256], line[2048];
+	FILE *f;
+
+	mk(&sw[0], "web", "L3", "100", "1h", wall());
+	save(c, sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	iow_take(&c->w, 0, &c->news);
+	sw[0].shed_pct = 50;
+	mk(&sw[1], "api", "L1", "10", "1h", wall());
+	usleep(20000);   /* a new mtime even on coarse clocks */
+	save(c, sw, 2);
+	assert_int_equal(wait_set(c, 0), 0);
+	assert_true(c->news.external);
+	assert_int_equal(c->news.set.n, 2);
+	for (int i = 0; i < 100 && count_lines(c->audit) < 2; i++)
+		usleep(10000);
+	assert_int_equal(count_lines(c->audit), 2);
+	f = fopen(c->audit, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		assert_int_equal(audit_parse_line(line, &e, err, sizeof(err)), 0);
+		assert_string_equal(e.user, "file");
+		assert_string_equal(e.command, "file edit");
+		if (!strcmp(e.service, "web")) {
+			assert_true(e.old.present && e.new.present);
+			assert_int_equal(e.old.shed_pct, 100);
+			assert_int_equal(e.new.shed_pct, 50);
+		} else {
+			assert_false(e.old.present);
+			assert_int_equal(e.new.shed_pct, 10);
+		}
+	}
+	fclose(f);
+}
+
+/* An edit immediately followed by a job: the job must not swallow the edit unaudited. */
+static void test_edit_then_job(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct sw_switch sw;
+	char err[256], line[2048], first[2048] = "";
+	uint64_t seq;
+	FILE *f;
+	int n = 0;
+
+	mk(&sw, "web", "L3", "100", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	usleep(20000);
+	sw.shed_pct = 30;
+	save(c, &sw, 1);                  /* the edit ... */
+	mk(&ch->sw, "api", "L1", "10", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "api");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);   /* ... and a job right behind it */
+	assert_int_equal(wait_done(c, seq), 0);
+	f = fopen(c->audit, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (n++ == 0)
+			snprintf(first, sizeof(first), "%s", line);
+	fclose(f);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(first, "\"command\":\"file edit\""));
+	assert_non_null(strstr(first, "\"shed_pct\":30"));
+}
+
+static void test_expiry_rewrites_file_and_audits(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch sw[2];
+	struct sw_set *s = malloc(sizeof(*s));
+	char err[256];
+
+	mk(&sw[0], "web", "L3", "100", "1h", wall());
+	mk(&sw[1], "api", "L3", "100", "1m", wall() - 3600);   /* expired an hour ago */
+	save(c, sw, 2);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	for (int i = 0; i < 300; i++) {
+		iow_take(&c->w, 0, &c->news);
+		if (c->news.n_expired)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(c->news.n_expired, 1);
+	assert_string_equal(c->news.expired[0].service, "api");
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(sw_load(c->sw, s, err, sizeof(err)), 0);
+	assert_int_equal(s->n, 1);
+	assert_string_equal(s->sw[0].service, "web");
+	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
+		usleep(10000);
+	assert_int_equal(count_lines(c->audit), 1);
+	free(s);
+}
+
+static void test_damaged_file_admits_all(void **state)
+{
+	struct ctx *c = *state;
+	char err[256];
+
+	write_file(c->sw, "{\"version\": 1, \"switches\": [ {\"service\"");
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_true(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 0);
+	assert_int_equal(c->news.n_msgs, 1);
+	assert_non_null(strstr(c->news.msgs[0], "NO switches are in force"));
+	/* reported once, not on every poll */
+	usleep(300000);
+	iow_take(&c->w, 0, &c->news);
+	assert_int_equal(c->news.n_msgs, 0);
+}
+
+/* A switch file that cannot be locked (its lock file is a directory: even root fails): the
+ * job is reported failed and its change stays in the set handed back to the tick. */
+static void test_refused_job_stays_in_force(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	char err[256], why[IOW_MSG_LEN], lock[200];
+	uint64_t seq;
+
+	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&ch->sw, "web", "L1", "100", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "web");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "IN FORCE but NOT saved"));
+	assert_int_equal(iow_job_failed(&c->w, seq + 1, why, sizeof(why)), 0);
+	assert_int_equal(wait_set(c, seq), 0);
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 100);
+	assert_int_equal(access(c->sw, F_OK), -1);   /* nothing was written */
+	rmdir(lock);
+}
+
+/* The audit log is a FIFO nobody reads: the writer blocks in open(); taking the news must not
+ * wait, the job stays unfinished, and past IOW_MAX_QUEUE jobs enqueueing refuses. The stuck
+ * thread is left behind (as sluiced leaves it at exit). */
+static void test_stalled_audit_never_blocks_the_taker(void **state)
+{
+	struct ctx *c = *state;
+	static struct iowriter w;         /* outlives the test: its thread never returns */
+	static struct iow_news news;
+	struct audit_entry *au;
+	unsigned long long t0, worst = 0, busy;
+	uint64_t seq, done, last = 0;
+	char err[256];
+	int q, refused = 0;
+
+	assert_int_equal(mkfifo(c->audit, 0640), 0);
+	assert_int_equal(iow_start(&w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	au = calloc(1, sizeof(*au));
+	audit_entry_make(au, wall(), 0, "root", "cascade clear", "", -1, NULL, NULL, "x");
+	seq = iow_enqueue(&w, NULL, 0, au, 1);
+	assert_true(seq > 0);
+	for (int i = 0; i < 30; i++) {
+		t0 = monotonic_ns();
+		iow_take(&w, seq, &news);
+		if (monotonic_ns() - t0 > worst)
+			worst = monotonic_ns() - t0;
+		usleep(10000);
+	}
+	assert_true(worst < 20000000ull);   /* 20 ms: a copy under a mutex, never the disk */
+	iow_progress(&w, &done, &busy, &q);
+	assert_true(done < seq);
+	assert_true(busy > 200000000ull);
+	for (int i = 0; i < IOW_MAX_QUEUE + 1; i++) {
+		au = calloc(1, sizeof(*au));
+		last = iow_enqueue(&w, NULL, 0, au, 1);
+		if (!last) {
+			free(au);
+			refused = 1;
+			break;
+		}
+	}
+	assert_true(refused);
+	iow_stop(&w, 100);                  /* returns although the thread is stuck */
+}
+
+static void test_state_dir_ensure(void **state)
+{
+	struct ctx *c = *state;
+	char p[256], err[256];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/a", c->dir);
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), "/b");
+	assert_int_equal(state_dir_ensure(p, err, sizeof(err)), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(state_dir_ensure(p, err, sizeof(err)), 0);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/a", c->dir);
+	rmdir(p);
+	/* a file where the directory should be */
+	write_file(c->sw, "x");
+	assert_int_equal(state_dir_ensure(c->sw, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a directory"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_first_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_writes_file_and_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_direct_edit_audited_as_diff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edit_then_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sluicectl's side of the operator socket: every changing command goes through cli_change(),
+ * so each one finds the daemon the same way and judges its answer the same way. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "ops/switchstate.h"
+
+#define ANSWER_WAIT_MS 5000   /* sluiced answers after its next tick (plus the audit write) */
+
+int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
+{
+	char err[512], user[AUDIT_USER_LEN];
+	const char *msg;
+	json_t *ans = NULL;
+	long long ticks;
+	int fd, rc = EXIT_RUNTIME;
+
+	if (!o->have_rec) {
+		log_error("%s: no sluiced is running to apply it (%s); nothing changed", verb,
+			  o->rec_err);
+		goto out;
+	}
+	if (o->state_dir_given && strcmp(o->state_dir, o->rec.state_dir)) {
+		log_error("%s: the running sluiced (pid %ld) keeps its switches in %s, not %s: "
+			  "nothing changed (drop --state-dir / $SLUICE_STATE_DIR, or point "
+			  "--run-dir at the daemon that uses %s)", verb, o->rec.pid,
+			  o->rec.state_dir, o->state_dir, o->state_dir);
+		goto out;
+	}
+	if (o->pin_dir_given && strcmp(o->pin_dir, o->rec.pin_dir)) {
+		log_error("%s: the running sluiced (pid %ld) pins its maps under %s, not %s: "
+			  "nothing changed", verb, o->rec.pid, o->rec.pin_dir, o->pin_dir);
+		goto out;
+	}
+	switch_caller(user, sizeof(user));
+	json_object_set_new(req, "op", json_string(verb));
+	json_object_set_new(req, "user", json_string(user));
+	json_object_set_new(req, "state_dir", json_string(o->rec.state_dir));
+	fd = opp_connect(o->rec.socket, err, sizeof(err));
+	if (fd < 0) {
+		log_error("%s: sluiced (pid %ld) does not answer: %s; nothing changed", verb,
+			  o->rec.pid, err);
+		goto out;
+	}
+	if (opp_send(fd, req, err, sizeof(err)) ||
+	    opp_recv(fd, ANSWER_WAIT_MS, &ans, err, sizeof(err))) {
+		close(fd);
+		log_error("%s: no answer from sluiced (pid %ld): %s; whether it applied the change "
+			  "is unknown: check `sluicectl switch ls` and `switch log`", verb,
+			  o->rec.pid, err);
+		goto out;
+	}
+	close(fd);
+	msg = opp_str(ans, "message");
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		log_error("%s: refused by sluiced: %s", verb,
+			  opp_str(ans, "error") ? opp_str(ans, "error") : "(no reason given)");
+		goto out;
+	}
+	if (!json_is_true(json_object_get(ans, "applied"))) {
+		char *maps = json_dumps(json_object_get(ans, "maps"), JSON_COMPACT);
+		log_error("%s: sluiced took it (%s) but the verdict map does not show it after "
+			  "%lld tick(s): %s", verb, msg ? msg : "",
+			  (long long)json_integer_value(json_object_get(ans, "ticks")),
+			  maps ? maps : "[]");
+		free(maps);
+		goto out;
+	}
+	ticks = json_integer_value(json_object_get(ans, "ticks"));
+	if (ticks > 0)
+		printf("%s: %s (in the verdict map after %lld tick%s; sluiced pid %ld, state dir "
+		       "%s)\n", verb, msg ? msg : "done", ticks, ticks == 1 ? "" : "s", o->rec.pid,
+		       o->rec.state_dir);
+	else
+		printf("%s: %s (sluiced pid %ld, state dir %s)\n", verb, msg ? msg : "done",
+		       o->rec.pid, o->rec.state_dir);
+	if (!json_is_true(json_object_get(ans, "audited"))) {
+		log_error("%s: IN FORCE but NOT (yet) saved and recorded in the audit log: %s", verb,
+			  opp_str(ans, "audit_error") ? opp_str(ans, "audit_error") : "?");
+		goto out;
+	}
+	rc = EXIT_OK;
+out:
+	json_decref(req);
+	json_decref(ans);
+	return rc;
+}

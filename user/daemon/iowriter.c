@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sluiced's file writer thread. See iowriter.h. */
+#include "daemon/iowriter.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "ops/switchstate.h"
+
+#define POLL_NS 100000000ull   /* look at the switch file ten times a second */
+
+static void add_msg(struct iowriter *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Called with w->mu NOT held. */
+static void add_msg(struct iowriter *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->news->n_msgs < IOW_MAX_MSGS) {
+		va_start(ap, fmt);
+		vsnprintf(w->news->msgs[w->news->n_msgs++], IOW_MSG_LEN, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Hand the set the thread now knows to the tick, as of job `seq`. */
+static void post_set(struct iowriter *w, uint64_t seq, int external, int corrupt,
+		     const struct sw_switch *expired, int n_expired)
+{
+	pthread_mutex_lock(&w->mu);
+	w->news->set = *w->known;
+	w->news->have_set = 1;
+	w->news->external |= external;
+	w->news->corrupt = corrupt;
+	w->news_seq = seq;
+	for (int i = 0; i < n_expired && w->news->n_expired < SW_MAX; i++)
+		w->news->expired[w->news->n_expired++] = expired[i];
+	w->first_read = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void remember(struct iowriter *w, const char *path)
+{
+	struct stat s;
+
+	w->have_file = stat(path, &s) == 0;
+	if (!w->have_file)
+		return;
+	w->dev = s.st_dev;
+	w->ino = s.st_ino;
+	w->size = s.st_size;
+	w->mtime = s.st_mtim;
+	w->ctime = s.st_ctim;
+}
+
+static int same_file(const struct iowriter *w, const struct stat *s)
+{
+	return w->have_file && w->dev == s->st_dev && w->ino == s->st_ino &&
+	       w->size == s->st_size &&
+	       w->mtime.tv_sec == s->st_mtim.tv_sec && w->mtime.tv_nsec == s->st_mtim.tv_nsec &&
+	       w->ctime.tv_sec == s->st_ctim.tv_sec && w->ctime.tv_nsec == s->st_ctim.tv_nsec;
+}
+
+/* The state dir is root's, readable by the switch group, closed to everyone else: members
+ * read `switch ls` and the log; nobody but sluiced (root) writes. */
+static void restrict_modes(struct iowriter *w)
+{
+	char p[PATH_MAX];
+
+	if (w->group_gid < 0)
+		return;
+	if (chown(w->state_dir, 0, (gid_t)w->group_gid) == 0)
+		chmod(w->state_dir, 0750);
+	if (state_path(p, sizeof(p), w->state_dir, AUDIT_FILE_NAME) == 0 &&
+	    chown(p, 0, (gid_t)w->group_gid) == 0)
+		chmod(p, 0640);
+}
+
+/* Remember that job seq did not reach the disk (the socket's answer says so). */
+static void job_failed(struct iowriter *w, uint64_t seq, const char *why)
+{
+	if (!seq)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->fails[seq % IOW_FAILS].seq = seq;
+	snprintf(w->fails[seq % IOW_FAILS].why, IOW_MSG_LEN, "%s", why);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void audit_all(struct iowriter *w, const struct audit_entry *a, int n, uint64_t seq)
+{
+	char err[512], msg[IOW_MSG_LEN];
+
+	for (int i = 0; i < n; i++)
+		if (state_audit_append(w->state_dir, &a[i], err, sizeof(err))) {
+			snprintf(msg, sizeof(msg), "a change to %s is IN FORCE but NOT in the audit "
+				 "log: %s", a[i].service[0] ? a[i].service : "the node", err);
+			add_msg(w, "%s", msg);
+			job_failed(w, seq, msg);
+		}
+	if (n)
+		restrict_modes(w);
+}
+
+/* The changes of a job on a set (the file's, or the memory's when the file refused them). */
+static void apply_changes(struct sw_set *set, const struct iow_job *j)
+{
+	for (int i = 0; i < j->n_changes; i++) {
+		const struct iow_change *c = &j->changes[i];
+		if (c->present)
+			sw_set_put(set, &c->sw, NULL);
+		else
+			sw_set_clear(set, c->service, c->cls, NULL);
+	}
+}
+
+static void run_job(struct iowriter *w, struct iow_job *j)
+{
+	static struct sw_set cur;
+	char path[PATH_MAX], note[1024], err[1024], msg[IOW_MSG_LEN];
+	int fd;
+
+	if (j->n_changes) {
+		fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, path, sizeof(path),
+					note, sizeof(note), err, sizeof(err));
+		if (fd >= 0) {
+			if (note[0])
+				add_msg(w, "%s", note);
+			apply_changes(&cur, j);
+			if (switch_writer_save(path, &cur, err, sizeof(err)) == 0) {
+				remember(w, path);
+				sw_unlock(fd);
+				*w->known = cur;
+				audit_all(w, j->audit, j->n_audit, j->seq);
+				return;
+			}
+			sw_unlock(fd);
+		}
+		/* The file refused it: the change stays in force in memory (the set handed back
+		 * keeps it), loudly; the audit record is still attempted. */
+		snprintf(msg, sizeof(msg), "switch change IN FORCE but NOT saved: %s", err);
+		add_msg(w, "%s", msg);
+		job_failed(w, j->seq, msg);
+		apply_changes(w->known, j);
+	}
+	audit_all(w, j->audit, j->n_audit, j->seq);
+}
+
+/* An edit made outside sluiced: one "file edit" record per switch that differs. */
+static void audit_diff(struct iowriter *w, const struct sw_set *was, const struct sw_set *now,
+		       uint32_t uid)
+{
+	static struct audit_entry a[2 * SW_MAX];
+	uint64_t t = (uint64_t)time(NULL);
+	int n = 0;
+
+	for (int i = 0; i < was->n; i++) {
+		const struct sw_switch *o = &was->sw[i];
+		const struct sw_switch *x = sw_set_find(now, o->service, o->class);
+		if (!sw_equal(o, x))
+			audit_entry_make(&a[n++], t, uid, "file", "file edit", o->service, o->class,
+					 o, x, x ? x->reason : "switch file edited outside sluiced");
+	}
+	for (int i = 0; i < now->n; i++) {
+		const struct sw_switch *x = &now->sw[i];
+		if (!sw_set_find(was, x->service, x->class))
+			audit_entry_make(&a[n++], t, uid, "file", "file edit", x->service, x->class,
+					 NULL, x, x->reason);
+	}
+	audit_all(w, a, n, 0);
+}
+
+static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
+{
+	static struct sw_set cur;
+	static struct sw_switch gone[SW_MAX];
+	static struct audit_entry a[SW_MAX];
+	char note[1024], err[1024], p[PATH_MAX];
+	uint64_t now = (uint64_t)time(NULL);
+	int fd, n, k = 0;
+
+	for (int i = 0; i < w->known->n; i++)
+		k += w->known->sw[i].expires_at <= now;
+	if (!k)
+		return;
+	fd = switch_writer_open(w->state_dir, now, &cur, p, sizeof(p), note, sizeof(note), err,
+				sizeof(err));
+	if (fd < 0) {
+		/* Nothing sheds past its expiry anyway (the admit ratio looks at expires_at). */
+		n = sw_set_expire(w->known, now, gone, SW_MAX);
+		add_msg(w, "switch expiry: %s; %d expired switch(es) dropped in memory only", err, n);
+		post_set(w, seq, 0, 0, gone, n);
+		return;
+	}
+	n = sw_set_expire(&cur, now, gone, SW_MAX);
+	if (n > 0 && switch_writer_save(path, &cur, err, sizeof(err)))
+		add_msg(w, "switch expiry: cannot save %s: %s", path, err);
+	remember(w, path);
+	sw_unlock(fd);
+	*w->known = cur;
+	for (int i = 0; i < n && i < SW_MAX; i++)
+		audit_entry_make(&a[i], now, (uint32_t)getuid(), "sluiced", "expire", gone[i].service,
+				 gone[i].class, &gone[i], NULL, NULL);
+	post_set(w, seq, 0, 0, gone, n);
+	audit_all(w, a, n, 0);
+}
+
+static void watch_file(struct iowriter *w, uint64_t seq)
+{
+	static struct sw_set fresh;
+	char path[PATH_MAX], err[1024];
+	struct stat s;
+	int present, rc;
+
+	if (state_path(path, sizeof(path), w->state_dir, SW_FILE_NAME))
+		return;
+	present = stat(path, &s) == 0;
+	if (w->first_read && ((present && same_file(w, &s)) || (!present && !w->have_file))) {
+		sweep_expired(w, path, seq);
+		return;
+	}
+	rc = sw_load(path, &fresh, err, sizeof(err));
+	remember(w, path);
+	if (rc) {
+		add_msg(w, "%s", err);
+		sw_set_init(w->known);
+		post_set(w, seq, 1, 1, NULL, 0);
+		return;
+	}
+	if (w->first_read)
+		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0);
+	*w->known = fresh;
+	post_set(w, seq, w->first_read, 0, NULL, 0);
+	sweep_expired(w, path, seq);
+}
+
+static void *writer_main(void *arg)
+{
+	struct iowriter *w = arg;
+
+	for (;;) {
+		struct iow_job *list, *next;
+		struct timespec until;
+		uint64_t last = 0;
+
+		pthread_mutex_lock(&w->mu);
+		if (!w->head && !w->stop) {
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_nsec += (long)POLL_NS;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&w->cv, &w->mu, &until);
+		}
+		if (w->stop && !w->head) {
+			pthread_mutex_unlock(&w->mu);
+			break;
+		}
+		list = w->head;
+		w->head = w->tail = NULL;
+		w->queued = 0;
+		last = w->done_seq;
+		w->busy_since_ns = monotonic_ns();
+		pthread_mutex_unlock(&w->mu);
+
+		/* An edit made outside sluiced since the last look is audited as such before a
+		 * job reads the file and builds on it. */
+		if (list)
+			watch_file(w, last);
+		for (; list; list = next) {
+			next = list->next;
+			run_job(w, list);
+			last = list->seq;
+			if (list->n_changes)
+				post_set(w, last, 0, 0, NULL, 0);
+			pthread_mutex_lock(&w->mu);
+			w->done_seq = last;
+			pthread_mutex_unlock(&w->mu);
+			free(list->changes);
+			free(list->audit);
+			free(list);
+		}
+		watch_file(w, last);
+		pthread_mutex_lock(&w->mu);
+		w->busy_since_ns = 0;
+		pthread_mutex_unlock(&w->mu);
+	}
+	pthread_mutex_lock(&w->mu);
+	w->exited = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int iow_start(struct iowriter *w, const char *state_dir, long group_gid, int wait_ms,
+	      char *err, size_t errlen)
+{
+	pthread_condattr_t ca;
+	struct timespec until;
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->state_dir, sizeof(w->state_dir), "%s", state_dir);
+	w->group_gid = group_gid;
+	w->news = calloc(1, sizeof(*w->news));
+	w->known = calloc(1, sizeof(*w->known));
+	if (!w->news || !w->known) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->thread, NULL, writer_main, w)) {
+		snprintf(err, errlen, "cannot start the file writer thread");
+		return -1;
+	}
+	w->started = 1;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->mu);
+	while (!w->first_read)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+void iow_stop(struct iowriter *w, int wait_ms)
+{
+	struct timespec until;
+	int done;
+
+	if (!w->started)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000 + 1;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cv);
+	while (!w->exited)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT)
+			break;
+	done = w->exited;
+	pthread_mutex_unlock(&w->mu);
+	if (done)
+		pthread_join(w->thread, NULL);
+	else
+		pthread_detach(w->thread);
+	w->started = 0;
+}
+
+uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_changes,
+		     struct audit_entry *audit, int n_audit)
+{
+	struct iow_job *j = calloc(1, sizeof(*j));
+	static uint64_t seq;   /* one writer per process */
+	uint64_t s = 0;
+
+	if (!j)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	if (w->queued < IOW_MAX_QUEUE) {
+		j->seq = s = ++seq;
+		j->changes = changes;
+		j->n_changes = n_changes;
+		j->audit = audit;
+		j->n_audit = n_audit;
+		if (w->tail)
+			w->tail->next = j;
+		else
+			w->head = j;
+		w->tail = j;
+		w->queued++;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (!s)
+		free(j);
+	return s;
+}
+
+void iow_take(struct iowriter *w, uint64_t sent, struct iow_news *out)
+{
+	pthread_mutex_lock(&w->mu);
+	/* Copy only what there is: most ticks there is nothing. */
+	out->have_set = w->news->have_set;
+	out->external = w->news->external;
+	out->corrupt = w->news->corrupt;
+	if (out->have_set)
+		out->set = w->news->set;
+	out->n_expired = w->news->n_expired;
+	memcpy(out->expired, w->news->expired, sizeof(out->expired[0]) * (size_t)out->n_expired);
+	out->n_msgs = w->news->n_msgs;
+	memcpy(out->msgs, w->news->msgs, sizeof(out->msgs[0]) * (size_t)out->n_msgs);
+	if (out->have_set && w->news_seq < sent)
+		out->have_set = 0;   /* older than a change still queued: wait for the next */
+	w->news->have_set = 0;
+	w->news->external = 0;
+	w->news->n_expired = 0;
+	w->news->n_msgs = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void iow_progress(struct iowriter *w, uint64_t *done_seq, unsigned long long *busy_ns,
+		  int *queued)
+{
+	unsigned long long now = monotonic_ns();
+
+	pthread_mutex_lock(&w->mu);
+	*done_seq = w->done_seq;
+	*busy_ns = w->busy_since_ns ? now - w->busy_since_ns : 0;
+	*queued = w->queued;
+	pthread_mutex_unlock(&w->mu);
+}
+
+int iow_job_failed(struct iowriter *w, uint64_t seq, char *why, size_t len)
+{
+	int failed;
+
+	pthread_mutex_lock(&w->mu);
+	failed = seq && w->fails[seq % IOW_FAILS].seq == seq;
+	if (failed && why && len)
+		snprintf(why, len, "%s", w->fails[seq % IOW_FAILS].why);
+	pthread_mutex_unlock(&w->mu);
+	return failed;
+}

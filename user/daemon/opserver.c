@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sluiced's operator socket. See opserver.h; the verbs are in docs/OPERATIONS.md. */
+#define _GNU_SOURCE   /* accept4 */
+#include "daemon/opserver.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/names.h"
+#include "common/log.h"
+#include "daemon/daemon.h"
+#include "daemon/opverbs.h"
+#include "ops/opproto.h"
+
+#define MS 1000000ull
+
+int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->lfd = -1;
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	if (bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) || chmod(path, 0666) ||
+	    listen(s->lfd, OPS_MAX_CONNS)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		close(s->lfd);
+		s->lfd = -1;
+		return -1;
+	}
+	if (stat(path, &st) == 0) {
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+	}
+	return 0;
+}
+
+static void conn_free(struct ops_conn *c)
+{
+	if (c->fd >= 0 && c->state)
+		close(c->fd);
+	json_decref(c->reply);
+	free(c->targets);
+	memset(c, 0, sizeof(*c));
+}
+
+void ops_close(struct opserver *s)
+{
+	for (int i = 0; i < OPS_MAX_CONNS; i++)
+		if (s->c[i].state)
+			conn_free(&s->c[i]);
+	if (s->lfd >= 0) {
+		struct stat st;
+
+		close(s->lfd);
+		if (stat(s->path, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)
+			unlink(s->path);
+	}
+	s->lfd = -1;
+}
+
+int ops_pollfds(struct opserver *s, struct pollfd *pfd, int max)
+{
+	int n = 0;
+
+	if (s->lfd < 0)
+		return 0;
+	pfd[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+	for (int i = 0; i < OPS_MAX_CONNS && n < max; i++)
+		if (s->c[i].state == 1)
+			pfd[n++] = (struct pollfd){ .fd = s->c[i].fd, .events = POLLIN };
+	return n;
+}
+
+static void answer(struct ops_conn *c, json_t *msg)
+{
+	char err[256];
+
+	if (opp_send(c->fd, msg, err, sizeof(err)))
+		log_debug("operator socket: %s", err);
+	json_decref(msg);
+	conn_free(c);
+}
+
+static void refuse(struct ops_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(struct ops_conn *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	answer(c, json_pack("{s:b,s:s}", "ok", 0, "error", msg));
+}
+
+static void caller_name(struct ops_req *r)
+{
+	const char *claimed = opp_str(r->j, "user");
+	struct passwd *pw;
+
+	/* Root may name the person behind sudo; anyone else is who the kernel says. */
+	if (r->peer.uid == 0 && claimed && claimed[0]) {
+		snprintf(r->user, sizeof(r->user), "%s", claimed);
+		return;
+	}
+	pw = getpwuid(r->peer.uid);
+	if (pw && pw->pw_name)
+		snprintf(r->user, sizeof(r->user), "%s", pw->pw_name);
+	else
+		snprintf(r->user, sizeof(r->user), "uid%u", (unsigned)r->peer.uid);
+}
+
+static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j,
+			   unsigned long long now_ns)
+{
+	static struct ops_req r;
+	const char *op = opp_str(j, "op"), *sd = opp_str(j, "state_dir");
+	const char *group = d->cfg.switch_group;
+	struct group *gr = group[0] ? getgrnam(group) : NULL;
+	ops_verb_fn fn = ops_verb(op);
+	char why[512];
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.d = d;
+	r.c = c;
+	r.j = j;
+	r.now = (uint64_t)time(NULL);
+	r.now_ns = now_ns;
+	if (opp_peer_of(c->fd, &r.peer, why, sizeof(why)))
+		return refuse(c, "%s", why);
+	if (opp_peer_allowed(&r.peer, group, gr ? (long)gr->gr_gid : -1, why, sizeof(why))) {
+		log_warn("operator socket: refused uid %u: %s", (unsigned)r.peer.uid, why);
+		return refuse(c, "%s; nothing changed", why);
+	}
+	if (!fn)
+		return refuse(c, "unknown request '%s'", op ? op : "(none)");
+	if (sd && strcmp(sd, d->cfg.state_dir))
+		return refuse(c, "sluiced keeps its switches in %s, not %s; nothing changed",
+			      d->cfg.state_dir, sd);
+	caller_name(&r);
+	rc = fn(&r);
+	if (rc == 0 && (r.n_ch || r.n_au)) {
+		c->seq = iow_enqueue(&d->iow, r.ch, r.n_ch, r.au, r.n_au);
+		if (!c->seq) {
+			/* In memory already: the tick enforces it; the answer says loudly that it
+			 * is neither on disk nor audited. */
+			free(r.ch);
+			free(r.au);
+			c->unqueued = 1;
+		}
+		r.ch = NULL;
+		r.au = NULL;
+	}
+	free(r.ch);
+	free(r.au);
+	if (rc)
+		return refuse(c, "%s; nothing changed", r.msg);
+	d->sw_sent = c->seq ? c->seq : d->sw_sent;
+	c->reply = json_pack("{s:b,s:s,s:s,s:i}", "ok", 1, "message", r.msg, "user", r.user,
+			     "uid", (int)r.peer.uid);
+	c->state = 2;
+	c->applied_tick = d->ticks;
+	c->since_ns = now_ns;
+	if (!c->seq && !c->unqueued && !c->n_targets && !c->check_cascade) {
+		json_t *reply = c->reply;
+
+		c->reply = NULL;
+		json_object_set_new(reply, "applied", json_true());
+		json_object_set_new(reply, "audited", json_true());
+		answer(c, reply);
+	}
+}
+
+void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
+{
+	if (s->lfd < 0)
+		return;
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+
+		if (fd < 0)
+			break;
+		for (i = 0; i < OPS_MAX_CONNS && s->c[i].state; i++)
+			;
+		if (i == OPS_MAX_CONNS) {
+			close(fd);   /* busy: the client sees the connection closed */
+			continue;
+		}
+		s->c[i] = (struct ops_conn){ .fd = fd, .state = 1, .since_ns = now_ns };
+	}
+	for (int i = 0; i < OPS_MAX_CONNS; i++) {
+		struct ops_conn *c = &s->c[i];
+		json_t *j;
+		char err[256];
+
+		if (c->state != 1)
+			continue;
+		if (opp_recv(c->fd, 0, &j, err, sizeof(err))) {
+			if (strstr(err, "no answer"))
+				continue;   /* nothing yet */
+			conn_free(c);
+			continue;
+		}
+		handle_request(d, c, j, now_ns);
+		json_decref(j);
+	}
+}
+
+/* What the maps say now for each target: the switch shed per class, the breaker state. */
+static int verify(struct daemon *d, struct ops_conn *c, json_t *seen)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	int all = 1;
+
+	for (int k = 0; k < c->n_targets; k++) {
+		const struct ops_target *t = &c->targets[k];
+		struct sluice_verdict v;
+		const char *name;
+
+		if (t->svc < 0 || t->svc >= d->cfg.n_services)
+			continue;
+		name = d->cfg.services[t->svc].name;
+		if (maps_read_verdict(&d->m, d->idx[t->svc], &v)) {
+			all = 0;
+			continue;
+		}
+		if (t->cls < 0) {
+			int closed = v.breaker_state == SLUICE_BREAKER_CLOSED;
+			json_array_append_new(seen, json_pack("{s:s,s:s}", "service", name, "breaker",
+							      sluice_breaker_state_name((int)v.breaker_state)));
+			all &= closed;
+		} else {
+			uint32_t want = sluice_prob_complement(switch_state_admit(&d->sw, name,
+										  t->cls, now));
+			json_array_append_new(seen, json_pack("{s:s,s:s,s:f}", "service", name,
+							      "class", sw_class_str(t->cls),
+							      "switch_shed", (double)v.switch_shed[t->cls] / SLUICE_PROB_ONE));
+			all &= v.switch_shed[t->cls] == want;
+		}
+	}
+	if (c->check_cascade)
+		all &= !d->cascade.suspended;
+	return all;
+}
+
+void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now_ns)
+{
+	uint64_t done;
+	unsigned long long busy;
+	int queued;
+
+	iow_progress(&d->iow, &done, &busy, &queued);
+	for (int i = 0; i < OPS_MAX_CONNS; i++) {
+		struct ops_conn *c = &s->c[i];
+		int audited, waited_ms;
+		json_t *seen, *reply;
+
+		if (c->state == 1 && now_ns - c->since_ns > OPS_REQ_WAIT_MS * MS)
+			conn_free(c);
+		if (c->state != 2 || d->ticks <= c->applied_tick)
+			continue;
+		/* The map is judged at the first tick after the change, and at the second if the
+		 * first did not show it (a service whose inputs could not be read keeps its last
+		 * verdict for a tick); the audit record may take longer. */
+		if (!c->verified) {
+			int ok, n = (int)(d->ticks - c->applied_tick);
+
+			seen = json_array();
+			ok = verify(d, c, seen);
+			if (!ok && n < OPS_VERIFY_TICKS) {
+				json_decref(seen);
+				continue;
+			}
+			c->verified = 1;
+			json_object_set_new(c->reply, "applied", json_boolean(ok));
+			json_object_set_new(c->reply, "maps", seen);
+			json_object_set_new(c->reply, "ticks", json_integer(n));
+		}
+		audited = !c->unqueued && (!c->seq || done >= c->seq);
+		waited_ms = (int)((now_ns - c->since_ns) / MS);
+		if (!audited && !c->unqueued && waited_ms < OPS_AUDIT_WAIT_MS)
+			continue;
+		if (audited && c->seq) {
+			char why[IOW_MSG_LEN];
+			if (iow_job_failed(&d->iow, c->seq, why, sizeof(why))) {
+				json_object_set_new(c->reply, "audit_error", json_string(why));
+				audited = 0;
+			}
+		}
+		json_object_set_new(c->reply, "audited", json_boolean(audited));
+		if (c->unqueued)
+			json_object_set_new(c->reply, "audit_error", json_pack("s++",
+				"the state directory is not being written (", "writer queue full",
+				"): the change is in force but neither saved nor audited"));
+		if (!audited && !json_object_get(c->reply, "audit_error")) {
+			char w[640];
+			snprintf(w, sizeof(w), "the state directory %s has not been written for %llu ms "
+				 "(%d job%s queued): the change is in force but its audit record is not "
+				 "written yet", d->cfg.state_dir, busy / MS, queued, queued == 1 ? "" : "s");
+			json_object_set_new(c->reply, "audit_error", json_string(w));
+		}
+		reply = c->reply;
+		c->reply = NULL;
+		answer(c, reply);
+	}
+}
