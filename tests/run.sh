@@ -131,6 +131,20 @@ run_suite() {
 	[ "$f" -gt 0 ] && failed_names+=("$name")
 }
 
+# Suites that pin maps need a BPF file system. A host (a fresh VM, a CI runner) may have none
+# mounted: mount one for the run and take it away again afterwards if nothing but the
+# kernel's own iterators is left in it, so the run leaves /sys/fs/bpf as it found it.
+BPFFS_MOUNTED=0
+if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/fs/bpf 2>/dev/null; then
+	mount -t bpf bpf /sys/fs/bpf && BPFFS_MOUNTED=1
+fi
+unmount_bpffs() {
+	if [ "$BPFFS_MOUNTED" = 1 ] && [ -z "$(ls /sys/fs/bpf | grep -v '\.debug$')" ]; then
+		umount /sys/fs/bpf 2>/dev/null
+	fi
+}
+trap unmount_bpffs EXIT
+
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue
 	run_suite "$(basename "$t")" "$t"
