@@ -49,6 +49,7 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 	m->ncpus = libbpf_num_possible_cpus();
 #define X(name) m->name = bpf_map__fd(skel->maps.name);
 	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
 	return skel;
 }

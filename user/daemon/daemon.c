@@ -15,6 +15,7 @@
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
+#include "daemon/ctlpersist.h"
 
 #define NS 1000000000ull
 
@@ -66,6 +67,11 @@ static void print_event(struct daemon *d, const struct sluice_event *ev)
 	json_decref(body);
 	json_decref(line);
 	fflush(d->events);
+}
+
+void daemon_print_event(struct daemon *d, const struct sluice_event *ev)
+{
+	print_event(d, ev);
 }
 
 static void sink_fn(void *ctx, const struct sluice_event *ev)
@@ -354,6 +360,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			continue; /* keep the last verdict: BPF keeps enforcing it */
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
+		daemon_ctl_requests(d, i, now_ns);
 		service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 		if (opened)
 			sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, &host_sink);
@@ -364,6 +371,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		}
 		maps_write_verdict(&d->m, d->idx[i], &v);
 		update_books(d, i, &v, dt_s);
+		daemon_ctl_export(d, i, now_ns);
 	}
 
 	if (now_ns - d->last_gc_ns >= NS) {

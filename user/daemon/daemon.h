@@ -26,6 +26,8 @@ struct service_books {
 	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
 	struct acceptq aq;                       /* listen queue, this tick */
 	int aq_alert;                            /* queue over half the backlog reported */
+	unsigned ctl_reset_ack;                  /* last baseline reset request done */
+	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 };
 
 struct daemon {
@@ -65,6 +67,9 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns);
  * an enum sluice_ev_machine. */
 void daemon_event(struct daemon *d, int machine, const char *from, const char *to,
 		  const char *why, const char *service, int level);
+
+/* Print a controller-style event built by the caller (a JSON line with wall time). */
+void daemon_print_event(struct daemon *d, const struct sluice_event *ev);
 
 /* Body for /metrics (called from the HTTP thread). */
 int daemon_metrics_body(void *ctx, char **body, size_t *len);

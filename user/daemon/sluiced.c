@@ -16,6 +16,7 @@
 
 #include "daemon/cmdline.h"
 #include "daemon/daemon.h"
+#include "daemon/ctlpersist.h"
 #include "kernel/attach.h"
 #include "kernel/bpflog.h"
 #include "common/clock.h"
@@ -183,6 +184,7 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	daemon_ctl_import(&d, monotonic_ns());
 	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
 		     d.cfg.interface, SLUICE_EV_INFO);
@@ -204,6 +206,7 @@ int main(int argc, char **argv)
 	ifd = watch_config_dir(cfg_path);
 
 	run_loop(&d, sfd, ifd);
+	daemon_ctl_export_all(&d, monotonic_ns());
 
 	if (ms)
 		metrics_stop(ms);

@@ -37,6 +37,9 @@ static const struct layout_migration migrations[] = {
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
+	/* 3 -> 4: the controller's state and request maps are new (created empty by the load);
+	 * every other map is adopted as it is */
+	{ .from = 3, .what = "new maps ctl_state and ctl_requests, the others adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
