@@ -237,6 +237,8 @@ struct sluice_ctl_request {
 	__u16 port;
 	__u16 _pad;
 	__u32 reset_gen;
+	__u32 uid;                       /* who asked (for the daemon's event) */
+	__u32 _pad2;
 	__u64 asked_ns;                  /* CLOCK_MONOTONIC */
 };
 

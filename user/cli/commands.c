@@ -22,7 +22,7 @@ const struct clicmd *const cli_commands[] = {
 	&cli_cmd_status, &cli_cmd_top, &cli_cmd_hist,
 	&cli_cmd_switch_set, &cli_cmd_switch_clear, &cli_cmd_switch_ls, &cli_cmd_switch_log,
 	&cli_cmd_plan_check, &cli_cmd_plan_show, &cli_cmd_plan_apply,
-	&cli_cmd_budget_check, &cli_cmd_cascade_clear, &cli_cmd_detach,
+	&cli_cmd_budget_check, &cli_cmd_cascade_clear, &cli_cmd_baseline_reset, &cli_cmd_detach,
 	NULL,
 };
 

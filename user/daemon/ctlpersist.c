@@ -57,6 +57,7 @@ void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
 				  "learned", "reset", "operator baseline reset");
 		sluice_event_num(&ev, "baseline_us", d->ctl[i].base.value_us);
 		sluice_event_num(&ev, "generation", gen);
+		sluice_event_num(&ev, "uid", rq.uid);
 		daemon_print_event(d, &ev);
 	}
 	service_ctl_reset_baseline(&d->ctl[i]);
