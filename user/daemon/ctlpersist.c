@@ -29,6 +29,13 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 					  "pinned", "adopted", "controller state carried over");
 			sluice_event_num(&ev, "limit", d->ctl[i].lim.limit);
 			sluice_event_num(&ev, "baseline_us", d->ctl[i].base.value_us);
+			sluice_event_num(&ev, "breaker", d->ctl[i].brk.state);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				static const char *const key[SLUICE_NUM_CLASSES] = {
+					"admit_L0", "admit_L1", "admit_L2", "admit_L3" };
+				sluice_event_num(&ev, key[c], (double)d->ctl[i].lad.admit[c] /
+						 SLUICE_PROB_ONE);
+			}
 			sluice_event_num(&ev, "age_s", slot_buf.written_ns < now_ns ?
 					 (double)(now_ns - slot_buf.written_ns) / 1e9 : 0);
 			daemon_print_event(d, &ev);
