@@ -16,6 +16,9 @@
 #include "daemon/daemon.h"
 #include "daemon/ctlpersist.h"
 #include "control/ctlslot.h"
+#include "kernel/layout.h"
+#include <dirent.h>
+#include <sys/stat.h>
 
 #define MS 1000000ull
 
@@ -258,6 +261,96 @@ static void test_export_cost(void **state)
 	       (double)(t1 - t0) / n / 1e3, n, sizeof(struct sluice_ctl_slot));
 }
 
+static void rm_pins(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512];
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* Pins of layout 3 (every map but the two controller maps, a record saying 3): a sluiced of
+ * this layout migrates them by creating ctl_state and ctl_requests empty and adopting the
+ * rest as they are (a verdict written before is still there), and records layout 4. */
+static char mig_dir[128];
+
+static int setup_mig(void **state)
+{
+	snprintf(mig_dir, sizeof(mig_dir), "/sys/fs/bpf/sluice-ctlst-%d", getpid());
+	return mkdir(mig_dir, 0700);
+}
+
+/* Pass or fail, no pin stays behind. */
+static int teardown_mig(void **state)
+{
+	rm_pins(mig_dir);
+	return 0;
+}
+
+static void test_migration_from_3(void **state)
+{
+	const char *dir = mig_dir;
+	char path[256], err[512];
+	struct sluice_bpf *a, *b;
+	struct layout_plan lp;
+	struct sluice_layout rec = { .version = 3 };
+	struct sluice_verdict v = { .limit = 4242 }, got;
+	static struct sluice_ctl_slot slot;
+	__u32 k = 0;
+	(void)state;
+
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		a = sluice_bpf__open_opts(&o);
+		assert_non_null(a);
+		assert_int_equal(sluice_bpf__load(a), 0);
+	}
+	snprintf(path, sizeof(path), "%s/ctl_state", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ctl_requests", dir);
+	unlink(path);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
+
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		b = sluice_bpf__open_opts(&o);
+		assert_non_null(b);
+	}
+	if (layout_plan(&lp, b->obj, dir, err, sizeof(err)))
+		fail_msg("layout 3 pins refused: %s", err);
+	assert_int_equal(lp.action, LAYOUT_MIGRATE);
+	assert_int_equal(lp.pinned, 3);
+	for (int i = 0; i < lp.n; i++)
+		assert_int_equal(lp.slot[i].copy, 0);
+	assert_int_equal(sluice_bpf__load(b), 0);
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
+	layout_plan_release(&lp);
+	assert_non_null(strstr(lp.note, "from layout 3 to 4"));
+
+	/* adopted: the same verdicts map; created: the controller's maps, empty and pinned */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.verdicts), &k, &got), 0);
+	assert_int_equal(got.limit, 4242);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.ctl_state), &k, &slot), 0);
+	assert_int_equal(slot.name[0], 0);
+	snprintf(path, sizeof(path), "%s/ctl_state", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
+	assert_int_equal(rec.version, 4);
+	sluice_bpf__destroy(b);
+	sluice_bpf__destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +358,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
