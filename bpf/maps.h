@@ -164,6 +164,25 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pkt_stats SEC(".maps");
 
+/* The controller's learned state per service slot (struct sluice_ctl_slot), so a restart
+ * continues the loop. sluiced only; the data path never touches it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_ctl_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ctl_state SEC(".maps");
+
+/* Operator requests to the controller per service slot (baseline reset). sluicectl only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_ctl_request);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ctl_requests SEC(".maps");
+
 /* What the pins are: layout version and per-map layout (struct sluice_layout). Written by the
  * controller after it adopted, migrated or created the maps; never read by the data path. Its
  * own layout never changes, so every version of sluiced can read it. */

@@ -7,7 +7,9 @@
  *
  * Who writes what (see docs/ARCHITECTURE.md):
  *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
- *                                 globals (heartbeat), inflight_released, sluice_layout
+ *                                 globals (heartbeat), inflight_released, sluice_layout,
+ *                                 ctl_state
+ *   the operator (sluicectl)    : ctl_requests
  *   BPF programs write          : flows, handshakes, halfopen, inflight, class_stats,
  *                                 latency_hist, pkt_stats
  */
@@ -43,8 +45,10 @@
  *   1  the maps as first released; pins of this version carry no `sluice_layout` record
  *   2  the same maps, unchanged, plus the `sluice_layout` record
  *   3  verdicts hold shed fractions (zero admits), flows keep the client's next sequence,
- *      new maps `handshakes` and `halfopen` (a slot only after the handshake) */
-#define SLUICE_MAP_LAYOUT_VERSION 3
+ *      new maps `handshakes` and `halfopen` (a slot only after the handshake)
+ *   4  new maps `ctl_state` and `ctl_requests` (the controller's learned state across
+ *      restarts, operator requests to it); the others unchanged */
+#define SLUICE_MAP_LAYOUT_VERSION 4
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -195,6 +199,54 @@ struct sluice_reply {
 	__u32 len;
 	__u32 csum;
 	char text[SLUICE_REPLY_MAX];
+};
+
+/* ---- Controller state (map `ctl_state`, ARRAY, one per service slot, sluiced only) ----
+ * What the controller has learned for the service in the slot (limit, baseline, ladder,
+ * breaker), rewritten after each of its ticks, so a restarted sluiced continues where the last
+ * one stopped, and a summary that `sluicectl status` and /metrics show without knowing the
+ * controller's structs. The data path never reads it. `state` holds the controller's own
+ * record (user/control/controller.h, struct sluice_ctl_state) with its own version and size:
+ * a sluiced that does not know that record starts afresh instead of misreading it, so the
+ * record may change without a new map layout. The entry belongs to the service named here
+ * at this port: a slot given to another service is never adopted. */
+#define SLUICE_CTL_STATE_LEN  3584
+
+enum sluice_ctl_algorithm {
+	SLUICE_CTL_ALG_GRADIENT = 0,
+	SLUICE_CTL_ALG_AIMD = 1,
+	SLUICE_CTL_ALG_FIXED = 2,
+};
+
+struct sluice_ctl_slot {
+	char name[SLUICE_NAME_LEN];      /* "" = never written */
+	__u16 port;                      /* host byte order */
+	__u8 signal;                     /* enum sluice_signal_state: none, thin, ok */
+	__u8 algorithm;                  /* enum sluice_ctl_algorithm */
+	__u32 reset_ack;                 /* the last baseline reset request done (generation) */
+	__u64 written_ns;                /* CLOCK_MONOTONIC of the write */
+	__u64 ticks;                     /* ticks of this service since sluiced started */
+	__u32 limit;
+	__u32 baseline_us;               /* 0 = not learned yet */
+	__u32 objective_us;              /* 0 = not known yet */
+	__u32 latency_us;                /* the last decided window's latency signal */
+	__u32 ladder_admit[SLUICE_NUM_CLASSES];   /* SLUICE_PROB_ONE fixed point */
+	__u32 breaker_state;
+	__u32 state_len;                 /* bytes of `state` in use */
+	__u8 state[SLUICE_CTL_STATE_LEN];
+};
+
+/* Map `ctl_requests` (ARRAY, one per service slot, written by sluicectl only): what an
+ * operator asks of the controller. A baseline reset is asked while reset_gen is greater than
+ * the slot's reset_ack; sluiced does it at its next tick and echoes the generation. */
+struct sluice_ctl_request {
+	char name[SLUICE_NAME_LEN];      /* the request is for this service at this port only */
+	__u16 port;
+	__u16 _pad;
+	__u32 reset_gen;
+	__u32 uid;                       /* who asked (for the daemon's event) */
+	__u32 _pad2;
+	__u64 asked_ns;                  /* CLOCK_MONOTONIC */
 };
 
 /* ---- Layout record (map `sluice_layout`, one entry, written by sluiced) ----

@@ -48,6 +48,7 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 	memset(m, -1, sizeof(*m));
 #define X(name) m->name = bpf_map__fd(skel->maps.name);
 	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
 	maps_learn_sizes(m);
 	return skel;

@@ -6,7 +6,7 @@
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
 # pins as a layout 2 and then a layout 1 sluiced leaves them (verdicts in the admit encoding,
-# flows without client_next, no handshakes/halfopen maps, the record as layout 2 wrote it or
+# flows without client_next, no handshakes/halfopen/ctl_state/ctl_requests maps, the record as layout 2 wrote it or
 # none) are migrated while connections are held and new ones keep being admitted; the layout
 # drill (a sluiced that claims the next layout) migrates by copying every map into fresh ones
 # and swapping the programs. The held connections end cleanly through the migrated maps.
@@ -137,8 +137,9 @@ mv "$PIN/sluice_layout_away" "$REC"
 #  - verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit all), a class
 #    admitted while in-flight < its threshold (so 0 = no room), flags bit 0 only;
 #  - flows with 0 where client_next is (padding then);
-#  - no handshakes or halfopen map (the data path running meanwhile keeps its own);
-#  - layout 2: the record as version 2, without those two maps, the types of verdicts and
+#  - no handshakes or halfopen map (the data path running meanwhile keeps its own), and none
+#    of the controller's maps ctl_state and ctl_requests;
+#  - layout 2: the record as version 2, without those four maps, the types of verdicts and
 #    flows hashed differently; layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
@@ -190,7 +191,7 @@ print(" ".join(v))')
 as_old_layout() { # as_old_layout 1|2
 	verdicts_to_admit_encoding
 	flows_forget_client_next
-	rm -f "$PIN/handshakes" "$PIN/halfopen"
+	rm -f "$PIN/handshakes" "$PIN/halfopen" "$PIN/ctl_state" "$PIN/ctl_requests"
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
 		return
@@ -203,7 +204,7 @@ ents = [b[16 + 48 * i:64 + 48 * i] for i in range(n)]
 keep = []
 for e in ents:
     name = bytes(e[:24]).rstrip(b"\0")
-    if name in (b"handshakes", b"halfopen"):
+    if name in (b"handshakes", b"halfopen", b"ctl_state", b"ctl_requests"):
         continue
     if name in (b"verdicts", b"flows"):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
@@ -243,6 +244,7 @@ upgrade() {
 	ok $(grep -q "migrated the maps under $PIN from layout $from to $V (verdicts converted.*flows: 12 entries.*2 maps copied, $((NMAPS - 2)) adopted" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ -e "$PIN/handshakes" ] && [ -e "$PIN/halfopen" ] &&
+		[ -e "$PIN/ctl_state" ] && [ -e "$PIN/ctl_requests" ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: verdicts converted, 12 held flows copied, new maps created, $((NMAPS - 2)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"

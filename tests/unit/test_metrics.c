@@ -53,6 +53,10 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
 	web->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE * 3 / 10;
 	web->in_flight = 9;
+	web->ctl.known = 1;                    /* the controller's entry: baseline learned */
+	web->ctl.signal = 2;                   /* ok */
+	web->ctl.baseline_us = 41500;
+	web->ctl.objective_us = 49800;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &web->cls[c];
 		cs->threshold = 64 - 8 * c;
@@ -253,6 +257,14 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_retry_storm_active{service=\"db\"} 1");
 	assert_line(t, "sluice_retry_storm_active{service=\"web\"} 0");
 	assert_line(t, "sluice_latency_target_seconds{service=\"web\"} 0.05");
+	/* what the limit steers by, from the controller's pinned entry; db has none: left out */
+	assert_line(t, "sluice_latency_baseline_seconds{service=\"web\"} 0.0415");
+	assert_line(t, "sluice_latency_objective_seconds{service=\"web\"} 0.0498");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"ok\"} 1");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"none\"} 0");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 0");
+	assert_no_line_prefix(t, "sluice_limit_signal{service=\"db\"");
+	assert_no_line_prefix(t, "sluice_latency_baseline_seconds{service=\"db\"");
 	/* process-wide */
 	assert_line(t, "sluice_controller_alive 1");
 	assert_line(t, "sluice_controller_heartbeat_age_seconds 0.25");

@@ -33,6 +33,13 @@ static void snapshot(struct status_snapshot *s)
 	sv->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
 	sv->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE / 4;
 	sv->in_flight = 3;
+	sv->ctl.known = 1;                     /* a tcp-like service whose limit cannot see */
+	sv->ctl.signal = 0;                    /* none */
+	sv->ctl.algorithm = SLUICE_CTL_ALG_GRADIENT;
+	sv->ctl.objective_us = 0;
+	sv->ctl.baseline_us = 0;
+	sv->ctl.ladder[3] = 1;                 /* partial */
+	sv->ctl.ladder[0] = 2;                 /* full */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &sv->cls[c];
 		cs->st.arrivals = c == 3 ? 0 : 10 + c;
@@ -104,8 +111,31 @@ static void test_status_json_keys_and_types(void **state)
 			if (!json_object_get(at(v, "services.0.classes.0"), *k))
 				fail_msg("class key %s missing", *k);
 	}
+	/* the controller's keys: a limit without a signal says so, an unknown baseline is null */
+	assert_string_equal(json_string_value(at(v, "services.0.signal")), "none");
+	assert_string_equal(json_string_value(at(v, "services.0.limit_algorithm")), "gradient");
+	assert_true(json_is_null(at(v, "services.0.baseline_us")));
+	assert_true(json_is_null(at(v, "services.0.objective_us")));
+	assert_string_equal(json_string_value(at(v, "services.0.ladder.L3")), "partial");
+	assert_string_equal(json_string_value(at(v, "services.0.ladder.L0")), "full");
+	assert_int_equal(json_integer_value(at(v, "services.0.baseline_resets")), 0);
 	assert_int_equal(json_integer_value(at(v, "packets.service")), 100);
 	assert_int_equal(json_object_size(at(v, "packets")), 5);
+	json_decref(v);
+	free(text);
+	/* a baseline known: integers in microseconds */
+	s.s[0].ctl.signal = 2;
+	s.s[0].ctl.baseline_us = 50100;
+	s.s[0].ctl.objective_us = 60120;
+	text = NULL;
+	f = open_memstream(&text, &len);
+	assert_int_equal(status_print_json(f, &s), 0);
+	fclose(f);
+	v = jsonio_parse(text, len, err, sizeof(err));
+	assert_non_null(v);
+	assert_string_equal(json_string_value(at(v, "services.0.signal")), "ok");
+	assert_int_equal(json_integer_value(at(v, "services.0.baseline_us")), 50100);
+	assert_int_equal(json_integer_value(at(v, "services.0.objective_us")), 60120);
 	json_decref(v);
 	free(text);
 }

@@ -38,6 +38,11 @@ static void snapshot(struct status_snapshot *s, unsigned long long big)
 		sv->v.breaker_state = SLUICE_BREAKER_HALF_OPEN;
 		sv->v.breaker_shed = SLUICE_PROB_ONE - SLUICE_PROB_ONE / 4;
 		sv->in_flight = 4000000;
+		sv->ctl.known = 1;           /* the longest controller line: blind, 67 s baseline */
+		sv->ctl.signal = 0;
+		sv->ctl.algorithm = SLUICE_CTL_ALG_GRADIENT;
+		sv->ctl.baseline_us = 67108864;
+		sv->ctl.objective_us = 80530636;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &sv->cls[c];
 
@@ -198,10 +203,35 @@ static void test_status_table_says_what_it_measures(void **state)
 	status_free(&s);
 }
 
+/* The controller's line: baseline, objective, and a limit without a signal says so. */
+static void test_status_table_controller_line(void **state)
+{
+	static struct status_snapshot s;
+	char *t;
+	(void)state;
+
+	snapshot(&s, 1000);
+	s.s[0].ctl.signal = 2;                         /* web: ok */
+	s.s[0].ctl.baseline_us = 50100;
+	s.s[0].ctl.objective_us = 60120;
+	s.s[1].ctl.baseline_us = s.s[1].ctl.objective_us = 0;   /* blind, nothing learned */
+	s.s[1].ctl.algorithm = SLUICE_CTL_ALG_FIXED;
+	t = table(&s, 0);
+	assert_non_null(strstr(t, "\n  baseline 50.1ms  objective 60.1ms  signal ok  limit gradient\n"));
+	assert_non_null(strstr(t, "\n  baseline -  objective -  signal none  limit fixed  "
+				  "(no latency samples: the limit is blind)\n"));
+	free(t);
+	s.s[0].ctl.known = 0;                          /* no entry: no line, nothing made up */
+	t = table(&s, 0);
+	assert_null(strstr(t, "signal ok"));
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_table_fits_120),
+		cmocka_unit_test(test_status_table_controller_line),
 		cmocka_unit_test(test_status_table_says_what_it_measures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

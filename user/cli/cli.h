@@ -53,6 +53,7 @@ extern const struct clicmd cli_cmd_switch_set, cli_cmd_switch_clear, cli_cmd_swi
 extern const struct clicmd cli_cmd_plan_check, cli_cmd_plan_show, cli_cmd_plan_apply,
 	cli_cmd_plan_revert,
 	cli_cmd_budget_check;
+extern const struct clicmd cli_cmd_baseline_reset;
 
 /* sluicectl itself (its help is the list of commands), its global options, and every command
  * in the order `sluicectl --help` lists them (NULL-terminated). */

@@ -29,7 +29,8 @@ const struct clicmd *const cli_commands[] = {
 	&cli_cmd_switch_set, &cli_cmd_switch_clear, &cli_cmd_switch_renew, &cli_cmd_switch_ls,
 	&cli_cmd_switch_log, &cli_cmd_plan_check, &cli_cmd_plan_show, &cli_cmd_plan_apply,
 	&cli_cmd_plan_revert, &cli_cmd_budget_check, &cli_cmd_breaker_reset,
-	&cli_cmd_cascade_clear, &cli_cmd_detach,
+	&cli_cmd_cascade_clear, &cli_cmd_baseline_reset,
+	&cli_cmd_detach,
 	NULL,
 };
 

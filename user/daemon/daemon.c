@@ -16,6 +16,7 @@
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
+#include "daemon/ctlpersist.h"
 
 #define NS 1000000000ull
 
@@ -67,6 +68,11 @@ static void print_event(struct daemon *d, const struct sluice_event *ev)
 	json_decref(body);
 	json_decref(line);
 	fflush(d->events);
+}
+
+void daemon_print_event(struct daemon *d, const struct sluice_event *ev)
+{
+	print_event(d, ev);
 }
 
 static void sink_fn(void *ctx, const struct sluice_event *ev)
@@ -121,6 +127,11 @@ void daemon_free(struct daemon *d)
 	free(d->ctl);
 	free(d->books);
 	free(d->mx.s);
+	free(d->ctl_rq);
+	free(d->ctl_rq_keys);
+	d->ctl_rq = NULL;
+	d->ctl_rq_keys = NULL;
+	d->ctl_rq_n = d->ctl_rq_cap = 0;
 	d->idx = NULL;
 	d->hot = NULL;
 	d->ctl = NULL;
@@ -433,7 +444,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	/* In-flight moves only with a counter or a GC release (which clears quiet): an
 	 * unchanged quiet service is skipped without reading it. */
 	b->ran = 0;
-	if (b->quiet && !changed && same) {
+	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i)) {
 		books_idle(b, dt_s, decay);
 		d->skipped++;
 		return;
@@ -442,6 +453,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	if (maps_reader_inflight(&d->rd, &d->m, d->idx[i], &in.inflight) ||
 	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
 		return; /* keep the last verdict: BPF keeps enforcing it */
+	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	d->ticked++;
 	b->ran = 1;
@@ -458,6 +470,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->have_written = 1;
 	}
 	update_books(d, i, &v, dt_s);
+	daemon_ctl_export(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
 	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
@@ -488,6 +501,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		if (!d->books[i].quiet)
 			d->hot[n_hot++] = d->idx[i];
 	}
+	daemon_ctl_poll(d, n_used);
 	if (maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot)) {
 		/* keep the last verdicts: BPF keeps enforcing them */
 		log_debug("cannot read the counters this tick");

@@ -34,6 +34,8 @@ struct service_books {
 	struct sluice_verdict written;
 	int have_written, quiet, overloaded;
 	int ran;                                 /* the controller ran this tick */
+	unsigned ctl_reset_ack;                  /* last baseline reset request done */
+	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 };
 
 struct daemon {
@@ -49,6 +51,10 @@ struct daemon {
 	struct service_ctl *ctl;
 	struct service_books *books;
 	struct maps_reader rd;                   /* the tick's batched reads */
+	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
+	struct sluice_ctl_request *ctl_rq;
+	__u32 *ctl_rq_keys;
+	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
@@ -98,6 +104,8 @@ struct sluice_event_sink daemon_sink(struct daemon *d, const char *service);
 
 /* Stop the file writer (at most wait_ms: a thread stuck in a stalled file system is left). */
 void daemon_fini(struct daemon *d, int wait_ms);
+/* Print a controller-style event built by the caller (a JSON line with wall time). */
+void daemon_print_event(struct daemon *d, const struct sluice_event *ev);
 
 /* Body for /metrics (called from the HTTP thread). */
 int daemon_metrics_body(void *ctx, char **body, size_t *len);

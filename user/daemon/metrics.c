@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/names.h"
+#include "control/window.h"
 
 /* ------------------------------------------------------------------ output */
 
@@ -312,6 +313,36 @@ static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 		  "1 while the priority ladder considers the service overloaded.");
 }
 
+/* Per service: what the limit steers by, from the controller's pinned entry (services whose
+ * entry is not there yet are left out). A limit with no latency signal shows state "none". */
+static void render_objective(FILE *b, const struct svc_ref *sv, int n)
+{
+	family(b, "sluice_latency_baseline_seconds", "gauge",
+	       "Unloaded latency baseline the controller learned (0: not learned yet).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+		if (sv[i].s->ctl.known)
+			sample_d(b, "sluice_latency_baseline_seconds", &l,
+				 sv[i].s->ctl.baseline_us / 1e6);
+	}
+	family(b, "sluice_latency_objective_seconds", "gauge",
+	       "Latency objective of the highest busy classes (0: not known yet).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+		if (sv[i].s->ctl.known)
+			sample_d(b, "sluice_latency_objective_seconds", &l,
+				 sv[i].s->ctl.objective_us / 1e6);
+	}
+	family(b, "sluice_limit_signal", "gauge",
+	       "Latency signal of the limit: 1 for the state it is in (none: blind, thin: too few "
+	       "samples, ok).");
+	for (int i = 0; i < n; i++)
+		for (int st = 0; sv[i].s->ctl.known && st <= SLUICE_SIGNAL_OK; st++) {
+			struct lbl l = { sv[i].name, -1, "state", sluice_signal_state_name(st) };
+			sample_u(b, "sluice_limit_signal", &l, sv[i].s->ctl.signal == st);
+		}
+}
+
 /* The kernel-measured latency histogram per (service, class). */
 static void render_histograms(FILE *b, const struct svc_ref *sv, int n)
 {
@@ -493,6 +524,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	render_class_counters(b, sv, n);
 	render_class_gauges(b, sv, n);
 	render_limit_breaker(b, sv, n);
+	render_objective(b, sv, n);
 	render_histograms(b, sv, n);
 	render_switches(b, sv, n);
 	render_measures(b, sv, n);

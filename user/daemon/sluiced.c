@@ -19,6 +19,7 @@
 #include "daemon/daemon.h"
 #include "daemon/opserver.h"
 #include "ops/opproto.h"
+#include "daemon/ctlpersist.h"
 #include "kernel/attach.h"
 #include "kernel/bpflog.h"
 #include "common/clock.h"
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	daemon_ctl_import(&d, monotonic_ns());
 	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
 		     d.cfg.interface, SLUICE_EV_INFO);
@@ -246,6 +248,7 @@ int main(int argc, char **argv)
 	run_loop(&d, sfd, ifd, &ops);
 	ops_close(&ops);
 	opp_record_remove(run_dir, rec.pid);
+	daemon_ctl_export_all(&d, monotonic_ns());
 	daemon_fini(&d, 1000);
 
 	if (ms)

@@ -27,9 +27,16 @@ int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 #undef X
 	if (!err)
 		err = maps_learn_sizes(m);
-	if (err)
+	if (err) {
 		maps_close(m);
-	return err;
+		return err;
+	}
+#define X(name)                                                              \
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, #name);               \
+	m->name = bpf_obj_get(path);
+	SLUICE_MAP_NAMES_OPTIONAL
+#undef X
+	return 0;
 }
 
 int maps_learn_sizes(struct sluice_maps *m)
@@ -89,6 +96,7 @@ void maps_close(struct sluice_maps *m)
 {
 #define X(name) if (m->name >= 0) { close(m->name); m->name = -1; }
 	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
 }
 
@@ -336,4 +344,43 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 	if (!err)
 		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
 	return err;
+}
+
+static int lookup_opt(int fd, int svc, void *out)
+{
+	__u32 k = svc;
+
+	if (fd < 0)
+		return -ENOENT;
+	return bpf_map_lookup_elem(fd, &k, out) ? -errno : 0;
+}
+
+static int update_opt(int fd, int svc, const void *v)
+{
+	__u32 k = svc;
+
+	if (fd < 0)
+		return -ENOENT;
+	return bpf_map_update_elem(fd, &k, v, BPF_ANY) ? -errno : 0;
+}
+
+int maps_read_ctl_slot(const struct sluice_maps *m, int svc, struct sluice_ctl_slot *out)
+{
+	return lookup_opt(m->ctl_state, svc, out);
+}
+
+int maps_write_ctl_slot(const struct sluice_maps *m, int svc, const struct sluice_ctl_slot *v)
+{
+	return update_opt(m->ctl_state, svc, v);
+}
+
+int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out)
+{
+	return lookup_opt(m->ctl_requests, svc, out);
+}
+
+int maps_write_ctl_request(const struct sluice_maps *m, int svc,
+			   const struct sluice_ctl_request *v)
+{
+	return update_opt(m->ctl_requests, svc, v);
 }

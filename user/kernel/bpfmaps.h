@@ -12,6 +12,7 @@ struct sluice_maps {
 	int port_to_service, services, source_rules, verdicts, globals, replies;
 	int flows, rejected_syns, clients, inflight, inflight_released;
 	int class_stats, latency_hist, pkt_stats;
+	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -21,6 +22,10 @@ struct sluice_maps {
 	X(port_to_service) X(services) X(source_rules) X(verdicts) X(globals) X(replies) \
 	X(flows) X(rejected_syns) X(clients) X(inflight) X(inflight_released) X(class_stats) \
 	X(latency_hist) X(pkt_stats)
+
+/* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
+ * before they existed. */
+#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -90,5 +95,13 @@ int maps_read_verdict(const struct sluice_maps *m, int svc, struct sluice_verdic
 int maps_write_verdict(const struct sluice_maps *m, int svc, const struct sluice_verdict *v);
 int maps_read_globals(const struct sluice_maps *m, struct sluice_globals *out);
 int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals *g);
+
+/* The controller's state entry and the operator's request entry of a service slot
+ * (-ENOENT when the map is not pinned). */
+int maps_read_ctl_slot(const struct sluice_maps *m, int svc, struct sluice_ctl_slot *out);
+int maps_write_ctl_slot(const struct sluice_maps *m, int svc, const struct sluice_ctl_slot *v);
+int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
+int maps_write_ctl_request(const struct sluice_maps *m, int svc,
+			   const struct sluice_ctl_request *v);
 
 #endif

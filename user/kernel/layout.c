@@ -89,8 +89,8 @@ static const struct layout_convert from_v2[] = {
  * when it has one): its key and value sizes must be unchanged (a map whose values changed
  * size needs a converter that can change sizes first), its max_entries may differ. Maps new
  * in this layout are created empty by loading. Every other map must match this build exactly
- * and is adopted. The converters produce layout 3 values: a later layout runs its own after
- * them, or refuses. */
+ * and is adopted. The converters produce layout 3 values, which are layout 4's as well: a
+ * later layout that changes a value runs its own converter after them, or refuses. */
 struct layout_migration {
 	__u32 from;
 	int copy_all;
@@ -100,20 +100,30 @@ struct layout_migration {
 	const char *what;
 };
 
-static const char *const new_in_v3[] = { "handshakes", "halfopen", NULL };
+/* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two). */
+static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
+					     "ctl_requests", NULL };
+static const char *const new_in_v4[] = { "ctl_state", "ctl_requests", NULL };
 
+/* Layout 4 changed no value of layout 3's maps, so the 1/2 converters' layout 3 values are
+ * this layout's too: layouts 1 and 2 migrate in one step. */
 static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
-	{ .from = 1, .convert = from_v2, .fresh = new_in_v3,
+	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes and halfopen created empty, the layout record is new" },
-	{ .from = 2, .convert = from_v2, .fresh = new_in_v3,
+		  "handshakes, halfopen, ctl_state and ctl_requests created empty, the layout "
+		  "record is new" },
+	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes and halfopen created empty" },
+		  "handshakes, halfopen, ctl_state and ctl_requests created empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
+	/* 3 -> 4: the controller's state and request maps are new (created empty by the load);
+	 * every other map is adopted as it is */
+	{ .from = 3, .fresh = new_in_v4,
+	  .what = "new maps ctl_state and ctl_requests, the others adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "control/signals.h"
+#include "control/window.h"
+#include "control/ladder.h"
 #include "common/jsonio.h"
 #include "common/clock.h"
 #include "common/names.h"
@@ -29,6 +31,35 @@ void status_free(struct status_snapshot *s)
 	free(s->s);
 	s->s = NULL;
 	s->cap = s->n = 0;
+}
+
+const char *ctl_algorithm_name(int a)
+{
+	return a == SLUICE_CTL_ALG_AIMD ? "aimd" : a == SLUICE_CTL_ALG_FIXED ? "fixed" : "gradient";
+}
+
+/* The controller's summary for the service in slot i, when the entry is this service's. */
+static void collect_ctl(const struct sluice_maps *m, int i, struct service_status *s)
+{
+	static __thread struct sluice_ctl_slot slot;   /* 3.7 KB: not on the stack */
+	struct ctl_status *c = &s->ctl;
+
+	memset(c, 0, sizeof(*c));
+	if (maps_read_ctl_slot(m, i, &slot) || !slot.name[0] || slot.port != s->svc.port ||
+	    strncmp(slot.name, s->svc.name, SLUICE_NAME_LEN))
+		return;
+	c->known = 1;
+	c->signal = slot.signal;
+	c->algorithm = slot.algorithm;
+	c->baseline_us = slot.baseline_us;
+	c->objective_us = slot.objective_us;
+	c->latency_us = slot.latency_us;
+	c->reset_ack = slot.reset_ack;
+	c->ticks = slot.ticks;
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		c->ladder[k] = !slot.ladder_admit[k] ? SLUICE_LADDER_OFF :
+			       slot.ladder_admit[k] >= SLUICE_PROB_ONE ? SLUICE_LADDER_FULL :
+			       SLUICE_LADDER_PARTIAL;
 }
 
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
@@ -77,6 +108,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			continue;
 		s->idx = i;
 		maps_read_verdict(m, i, &s->v);
+		collect_ctl(m, i, s);
 		if (maps_read_inflight(m, i, &inf) == 0)
 			s->in_flight = inf.total;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -189,6 +221,25 @@ static void class_tail(FILE *f, const struct class_status *cs)
 		100.0 * (1 - cs->switch_admit));
 }
 
+/* One line under the service's: what the limit steers by. A limit without a latency signal
+ * says so instead of showing a baseline it does not have. */
+static void ctl_line(FILE *f, const struct ctl_status *c)
+{
+	char base[16], obj[16];
+
+	if (!c->known)
+		return;
+	latency(base, sizeof(base), c->baseline_us);
+	latency(obj, sizeof(obj), c->objective_us);
+	fprintf(f, "  baseline %s  objective %s  signal %s  limit %s", base, obj,
+		sluice_signal_state_name(c->signal), ctl_algorithm_name(c->algorithm));
+	if (c->signal == SLUICE_SIGNAL_NONE)
+		fprintf(f, "  (no latency samples: the limit is blind)");
+	else if (c->signal == SLUICE_SIGNAL_THIN)
+		fprintf(f, "  (too few samples: windows wait for more)");
+	fputc('\n', f);
+}
+
 void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 {
 	fprintf(f, "controller: %s (heartbeat %.1fs ago)%s\n",
@@ -205,6 +256,7 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 			fprintf(f, " (this step admits %.0f%%)",
 				100.0 * sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE);
 		fputc('\n', f);
+		ctl_line(f, &sv->ctl);
 		class_head(f);
 		if (wide) {
 			for (int r = 0; r < SLUICE_REJ_REASONS; r++)
@@ -272,19 +324,47 @@ static json_t *class_json(const struct class_status *cs, int c)
 			jsonio_fixed((double)cs->st.admitted / (double)cs->st.arrivals, 4) : json_null());
 }
 
+/* A value the controller reports only once known: null before. */
+static json_t *known_us(const struct ctl_status *c, unsigned us)
+{
+	return c->known && us ? json_integer((json_int_t)us) : json_null();
+}
+
+/* The controller's keys of a service (null when its entry is not there). */
+static void ctl_json(json_t *o, const struct ctl_status *c)
+{
+	json_t *lad = json_object();
+
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		json_object_set_new(lad, sluice_class_name(k), c->known ?
+				    json_string(sluice_ladder_state_name(c->ladder[k])) : json_null());
+	json_object_set_new(o, "baseline_us", known_us(c, c->baseline_us));
+	json_object_set_new(o, "objective_us", known_us(c, c->objective_us));
+	json_object_set_new(o, "signal", c->known ?
+			    json_string(sluice_signal_state_name(c->signal)) : json_null());
+	json_object_set_new(o, "limit_algorithm", c->known ?
+			    json_string(ctl_algorithm_name(c->algorithm)) : json_null());
+	json_object_set_new(o, "ladder", lad);
+	json_object_set_new(o, "baseline_resets", c->known ?
+			    json_integer((json_int_t)c->reset_ack) : json_null());
+}
+
 static json_t *service_json(const struct service_status *sv)
 {
-	json_t *classes = json_array();
+	json_t *classes = json_array(), *o;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		json_array_append_new(classes, class_json(&sv->cls[c], c));
-	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
+	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
 		"name", sv->svc.name, "port", (int)sv->svc.port,
 		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
 		"in_flight", (json_int_t)sv->in_flight,
 		"breaker", "state", breaker_name((int)sv->v.breaker_state),
 		"step", jsonio_fixed((double)sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE, 2),
 		"classes", classes);
+	if (o)
+		ctl_json(o, &sv->ctl);
+	return o;
 }
 
 int status_print_json(FILE *f, const struct status_snapshot *s)

@@ -19,8 +19,23 @@ struct class_status {
 	double error_rate;                       /* errors / (completed - 429s), cumulative */
 };
 
+/* What the controller keeps for the service (map `ctl_state`), when sluiced wrote it. */
+struct ctl_status {
+	int known;                               /* 0: no entry for this service (an older
+	                                          * sluiced, or none has ticked since the slot
+	                                          * was given to this service) */
+	int signal;                              /* enum sluice_signal_state: none, thin, ok */
+	int algorithm;                           /* enum sluice_ctl_algorithm */
+	unsigned baseline_us, objective_us;      /* 0 = not learned / not known yet */
+	unsigned latency_us;                     /* last decided window */
+	int ladder[SLUICE_NUM_CLASSES];          /* enum sluice_ladder_state */
+	unsigned reset_ack;                      /* last baseline reset done */
+	unsigned long long ticks;
+};
+
 struct service_status {
 	int idx;                                 /* map index */
+	struct ctl_status ctl;
 	struct sluice_service svc;
 	struct sluice_verdict v;
 	long long in_flight;
@@ -49,6 +64,8 @@ void status_free(struct status_snapshot *s);
 void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);
 
 const char *protocol_name(int p);
+/* enum sluice_ctl_algorithm -> "gradient" | "aimd" | "fixed". */
+const char *ctl_algorithm_name(int a);
 const char *breaker_name(int s);
 
 /* The table: fits 120 columns (rejections summed, no error/429 counts); wide: every column

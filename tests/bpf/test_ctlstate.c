@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The controller's state across restarts, through the real maps (user/daemon/ctlpersist.c,
+ * user/control/ctlslot.c): one sluiced learns (limit, baseline, ladder, breaker) and writes
+ * its entries; a second one on the same maps adopts them, and its first tick reads the
+ * cumulative counters as a snapshot, not as one tick's delta. An entry is adopted only by the
+ * service it was written for; baseline resets asked through ctl_requests are done once. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "daemon/daemon.h"
+#include "daemon/ctlpersist.h"
+#include "control/ctlslot.h"
+#include "kernel/layout.h"
+#include <dirent.h>
+#include <sys/stat.h>
+
+#define MS 1000000ull
+
+static const char *CONFIG =
+	"interface: lo\n"
+	"services:\n"
+	"  - name: web\n"
+	"    port: 8080\n"
+	"    protocol: http\n"
+	"    limit: { min: 4, max: 256 }\n"
+	"  - name: db\n"
+	"    port: 5432\n"
+	"    protocol: tcp\n"
+	"    limit: { min: 2, max: 64 }\n";
+
+struct world {
+	struct fixture *f;
+	struct daemon d;               /* the first sluiced */
+	struct daemon d2;              /* the one after the restart */
+	int started[2];                /* d, d2 initialised: their file writers run */
+	char dir[64];                  /* their state directory */
+	FILE *null;
+};
+
+static int setup(void **state)
+{
+	struct world *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->f = harness_fixture(CONFIG, 0, 60000 * MS)))
+		return -1;
+	w->null = fopen("/dev/null", "w");
+	snprintf(w->dir, sizeof(w->dir), "/tmp/sluice-test-ctlst.XXXXXX");
+	if (!w->null || !mkdtemp(w->dir))
+		return -1;
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+	struct daemon *ds[2] = { &w->d, &w->d2 };
+	char rm[128];
+
+	for (int k = 0; k < 2; k++)
+		if (w->started[k]) {
+			daemon_fini(ds[k], 1000);   /* the file writer, before its directory goes */
+			daemon_free(ds[k]);
+		}
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", w->dir);
+	if (system(rm))
+		return -1;
+	fclose(w->null);
+	harness_teardown((void **)&w->f);
+	free(w);
+	return 0;
+}
+
+static void start(struct world *w, struct daemon *d, uint64_t now)
+{
+	char err[256];
+
+	memset(d, 0, sizeof(*d));
+	d->cfg = w->f->cfg;
+	snprintf(d->cfg.state_dir, sizeof(d->cfg.state_dir), "%s", w->dir);
+	d->m = w->f->m;
+	d->events = w->null;
+	assert_int_equal(daemon_init(d, now, err, sizeof(err)), 0);
+	w->started[d == &w->d2] = 1;
+	daemon_ctl_import(d, now);
+}
+
+/* What the tick does before service i's controller: read the request slots, then act. */
+static void requests(struct daemon *d, int i, uint64_t now)
+{
+	daemon_ctl_poll(d, d->idx[i] + 1);
+	daemon_ctl_requests(d, i, now);
+}
+
+/* What an overload leaves behind in web's controller: a learned 50 ms baseline, a limit cut
+ * to 23, L3 at a quarter and L2 off, the breaker open. */
+static void learn(struct daemon *d, uint64_t now)
+{
+	struct service_ctl *s = &d->ctl[0];
+	struct sluice_baseline_window bw = { .samples = 100, .latency_us = 50000, .calls = 100 };
+
+	for (int k = 0; k < 30; k++)
+		sluice_baseline_add(&s->base, &s->blp, &bw);
+	assert_true(s->base.value_us > 40000);
+	s->lim.limit = 23;
+	s->lim.est = 23;
+	s->lad.admit[3] = SLUICE_PROB_ONE / 4;
+	s->lad.admit[2] = 0;
+	s->lad.last_cut_ns = now;
+	s->lad.cut_once = 1;
+	s->brk.state = SLUICE_BREAKER_OPEN;
+	s->brk.since_ns = now;
+	s->brk.open_until_ns = now + 5000 * MS;
+	s->brk.open_dur_s = 5;
+}
+
+/* Cumulative counters of a long life: 100 000 calls, all errors, on one CPU's slot. */
+static void errors_in_counters(struct world *w, int svc)
+{
+	int n = w->f->m.ncpus;
+	struct sluice_class_stats *all = calloc((size_t)n, sizeof(*all));
+	__u32 k = sluice_stat_index((__u32)svc, 0);
+
+	assert_non_null(all);
+	all[0].arrivals = all[0].admitted = all[0].completed = all[0].errors = 100000;
+	assert_int_equal(bpf_map_update_elem(w->f->m.class_stats, &k, all, BPF_ANY), 0);
+	free(all);
+}
+
+static void tick(struct daemon *d, int i, uint64_t now, struct sluice_verdict *v, int *opened)
+{
+	struct ctl_inputs in;
+	struct sluice_event_sink sink = { 0 };
+
+	memset(&in, 0, sizeof(in));
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		assert_int_equal(maps_read_class_stats(&d->m, d->idx[i], c, &in.stats[c]), 0);
+		assert_int_equal(maps_read_hist(&d->m, d->idx[i], c, &in.hist[c]), 0);
+		in.switch_admit[c] = SLUICE_PROB_ONE;
+	}
+	service_ctl_tick(&d->ctl[i], &d->cfg.services[i], &in, 0, now, &sink, v, opened);
+}
+
+static void test_restart_continues(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	struct sluice_verdict v;
+	int opened = 1;
+	double base;
+
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	base = w->d.ctl[0].base.value_us;
+	for (int i = 0; i < w->d.cfg.n_services; i++)
+		daemon_ctl_export(&w->d, i, t);
+	errors_in_counters(w, w->d.idx[0]);
+
+	/* the restart: a new sluiced on the same maps, 300 ms later */
+	start(w, &w->d2, t + 300 * MS);
+	assert_int_equal(w->d2.ctl[0].lim.limit, 23);
+	assert_true(w->d2.ctl[0].base.value_us == base);
+	assert_int_equal(w->d2.ctl[0].lad.admit[3], SLUICE_PROB_ONE / 4);
+	assert_int_equal(w->d2.ctl[0].lad.admit[2], 0);
+	assert_int_equal(w->d2.ctl[0].brk.state, SLUICE_BREAKER_OPEN);
+	assert_true(w->d2.ctl[0].objective_us > 1.1 * base);   /* 1.2 x the adopted baseline */
+	/* db's entry was written at its initial state: adopted as such */
+	assert_int_equal(w->d2.ctl[1].lim.limit, w->d.ctl[1].lim.limit);
+
+	/* the first tick takes a snapshot: 100 000 old errors are not one tick's delta */
+	w->d2.ctl[0].brk.state = SLUICE_BREAKER_CLOSED;        /* so that an opening shows */
+	tick(&w->d2, 0, t + 400 * MS, &v, &opened);
+	assert_int_equal(opened, 0);
+	assert_int_equal(v.limit, 23);
+	assert_int_equal(v.shed_prob[2], SLUICE_PROB_ONE);      /* the ladder's cut in force */
+	tick(&w->d2, 0, t + 500 * MS, &v, &opened);
+	assert_int_equal(opened, 0);
+	assert_int_equal(w->d2.ctl[0].brk.state, SLUICE_BREAKER_CLOSED);
+}
+
+/* An entry belongs to the service it was written for: another name or port in that slot
+ * starts afresh; a record of another version is refused, never misread. */
+static void test_slot_guard(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	static struct sluice_ctl_slot slot;
+	struct service_conf other;
+	struct service_ctl s;
+	const char *why;
+
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	daemon_ctl_export(&w->d, 0, t);
+	assert_int_equal(maps_read_ctl_slot(&w->f->m, w->d.idx[0], &slot), 0);
+
+	other = w->d.cfg.services[0];
+	snprintf(other.name, sizeof(other.name), "api");           /* the slot given to another */
+	service_ctl_init(&s, &other, &w->d.cfg, 1, t);
+	assert_int_equal(ctl_slot_adopt(&s, &other, &slot, t, &why), 0);
+	assert_int_not_equal(s.lim.limit, 23);
+	assert_non_null(strstr(why, "another service"));
+
+	other = w->d.cfg.services[0];
+	other.port = 8081;                                          /* same name, another port */
+	service_ctl_init(&s, &other, &w->d.cfg, 1, t);
+	assert_int_equal(ctl_slot_adopt(&s, &other, &slot, t, &why), 0);
+	assert_int_not_equal(s.lim.limit, 23);
+
+	slot.state_len -= 8;                                        /* another sluiced's record */
+	service_ctl_init(&s, &w->d.cfg.services[0], &w->d.cfg, 1, t);
+	assert_int_equal(ctl_slot_adopt(&s, &w->d.cfg.services[0], &slot, t, &why), -1);
+	assert_int_not_equal(s.lim.limit, 23);
+
+	slot.state_len += 8;                                        /* and the right one */
+	assert_int_equal(ctl_slot_adopt(&s, &w->d.cfg.services[0], &slot, t, &why), 1);
+	assert_int_equal(s.lim.limit, 23);
+}
+
+/* A reset asked through ctl_requests is done once, acknowledged in ctl_state, and stays done
+ * across a restart; a request for another port is not this service's. */
+static void test_baseline_reset_request(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	static struct sluice_ctl_slot slot;
+	struct sluice_ctl_request rq = { .port = 8080, .reset_gen = 1 };
+
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	daemon_ctl_export(&w->d, 0, t);
+	snprintf(rq.name, sizeof(rq.name), "web");
+
+	rq.port = 8081;                                       /* not web's port: ignored */
+	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
+	requests(&w->d, 0, t);
+	assert_true(w->d.ctl[0].base.value_us > 0);
+
+	rq.port = 8080;
+	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
+	requests(&w->d, 0, t);
+	assert_true(w->d.ctl[0].base.value_us == 0);
+	daemon_ctl_export(&w->d, 0, t);
+	assert_int_equal(maps_read_ctl_slot(&w->f->m, w->d.idx[0], &slot), 0);
+	assert_int_equal(slot.reset_ack, 1);
+	assert_int_equal(slot.baseline_us, 0);
+
+	/* relearned, then the same request seen again (and after a restart): not redone */
+	learn(&w->d, t);
+	requests(&w->d, 0, t);
+	assert_true(w->d.ctl[0].base.value_us > 0);
+	rq.reset_gen = 0;                                    /* older than the ack: done before */
+	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
+	requests(&w->d, 0, t);
+	assert_true(w->d.ctl[0].base.value_us > 0);
+	rq.reset_gen = 1;
+	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
+	daemon_ctl_export(&w->d, 0, t);
+	start(w, &w->d2, t + 100 * MS);
+	assert_int_equal(w->d2.books[0].ctl_reset_ack, 1);
+	requests(&w->d2, 0, t + 100 * MS);
+	assert_true(w->d2.ctl[0].base.value_us > 0);
+}
+
+/* A quiet service is skipped by the tick, but not while a baseline reset waits for it: the
+ * tick runs its controller, which forgets the baseline. */
+static void test_reset_wakes_quiet(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	struct sluice_ctl_request rq = { .port = 8080, .reset_gen = 1 };
+	unsigned long long skipped;
+
+	start(w, &w->d, t);
+	daemon_tick(&w->d, t);                 /* the first read: every service runs */
+	learn(&w->d, t);
+	w->d.books[0].quiet = 1;               /* nothing moves from here on */
+	skipped = w->d.skipped;
+	daemon_tick(&w->d, t + 100 * MS);
+	assert_int_equal(w->d.books[0].ran, 0);
+	assert_true(w->d.skipped > skipped);
+	assert_true(w->d.ctl[0].base.value_us > 0);
+
+	snprintf(rq.name, sizeof(rq.name), "web");
+	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
+	daemon_tick(&w->d, t + 200 * MS);
+	assert_int_equal(w->d.books[0].ran, 1);
+	assert_int_equal(w->d.books[0].ctl_reset_ack, 1);
+	assert_true(w->d.ctl[0].base.value_us == 0);
+}
+
+/* What writing the entry after every tick costs (printed; the daemon writes one per service
+ * per tick). */
+static void test_export_cost(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns(), t0, t1;
+	int n = 2000;
+
+	start(w, &w->d, t);
+	t0 = monotonic_ns();
+	for (int k = 0; k < n; k++)
+		daemon_ctl_export(&w->d, k & 1, t);
+	t1 = monotonic_ns();
+	printf("# ctl_state export: %.2f us per service and tick (%d writes of %zu bytes)\n",
+	       (double)(t1 - t0) / n / 1e3, n, sizeof(struct sluice_ctl_slot));
+}
+
+static void rm_pins(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512];
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* Pins of layout 3 (every map but the two controller maps, a record saying 3): a sluiced of
+ * this layout migrates them by creating ctl_state and ctl_requests empty and adopting the
+ * rest as they are (a verdict written before is still there), and records layout 4. */
+static char mig_dir[128];
+
+static int setup_mig(void **state)
+{
+	snprintf(mig_dir, sizeof(mig_dir), "/sys/fs/bpf/sluice-ctlst-%d", getpid());
+	return mkdir(mig_dir, 0700);
+}
+
+/* Pass or fail, no pin stays behind. */
+static int teardown_mig(void **state)
+{
+	rm_pins(mig_dir);
+	return 0;
+}
+
+static void test_migration_from_3(void **state)
+{
+	const char *dir = mig_dir;
+	char path[256], err[512];
+	struct sluice_bpf *a, *b;
+	struct layout_plan lp;
+	struct sluice_layout rec = { .version = 3 };
+	struct sluice_verdict v = { .limit = 4242 }, got;
+	static struct sluice_ctl_slot slot;
+	__u32 k = 0;
+	(void)state;
+
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		a = sluice_bpf__open_opts(&o);
+		assert_non_null(a);
+		assert_int_equal(sluice_bpf__load(a), 0);
+	}
+	snprintf(path, sizeof(path), "%s/ctl_state", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ctl_requests", dir);
+	unlink(path);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
+
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		b = sluice_bpf__open_opts(&o);
+		assert_non_null(b);
+	}
+	if (layout_plan(&lp, b->obj, dir, NULL, err, sizeof(err)))
+		fail_msg("layout 3 pins refused: %s", err);
+	assert_int_equal(lp.action, LAYOUT_MIGRATE);
+	assert_int_equal(lp.pinned, 3);
+	for (int i = 0; i < lp.n; i++)
+		assert_int_equal(lp.slot[i].copy, 0);
+	assert_int_equal(sluice_bpf__load(b), 0);
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
+	layout_plan_release(&lp);
+	assert_non_null(strstr(lp.note, "from layout 3 to 4"));
+
+	/* adopted: the same verdicts map; created: the controller's maps, empty and pinned */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.verdicts), &k, &got), 0);
+	assert_int_equal(got.limit, 4242);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.ctl_state), &k, &slot), 0);
+	assert_int_equal(slot.name[0], 0);
+	snprintf(path, sizeof(path), "%s/ctl_state", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
+	assert_int_equal(rec.version, 4);
+	sluice_bpf__destroy(b);
+	sluice_bpf__destroy(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_restart_continues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "control/ctlslot.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static uint32_t us32(double us)
+{
+	if (!(us > 0))
+		return 0;
+	return us >= 4294967295.0 ? 4294967295u : (uint32_t)llround(us);
+}
+
+void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
+		   const struct service_conf *sc, uint32_t reset_ack, uint64_t ticks,
+		   uint64_t now_ns)
+{
+	struct sluice_ctl_state st;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", sc->name);
+	out->port = (uint16_t)sc->port;
+	out->signal = (uint8_t)s->signal;
+	out->algorithm = s->mp.fixed ? SLUICE_CTL_ALG_FIXED :
+			 s->mp.algorithm == SLUICE_LIMIT_AIMD ? SLUICE_CTL_ALG_AIMD :
+			 SLUICE_CTL_ALG_GRADIENT;
+	out->reset_ack = reset_ack;
+	out->written_ns = now_ns;
+	out->ticks = ticks;
+	out->limit = s->lim.limit;
+	out->baseline_us = us32(s->base.value_us);
+	out->objective_us = us32(s->objective_us);
+	out->latency_us = us32(s->last_latency_us);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		out->ladder_admit[c] = s->lad.admit[c];
+	out->breaker_state = (uint32_t)s->brk.state;
+	ctl_state_export(s, now_ns, &st);
+	memcpy(out->state, &st, sizeof(st));
+	out->state_len = sizeof(st);
+}
+
+int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc)
+{
+	return slot->name[0] && strncmp(slot->name, sc->name, SLUICE_NAME_LEN) == 0 &&
+	       slot->port == (uint16_t)sc->port;
+}
+
+int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
+		   const struct sluice_ctl_slot *slot, uint64_t now_ns, const char **why)
+{
+	static struct sluice_ctl_state st;   /* 2.9 KB: not on the stack */
+
+	*why = "";
+	if (!slot->name[0]) {
+		*why = "no pinned state for this slot";
+		return 0;
+	}
+	if (!ctl_slot_belongs(slot, sc)) {
+		*why = "the slot's pinned state belongs to another service or port";
+		return 0;
+	}
+	if (slot->state_len != sizeof(st)) {
+		*why = "the pinned state was written by another sluiced version";
+		return -1;
+	}
+	memcpy(&st, slot->state, sizeof(st));
+	if (ctl_state_import(s, &st, now_ns)) {
+		*why = "the pinned state was written by another sluiced version";
+		return -1;
+	}
+	return 1;
+}
+
+uint32_t ctl_request_reset_gen(const struct sluice_ctl_request *rq,
+			       const struct service_conf *sc, uint32_t ack)
+{
+	if (!rq->name[0] || strncmp(rq->name, sc->name, SLUICE_NAME_LEN) ||
+	    rq->port != (uint16_t)sc->port || rq->reset_gen <= ack)
+		return 0;
+	return rq->reset_gen;
+}

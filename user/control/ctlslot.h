@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The controller's entry in the pinned map `ctl_state` (struct sluice_ctl_slot in sluice.h):
+ * a summary status and /metrics read, and the controller's own record (ctl_state_export())
+ * a restarted sluiced adopts. Pure: fills and reads the struct; the daemon does the map I/O. */
+#ifndef SLUICE_CTLSLOT_H
+#define SLUICE_CTLSLOT_H
+
+#include "control/controller.h"
+
+_Static_assert(sizeof(struct sluice_ctl_state) <= SLUICE_CTL_STATE_LEN,
+	       "struct sluice_ctl_state outgrew the pinned map's record (SLUICE_CTL_STATE_LEN)");
+
+/* The entry for service sc as s stands at now_ns. reset_ack: the last baseline reset done;
+ * ticks: the service's ticks so far (status and `sluicectl baseline reset` watch it move). */
+void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
+		   const struct service_conf *sc, uint32_t reset_ack, uint64_t ticks,
+		   uint64_t now_ns);
+
+/* Does the entry belong to service sc (same name and port)? A slot once given to another
+ * service, or never written, does not. */
+int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc);
+
+/* Adopt the entry into s (initialised for sc). Returns 1 when adopted, 0 when the entry is
+ * not this service's (why says so), -1 when its record cannot be read by this sluiced
+ * (another version or size: s is left as initialised). */
+int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
+		   const struct sluice_ctl_slot *slot, uint64_t now_ns, const char **why);
+
+/* A pending baseline reset for sc: the request's generation when it is for this service and
+ * newer than ack, else 0. */
+uint32_t ctl_request_reset_gen(const struct sluice_ctl_request *rq,
+			       const struct service_conf *sc, uint32_t ack);
+
+#endif

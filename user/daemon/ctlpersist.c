@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "daemon/ctlpersist.h"
+
+#include "control/ctlslot.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+
+/* One entry is 3.7 KB: kept off the stack, the daemon is single-threaded on this path. */
+static struct sluice_ctl_slot slot_buf;
+
+void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
+{
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		const struct service_conf *sc = &d->cfg.services[i];
+		const char *why = "";
+		int rc;
+
+		if (maps_read_ctl_slot(&d->m, d->idx[i], &slot_buf)) {
+			log_warn("%s: the pinned controller state cannot be read; starting afresh",
+				 sc->name);
+			continue;
+		}
+		rc = ctl_slot_adopt(&d->ctl[i], sc, &slot_buf, now_ns, &why);
+		if (ctl_slot_belongs(&slot_buf, sc))
+			d->books[i].ctl_reset_ack = slot_buf.reset_ack;  /* done requests stay done */
+		if (rc == 1) {
+			struct sluice_event ev;
+
+			sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sc->name, SLUICE_EVM_DAEMON,
+					  "pinned", "adopted", "controller state carried over");
+			sluice_event_num(&ev, "limit", d->ctl[i].lim.limit);
+			sluice_event_num(&ev, "baseline_us", d->ctl[i].base.value_us);
+			sluice_event_num(&ev, "breaker", d->ctl[i].brk.state);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				static const char *const key[SLUICE_NUM_CLASSES] = {
+					"admit_L0", "admit_L1", "admit_L2", "admit_L3" };
+				sluice_event_num(&ev, key[c], (double)d->ctl[i].lad.admit[c] /
+						 SLUICE_PROB_ONE);
+			}
+			sluice_event_num(&ev, "age_s", slot_buf.written_ns < now_ns ?
+					 (double)(now_ns - slot_buf.written_ns) / 1e9 : 0);
+			daemon_print_event(d, &ev);
+		} else {
+			daemon_event(d, SLUICE_EVM_DAEMON, "pinned", "fresh", why, sc->name,
+				     rc < 0 ? SLUICE_EV_ALERT : SLUICE_EV_INFO);
+		}
+	}
+}
+
+/* Slots read per tick: 65536 services are all read within 8 ticks, under a second, which
+ * is as long as `sluicectl baseline reset` waits for a settled service. */
+#define CTL_RQ_SLICE 8192
+
+void daemon_ctl_poll(struct daemon *d, int n_used)
+{
+	int first = d->ctl_rq_next, n, want = n_used < CTL_RQ_SLICE ? n_used : CTL_RQ_SLICE;
+
+	d->ctl_rq_n = 0;
+	if (d->m.ctl_requests < 0 || n_used <= 0)
+		return;
+	if (want > d->ctl_rq_cap) {
+		struct sluice_ctl_request *rq = realloc(d->ctl_rq, sizeof(*rq) * (size_t)want);
+		__u32 *keys = rq ? realloc(d->ctl_rq_keys, sizeof(*keys) * (size_t)want) : NULL;
+
+		if (rq)
+			d->ctl_rq = rq;
+		if (!keys)
+			return;   /* the running services still look theirs up */
+		d->ctl_rq_keys = keys;
+		d->ctl_rq_cap = want;
+	}
+	if (first >= n_used)
+		first = 0;
+	n = n_used - first < want ? n_used - first : want;
+	d->ctl_rq_next = first + n;
+	if (maps_read_array(d->m.ctl_requests, (__u32)first, (__u32)n, sizeof(*d->ctl_rq),
+			    d->ctl_rq, d->ctl_rq_keys))
+		return;
+	d->ctl_rq_first = first;
+	d->ctl_rq_n = n;
+}
+
+/* Service i's request as read this tick, or NULL when its slot is not in the slice. */
+static const struct sluice_ctl_request *polled(const struct daemon *d, int i)
+{
+	int k = d->idx[i] - d->ctl_rq_first;
+
+	return k >= 0 && k < d->ctl_rq_n ? &d->ctl_rq[k] : NULL;
+}
+
+int daemon_ctl_pending(const struct daemon *d, int i)
+{
+	const struct sluice_ctl_request *rq = polled(d, i);
+
+	return rq && ctl_request_reset_gen(rq, &d->cfg.services[i], d->books[i].ctl_reset_ack);
+}
+
+void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
+{
+	const struct service_conf *sc = &d->cfg.services[i];
+	const struct sluice_ctl_request *polled_rq = polled(d, i);
+	struct sluice_ctl_request rq;
+	uint32_t gen;
+
+	/* A running service outside this tick's slice looks its slot up: the command waits
+	 * for two of its ticks. */
+	if (polled_rq)
+		rq = *polled_rq;
+	else if (maps_read_ctl_request(&d->m, d->idx[i], &rq))
+		return;
+	gen = ctl_request_reset_gen(&rq, sc, d->books[i].ctl_reset_ack);
+	if (!gen)
+		return;
+	{
+		struct sluice_event ev;
+
+		sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sc->name, SLUICE_EVM_AIMD,
+				  "learned", "reset", "operator baseline reset");
+		sluice_event_num(&ev, "baseline_us", d->ctl[i].base.value_us);
+		sluice_event_num(&ev, "generation", gen);
+		sluice_event_num(&ev, "uid", rq.uid);
+		daemon_print_event(d, &ev);
+	}
+	service_ctl_reset_baseline(&d->ctl[i]);
+	d->books[i].ctl_reset_ack = gen;
+}
+
+void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns)
+{
+	struct service_books *b = &d->books[i];
+
+	b->ctl_ticks++;
+	ctl_slot_fill(&slot_buf, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
+		      now_ns);
+	maps_write_ctl_slot(&d->m, d->idx[i], &slot_buf);
+}
+
+void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)
+{
+	for (int i = 0; i < d->cfg.n_services; i++) {
+		d->books[i].ctl_ticks--;     /* not a tick: keep the count honest */
+		daemon_ctl_export(d, i, now_ns);
+	}
+}
