@@ -273,10 +273,14 @@ int main(int argc, char **argv)
 	add("ACK completing a handshake (flow + slot)", "xdp", "loop", nd ? sd / nd : -1,
 	    ne ? se / ne : -1, last);
 
-	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot. */
+	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot (a connection
+	 * whose query is unanswered: busy; an idle one would hold nothing). */
 	s = syn4("198.18.3.1", 1, 7001);
 	a = after_syn(&s);
 	handshake(xdp, tce, &a);
+	a.payload = "q\n", a.payload_len = 2, a.psh = 1;
+	len = build_pkt(pkt, &a);
+	run1(tci, pkt, len, 1, NULL);
 	se = sd = 0, ne = nd = 0;
 	for (int i = 0; i < loops; i++) {
 		s = syn4("198.18.3.2", (uint16_t)(2 + i % 60000), 7001);

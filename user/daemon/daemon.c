@@ -134,7 +134,7 @@ static int read_inputs(struct daemon *d, int i, struct ctl_inputs *in)
 		    maps_read_hist(&d->m, s, c, &in->hist[c]))
 			return -1;
 	}
-	return maps_read_inflight(&d->m, s, &in->inflight);
+	return maps_read_concurrency(&d->m, s, d->cfg.services[i].protocol, &in->inflight);
 }
 
 /* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */

@@ -76,17 +76,34 @@ int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *ou
 	return read_percpu_u64s(m->pkt_stats, 0, m->ncpus, out, sizeof(*out));
 }
 
-int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+static int read_net(int fd, int rel_fd, int svc, struct sluice_inflight *out)
 {
 	struct sluice_inflight rel;
 	__u32 k = svc;
 
-	if (bpf_map_lookup_elem(m->inflight, &k, out) || bpf_map_lookup_elem(m->inflight_released, &k, &rel))
+	if (bpf_map_lookup_elem(fd, &k, out) || bpf_map_lookup_elem(rel_fd, &k, &rel))
 		return -errno;
 	out->total -= rel.total;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		out->cls[c] -= rel.cls[c];
 	return 0;
+}
+
+int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+{
+	return read_net(m->inflight, m->inflight_released, svc, out);
+}
+
+int maps_read_busy(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+{
+	return read_net(m->busy, m->busy_released, svc, out);
+}
+
+int maps_read_concurrency(const struct sluice_maps *m, int svc, int protocol,
+			  struct sluice_inflight *out)
+{
+	return protocol == SLUICE_PROTO_HTTP ? maps_read_inflight(m, svc, out)
+					     : maps_read_busy(m, svc, out);
 }
 
 int maps_read_service(const struct sluice_maps *m, int svc, struct sluice_service *out)

@@ -101,8 +101,9 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
 		  flow_alive_fn still_open, void *ctx)
 {
-	struct sluice_inflight rel[SLUICE_MAX_SERVICES];
-	int dirty[SLUICE_MAX_SERVICES] = { 0 };
+	static struct sluice_inflight rel[2][SLUICE_MAX_SERVICES];
+	int dirty[2][SLUICE_MAX_SERVICES] = { { 0 } };
+	const int rel_fd[2] = { m->inflight_released, m->busy_released };
 	struct stale_scan scan = { .now_ns = now_ns, .syn_timeout_ns = syn_timeout_ns,
 				   .idle_timeout_ns = idle_timeout_ns };
 	struct sluice_flow_key *stale;
@@ -124,24 +125,30 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		reclaimed++;
 		if (f.client_counted)
 			release_client_count(m, f.svc, stale[i].client_addr);
-		int units = f.tracked_inflight + (f.req_active == 1); /* 2: being decided, no slot yet */
-		if (!units)
-			continue;
-		if (!dirty[f.svc]) {
-			__u32 k = f.svc;
-			if (bpf_map_lookup_elem(m->inflight_released, &k, &rel[f.svc]))
+		/* units[0]: `inflight` (a tcp connection, an http request; req_active 2 is a
+		 * request being decided, no slot yet); units[1]: `busy` (a tcp turn left open). */
+		int tcp = f.tracked_inflight, open = f.req_active == 1;
+		int units[2] = { tcp + (!tcp && open), tcp && open };
+		for (int w = 0; w < 2; w++) {
+			if (!units[w])
 				continue;
-			dirty[f.svc] = 1;
+			if (!dirty[w][f.svc]) {
+				__u32 k = f.svc;
+				if (bpf_map_lookup_elem(rel_fd[w], &k, &rel[w][f.svc]))
+					continue;
+				dirty[w][f.svc] = 1;
+			}
+			rel[w][f.svc].total += units[w];
+			rel[w][f.svc].cls[f.class & 3] += units[w];
 		}
-		rel[f.svc].total += units;
-		rel[f.svc].cls[f.class & 3] += units;
 	}
 	free(stale);
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
-		__u32 k = s;
-		if (dirty[s] && bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY))
-			return -errno;
-	}
+	for (int w = 0; w < 2; w++)
+		for (int s = 0; s < SLUICE_MAX_SERVICES; s++) {
+			__u32 k = s;
+			if (dirty[w][s] && bpf_map_update_elem(rel_fd[w], &k, &rel[w][s], BPF_ANY))
+				return -errno;
+		}
 	return reclaimed;
 }
 

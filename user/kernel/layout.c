@@ -32,7 +32,16 @@ struct layout_migration {
 	const char *what;
 };
 
+/* 3 -> 4: tcp services measure turns. A flow keeps its size; the fields tcp did not use
+ * (the request's sequence, a padding byte) now hold the server's next sequence and whether it
+ * is known, both zero in a layout-3 flow: no turn open, the server's sequence learned from
+ * its next data. `busy` and `busy_released` are new and start at zero, which is exact: no
+ * layout-3 flow has a turn open. Everything else is unchanged and adopted. */
+static const char *const copy_from_3[] = { "flows", NULL };
+
 static const struct layout_migration migrations[] = {
+	{ .from = 3, .copy = copy_from_3,
+	  .what = "flows copied; busy and busy_released created" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },

@@ -48,8 +48,15 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			continue;
 		s->idx = i;
 		maps_read_verdict(m, i, &s->v);
-		if (maps_read_inflight(m, i, &inf) == 0)
+		if (maps_read_concurrency(m, i, s->svc.protocol, &inf) == 0)
 			s->in_flight = inf.total;
+		s->connections = -1;
+		if (s->svc.protocol != SLUICE_PROTO_HTTP) {
+			struct sluice_inflight conns;
+
+			if (maps_read_inflight(m, i, &conns) == 0)
+				s->connections = conns.total;
+		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &s->cls[c];
 
@@ -242,17 +249,21 @@ static json_t *class_json(const struct class_status *cs, int c)
 
 static json_t *service_json(const struct service_status *sv)
 {
-	json_t *classes = json_array();
+	json_t *classes = json_array(), *o;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		json_array_append_new(classes, class_json(&sv->cls[c], c));
-	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
+	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
 		"name", sv->svc.name, "port", (int)sv->svc.port,
 		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
 		"in_flight", (json_int_t)sv->in_flight,
 		"breaker", "state", breaker_name((int)sv->v.breaker_state),
 		"step", jsonio_fixed((double)sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE, 2),
 		"classes", classes);
+	/* tcp: in_flight counts busy connections; the open ones are their own key. */
+	if (o && sv->connections >= 0)
+		json_object_set_new(o, "connections", json_integer(sv->connections));
+	return o;
 }
 
 int status_print_json(FILE *f, const struct status_snapshot *s)
