@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Classification, admission and unit accounting, shared by the ingress programs.
- * Admission order (SPEC): switch -> breaker -> headroom -> ladder. Anything missing (no
+ * Admission order: switch -> breaker -> headroom -> ladder. Anything missing (no
  * verdict, stale heartbeat) admits: on doubt, admit. */
 #ifndef SLUICE_ADMIT_H
 #define SLUICE_ADMIT_H
