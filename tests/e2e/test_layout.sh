@@ -30,7 +30,8 @@ Y
 REC=$PIN/sluice_layout
 
 status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-inflight() { status; json_get "$TMP/status.json" "d['services'][0]['in_flight']"; }
+# The held connections are idle: open connections (`connections`), not busy ones (`in_flight`).
+inflight() { status; json_get "$TMP/status.json" "d['services'][0].get('connections', d['services'][0]['in_flight'])"; }
 # The layout record as bytes (struct sluice_layout in include/sluice.h), and one field of it.
 rec_bytes() { bpftool -j map lookup pinned "$REC" key 0 0 0 0 |
 	python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"]))'; }
