@@ -129,10 +129,12 @@ static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
 	return n;
 }
 
-/* Decide one unit of (svc, cls). take = 1 (a request): on admit one in-flight slot is taken
- * and 1 is returned. take = 0 (a SYN): the same decision, but nothing is taken: the slot
- * follows when the handshake completes (take_unit), and the handshakes admitted but not yet
- * complete count against L1..L3 meanwhile. On reject, 0 is returned and *reason says why. */
+/* Decide one unit of (svc, cls). take = 1 (an http request): on admit one in-flight slot is
+ * taken and 1 is returned. take = 0 (a tcp SYN): the same decision against the service's busy
+ * flows (`busy`: connections with a turn open; idle ones hold no capacity), but nothing is
+ * taken: the connection slot follows when the handshake completes (take_unit), and the
+ * handshakes admitted but not yet complete count against L1..L3 meanwhile. On reject, 0 is
+ * returned and *reason says why. */
 static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 				      struct sluice_class_stats *st, int *reason, int take)
 {
@@ -142,7 +144,10 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 	__s64 in_use;
 	int prio;
 
-	inf = bpf_map_lookup_elem(&inflight, &svc);
+	if (take)
+		inf = bpf_map_lookup_elem(&inflight, &svc);
+	else
+		inf = bpf_map_lookup_elem(&busy, &svc);
 	if (!inf)
 		return 1; /* cannot count: admit, untracked */
 	cls &= 3;
@@ -169,7 +174,10 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 	}
 	thr = v->class_threshold[cls];
 	prio = v->flags & SLUICE_VERDICT_PRIORITY_COUNT;
-	rel = bpf_map_lookup_elem(&inflight_released, &svc);
+	if (take)
+		rel = bpf_map_lookup_elem(&inflight_released, &svc);
+	else
+		rel = bpf_map_lookup_elem(&busy_released, &svc);
 	if (!take) {
 		if (thr) {
 			in_use = in_use_of(inf, rel, cls, prio);
@@ -231,15 +239,21 @@ take:
 	return 1;
 }
 
-/* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
-static __always_inline void take_unit(__u32 svc, __u32 cls)
+/* Add d to the count of (svc, cls) in a count map (`inflight` or `busy`). */
+static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 {
-	struct sluice_inflight *inf = bpf_map_lookup_elem(&inflight, &svc);
+	struct sluice_inflight *inf = bpf_map_lookup_elem(map, &svc);
 
 	if (!inf)
 		return;
-	__sync_fetch_and_add(&inf->total, 1);
-	__sync_fetch_and_add(&inf->cls[cls & 3], 1);
+	__sync_fetch_and_add(&inf->total, d);
+	__sync_fetch_and_add(&inf->cls[cls & 3], d);
+}
+
+/* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
+static __always_inline void take_unit(__u32 svc, __u32 cls)
+{
+	count_unit(&inflight, svc, cls, 1);
 }
 
 /* The client's entry in `clients`, created empty when it has none; NULL only if the map
@@ -340,31 +354,32 @@ static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 /* Give back one in-flight slot of (svc, cls). */
 static __always_inline void release_unit(__u32 svc, __u32 cls)
 {
-	struct sluice_inflight *inf = bpf_map_lookup_elem(&inflight, &svc);
-
-	if (!inf)
-		return;
-	__sync_fetch_and_add(&inf->total, -1);
-	__sync_fetch_and_add(&inf->cls[cls & 3], -1);
+	count_unit(&inflight, svc, cls, -1);
 }
 
-/* End a flow (a genuine FIN/RST, or the server accepting a new connection on its 4-tuple). Whoever deletes the entry releases its
- * connection slot; whoever clears req_active releases the request slot. */
+/* End a flow (a genuine FIN/RST, or the server accepting a new connection on its 4-tuple).
+ * Whoever deletes the entry releases its connection slot; whoever clears req_active releases
+ * the request slot (http) or the busy count of the open turn (tcp), once more after the
+ * delete: a turn a racing CPU opened on the entry meanwhile is released here, or by that CPU
+ * when it finds the entry gone (tcp_client_data), never twice. A turn cut short gives no
+ * latency sample; a connection (tcp) or a request (http) counts as completed. */
 static __always_inline void end_flow(struct sluice_flow_key *key, int server_reset)
 {
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
-	__u32 svc, cls, tracked, req, client;
+	__u32 svc, cls, tracked, req, client, tcp;
 
 	if (!f)
 		return;
 	svc = f->svc;
 	cls = f->class & 3;
-	tracked = f->tracked_inflight;
+	tracked = tcp = f->tracked_inflight;
 	client = f->client_counted;
 	req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
 	if (bpf_map_delete_elem(&flows, key) != 0)
 		tracked = 0; /* someone else ended it first */
+	else if (!req)
+		req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
 	if (!tracked && !req)
 		return;
 	if (svc >= SLUICE_MAX_SERVICES)
@@ -372,12 +387,14 @@ static __always_inline void end_flow(struct sluice_flow_key *key, int server_res
 	st = class_stats_of(svc, cls);
 	if (tracked)
 		release_unit(svc, cls);
-	if (req)
+	if (req && tcp)
+		count_unit(&busy, svc, cls, -1);
+	else if (req)
 		release_unit(svc, cls);
 	if (client)
 		release_client(svc, key->client_addr);
 	if (st) {
-		st->completed += tracked + req;
+		st->completed += tracked + (tcp ? 0 : req);
 		if (server_reset)
 			st->errors++;
 	}

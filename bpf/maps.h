@@ -137,6 +137,26 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } inflight_released SEC(".maps");
 
+/* tcp services: flows with a turn open, per service and class (sluice_flow). What tcp
+ * admission compares with the class thresholds. Shared atomics. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} busy SEC(".maps");
+
+/* Turns of flows the controller's GC reclaimed mid-turn; effective busy = busy - released.
+ * Controller only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} busy_released SEC(".maps");
+
 /* Cumulative counters per (service, class), per CPU. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -146,7 +166,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } class_stats SEC(".maps");
 
-/* Request latency histograms per (service, class), per CPU. BPF (TC egress). */
+/* Latency histograms per (service, class), per CPU: http requests and tcp turns. BPF (TC
+ * egress). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);

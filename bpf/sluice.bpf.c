@@ -7,10 +7,12 @@
  *   sluice_tc_ingress  : http services: a request starts on an established flow, at the
  *                        sequence the client is at, with a method token; it is classified and
  *                        admitted, or answered 429/503 from here (XDP cannot both answer the
- *                        client and reset the server).
+ *                        client and reset the server). tcp services: new client data when
+ *                        the server spoke last starts a turn (the flow is busy).
  *   sluice_tc_egress   : every packet out. Learns the server's ISN from its SYN-ACK, ends flows
  *                        at server FIN/RST, keeps flows' last-seen fresh for the GC; for http
- *                        services the first response segment ends the request.
+ *                        services the first response segment ends the request, for tcp
+ *                        services the server's first new data ends the turn.
  * A packet of an admitted unit is never dropped or altered: only the first packet of a refused
  * unit is acted upon (a SYN: RST via XDP_TX or drop; a request's first segment: 429/503 to the
  * client, RST to the server). */
@@ -96,12 +98,15 @@ static __always_inline void advance_by_server(struct sluice_flow *f, __u32 ack)
 /* A client segment moves it only when it carries on from where the client is (starts at or
  * before it, ends after it): a segment ahead of a gap waits for the server's ack, and a
  * forger who does not know where the client is cannot drag it away. */
-static __always_inline void advance_by_client(struct sluice_flow *f, __u32 seq, __u32 end)
+static __always_inline int advance_by_client(struct sluice_flow *f, __u32 seq, __u32 end)
 {
 	__u32 d = end - f->client_next;
 
-	if (f->client_next - seq <= SLUICE_SEQ_WINDOW && d && d <= SLUICE_SEQ_WINDOW)
+	if (f->client_next - seq <= SLUICE_SEQ_WINDOW && d && d <= SLUICE_SEQ_WINDOW) {
 		f->client_next = end;
+		return 1;
+	}
+	return 0;
 }
 
 /* A flow entry for a new unit (the caller sets what only it knows: tracking, client count). */
@@ -242,6 +247,10 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		halfopen_done(svc, now);
 		take_unit(svc, cls);
 		nf.tracked_inflight = 1;
+		if (hs->flags & SLUICE_HS_SERVER_ISN) {
+			nf.server_next = hs->server_isn + 1;
+			nf.flags = SLUICE_FLOW_SERVER_SEQ;
+		}
 		if (hs->client_limited)
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
 	}
@@ -340,6 +349,49 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* One latency sample of (service, class) index idx. */
+static __always_inline void record_latency(__u32 idx, __u64 us)
+{
+	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
+
+	if (h) {
+		__u32 b = sluice_hist_bucket(us);
+
+		/* Keep the bound check on the register that indexes (clang may reuse another). */
+		asm volatile("" : "+r"(b));
+		if (b < SLUICE_HIST_BUCKETS)
+			h->bucket[b]++;
+		h->sum_us += us;
+	}
+}
+
+/* The server's first new data of a tcp turn: latency sample, busy - 1. The caller won the
+ * turn (cleared req_active), so this runs once per turn. The connection goes on and is not
+ * counted as completed (its end is). */
+static __always_inline void end_turn(const struct sluice_flow *f, __u64 now)
+{
+	__u32 svc = f->svc, cls = f->class & 3;
+
+	if (svc >= SLUICE_MAX_SERVICES)
+		return;
+	count_unit(&busy, svc, cls, -1);
+	record_latency(sluice_stat_index(svc, cls), (now - f->req_start_ns) / 1000);
+}
+
+/* A tcp server segment with data: 1 when it carries data beyond what the server sent before
+ * (a retransmit ends no turn). The local stack is trusted: its newest data moves the mark. */
+static __always_inline int server_data_new(struct sluice_flow *f, const struct pkt *p)
+{
+	__u32 end = bpf_ntohl(p->tcp->seq) + p->payload_len;
+
+	if ((f->flags & SLUICE_FLOW_SERVER_SEQ) && (__s32)(end - f->server_next) <= 0)
+		return 0;
+	f->server_next = end;
+	if (!(f->flags & SLUICE_FLOW_SERVER_SEQ))
+		f->flags |= SLUICE_FLOW_SERVER_SEQ;
+	return 1;
+}
+
 /* The first response segment of a request: latency sample, status, in-flight - 1. The caller
  * won the request (cleared req_active), so this runs once per request. */
 static __always_inline void end_request(struct __sk_buff *skb, const struct pkt *p,
@@ -348,8 +400,6 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 {
 	__u32 svc = f->svc, cls = f->class & 3, idx;
 	struct sluice_class_stats *st;
-	struct sluice_hist *h;
-	__u64 us = (now - f->req_start_ns) / 1000;
 	int status;
 
 	if (svc >= SLUICE_MAX_SERVICES)
@@ -360,16 +410,7 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 		release_client(svc, key->client_addr);
 	}
 	idx = sluice_stat_index(svc, cls);
-	h = bpf_map_lookup_elem(&latency_hist, &idx);
-	if (h) {
-		__u32 b = sluice_hist_bucket(us);
-
-		/* Keep the bound check on the register that indexes (clang may reuse another). */
-		asm volatile("" : "+r"(b));
-		if (b < SLUICE_HIST_BUCKETS)
-			h->bucket[b]++;
-		h->sum_us += us;
-	}
+	record_latency(idx, (now - f->req_start_ns) / 1000);
 	st = bpf_map_lookup_elem(&class_stats, &idx);
 	if (!st)
 		return;
@@ -453,9 +494,16 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	/* The reference for the client's FIN/RST and for where its next request starts. */
 	if (p.tcp->ack)
 		advance_by_server(f, bpf_ntohl(p.tcp->ack_seq));
-	/* A response that carries FIN (Connection: close) still ends its request first. */
-	if (p.payload_len && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
+	/* A response that carries FIN (Connection: close) still ends its request first; so does
+	 * a tcp reply its turn. */
+	if (!p.payload_len)
+		;
+	else if (f->tracked_inflight) {
+		if (server_data_new(f, &p) && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
+			end_turn(f, now);
+	} else if (__sync_val_compare_and_swap(&f->req_active, 1, 0) == 1) {
 		end_request(skb, &p, f, &key, now);
+	}
 	if (p.tcp->rst || p.tcp->fin) {
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
@@ -580,6 +628,38 @@ refuse:
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
+/* Client data on a tcp service. Only data that carries on from where the client is (not a
+ * retransmit, not ahead of a gap, not a blind forger's) counts: it moves the client's mark,
+ * and when no turn is open (the server spoke last, or nobody yet) it starts one and the flow
+ * is busy. More client data before the reply belongs to the same turn. */
+static __always_inline int tcp_client_data(const struct pkt *p)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_flow *f;
+	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls;
+
+	flow_key_of(p, 1, &key);
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f || !f->tracked_inflight)
+		return TC_ACT_OK; /* no handshake seen, or untracked: nothing to measure */
+	if (!advance_by_client(f, seq, seq + p->payload_len) || f->req_active)
+		return TC_ACT_OK;
+	svc = f->svc;
+	cls = f->class & 3;
+	if (svc >= SLUICE_MAX_SERVICES)
+		return TC_ACT_OK;
+	/* The start is written before the turn opens: whoever ends it reads it after. */
+	f->req_start_ns = bpf_ktime_get_ns();
+	if (__sync_val_compare_and_swap(&f->req_active, 0, 1) != 0)
+		return TC_ACT_OK;
+	count_unit(&busy, svc, cls, 1);
+	/* Ended on another CPU meanwhile (the entry is gone): no one else releases this turn. */
+	if (bpf_map_lookup_elem(&flows, &key) != f &&
+	    __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
+		count_unit(&busy, svc, cls, -1);
+	return TC_ACT_OK;
+}
+
 SEC("tc")
 int sluice_tc_ingress(struct __sk_buff *skb)
 {
@@ -594,11 +674,14 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return TC_ACT_OK;
-	/* Only data can start a request: bare ACKs and control segments stop before any map. */
+	/* Only data can start a request or a turn: bare ACKs and control segments stop before
+	 * any map. */
 	if (!p.payload_len || p.tcp->syn || p.tcp->rst)
 		return TC_ACT_OK;
 	sc = bpf_map_lookup_elem(&services, &svc);
-	if (!sc || sc->protocol != SLUICE_PROTO_HTTP)
+	if (!sc)
 		return TC_ACT_OK;
+	if (sc->protocol != SLUICE_PROTO_HTTP)
+		return tcp_client_data(&p);
 	return start_request(skb, &p, svc, sc);
 }

@@ -7,10 +7,10 @@
  *
  * Who writes what (see docs/ARCHITECTURE.md):
  *   controller (sluiced) writes : services, port_to_service, source_rules, verdicts,
- *                                 globals (heartbeat), inflight_released, sluice_layout,
- *                                 ctl_state
+ *                                 globals (heartbeat), inflight_released, busy_released,
+ *                                 sluice_layout, ctl_state
  *   the operator (sluicectl)    : ctl_requests
- *   BPF programs write          : flows, handshakes, halfopen, inflight, class_stats,
+ *   BPF programs write          : flows, handshakes, halfopen, inflight, busy, class_stats,
  *                                 latency_hist, pkt_stats
  */
 #ifndef SLUICE_H
@@ -47,8 +47,11 @@
  *   3  verdicts hold shed fractions (zero admits), flows keep the client's next sequence,
  *      new maps `handshakes` and `halfopen` (a slot only after the handshake)
  *   4  new maps `ctl_state` and `ctl_requests` (the controller's learned state across
- *      restarts, operator requests to it); the others unchanged */
-#define SLUICE_MAP_LAYOUT_VERSION 4
+ *      restarts, operator requests to it); the others unchanged
+ *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
+ *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
+ *      admission and the controller count) */
+#define SLUICE_MAP_LAYOUT_VERSION 5
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -289,14 +292,28 @@ enum sluice_flow_state {
 	SLUICE_FLOW_OPEN = 1,            /* established: the server spoke on it */
 };
 
+/* A tcp service has no requests sluice could parse; it measures turns instead. The client
+ * speaking (data beyond what it sent before) when the server spoke last, or nobody yet, starts
+ * a turn; the server's first new data after that ends it, with a latency sample. A flow with
+ * a turn open is busy: the client spoke last and waits. So `req_active` is who spoke last
+ * (1: the client, with a turn open since req_start_ns), and busy flows, not open connections,
+ * are the concurrency of a tcp service: an idle pooled connection holds no capacity. */
+#define SLUICE_FLOW_SERVER_SEQ 1         /* sluice_flow.flags: server_next is known */
+
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit (connection) was admitted */
 	__u64 last_seen_ns;              /* refreshed at most once a second; used by flow GC */
-	__u64 req_start_ns;              /* http: start of the request in flight */
+	__u64 req_start_ns;              /* http: start of the request in flight;
+	                                  * tcp: start of the open turn */
 	__u32 syn_seq;                   /* client ISN: a SYN with the same seq is a retransmit */
-	__u32 req_active;                /* http: 1 while a request is in flight (cmpxchg-owned);
-					  * 2 while TC ingress decides a new one */
-	__u32 req_seq;                   /* http: seq of the current request's first segment */
+	__u32 req_active;                /* 1 while a request (http) or a turn (tcp) is open:
+	                                  * cmpxchg-owned, whoever clears it releases its count;
+					  * http: 2 while TC ingress decides a new request */
+	union {
+		__u32 req_seq;           /* http: seq of the current request's first segment */
+		__u32 server_next;       /* tcp: the end of the server's newest data: server data
+		                          * not beyond it is a retransmit and ends no turn */
+	};
 	__u32 client_next;               /* the client's next sequence number as far as sluice
 	                                  * has seen it (its ISN + 1 at the handshake, then the
 	                                  * server's acks and, for http, the request bytes):
@@ -305,9 +322,12 @@ struct sluice_flow {
 	__u16 svc;
 	__u8 class;
 	__u8 state;                      /* enum sluice_flow_state */
-	__u8 tracked_inflight;           /* tcp: this flow holds one in-flight slot */
+	__u8 tracked_inflight;           /* tcp: this flow holds one connection slot in
+	                                  * `inflight`; only tcp flows do, so it also says that
+	                                  * the flow's turns are measured and counted in `busy` */
 	__u8 client_counted;             /* its unit counts against the client's in-flight */
-	__u8 _pad[2];
+	__u8 flags;                      /* SLUICE_FLOW_* */
+	__u8 _pad;
 };
 
 /* ---- Handshakes (map `handshakes`, LRU_HASH, BPF-owned) ----
@@ -357,7 +377,11 @@ struct sluice_halfopen {
 
 /* Map `inflight` (ARRAY, one per service): updated with atomics by BPF. The controller never
  * writes it; units it reclaims (flow GC) are counted in `inflight_released` instead, and
- * the effective in-flight is inflight - released. One writer per map, no races. */
+ * the effective in-flight is inflight - released. One writer per map, no races.
+ * What it counts: http services, requests in flight; tcp services, open connections (kept
+ * for a connection cap; admission and the controller use `busy` for tcp).
+ * Map `busy` / `busy_released` (the same struct, same rules): tcp flows with a turn open,
+ * per class; the concurrency of a tcp service. Always 0 for http services. */
 struct sluice_inflight {
 	__s64 total;
 	__s64 cls[SLUICE_NUM_CLASSES];

@@ -273,10 +273,14 @@ int main(int argc, char **argv)
 	add("ACK completing a handshake (flow + slot)", "xdp", "loop", nd ? sd / nd : -1,
 	    ne ? se / ne : -1, last);
 
-	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot. */
+	/* SYN rejected with an RST (XDP_TX): service `tiny` holds its one slot (a connection
+	 * whose query is unanswered: busy; an idle one would hold nothing). */
 	s = syn4("198.18.3.1", 1, 7001);
 	a = after_syn(&s);
 	handshake(xdp, tce, &a);
+	a.payload = "q\n", a.payload_len = 2, a.psh = 1;
+	len = build_pkt(pkt, &a);
+	run1(tci, pkt, len, 1, NULL);
 	se = sd = 0, ne = nd = 0;
 	for (int i = 0; i < loops; i++) {
 		s = syn4("198.18.3.2", (uint16_t)(2 + i % 60000), 7001);
@@ -312,6 +316,49 @@ int main(int argc, char **argv)
 	e = run_rep(e_tc, pkt, len, repeat, NULL);
 	d = run_rep(tci, pkt, len, repeat, &rv);
 	add("http data, no handshake (forged)", "tc-in", "repeat", d, e, rv);
+
+	/* tcp turns on one connection of `big`: a client query segment starts a turn (TC
+	 * ingress), the server's reply segment ends it with a latency sample (TC egress); each
+	 * pair carries on from the previous one's sequence numbers. */
+	{
+		static const char Q[] = "SELECT 1;\n", R[] = "1 row\n";
+		struct pkt_spec q = { .src = "198.18.6.1", .dst = SERVER4, .sport = 40006,
+				      .dport = 7000, .seq = 9000, .ack = 70001, .ackf = 1, .psh = 1,
+				      .payload = Q, .payload_len = sizeof(Q) - 1 };
+		struct pkt_spec rp = { .src = SERVER4, .dst = q.src, .sport = 7000, .dport = q.sport,
+				       .seq = 70001, .ackf = 1, .psh = 1, .payload = R,
+				       .payload_len = sizeof(R) - 1 };
+		double qe = 0, qd = 0, re = 0, rd = 0;
+		int nqe = 0, nqd = 0, nre = 0, nrd = 0, rlast = 0;
+
+		handshake(xdp, tce, &q);
+		for (int i = 0; i < loops; i++) {
+			rp.ack = q.seq + (uint32_t)q.payload_len;
+			len = build_pkt(pkt, &q);
+			if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
+				qe += d, nqe++;
+			if ((d = run1(tci, pkt, len, 1, &last)) >= 0)
+				qd += d, nqd++;
+			len = build_pkt(pkt, &rp);
+			if ((d = run1(e_tc, pkt, len, 1, NULL)) >= 0)
+				re += d, nre++;
+			if ((d = run1(tce, pkt, len, 1, &rlast)) >= 0)
+				rd += d, nrd++;
+			q.seq += (uint32_t)q.payload_len;
+			q.ack = rp.seq + (uint32_t)rp.payload_len;
+			rp.seq += (uint32_t)rp.payload_len;
+		}
+		add("tcp client data, starts a turn", "tc-in", "loop", nqd ? qd / nqd : -1,
+		    nqe ? qe / nqe : -1, last);
+		add("tcp server reply, ends the turn", "tc-eg", "loop", nrd ? rd / nrd : -1,
+		    nre ? re / nre : -1, rlast);
+		/* The last query again: a retransmit, sequence not beyond what was seen. */
+		q.seq -= (uint32_t)q.payload_len;
+		len = build_pkt(pkt, &q);
+		e = run_rep(e_tc, pkt, len, repeat, NULL);
+		d = run_rep(tci, pkt, len, repeat, &rv);
+		add("tcp client data, retransmit (ignored)", "tc-in", "repeat", d, e, rv);
+	}
 
 	/* Request refused: in-kernel 429 (clone to the client) + RST to the server. */
 	s = req4("198.18.4.1", 1, 8081);

@@ -19,7 +19,7 @@
 struct scale {
 	struct sluice_bpf *skel;
 	struct daemon *d;
-	int xdp, tce;
+	int xdp, tci, tce;
 	char state_dir[64];
 };
 
@@ -104,6 +104,7 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 		goto fail;
 	}
 	s->xdp = bpf_program__fd(s->skel->progs.sluice_xdp_ingress);
+	s->tci = bpf_program__fd(s->skel->progs.sluice_tc_ingress);
 	s->tce = bpf_program__fd(s->skel->progs.sluice_tc_egress);
 	return s;
 fail:
@@ -148,6 +149,26 @@ static inline int scale_unit(const struct scale *s, int i, uint16_t sport, int e
 		scale_xdp(s, &rst);
 	}
 	return act;
+}
+
+/* On the unit from client port sport to service i (scale_unit, not ended): the client's
+ * first query (TC ingress), which opens a turn (the flow is busy), or with `reply`, the
+ * server's answer to it (TC egress), which ends the turn. Returns the program's error. */
+static inline int scale_turn(const struct scale *s, int i, uint16_t sport, int reply)
+{
+	static const char q[] = "query";
+	struct pkt_spec seg = { .src = "198.18.7.7", .dst = "198.18.0.1", .sport = sport,
+				.dport = (uint16_t)(SCALE_PORT0 + i), .seq = 1001u + sport,
+				.ack = 1, .ackf = 1, .psh = 1, .payload = q,
+				.payload_len = sizeof(q) - 1 };
+	uint8_t frame[256];
+
+	if (reply) {
+		seg.src = "198.18.0.1", seg.dst = "198.18.7.7";
+		seg.sport = (uint16_t)(SCALE_PORT0 + i), seg.dport = sport;
+		seg.ack = 1001u + sport + (uint32_t)sizeof(q) - 1, seg.seq = 1;
+	}
+	return harness_run(reply ? s->tce : s->tci, frame, build_pkt(frame, &seg), NULL).err;
 }
 
 #endif

@@ -329,9 +329,9 @@ static void rm_pins(const char *dir)
 	rmdir(dir);
 }
 
-/* Pins of layout 3 (every map but the two controller maps, a record saying 3): a sluiced of
- * this layout migrates them by creating ctl_state and ctl_requests empty and adopting the
- * rest as they are (a verdict written before is still there), and records layout 4. */
+/* Pins of layout 3 or 4 (every map but those it never had, a record saying so): a sluiced of
+ * this layout migrates them by creating the missing maps empty, copying flows and adopting the
+ * rest as they are (a verdict written before is still there), and records its own layout. */
 static char mig_dir[128];
 
 static int setup_mig(void **state)
@@ -347,17 +347,23 @@ static int teardown_mig(void **state)
 	return 0;
 }
 
-static void test_migration_from_3(void **state)
+/* Pins as layout `from` (3 or 4) left them: the maps it never had gone, the record saying
+ * `from`. This build migrates them in place: flows copied (its new tcp fields are zero in an
+ * older flow), every other pinned map adopted, the missing maps created empty and pinned. */
+static void migrate_from(__u32 from)
 {
+	static const char *const never_had[] = { "busy", "busy_released", "ctl_state",
+						 "ctl_requests" };
+	const int n_gone = from <= 3 ? 4 : 2;
 	const char *dir = mig_dir;
-	char path[256], err[512];
+	char path[256], err[512], want[64];
 	struct sluice_bpf *a, *b;
 	struct layout_plan lp;
-	struct sluice_layout rec = { .version = 3 };
+	struct sluice_layout rec = { .version = from };
 	struct sluice_verdict v = { .limit = 4242 }, got;
+	struct sluice_inflight busy;
 	static struct sluice_ctl_slot slot;
 	__u32 k = 0;
-	(void)state;
 
 	{
 		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
@@ -365,10 +371,10 @@ static void test_migration_from_3(void **state)
 		assert_non_null(a);
 		assert_int_equal(sluice_bpf__load(a), 0);
 	}
-	snprintf(path, sizeof(path), "%s/ctl_state", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/ctl_requests", dir);
-	unlink(path);
+	for (int i = 0; i < n_gone; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
+		unlink(path);
+	}
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
 
@@ -378,28 +384,45 @@ static void test_migration_from_3(void **state)
 		assert_non_null(b);
 	}
 	if (layout_plan(&lp, b->obj, dir, NULL, err, sizeof(err)))
-		fail_msg("layout 3 pins refused: %s", err);
+		fail_msg("layout %u pins refused: %s", from, err);
 	assert_int_equal(lp.action, LAYOUT_MIGRATE);
-	assert_int_equal(lp.pinned, 3);
+	assert_int_equal(lp.pinned, from);
 	for (int i = 0; i < lp.n; i++)
-		assert_int_equal(lp.slot[i].copy, 0);
+		assert_int_equal(lp.slot[i].copy, !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
 	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
 	layout_plan_release(&lp);
-	assert_non_null(strstr(lp.note, "from layout 3 to 4"));
+	snprintf(want, sizeof(want), "from layout %u to %u", from, layout_version());
+	assert_non_null(strstr(lp.note, want));
 
-	/* adopted: the same verdicts map; created: the controller's maps, empty and pinned */
+	/* adopted: the same verdicts map; created: the maps it never had, empty and pinned */
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.verdicts), &k, &got), 0);
 	assert_int_equal(got.limit, 4242);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.ctl_state), &k, &slot), 0);
 	assert_int_equal(slot.name[0], 0);
-	snprintf(path, sizeof(path), "%s/ctl_state", dir);
-	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.busy), &k, &busy), 0);
+	assert_int_equal(busy.total, 0);
+	for (int i = 0; i < n_gone; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
+		assert_int_equal(access(path, F_OK), 0);
+	}
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
-	assert_int_equal(rec.version, 4);
+	assert_int_equal(rec.version, layout_version());
 	sluice_bpf__destroy(b);
 	sluice_bpf__destroy(a);
+}
+
+static void test_migration_from_3(void **state)
+{
+	(void)state;
+	migrate_from(3);
+}
+
+static void test_migration_from_4(void **state)
+{
+	(void)state;
+	migrate_from(4);
 }
 
 int main(void)
@@ -411,6 +434,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

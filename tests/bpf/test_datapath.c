@@ -101,6 +101,17 @@ static struct run tc_egress(struct fixture *f, const struct pkt_spec *s)
 	return r;
 }
 
+/* TC ingress: tcp client data opens turns; it never acts on a packet either. */
+static struct run tc_ingress(struct fixture *f, const struct pkt_spec *s)
+{
+	uint8_t buf[512];
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_tc_ingress), buf, build_pkt(buf, s));
+
+	assert_int_equal(r.ret, TC_ACT_OK);
+	assert_true(harness_unchanged(&r));
+	return r;
+}
+
 static struct pkt_spec syn4(const char *src, uint16_t sport, uint16_t dport)
 {
 	struct pkt_spec s = { .src = src, .dst = SERVER4, .sport = sport, .dport = dport,
@@ -131,23 +142,46 @@ static struct pkt_spec client_seg(const struct pkt_spec *syn)
 	return s;
 }
 
+/* The query connect_ sends after the handshake: the connection is busy from then on. */
+#define QUERY "q\n"
+#define QLEN 2u
+
+/* The client's query right after the handshake (TC ingress): it opens a turn. */
+static struct pkt_spec client_query(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = client_seg(syn);
+	s.psh = 1, s.payload = QUERY, s.payload_len = QLEN;
+	return s;
+}
+
+/* The server's reply of n bytes at offset off of its data (TC egress). */
+static struct pkt_spec server_reply(const struct pkt_spec *syn, uint32_t off, uint32_t n)
+{
+	static const char bytes[64] = "reply reply reply reply reply reply reply reply reply reply";
+	struct pkt_spec s = synack_of(syn);
+	s.syn = 0, s.tcp_opts = 0, s.psh = 1, s.seq = SERVER_ISN(syn->sport) + 1 + off;
+	s.payload = bytes, s.payload_len = n < sizeof(bytes) ? n : sizeof(bytes);
+	return s;
+}
+
+/* Client FIN and RST at where the client is after connect_'s query. */
 static struct pkt_spec client_fin(const struct pkt_spec *syn)
 {
 	struct pkt_spec s = client_seg(syn);
-	s.fin = 1;
+	s.fin = 1, s.seq += QLEN;
 	return s;
 }
 
 static struct pkt_spec client_rst(const struct pkt_spec *syn)
 {
 	struct pkt_spec s = client_seg(syn);
-	s.rst = 1, s.ackf = 0, s.ack = 0;
+	s.rst = 1, s.ackf = 0, s.ack = 0, s.seq += QLEN;
 	return s;
 }
 
 /* A connection as a real client makes it: SYN (XDP), the server's SYN-ACK (TC egress), the
  * client's ACK of it (XDP). Returns the SYN's verdict; only an admitted SYN goes on. */
-static int connect_(struct fixture *f, const struct pkt_spec *syn)
+static int connect_idle(struct fixture *f, const struct pkt_spec *syn)
 {
 	int rv = xdp(f, syn).ret;
 
@@ -155,6 +189,19 @@ static int connect_(struct fixture *f, const struct pkt_spec *syn)
 		struct pkt_spec sa = synack_of(syn), ack = client_seg(syn);
 		tc_egress(f, &sa);
 		xdp(f, &ack);
+	}
+	return rv;
+}
+
+/* ... and its first query, unanswered: the connection is busy, it holds capacity. */
+static int connect_(struct fixture *f, const struct pkt_spec *syn)
+{
+	int rv = connect_idle(f, syn);
+
+	if (rv == XDP_PASS) {
+		struct pkt_spec q = client_query(syn);
+		xdp(f, &q);
+		tc_ingress(f, &q);
 	}
 	return rv;
 }
@@ -176,6 +223,13 @@ static long long inflight_total(struct fixture *f, int svc)
 {
 	struct sluice_inflight in;
 	assert_int_equal(maps_read_inflight(&f->m, f->idx[svc], &in), 0);
+	return in.total;
+}
+
+static long long busy_total(struct fixture *f, int svc)
+{
+	struct sluice_inflight in;
+	assert_int_equal(maps_read_busy(&f->m, f->idx[svc], &in), 0);
 	return in.total;
 }
 
@@ -1227,6 +1281,333 @@ static void test_gc_reclaims_silent_flows(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
+/* ---- tcp turns: latency samples and busy connections ---- */
+
+static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
+{
+	struct sluice_flow_key k = { .client_port = htons(syn->sport), .service_port = htons(syn->dport) };
+	struct sluice_flow v;
+	struct in_addr a;
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
+	memcpy(k.client_addr + 12, &a, 4);
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
+	return v;
+}
+
+static struct sluice_hist hist(struct fixture *f, int svc, int cls)
+{
+	struct sluice_hist h;
+	assert_int_equal(maps_read_hist(&f->m, f->idx[svc], cls, &h), 0);
+	return h;
+}
+
+static unsigned long long samples(const struct sluice_hist *h)
+{
+	unsigned long long n = 0;
+	for (int b = 0; b < SLUICE_HIST_BUCKETS; b++)
+		n += h->bucket[b];
+	return n;
+}
+
+static long long busy_cls(struct fixture *f, int svc, int cls)
+{
+	struct sluice_inflight in;
+	assert_int_equal(maps_read_busy(&f->m, f->idx[svc], &in), 0);
+	return in.cls[cls];
+}
+
+/* A query, a few ms, the reply: exactly one sample, in the bucket of (reply time - the turn's
+ * start as the flow recorded it), and the flow busy exactly while the turn was open. */
+static void test_turn_gives_one_sample_in_its_bucket(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 300, 5432); /* L0 */
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 20);
+
+	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	assert_int_equal(busy_total(f, 0), 0);
+	assert_int_equal(inflight_total(f, 0), 1);   /* the open connection, for a cap */
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 0), 1);
+	assert_int_equal(busy_cls(f, 0, 0), 1);
+	struct sluice_flow fl = flow_of(f, &a);
+	assert_int_equal(fl.req_active, 1);
+	usleep(3000);
+	unsigned long long before = monotonic_ns();
+	tc_egress(f, &r);
+	unsigned long long after = monotonic_ns();
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h = hist(f, 0, 0);
+	assert_int_equal(samples(&h), 1);
+	unsigned long long lo = (before - fl.req_start_ns) / 1000, hi = (after - fl.req_start_ns) / 1000;
+	int b = -1;
+	for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		if (h.bucket[i])
+			b = i;
+	assert_true(lo >= 3000);
+	assert_in_range(b, sluice_hist_bucket(lo), sluice_hist_bucket(hi));
+	assert_in_range(h.sum_us, lo, hi);
+	/* A turn is a measurement, not a unit: the connection alone completes (at its end). */
+	assert_int_equal(stats(f, 0, 0).completed, 0);
+	assert_int_equal(inflight_total(f, 0), 1);
+}
+
+/* Retransmitted client data (sequence not beyond what was seen), bare ACKs both ways and a
+ * retransmitted server segment neither start nor end a turn. */
+static void test_turn_ignores_retransmits_and_bare_acks(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 301, 5432);
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
+
+	connect_idle(f, &a);
+	tc_ingress(f, &q);
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* The query again (the server's ack was lost): no new turn. */
+	tc_ingress(f, &q);
+	xdp(f, &q);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* The client's bare ACK of the reply: nothing. */
+	struct pkt_spec ack = client_seg(&a);
+	ack.seq += QLEN, ack.ack += 10;
+	xdp(f, &ack);
+	tc_ingress(f, &ack);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* A second query opens a turn; the first reply resent does not end it, nor does a bare
+	 * ACK of the server; the server's new data does. */
+	struct pkt_spec q2 = client_query(&a);
+	q2.seq += QLEN, q2.ack += 10;
+	tc_ingress(f, &q2);
+	assert_int_equal(busy_total(f, 0), 1);
+	tc_egress(f, &r);
+	struct pkt_spec sack = server_reply(&a, 10, 0);
+	sack.payload = NULL, sack.psh = 0;
+	tc_egress(f, &sack);
+	assert_int_equal(busy_total(f, 0), 1);
+	struct sluice_hist h1 = hist(f, 0, 0);
+	assert_int_equal(samples(&h1), 1);
+	struct pkt_spec r2 = server_reply(&a, 10, 10);
+	tc_egress(f, &r2);
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h = hist(f, 0, 0);
+	assert_int_equal(samples(&h), 2);
+	/* Data ahead of a gap (a segment the client has not reached, or a blind forger's) starts
+	 * nothing either. */
+	struct pkt_spec gap = client_query(&a);
+	gap.seq += 3 * QLEN + 100;
+	tc_ingress(f, &gap);
+	assert_int_equal(busy_total(f, 0), 0);
+}
+
+/* A query in several segments is one turn; a reply streamed in many segments ends it on the
+ * first: one sample. */
+static void test_turn_many_segments_one_sample(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 302, 5432);
+
+	connect_idle(f, &a);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct pkt_spec q = client_query(&a);
+		q.seq += i * QLEN;
+		tc_ingress(f, &q);
+		assert_int_equal(busy_total(f, 0), 1);
+	}
+	for (uint32_t i = 0; i < 6; i++) {
+		struct pkt_spec r = server_reply(&a, i * 40, 40);
+		tc_egress(f, &r);
+		assert_int_equal(busy_total(f, 0), 0);
+	}
+	struct sluice_hist h = hist(f, 0, 0);
+	assert_int_equal(samples(&h), 1);
+}
+
+/* Idle pooled connections hold no capacity: four idle L3 connections on a service whose L3
+ * may have 2 busy, and a fifth is still admitted; two busy ones shut L3 until they are
+ * answered. Open connections stay counted in `inflight` for a connection cap. */
+static void test_idle_pooled_connections_hold_no_capacity(void **state)
+{
+	struct fixture *f = *state; /* db: fixed 4, L3 50 %: threshold 2 */
+	struct pkt_spec c[6];
+
+	for (uint16_t i = 0; i < 5; i++) {
+		c[i] = syn4("203.0.113.9", (uint16_t)(310 + i), 5432); /* L3 */
+		assert_int_equal(connect_idle(f, &c[i]), XDP_PASS);
+	}
+	assert_int_equal(busy_total(f, 0), 0);
+	assert_int_equal(inflight_total(f, 0), 5);
+	for (int i = 0; i < 2; i++) {
+		struct pkt_spec q = client_query(&c[i]);
+		tc_ingress(f, &q);
+	}
+	assert_int_equal(busy_cls(f, 0, 3), 2);
+	c[5] = syn4("203.0.113.9", 316, 5432);
+	assert_int_equal(xdp(f, &c[5]).ret, XDP_TX);
+	for (int i = 0; i < 2; i++) {
+		struct pkt_spec r = server_reply(&c[i], 0, 8);
+		tc_egress(f, &r);
+	}
+	assert_int_equal(busy_total(f, 0), 0);
+	c[5].seq += 7; /* a new attempt */
+	assert_int_equal(xdp(f, &c[5]).ret, XDP_PASS);
+}
+
+/* Turns cut short by a client FIN, a server RST or the GC give their busy count back exactly
+ * once, with no sample. */
+static void test_busy_released_when_flows_end_mid_turn(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 320, 5432), b = syn4("198.18.1.2", 321, 5432);
+	struct pkt_spec c = syn4("198.18.2.2", 322, 5432); /* L2 */
+
+	connect_(f, &a);
+	connect_(f, &b);
+	connect_(f, &c);
+	assert_int_equal(busy_total(f, 0), 3);
+	struct pkt_spec fin = client_fin(&a);
+	xdp(f, &fin);
+	assert_int_equal(busy_total(f, 0), 2);
+	struct pkt_spec srst = server_reply(&b, 0, 0);
+	srst.payload = NULL, srst.psh = 0, srst.rst = 1;
+	tc_egress(f, &srst);
+	assert_int_equal(busy_total(f, 0), 1);
+	assert_int_equal(busy_cls(f, 0, 2), 1);
+	assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 601 * 1000000000ull, 30000000000ull,
+				       600000000000ull, NULL, NULL), 1);
+	assert_int_equal(busy_total(f, 0), 0);
+	assert_int_equal(busy_cls(f, 0, 2), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+	struct sluice_hist h0 = hist(f, 0, 0), h2 = hist(f, 0, 2);
+	assert_int_equal(samples(&h0) + samples(&h2), 0);
+}
+
+/* Random conversations on many flows of several classes, against a model of who spoke last:
+ * busy per class equals the model's open turns after every packet, samples equal the turns
+ * the model closed, and after every flow ended (client FIN/RST, server FIN/RST, GC) busy is
+ * exactly 0. */
+static void test_turn_random_conversations_end_with_busy_zero(void **state)
+{
+	enum { NF = 12, STEPS = 4000 };
+	struct fixture *f = *state;
+	struct { struct pkt_spec syn; uint32_t cnext, snext, last_len, last_slen; int open, cls, live; } m[NF];
+	const char *src[3] = { "198.18.1.7", "198.18.2.7", "203.0.113.7" }; /* L0, L2, L3 */
+	const int cls_of[3] = { 0, 2, 3 };
+	unsigned long long closed = 0, ended = 0, peak = 0;
+	uint64_t rng = sluice_rng_seed(0x7c9);
+	uint16_t next_port = 400;
+
+	set_all_thresholds(f, 1000); /* every SYN admitted: the test is about turns */
+
+	for (int step = 0; step < STEPS + NF; step++) {
+		int i = (int)(sluice_rng_next(&rng) % NF), ev = (int)(sluice_rng_next(&rng) % 7);
+		uint32_t len = 1 + (uint32_t)(sluice_rng_next(&rng) % 30);
+		struct pkt_spec p;
+
+		if (step == 0 || (step < STEPS && !m[i].live)) { /* (re)connect, idle */
+			for (int j = step ? i : 0; j < (step ? i + 1 : NF); j++) {
+				m[j].syn = syn4(src[j % 3], next_port++, 5432);
+				m[j].cls = cls_of[j % 3];
+				m[j].cnext = m[j].syn.seq + 1, m[j].snext = SERVER_ISN(m[j].syn.sport) + 1;
+				m[j].open = 0, m[j].live = 1, m[j].last_len = m[j].last_slen = 0;
+				assert_int_equal(connect_idle(f, &m[j].syn), XDP_PASS);
+			}
+			continue;
+		}
+		if (step < STEPS && sluice_rng_next(&rng) % 100 == 0) /* now and then a flow ends */
+			ev = 7 + (int)(sluice_rng_next(&rng) % 6);
+		if (step >= STEPS) /* the end: every flow still live goes */
+			i = step - STEPS, ev = 7 + (int)(sluice_rng_next(&rng) % 6);
+		if (!m[i].live)
+			continue;
+		if (ev <= 6) {
+			if (ev <= 2) { /* client: new data, a retransmit, or data ahead of a gap */
+				p = client_query(&m[i].syn);
+				p.payload = "0123456789012345678901234567890123456789", p.payload_len = len;
+				p.ack = m[i].snext;
+				p.seq = ev == 0 ? m[i].cnext : ev == 1 ? m[i].cnext - m[i].last_len : m[i].cnext + 50;
+				if (ev == 1 && !m[i].last_len)
+					continue;
+				if (ev == 1)
+					p.payload_len = m[i].last_len;
+				xdp(f, &p);
+				tc_ingress(f, &p);
+				if (ev == 0) {
+					m[i].cnext += len, m[i].last_len = len;
+					m[i].open = 1;
+				}
+			} else if (ev == 3) { /* client bare ACK */
+				p = client_seg(&m[i].syn);
+				p.seq = m[i].cnext, p.ack = m[i].snext;
+				xdp(f, &p);
+				tc_ingress(f, &p);
+			} else { /* server: new data, a retransmit of its last segment, a bare ACK */
+				uint32_t off = m[i].snext - (SERVER_ISN(m[i].syn.sport) + 1);
+				int resend = ev == 5 && m[i].last_slen;
+
+				p = server_reply(&m[i].syn, resend ? off - m[i].last_slen : off,
+						 ev == 6 ? 0 : resend ? m[i].last_slen : len);
+				p.ack = m[i].cnext;
+				if (ev == 6)
+					p.payload = NULL, p.psh = 0;
+				tc_egress(f, &p);
+				if (ev == 4 || (ev == 5 && !resend)) {
+					m[i].snext += len, m[i].last_slen = len;
+					closed += m[i].open;
+					m[i].open = 0;
+				}
+			}
+		} else if (ended++, ev == 7 || ev == 9) { /* client FIN or RST at where it is */
+			p = client_seg(&m[i].syn);
+			p.seq = m[i].cnext, p.fin = ev == 7, p.rst = ev == 9;
+			xdp(f, &p);
+			m[i].live = 0;
+		} else if (ev == 8 || ev == 10 || ev == 11) { /* server FIN or RST */
+			p = server_reply(&m[i].syn, m[i].snext - (SERVER_ISN(m[i].syn.sport) + 1), 0);
+			p.payload = NULL, p.psh = 0, p.ack = m[i].cnext;
+			p.fin = ev != 11, p.rst = ev == 11;
+			tc_egress(f, &p);
+			m[i].live = 0;
+		} else { /* left to the GC (at the end), or ended unseen mid-run: the GC now */
+			if (step < STEPS) {
+				ended--;
+				continue;
+			}
+		}
+		long long want[4] = { 0 }, all = 0;
+		for (int j = 0; j < NF; j++)
+			want[m[j].cls] += m[j].live && m[j].open;
+		for (int c = 0; c < 4; c++)
+			all += want[c];
+		if ((unsigned long long)all > peak)
+			peak = (unsigned long long)all;
+		for (int c = 0; c < 4; c++)
+			if (busy_cls(f, 0, c) != want[c])
+				fail_msg("step %d (flow %d, event %d): busy L%d %lld, model %lld", step,
+					 i, ev, c, busy_cls(f, 0, c), want[c]);
+	}
+	unsigned long long n = 0;
+	for (int c = 0; c < 4; c++) {
+		struct sluice_hist h = hist(f, 0, c);
+		n += samples(&h);
+	}
+	assert_int_equal(n, closed);
+	/* The run saw many turns, several flows busy at once, flows ending on the way. */
+	assert_true(closed > 200);
+	assert_true(peak >= 6);
+	assert_true(ended >= 20);
+	/* Whatever is left ends by the GC. */
+	maps_gc_flows(&f->m, monotonic_ns() + 601 * 1000000000ull, 30000000000ull, 600000000000ull,
+		      NULL, NULL);
+	assert_int_equal(flow_count(f), 0);
+	for (int c = 0; c < 4; c++)
+		assert_int_equal(busy_cls(f, 0, c), 0);
+	assert_int_equal(busy_total(f, 0), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+}
+
 /* Flow stamps come from bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC: time since boot. The GC
  * tests place every stamp relative to the clock as the programs read it now, never at an
  * absolute value, so they hold on a host booted a minute ago as on one up for weeks. */
@@ -1349,6 +1730,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_turn_ignores_retransmits_and_bare_acks, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_turn_many_segments_one_sample, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_idle_pooled_connections_hold_no_capacity, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_busy_released_when_flows_end_mid_turn, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_turn_random_conversations_end_with_busy_zero, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_walks_thousands_of_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_gc_on_young_clock, setup, harness_teardown),
 	};

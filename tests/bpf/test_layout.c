@@ -133,6 +133,24 @@ static void fin(struct sluice_bpf *skel, uint16_t sport, uint32_t seq_offset)
 	xdp_spec(skel, &f);
 }
 
+/* A query on the connection from sport (TC ingress: opens a turn, the flow is busy), or with
+ * `reply` the server's answer (TC egress: ends it). */
+static void turn(struct sluice_bpf *skel, uint16_t sport, int reply)
+{
+	static const char q[] = "query";
+	struct pkt_spec s = syn4(sport);
+	uint8_t buf[256];
+
+	s.syn = 0, s.ackf = 1, s.psh = 1, s.payload = q, s.payload_len = sizeof(q) - 1;
+	s.seq += 1, s.ack = SERVER_ISN(sport) + 1;
+	if (reply) {
+		s.src = SERVER4, s.dst = "198.18.1.2", s.sport = 5432, s.dport = sport;
+		s.ack = s.seq + (uint32_t)sizeof(q) - 1, s.seq = SERVER_ISN(sport) + 1;
+	}
+	harness_run(bpf_program__fd(reply ? skel->progs.sluice_tc_egress
+					  : skel->progs.sluice_tc_ingress), buf, build_pkt(buf, &s), NULL);
+}
+
 static long count_flows(int fd)
 {
 	struct sluice_flow_key k, next;
@@ -226,6 +244,34 @@ static void test_late_changes_counted_exactly_once(void **state)
 	assert_int_equal(rec.version, layout_version());
 	assert_int_equal(rec.migrating_from, 0);
 	assert_int_equal(rec.n_maps, n_maps);
+}
+
+/* Busy (tcp turns) is shared with the running programs' atomics like in-flight: a turn the old
+ * programs open between the copy and the swap is booked in busy_released even when the new
+ * programs opened one meanwhile, so both count once and both end back at exactly 0. */
+static void test_late_turns_counted_exactly_once(void **state)
+{
+	struct pair *p = *state;
+	struct sluice_inflight b;
+	struct layout_plan lp;
+	char err[256];
+
+	assert_int_equal(open_conn(p->old->skel, 1), XDP_PASS);
+	assert_int_equal(open_conn(p->old->skel, 2), XDP_PASS);
+	plan_migration(p, &lp, layout_version());
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	turn(p->old->skel, 1, 0);                 /* the old programs: a turn on A */
+	turn(p->new_skel, 2, 0);                  /* the new ones: a turn on B (copied flow) */
+	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
+	layout_plan_release(&lp);
+
+	assert_int_equal(maps_read_busy(&p->nm, p->old->idx[0], &b), 0);
+	assert_int_equal(b.total, 2);
+	turn(p->new_skel, 1, 1);
+	turn(p->new_skel, 2, 1);
+	assert_int_equal(maps_read_busy(&p->nm, p->old->idx[0], &b), 0);
+	assert_int_equal(b.total, 0);
+	assert_int_equal(b.cls[2], 0);
 }
 
 /* struct sluice_verdict as layouts 1 and 2 wrote it (admit fractions; a class admitted while
@@ -381,6 +427,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_late_changes_counted_exactly_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_turns_counted_exactly_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_layout_2_converts_verdicts_and_flows,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_hash_tells_layouts_apart, setup, teardown),

@@ -29,8 +29,10 @@ static void test_4096_services(void **st)
 	assert_int_equal(s->d->ticked, 2 * N);      /* tick 1 and the quiet tick 2 */
 	assert_int_equal(s->d->skipped, N);         /* tick 3 */
 
-	/* the last service: admitted, counted, then its limit of 1 refuses the next SYN */
+	/* the last service: admitted, counted, busy with a query (a tcp service's limit counts
+	 * busy connections), then its limit of 1 refuses the next SYN */
 	assert_int_equal(scale_unit(s, N - 1, 40000, 0), XDP_PASS);
+	assert_int_equal(scale_turn(s, N - 1, 40000, 0), 0);
 	assert_int_equal(scale_unit(s, N - 1, 40001, 0), XDP_TX);   /* RST to the client */
 	assert_int_equal(maps_read_class_stats(&s->d->m, last, 0, &cs), 0);
 	assert_int_equal(cs.arrivals, 2);
@@ -68,6 +70,29 @@ static void test_4096_services(void **st)
 			assert_memory_equal(&hb[c], &h1, sizeof(h1));
 		}
 		assert_int_equal(batched[0].arrivals, 2);
+		assert_int_equal(maps_reader_busy(&s->d->rd, &s->d->m, last, &ib), 0);
+		assert_int_equal(maps_read_busy(&s->d->m, last, &i1), 0);
+		assert_memory_equal(&ib, &i1, sizeof(ib));
+		assert_int_equal(ib.total, 1);
+	}
+
+	/* The answer ends the turn: a latency sample and busy - 1, no counter moves. The read
+	 * that covers the slot still sees it changed (so a quiet tcp service runs), and only it. */
+	{
+		struct sluice_inflight ib;
+		int seen = 0;
+
+		for (t = 0; t < MAPS_SCAN_PARTS; t++)   /* every part read since the query */
+			assert_int_equal(maps_reader_read(&s->d->rd, &s->d->m, N, NULL, 0), 0);
+		assert_int_equal(scale_turn(s, N - 1, 40000, 1), 0);
+		for (t = 0; t < MAPS_SCAN_PARTS && !seen; t++) {
+			assert_int_equal(maps_reader_read(&s->d->rd, &s->d->m, N, NULL, 0), 0);
+			seen = maps_reader_changed(&s->d->rd, last);
+		}
+		assert_true(seen);
+		assert_int_equal(s->d->rd.n_changed, 1);
+		assert_int_equal(maps_reader_busy(&s->d->rd, &s->d->m, last, &ib), 0);
+		assert_int_equal(ib.total, 0);
 	}
 	scale_free(s);
 }

@@ -145,8 +145,12 @@ in_pod() {
 		--ambient-caps=-all --no-new-privs -- "$@"
 }
 
+# The server answers a line after service_ms (its mode file): 2 s while the shedding below
+# needs busy connections (an idle connection holds no capacity), 1 ms otherwise.
+MODE=$TMP/server.mode
+echo "service_ms=1" > "$MODE"
 start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:7000 --mode tcp \
-	--workers 64 --service-ms 1
+	--workers 64 --service-ms 1 --mode-file "$MODE"
 pod 1
 capeff=$(awk '/^CapEff/{print $2}' /proc/$POD_PID/status 2>/dev/null)
 capbnd_pod=$(awk '/^CapBnd/{print $2}' /proc/$POD_PID/status 2>/dev/null)
@@ -163,9 +167,13 @@ out=$(in_pod /bin/sh -c "$PROBE" 2>&1)
 ok $? "the DaemonSet's startup probe passes inside the pod with the image's sluicectl: $PROBE" "$out"
 
 # ---------------------------------------------------------------- it sheds ---------------
-# limit 4, L3 headroom 50%: 2 L3 connections at a time; 40 arrive within 1 s, each held 2 s.
+# limit 4, L3 headroom 50%: 2 busy L3 connections at a time; 40 arrive within 1 s, each
+# waiting 2 s for its answer.
+echo "service_ms=2000" > "$MODE"
+sleep 0.3 # the server re-reads its mode file every 100 ms
 in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform --rate 40 \
-	--duration 1 --hold-ms 2000 --timeout-ms 3000 --quiet --class L3:1 > "$TMP/l3.json" 2>"$TMP/l3.err"
+	--duration 1 --timeout-ms 3000 --quiet --class L3:1 > "$TMP/l3.json" 2>"$TMP/l3.err"
+echo "service_ms=1" > "$MODE"
 lg() { json_get "$TMP/l3.json" "d['classes']['L3']['$1']"; }
 sent=$(lg sent 2>/dev/null); okc=$(lg ok 2>/dev/null); refused=$(lg refused 2>/dev/null)
 in_pod /usr/local/bin/sluicectl --pin-dir "$PIN" status --json > "$TMP/status.json" 2>"$TMP/status.err"

@@ -5,9 +5,11 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 2 and then a layout 1 sluiced leaves them (verdicts in the admit encoding,
-# flows without client_next, no handshakes/halfopen/ctl_state/ctl_requests maps, the record as layout 2 wrote it or
-# none) are migrated while connections are held and new ones keep being admitted; the layout
+# pins as a layout 4, 3, 2 and then a layout 1 sluiced leaves them (4: no busy/busy_released
+# maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
+# in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
+# old layout wrote it or none) are migrated while connections are held and new ones keep being
+# admitted; the layout
 # drill (a sluiced that claims the next layout) migrates by copying every map into fresh ones
 # and swapping the programs. The held connections end cleanly through the migrated maps.
 # Versions and the map count come from the build (include/sluice.h, the pins it makes), so a
@@ -38,7 +40,8 @@ V=$(awk '$1 == "#define" && $2 == "SLUICE_MAP_LAYOUT_VERSION" { print $3 }' incl
 DV=$((V + 1))
 
 status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-inflight() { status; json_get "$TMP/status.json" "d['services'][0]['in_flight']"; }
+# The held connections are idle: open connections (`connections`), not busy ones (`in_flight`).
+inflight() { status; json_get "$TMP/status.json" "d['services'][0].get('connections', d['services'][0]['in_flight'])"; }
 # The layout record as bytes (struct sluice_layout in include/sluice.h), and one field of it.
 rec_bytes() { bpftool -j map lookup pinned "$REC" key 0 0 0 0 |
 	python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"]))'; }
@@ -132,15 +135,17 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layout 2 and from layout 1, connections held ----------------------------
-# What a layout 1 or 2 sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit all), a class
-#    admitted while in-flight < its threshold (so 0 = no room), flags bit 0 only;
-#  - flows with 0 where client_next is (padding then);
-#  - no handshakes or halfopen map (the data path running meanwhile keeps its own), and none
-#    of the controller's maps ctl_state and ctl_requests;
-#  - layout 2: the record as version 2, without those four maps, the types of verdicts and
-#    flows hashed differently; layout 1: no record at all.
+# --- upgrades from layouts 4, 3, 2 and 1, connections held ---------------------------------
+# What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
+#  - every older layout: flows with 0 where server_next and flags are (unused by tcp, padding
+#    then), no busy or busy_released map (the tcp turns' counts);
+#  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
+#  - layouts 1 and 2: verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit
+#    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
+#    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
+#    (the data path running meanwhile keeps its own);
+#  - layouts 2 to 4: the record as that version, without the maps it never had, the types of
+#    flows (and for 2, verdicts) hashed differently; layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
 # before its last merge; the controller's first tick comes after that). Until the swap, this
@@ -170,14 +175,23 @@ for e in json.load(sys.stdin):
 CLIENT_NEXT_OFF=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw | awk '
 	/STRUCT .sluice_flow. / { in_flow = 1; next } /^\[/ { in_flow = 0 }
 	in_flow && /.client_next./ { sub(/.*bits_offset=/, ""); print $1 / 8 }')
-flows_forget_client_next() {
+# The union of req_seq (http) and server_next (tcp), and the flags byte.
+SERVER_NEXT_OFF=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw | awk '
+	/STRUCT .sluice_flow. / { in_flow = 1; next } /^\[/ { in_flow = 0 }
+	in_flow && /.\(anon\)./ { sub(/.*bits_offset=/, ""); print $1 / 8 }')
+FLAGS_OFF=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw | awk '
+	/STRUCT .sluice_flow. / { in_flow = 1; next } /^\[/ { in_flow = 0 }
+	in_flow && /.flags./ { sub(/.*bits_offset=/, ""); print $1 / 8 }')
+flows_forget() { # flows_forget OFFSET:LEN...: those bytes of every flow zeroed
 	bpftool -j map dump pinned "$PIN/flows" | python3 -c '
 import json, sys
-off = int(sys.argv[1])
 for e in json.load(sys.stdin):
-    v = e["value"]; v[off:off + 4] = ["0x00"] * 4
+    v = e["value"]
+    for f in sys.argv[1:]:
+        off, n = map(int, f.split(":"))
+        v[off:off + n] = ["0x00"] * n
     print(" ".join(e["key"]), "value", " ".join(v))
-' "$CLIENT_NEXT_OFF" | while read -r line; do bpftool map update pinned "$PIN/flows" key $line; done
+' "$@" | while read -r line; do bpftool map update pinned "$PIN/flows" key $line; done
 }
 heartbeat_now() { # the first 8 bytes of sluice_globals: CLOCK_MONOTONIC, as BPF reads it
 	local v
@@ -188,10 +202,22 @@ v[0:8] = ["0x%02x" % x for x in time.monotonic_ns().to_bytes(8, "little")]
 print(" ".join(v))')
 	bpftool map update pinned "$PIN/globals" key 0 0 0 0 value $v
 }
-as_old_layout() { # as_old_layout 1|2
-	verdicts_to_admit_encoding
-	flows_forget_client_next
-	rm -f "$PIN/handshakes" "$PIN/halfopen" "$PIN/ctl_state" "$PIN/ctl_requests"
+# The maps layout FROM never had.
+never_had() {
+	echo busy busy_released
+	[ "$1" -le 3 ] && echo ctl_state ctl_requests
+	[ "$1" -le 2 ] && echo handshakes halfopen
+}
+as_old_layout() { # as_old_layout 1|2|3|4
+	local gone
+	gone=$(never_had "$1" | tr '\n' ' ')
+	[ "$1" -le 2 ] && verdicts_to_admit_encoding
+	if [ "$1" -le 2 ]; then
+		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
+	else
+		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
+	fi
+	for m in $gone; do rm -f "$PIN/$m"; done
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
 		return
@@ -201,29 +227,34 @@ import sys
 b = bytearray(int(x, 16) for x in sys.stdin.read().split())
 n = int.from_bytes(b[8:12], "little")
 ents = [b[16 + 48 * i:64 + 48 * i] for i in range(n)]
+ver = int(sys.argv[1])
+gone = [x.encode() for x in sys.argv[2:]]
 keep = []
 for e in ents:
     name = bytes(e[:24]).rstrip(b"\0")
-    if name in (b"handshakes", b"halfopen", b"ctl_state", b"ctl_requests"):
+    if name in gone:
         continue
-    if name in (b"verdicts", b"flows"):
+    if name == b"flows" or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
 out = bytearray(len(b))
-out[0:4] = (2).to_bytes(4, "little")
+out[0:4] = ver.to_bytes(4, "little")
 out[8:12] = len(keep).to_bytes(4, "little")
 for i, e in enumerate(keep):
     out[16 + 48 * i:64 + 48 * i] = e
-print(" ".join("0x%02x" % x for x in out))' > "$TMP/rec2"
-	rec_write "$(cat "$TMP/rec2")"
+print(" ".join("0x%02x" % x for x in out))' "$1" $gone > "$TMP/rec$1"
+	rec_write "$(cat "$TMP/rec$1")"
 }
 
 # upgrade FROM: the pins as layout FROM left them, then this build's sluiced: migrated, held
 # connections kept, and connections made from the moment its programs are swapped in (the
 # XDP link runs another program) all admitted.
 upgrade() {
-	local from=$1 verdict_before prog_before
+	local from=$1 verdict_before prog_before what n_copied created=1
 	as_old_layout "$from"
+	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
+	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
+	else what="flows copied"; n_copied=1; fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -241,18 +272,20 @@ upgrade() {
 	local ok_after rej_after
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V (verdicts converted.*flows: 12 entries.*2 maps copied, $((NMAPS - 2)) adopted" "$TMP/up$from.log" &&
+	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*flows: 12 entries.*$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
-		[ "$(inflight)" = 12 ] && [ -e "$PIN/handshakes" ] && [ -e "$PIN/halfopen" ] &&
-		[ -e "$PIN/ctl_state" ] && [ -e "$PIN/ctl_requests" ] &&
+		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: verdicts converted, 12 held flows copied, new maps created, $((NMAPS - 2)) maps adopted, record $V, in-flight $(inflight)" \
+		"upgrade from layout $from: $what, 12 held flows copied, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"
 	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 4
+upgrade 3
 upgrade 2
 upgrade 1
 
@@ -292,6 +325,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Connection-level shedding end to end: a real TCP server in one namespace, sluiced
-# on its veth, clients in another. More concurrent connections than the limit allows: L3 is
-# refused first (fast RST), L0 is still served; in-flight returns to exactly 0; a restarted
+# on its veth, clients in another. More busy connections (a query sent, its answer not yet
+# back: a tcp service's concurrency) than the limit allows: L3 is refused first (fast RST),
+# L0 is still served; in-flight returns to exactly 0; a restarted
 # sluiced adopts the pinned state without resetting in-flight; an invalid config is refused
 # with its file:line errors and the old limit stays, through SIGHUP and through the file watch,
 # each tested on its own (as is a valid reload by each); kill -9 of sluiced fails open after
@@ -44,8 +45,12 @@ services:
 Y
 }
 write_config 20
+# The server answers a line after service_ms; the overload below sets it to 6 s through the
+# mode file so that its connections stay busy (an idle connection holds no capacity).
+MODE=$TMP/server.mode
+echo "service_ms=1" > "$MODE"
 start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:7000 --mode tcp \
-	--workers 96 --service-ms 1
+	--workers 96 --service-ms 1 --mode-file "$MODE"
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches to the server veth and reports a heartbeat"
 
@@ -54,16 +59,18 @@ inflight() { status; json_get "$TMP/status.json" "d['services'][0]['in_flight']"
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 
-# --- overload: 200 L3 connections and 8 L0 connections, all held 6 s --------------------
+# --- overload: 200 L3 connections and 8 L0 connections, each waiting 6 s for its answer --
+echo "service_ms=6000" > "$MODE"
+sleep 0.3 # the server re-reads its mode file every 100 ms
 start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
-	--arrivals uniform --rate 100 --duration 2 --hold-ms 6000 --timeout-ms 3000 --quiet \
+	--arrivals uniform --rate 100 --duration 2 --timeout-ms 9000 --quiet \
 	--class L3:1:src=198.18.0.20
 L3PID=$LAST_PID
 start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
-	--arrivals uniform --rate 4 --duration 2 --hold-ms 6000 --timeout-ms 3000 --quiet \
+	--arrivals uniform --rate 4 --duration 2 --timeout-ms 9000 --quiet \
 	--class L0:1:src=198.18.0.10
 L0PID=$LAST_PID
-# 8 L0 + 10 L3 connections fit; the arrivals end after 2 s and all of them are held for 6 s.
+# 8 L0 + 10 L3 busy connections fit; the arrivals end after 2 s and each waits 6 s.
 sleep 3.5   # part of the scenario: the connections have been quiet longer than the idle timeout
 held=$(inflight)
 l3_in=$(cls L3 in_flight)
@@ -82,6 +89,7 @@ ok $([ "$held" -gt 10 ] && [ "$after_stop" -eq "$held" ] && [ "$adopted" -eq "$h
 	"$(cat "$TMP"/sluiced.*.log | tail -n 5)"
 
 wait $L3PID $L0PID
+echo "service_ms=1" > "$MODE"
 l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_ref=$(lg "$TMP/l3.json" L3 refused)
 l3_sent=$(lg "$TMP/l3.json" L3 sent); l3_rej99=$(lg "$TMP/l3.json" L3 reject_p99_ms)
 l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)

@@ -441,8 +441,9 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
 		same &= sluice_prob_complement(in.switch_admit[c]) == b->written.switch_shed[c];
 	}
-	/* In-flight moves only with a counter or a GC release (which clears quiet): an
-	 * unchanged quiet service is skipped without reading it. */
+	/* In-flight moves only with a counter or a GC release (which clears quiet), busy (tcp)
+	 * is read with the counters and marks its slot changed: an unchanged quiet service is
+	 * skipped without reading it. */
 	b->ran = 0;
 	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i)) {
 		books_idle(b, dt_s, decay);
@@ -450,7 +451,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return;
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
-	if (maps_reader_inflight(&d->rd, &d->m, d->idx[i], &in.inflight) ||
+	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
 	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	daemon_ctl_requests(d, i, now_ns);

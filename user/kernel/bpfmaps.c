@@ -139,17 +139,40 @@ int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *ou
 	return read_percpu_u64s(m->pkt_stats, 0, m->ncpus, out, sizeof(*out));
 }
 
-int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+/* Net of what the controller's GC released. */
+static void net_of(struct sluice_inflight *out, const struct sluice_inflight *rel)
+{
+	out->total -= rel->total;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		out->cls[c] -= rel->cls[c];
+}
+
+static int read_net(int fd, int rel_fd, int svc, struct sluice_inflight *out)
 {
 	struct sluice_inflight rel;
 	__u32 k = svc;
 
-	if (bpf_map_lookup_elem(m->inflight, &k, out) || bpf_map_lookup_elem(m->inflight_released, &k, &rel))
+	if (bpf_map_lookup_elem(fd, &k, out) || bpf_map_lookup_elem(rel_fd, &k, &rel))
 		return -errno;
-	out->total -= rel.total;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		out->cls[c] -= rel.cls[c];
+	net_of(out, &rel);
 	return 0;
+}
+
+int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+{
+	return read_net(m->inflight, m->inflight_released, svc, out);
+}
+
+int maps_read_busy(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+{
+	return read_net(m->busy, m->busy_released, svc, out);
+}
+
+int maps_read_concurrency(const struct sluice_maps *m, int svc, int protocol,
+			  struct sluice_inflight *out)
+{
+	return protocol == SLUICE_PROTO_HTTP ? maps_read_inflight(m, svc, out)
+					     : maps_read_busy(m, svc, out);
 }
 
 int maps_read_service(const struct sluice_maps *m, int svc, struct sluice_service *out)
@@ -197,10 +220,13 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->changed = calloc(n, 1);
 	r->inflight = calloc(n, sizeof(*r->inflight));
 	r->released = calloc(n, sizeof(*r->released));
+	r->busy = calloc(n, sizeof(*r->busy));
+	r->busy_released = calloc(n, sizeof(*r->busy_released));
+	r->busy_read = calloc(n, 1);
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
 	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight ||
-	    !r->released || !r->hist) {
+	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read) {
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
@@ -214,6 +240,9 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->changed);
 	free(r->inflight);
 	free(r->released);
+	free(r->busy);
+	free(r->busy_released);
+	free(r->busy_read);
 	free(r->hist);
 	free(r->keys);
 	memset(r, 0, sizeof(*r));
@@ -221,8 +250,11 @@ void maps_reader_free(struct maps_reader *r)
 
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m)
 {
-	return maps_read_array(m->inflight_released, 0, (__u32)r->n_slots, sizeof(*r->released),
-			       r->released, r->keys);
+	int err = maps_read_array(m->inflight_released, 0, (__u32)r->n_slots,
+				  sizeof(*r->released), r->released, r->keys);
+
+	return err ? err : maps_read_array(m->busy_released, 0, (__u32)r->n_slots,
+					   sizeof(*r->busy_released), r->busy_released, r->keys);
 }
 
 /* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
@@ -244,6 +276,23 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 		r->changed[first + k] = 1;
 		r->n_changed++;
 	}
+	/* busy: the stats are compared, the scratch is free again */
+	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
+				   r->keys)))
+		return err;
+	for (int k = 0; k < n; k++) {
+		const struct sluice_inflight *fresh = (const struct sluice_inflight *)r->scratch + k;
+		int s = first + k;
+
+		r->busy_read[s] = 1;
+		if (r->have_prev && !memcmp(&r->busy[s], fresh, sizeof(*fresh)))
+			continue;
+		r->busy[s] = *fresh;
+		if (!r->changed[s]) {
+			r->changed[s] = 1;
+			r->n_changed++;
+		}
+	}
 	return 0;
 }
 
@@ -255,6 +304,7 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 	if (n_used > r->n_slots)
 		n_used = r->n_slots;
 	memset(r->changed, 0, (size_t)r->n_slots);
+	memset(r->busy_read, 0, (size_t)r->n_slots);
 	r->n_changed = 0;
 	r->inflight_read = 0;
 	parts = (n_used + MAPS_SCAN_SLOTS - 1) / MAPS_SCAN_SLOTS;
@@ -329,10 +379,28 @@ int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int
 	if (!r->inflight_read && bpf_map_lookup_elem(m->inflight, &k, &r->inflight[svc]))
 		return -errno;
 	*out = r->inflight[svc];
-	out->total -= r->released[svc].total;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		out->cls[c] -= r->released[svc].cls[c];
+	net_of(out, &r->released[svc]);
 	return 0;
+}
+
+int maps_reader_busy(struct maps_reader *r, const struct sluice_maps *m, int svc,
+		     struct sluice_inflight *out)
+{
+	__u32 k = (__u32)svc;
+
+	/* A slot this read did not cover (its service runs for another reason): look it up. */
+	if (!r->busy_read[svc] && bpf_map_lookup_elem(m->busy, &k, &r->busy[svc]))
+		return -errno;
+	*out = r->busy[svc];
+	net_of(out, &r->busy_released[svc]);
+	return 0;
+}
+
+int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			    int protocol, struct sluice_inflight *out)
+{
+	return protocol == SLUICE_PROTO_HTTP ? maps_reader_inflight(r, m, svc, out)
+					     : maps_reader_busy(r, m, svc, out);
 }
 
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,

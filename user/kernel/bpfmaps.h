@@ -10,7 +10,7 @@
 
 struct sluice_maps {
 	int port_to_service, services, source_rules, verdicts, globals, replies;
-	int flows, rejected_syns, clients, inflight, inflight_released;
+	int flows, rejected_syns, clients, inflight, inflight_released, busy, busy_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int ncpus;
@@ -21,7 +21,7 @@ struct sluice_maps {
 #define SLUICE_MAP_NAMES \
 	X(port_to_service) X(services) X(source_rules) X(verdicts) X(globals) X(replies) \
 	X(flows) X(rejected_syns) X(clients) X(inflight) X(inflight_released) X(class_stats) \
-	X(latency_hist) X(pkt_stats)
+	X(latency_hist) X(pkt_stats) X(busy) X(busy_released)
 
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
@@ -42,7 +42,8 @@ int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u
 /* The tick's read path: the counters (class_stats) in one batch syscall, the in-flight and
  * histograms only of the services the caller runs (in-flight batched too when many changed).
  * In-flight only moves with a counter (admitted, completed) or with a GC release, so an
- * unchanged service needs neither. Buffers are kept: no allocation per read.
+ * unchanged service needs neither. A tcp turn opens without a counter: `busy` is read with the
+ * counters, and a slot whose busy moved counts as changed. Buffers are kept: no allocation per read.
  * With more than MAPS_SCAN_SLOTS slots in use, a read covers the `hot` slots (the services
  * the caller still runs) and one of up to MAPS_SCAN_PARTS parts of the rest in turn: the
  * cost per tick of services at rest is bounded by the part, and their first traffic is seen
@@ -60,6 +61,11 @@ struct maps_reader {
 	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
+	/* tcp turns: busy as last read with the counters (a turn opens without moving a
+	 * counter, so a change of busy marks the slot changed too), the GC's releases (cached),
+	 * and per slot whether this read covered it. */
+	struct sluice_inflight *busy, *busy_released;
+	unsigned char *busy_read;
 	void *hist;                  /* one service's 4 histograms, all CPUs */
 	__u32 *keys;                 /* scratch for the batch lookups */
 };
@@ -68,7 +74,8 @@ void maps_reader_free(struct maps_reader *r);
 /* Read the counters of slots [0, n_used) as described above (hot: n_hot slot numbers). */
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
 		     const int *hot, int n_hot);
-/* inflight_released is written by the flow GC only: re-read it after a GC pass released. */
+/* inflight_released and busy_released are written by the flow GC only: re-read them after a
+ * GC pass released. */
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
 /* Did slot svc's counters move since it was last read (always 1 on the first read)? */
 int maps_reader_changed(const struct maps_reader *r, int svc);
@@ -77,6 +84,12 @@ void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class
 /* In-flight as admission sees it (BPF's count minus the GC's releases). */
 int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			 struct sluice_inflight *out);
+/* tcp: busy connections as admission sees them (BPF's count minus the GC's releases). */
+int maps_reader_busy(struct maps_reader *r, const struct sluice_maps *m, int svc,
+		     struct sluice_inflight *out);
+/* The concurrency the controller limits: requests (http) or busy connections (tcp). */
+int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			    int protocol, struct sluice_inflight *out);
 /* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out);
@@ -87,8 +100,14 @@ int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out);
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out);
 int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *out);
-/* In-flight as admission sees it: BPF's count minus what the controller's GC released. */
+/* In-flight as admission sees it: BPF's count minus what the controller's GC released.
+ * http: requests; tcp: open connections (for a connection cap). */
 int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
+/* tcp: connections with a turn open (the concurrency of a tcp service), net of the GC's. */
+int maps_read_busy(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
+/* The concurrency the controller limits: requests (http) or busy connections (tcp). */
+int maps_read_concurrency(const struct sluice_maps *m, int svc, int protocol,
+			  struct sluice_inflight *out);
 
 int maps_read_service(const struct sluice_maps *m, int svc, struct sluice_service *out);
 int maps_read_verdict(const struct sluice_maps *m, int svc, struct sluice_verdict *out);

@@ -101,6 +101,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		  unsigned long long syn_timeout_ns, unsigned long long idle_timeout_ns,
 		  flow_alive_fn still_open, void *ctx)
 {
+	/* Per released map (inflight_released, busy_released), one entry per service slot. */
+	const int rel_fd[2] = { m->inflight_released, m->busy_released };
 	struct sluice_inflight *rel;
 	unsigned char *dirty;
 	struct stale_scan scan = { .now_ns = now_ns, .syn_timeout_ns = syn_timeout_ns,
@@ -117,8 +119,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		free(stale);
 		return 0;
 	}
-	rel = calloc((size_t)m->n_slots, sizeof(*rel));
-	dirty = calloc((size_t)m->n_slots, 1);
+	rel = calloc(2 * (size_t)m->n_slots, sizeof(*rel));
+	dirty = calloc(2 * (size_t)m->n_slots, 1);
 	if (!rel || !dirty) {
 		free(rel);
 		free(dirty);
@@ -136,26 +138,36 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
 		reclaimed++;
 		if (f.client_counted)
 			release_client_count(m, f.svc, stale[i].client_addr);
-		int units = f.tracked_inflight + (f.req_active == 1); /* 2: being decided, no slot yet */
-		if (!units)
-			continue;
-		if (!dirty[f.svc]) {
-			__u32 k = f.svc;
-			if (bpf_map_lookup_elem(m->inflight_released, &k, &rel[f.svc]))
+		/* units[0]: `inflight` (a tcp connection, an http request; req_active 2 is a
+		 * request being decided, no slot yet); units[1]: `busy` (a tcp turn left open). */
+		int tcp = f.tracked_inflight, open = f.req_active == 1;
+		int units[2] = { tcp + (!tcp && open), tcp && open };
+		for (int w = 0; w < 2; w++) {
+			if (!units[w])
 				continue;
-			dirty[f.svc] = 1;
+			size_t at = (size_t)w * m->n_slots + f.svc;
+
+			if (!dirty[at]) {
+				__u32 k = f.svc;
+				if (bpf_map_lookup_elem(rel_fd[w], &k, &rel[at]))
+					continue;
+				dirty[at] = 1;
+			}
+			rel[at].total += units[w];
+			rel[at].cls[f.class & 3] += units[w];
 		}
-		rel[f.svc].total += units;
-		rel[f.svc].cls[f.class & 3] += units;
 	}
 	free(stale);
-	for (int s = 0; s < m->n_slots; s++) {
-		__u32 k = s;
-		if (dirty[s] && bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY)) {
-			reclaimed = -errno;
-			break;
+	for (int w = 0; w < 2 && reclaimed >= 0; w++)
+		for (int s = 0; s < m->n_slots; s++) {
+			size_t at = (size_t)w * m->n_slots + s;
+			__u32 k = s;
+
+			if (dirty[at] && bpf_map_update_elem(rel_fd[w], &k, &rel[at], BPF_ANY)) {
+				reclaimed = -errno;
+				break;
+			}
 		}
-	}
 	free(rel);
 	free(dirty);
 	return reclaimed;

@@ -66,11 +66,14 @@ void layout_verdict_from_v2(void *value)
 	sluice_verdict_mark_shut(v);
 }
 
-/* Layout 2's flows had padding where client_next is; 0 there tells the data path that where
- * the client is is not known yet (its FIN/RST is taken, the server's next ack sets it). */
+/* Layout 2's flows had padding where client_next and flags are; 0 in client_next tells the
+ * data path that where the client is is not known yet (its FIN/RST is taken, the server's
+ * next ack sets it), 0 in flags that the server's next sequence is not known either (its next
+ * data sets it). */
 void layout_flow_from_v2(void *value)
 {
 	((struct sluice_flow *)value)->client_next = 0;
+	((struct sluice_flow *)value)->flags = 0;
 }
 
 struct layout_convert {
@@ -89,8 +92,9 @@ static const struct layout_convert from_v2[] = {
  * when it has one): its key and value sizes must be unchanged (a map whose values changed
  * size needs a converter that can change sizes first), its max_entries may differ. Maps new
  * in this layout are created empty by loading. Every other map must match this build exactly
- * and is adopted. The converters produce layout 3 values, which are layout 4's as well: a
- * later layout that changes a value runs its own converter after them, or refuses. */
+ * and is adopted. The converters produce layout 3 values, which are layout 5's as well (a
+ * layout 3 flow is a layout 5 flow with no turn open): a later layout that changes a value
+ * runs its own converter after them, or refuses. */
 struct layout_migration {
 	__u32 from;
 	int copy_all;
@@ -100,30 +104,46 @@ struct layout_migration {
 	const char *what;
 };
 
-/* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two). */
+/* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two, 5 the tcp
+ * turns' two), and those 3 and 4 never had. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
-					     "ctl_requests", NULL };
-static const char *const new_in_v4[] = { "ctl_state", "ctl_requests", NULL };
+					     "ctl_requests", "busy", "busy_released", NULL };
+static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
+					     "busy_released", NULL };
+static const char *const new_in_v5[] = { "busy", "busy_released", NULL };
 
-/* Layout 4 changed no value of layout 3's maps, so the 1/2 converters' layout 3 values are
- * this layout's too: layouts 1 and 2 migrate in one step. */
+/* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
+ * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
+ * zero in a layout 3 or 4 flow: no turn open, the server's sequence learned from its next
+ * data. So flows are copied byte for byte from 3 and 4. `busy` and `busy_released` start at
+ * zero, which is exact: no older flow has a turn open. */
+static const char *const copy_flows[] = { "flows", NULL };
+
+/* Layouts 4 and 5 changed no value of layout 3's maps but the flows (and a layout 2 flow
+ * converted to layout 3 is a layout 5 flow with no turn open), so layouts 1 and 2 migrate in
+ * one step through their converters. */
 static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state and ctl_requests created empty, the layout "
-		  "record is new" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty, the layout record is new" },
 	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state and ctl_requests created empty" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 4: the controller's state and request maps are new (created empty by the load);
-	 * every other map is adopted as it is */
-	{ .from = 3, .fresh = new_in_v4,
-	  .what = "new maps ctl_state and ctl_requests, the others adopted" },
+	/* 3 -> 5: flows copied; the controller's state and request maps and the busy maps are
+	 * new (created empty by the load); every other map is adopted as it is */
+	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
+	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
+		  "others adopted" },
+	/* 4 -> 5: flows copied, the busy maps new, every other map adopted */
+	{ .from = 4, .copy = copy_flows, .fresh = new_in_v5,
+	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -656,9 +676,10 @@ int layout_copy(struct layout_plan *p, char *err, size_t errlen)
 }
 
 /* Counters (per-CPU arrays): the new map counts from the swap on, so add what the old
- * programs counted since the first copy. In-flight (`inflight`) is shared with the running
- * programs' atomics, so its late changes are booked in `inflight_released`, which only the
- * controller writes: effective in-flight = inflight - released stays exact. Everything else:
+ * programs counted since the first copy. In-flight (`inflight`) and busy (`busy`) are shared
+ * with the running programs' atomics, so their late changes are booked in `inflight_released`
+ * and `busy_released`, which only the controller writes: effective in-flight = inflight -
+ * released (and busy alike) stays exact. Everything else:
  * a change the old programs made after the first copy is carried over unless the new programs
  * changed the entry too (they saw the later packet). */
 static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
@@ -666,7 +687,8 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 	const struct snapshot *b = s->base;
 	struct snapshot *f = snap_read(s->old_fd);
 	const char *name = bpf_map__name(s->map);
-	struct layout_slot *rel = slot_named(p, "inflight_released");
+	struct layout_slot *rel = !strcmp(name, "inflight") ? slot_named(p, "inflight_released")
+				  : !strcmp(name, "busy") ? slot_named(p, "busy_released") : NULL;
 	int fd = bpf_map__fd(s->map), rc = 0;
 	char *cur = f ? malloc(f->vsz) : NULL;
 
@@ -691,7 +713,7 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 					c[w] += o[w] - ob[w];
 				bpf_map_update_elem(fd, k, cur, BPF_ANY);
 			}
-		} else if (bv && strcmp(name, "inflight") == 0 && rel) {
+		} else if (bv && rel) {
 			struct sluice_inflight r;
 			const struct sluice_inflight *o = (const void *)fv, *ob = (const void *)bv;
 

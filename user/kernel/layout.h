@@ -67,7 +67,7 @@ void layout_plan_release(struct layout_plan *p);
  * adopted). The two converters from layouts 1 and 2: */
 layout_convert_fn layout_converter(__u32 from, const char *map);
 void layout_verdict_from_v2(void *value);   /* admit fractions -> shed fractions, shut flags */
-void layout_flow_from_v2(void *value);      /* client_next 0: not known */
+void layout_flow_from_v2(void *value);      /* client_next, flags 0: not known */
 
 /* Hash of a map's key and value types in the object's BTF (0 when it has none): member names,
  * offsets, sizes, array lengths and integer encodings; typedefs and qualifiers are looked

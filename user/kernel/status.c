@@ -109,8 +109,15 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		s->idx = i;
 		maps_read_verdict(m, i, &s->v);
 		collect_ctl(m, i, s);
-		if (maps_read_inflight(m, i, &inf) == 0)
+		if (maps_read_concurrency(m, i, s->svc.protocol, &inf) == 0)
 			s->in_flight = inf.total;
+		s->connections = -1;
+		if (s->svc.protocol != SLUICE_PROTO_HTTP) {
+			struct sluice_inflight conns;
+
+			if (maps_read_inflight(m, i, &conns) == 0)
+				s->connections = conns.total;
+		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &s->cls[c];
 
@@ -364,6 +371,9 @@ static json_t *service_json(const struct service_status *sv)
 		"classes", classes);
 	if (o)
 		ctl_json(o, &sv->ctl);
+	/* tcp: in_flight counts busy connections; the open ones are their own key. */
+	if (o && sv->connections >= 0)
+		json_object_set_new(o, "connections", json_integer(sv->connections));
 	return o;
 }
 

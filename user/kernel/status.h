@@ -38,7 +38,9 @@ struct service_status {
 	struct ctl_status ctl;
 	struct sluice_service svc;
 	struct sluice_verdict v;
-	long long in_flight;
+	long long in_flight;                     /* http: requests; tcp: connections with a
+	                                          * turn open (idle ones hold no capacity) */
+	long long connections;                   /* tcp: open connections; -1 for http */
 	struct class_status cls[SLUICE_NUM_CLASSES];
 };
 
