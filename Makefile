@@ -69,7 +69,7 @@ $(BINS):
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(BUILD)/tools/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h)
+$(TOOL_BINS): $(BUILD)/tools/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) tools/common/args.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(filter %.c,$^) -lpthread -lm -o $@
 

@@ -15,6 +15,7 @@
 // Output: one JSON object on stdout at the end; optional progress lines on stderr.
 // See tools/README.md for usage.
 #include "loadgen.h"
+#include "../common/args.h"
 
 // ---------------------------------------------------------------- globals
 const char *mode_names[] = { "http-keepalive", "http-new", "tcp" };
@@ -283,22 +284,12 @@ static void usage(FILE *f)
 		"Exit 0 when the run completed, 2 bad usage, 1 runtime failure.\n");
 }
 
-static double num_arg(const char *name, const char *v, double lo, double hi)
-{
-	char *end;
-	double x = strtod(v, &end);
-	if (!*v || *end || !(x >= lo && x <= hi))
-		die("bad value for %s: '%s' (want %g..%g)", name, v, lo, hi);
-	return x;
-}
-
 // Reads the command line into opt and the class table. Exits 2 on bad usage, 0 after --help.
 static void parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
-#define ARG() (has ? argv[++i] : (die("%s needs a value", a), ""))
 		if (!strcmp(a, "--target"))
 			opt.target_str = ARG();
 		else if (!strcmp(a, "--rate"))

@@ -15,6 +15,7 @@
 // SIGTERM/SIGINT: stop, join, print the JSON stats on stdout, exit 0.
 // See tools/README.md for usage.
 #include "testserver.h"
+#include "../common/args.h"
 
 // ---------------------------------------------------------------- options and run-time mode
 struct ts_opt opt = { .workers = 4, .service_ms = 10, .slow_ms = -1, .mode = MODE_HTTP, .backlog = 1024,
@@ -471,22 +472,12 @@ static void usage(FILE *f)
 		"JSON on stdout and exit 0. HTTP paths: /slow*, /status/NNN.\n");
 }
 
-static double num_arg(const char *name, const char *v, double lo, double hi)
-{
-	char *end;
-	double x = strtod(v, &end);
-	if (!*v || *end || !(x >= lo && x <= hi))
-		die("bad value for %s: '%s' (want %g..%g)", name, v, lo, hi);
-	return x;
-}
-
 // Reads the command line into opt. Exits 2 on bad usage, 0 after --help.
 static void parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
-#define ARG() (has ? argv[++i] : (die("%s needs a value", a), ""))
 		if (!strcmp(a, "--listen")) {
 			if (opt.nlisten == MAX_LISTEN)
 				die("too many --listen (max %d)", MAX_LISTEN);
