@@ -284,17 +284,14 @@ int sluice_config_parse(const char *text, size_t len, const char *name,
 	return errs->n ? -1 : 0;
 }
 
+static int sluice_config_parse_text(const char *text, size_t len, const char *name, void *out,
+			struct doc_errors *errs)
+{
+	return sluice_config_parse(text, len, name, out, errs);
+}
+
 int sluice_config_load(const char *path, struct sluice_config *out, struct doc_errors *errs)
 {
-	char *text;
-	size_t len;
-	int rc;
-
-	doc_errors_init(errs, path);
 	sluice_config_defaults(out);
-	if (ydoc_read_file(path, &text, &len, errs))
-		return -1;
-	rc = sluice_config_parse(text, len, path, out, errs);
-	free(text);
-	return rc;
+	return ydoc_load_file(path, sluice_config_parse_text, out, errs);
 }

@@ -115,6 +115,20 @@ int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *
 	return 0;
 }
 
+int ydoc_load_file(const char *path, ydoc_text_parser parse, void *out, struct doc_errors *errs)
+{
+	char *text;
+	size_t len;
+	int rc;
+
+	doc_errors_init(errs, path);
+	if (ydoc_read_file(path, &text, &len, errs))
+		return -1;
+	rc = parse(text, len, path, out, errs);
+	free(text);
+	return rc;
+}
+
 int ydoc_read_file(const char *path, char **text, size_t *len, struct doc_errors *errs)
 {
 	FILE *f = fopen(path, "re");

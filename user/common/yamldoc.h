@@ -58,6 +58,12 @@ int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *
 /* Read path (at most DOC_MAX_BYTES, to its end: pipes work too) into a malloc'd,
  * NUL-terminated buffer. 0, or -1 with the reason in errs. */
 int ydoc_read_file(const char *path, char **text, size_t *len, struct doc_errors *errs);
+/* A parser of one document's text into `out` (config, plan, budget chains). */
+typedef int (*ydoc_text_parser)(const char *text, size_t len, const char *name, void *out,
+				struct doc_errors *errs);
+/* Start errs for `path`, read it (ydoc_read_file) and hand the text to parse. The parser's
+ * result, or -1 when the file cannot be read (reason in errs). */
+int ydoc_load_file(const char *path, ydoc_text_parser parse, void *out, struct doc_errors *errs);
 void ydoc_free(struct ydoc *d);
 /* The root node, NULL for an empty document (a file of comments only). */
 yaml_node_t *ydoc_root(struct ydoc *d);

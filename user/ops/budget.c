@@ -141,19 +141,16 @@ int budget_parse(const char *text, size_t len, const char *name, struct budget_f
 	return 0;
 }
 
+static int budget_parse_text(const char *text, size_t len, const char *name, void *out,
+			struct doc_errors *errs)
+{
+	return budget_parse(text, len, name, out, errs);
+}
+
 int budget_load(const char *path, struct budget_file *out, struct doc_errors *errs)
 {
-	char *text;
-	size_t len;
-	int rc;
-
 	memset(out, 0, sizeof(*out));
-	doc_errors_init(errs, path);
-	if (ydoc_read_file(path, &text, &len, errs))
-		return -1;
-	rc = budget_parse(text, len, path, out, errs);
-	free(text);
-	return rc;
+	return ydoc_load_file(path, budget_parse_text, out, errs);
 }
 
 static void add_service(struct budget_chain *c, const struct budget_hop *h)

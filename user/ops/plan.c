@@ -212,19 +212,16 @@ int plan_parse(const char *text, size_t len, const char *name, struct sluice_pla
 	return errs->n ? -1 : 0;
 }
 
+static int plan_parse_text(const char *text, size_t len, const char *name, void *out,
+			struct doc_errors *errs)
+{
+	return plan_parse(text, len, name, out, errs);
+}
+
 int plan_load(const char *path, struct sluice_plan *out, struct doc_errors *errs)
 {
-	char *text;
-	size_t len;
-	int rc;
-
 	memset(out, 0, sizeof(*out));
-	doc_errors_init(errs, path);
-	if (ydoc_read_file(path, &text, &len, errs))
-		return -1;
-	rc = plan_parse(text, len, path, out, errs);
-	free(text);
-	return rc;
+	return ydoc_load_file(path, plan_parse_text, out, errs);
 }
 
 /* ---- review ---- */
