@@ -33,7 +33,10 @@ services:
       - { source: 198.18.0.10/32, class: L0 }
 Y
 start_bg "$TMP/httpserver.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
-	--workers 4 --service-ms 20 --mode-file "$MODE" --quiet
+	--workers 4 --service-ms 20 --mode-file "$MODE" --stats-file "$TMP/server.stats" \
+	--stats-interval-ms 100 --quiet
+# server_fail_rate RATE: the server has taken up fail_rate RATE from its mode file
+server_fail_rate() { grep -q "\"fail_rate\":$1[,}]" "$TMP/server.stats" 2>/dev/null; }
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced starts"
 LOGS=("$SLUICED_LOG")
@@ -52,7 +55,8 @@ run_load() { # run_load OUT ARGS...
 }
 run_load "$TMP/l0.json" --target $SRV_IP:8080 --mode http-keepalive --rate 40 --duration 40 \
 	--class L0:1:src=198.18.0.10
-sleep 3
+learned() { status_json "$TMP/base.json" && [ "$(svc "$TMP/base.json" "['baseline_us'] or 0")" -gt 0 ]; }
+wait_for 10 "a baseline learned from L0 alone" learned
 run_load "$TMP/l3.json" --target $SRV_IP:8080 --mode http-keepalive --rate 800 --duration 36 \
 	--class L3:1:src=198.18.0.20
 moved() { status_json "$TMP/pre.json" && [ "$(svc "$TMP/pre.json" "['limit']")" -lt 19 ] &&
@@ -103,13 +107,14 @@ ok $([ "$(svc "$TMP/after1.json" "['baseline_us'] or 0")" -gt 0 ] &&
 	"$(cat "$TMP/after1.json")"
 
 # --- kill -9, a backend failing everything while no sluiced runs, start ---------------------
-sleep 1.5
+sleep 1.5 # part of the scenario: the new sluiced controls the overload a while before it is killed
 kill -KILL "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 e2=$(entry "$TMP/kill.json")
 echo "fail_rate=1" > "$MODE"
-sleep 2
+wait_for 5 "the server to fail everything (fail_rate 1 in its stats)" server_fail_rate 1.000000
+sleep 2 # part of the scenario: 2 s of a backend failing everything while no sluiced runs
 echo "fail_rate=0" > "$MODE"
-sleep 0.2
+wait_for 5 "the server to serve again (fail_rate 0 in its stats)" server_fail_rate 0.000000
 status_json "$TMP/errs.json"
 errs=$(json_get "$TMP/errs.json" "sum(c['errors'] for c in d['services'][0]['classes'])")
 calls=$(json_get "$TMP/errs.json" "sum(c['completed'] - c['http_429'] for c in d['services'][0]['classes'])")
@@ -118,7 +123,7 @@ LOGS+=("$SLUICED_LOG")
 ok $([ $up = 0 ] && adopted "$SLUICED_LOG" "$TMP/kill.json" && echo 0 || echo 1) \
 	"kill -9 + start: the new sluiced adopted the last entry written ($e2)" \
 	"$(cat "$TMP/adopted.txt"; grep -E 'adopted|fresh' "$SLUICED_LOG")"
-sleep 2
+sleep 2 # part of the scenario: the window in which no breaker may open (an absence: nothing to poll for)
 status_json "$TMP/after2.json"
 opened=$(grep -c '"machine":"breaker".*"to":"open"' "$SLUICED_LOG")
 ok $([ "$opened" = 0 ] && [ "$(svc "$TMP/after2.json" "['breaker']['state']")" = closed ] &&

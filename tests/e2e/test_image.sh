@@ -170,7 +170,8 @@ ok $? "the DaemonSet's startup probe passes inside the pod with the image's slui
 # limit 4, L3 headroom 50%: 2 busy L3 connections at a time; 40 arrive within 1 s, each
 # waiting 2 s for its answer.
 echo "service_ms=2000" > "$MODE"
-sleep 0.3 # the server re-reads its mode file every 100 ms
+wait_for 5 "the server to take up service_ms=2000 from its mode file" \
+	grep -q 'mode: service_ms=2000.000 ' "$TMP/server.log"
 in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform --rate 40 \
 	--duration 1 --timeout-ms 3000 --quiet --class L3:1 > "$TMP/l3.json" 2>"$TMP/l3.err"
 echo "service_ms=1" > "$MODE"
@@ -198,7 +199,7 @@ ok $([ "$wide" -le 120 ] && [ "$row" = "$want 100%" ] && echo 0 || echo 1) \
 start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
 	--arrivals uniform --rate 20 --duration 3 --timeout-ms 2000 --quiet --class L0:1:src=198.18.0.10
 LGPID=$LAST_PID
-sleep 0.5
+sleep 0.5 # part of the scenario: the pod stops half a second into the L0 load
 kill -TERM "$POD_PID"; wait "$POD_PID" 2>/dev/null; rc=$?
 pins=$(ls "$PIN" 2>/dev/null | wc -l)
 pod 2

@@ -98,7 +98,8 @@ start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 -
 	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 40000 --timeout-ms 50000 --quiet \
 	--class L2:1:src=198.18.0.20
 HELD_PID=$LAST_PID
-for i in $(seq 50); do [ "$(inflight)" = 12 ] && break; sleep 0.1; done
+inflight_is() { [ "$(inflight)" = "$1" ]; }
+wait_for 5 "the 12 held connections in flight" inflight_is 12
 held=$(inflight)
 
 # --- same layout: adopt ------------------------------------------------------------------
@@ -268,7 +269,7 @@ upgrade() {
 	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform \
 		--rate 1000 --max-requests 100 --timeout-ms 3000 --quiet --class L2:1:src=198.18.0.20 \
 		> "$TMP/after$from.json" 2>/dev/null
-	for i in $(seq 100); do grep -q '"to":"attached"' "$TMP/up$from.log" && break; sleep 0.05; done
+	wait_for 5 "the layout $from upgrade's attached event" grep -q '"to":"attached"' "$TMP/up$from.log"
 	local ok_after rej_after
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
@@ -297,7 +298,7 @@ prog_before=$(xdp_prog)
 flows_id_before=$(pinned_id map flows id)
 start_bg "$TMP/drill.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
-for i in $(seq 100); do grep -q '"to":"attached"' "$TMP/drill.log" && break; sleep 0.05; done
+wait_for 5 "the drill's attached event" grep -q '"to":"attached"' "$TMP/drill.log"
 link_after=$(pinned_id link link_xdp id)
 flows_id_after=$(pinned_id map flows id)
 ok $(grep -q "migrated the maps under $PIN from layout $V to $DV (rehearsal.*flows: 12 entries.*$((NMAPS - 1)) maps copied, 1 adopted" "$TMP/drill.log" &&
@@ -320,7 +321,7 @@ refused "$BUILD/sluiced" "layout $V sluiced on layout $DV pins is refused" \
 start_bg "$TMP/drill2.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 wait "$HELD_PID"
-for i in $(seq 50); do [ "$(inflight)" = 0 ] && break; sleep 0.1; done
+wait_for 5 "in-flight back to 0 after the held connections end" inflight_is 0
 held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&

@@ -196,7 +196,8 @@ echo "service_ms=1 fail_rate=1.0" > "$TMP/mode"
 wait_for 10 "web's breaker open on 500s" opened
 b1=$(breaker)
 echo "service_ms=1 fail_rate=0" > "$TMP/mode"
-sleep 0.3
+serving() { grep 'mode: ' "$TMP/server.log" | tail -n 1 | grep -q 'fail_rate=0.0000 '; }
+wait_for 5 "the server to take up fail_rate=0 from its mode file" serving
 c1=$(code -H 'X-Priority: L0')
 ctl breaker reset web --reason "INC-3 false open"
 r=$RC o=$OUT
@@ -221,7 +222,7 @@ ok $? "cascade clear lifts a real suspension (event suspended -> armed, naming w
 	"suspended: $s1, exit $RC" "$OUT" "$ERR" "$(grep cascade "$SLUICED_LOG" | tail -n 3)"
 # The errors of that run may still open the breaker once the suppression is lifted: close it
 # again so the checks below see the switches alone.
-sleep 1.2
+sleep 1.2 # part of the scenario: an opening that may or may not come (nothing to poll for) gets its ticks
 "$CTL" breaker reset web --reason "tidy up after INC-4" >/dev/null 2>&1
 grep '"command":"cascade clear"' "$AUDIT" | tail -n 1 | grep -q '"reason":"INC-4 recovered"'
 ok $? "cascade clear is audited" "$(tail -n 2 "$AUDIT")"
@@ -299,7 +300,7 @@ for _ in $(seq 12); do
 	a=$(json_get "$TMP/status.json" "d['heartbeat_age_s']")
 	maxage=$(awk -v a="$a" -v m="$maxage" 'BEGIN { print (a > m) ? a : m }')
 	[ "$(code -H 'X-Priority: L1')" = 429 ] || fails=$((fails + 1))
-	sleep 0.25
+	sleep 0.25 # part of the scenario: 12 samples spread over 3 s with the writer stuck
 done
 fo1=$(fail_open)
 awk -v m="$maxage" 'BEGIN { exit !(m < 1.0) }' && [ "$fails" -eq 0 ] && [ "$fo1" = "$fo0" ]

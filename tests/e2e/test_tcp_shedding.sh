@@ -61,7 +61,8 @@ lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 
 # --- overload: 200 L3 connections and 8 L0 connections, each waiting 6 s for its answer --
 echo "service_ms=6000" > "$MODE"
-sleep 0.3 # the server re-reads its mode file every 100 ms
+wait_for 5 "the server to take up service_ms=6000 from its mode file" \
+	grep -q 'mode: service_ms=6000.000 ' "$TMP/server.log"
 start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
 	--arrivals uniform --rate 100 --duration 2 --timeout-ms 9000 --quiet \
 	--class L3:1:src=198.18.0.20
