@@ -83,10 +83,15 @@ start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --m
 	--rate 20 --duration 3 --quiet --class L0:1:src=198.18.0.10
 L0PID=$LAST_PID
 sleep 1.5   # part of the scenario: sample the rate in the middle of the 3 s flood
-status
-rate3=$(cls L3 rate_per_s)
-ok $(python3 -c "import sys; sys.exit(0 if 200 <= $rate3 <= 400 else 1)" && echo 0 || echo 1) \
-	"sluicectl status reports the L3 request rate while it runs: $rate3/s (offered 300/s)"
+# The rate comes from two snapshots 250 ms apart: a short window on a busy machine, so the
+# check gets one more measurement (still inside the flood) before it fails.
+rate_ok() {
+	status
+	rate3=$(cls L3 rate_per_s)
+	python3 -c "import sys; sys.exit(0 if 200 <= $rate3 <= 400 else 1)"
+}
+retry_once rate_ok
+ok $? "sluicectl status reports the L3 request rate while it runs: $rate3/s (offered 300/s)$RETRY_NOTE"
 wait $L3PID $L0PID
 l3_429=$(lg "$TMP/l3.json" L3 http_429); l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_sent=$(lg "$TMP/l3.json" L3 sent)
 l3_err=$(lg "$TMP/l3.json" L3 errors); rej99=$(lg "$TMP/l3.json" L3 reject_p99_ms)
