@@ -33,9 +33,12 @@ LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
               $(BUILD)/bench/empty_xdp.bpf.o
-TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
+FUZZ_PARSERS := config switches plan budget
+FUZZ_PARSER_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_PARSERS))
+FUZZ_BINS  := $(BUILD)/fuzz/fuzz_datapath $(FUZZ_PARSER_BINS)
+TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS) $(FUZZ_BINS)
 
-.PHONY: all deps deps-check test demo bench clean
+.PHONY: all deps deps-check test demo bench fuzz clean
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(BINS) $(TOOL_BINS)
@@ -113,6 +116,27 @@ $(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB)
 $(BUILD)/bench/bench_tick: tests/bench/bench_tick.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -ljansson -lm -o $@
+
+# ---- fuzzing: tests/fuzz/run.sh (make test runs a short smoke of the same through
+# tests/unit/test_fuzz_smoke.sh)
+$(BUILD)/fuzz/fuzz_datapath: tests/fuzz/fuzz_datapath.c $(LIB) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# The parsers' libFuzzer harnesses: userspace rebuilt by clang with coverage and ASan.
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address -std=gnu11 -MMD -MP -Iinclude -Iuser -I$(BUILD)
+FUZZ_OBJS  := $(patsubst user/%.c,$(BUILD)/fuzz/user/%.o,$(filter-out $(MAINS),$(USER_SRCS)))
+$(BUILD)/fuzz/user/%.o: user/%.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+$(BUILD)/fuzz/libsluice-fuzz.a: $(FUZZ_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(FUZZ_PARSER_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_parsers.c $(BUILD)/fuzz/libsluice-fuzz.a
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_PARSER=$* $^ $(LIBS) -o $@
+
+fuzz: deps-check $(FUZZ_BINS)
+	@tests/fuzz/run.sh $(BUILD)
 
 # A test binary whose source is gone (renamed or removed) would still run as a suite: drop it.
 test: deps-check $(TEST_ALL)
