@@ -1,0 +1,131 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# Attacks end to end, from a raw socket in the client namespace (tests/e2e/forge.py): forged
+# SYN floods at 10,000/s from inside the L0 prefix and from random sources while real L0
+# clients connect (every one of them admitted); forged data segments with no handshake (no
+# connection, no request, no flow held); forged RST/FIN at blind sequence numbers on real
+# connections (nothing released); and after all of it an overload of real connections is still
+# shed (the floods never filled the flow table or switched shedding off). kill -9 of the
+# controller under load: test_restart.sh.
+CLIENT_ADDRS="198.18.1.10 198.18.0.20"
+TAG=atk
+source "$(dirname "$0")/lib.sh"
+e2e_setup
+# Replies to every address of the range leave through the veth (the forged ones find nobody).
+in_srv ip route add 198.18.0.0/15 dev s0
+
+CFG=$TMP/sluice.yaml
+cat > "$CFG" <<Y
+interface: s0
+control_interval_ms: 100
+heartbeat_timeout_ms: 1000
+metrics_address: 127.0.0.1:0
+state_dir: $TMP/state
+services:
+  - name: db
+    port: 7000
+    protocol: tcp
+    reject: rst
+    limit: { fixed: 20 }
+    headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }
+    headroom_mode: fixed
+    default_class: L3
+    classify:
+      - { source: 198.18.1.0/24, class: L0 }
+  - name: web
+    port: 8080
+    protocol: http
+    limit: { fixed: 20 }
+    headroom_mode: fixed
+    default_class: L2
+Y
+MODE=$TMP/server.mode
+echo "service_ms=1" > "$MODE"
+start_bg "$TMP/tcpserver.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:7000 --mode tcp \
+	--workers 64 --service-ms 1 --mode-file "$MODE"
+start_bg "$TMP/httpserver.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
+	--workers 16 --service-ms 1
+start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
+ok 0 "sluiced attaches to the server veth"
+
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+svc() { json_get "$TMP/status.json" "d['services'][$1].get('$2', -1)"; }
+lg() { json_get "$1" "d['classes']['$2']['$3']"; }
+forge() { in_cli python3 tests/e2e/forge.py "$@"; }
+
+# --- forged SYN floods, 10,000/s for 2 s, while real L0 clients connect ----------------
+for src in 198.18.1.0/24 198.18.0.0/15; do
+	t0=$(now_ms)
+	start_bg "$TMP/forge.out" $IN_CLI python3 tests/e2e/forge.py syn $SRV_IP 7000 20000 10000 $src
+	FPID=$LAST_PID
+	in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform --rate 20 \
+		--duration 2 --timeout-ms 3000 --quiet --class L0:1:src=198.18.1.10 > "$TMP/l0.json"
+	wait "$FPID"
+	ms=$(( $(now_ms) - t0 ))
+	sent=$(cat "$TMP/forge.out")
+	l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)
+	ok $([ "$l0_sent" -ge 30 ] && [ "$l0_ok" -eq "$l0_sent" ] && echo 0 || echo 1) \
+		"forged SYN flood from $src ($sent SYNs in $ms ms): real L0 clients $l0_ok of $l0_sent admitted" \
+		"$(cat "$TMP/l0.json")"
+done
+status
+ok $([ "$(svc 0 connections)" -le 0 ] && [ "$(svc 0 in_flight)" -eq 0 ] && echo 0 || echo 1) \
+	"after the SYN floods no connection slot is held: connections $(svc 0 connections), busy $(svc 0 in_flight)"
+
+# --- forged data segments with no handshake: nothing is held ---------------------------
+n1=$(forge data $SRV_IP 8080 5000 10000 198.18.0.0/15)
+n2=$(forge data $SRV_IP 7000 5000 10000 198.18.1.0/24)
+status
+flows=$(json_get "$TMP/status.json" "d['flows']")
+ok $([ "$(svc 1 in_flight)" -eq 0 ] && [ "$(svc 0 connections)" -le 0 ] && [ "$flows" -le 0 ] && echo 0 || echo 1) \
+	"$n1 forged requests to http and $n2 forged data segments to tcp hold nothing: requests $(svc 1 in_flight), connections $(svc 0 connections), flows $flows"
+
+# --- forged RST/FIN at blind sequence numbers on real connections: nothing released -----
+HOLD=$TMP/hold.py
+cat > "$HOLD" <<'PY'
+import socket, sys, time
+conns = []
+for i in range(10):
+    s = socket.socket(); s.bind(("198.18.1.10", 0)); s.connect((sys.argv[1], 7000))
+    s.sendall(b"q\n"); s.recv(100); conns.append(s)
+# Where each client is in its sequence space (read in repair mode): the forger below sends
+# at half the sequence space away from it, never inside the window sluice accepts.
+with open(sys.argv[2], "w") as out:
+    for s in conns:
+        s.setsockopt(socket.IPPROTO_TCP, 19, 1)          # TCP_REPAIR on
+        s.setsockopt(socket.IPPROTO_TCP, 20, 2)          # TCP_REPAIR_QUEUE: the send queue
+        seq = s.getsockopt(socket.IPPROTO_TCP, 21)       # TCP_QUEUE_SEQ
+        s.setsockopt(socket.IPPROTO_TCP, 19, 0)          # repair off: the socket goes on
+        a, p = s.getsockname()
+        out.write("%s %d %d\n" % (a, p, seq & 0xffffffff))
+print("open", flush=True)
+while True:
+    time.sleep(1)
+PY
+start_bg "$TMP/hold.out" $IN_CLI python3 "$HOLD" $SRV_IP "$TMP/tuples"
+HPID=$LAST_PID
+wait_for 5 "10 connections to be open" grep -q open "$TMP/hold.out"
+status; before=$(svc 0 connections)
+n=$(forge rst $SRV_IP 7000 500 5000 tuples "$TMP/tuples")
+m=$(forge fin $SRV_IP 7000 500 5000 tuples "$TMP/tuples")
+status; after=$(svc 0 connections)
+ok $([ "$before" -eq 10 ] && [ "$after" -eq 10 ] && [ "$(wc -l < "$TMP/tuples")" -eq 10 ] && echo 0 || echo 1) \
+	"$n forged RSTs and $m forged FINs on 10 real connections, out of window, release nothing: $before open before, $after after"
+kill "$HPID"; wait "$HPID" 2>/dev/null
+conns_zero() { status; [ "$(svc 0 connections)" -eq 0 ]; }
+wait_for 5 "the 10 connections to be released" conns_zero
+ok $? "closing them releases all 10: connections $(svc 0 connections)"
+
+# --- after the floods, shedding is still on for established traffic --------------------
+echo "service_ms=3000" > "$MODE"
+wait_for 5 "the server to take up service_ms=3000" grep -q 'mode: service_ms=3000' "$TMP/tcpserver.log"
+in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform --rate 60 \
+	--duration 1 --timeout-ms 6000 --quiet --class L3:1:src=198.18.0.20 > "$TMP/l3.json"
+echo "service_ms=1" > "$MODE"
+l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_ref=$(lg "$TMP/l3.json" L3 refused); l3_sent=$(lg "$TMP/l3.json" L3 sent)
+ok $([ "$l3_ok" -le 10 ] && [ "$l3_ref" -ge $((l3_sent - 10)) ] && echo 0 || echo 1) \
+	"an overload after the floods is still shed: L3 $l3_ok ok, $l3_ref refused of $l3_sent (headroom 10)"
+zero() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(svc 0 in_flight)" -eq 0 ]; }
+wait_for 8 "every connection to be released" zero
+ok $? "in-flight returns to exactly 0: connections $(svc 0 connections), busy $(svc 0 in_flight)"
+finish
