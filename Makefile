@@ -124,11 +124,11 @@ $(BUILD)/fuzz/fuzz_datapath: tests/fuzz/fuzz_datapath.c $(LIB) | $(SKELS)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
 
 # The parsers' libFuzzer harnesses: userspace rebuilt by clang with coverage and ASan.
-FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address -std=gnu11 -MMD -MP -Iinclude -Iuser -I$(BUILD)
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address -std=gnu11 -Iinclude -Iuser -I$(BUILD)
 FUZZ_OBJS  := $(patsubst user/%.c,$(BUILD)/fuzz/user/%.o,$(filter-out $(MAINS),$(USER_SRCS)))
 $(BUILD)/fuzz/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+	$(CLANG) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/fuzz/libsluice-fuzz.a: $(FUZZ_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^

@@ -32,7 +32,9 @@
 #                    else PG_DUR, default 6 here)
 #   BENCH_IDLE_S     seconds of each sluiced-at-rest measurement of the micro scenario (default 10)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
-#   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four)
+#   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four), and "soak"
+#                    (opt-in: connection churn for SOAK_SECONDS, default 1800, ending with
+#                    in-flight checked to be exactly 0; tools/bench/soak.sh)
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
@@ -445,6 +447,15 @@ print(" ".join(json.loads(open(sys.argv[1]).readline()).get("failed_to_start", [
 		log "PostgreSQL scenario: tools/bench/pg.sh is not there; skipped"
 	fi
 fi
+# ------------------------------------------------------------------ 4. soak (opt-in)
+SOAKTXT=""
+if has soak "$SCENARIOS"; then
+	log "soak: ${SOAK_SECONDS:-1800} s of connection churn (tools/bench/soak.sh)"
+	SOAKTXT=$TMP/soak.txt
+	tools/bench/soak.sh "$BUILD" > "$SOAKTXT" 2>&1 ||
+		FAILED+=("soak: $(grep '^not ok' "$SOAKTXT" | head -3 | tr '\n' ' ')")
+	cat "$SOAKTXT" >&2
+fi
 ELAPSED=$(($(date +%s) - T_START))
 log "bench took $ELAPSED s"
 
@@ -461,6 +472,7 @@ cp "$RAW" "$RES.jsonl"
 	fi
 	echo
 	[ -s "$MICRO" ] && { cat "$MICRO"; echo; }
+	[ -n "$SOAKTXT" ] && { echo "# soak"; cat "$SOAKTXT"; echo; }
 	# the HTTP tables (text here, markdown for the docs) and the PostgreSQL ones (markdown)
 	if [ -n "$HTTP_SCEN" ] || [ -n "$PGJSON" ]; then
 		python3 tools/bench/report.py "$RAW" --text --dat "$TMP/bench.dat" \
