@@ -63,6 +63,8 @@ for src in 198.18.1.0/24 198.18.0.0/15; do
 	wait "$FPID"
 	ms=$(( $(now_ms) - t0 ))
 	sent=$(cat "$TMP/forge.out")
+	status
+	echo "# db after the flood: $(json_get "$TMP/status.json" "'; '.join('%s arrivals %d admitted %d rejected_by %s' % (c['class'], c['arrivals'], c['admitted'], c['rejected_by']) for c in d['services'][0]['classes'])")"
 	l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)
 	ok $([ "$l0_sent" -ge 30 ] && [ "$l0_ok" -eq "$l0_sent" ] && echo 0 || echo 1) \
 		"forged SYN flood from $src ($sent SYNs in $ms ms): real L0 clients $l0_ok of $l0_sent admitted" \
