@@ -188,6 +188,58 @@ static void test_request_start_and_end(void **state)
 	assert_true(h.sum_us >= 2000); /* slept 2 ms between request and response */
 }
 
+/* The flow of a client at src:sport on the service, or fails the test. */
+static struct sluice_flow_key flow_key(const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = { 0 };
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, src, k.client_addr + 12), 1);
+	k.client_port = htons(sport);
+	k.service_port = htons(8080);
+	return k;
+}
+
+/* Last-seen is what the idle GC goes by: a client sending a long body (the server answering
+ * with bare ACKs only) and a server sending a long response both keep their flow fresh. */
+static void test_data_keeps_flow_fresh(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.9", 1100, GET("/x", ""));
+	struct sluice_flow_key k = flow_key("203.0.113.9", 1100);
+	struct sluice_flow fl;
+	unsigned long long before;
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec body = rq;
+	body.seq += rq.payload_len;
+	body.payload = "more";
+	body.payload_len = 4;
+	for (int side = 0; side < 2; side++) {
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		fl.last_seen_ns = monotonic_ns() - 10000000000ull;  /* 10 s idle */
+		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+		before = monotonic_ns();
+		if (side == 0) {
+			admitted(f, &body);                          /* more of the request */
+		} else {
+			struct pkt_spec rs = response("203.0.113.9", 1100, "HTTP/1.1 200 OK\r\n\r\n");
+			egress(f, &rs);                              /* ends the request */
+			assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+			fl.last_seen_ns = monotonic_ns() - 10000000000ull;
+			assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+			before = monotonic_ns();
+			rs.seq += rs.payload_len;
+			egress(f, &rs);                              /* more of the response */
+		}
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		/* Fresh to within a clock tick (the coarse clock may lag by one). */
+		assert_true(fl.last_seen_ns + 100000000ull >= before);
+		assert_true(fl.last_seen_ns <= monotonic_ns());
+	}
+}
+
 static void test_status_5xx_and_429(void **state)
 {
 	struct fixture *f = *state;
@@ -548,6 +600,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_data_keeps_flow_fresh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
