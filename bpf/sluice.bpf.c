@@ -144,11 +144,20 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	struct sluice_flow *f;
 	struct class_pick pick;
 	__u32 isn = bpf_ntohl(p->tcp->seq);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	int reason = 0;
 	__u32 len;
 
 	flow_key_of(p, 1, &key);
+	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
+	 * pending: that table first, so the common retransmit costs one lookup. */
+	old = bpf_map_lookup_elem(&handshakes, &key);
+	if (old && old->client_isn == isn) {
+		st = class_stats_of(svc, old->class);
+		if (st)
+			st->retransmits++;
+		return XDP_PASS;
+	}
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f && f->syn_seq == isn) {
 		/* Retransmit of the SYN of an established unit: same unit, count once. */
@@ -159,13 +168,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	}
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
-	old = bpf_map_lookup_elem(&handshakes, &key);
-	if (old && old->client_isn == isn) {
-		st = class_stats_of(svc, old->class);
-		if (st)
-			st->retransmits++;
-		return XDP_PASS;
-	}
+	now = bpf_ktime_get_ns(); /* a new SYN: retransmits above need no clock */
 	hs.syn_ns = now;
 	hs.client_isn = isn;
 	hs.svc = svc;
