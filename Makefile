@@ -152,6 +152,11 @@ demo: deps-check $(BINS) $(TOOL_BINS) $(E2E_OBJS)
 bench: deps-check $(TEST_ALL)
 	@tools/bench.sh $(BUILD)
 
+# Per-packet cost of every data-path path over an empty program (tests/bpf/bench_pktcost.c).
+.PHONY: pktcost
+pktcost: $(BUILD)/bench/bench_pktcost $(BUILD)/bench/empty_xdp.bpf.o
+	@$(BUILD)/bench/bench_pktcost $(BUILD)/bench/empty_xdp.bpf.o
+
 clean:
 	rm -rf $(BUILD)
 

@@ -60,6 +60,156 @@ static long scan_header_byte(__u32 i, void *vctx)
 	return 0;
 }
 
+/* ---- the header scan word by word ----
+ * The same result as scan_header_byte's machine, 8 bytes at a time: a bitmap of the line ends
+ * in the first bytes, then one step per line: the end of the headers, or the name compared in
+ * 8-byte words, or on to the next line end through the bitmap. */
+
+#define ONES8  0x0101010101010101ull
+#define HIGH8  0x8080808080808080ull
+#define LOW7   0x7f7f7f7f7f7f7f7full
+
+/* 0x80 in every byte of x equal to c, 0 in every other (exact: no borrow between bytes). */
+static __always_inline __u64 bytes_eq(__u64 x, __u8 c)
+{
+	__u64 v = x ^ (ONES8 * c);
+
+	return ~(((v & LOW7) + LOW7) | v | LOW7);
+}
+
+/* x with its bytes 'A'..'Z' lower-cased and every other byte as it was. */
+static __always_inline __u64 lower8(__u64 x)
+{
+	__u64 h = x & LOW7;
+	__u64 upper = (h + ONES8 * (0x80 - 'A')) & ~(h + ONES8 * (0x7f - 'Z')) & ~x & HIGH8;
+
+	return x | (upper >> 2);
+}
+
+static __always_inline __u32 popcount64(__u64 x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (__u32)((x * ONES8) >> 56);
+}
+
+/* Index of the lowest set bit of m (m != 0), without branches. */
+static __always_inline __u32 ctz64(__u64 m)
+{
+	return popcount64((m & -m) - 1);
+}
+
+static __always_inline __u64 load8(const char *p)
+{
+	__u64 x;
+
+	__builtin_memcpy(&x, p, 8);
+	return x;
+}
+
+#define SCAN_FALLBACK (-2)
+
+/* The word-wise scan's constants, on the stack; what changes from line to line is in the
+ * scan_buf (scan_state: position, whether it is inside a line, result), where the verifier
+ * does not follow it from step to step: it checks one step, not every sequence of them. */
+struct line_scan {
+	const char *b;                   /* scan_buf.b */
+	__u32 *state;                    /* scan_buf.scan_state */
+	__u32 len;                       /* bytes valid in b */
+	__u32 hlen;                      /* name length, at most SLUICE_HEADER_LEN */
+	__u64 hw[4];                     /* the name in words, bytes past hlen zero */
+	__u64 hmask[4];                  /* which bytes of hw count */
+};
+
+enum { LS_POS, LS_INSIDE, LS_RESULT, LS_FIRST };
+
+/* One bpf_loop step: at a line start, the end of the headers, or the name compared in four
+ * words (then the value decides, and the scan ends); then the line's end is looked for 8
+ * bytes at a time, up to 64 bytes per step. */
+static long scan_header_line(__u32 n, void *vctx)
+{
+	struct line_scan *ls = vctx;
+	const char *b = ls->b;
+	__u32 *st = ls->state;
+	__u32 l = st[LS_POS], len = ls->len, hlen = ls->hlen, at;
+
+	if (l >= len || l >= SLUICE_SCAN_LEN)
+		return 1;
+	at = l & (SLUICE_SCAN_LEN - 1);
+	if (!st[LS_INSIDE]) {
+		if (b[at] == '\n')
+			return 1;
+		if (b[at] == '\r' && l + 1 < len && b[at + 1] == '\n')
+			return 1; /* the empty line: end of the headers */
+		if (!st[LS_FIRST] && l + hlen < len &&
+		    !((lower8(load8(b + at)) & ls->hmask[0]) ^ ls->hw[0]) &&
+		    !((lower8(load8(b + at + 8)) & ls->hmask[1]) ^ ls->hw[1]) &&
+		    !((lower8(load8(b + at + 16)) & ls->hmask[2]) ^ ls->hw[2]) &&
+		    !((lower8(load8(b + at + 24)) & ls->hmask[3]) ^ ls->hw[3]) &&
+		    b[at + (hlen & (SLUICE_HEADER_LEN * 2 - 1))] == ':') {
+			/* The value: blanks and "L" skipped, then its first character decides. */
+			__u32 v = l + hlen + 1, k;
+			__u64 x, rest;
+			__u8 c;
+
+			if (v >= len)
+				return 1;
+			x = lower8(load8(b + (v & (SLUICE_SCAN_LEN - 1))));
+			rest = ~(bytes_eq(x, ' ') | bytes_eq(x, '\t') | bytes_eq(x, 'l')) & HIGH8;
+			if (!rest) {
+				if (v + 8 < len)
+					st[LS_RESULT] = SCAN_FALLBACK;
+				return 1;
+			}
+			k = ctz64(rest) >> 3;
+			c = (__u8)(x >> (8 * k));
+			if (v + k < len && c >= '0' && c <= '3')
+				st[LS_RESULT] = c - '0';
+			return 1;
+		}
+		st[LS_FIRST] = 0;
+	}
+	/* The end of this line (the byte at l is not one). */
+#pragma unroll
+	for (int k = 0; k < 8; k++) {
+		__u64 m = bytes_eq(load8(b + at + 8 * k), '\n');
+
+		if (m) {
+			st[LS_POS] = l + 8 * k + (ctz64(m) >> 3) + 1;
+			st[LS_INSIDE] = 0;
+			return 0;
+		}
+	}
+	st[LS_POS] = l + 64;
+	st[LS_INSIDE] = 1;
+	return 0;
+}
+
+/* Class from the header named sc->header in b[0 .. len), -1 when none, or SCAN_FALLBACK for
+ * the byte machine (a value that opens with 8 or more blanks). */
+static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
+					      const struct sluice_service *sc)
+{
+	struct line_scan ls = { .b = sb->b, .state = sb->scan_state, .len = len };
+	__u32 hlen = sc->header_len < SLUICE_HEADER_LEN ? sc->header_len : SLUICE_HEADER_LEN;
+
+	ls.hlen = hlen;
+#pragma unroll
+	for (int j = 0; j < 4; j++) {
+		ls.hmask[j] = hlen >= 8 * (j + 1) ? ~0ull : hlen <= 8 * j ? 0 :
+			      (1ull << (8 * (hlen - 8 * j))) - 1;
+		ls.hw[j] = load8(sc->header + 8 * j) & ls.hmask[j];
+	}
+	sb->scan_state[LS_POS] = 0;
+	sb->scan_state[LS_INSIDE] = 0;
+	sb->scan_state[LS_RESULT] = -1;
+	sb->scan_state[LS_FIRST] = 1;   /* the request line is no header */
+	/* A line takes at least 2 bytes (a line of 1 ends the headers): 130 steps see all. */
+	bpf_loop(SLUICE_SCAN_LEN / 2 + 2, scan_header_line, &ls, 0);
+	return (int)sb->scan_state[LS_RESULT];
+}
+
 /* Path-prefix comparison of every rule, one byte per bpf_loop step: step k compares byte
  * k % SLUICE_PATH_LEN of rule k / SLUICE_PATH_LEN. (Open-coded loops over rules and bytes
  * multiply verifier states past the limit.) */
@@ -133,12 +283,17 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
 	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len) {
-		struct header_scan hs = { .buf = sb->b, .sc = sc, .len = len, .pos = -1,
-					  .class = -1 };
+		int cls = header_class_words(sb, len, sc);
 
-		bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
-		if (hs.class >= 0)
-			pick_rule(&best, sc->header_order, hs.class);
+		if (cls == SCAN_FALLBACK) {
+			struct header_scan hs = { .buf = sb->b, .sc = sc, .len = len, .pos = -1,
+						  .class = -1 };
+
+			bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
+			cls = hs.class;
+		}
+		if (cls >= 0)
+			pick_rule(&best, sc->header_order, cls);
 	}
 	if (best.order >= best_order)
 		return -1;

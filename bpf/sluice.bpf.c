@@ -76,7 +76,8 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 /* Last-seen at most once a second (the GC needs seconds, not a write per packet). */
 static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
 {
-	if (now - f->last_seen_ns > NS_PER_SEC)
+	/* Signed: the coarse clock may lag the exact one that wrote last_seen by a tick. */
+	if ((__s64)(now - f->last_seen_ns) > (__s64)NS_PER_SEC)
 		f->last_seen_ns = now;
 }
 
@@ -143,11 +144,20 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	struct sluice_flow *f;
 	struct class_pick pick;
 	__u32 isn = bpf_ntohl(p->tcp->seq);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	int reason = 0;
 	__u32 len;
 
 	flow_key_of(p, 1, &key);
+	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
+	 * pending: that table first, so the common retransmit costs one lookup. */
+	old = bpf_map_lookup_elem(&handshakes, &key);
+	if (old && old->client_isn == isn) {
+		st = class_stats_of(svc, old->class);
+		if (st)
+			st->retransmits++;
+		return XDP_PASS;
+	}
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f && f->syn_seq == isn) {
 		/* Retransmit of the SYN of an established unit: same unit, count once. */
@@ -158,13 +168,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	}
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
-	old = bpf_map_lookup_elem(&handshakes, &key);
-	if (old && old->client_isn == isn) {
-		st = class_stats_of(svc, old->class);
-		if (st)
-			st->retransmits++;
-		return XDP_PASS;
-	}
+	now = bpf_ktime_get_ns(); /* a new SYN: retransmits above need no clock */
 	hs.syn_ns = now;
 	hs.client_isn = isn;
 	hs.svc = svc;
@@ -475,19 +479,21 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		ps->service++;
 
 	flow_key_of(&p, 0, &key);
-	now = bpf_ktime_get_ns();
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (!f) {
-		server_handshake(&p, &key, now);
+		server_handshake(&p, &key, bpf_ktime_get_ns());
 		return TC_ACT_OK;
 	}
+	/* The exact clock only where a time is recorded (a latency sample, a promotion);
+	 * last-seen needs seconds, which the coarse clock gives for less. */
+	now = 0;
 	if (p.tcp->syn) {
 		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		r = bpf_map_lookup_elem(&handshakes, &key);
 		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) == r->client_isn + 1) {
 			end_flow(&key, 0);
-			server_handshake(&p, &key, now);
+			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}
 		return TC_ACT_OK;
 	}
@@ -500,9 +506,11 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		;
 	else if (f->tracked_inflight) {
 		if (server_data_new(f, &p) && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
-			end_turn(f, now);
-	} else if (__sync_val_compare_and_swap(&f->req_active, 1, 0) == 1) {
-		end_request(skb, &p, f, &key, now);
+			end_turn(f, now = bpf_ktime_get_ns());
+	} else if (f->req_active == 1 && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1) {
+		/* (The plain read first: response data with no request open, the common case,
+		 * takes no locked instruction.) */
+		end_request(skb, &p, f, &key, now = bpf_ktime_get_ns());
 	}
 	if (p.tcp->rst || p.tcp->fin) {
 		end_flow(&key, p.tcp->rst);
@@ -510,7 +518,7 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	}
 	if (f->state != SLUICE_FLOW_OPEN)
 		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
-	touch_flow(f, now);
+	touch_flow(f, now ? now : bpf_ktime_get_coarse_ns());
 	return TC_ACT_OK;
 }
 
@@ -550,14 +558,16 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_pkt_stats *ps;
 	struct class_pick pick;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	int reason = 0, rc;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (!f)
 		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
-	touch_flow(f, now);
+	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
+	 * clock does; the exact one is read only for a request that is decided. */
+	touch_flow(f, bpf_ktime_get_coarse_ns());
 	if (f->req_active || seq != f->client_next) {
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
@@ -578,6 +588,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	if (__sync_val_compare_and_swap(&f->req_active, 0, REQ_DECIDING) != 0)
 		return TC_ACT_OK;
 
+	now = bpf_ktime_get_ns();
 	pick = classify_request(skb, sc, svc, p);
 	st = class_stats_of(svc, pick.class);
 	if (!st) {

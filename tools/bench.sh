@@ -23,6 +23,8 @@
 #    file says why it is set the way it is; every one is sized from the same capacity figures.
 #    L0 alone (same L0 load, no surge, no protection) is measured in every run as the baseline.
 # 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present; docs/BENCHMARKS.md section 4).
+# 4. What one refusal costs the host: sluice's XDP RST and in-kernel 429 against HAProxy's and
+#    nginx's 429, as refusals per second per core and ratios (tools/bench/refusal.sh).
 # Every (contender, scenario, load) step gets fresh network namespaces (198.18.0.0/24 on a
 # veth pair), a fresh server and a fresh contender; all of it, with every process the bench
 # started, is removed on any exit (trap).
@@ -32,8 +34,8 @@
 #                    else PG_DUR, default 6 here)
 #   BENCH_IDLE_S     seconds of each sluiced-at-rest measurement of the micro scenario (default 10)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
-#   BENCH_SCENARIOS  any of "micro http-closed http-open pg" (default: all four), and "soak"
-#                    (opt-in: connection churn for SOAK_SECONDS, default 1800, ending with
+#   BENCH_SCENARIOS  any of "micro http-closed http-open pg refusal" (default: all five), and
+#                    "soak" (opt-in: connection churn for SOAK_SECONDS, default 1800, ending with
 #                    in-flight checked to be exactly 0; tools/bench/soak.sh)
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
@@ -46,13 +48,14 @@
 # PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
-# benchmarks ~10 s. With the earlier defaults (8 s and 10 s) it was ~35 minutes.
+# benchmarks ~25 s; the refusal cost 4 x (3 x BENCH_DUR + ~5 s) = ~2 minutes. With the earlier
+# defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${1:-build}
 DUR=${BENCH_DUR:-7}
 RUNS=${BENCH_RUNS:-3}
-SCENARIOS=${BENCH_SCENARIOS:-"micro http-closed http-open pg"}
+SCENARIOS=${BENCH_SCENARIOS:-"micro http-closed http-open pg refusal"}
 LOADS=${BENCH_LOADS:-"2 3.5 10"}
 CONTENDERS=${BENCH_CONTENDERS:-"none iptables haproxy nginx sluice-dayone sluice-tuned"}
 SEED=${BENCH_SEED:-1}
@@ -142,7 +145,7 @@ MICRO=$TMP/micro.txt
 : > "$MICRO"
 if has micro "$SCENARIOS"; then
 	log "per-packet cost (BPF_PROG_TEST_RUN)"
-	if ! timeout 300 "$BUILD/bench/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 200000 \
+	if ! timeout 300 "$BUILD/bench/bench_pktcost" "$BUILD/bench/empty_xdp.bpf.o" 1000000 \
 		>> "$MICRO" 2> "$TMP/pktcost.err"; then
 		log "bench_pktcost failed: $(tail -3 "$TMP/pktcost.err")"
 		FAILED+=("bench_pktcost: $(tail -1 "$TMP/pktcost.err")")
@@ -456,6 +459,15 @@ if has soak "$SCENARIOS"; then
 		FAILED+=("soak: $(grep '^not ok' "$SOAKTXT" | head -3 | tr '\n' ' ')")
 	cat "$SOAKTXT" >&2
 fi
+# ------------------------------------------------------------------ 5. refusal cost
+REFTXT=""
+if has refusal "$SCENARIOS"; then
+	log "refusal cost: sluice's RST and 429 against HAProxy's and nginx's 429 (tools/bench/refusal.sh)"
+	mkdir -p "$TMP/refusal"
+	REFUSAL_DUR=${REFUSAL_DUR:-$DUR} tools/bench/refusal.sh "$BUILD" "$TMP/refusal" ||
+		FAILED+=("refusal: tools/bench/refusal.sh exit $? (its log above says why)")
+	[ -s "$TMP/refusal/refusal.txt" ] && REFTXT=$TMP/refusal/refusal.txt
+fi
 ELAPSED=$(($(date +%s) - T_START))
 log "bench took $ELAPSED s"
 
@@ -481,6 +493,7 @@ cp "$RAW" "$RES.jsonl"
 		echo
 	fi
 	[ -n "$PGTXT" ] && { echo "## PostgreSQL (tools/bench/pg.sh)"; cat "$PGTXT"; echo; }
+	[ -n "$REFTXT" ] && { echo "## Refusal cost (tools/bench/refusal.sh)"; cat "$REFTXT"; echo; }
 } > "$RES.txt"
 if [ -s "$TMP/bench.dat" ]; then
 	cp "$TMP/bench.dat" "$OUT/bench.dat"

@@ -615,6 +615,12 @@ static void test_syn_admitted_counted_once(void **state)
 	reply.payload = "one row", reply.payload_len = 7;
 	tc_egress(f, &reply);
 	assert_int_equal(inflight_total(f, 0), 1);
+	/* A late copy of the SYN after the handshake completed: the same unit, counted as a
+	 * retransmit again, not a new arrival. */
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, 1);
+	assert_int_equal(stats(f, 0, 0).retransmits, 2);
+	assert_int_equal(inflight_total(f, 0), 1);
 }
 
 static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)

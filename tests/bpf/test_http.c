@@ -188,6 +188,58 @@ static void test_request_start_and_end(void **state)
 	assert_true(h.sum_us >= 2000); /* slept 2 ms between request and response */
 }
 
+/* The flow of a client at src:sport on the service, or fails the test. */
+static struct sluice_flow_key flow_key(const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = { 0 };
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, src, k.client_addr + 12), 1);
+	k.client_port = htons(sport);
+	k.service_port = htons(8080);
+	return k;
+}
+
+/* Last-seen is what the idle GC goes by: a client sending a long body (the server answering
+ * with bare ACKs only) and a server sending a long response both keep their flow fresh. */
+static void test_data_keeps_flow_fresh(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.9", 1100, GET("/x", ""));
+	struct sluice_flow_key k = flow_key("203.0.113.9", 1100);
+	struct sluice_flow fl;
+	unsigned long long before;
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec body = rq;
+	body.seq += rq.payload_len;
+	body.payload = "more";
+	body.payload_len = 4;
+	for (int side = 0; side < 2; side++) {
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		fl.last_seen_ns = monotonic_ns() - 10000000000ull;  /* 10 s idle */
+		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+		before = monotonic_ns();
+		if (side == 0) {
+			admitted(f, &body);                          /* more of the request */
+		} else {
+			struct pkt_spec rs = response("203.0.113.9", 1100, "HTTP/1.1 200 OK\r\n\r\n");
+			egress(f, &rs);                              /* ends the request */
+			assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+			fl.last_seen_ns = monotonic_ns() - 10000000000ull;
+			assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+			before = monotonic_ns();
+			rs.seq += rs.payload_len;
+			egress(f, &rs);                              /* more of the response */
+		}
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		/* Fresh to within a clock tick (the coarse clock may lag by one). */
+		assert_true(fl.last_seen_ns + 100000000ull >= before);
+		assert_true(fl.last_seen_ns <= monotonic_ns());
+	}
+}
+
 static void test_status_5xx_and_429(void **state)
 {
 	struct fixture *f = *state;
@@ -264,6 +316,125 @@ static void test_classification(void **state)
 
 /* Forged data segments (a request line, random forged sources, no handshake ever): each goes
  * to the server as it is, and none creates a flow, takes a slot or is even decided. */
+/* The priority header as read from a request's first 256 bytes, one byte at a time: the
+ * reference the data path's word-wise scan must agree with. A header line is the name
+ * (any case) then ':'; blanks and "L" before the value are skipped and its first other
+ * character decides (0..3, anything else: none); the empty line or the end of the bytes ends
+ * the search. -1 when there is none. */
+static int ref_header_class(const char *t, size_t n, const char *name)
+{
+	size_t hl = strlen(name), len = n < 256 ? n : 256;
+	long pos = -1, line_len = 0;
+	int in_value = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = t[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c += 'a' - 'A';
+		if (in_value) {
+			if (c == ' ' || c == '\t' || c == 'l')
+				continue;
+			return c >= '0' && c <= '3' ? c - '0' : -1;
+		}
+		if (c == '\n') {
+			if (line_len == 0 || (line_len == 1 && t[i - 1] == '\r'))
+				return -1;
+			pos = 0, line_len = 0;
+			continue;
+		}
+		line_len++;
+		if (pos < 0)
+			continue;
+		if ((size_t)pos < hl)
+			pos = c == name[pos] ? pos + 1 : -1;
+		else if (c == ':')
+			in_value = 1;
+		else
+			pos = -1;
+	}
+	return -1;
+}
+
+/* Generated requests, header lines of every shape at every alignment (case, blanks, tabs,
+ * near-miss names, bare CR and LF, long blank runs, the header past the first 256 bytes, cut
+ * off mid-line): the class the data path picks is always the reference's (or the default). */
+static void test_header_scan_matches_reference(void **state)
+{
+	struct fixture *f = *state;
+	static const char *pieces[] = {
+		"X-Priority: L1\r\n", "x-priority:L0\r\n", "X-PRIORITY: \t l3\r\n",
+		"X-Priority:          L1\r\n", "X-Priority:\t\t\t\t\t\t\t\t\tL0\r\n",
+		"X-Priorityy: L0\r\n", "X-Priorit: L0\r\n", "X-Prio\r\n", "X-Priority L0\r\n",
+		"X-Priority: L9\r\n", "X-Priority: Lx\r\n", "X-Priority:\r\n", "Host: t\r\n",
+		"\rX-Priority: L2\r\n", "A: \r\n", "User-Agent: some longer agent string/1.0\r\n",
+		"X-Priority: 2\r\n", "X-Priority: l1\n", "Y-Priority: L0\r\n", "X-Priority: L",
+		"Accept: */*\r\n", "X-Pri\nority: L0\r\n", "Cookie: a=b; c=d; e=f\r\n",
+	};
+	const int np = (int)(sizeof(pieces) / sizeof(pieces[0]));
+	uint32_t seed = 12345;
+	char text[600];
+	int agree = 0, with_header = 0;
+
+	for (int i = 0; i < 604; i++) {
+		size_t n = 0;
+
+		/* First a request, then the same cut off before its value: what the scan's
+		 * buffer still holds past the end of the second must not count. */
+		if (i < 4)
+			n += (size_t)snprintf(text, sizeof text, "%s", i & 1 ?
+				"GET /x HTTP/1.1\r\nX-Priority: L" :
+				"GET /x HTTP/1.1\r\nX-Priority: L1\r\n\r\n");
+		else
+			n += (size_t)snprintf(text, sizeof text, "GET /x%.*s HTTP/1.1\r\n",
+					      (int)(seed % 13), "aaaaaaaaaaaaaaaa");
+		for (int k = 0; k < 1 + (int)(seed % 9) && n < 420 && i >= 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *pc = pieces[(seed >> 8) % (uint32_t)np];
+			if ((seed >> 20) % 5 == 0) {          /* filler that shifts the alignment */
+				int fl = (int)((seed >> 12) % 40);
+				n += (size_t)snprintf(text + n, sizeof text - n, "F: %.*s\r\n", fl,
+					"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH");
+			}
+			n += (size_t)snprintf(text + n, sizeof text - n, "%s", pc);
+		}
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 16) % 3 && i >= 4)
+			n += (size_t)snprintf(text + n, sizeof text - n, "\r\n");
+		int want = ref_header_class(text, n, "x-priority");
+		int cls = want >= 0 ? want : 2;            /* the default class otherwise */
+		uint64_t before[4];
+
+		with_header += want >= 0;
+		for (int c = 0; c < 4; c++)
+			before[c] = stats(f, c).arrivals;
+		struct pkt_spec rq = request("203.0.113.77", (uint16_t)(20000 + i), text);
+		rq.payload_len = n;
+		handshake(f, &rq);
+		admitted(f, &rq);
+		for (int c = 0; c < 4; c++) {
+			uint64_t d = stats(f, c).arrivals - before[c];
+			if (d != (c == cls)) {
+				print_error("request %d: L%d got %llu arrivals, the reference says L%d:\n%s\n",
+					    i, c, (unsigned long long)d, cls, text);
+				fail();
+			}
+		}
+		agree++;
+		struct pkt_spec fin = rq;
+		fin.seq += (uint32_t)rq.payload_len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
+		admitted(f, &fin);
+		uint8_t buf[256];
+		struct run x = harness_run(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf,
+					   build_pkt(buf, &fin), NULL);
+		assert_int_equal(x.err, 0);
+	}
+	/* The generator is not degenerate: both outcomes are common. */
+	assert_true(with_header > 100 && with_header < 500);
+	assert_int_equal(agree, 604);
+	assert_int_equal(inflight(f), 0);
+}
+
 static void test_data_without_handshake_creates_nothing(void **state)
 {
 	struct fixture *f = *state;
@@ -548,7 +719,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_data_keeps_flow_fresh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
