@@ -183,6 +183,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	st->arrivals++;
 
 	if (admit_unit(svc, pick.class, now, st, &reason, 0)) {
+		if (!admit_conn_cap(svc, pick.class, now)) {
+			reason = SLUICE_REJ_REASONS; /* counted in conn_cap */
+			goto refuse;
+		}
 		if (!admit_client(sc, svc, key.client_addr, now, &hs.client_limited, 0)) {
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;

@@ -50,8 +50,10 @@
  *      restarts, operator requests to it); the others unchanged
  *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
  *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
- *      admission and the controller count) */
-#define SLUICE_MAP_LAYOUT_VERSION 5
+ *      admission and the controller count)
+ *   6  new map `conn_cap` (the open-connection cap per class and its refusals); the others
+ *      unchanged */
+#define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -385,6 +387,19 @@ struct sluice_halfopen {
 struct sluice_inflight {
 	__s64 total;
 	__s64 cls[SLUICE_NUM_CLASSES];
+};
+
+/* Map `conn_cap` (ARRAY, one per service): the open-connection cap of a tcp service, for
+ * servers that spend a slot per connection (PostgreSQL's max_connections) whatever the
+ * connection does. A SYN of class k is refused while the service's open connections (the
+ * `inflight` count of a tcp service, net of `inflight_released`, plus its admitted handshakes
+ * not yet complete) reach threshold[k]; 0 = no cap for the class. sluiced writes threshold[]
+ * when it programs the services (a read-modify-write that keeps rejected[]); BPF counts the
+ * refusals in rejected[] with atomics: they are their own reason (`connections`), not in
+ * class_stats.rejected[]. */
+struct sluice_conn_cap {
+	__u32 threshold[SLUICE_NUM_CLASSES];
+	__u64 rejected[SLUICE_NUM_CLASSES];
 };
 
 /* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */

@@ -53,7 +53,14 @@ static const char *CONFIG =
 	"    protocol: tcp\n"
 	"    limit: { fixed: 100 }\n"
 	"    default_class: L0\n"
-	"    client_limit: { rate: 1, burst: 2 }\n";
+	"    client_limit: { rate: 1, burst: 2 }\n"
+	"  - name: pool\n"
+	"    port: 7002\n"
+	"    protocol: tcp\n"
+	"    max_connections: 4\n"
+	"    default_class: L3\n"
+	"    classify:\n"
+	"      - { source: 198.18.1.0/24, class: L0 }\n";
 
 static void set_heartbeat(struct fixture *f, unsigned long long age_ns)
 {
@@ -169,6 +176,14 @@ static struct pkt_spec client_fin(const struct pkt_spec *syn)
 {
 	struct pkt_spec s = client_seg(syn);
 	s.fin = 1, s.seq += QLEN;
+	return s;
+}
+
+/* ... and of a connection that never sent a query (connect_idle). */
+static struct pkt_spec idle_fin(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = client_seg(syn);
+	s.fin = 1;
 	return s;
 }
 
@@ -318,7 +333,7 @@ static void fz_bytes(uint8_t *p, size_t n)
 
 static int is_service_port(uint16_t port)
 {
-	return port == 5432 || port == 6000 || port == 7000 || port == 7001;
+	return port == 5432 || port == 6000 || port == 7000 || port == 7001 || port == 7002;
 }
 
 /* Where build_pkt put the headers of a frame. */
@@ -791,6 +806,60 @@ static void test_client_concurrency_cap(void **state)
 	xdp(f, &fin);
 	c.sport = 5;
 	assert_int_equal(connect_(f, &c), XDP_PASS);
+}
+
+static struct sluice_conn_cap conn_cap_of(struct fixture *f, int svc)
+{
+	struct sluice_conn_cap cc;
+	assert_int_equal(maps_read_conn_cap(&f->m, f->idx[svc], &cc), 0);
+	return cc;
+}
+
+/* The open-connection cap (max_connections 4, default headroom: L3 50 %): idle L3 holders
+ * fill their own share (2) and no more, L0 connects up to the cap, SYNs forged in L3's name
+ * never hold L0 back, refusals count under their own reason, and the open count returns to 0. */
+static void test_open_connection_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec l3[3], l0[3];
+
+	for (int i = 0; i < 3; i++) {
+		l3[i] = syn4("203.0.113.9", (uint16_t)(1 + i), 7002);
+		l0[i] = syn4("198.18.1.7", (uint16_t)(10 + i), 7002);
+	}
+	assert_int_equal(conn_cap_of(f, 4).threshold[0], 4);
+	assert_int_equal(conn_cap_of(f, 4).threshold[3], 2);
+	assert_int_equal(connect_idle(f, &l3[0]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l3[1]), XDP_PASS);
+	assert_int_equal(busy_total(f, 4), 0);           /* idle: nothing busy ... */
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_TX); /* ... but L3's share is open */
+	for (uint16_t p = 100; p < 110; p++) {            /* forged L3 SYNs, never completed */
+		struct pkt_spec forged = syn4("203.0.113.9", p, 7002);
+		assert_int_equal(xdp(f, &forged).ret, XDP_TX);
+	}
+	assert_int_equal(connect_idle(f, &l0[0]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l0[1]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l0[2]), XDP_TX); /* the cap itself */
+	assert_int_equal(inflight_total(f, 4), 4);
+	assert_int_equal(conn_cap_of(f, 4).rejected[3], 11);
+	assert_int_equal(conn_cap_of(f, 4).rejected[0], 1);
+	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+		assert_int_equal(stats(f, 4, 3).rejected[r], 0);
+	/* An L3 connection ends: L3 is still at its share with L0's two counted, L0 gets in. */
+	struct pkt_spec fin = idle_fin(&l3[0]);
+	xdp(f, &fin);
+	l3[2].sport = 4;
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_TX);
+	l0[2].sport = 13;
+	assert_int_equal(connect_idle(f, &l0[2]), XDP_PASS);
+	/* Every connection ends: the count is exact. */
+	struct pkt_spec fins[] = { idle_fin(&l3[1]), idle_fin(&l0[0]), idle_fin(&l0[1]),
+				   idle_fin(&l0[2]) };
+	for (size_t i = 0; i < sizeof(fins) / sizeof(fins[0]); i++)
+		xdp(f, &fins[i]);
+	assert_int_equal(inflight_total(f, 4), 0);
+	l3[2].sport = 5;
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_PASS);
 }
 
 static void test_client_token_bucket(void **state)
@@ -1724,6 +1793,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_with_new_isn_never_ends_a_live_flow, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
