@@ -108,7 +108,7 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 		*why = "latency_above_aim";
 		return -1;
 	}
-	if (!in->full)
+	if (!in->full || in->queue_saturated)
 		return 0;
 	if (in->bound || (double)in->peak_inflight >= p->gate * lim) {
 		l->calm = 0;
@@ -143,7 +143,7 @@ static int aimd(struct sluice_limit *l, const struct sluice_limit_params *p,
 		*why = "latency_above_target";
 		return -1;
 	}
-	if (!in->full || in->latency_us >= grow_below)
+	if (!in->full || in->queue_saturated || in->latency_us >= grow_below)
 		return 0;
 	if (p->aimd_gate > 0 && !in->bound && (double)in->peak_inflight < p->aimd_gate * l->est)
 		return 0;

@@ -27,6 +27,7 @@
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
  *   aimd_gate (0.8) x limit     -> limit + 1
  *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
+ * Neither grows while the service's listen queue is saturated (control/listenq.h).
  * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
  * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
 #ifndef SLUICE_LIMIT_H
@@ -71,6 +72,8 @@ struct sluice_limit_input {
 	uint32_t peak_inflight;
 	int bound;                    /* the limit refused units in the window (it binds) */
 	int full;                     /* a full window (growth needs one) */
+	int queue_saturated;          /* the listen queue is saturated (control/listenq.h): more
+	                               * concurrency would only wait there, no growth */
 	uint64_t samples;             /* for events */
 };
 
