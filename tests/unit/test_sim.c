@@ -428,7 +428,7 @@ static void test_cold_start(void **st)
 		print_message("# cold start: settle %.2f s, p50 after %.1f ms, util %.3f, limit %u, "
 			      "objective %.1f ms\n", r.settle_s, r.p50_after, r.util, r.limit, r.obj_ms);
 		assert_true(r.obj_ms > 50 && r.obj_ms < 70);
-		assert_true(r.settle_s <= 0.75);
+		assert_true(r.settle_s <= 1.25);
 		assert_true(r.p50_after <= r.obj_ms);
 		assert_true(r.util >= 0.9);
 	}

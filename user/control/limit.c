@@ -11,7 +11,6 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->min = 4;
 	p->max = 512;
 	p->min_gradient = 0.5;
-	p->unbound_min_gradient = 0.25;
 	p->gate = 0.5;
 	p->calm_decay = 0.9;
 	p->calm_windows = 10;
@@ -84,27 +83,23 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 	double g = in->aim_us / in->latency_us, lim = l->est;
 
 	if (g < 1) {
-		double gmin = p->min_gradient;
-
 		/* The first descent: before any cut the limit is a guess (0.3 x max at a cold
 		 * start, or 4 x the demand it followed down in calm), and when it did not bind a
 		 * cut of it does not bind either (the cold start at 154 needed four halvings to
 		 * 21, 2.6 s of a 7 s surge). When the objective itself is missed (an overload, not
-		 * a calm window's spread around the aim), cut from the concurrency the latency
-		 * was measured at: nothing capped it, so Little's law holds for it as it is, and
-		 * the concurrency that gives the aim is peak x aim / latency, taken in one step
-		 * down to unbound_min_gradient (one window's latency is noisy). Only the first:
-		 * later windows may carry latencies of a concurrency that has passed (the backlog
-		 * of a stall), which this product of two readings would take for the knee. */
+		 * a calm window's spread around the aim), the first cut is taken from the
+		 * concurrency the latency was measured at, with the same clamp: one window's
+		 * latency at the start of a surge lags (it read 340 ms for 56 connections on 16 x
+		 * 50 ms workers, half the real throughput, and a cut to peak x aim / latency down
+		 * to a quarter gave 14, below the workers). Only the first: a later window can
+		 * carry latencies of a concurrency that has passed (the backlog of a stall). */
 		if (!l->cuts && !in->bound && in->peak_inflight > 0 &&
 		    (double)in->peak_inflight < lim && in->objective_us > 0 &&
-		    in->latency_us > in->objective_us) {
+		    in->latency_us > in->objective_us)
 			lim = in->peak_inflight;
-			gmin = p->unbound_min_gradient;
-		}
 		l->calm = 0;
 		l->cuts++;
-		*v = lim * (g < gmin ? gmin : g);
+		*v = lim * (g < p->min_gradient ? p->min_gradient : g);
 		*why = "latency_above_aim";
 		return -1;
 	}

@@ -10,8 +10,7 @@
  *                                 closed early on overload evidence); the first cut ever, when
  *                                 the limit did not bind (no refusals, peak in-flight below
  *                                 it) and the latency is above the objective: peak in-flight
- *                                 x max(g, unbound_min_gradient (0.25)) -- the latency was
- *                                 measured at that concurrency, uncapped (Little's law)
+ *                                 x g instead (a cut of a limit that did not bind would not)
  *   g = 1, full window, the limit refused units or peak in-flight >= gate (0.5) x limit
  *                              -> limit + max(1, sqrt(limit)) far from the knee (latency at
  *                                 the baseline, or peak in-flight below 0.75 x limit: the
@@ -45,7 +44,6 @@ struct sluice_limit_params {
 	uint32_t min, max;            /* bounds; min >= 1 */
 	uint32_t fixed;               /* > 0: static limit */
 	double min_gradient;          /* 0.5 */
-	double unbound_min_gradient;  /* 0.25: the same when the limit did not bind */
 	double gate;                  /* 0.5 */
 	double calm_decay;            /* 0.9 */
 	uint32_t calm_windows;        /* 10 */
