@@ -301,6 +301,17 @@ enum sluice_flow_state {
  * (1: the client, with a turn open since req_start_ns), and busy flows, not open connections,
  * are the concurrency of a tcp service: an idle pooled connection holds no capacity. */
 #define SLUICE_FLOW_SERVER_SEQ 1         /* sluice_flow.flags: server_next is known */
+/* sluice_flow.flags: the connection's first turn has ended. The first turn may be the
+ * connection's setup rather than a request: a database forking a process and authenticating
+ * (PostgreSQL answers the startup packet after the fork, about 8 ms against 2 ms for the
+ * bench's query), a TLS handshake, a login. Mixed in, a client that connects per request
+ * makes every other sample a setup, and the service looks 3-4x slower than its baseline
+ * while it is idle. So the first turn's latency is held back in req_start_ns (with
+ * SLUICE_SETUP_PENDING) and dropped when the connection has a next turn; a connection that
+ * ends after a single turn (one request per connection: the turn was the request) gives it
+ * as its sample at its end. A flow from before the flag gives one setup sample at most. */
+#define SLUICE_FLOW_TURNED     2
+#define SLUICE_SETUP_PENDING   (1ull << 63)  /* req_start_ns holds the first turn's latency */
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit (connection) was admitted */

@@ -1365,6 +1365,22 @@ static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
 	return v;
 }
 
+/* The connection's first turn has passed (SLUICE_FLOW_TURNED): the tests of request turns
+ * start from there. */
+static void set_turned(struct fixture *f, const struct pkt_spec *syn)
+{
+	struct sluice_flow_key k = { .client_port = htons(syn->sport), .service_port = htons(syn->dport) };
+	struct sluice_flow v;
+	struct in_addr a;
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
+	memcpy(k.client_addr + 12, &a, 4);
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
+	v.flags |= SLUICE_FLOW_TURNED;
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_EXIST), 0);
+}
+
 static struct sluice_hist hist(struct fixture *f, int svc, int cls)
 {
 	struct sluice_hist h;
@@ -1396,6 +1412,7 @@ static void test_turn_gives_one_sample_in_its_bucket(void **state)
 	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 20);
 
 	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	set_turned(f, &a);
 	assert_int_equal(busy_total(f, 0), 0);
 	assert_int_equal(inflight_total(f, 0), 1);   /* the open connection, for a cap */
 	tc_ingress(f, &q);
@@ -1423,6 +1440,65 @@ static void test_turn_gives_one_sample_in_its_bucket(void **state)
 	assert_int_equal(inflight_total(f, 0), 1);
 }
 
+/* A connection's first turn may be its setup (a database forking and authenticating, a TLS
+ * handshake): busy while it lasts, but its sample is held back and dropped once a next turn
+ * starts; the next turn gives its own, and the connection's end adds nothing. */
+static void test_first_turn_is_setup(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 303, 5432);
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
+
+	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 0), 1);
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h0 = hist(f, 0, 0);
+	assert_int_equal(samples(&h0), 0);
+	assert_true(flow_of(f, &a).flags & SLUICE_FLOW_TURNED);
+	struct pkt_spec q2 = client_query(&a), r2 = server_reply(&a, 10, 10);
+	q2.seq += QLEN, q2.ack += 10;
+	tc_ingress(f, &q2);
+	assert_int_equal(busy_total(f, 0), 1);
+	tc_egress(f, &r2);
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h1 = hist(f, 0, 0);
+	assert_int_equal(samples(&h1), 1);
+	struct pkt_spec fin = client_fin(&a);
+	fin.seq += QLEN, fin.ack += 20;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	struct sluice_hist h2 = hist(f, 0, 0);
+	assert_int_equal(samples(&h2), 1);
+}
+
+/* One request per connection: the single turn was the request, and the connection's end
+ * gives its sample, in its bucket. */
+static void test_single_turn_sample_at_the_end(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 304, 5432);
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
+
+	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	tc_ingress(f, &q);
+	unsigned long long start = flow_of(f, &a).req_start_ns;
+	usleep(3000);
+	unsigned long long before = monotonic_ns();
+	tc_egress(f, &r);
+	unsigned long long after = monotonic_ns();
+	struct sluice_hist h0 = hist(f, 0, 0);
+	assert_int_equal(samples(&h0), 0);
+	struct pkt_spec fin = client_fin(&a);
+	fin.ack += 10;
+	xdp(f, &fin);
+	struct sluice_hist h = hist(f, 0, 0);
+	assert_int_equal(samples(&h), 1);
+	assert_in_range(h.sum_us, (before - start) / 1000, (after - start) / 1000);
+	assert_true(h.sum_us >= 3000);
+}
+
 /* Retransmitted client data (sequence not beyond what was seen), bare ACKs both ways and a
  * retransmitted server segment neither start nor end a turn. */
 static void test_turn_ignores_retransmits_and_bare_acks(void **state)
@@ -1432,6 +1508,7 @@ static void test_turn_ignores_retransmits_and_bare_acks(void **state)
 	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
 
 	connect_idle(f, &a);
+	set_turned(f, &a);
 	tc_ingress(f, &q);
 	tc_egress(f, &r);
 	assert_int_equal(busy_total(f, 0), 0);
@@ -1479,6 +1556,7 @@ static void test_turn_many_segments_one_sample(void **state)
 	struct pkt_spec a = syn4("198.18.1.2", 302, 5432);
 
 	connect_idle(f, &a);
+	set_turned(f, &a);
 	for (uint32_t i = 0; i < 3; i++) {
 		struct pkt_spec q = client_query(&a);
 		q.seq += i * QLEN;
@@ -1582,6 +1660,7 @@ static void test_turn_random_conversations_end_with_busy_zero(void **state)
 				m[j].cnext = m[j].syn.seq + 1, m[j].snext = SERVER_ISN(m[j].syn.sport) + 1;
 				m[j].open = 0, m[j].live = 1, m[j].last_len = m[j].last_slen = 0;
 				assert_int_equal(connect_idle(f, &m[j].syn), XDP_PASS);
+				set_turned(f, &m[j].syn);
 			}
 			continue;
 		}
@@ -1801,6 +1880,8 @@ int main(void)
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_first_turn_is_setup, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_single_turn_sample_at_the_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_ignores_retransmits_and_bare_acks, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_many_segments_one_sample, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_idle_pooled_connections_hold_no_capacity, setup, harness_teardown),
