@@ -239,6 +239,36 @@ take:
 	return 1;
 }
 
+/* The open-connection cap, checked at a tcp SYN already admitted by admit_unit: class cls
+ * goes on while the service's open connections plus its admitted handshakes still open stay
+ * below threshold[cls]. Every class is compared with the service's total, so idle holders of a
+ * lower class can fill only their own share and never the slots above it (L0's threshold is
+ * the cap itself). Handshakes admitted but not complete count for L1..L3. A check, not a reservation: two SYNs on two CPUs in the same instant may
+ * both take the last slot; the server's own limit refuses the extra one. Returns 1 to go on,
+ * 0 refused (counted in rejected[cls]). */
+static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
+{
+	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);
+	struct sluice_inflight *inf, *rel;
+	__u32 thr;
+	__s64 open;
+
+	cls &= 3;
+	if (!cc || !(thr = cc->threshold[cls]) || !controller_alive(now))
+		return 1;
+	inf = bpf_map_lookup_elem(&inflight, &svc);
+	if (!inf)
+		return 1;
+	rel = bpf_map_lookup_elem(&inflight_released, &svc);
+	open = inf->total - (rel ? rel->total : 0);
+	if (cls) /* as for headroom: SYNs forged by anyone never hold L0 back */
+		open += halfopen_pending(svc, now, thr * SLUICE_HALFOPEN_SHARE);
+	if (open < (__s64)thr)
+		return 1;
+	__sync_fetch_and_add(&cc->rejected[cls], 1);
+	return 0;
+}
+
 /* Add d to the count of (svc, cls) in a count map (`inflight` or `busy`). */
 static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 {

@@ -204,6 +204,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ctl_requests SEC(".maps");
 
+/* Open-connection cap per service slot (struct sluice_conn_cap). sluiced writes the
+ * thresholds, BPF the refusal counts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_conn_cap);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} conn_cap SEC(".maps");
+
 /* What the pins are: layout version and per-map layout (struct sluice_layout). Written by the
  * controller after it adopted, migrated or created the maps; never read by the data path. Its
  * own layout never changes, so every version of sluiced can read it. */

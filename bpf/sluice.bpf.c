@@ -187,6 +187,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	st->arrivals++;
 
 	if (admit_unit(svc, pick.class, now, st, &reason, 0)) {
+		if (!admit_conn_cap(svc, pick.class, now)) {
+			reason = SLUICE_REJ_REASONS; /* counted in conn_cap */
+			goto refuse;
+		}
 		if (!admit_client(sc, svc, key.client_addr, now, &hs.client_limited, 0)) {
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;
@@ -292,6 +296,8 @@ static __always_inline void client_ack(const struct pkt *p)
 	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
 }
 
+static __always_inline void flush_setup_turn(struct sluice_flow *f);
+
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
  * the client is (RFC 5961: a blind forger does not know it). Where the client is may not be
  * known (client_next 0: a flow carried over from an older layout, until the server speaks):
@@ -306,8 +312,10 @@ static __always_inline void client_end(const struct pkt *p)
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (!f->client_next || seq_in_window(seq, f->client_next))
+		if (!f->client_next || seq_in_window(seq, f->client_next)) {
+			flush_setup_turn(f);
 			end_flow(&key, 0);
+		}
 		return;
 	}
 	/* Gone before its handshake completed: the record goes (it held no slot). */
@@ -371,15 +379,34 @@ static __always_inline void record_latency(__u32 idx, __u64 us)
 
 /* The server's first new data of a tcp turn: latency sample, busy - 1. The caller won the
  * turn (cleared req_active), so this runs once per turn. The connection goes on and is not
- * counted as completed (its end is). */
-static __always_inline void end_turn(const struct sluice_flow *f, __u64 now)
+ * counted as completed (its end is). The connection's first turn is held back (see
+ * SLUICE_FLOW_TURNED): a next turn's start overwrites it, the connection's end gives it. */
+static __always_inline void end_turn(struct sluice_flow *f, __u64 now)
 {
 	__u32 svc = f->svc, cls = f->class & 3;
+	__u64 start = f->req_start_ns, us = (now - start) / 1000;
 
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	count_unit(&busy, svc, cls, -1);
-	record_latency(sluice_stat_index(svc, cls), (now - f->req_start_ns) / 1000);
+	if (!(f->flags & SLUICE_FLOW_TURNED)) {
+		f->flags |= SLUICE_FLOW_TURNED;
+		/* unless a next turn started meanwhile (then it was a setup: dropped) */
+		__sync_val_compare_and_swap(&f->req_start_ns, start, us | SLUICE_SETUP_PENDING);
+		return;
+	}
+	record_latency(sluice_stat_index(svc, cls), us);
+}
+
+/* A tcp connection ends after a single turn: that turn was its request, its sample is due. */
+static __always_inline void flush_setup_turn(struct sluice_flow *f)
+{
+	__u64 v = f->req_start_ns;
+
+	if (!f->tracked_inflight || !(v & SLUICE_SETUP_PENDING) || f->req_active)
+		return;
+	if (__sync_val_compare_and_swap(&f->req_start_ns, v, 0) == v)
+		record_latency(sluice_stat_index(f->svc, f->class & 3), v & ~SLUICE_SETUP_PENDING);
 }
 
 /* A tcp server segment with data: 1 when it carries data beyond what the server sent before
@@ -513,6 +540,7 @@ int sluice_tc_egress(struct __sk_buff *skb)
 		end_request(skb, &p, f, &key, now = bpf_ktime_get_ns());
 	}
 	if (p.tcp->rst || p.tcp->fin) {
+		flush_setup_turn(f);
 		end_flow(&key, p.tcp->rst);
 		return TC_ACT_OK;
 	}

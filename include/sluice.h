@@ -50,8 +50,10 @@
  *      restarts, operator requests to it); the others unchanged
  *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
  *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
- *      admission and the controller count) */
-#define SLUICE_MAP_LAYOUT_VERSION 5
+ *      admission and the controller count)
+ *   6  new map `conn_cap` (the open-connection cap per class and its refusals); the others
+ *      unchanged */
+#define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -299,6 +301,17 @@ enum sluice_flow_state {
  * (1: the client, with a turn open since req_start_ns), and busy flows, not open connections,
  * are the concurrency of a tcp service: an idle pooled connection holds no capacity. */
 #define SLUICE_FLOW_SERVER_SEQ 1         /* sluice_flow.flags: server_next is known */
+/* sluice_flow.flags: the connection's first turn has ended. The first turn may be the
+ * connection's setup rather than a request: a database forking a process and authenticating
+ * (PostgreSQL answers the startup packet after the fork, about 8 ms against 2 ms for the
+ * bench's query), a TLS handshake, a login. Mixed in, a client that connects per request
+ * makes every other sample a setup, and the service looks 3-4x slower than its baseline
+ * while it is idle. So the first turn's latency is held back in req_start_ns (with
+ * SLUICE_SETUP_PENDING) and dropped when the connection has a next turn; a connection that
+ * ends after a single turn (one request per connection: the turn was the request) gives it
+ * as its sample at its end. A flow from before the flag gives one setup sample at most. */
+#define SLUICE_FLOW_TURNED     2
+#define SLUICE_SETUP_PENDING   (1ull << 63)  /* req_start_ns holds the first turn's latency */
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit (connection) was admitted */
@@ -385,6 +398,19 @@ struct sluice_halfopen {
 struct sluice_inflight {
 	__s64 total;
 	__s64 cls[SLUICE_NUM_CLASSES];
+};
+
+/* Map `conn_cap` (ARRAY, one per service): the open-connection cap of a tcp service, for
+ * servers that spend a slot per connection (PostgreSQL's max_connections) whatever the
+ * connection does. A SYN of class k is refused while the service's open connections (the
+ * `inflight` count of a tcp service, net of `inflight_released`, plus its admitted handshakes
+ * not yet complete) reach threshold[k]; 0 = no cap for the class. sluiced writes threshold[]
+ * when it programs the services (a read-modify-write that keeps rejected[]); BPF counts the
+ * refusals in rejected[] with atomics: they are their own reason (`connections`), not in
+ * class_stats.rejected[]. */
+struct sluice_conn_cap {
+	__u32 threshold[SLUICE_NUM_CLASSES];
+	__u64 rejected[SLUICE_NUM_CLASSES];
 };
 
 /* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */

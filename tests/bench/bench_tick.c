@@ -26,6 +26,7 @@
 #include "../../user/control/headroom.c"
 #include "../../user/control/cascade.c"
 #include "../../user/control/retrystorm.c"
+#include "../../user/control/listenq.c"
 #include "../../user/control/verdict.c"
 #include "../../user/control/controller.c"
 

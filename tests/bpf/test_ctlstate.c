@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -223,14 +225,41 @@ static void test_slot_guard(void **state)
 	assert_int_equal(s.lim.limit, 23);
 }
 
-/* A reset asked through ctl_requests is done once, acknowledged in ctl_state, and stays done
- * across a restart; a request for another port is not this service's. */
+/* Audit records "baseline reset" for web in the state directory, once d's file writer has
+ * written everything queued (at most 5 s). */
+static int reset_records(struct world *w, struct daemon *d)
+{
+	char path[128], line[2048];
+	uint64_t done;
+	unsigned long long busy;
+	int queued, n = 0;
+	FILE *f;
+
+	for (int k = 0; k < 5000; k++) {
+		iow_progress(&d->iow, &done, &busy, &queued);
+		if (!queued && !busy)
+			break;
+		usleep(1000);
+	}
+	snprintf(path, sizeof(path), "%s/audit.log", w->dir);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "\"command\":\"baseline reset\"") && strstr(line, "\"service\":\"web\"") &&
+		     strstr(line, "\"uid\":4242") && strstr(line, "forgotten (request 1)");
+	fclose(f);
+	return n;
+}
+
+/* A reset asked through ctl_requests is done once, acknowledged in ctl_state, audited once
+ * with the uid that asked, and stays done across a restart; a request for another port is
+ * not this service's. */
 static void test_baseline_reset_request(void **state)
 {
 	struct world *w = *state;
 	uint64_t t = monotonic_ns();
 	static struct sluice_ctl_slot slot;
-	struct sluice_ctl_request rq = { .port = 8080, .reset_gen = 1 };
+	struct sluice_ctl_request rq = { .port = 8080, .reset_gen = 1, .uid = 4242 };
 
 	start(w, &w->d, t);
 	learn(&w->d, t);
@@ -241,6 +270,7 @@ static void test_baseline_reset_request(void **state)
 	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
 	requests(&w->d, 0, t);
 	assert_true(w->d.ctl[0].base.value_us > 0);
+	assert_int_equal(reset_records(w, &w->d), 0);
 
 	rq.port = 8080;
 	assert_int_equal(maps_write_ctl_request(&w->f->m, w->d.idx[0], &rq), 0);
@@ -250,6 +280,7 @@ static void test_baseline_reset_request(void **state)
 	assert_int_equal(maps_read_ctl_slot(&w->f->m, w->d.idx[0], &slot), 0);
 	assert_int_equal(slot.reset_ack, 1);
 	assert_int_equal(slot.baseline_us, 0);
+	assert_int_equal(reset_records(w, &w->d), 1);
 
 	/* relearned, then the same request seen again (and after a restart): not redone */
 	learn(&w->d, t);
@@ -266,6 +297,8 @@ static void test_baseline_reset_request(void **state)
 	assert_int_equal(w->d2.books[0].ctl_reset_ack, 1);
 	requests(&w->d2, 0, t + 100 * MS);
 	assert_true(w->d2.ctl[0].base.value_us > 0);
+	assert_int_equal(reset_records(w, &w->d), 1);   /* done once, audited once */
+	assert_int_equal(reset_records(w, &w->d2), 1);
 }
 
 /* A quiet service is skipped by the tick, but not while a baseline reset waits for it: the
@@ -347,14 +380,14 @@ static int teardown_mig(void **state)
 	return 0;
 }
 
-/* Pins as layout `from` (3 or 4) left them: the maps it never had gone, the record saying
+/* Pins as layout `from` (3, 4 or 5) left them: the maps it never had gone, the record saying
  * `from`. This build migrates them in place: flows copied (its new tcp fields are zero in an
  * older flow), every other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	static const char *const never_had[] = { "busy", "busy_released", "ctl_state",
-						 "ctl_requests" };
-	const int n_gone = from <= 3 ? 4 : 2;
+	static const char *const never_had[] = { "conn_cap", "busy", "busy_released",
+						 "ctl_state", "ctl_requests" };
+	const int n_gone = from <= 3 ? 5 : from == 4 ? 3 : 1;
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
 	struct sluice_bpf *a, *b;
@@ -388,7 +421,8 @@ static void migrate_from(__u32 from)
 	assert_int_equal(lp.action, LAYOUT_MIGRATE);
 	assert_int_equal(lp.pinned, from);
 	for (int i = 0; i < lp.n; i++)
-		assert_int_equal(lp.slot[i].copy, !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
+		assert_int_equal(lp.slot[i].copy,
+				 from < 5 && !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
 	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
@@ -413,6 +447,12 @@ static void migrate_from(__u32 from)
 	sluice_bpf__destroy(a);
 }
 
+static void test_migration_from_5(void **state)
+{
+	(void)state;
+	migrate_from(5);
+}
+
 static void test_migration_from_3(void **state)
 {
 	(void)state;
@@ -435,6 +475,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_5, setup_mig, teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

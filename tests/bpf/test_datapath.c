@@ -53,7 +53,14 @@ static const char *CONFIG =
 	"    protocol: tcp\n"
 	"    limit: { fixed: 100 }\n"
 	"    default_class: L0\n"
-	"    client_limit: { rate: 1, burst: 2 }\n";
+	"    client_limit: { rate: 1, burst: 2 }\n"
+	"  - name: pool\n"
+	"    port: 7002\n"
+	"    protocol: tcp\n"
+	"    max_connections: 4\n"
+	"    default_class: L3\n"
+	"    classify:\n"
+	"      - { source: 198.18.1.0/24, class: L0 }\n";
 
 static void set_heartbeat(struct fixture *f, unsigned long long age_ns)
 {
@@ -169,6 +176,14 @@ static struct pkt_spec client_fin(const struct pkt_spec *syn)
 {
 	struct pkt_spec s = client_seg(syn);
 	s.fin = 1, s.seq += QLEN;
+	return s;
+}
+
+/* ... and of a connection that never sent a query (connect_idle). */
+static struct pkt_spec idle_fin(const struct pkt_spec *syn)
+{
+	struct pkt_spec s = client_seg(syn);
+	s.fin = 1;
 	return s;
 }
 
@@ -318,7 +333,7 @@ static void fz_bytes(uint8_t *p, size_t n)
 
 static int is_service_port(uint16_t port)
 {
-	return port == 5432 || port == 6000 || port == 7000 || port == 7001;
+	return port == 5432 || port == 6000 || port == 7000 || port == 7001 || port == 7002;
 }
 
 /* Where build_pkt put the headers of a frame. */
@@ -797,6 +812,60 @@ static void test_client_concurrency_cap(void **state)
 	xdp(f, &fin);
 	c.sport = 5;
 	assert_int_equal(connect_(f, &c), XDP_PASS);
+}
+
+static struct sluice_conn_cap conn_cap_of(struct fixture *f, int svc)
+{
+	struct sluice_conn_cap cc;
+	assert_int_equal(maps_read_conn_cap(&f->m, f->idx[svc], &cc), 0);
+	return cc;
+}
+
+/* The open-connection cap (max_connections 4, default headroom: L3 50 %): idle L3 holders
+ * fill their own share (2) and no more, L0 connects up to the cap, SYNs forged in L3's name
+ * never hold L0 back, refusals count under their own reason, and the open count returns to 0. */
+static void test_open_connection_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec l3[3], l0[3];
+
+	for (int i = 0; i < 3; i++) {
+		l3[i] = syn4("203.0.113.9", (uint16_t)(1 + i), 7002);
+		l0[i] = syn4("198.18.1.7", (uint16_t)(10 + i), 7002);
+	}
+	assert_int_equal(conn_cap_of(f, 4).threshold[0], 4);
+	assert_int_equal(conn_cap_of(f, 4).threshold[3], 2);
+	assert_int_equal(connect_idle(f, &l3[0]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l3[1]), XDP_PASS);
+	assert_int_equal(busy_total(f, 4), 0);           /* idle: nothing busy ... */
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_TX); /* ... but L3's share is open */
+	for (uint16_t p = 100; p < 110; p++) {            /* forged L3 SYNs, never completed */
+		struct pkt_spec forged = syn4("203.0.113.9", p, 7002);
+		assert_int_equal(xdp(f, &forged).ret, XDP_TX);
+	}
+	assert_int_equal(connect_idle(f, &l0[0]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l0[1]), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l0[2]), XDP_TX); /* the cap itself */
+	assert_int_equal(inflight_total(f, 4), 4);
+	assert_int_equal(conn_cap_of(f, 4).rejected[3], 11);
+	assert_int_equal(conn_cap_of(f, 4).rejected[0], 1);
+	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+		assert_int_equal(stats(f, 4, 3).rejected[r], 0);
+	/* An L3 connection ends: L3 is still at its share with L0's two counted, L0 gets in. */
+	struct pkt_spec fin = idle_fin(&l3[0]);
+	xdp(f, &fin);
+	l3[2].sport = 4;
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_TX);
+	l0[2].sport = 13;
+	assert_int_equal(connect_idle(f, &l0[2]), XDP_PASS);
+	/* Every connection ends: the count is exact. */
+	struct pkt_spec fins[] = { idle_fin(&l3[1]), idle_fin(&l0[0]), idle_fin(&l0[1]),
+				   idle_fin(&l0[2]) };
+	for (size_t i = 0; i < sizeof(fins) / sizeof(fins[0]); i++)
+		xdp(f, &fins[i]);
+	assert_int_equal(inflight_total(f, 4), 0);
+	l3[2].sport = 5;
+	assert_int_equal(connect_idle(f, &l3[2]), XDP_PASS);
 }
 
 static void test_client_token_bucket(void **state)
@@ -1302,6 +1371,22 @@ static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
 	return v;
 }
 
+/* The connection's first turn has passed (SLUICE_FLOW_TURNED): the tests of request turns
+ * start from there. */
+static void set_turned(struct fixture *f, const struct pkt_spec *syn)
+{
+	struct sluice_flow_key k = { .client_port = htons(syn->sport), .service_port = htons(syn->dport) };
+	struct sluice_flow v;
+	struct in_addr a;
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
+	memcpy(k.client_addr + 12, &a, 4);
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
+	v.flags |= SLUICE_FLOW_TURNED;
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_EXIST), 0);
+}
+
 static struct sluice_hist hist(struct fixture *f, int svc, int cls)
 {
 	struct sluice_hist h;
@@ -1333,6 +1418,7 @@ static void test_turn_gives_one_sample_in_its_bucket(void **state)
 	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 20);
 
 	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	set_turned(f, &a);
 	assert_int_equal(busy_total(f, 0), 0);
 	assert_int_equal(inflight_total(f, 0), 1);   /* the open connection, for a cap */
 	tc_ingress(f, &q);
@@ -1360,6 +1446,65 @@ static void test_turn_gives_one_sample_in_its_bucket(void **state)
 	assert_int_equal(inflight_total(f, 0), 1);
 }
 
+/* A connection's first turn may be its setup (a database forking and authenticating, a TLS
+ * handshake): busy while it lasts, but its sample is held back and dropped once a next turn
+ * starts; the next turn gives its own, and the connection's end adds nothing. */
+static void test_first_turn_is_setup(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 303, 5432);
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
+
+	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 0), 1);
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h0 = hist(f, 0, 0);
+	assert_int_equal(samples(&h0), 0);
+	assert_true(flow_of(f, &a).flags & SLUICE_FLOW_TURNED);
+	struct pkt_spec q2 = client_query(&a), r2 = server_reply(&a, 10, 10);
+	q2.seq += QLEN, q2.ack += 10;
+	tc_ingress(f, &q2);
+	assert_int_equal(busy_total(f, 0), 1);
+	tc_egress(f, &r2);
+	assert_int_equal(busy_total(f, 0), 0);
+	struct sluice_hist h1 = hist(f, 0, 0);
+	assert_int_equal(samples(&h1), 1);
+	struct pkt_spec fin = client_fin(&a);
+	fin.seq += QLEN, fin.ack += 20;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	struct sluice_hist h2 = hist(f, 0, 0);
+	assert_int_equal(samples(&h2), 1);
+}
+
+/* One request per connection: the single turn was the request, and the connection's end
+ * gives its sample, in its bucket. */
+static void test_single_turn_sample_at_the_end(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 304, 5432);
+	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
+
+	assert_int_equal(connect_idle(f, &a), XDP_PASS);
+	tc_ingress(f, &q);
+	unsigned long long start = flow_of(f, &a).req_start_ns;
+	usleep(3000);
+	unsigned long long before = monotonic_ns();
+	tc_egress(f, &r);
+	unsigned long long after = monotonic_ns();
+	struct sluice_hist h0 = hist(f, 0, 0);
+	assert_int_equal(samples(&h0), 0);
+	struct pkt_spec fin = client_fin(&a);
+	fin.ack += 10;
+	xdp(f, &fin);
+	struct sluice_hist h = hist(f, 0, 0);
+	assert_int_equal(samples(&h), 1);
+	assert_in_range(h.sum_us, (before - start) / 1000, (after - start) / 1000);
+	assert_true(h.sum_us >= 3000);
+}
+
 /* Retransmitted client data (sequence not beyond what was seen), bare ACKs both ways and a
  * retransmitted server segment neither start nor end a turn. */
 static void test_turn_ignores_retransmits_and_bare_acks(void **state)
@@ -1369,6 +1514,7 @@ static void test_turn_ignores_retransmits_and_bare_acks(void **state)
 	struct pkt_spec q = client_query(&a), r = server_reply(&a, 0, 10);
 
 	connect_idle(f, &a);
+	set_turned(f, &a);
 	tc_ingress(f, &q);
 	tc_egress(f, &r);
 	assert_int_equal(busy_total(f, 0), 0);
@@ -1416,6 +1562,7 @@ static void test_turn_many_segments_one_sample(void **state)
 	struct pkt_spec a = syn4("198.18.1.2", 302, 5432);
 
 	connect_idle(f, &a);
+	set_turned(f, &a);
 	for (uint32_t i = 0; i < 3; i++) {
 		struct pkt_spec q = client_query(&a);
 		q.seq += i * QLEN;
@@ -1519,6 +1666,7 @@ static void test_turn_random_conversations_end_with_busy_zero(void **state)
 				m[j].cnext = m[j].syn.seq + 1, m[j].snext = SERVER_ISN(m[j].syn.sport) + 1;
 				m[j].open = 0, m[j].live = 1, m[j].last_len = m[j].last_slen = 0;
 				assert_int_equal(connect_idle(f, &m[j].syn), XDP_PASS);
+				set_turned(f, &m[j].syn);
 			}
 			continue;
 		}
@@ -1730,6 +1878,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_with_new_isn_never_ends_a_live_flow, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
@@ -1737,6 +1886,8 @@ int main(void)
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_first_turn_is_setup, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_single_turn_sample_at_the_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_ignores_retransmits_and_bare_acks, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_many_segments_one_sample, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_idle_pooled_connections_hold_no_capacity, setup, harness_teardown),

@@ -139,7 +139,8 @@ mv "$PIN/sluice_layout_away" "$REC"
 # --- upgrades from layouts 4, 3, 2 and 1, connections held ---------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: flows with 0 where server_next and flags are (unused by tcp, padding
-#    then), no busy or busy_released map (the tcp turns' counts);
+#    then), no busy or busy_released map (the tcp turns' counts), no conn_cap map (the
+#    open-connection cap);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
 #  - layouts 1 and 2: verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
@@ -205,7 +206,8 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo busy busy_released
+	echo conn_cap
+	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "common/config.h"
+#include "common/config_warn.h"
 
 struct fx {
 	struct sluice_config cfg;
@@ -426,6 +427,46 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
+/* max_connections: the per-class shape of the cap, where it is refused, what --check warns. */
+static void test_max_connections(void **state)
+{
+	struct fx *f = *state;
+	unsigned thr[SLUICE_NUM_CLASSES];
+	struct doc_errors w;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: db\n    port: 5432\n    max_connections: 36\n"));
+	service_conn_cap(&f->cfg.services[0], thr);
+	/* default headroom 100/90/75/50: L0 the whole cap, L3 half of it */
+	assert_int_equal(thr[0], 36);
+	assert_int_equal(thr[1], 32);
+	assert_int_equal(thr[2], 27);
+	assert_int_equal(thr[3], 18);
+	assert_int_equal(config_warnings(&f->cfg, &w), 0);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: db\n    port: 5432\n    max_connections: 10\n"
+			      "    headroom: { L3: 5 }\n    limit: { fixed: 12 }\n"
+			      "    latency_slo: 20ms\n"));
+	service_conn_cap(&f->cfg.services[0], thr);
+	assert_int_equal(thr[3], 1);      /* 5 % of 10 rounds to 0: the class keeps one */
+	assert_int_equal(config_warnings(&f->cfg, &w), 2);
+	assert_non_null(strstr(w.e[0].msg, "limit fixed 12 is above max_connections (10)"));
+	assert_non_null(strstr(w.e[1].msg, "headroom L3 5 % of max_connections (10) is less than one"));
+	/* no cap: no thresholds at all */
+	expect_ok(f, parse(f, "interface: lo\nservices:\n  - name: db\n    port: 5432\n"));
+	service_conn_cap(&f->cfg.services[0], thr);
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		assert_int_equal(thr[k], 0);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: web\n    port: 80\n    protocol: http\n"
+				"    max_connections: 100\n"), 1);
+	expect_error(&f->errs, 6, "max_connections");
+	expect_error(&f->errs, 6, "needs protocol: tcp");
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: db\n    port: 5432\n    max_connections: -1\n"), 1);
+	expect_error(&f->errs, 5, "max_connections");
+}
+
 static void test_client_limit(void **state)
 {
 	struct fx *f = *state;
@@ -824,6 +865,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_max_renewals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flow_style, setup, teardown),

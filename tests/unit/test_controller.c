@@ -268,10 +268,98 @@ static void test_headroom_caps_and_status(void **st)
 	assert_int_equal(s.windows, 0);
 }
 
+/* The listen queue alone: held connections that do not grow, below half the backlog, are
+ * not saturation; growth held for a window is; one empty tick ends it; the ladder is told
+ * once per window. */
+static void test_listen_queue_rule(void **st)
+{
+	struct sluice_listenq q;
+	struct sluice_listenq_input in = { .have = 1, .queued = 3, .backlog = 64 };
+	uint64_t now = 0;
+	double x;
+	(void)st;
+	sluice_listenq_init(&q);
+	for (int t = 0; t < 30; t++)                   /* 3 waiting, steady: a busy backend */
+		assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 0);
+	for (int t = 0; t < 9; t++) {                  /* growing, but not yet for a window */
+		in.queued++;
+		now += 100 * MS;
+		assert_int_equal(sluice_listenq_tick(&q, &in, S, now, NULL), now - q.since_ns >= S);
+	}
+	in.queued++;
+	assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 1);
+	assert_int_equal(sluice_listenq_overload(&q, S, now, &x), 1);
+	assert_true(x > 0.2 && x < 0.25);              /* 14 of 64 */
+	assert_int_equal(sluice_listenq_overload(&q, S, now + 500 * MS, &x), 0);
+	assert_int_equal(sluice_listenq_overload(&q, S, now + S, &x), 1);
+	in.queued = 0;                                 /* accepted everything: over at once */
+	assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 0);
+	assert_int_equal(sluice_listenq_overload(&q, S, now + 2 * S, &x), 0);
+	/* over half the backlog for a window counts even when it stopped growing */
+	in.queued = 40;
+	for (int t = 0; t < 11; t++)
+		sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL);
+	assert_int_equal(q.saturated, 1);
+	in.have = 0;                                   /* no listener found: no signal */
+	assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 0);
+}
+
+/* A backend that stops answering (no response, no latency sample) while connections pile up
+ * in its listen queue: the queue is the only evidence. L3 is shed within two windows and
+ * keeps being cut while it grows, the limit does not grow; once the queue is gone and answers
+ * come back within the objective, everything is admitted again. */
+static void test_listen_queue_sheds_a_blind_backend(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	uint32_t limit;
+	int opened, t, cut_at = -1;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	in.listen.have = 1;
+	in.listen.backlog = 128;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (t = 1; t <= 50; t++) {                    /* baseline: 20 ms, L0 and L3 */
+		traffic(&in, 0, 5, 0, 20000, 1);
+		traffic(&in, 3, 20, 0, 20000, 4);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.objective_us > 0);
+	limit = v.limit;
+	/* nothing completes any more; arrivals go on, 2 more connections wait per tick */
+	for (t = 1; t <= 40; t++) {
+		in.stats[0].arrivals += 5;
+		in.stats[3].arrivals += 20;
+		in.listen.queued += 2;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		if (cut_at < 0 && sluice_prob_complement(v.shed_prob[3]) < ONE)
+			cut_at = t;
+		assert_true(v.limit <= limit);
+	}
+	assert_true(cut_at > 0 && cut_at <= 20);       /* within two windows of the queue */
+	assert_true(sluice_prob_complement(v.shed_prob[3]) <= ONE / 4);
+	assert_int_equal(sluice_prob_complement(v.shed_prob[0]), ONE);
+	/* the backend catches up: queue empty, answers within the objective */
+	in.listen.queued = 0;
+	for (t = 1; t <= 150; t++) {
+		traffic(&in, 0, 5, 0, 20000, 1);
+		traffic(&in, 3, 20, 0, 20000, 4);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(sluice_prob_complement(v.shed_prob[c]), ONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_first_tick_is_a_snapshot),
+		cmocka_unit_test(test_listen_queue_rule),
+		cmocka_unit_test(test_listen_queue_sheds_a_blind_backend),
 		cmocka_unit_test(test_state_export_import),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

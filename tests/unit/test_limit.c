@@ -81,6 +81,31 @@ static void test_gradient_cuts_in_proportion(void **st)
 	assert_int_equal(l.last_dir, -1);       /* it still tries: the controller sees the floor */
 }
 
+/* A saturated listen queue blocks growth in both algorithms (more concurrency would only
+ * wait there); it does not block a cut. */
+static void test_no_growth_while_listen_queue_saturated(void **st)
+{
+	struct sluice_limit_params p;
+	struct sluice_limit l;
+	struct sluice_limit_input in;
+	(void)st;
+	for (int alg = SLUICE_LIMIT_GRADIENT; alg <= SLUICE_LIMIT_AIMD; alg++) {
+		params(&p, alg, 4, 1000);
+		sluice_limit_init(&l, &p);
+		l.est = 100;
+		l.limit = 100;
+		in = win(10000, 11000, 12000, 100, 1);
+		in.bound = 1;
+		in.queue_saturated = 1;
+		assert_int_equal(sluice_limit_decide(&l, &p, &in, S, NULL), 100);
+		in.queue_saturated = 0;
+		assert_true(sluice_limit_decide(&l, &p, &in, 2 * S, NULL) > 100);
+		in = win(30000, 11000, 12000, 100, 1);
+		in.queue_saturated = 1;
+		assert_true(sluice_limit_decide(&l, &p, &in, 3 * S, NULL) < 100);
+	}
+}
+
 static void test_gradient_grows_only_when_used(void **st)
 {
 	struct sluice_limit_params p;
@@ -322,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_gradient_grows_only_when_used),
 		cmocka_unit_test(test_aimd_gate_and_classic_rule),
 		cmocka_unit_test(test_from_conf),
+		cmocka_unit_test(test_no_growth_while_listen_queue_saturated),
 		cmocka_unit_test(test_baseline_rolls_both_ways),
 		cmocka_unit_test(test_baseline_ignores_bad_windows),
 		cmocka_unit_test(test_window_extends_and_signal),

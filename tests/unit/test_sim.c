@@ -367,6 +367,74 @@ static void test_blip(void **st)
 
 /* ---- the comparison printed for docs/CONTROLLER.md ---- */
 
+/* A cold start into a closed-loop overload, as the HTTP bench meets it: 16 workers x 50 ms
+ * (320/s), the day-one limit { min: 4, max: 512 } (start 154, far above the knee), 2 s at
+ * 0.5x open loop (the baseline), then 56 closed-loop L3 clients (3.5x the workers, no think
+ * time) for 7 s. settle = from the step until the admitted median of a 250 ms first comes
+ * within the objective; also the median of everything admitted from then on, the limit at
+ * the end and the busy fraction of the 7 s. */
+struct cold_result { double settle_s, util, obj_ms, p50_after; uint32_t limit; };
+
+static double rate_warmup(struct sim *s, uint64_t t, int c)
+{
+	(void)s;
+	return c == 3 && t < 2 * S ? 160.0 : 0;
+}
+
+static struct cold_result cold_start(void)
+{
+	struct cold_result r = { 0 };
+	const uint64_t step = 2 * S, end = 9 * S, q = 250 * MS;
+	uint64_t b0;
+
+	sim_init(&sim, 16, 50);
+	sim.sc.limit_min = 4;
+	sim.sc.limit_max = 512;
+	sim.rate = rate_warmup;
+	sim.client_cls = 3;
+	sim_start(&sim);
+	sim_run(&sim, step);
+	sim.clients = 56;
+	for (int i = 0; i < sim.clients; i++)
+		sim.next_send[i] = step;
+	b0 = sim.busy_us;
+	sim_run(&sim, end);
+	r.obj_ms = sim.ctl.objective_us / 1000;
+	r.settle_s = (double)(end - step) / S;
+	for (uint64_t t = step; t < end; t += q) {
+		size_t n;
+		double p50 = sim_quantile(&sim, t, t + q, ALL, 0.5, &n) / 1000;
+
+		if (n && p50 <= r.obj_ms) {
+			r.settle_s = (double)(t - step) / S;
+			break;
+		}
+	}
+	r.p50_after = sim_quantile(&sim, step + (uint64_t)(r.settle_s * S), end, ALL, 0.5, NULL) / 1000;
+	r.util = util(&sim, b0, end - step);
+	r.limit = sim.v.limit;
+	sim_free(&sim);
+	return r;
+}
+
+static void test_cold_start(void **st)
+{
+	(void)st;
+	for (int i = 0; i < 3; i++) {
+		struct cold_result r;
+
+		sim_seed = 42 + (uint64_t)i;
+		r = cold_start();
+		print_message("# cold start: settle %.2f s, p50 after %.1f ms, util %.3f, limit %u, "
+			      "objective %.1f ms\n", r.settle_s, r.p50_after, r.util, r.limit, r.obj_ms);
+		assert_true(r.obj_ms > 50 && r.obj_ms < 70);
+		assert_true(r.settle_s <= 1.25);
+		assert_true(r.p50_after <= r.obj_ms);
+		assert_true(r.util >= 0.9);
+	}
+	sim_seed = 42;
+}
+
 #define RUNS 5
 
 static void report(void)
@@ -433,6 +501,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_restart_mid_overload),
 		cmocka_unit_test(test_step_load),
 		cmocka_unit_test(test_blip),
+		cmocka_unit_test(test_cold_start),
 	};
 	if (getenv("W")) step_workers = atoi(getenv("W"));
 	if (argc > 1 && !strcmp(argv[1], "report")) {

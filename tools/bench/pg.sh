@@ -181,7 +181,12 @@ start_pgbouncer() {
 
 start_sluice() { # start_sluice dayone|tuned
 	start_pg $SRV_IP || return 1
-	sed "s|@STATE@|$TMP/state|g; s|@L0@|$L0_IP|g" "$HERE/sluice-$1.yaml" > "$TMP/sluice.yaml"
+	# What the database accepts, read from its own config as a user would:
+	# max_connections - superuser_reserved_connections.
+	local maxconn
+	maxconn=$(awk -F'[ =]+' '$1 == "max_connections" {m = $2} $1 == "superuser_reserved_connections" {r = $2}
+		END {print m - r}' "$HERE/postgresql.conf")
+	sed "s|@STATE@|$TMP/state|g; s|@L0@|$L0_IP|g; s|@MAXCONN@|$maxconn|g" "$HERE/sluice-$1.yaml" > "$TMP/sluice.yaml"
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN"
 	sluice_up "$LAST_PID" && return 0
 	log "sluiced did not come up:"; tail -n 5 "$TMP/sluiced.log" >&2

@@ -76,7 +76,14 @@ struct service_conf {
 	double latency_slo_ms;            /* > 0: an absolute objective instead of the ratio */
 	int min_samples;                  /* 20: latency samples a window needs to decide */
 	int headroom_set;                 /* `headroom` was written: its percentages are caps */
+	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */
 };
+
+/* The open-connection cap per class of a service (0 = no cap): L0 up to max_connections, class
+ * k up to max(1, max_connections x headroom[k] / 100), all compared with the service's open
+ * connections, so the connections a lower class holds never take the slots above its share.
+ * All zero when the service has no cap. */
+void service_conn_cap(const struct service_conf *s, unsigned threshold[SLUICE_NUM_CLASSES]);
 
 struct cascade_conf {
 	int max_opens;                    /* 5: the 6th opening within window_s suspends */

@@ -233,6 +233,16 @@ static void headroom_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_
 	yget_int(d, v, what, a->where, 0, 100, &h[cls]);
 }
 
+void service_conn_cap(const struct service_conf *s, unsigned threshold[SLUICE_NUM_CLASSES])
+{
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+		long long t = (long long)s->max_connections * (k ? s->headroom[k] : 100) / 100;
+
+		threshold[k] = !s->max_connections || s->protocol == SLUICE_PROTO_HTTP ? 0 :
+			       t < 1 ? 1 : (unsigned)t;
+	}
+}
+
 /* ---- classify rules ---- */
 
 struct rule_arg {
@@ -367,13 +377,14 @@ struct svc_arg {
 	const char *where;
 	int idx;
 	struct service_conf *s;
-	yaml_node_t *name, *port, *protocol, *reject;
+	yaml_node_t *name, *port, *protocol, *reject, *max_conn;
 };
 
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
-	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples", NULL };
+	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples",
+	"max_connections", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
@@ -465,6 +476,9 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		ca.conf = s;
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, client_limit_pair, &ca);
+	} else if (!strcmp(key, "max_connections")) {
+		if (yget_int(d, v, key, a->where, 0, 1000000, &s->max_connections))
+			a->max_conn = v;
 	} else if (is_ctl_key(key)) {
 		/* the controller's keys: common/config_ctl.c parses their scalar text */
 		char msg[160];
@@ -555,6 +569,10 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 		m->name[idx] = a.name;
 	m->port[idx] = a.port;
 	check_http_rules(d, n, where, s);
+	if (a.max_conn && s->max_connections && s->protocol == SLUICE_PROTO_HTTP)
+		ydoc_bad(d, a.max_conn, "max_connections", where,
+			 "needs protocol: tcp (an http service is admitted per request; its "
+			 "connections are not admitted one by one)");
 
 	/* duplicates against the services before this one */
 	if (m->name[idx]) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "common/config_warn.h"
+#include "common/names.h"
 
 static int warn(struct doc_errors *out, int n, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -31,6 +32,23 @@ static double written_objective_ms(const struct service_conf *s)
 	return s->target_latency_ms > 0 ? s->target_latency_ms : 0;
 }
 
+/* An open-connection cap that defeats the limit or a class's share. */
+static int conn_cap_warnings(struct doc_errors *out, int n, const struct service_conf *s)
+{
+	if (s->limit_min > s->max_connections)
+		n = warn(out, n, s->line, "service '%s': limit %s %d is above max_connections (%d): "
+			 "a connection is busy only while it is open, so the cap binds first and "
+			 "the limit never does", s->name, s->limit_fixed ? "fixed" : "min",
+			 s->limit_min, s->max_connections);
+	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
+		if (s->headroom_set && (long long)s->max_connections * s->headroom[k] < 100)
+			n = warn(out, n, s->line, "service '%s': headroom %s %d %% of max_connections "
+				 "(%d) is less than one connection; %s keeps 1", s->name,
+				 sluice_class_name(k), s->headroom[k], s->max_connections,
+				 sluice_class_name(k));
+	return n;
+}
+
 int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 {
 	int n = 0;
@@ -52,6 +70,8 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 			n = warn(out, n, s->line, "service '%s': aimd_window_ms (%d) is shorter than "
 				 "control_interval_ms (%d): a window cannot end between two ticks",
 				 s->name, s->aimd_window_ms, cfg->control_interval_ms);
+		if (s->max_connections > 0 && s->protocol != SLUICE_PROTO_HTTP)
+			n = conn_cap_warnings(out, n, s);
 		if (s->retry_after_s == 0 && s->protocol == SLUICE_PROTO_HTTP)
 			n = warn(out, n, s->line, "service '%s': retry_after_s 0 tells refused clients "
 				 "to come back at once, feeding the overload it sheds", s->name);

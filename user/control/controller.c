@@ -44,6 +44,7 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 	sluice_ladder_init(&s->lad, now_ns);
 	sluice_peak_init(&s->peak);
 	sluice_retrystorm_init(&s->rs, now_ns);
+	sluice_listenq_init(&s->lq);
 	s->signal = SLUICE_SIGNAL_NONE;
 }
 
@@ -145,7 +146,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
 	uint64_t dt_ns;
-	int rc, full;
+	int rc, full, queue_sat;
+	double qx;
 
 	*opened = 0;
 	if (!s->have_prev) {
@@ -179,6 +181,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		li.demand[c] = sig->cls[c].arrivals;
 	objective(s);
+	queue_sat = sluice_listenq_tick(&s->lq, &in->listen, s->window_ns, now_ns, sink);
 	if (window_decides(s, in, now_ns, dt_ns, &r, &full)) {
 		struct sluice_baseline_window bw = {
 			.samples = r.samples, .latency_us = r.latency_us, .calls = r.calls,
@@ -197,6 +200,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.peak_inflight = r.peak_inflight;
 		mi.bound = r.headroom_rej > 0;
 		mi.full = full;
+		mi.queue_saturated = queue_sat;
 		mi.samples = r.samples;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		if (s->lim.last_dir < 0)
@@ -243,6 +247,15 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	li.overloaded = sluice_ladder_overloaded(&s->lad, &s->lp, &oi, NULL);
 	if (li.overloaded && !s->ladder_on_latency)
 		li.excess = -1;                 /* priority inversion: the full step */
+	/* The listen queue: connections the backend has not even accepted. Saturated, it is an
+	 * overload of its own once per window (when latency did not already say so: no responses
+	 * may come back at all), and no recovery step passes while connections wait. */
+	if (queue_sat)
+		li.good_samples = 0;
+	if (!li.overloaded && sluice_listenq_overload(&s->lq, s->window_ns, now_ns, &qx)) {
+		li.overloaded = 1;
+		li.excess = qx;
+	}
 	sluice_ladder_tick(&s->lad, &s->lp, &li, now_ns, sink);
 	s->signal = sluice_evwin_signal(&s->win, now_ns, s->window_ns, s->min_samples, s->none_ns);
 
@@ -317,7 +330,7 @@ int service_ctl_settled(const struct service_ctl *s)
 {
 	if (!s->have_prev || s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded ||
 	    s->rs.active || s->rs.arrivals || s->rs.streak || s->win.samples || s->win.arrivals ||
-	    s->above_since_ns)
+	    s->above_since_ns || s->lq.since_ns)
 		return 0;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (s->lad.admit[c] != SLUICE_PROB_ONE)

@@ -26,6 +26,7 @@
 #include "control/headroom.h"
 #include "control/retrystorm.h"
 #include "control/cascade.h"
+#include "control/listenq.h"
 
 struct service_ctl {
 	struct sluice_limit_params mp;
@@ -47,6 +48,7 @@ struct service_ctl {
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
 	struct sluice_retrystorm rs;
+	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;
 	uint64_t prev_ns;
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
@@ -73,6 +75,7 @@ struct ctl_inputs {
 	struct sluice_hist hist[SLUICE_NUM_CLASSES];
 	struct sluice_inflight inflight;
 	uint32_t switch_admit[SLUICE_NUM_CLASSES];   /* SLUICE_PROB_ONE = no switch */
+	struct sluice_listenq_input listen;          /* the service's accept queue this tick */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,

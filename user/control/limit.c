@@ -83,13 +83,27 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 	double g = in->aim_us / in->latency_us, lim = l->est;
 
 	if (g < 1) {
+		/* The first descent: before any cut the limit is a guess (0.3 x max at a cold
+		 * start, or 4 x the demand it followed down in calm), and when it did not bind a
+		 * cut of it does not bind either (the cold start at 154 needed four halvings to
+		 * 21, 2.6 s of a 7 s surge). When the objective itself is missed (an overload, not
+		 * a calm window's spread around the aim), the first cut is taken from the
+		 * concurrency the latency was measured at, with the same clamp: one window's
+		 * latency at the start of a surge lags (it read 340 ms for 56 connections on 16 x
+		 * 50 ms workers, half the real throughput, and a cut to peak x aim / latency down
+		 * to a quarter gave 14, below the workers). Only the first: a later window can
+		 * carry latencies of a concurrency that has passed (the backlog of a stall). */
+		if (!l->cuts && !in->bound && in->peak_inflight > 0 &&
+		    (double)in->peak_inflight < lim && in->objective_us > 0 &&
+		    in->latency_us > in->objective_us)
+			lim = in->peak_inflight;
 		l->calm = 0;
 		l->cuts++;
 		*v = lim * (g < p->min_gradient ? p->min_gradient : g);
 		*why = "latency_above_aim";
 		return -1;
 	}
-	if (!in->full)
+	if (!in->full || in->queue_saturated)
 		return 0;
 	if (in->bound || (double)in->peak_inflight >= p->gate * lim) {
 		l->calm = 0;
@@ -124,7 +138,7 @@ static int aimd(struct sluice_limit *l, const struct sluice_limit_params *p,
 		*why = "latency_above_target";
 		return -1;
 	}
-	if (!in->full || in->latency_us >= grow_below)
+	if (!in->full || in->queue_saturated || in->latency_us >= grow_below)
 		return 0;
 	if (p->aimd_gate > 0 && !in->bound && (double)in->peak_inflight < p->aimd_gate * l->est)
 		return 0;

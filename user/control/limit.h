@@ -7,7 +7,10 @@
  * gradient (the default):
  *   g = clamp(aim / latency, min_gradient (0.5), 1)
  *   g < 1                      -> limit x g (proportional to the excess; any window, also one
- *                                 closed early on overload evidence)
+ *                                 closed early on overload evidence); the first cut ever, when
+ *                                 the limit did not bind (no refusals, peak in-flight below
+ *                                 it) and the latency is above the objective: peak in-flight
+ *                                 x g instead (a cut of a limit that did not bind would not)
  *   g = 1, full window, the limit refused units or peak in-flight >= gate (0.5) x limit
  *                              -> limit + max(1, sqrt(limit)) far from the knee (latency at
  *                                 the baseline, or peak in-flight below 0.75 x limit: the
@@ -23,6 +26,7 @@
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
  *   aimd_gate (0.8) x limit     -> limit + 1
  *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
+ * Neither grows while the service's listen queue is saturated (control/listenq.h).
  * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
  * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
 #ifndef SLUICE_LIMIT_H
@@ -66,6 +70,8 @@ struct sluice_limit_input {
 	uint32_t peak_inflight;
 	int bound;                    /* the limit refused units in the window (it binds) */
 	int full;                     /* a full window (growth needs one) */
+	int queue_saturated;          /* the listen queue is saturated (control/listenq.h): more
+	                               * concurrency would only wait there, no growth */
 	uint64_t samples;             /* for events */
 };
 

@@ -4,7 +4,10 @@
 #include "control/ctlslot.h"
 #include "common/log.h"
 
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* One entry is 3.7 KB: kept off the stack, the daemon is single-threaded on this path. */
 static struct sluice_ctl_slot slot_buf;
@@ -96,6 +99,39 @@ int daemon_ctl_pending(const struct daemon *d, int i)
 	return rq && ctl_request_reset_gen(rq, &d->cfg.services[i], d->books[i].ctl_reset_ack);
 }
 
+/* The audit record of an operator's baseline reset, in the state directory's audit log next
+ * to switch changes and breaker resets (the incident review asks who reset what, and what
+ * the baseline was before): user from the uid sluicectl wrote into the request, written by
+ * the file writer thread like every other record. A full queue is said on stderr and in the
+ * event log, never silently dropped. */
+static void audit_reset(struct daemon *d, const struct service_conf *sc,
+			const struct sluice_ctl_request *rq, uint32_t gen, unsigned was_us)
+{
+	struct audit_entry *a = calloc(1, sizeof(*a));
+	struct passwd *pw = getpwuid(rq->uid);
+	char user[AUDIT_USER_LEN], why[SW_REASON_LEN];
+
+	if (pw && pw->pw_name)
+		snprintf(user, sizeof(user), "%s", pw->pw_name);
+	else
+		snprintf(user, sizeof(user), "uid%u", (unsigned)rq->uid);
+	if (was_us)
+		snprintf(why, sizeof(why), "baseline %.1f ms forgotten (request %u)", was_us / 1000.0,
+			 (unsigned)gen);
+	else
+		snprintf(why, sizeof(why), "no baseline learned yet (request %u)", (unsigned)gen);
+	if (a)
+		audit_entry_make(a, (uint64_t)time(NULL), rq->uid, user, "baseline reset", sc->name,
+				 -1, NULL, NULL, why);
+	if (!a || !iow_enqueue(&d->iow, NULL, 0, a, 1)) {
+		free(a);
+		log_error("%s: baseline reset done but not audited (the file writer's queue is full)",
+			  sc->name);
+		daemon_event(d, SLUICE_EVM_DAEMON, "audit", "dropped", "baseline reset not audited",
+			     sc->name, SLUICE_EV_ALERT);
+	}
+}
+
 void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
 {
 	const struct service_conf *sc = &d->cfg.services[i];
@@ -122,6 +158,7 @@ void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
 		sluice_event_num(&ev, "uid", rq.uid);
 		daemon_print_event(d, &ev);
 	}
+	audit_reset(d, sc, &rq, gen, d->ctl[i].base.value_us);
 	service_ctl_reset_baseline(&d->ctl[i]);
 	d->books[i].ctl_reset_ack = gen;
 }

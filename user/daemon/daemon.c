@@ -445,7 +445,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	 * is read with the counters and marks its slot changed: an unchanged quiet service is
 	 * skipped without reading it. */
 	b->ran = 0;
-	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i)) {
+	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i) && !b->aq.queued) {
 		books_idle(b, dt_s, decay);
 		d->skipped++;
 		return;
@@ -454,6 +454,9 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
 	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
 		return; /* keep the last verdict: BPF keeps enforcing it */
+	in.listen.have = b->aq.listeners > 0;
+	in.listen.queued = b->aq.queued;
+	in.listen.backlog = b->aq.backlog;
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	d->ticked++;

@@ -244,6 +244,12 @@ static void render_class_counters(FILE *b, const struct svc_ref *sv, int n)
 				sample_u(b, "sluice_requests_rejected_total", &l,
 					 (unsigned long long)sv[i].s->cls[c].st.rejected[r]);
 			}
+	/* tcp: SYNs refused by the open-connection cap, counted by the cap itself */
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < SLUICE_NUM_CLASSES && sv[i].s->cls[c].open >= 0; c++) {
+			struct lbl l = { sv[i].name, c, "reason", "connections" };
+			sample_u(b, "sluice_requests_rejected_total", &l, sv[i].s->cls[c].conn_rejected);
+		}
 	CLASS_COUNTER("sluice_requests_completed_total", completed,
 		      "Admitted units that got their response (http) or ended (tcp).");
 	CLASS_COUNTER("sluice_request_errors_total", errors,
@@ -274,6 +280,21 @@ static void render_class_gauges(FILE *b, const struct svc_ref *sv, int n)
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct lbl l = { sv[i].name, c, NULL, NULL };
 			sample_u(b, "sluice_class_threshold", &l, sv[i].s->cls[c].threshold);
+		}
+	family(b, "sluice_open_connections", "gauge",
+	       "tcp services: open connections of the class (what the connection cap counts).");
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < SLUICE_NUM_CLASSES && sv[i].s->cls[c].open >= 0; c++) {
+			struct lbl l = { sv[i].name, c, NULL, NULL };
+			sample_d(b, "sluice_open_connections", &l, (double)sv[i].s->cls[c].open);
+		}
+	family(b, "sluice_connection_cap", "gauge",
+	       "tcp services: a SYN of the class is refused while the service's open connections "
+	       "reach this (0: no cap).");
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < SLUICE_NUM_CLASSES && sv[i].s->cls[c].open >= 0; c++) {
+			struct lbl l = { sv[i].name, c, NULL, NULL };
+			sample_u(b, "sluice_connection_cap", &l, sv[i].s->cls[c].conn_cap);
 		}
 	family(b, "sluice_ladder_admit_ratio", "gauge",
 	       "Priority ladder admit probability of the class, 0..1 (1 admits all).");

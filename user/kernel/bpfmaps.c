@@ -442,6 +442,21 @@ int maps_write_ctl_slot(const struct sluice_maps *m, int svc, const struct sluic
 	return update_opt(m->ctl_state, svc, v);
 }
 
+int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_cap *out)
+{
+	memset(out, 0, sizeof(*out));
+	return lookup_opt(m->conn_cap, svc, out);
+}
+
+int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold)
+{
+	struct sluice_conn_cap cc;
+
+	maps_read_conn_cap(m, svc, &cc);
+	memcpy(cc.threshold, threshold, sizeof(cc.threshold));
+	return update_opt(m->conn_cap, svc, &cc);
+}
+
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out)
 {
 	return lookup_opt(m->ctl_requests, svc, out);

@@ -13,6 +13,7 @@ struct sluice_maps {
 	int flows, rejected_syns, clients, inflight, inflight_released, busy, busy_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
+	int conn_cap;                    /* -1 when the pins predate it (layout < 6) */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -25,7 +26,7 @@ struct sluice_maps {
 
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
-#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests)
+#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -119,6 +120,10 @@ int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals 
  * (-ENOENT when the map is not pinned). */
 int maps_read_ctl_slot(const struct sluice_maps *m, int svc, struct sluice_ctl_slot *out);
 int maps_write_ctl_slot(const struct sluice_maps *m, int svc, const struct sluice_ctl_slot *v);
+/* The open-connection cap of a slot (zeros when the pins predate it). */
+int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_cap *out);
+/* Set the cap's thresholds of a slot, keeping its refusal counts. */
+int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
 int maps_write_ctl_request(const struct sluice_maps *m, int svc,
 			   const struct sluice_ctl_request *v);

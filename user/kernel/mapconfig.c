@@ -234,6 +234,19 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 			err = -errno;
 			goto out;
 		}
+		{
+			unsigned thr[SLUICE_NUM_CLASSES];
+			__u32 t32[SLUICE_NUM_CLASSES];
+
+			service_conn_cap(&cfg->services[i], thr);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+				t32[c] = thr[c];
+			/* Pins older than the cap have no conn_cap map: nothing to program. */
+			if (m->conn_cap >= 0 && maps_write_conn_cap(m, (int)k, t32)) {
+				err = -errno;
+				goto out;
+			}
+		}
 		in_cfg[idx[i]] = 1;
 		port_in_cfg[cfg->services[i].port & 0xffff] = 1;
 		maps_write_reply(m, idx[i], SLUICE_REPLY_429, cfg->services[i].retry_after_s);

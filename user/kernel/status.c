@@ -112,11 +112,22 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		if (maps_read_concurrency(m, i, s->svc.protocol, &inf) == 0)
 			s->in_flight = inf.total;
 		s->connections = -1;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			s->cls[c].open = -1;
 		if (s->svc.protocol != SLUICE_PROTO_HTTP) {
 			struct sluice_inflight conns;
+			struct sluice_conn_cap cc;
 
-			if (maps_read_inflight(m, i, &conns) == 0)
+			if (maps_read_inflight(m, i, &conns) == 0) {
 				s->connections = conns.total;
+				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+					s->cls[c].open = conns.cls[c];
+			}
+			maps_read_conn_cap(m, i, &cc);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				s->cls[c].conn_cap = cc.threshold[c];
+				s->cls[c].conn_rejected = cc.rejected[c];
+			}
 		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &s->cls[c];
@@ -312,12 +323,17 @@ static json_t *class_json(const struct class_status *cs, int c)
 {
 	json_t *by = json_object();
 
+	json_t *o;
+
 	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
 		json_object_set_new(by, sluice_reject_name(r), json_integer((json_int_t)cs->st.rejected[r]));
-	return json_pack("{s:s,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	/* The open-connection cap's refusals are counted by the cap itself (map conn_cap). */
+	json_object_set_new(by, "connections", json_integer((json_int_t)cs->conn_rejected));
+	o = json_pack("{s:s,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 			 "s:o,s:o,s:o,s:o,s:o}",
 		"class", sluice_class_name(c), "arrivals", (json_int_t)cs->st.arrivals,
-		"admitted", (json_int_t)cs->st.admitted, "rejected", (json_int_t)rejected_total(&cs->st),
+		"admitted", (json_int_t)cs->st.admitted,
+		"rejected", (json_int_t)(rejected_total(&cs->st) + cs->conn_rejected),
 		"rejected_by", by, "in_flight", (json_int_t)cs->in_flight,
 		"threshold", (json_int_t)cs->threshold, "completed", (json_int_t)cs->st.completed,
 		"p50_us", (json_int_t)llround(cs->p50_us), "p99_us", (json_int_t)llround(cs->p99_us),
@@ -329,6 +345,13 @@ static json_t *class_json(const struct class_status *cs, int c)
 		/* measured: admitted / arrivals since attach (null before the first arrival) */
 		"admitted_ratio", cs->st.arrivals ?
 			jsonio_fixed((double)cs->st.admitted / (double)cs->st.arrivals, 4) : json_null());
+	/* tcp: the class's open connections and its cap (null: no cap) */
+	if (o && cs->open >= 0) {
+		json_object_set_new(o, "open_connections", json_integer((json_int_t)cs->open));
+		json_object_set_new(o, "connection_cap", cs->conn_cap ?
+				    json_integer((json_int_t)cs->conn_cap) : json_null());
+	}
+	return o;
 }
 
 /* A value the controller reports only once known: null before. */

@@ -17,6 +17,9 @@ struct class_status {
 	double admit_prob, switch_admit;         /* 0..1 */
 	double rate_per_s;                       /* arrivals/s between two snapshots, -1 unknown */
 	double error_rate;                       /* errors / (completed - 429s), cumulative */
+	long long open;                          /* tcp: open connections; -1 for http */
+	unsigned conn_cap;                       /* tcp: open-connection cap of the class, 0 none */
+	unsigned long long conn_rejected;        /* SYNs refused by the cap (reason connections) */
 };
 
 /* What the controller keeps for the service (map `ctl_state`), when sluiced wrote it. */
