@@ -316,7 +316,9 @@ static __always_inline void client_end(const struct pkt *p)
 	}
 }
 
-SEC("xdp")
+/* xdp.frags: the program takes multi-buffer frames (a jumbo MTU), so drivers attach it natively
+ * at any MTU; headers are read from the first buffer, which holds them. */
+SEC("xdp.frags")
 int sluice_xdp_ingress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -347,6 +349,32 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	client_end(&p);
 	return XDP_PASS;
+}
+
+/* Bytes TC makes sure are in the linear part before parsing: Ethernet, two VLAN tags, IPv6
+ * with a few extension headers (or IPv4 with options), TCP with options. */
+#define SLUICE_TC_PULL 192
+
+/* Parse an skb at TC. A driver may leave headers outside the linear part (header split,
+ * page-fragment receive): the parse then runs short of the linear part, and only then are the
+ * bytes parsing needs pulled in and the frame parsed again from fresh pointers (a pull moves
+ * the data). Lengths come from skb->len, so a BIG TCP packet (length field 0) parses too. */
+static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	enum pkt_kind kind = parse_frame(data, data_end, skb->len, p);
+	__u32 linear = data_end - data, want = skb->len;
+
+	if (kind != PKT_MALFORMED || linear >= want || linear >= SLUICE_TC_PULL)
+		return kind;
+	if (want > SLUICE_TC_PULL)
+		want = SLUICE_TC_PULL;
+	if (bpf_skb_pull_data(skb, want))
+		return PKT_MALFORMED;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	return parse_frame(data, data_end, skb->len, p);
 }
 
 /* One latency sample of (service, class) index idx. */
@@ -452,11 +480,8 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		promote(key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
-SEC("tc")
-int sluice_tc_egress(struct __sk_buff *skb)
+static __always_inline int tc_egress(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
 	struct sluice_flow_key key = {};
 	struct sluice_pkt_stats *ps;
 	struct sluice_handshake *r;
@@ -465,7 +490,9 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	__u64 now;
 	int svc;
 
-	svc = parse_service_packet(data, data_end, &p, 0);
+	if (tc_parse(skb, &p) != PKT_TCP)
+		return TC_ACT_OK;
+	svc = service_of(p.tcp->source);
 	if (svc < 0)
 		return TC_ACT_OK;
 	/* A bare ACK ends nothing and starts nothing; segments with data keep flows fresh. */
@@ -660,16 +687,13 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	return TC_ACT_OK;
 }
 
-SEC("tc")
-int sluice_tc_ingress(struct __sk_buff *skb)
+static __always_inline int tc_ingress(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
 	const struct sluice_service *sc;
 	struct pkt p;
 	int svc;
 
-	if (parse_packet(data, data_end, &p) != PKT_TCP)
+	if (tc_parse(skb, &p) != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
@@ -684,4 +708,24 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	if (sc->protocol != SLUICE_PROTO_HTTP)
 		return tcp_client_data(&p);
 	return start_request(skb, &p, svc, sc);
+}
+
+/* What sluice lets through goes on to the hook's next filter (TC_ACT_UNSPEC), as though sluice
+ * were not there: another clsact filter on the same hook (a counter, a firewall, a second
+ * shaper) still runs after it. With no filter after it, UNSPEC passes the packet like OK. */
+static __always_inline int tc_next(int rc)
+{
+	return rc == TC_ACT_OK ? TC_ACT_UNSPEC : rc;
+}
+
+SEC("tc")
+int sluice_tc_egress(struct __sk_buff *skb)
+{
+	return tc_next(tc_egress(skb));
+}
+
+SEC("tc")
+int sluice_tc_ingress(struct __sk_buff *skb)
+{
+	return tc_next(tc_ingress(skb));
 }
