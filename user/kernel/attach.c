@@ -181,6 +181,8 @@ static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode
 			st->xdp_mode_used = i == 0 ? "native" : "generic";
 			break;
 		}
+		if (i == 0)
+			st->xdp_native_errno = errno;
 	}
 	if (fd < 0) {
 		int e = errno;
@@ -256,6 +258,34 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 		maps_close(&m);
 	}
 	return 0;
+}
+
+const char *attach_xdp_mode(const struct sluice_globals *g, char *ifname, size_t n)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	char name[IF_NAMESIZE];
+
+	if (n)
+		ifname[0] = 0;
+	if (!g->ifindex || (g->netns_ino && g->netns_ino != current_netns_ino()) ||
+	    !if_indextoname(g->ifindex, name))
+		return NULL;
+	snprintf(ifname, n, "%s", name);
+	if (bpf_xdp_query((int)g->ifindex, 0, &q))
+		return NULL;
+	switch (q.attach_mode) {
+	case XDP_ATTACHED_DRV:
+		return "native";
+	case XDP_ATTACHED_SKB:
+		return "generic";
+	case XDP_ATTACHED_HW:
+		return "offload";
+	case XDP_ATTACHED_MULTI:
+		/* Programs in several modes at once: the driver's runs first. */
+		return q.drv_prog_id ? "native" : q.skb_prog_id ? "generic" : "offload";
+	default:
+		return "none";
+	}
 }
 
 void attach_release(struct attach_state *st)
