@@ -9,7 +9,7 @@
 #    and detaching sluice leaves the other filters in place;
 #  - a jumbo MTU (9000) veth: `auto` gets native XDP (the program takes multi-buffer frames),
 #    and a transfer in 9000-byte frames goes through it intact;
-#  - a veth where the driver refuses native XDP: `auto` falls back to generic XDP loudly (a
+#  - a device whose driver has no native XDP (a bridge): `auto` falls back to generic XDP loudly (a
 #    warning in the log, an alert event, sluice_xdp_mode, `sluicectl status`).
 TAG=nic
 source "$(dirname "$0")/lib.sh"
@@ -119,5 +119,72 @@ stop_sluiced
 p_in=$(prefs "$TAP" ingress); p_eg=$(prefs "$TAP" egress)
 ok $([ "$p_in" = "pref 1 pref 160 " ] && [ "$p_eg" = "pref 160 " ] && echo 0 || echo 1) \
 	"detaching sluice leaves the other filters (ingress: $p_in; egress: $p_eg)"
+
+# --- jumbo MTU: native XDP, 9000-byte frames through it -----------------------------------
+# The client veth's own pass-through XDP must take multi-buffer frames too (veth refuses a
+# program that does not beside a peer MTU above a page).
+in_cli ip link set dev c0 xdpdrv off
+in_cli ip link set dev c0 xdpdrv obj "$BUILD/tests/xdp_pass.bpf.o" sec xdp.frags
+in_srv ip link set dev s0 mtu 9000
+in_cli ip link set dev c0 mtu 9000
+write_cfg "$TMP/jumbo.yaml" s0 auto
+start_sluiced "$TMP/jumbo.yaml" || { ok 1 "sluiced starts on s0"; finish; exit 1; }
+status
+mode=$(json_get "$TMP/status.json" "d['xdp']['mode']")
+link=$(in_srv ip -d link show s0 | grep -o 'xdpgeneric\|prog/xdp ' | head -1)
+ok $([ "$mode" = native ] && [ "$link" = "prog/xdp " ] && grep -q "xdp native" "$SLUICED_LOG" &&
+	! grep -q GENERIC "$SLUICED_LOG" && echo 0 || echo 1) \
+	"auto mode on a 9000-MTU veth attaches native XDP (status: $mode; ip link: $link)" "$(cat "$SLUICED_LOG")"
+# A bulk transfer from the client to a tcp service, 1 MiB in frames up to 9000 bytes.
+start_bg "$TMP/sink.log" $IN_SRV python3 -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('$SRV_IP', 7000)); s.listen(1); print('listening', flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    b = c.recv(65536)
+    if not b: break
+    n += len(b)
+c.sendall(str(n).encode()); c.close()"
+sink_up() { grep -q listening "$TMP/sink.log"; }
+wait_for 5 "the sink to listen" sink_up
+json_rx() { python3 -c "import json,sys; print(json.load(sys.stdin)[0]['stats64']['rx']['$1'])"; }
+rxp0=$(in_srv ip -s -j link show s0 | json_rx packets); rxb0=$(in_srv ip -s -j link show s0 | json_rx bytes)
+got=$(in_cli timeout 10 python3 -c "
+import socket
+c = socket.create_connection(('$SRV_IP', 7000), timeout=5)
+c.sendall(b'x' * 1048576); c.shutdown(socket.SHUT_WR)
+print(c.recv(64).decode())")
+rxp=$(($(in_srv ip -s -j link show s0 | json_rx packets) - rxp0))
+rxb=$(($(in_srv ip -s -j link show s0 | json_rx bytes) - rxb0))
+avg=$((rxb / (rxp > 0 ? rxp : 1)))
+status
+ok $([ "$got" = 1048576 ] && [ "$avg" -gt 4096 ] &&
+	[ "$(json_get "$TMP/status.json" "d['services'][1]['classes'][2]['arrivals']")" -ge 1 ] && echo 0 || echo 1) \
+	"1 MiB crosses native XDP in jumbo frames: the sink got $got bytes, $rxp packets of $avg bytes on average"
+metrics > "$TMP/metrics.txt"
+ok $(grep -qx 'sluice_xdp_mode{interface="s0",mode="native"} 1' "$TMP/metrics.txt" &&
+	grep -qx 'sluice_xdp_mode{interface="s0",mode="generic"} 0' "$TMP/metrics.txt" && echo 0 || echo 1) \
+	"sluice_xdp_mode says native" "$(grep xdp_mode "$TMP/metrics.txt")"
+stop_sluiced
+
+# --- a driver without native XDP (a bridge): auto falls back to generic, loudly -----------
+in_srv ip link add dm$$ type bridge
+in_srv ip link set dm$$ up
+write_cfg "$TMP/dummy.yaml" dm$$ auto
+start_sluiced "$TMP/dummy.yaml" || { ok 1 "sluiced starts on a dummy device"; finish; exit 1; }
+status
+ok $(grep -q '^sluiced: warning: FELL BACK TO GENERIC XDP on dm'$$ "$SLUICED_LOG" && echo 0 || echo 1) \
+	"the fallback to generic XDP is a warning in the log" "$(cat "$SLUICED_LOG")"
+ok $(grep -q '"to":"generic"' "$SLUICED_LOG" && echo 0 || echo 1) "... and an event" "$(cat "$SLUICED_LOG")"
+table=$($IN_SRV $CTL status | grep '^xdp:')
+ok $([ "$(json_get "$TMP/status.json" "d['xdp']['mode']")" = generic ] &&
+	[[ "$table" == "xdp: GENERIC on dm$$ "* ]] && echo 0 || echo 1) \
+	"sluicectl status shows it ($table)"
+metrics > "$TMP/metrics.txt"
+ok $(grep -qx 'sluice_xdp_mode{interface="dm'$$'",mode="generic"} 1' "$TMP/metrics.txt" &&
+	grep -qx 'sluice_xdp_mode{interface="dm'$$'",mode="native"} 0' "$TMP/metrics.txt" && echo 0 || echo 1) \
+	"sluice_xdp_mode says generic" "$(grep xdp_mode "$TMP/metrics.txt")"
+stop_sluiced
 
 finish
