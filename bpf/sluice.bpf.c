@@ -133,6 +133,48 @@ static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32
 	bpf_map_update_elem(&rejected_syns, key, &isn, BPF_ANY);
 }
 
+/* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
+ * strips VLAN tags on receive (rx VLAN offload) and something above the interface takes
+ * tagged traffic, so the tag a reply needs is in the skb but not in the frame XDP sees (the
+ * kernel's rx-VLAN-tag metadata needs a device-bound program). Written by sluiced at attach;
+ * not pinned: each load writes it anew. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} syn_reply_tc SEC(".maps");
+
+/* Marks a frame, in XDP metadata, as a refused SYN for TC ingress to answer. */
+#define SLUICE_META_RST_AT_TC 0x51ce0257u
+
+static __always_inline int rst_belongs_to_tc(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex;
+
+	return bpf_map_lookup_elem(&syn_reply_tc, &ifindex) != 0;
+}
+
+/* Hand a refused SYN to TC ingress to answer: marked in metadata, passed. A driver that keeps
+ * no metadata gets it dropped instead (the client's SYN retry ends in a timeout, never in a
+ * connection). */
+static __always_inline int leave_rst_to_tc(struct xdp_md *ctx)
+{
+	struct sluice_pkt_stats *ps;
+	__u32 *meta;
+
+	if (bpf_xdp_adjust_meta(ctx, -4) == 0) {
+		meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) <= (void *)(long)ctx->data) {
+			*meta = SLUICE_META_RST_AT_TC;
+			return XDP_PASS;
+		}
+	}
+	if ((ps = pkt_counters()))
+		ps->reply_failed++;
+	return XDP_DROP;
+}
+
 static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
 				      const struct sluice_service *sc)
 {
@@ -201,6 +243,8 @@ refuse:
 	note_rejected_syn(&key, isn, st);
 	if (sc->reject_mode == SLUICE_REJECT_DROP)
 		return XDP_DROP;
+	if (rst_belongs_to_tc(ctx))
+		return leave_rst_to_tc(ctx);
 
 	ps = pkt_counters();
 	len = build_syn_reset(p);
@@ -687,6 +731,32 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	return TC_ACT_OK;
 }
 
+/* A SYN XDP refused and marked for TC (leave_rst_to_tc): the same RST XDP would send, from
+ * here, where the skb still carries the VLAN tag the NIC stripped; redirected out of the
+ * device it came in on, it leaves with that tag. */
+static __always_inline int marked_rst_at_tc(struct __sk_buff *skb)
+{
+	__u32 *meta = (void *)(long)skb->data_meta;
+
+	return (void *)(meta + 1) <= (void *)(long)skb->data && *meta == SLUICE_META_RST_AT_TC;
+}
+
+static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
+{
+	struct sluice_pkt_stats *ps = pkt_counters();
+	__u32 len;
+
+	len = build_syn_reset(p);
+	if (!len || bpf_skb_change_tail(skb, len, 0)) {
+		if (ps)
+			ps->reply_failed++;
+		return TC_ACT_SHOT;
+	}
+	if (ps)
+		ps->rst_sent++;
+	return bpf_redirect(skb->ifindex, 0);
+}
+
 static __always_inline int tc_ingress(struct __sk_buff *skb)
 {
 	const struct sluice_service *sc;
@@ -698,6 +768,8 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return TC_ACT_OK;
+	if (p.tcp->syn && !p.tcp->ack && marked_rst_at_tc(skb))
+		return rst_at_tc(skb, &p);
 	/* Only data can start a request or a turn: bare ACKs and control segments stop before
 	 * any map. */
 	if (!p.payload_len || p.tcp->syn || p.tcp->rst)

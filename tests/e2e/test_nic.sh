@@ -9,6 +9,9 @@
 #    and detaching sluice leaves the other filters in place;
 #  - a jumbo MTU (9000) veth: `auto` gets native XDP (the program takes multi-buffer frames),
 #    and a transfer in 9000-byte frames goes through it intact;
+#  - VLAN tags stripped on receive (a VLAN-filtering bridge on each end of a veth carries VLAN
+#    100 tagged; veth moves the tag as skb metadata, so XDP sees untagged frames): the RST
+#    for a refused SYN still reaches the client's VLAN (answered from TC, which has the tag);
 #  - a device whose driver has no native XDP (a bridge): `auto` falls back to generic XDP loudly (a
 #    warning in the log, an alert event, sluice_xdp_mode, `sluicectl status`).
 TAG=nic
@@ -41,6 +44,8 @@ services:
   - name: bulk
     port: 7000
     protocol: tcp
+    reject: rst
+    default_class: L3
     limit: { fixed: 8 }
 Y
 }
@@ -160,7 +165,7 @@ rxb=$(($(in_srv ip -s -j link show s0 | json_rx bytes) - rxb0))
 avg=$((rxb / (rxp > 0 ? rxp : 1)))
 status
 ok $([ "$got" = 1048576 ] && [ "$avg" -gt 4096 ] &&
-	[ "$(json_get "$TMP/status.json" "d['services'][1]['classes'][2]['arrivals']")" -ge 1 ] && echo 0 || echo 1) \
+	[ "$(json_get "$TMP/status.json" "sum(c['arrivals'] for c in d['services'][1]['classes'])")" -ge 1 ] && echo 0 || echo 1) \
 	"1 MiB crosses native XDP in jumbo frames: the sink got $got bytes, $rxp packets of $avg bytes on average"
 metrics > "$TMP/metrics.txt"
 ok $(grep -qx 'sluice_xdp_mode{interface="s0",mode="native"} 1' "$TMP/metrics.txt" &&
@@ -169,22 +174,77 @@ ok $(grep -qx 'sluice_xdp_mode{interface="s0",mode="native"} 1' "$TMP/metrics.tx
 stop_sluiced
 
 # --- a driver without native XDP (a bridge): auto falls back to generic, loudly -----------
-in_srv ip link add dm$$ type bridge
-in_srv ip link set dm$$ up
-write_cfg "$TMP/dummy.yaml" dm$$ auto
-start_sluiced "$TMP/dummy.yaml" || { ok 1 "sluiced starts on a dummy device"; finish; exit 1; }
+in_srv ip link add bx$$ type bridge
+in_srv ip link set bx$$ up
+write_cfg "$TMP/bridge.yaml" bx$$ auto
+start_sluiced "$TMP/bridge.yaml" || { ok 1 "sluiced starts on a bridge"; finish; exit 1; }
 status
-ok $(grep -q '^sluiced: warning: FELL BACK TO GENERIC XDP on dm'$$ "$SLUICED_LOG" && echo 0 || echo 1) \
+ok $(grep -q '^sluiced: warning: FELL BACK TO GENERIC XDP on bx'$$ "$SLUICED_LOG" && echo 0 || echo 1) \
 	"the fallback to generic XDP is a warning in the log" "$(cat "$SLUICED_LOG")"
 ok $(grep -q '"to":"generic"' "$SLUICED_LOG" && echo 0 || echo 1) "... and an event" "$(cat "$SLUICED_LOG")"
 table=$($IN_SRV $CTL status | grep '^xdp:')
 ok $([ "$(json_get "$TMP/status.json" "d['xdp']['mode']")" = generic ] &&
-	[[ "$table" == "xdp: GENERIC on dm$$ "* ]] && echo 0 || echo 1) \
+	[[ "$table" == "xdp: GENERIC on bx$$ "* ]] && echo 0 || echo 1) \
 	"sluicectl status shows it ($table)"
 metrics > "$TMP/metrics.txt"
-ok $(grep -qx 'sluice_xdp_mode{interface="dm'$$'",mode="generic"} 1' "$TMP/metrics.txt" &&
-	grep -qx 'sluice_xdp_mode{interface="dm'$$'",mode="native"} 0' "$TMP/metrics.txt" && echo 0 || echo 1) \
+ok $(grep -qx 'sluice_xdp_mode{interface="bx'$$'",mode="generic"} 1' "$TMP/metrics.txt" &&
+	grep -qx 'sluice_xdp_mode{interface="bx'$$'",mode="native"} 0' "$TMP/metrics.txt" && echo 0 || echo 1) \
 	"sluice_xdp_mode says generic" "$(grep xdp_mode "$TMP/metrics.txt")"
+stop_sluiced
+
+# --- VLAN tags stripped on receive: a refused SYN's RST keeps its tag ----------------------
+ip link add vs2-$$ netns "$NS_S" type veth peer name vc2-$$ netns "$NS_C" || exit 1
+in_srv ip link set vs2-$$ name s2
+in_cli ip link set vc2-$$ name c2
+in_srv ethtool -K s2 tx off >/dev/null 2>&1
+in_cli ethtool -K c2 tx off >/dev/null 2>&1
+in_cli ip link set dev c2 xdpdrv obj "$BUILD/tests/xdp_pass.bpf.o" sec xdp
+# This kernel has neither 802.1Q devices nor VLAN-filtering bridges: VLAN 100 is made at TC
+# (tests/e2e/tc_vlan.bpf.c), which leaves the skbs as a VLAN device with tx VLAN offload does
+# (the tag in metadata, not in the frame XDP sees). The client's port carries only VLAN 100
+# (untagged frames are dropped); the server's VLAN ends at TC behind sluice's filters, and the
+# server's address is on a bridge over s2, so s2 has an upper device.
+VLAN_OBJ=$BUILD/tests/tc_vlan.bpf.o
+vlan_at_tc() { # vlan_at_tc NS-PREFIX DEV
+	$1 tc qdisc add dev "$2" clsact
+	$1 tc filter add dev "$2" egress pref 160 bpf da obj "$VLAN_OBJ" sec classifier/vlan_out
+	$1 tc filter add dev "$2" ingress pref 160 bpf da obj "$VLAN_OBJ" sec classifier/vlan_in
+}
+vlan_at_tc "$IN_CLI" c2
+vlan_at_tc "$IN_SRV" s2
+in_cli ip addr add 198.18.3.2/24 dev c2
+in_srv ip link add brs$$ type bridge
+in_srv ip link set s2 master brs$$
+in_srv ip addr add 198.18.3.1/24 dev brs$$
+in_srv ip link set brs$$ up
+in_srv ip link set s2 up
+in_cli ip link set c2 up
+start_bg "$TMP/bulk.log" $IN_SRV "$BUILD/tools/testserver" --listen 198.18.3.1:7000 --mode tcp \
+	--workers 2 --service-ms 1
+write_cfg "$TMP/vlan.yaml" s2 native
+start_sluiced "$TMP/vlan.yaml" || { ok 1 "sluiced starts on s2"; finish; exit 1; }
+connect() { # connect: how a connection to the tcp service over VLAN 100 ends, and in how many ms
+	in_cli python3 -c "
+import socket, time
+t = time.monotonic()
+try:
+    socket.create_connection(('198.18.3.1', 7000), timeout=3).close(); r = 'connected'
+except ConnectionRefusedError: r = 'refused'
+except OSError as e: r = type(e).__name__
+print(r, int((time.monotonic() - t) * 1000))"
+}
+wait_for 5 "a connection over VLAN 100" sh -c "[ \"\$($IN_CLI python3 -c \"import socket; socket.create_connection(('198.18.3.1', 7000), timeout=1).close(); print('ok')\")\" = ok ]"
+first=$(connect)
+$IN_SRV $CTL --config "$TMP/vlan.yaml" switch set bulk L3 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
+shed_bulk() { status; [ "$(json_get "$TMP/status.json" "d['services'][1]['classes'][3]['switch_shed']")" = 1.0 ]; }
+wait_for 3 "the bulk L3 switch in the verdict map" shed_bulk
+res=$(connect)
+status
+rst=$(json_get "$TMP/status.json" "d['packets']['rst_sent']")
+ok $([ "${first% *}" = connected ] && [ "${res% *}" = refused ] && [ "${res#* }" -lt 1000 ] &&
+	[ "$rst" -ge 1 ] && echo 0 || echo 1) \
+	"a refused SYN over VLAN 100 (tag stripped before XDP) gets its RST on the VLAN: $res ms (admitted before: $first; rst_sent $rst)" \
+	"$(grep -i vlan "$SLUICED_LOG")"
 stop_sluiced
 
 finish

@@ -235,6 +235,9 @@ int main(int argc, char **argv)
 		d.cfg.interface, at.xdp_mode_used, d.cfg.n_services,
 		d.cfg.n_services == 1 ? "" : "s", d.cfg.pin_dir);
 	warn_generic_xdp(&d, &at);
+	if (at.rst_at_tc)
+		log_info("%s strips VLAN tags on receive and has upper devices: refused SYNs are "
+			 "answered from TC, where the tag is known", d.cfg.interface);
 
 	ms = metrics_start(d.cfg.metrics_address, daemon_metrics_body, &d, err, sizeof(err));
 	if (ms) {

@@ -22,6 +22,7 @@ struct attach_state {
 	struct layout_plan layout;  /* what was done with the pins (layout.note for the log) */
 	const char *xdp_mode_used;  /* "native" | "generic" */
 	int xdp_native_errno;       /* why native attach failed before a fallback to generic */
+	int rst_at_tc;              /* refused SYNs are answered from TC (VLAN tags, see attach.c) */
 };
 
 /* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),
