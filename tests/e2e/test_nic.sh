@@ -140,6 +140,8 @@ link=$(in_srv ip -d link show s0 | grep -o 'xdpgeneric\|prog/xdp ' | head -1)
 ok $([ "$mode" = native ] && [ "$link" = "prog/xdp " ] && grep -q "xdp native" "$SLUICED_LOG" &&
 	! grep -q GENERIC "$SLUICED_LOG" && echo 0 || echo 1) \
 	"auto mode on a 9000-MTU veth attaches native XDP (status: $mode; ip link: $link)" "$(cat "$SLUICED_LOG")"
+ok $(! grep -q "answered from TC" "$SLUICED_LOG" && echo 0 || echo 1) \
+	"with nothing on top of s0, XDP itself answers refused SYNs"
 # A bulk transfer from the client to a tcp service, 1 MiB in frames up to 9000 bytes.
 start_bg "$TMP/sink.log" $IN_SRV python3 -c "
 import socket
@@ -242,7 +244,7 @@ res=$(connect)
 status
 rst=$(json_get "$TMP/status.json" "d['packets']['rst_sent']")
 ok $([ "${first% *}" = connected ] && [ "${res% *}" = refused ] && [ "${res#* }" -lt 1000 ] &&
-	[ "$rst" -ge 1 ] && echo 0 || echo 1) \
+	[ "$rst" -ge 1 ] && grep -q "s2 strips VLAN tags.*answered from TC" "$SLUICED_LOG" && echo 0 || echo 1) \
 	"a refused SYN over VLAN 100 (tag stripped before XDP) gets its RST on the VLAN: $res ms (admitted before: $first; rst_sent $rst)" \
 	"$(grep -i vlan "$SLUICED_LOG")"
 stop_sluiced

@@ -71,6 +71,8 @@ int nic_has_upper(int ifindex)
 				goto out;
 			if (nh->nlmsg_type != RTM_NEWLINK)
 				continue;
+			int link = 0, master = 0, other_ns = 0;
+
 			alen = (int)IFLA_PAYLOAD(nh);
 			for (a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
 				int v;
@@ -78,10 +80,16 @@ int nic_has_upper(int ifindex)
 				if (RTA_PAYLOAD(a) < sizeof(v))
 					continue;
 				memcpy(&v, RTA_DATA(a), sizeof(v));
-				if ((a->rta_type == IFLA_MASTER && ifi->ifi_index == ifindex && v) ||
-				    (a->rta_type == IFLA_LINK && ifi->ifi_index != ifindex && v == ifindex))
-					found = 1;
+				if (a->rta_type == IFLA_LINK)
+					link = v;
+				else if (a->rta_type == IFLA_MASTER)
+					master = v;
+				else if (a->rta_type == IFLA_LINK_NETNSID)
+					other_ns = 1; /* its IFLA_LINK is an index over there */
 			}
+			if ((ifi->ifi_index == ifindex && master) ||
+			    (ifi->ifi_index != ifindex && link == ifindex && !other_ns))
+				found = 1;
 		}
 	}
 out:
