@@ -3,7 +3,8 @@
  * BIG TCP lengths (IPv4 tot_len 0; IPv6 payload_len 0 with or without a hop-by-hop jumbo
  * option) parse with the length taken from the frame, so a request in such a packet is decided
  * like any other and nothing counts as malformed; the TC programs hand what they let through
- * to the next filter (TC_ACT_UNSPEC). Test runs cannot build a packet over 64 KiB, nor an skb
+ * to the next filter (TC_ACT_UNSPEC); a refused SYN on an interface whose RSTs belong to TC is
+ * passed to TC marked in XDP metadata. Test runs cannot build a packet over 64 KiB, nor an skb
  * with headers outside its linear part (the kernel refuses a linear size in the context):
  * tests/e2e/test_nic.sh covers those on real devices. */
 #define _GNU_SOURCE
@@ -29,7 +30,12 @@ static const char *CONFIG =
 	"    protocol: http\n"
 	"    limit: { fixed: 8 }\n"
 	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
-	"    default_class: L2\n";
+	"    default_class: L2\n"
+	"  - name: db\n"
+	"    port: 5432\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 8 }\n"
+	"    default_class: L3\n";
 
 static int setup(void **state)
 {
@@ -179,6 +185,42 @@ static void test_short_length_still_malformed(void **state)
 	assert_int_equal(malformed(f), 1);
 }
 
+/* A refused SYN on an interface whose RSTs belong to TC (VLAN tags stripped on receive): XDP
+ * passes it, unchanged, with the mark in its metadata; on any other interface XDP answers it
+ * itself (XDP_TX). */
+static void test_refused_syn_left_to_tc(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec syn = { .src = "203.0.113.7", .dst = SERVER4, .sport = 1234, .dport = 5432,
+				.seq = 77, .syn = 1 };
+	struct sluice_verdict v;
+	uint8_t b[256], out[256];
+	size_t len = build_pkt(b, &syn);
+	__u32 lo = 1, one = 1, meta;
+	struct xdp_md ctx = { .data = 0, .data_meta = 0, .data_end = (__u32)len, .ingress_ifindex = 1 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = b, .data_size_in = (__u32)len, .data_out = out,
+		    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx),
+		    .ctx_out = &ctx, .ctx_size_out = sizeof(ctx), .repeat = 1);
+
+	assert_int_equal(maps_read_verdict(&f->m, f->idx[1], &v), 0);
+	v.switch_shed[3] = SLUICE_PROB_ONE;
+	assert_int_equal(maps_write_verdict(&f->m, f->idx[1], &v), 0);
+	assert_int_equal(bpf_prog_test_run_opts(xdp_fd(f), &o), 0);
+	assert_int_equal(o.retval, XDP_TX);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(f->skel->maps.syn_reply_tc), &lo, &one, 0), 0);
+	ctx = (struct xdp_md){ .data_end = (__u32)len, .ingress_ifindex = 1 };
+	o.data_size_out = sizeof(out);
+	o.ctx_size_out = sizeof(ctx);
+	assert_int_equal(bpf_prog_test_run_opts(xdp_fd(f), &o), 0);
+	assert_int_equal(o.retval, XDP_PASS);
+	/* out holds the metadata, then the frame exactly as it came */
+	assert_int_equal(ctx.data - ctx.data_meta, 4);
+	assert_int_equal(o.data_size_out, len + 4);
+	memcpy(&meta, out, 4);
+	assert_int_equal(meta, 0x51ce0257u);
+	assert_memory_equal(out + 4, b, len);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +228,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_big_tcp_ipv6_jumbo, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_big_tcp_ipv6_no_hbh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_short_length_still_malformed, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_syn_left_to_tc, setup, harness_teardown),
 	};
 
 	return cmocka_run_group_tests_name("nic", tests, NULL, NULL);
