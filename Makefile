@@ -30,7 +30,8 @@ TOOL_BINS  := $(patsubst tools/%/main.c,$(BUILD)/tools/%,$(wildcard tools/*/main
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
 LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
-E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(LAYOUT_DRILL)
+E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/tc_count.bpf.o \
+              $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
               $(BUILD)/bench/empty_xdp.bpf.o
 FUZZ_PARSERS := config switches plan budget
@@ -85,8 +86,9 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
 
-# Pass-through XDP for the client end of test veths (see the source).
-$(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c
+# Test plumbing for the end-to-end tests (see the sources): pass-through XDP for the client
+# end of test veths, a counting TC filter to run beside sluice's, VLAN 100 at TC.
+$(BUILD)/tests/%.bpf.o: tests/e2e/%.bpf.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -3,7 +3,8 @@
  * IPv4, IPv6 (skipping hop-by-hop, routing and destination-options headers), TCP.
  * Every header access is bounds-checked against data_end; anything that does not parse is
  * PKT_MALFORMED and the caller passes it untouched. Works on direct packet pointers, so the
- * same code serves xdp_md and __sk_buff (whose headers are in the linear area). */
+ * same code serves xdp_md (headers in the first buffer) and __sk_buff (TC pulls headers into
+ * the linear part first when a driver left them outside it). */
 #ifndef SLUICE_PARSE_H
 #define SLUICE_PARSE_H
 
@@ -38,9 +39,16 @@ struct pkt {
 	__u8 v6;                         /* branch on this, not on ip4/ip6 being NULL: the
 					  * verifier follows a known constant, not pointer nullness */
 	__u8 ext_hdrs;                   /* IPv6 extension headers skipped */
+	__u8 big;                        /* length taken from the frame (BIG TCP, see below) */
 };
 
-static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, struct pkt *p)
+/* frame_len: the whole frame's length, which may exceed data_end - data (an skb's non-linear
+ * part). A length field of 0 -- IPv4 tot_len, IPv6 payload_len -- is how BIG TCP (GRO/GSO
+ * packets over 64 KiB) says "the rest of the frame"; IPv6 may also carry a hop-by-hop jumbo
+ * option, skipped like any hop-by-hop header. Such a packet is parsed with its length taken
+ * from the frame, never called malformed. */
+static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u32 frame_len,
+						 struct pkt *p)
 {
 	struct ethhdr *eth = data;
 	void *cur;
@@ -53,6 +61,7 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 	p->ip4 = 0;
 	p->ip6 = 0;
 	p->ext_hdrs = 0;
+	p->big = 0;
 	cur = eth + 1;
 	proto = eth->h_proto;
 
@@ -86,6 +95,10 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 		if (ip->frag_off & bpf_htons(0x3fff))
 			return PKT_OTHER;
 		tot = bpf_ntohs(ip->tot_len);
+		if (!tot && frame_len > p->l3_off) {
+			tot = frame_len - p->l3_off;
+			p->big = 1;
+		}
 		if (tot < ihl)
 			return PKT_MALFORMED;
 		p->ip4 = ip;
@@ -107,6 +120,10 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 		nexthdr = ip6->nexthdr;
 		cur = ip6 + 1;
 		l4_len = bpf_ntohs(ip6->payload_len);
+		if (!l4_len && frame_len >= p->l3_off + sizeof(*ip6)) {
+			l4_len = frame_len - p->l3_off - sizeof(*ip6);
+			p->big = 1;
+		}
 #pragma unroll
 		for (int i = 0; i < 4; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
@@ -144,6 +161,12 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 	p->payload_off = p->l4_off + doff;
 	p->payload_len = l4_len - doff;
 	return PKT_TCP;
+}
+
+/* A frame whose whole length is in [data, data_end) (XDP's first buffer, a linear skb). */
+static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, struct pkt *p)
+{
+	return parse_frame(data, data_end, data_end - data, p);
 }
 
 /* The client's address, v4-mapped for IPv4, as used in flow keys and source rules. */

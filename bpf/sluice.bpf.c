@@ -134,6 +134,48 @@ static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32
 	bpf_map_update_elem(&rejected_syns, key, &isn, BPF_ANY);
 }
 
+/* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
+ * strips VLAN tags on receive (rx VLAN offload) and something above the interface takes
+ * tagged traffic, so the tag a reply needs is in the skb but not in the frame XDP sees (the
+ * kernel's rx-VLAN-tag metadata needs a device-bound program). Written by sluiced at attach;
+ * not pinned: each load writes it anew. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} syn_reply_tc SEC(".maps");
+
+/* Marks a frame, in XDP metadata, as a refused SYN for TC ingress to answer. */
+#define SLUICE_META_RST_AT_TC 0x51ce0257u
+
+static __always_inline int rst_belongs_to_tc(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex;
+
+	return bpf_map_lookup_elem(&syn_reply_tc, &ifindex) != 0;
+}
+
+/* Hand a refused SYN to TC ingress to answer: marked in metadata, passed. A driver that keeps
+ * no metadata gets it dropped instead (the client's SYN retry ends in a timeout, never in a
+ * connection). */
+static __always_inline int leave_rst_to_tc(struct xdp_md *ctx)
+{
+	struct sluice_pkt_stats *ps;
+	__u32 *meta;
+
+	if (bpf_xdp_adjust_meta(ctx, -4) == 0) {
+		meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) <= (void *)(long)ctx->data) {
+			*meta = SLUICE_META_RST_AT_TC;
+			return XDP_PASS;
+		}
+	}
+	if ((ps = pkt_counters()))
+		ps->reply_failed++;
+	return XDP_DROP;
+}
+
 static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
 				      const struct sluice_service *sc)
 {
@@ -209,6 +251,8 @@ refuse:
 	note_rejected_syn(&key, isn, st);
 	if (sc->reject_mode == SLUICE_REJECT_DROP)
 		return XDP_DROP;
+	if (rst_belongs_to_tc(ctx))
+		return leave_rst_to_tc(ctx);
 
 	ps = pkt_counters();
 	len = build_syn_reset(p);
@@ -328,7 +372,9 @@ static __always_inline void client_end(const struct pkt *p)
 	}
 }
 
-SEC("xdp")
+/* xdp.frags: the program takes multi-buffer frames (a jumbo MTU), so drivers attach it natively
+ * at any MTU; headers are read from the first buffer, which holds them. */
+SEC("xdp.frags")
 int sluice_xdp_ingress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -359,6 +405,32 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	client_end(&p);
 	return XDP_PASS;
+}
+
+/* Bytes TC makes sure are in the linear part before parsing: Ethernet, two VLAN tags, IPv6
+ * with a few extension headers (or IPv4 with options), TCP with options. */
+#define SLUICE_TC_PULL 192
+
+/* Parse an skb at TC. A driver may leave headers outside the linear part (header split,
+ * page-fragment receive): the parse then runs short of the linear part, and only then are the
+ * bytes parsing needs pulled in and the frame parsed again from fresh pointers (a pull moves
+ * the data). Lengths come from skb->len, so a BIG TCP packet (length field 0) parses too. */
+static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	enum pkt_kind kind = parse_frame(data, data_end, skb->len, p);
+	__u32 linear = data_end - data, want = skb->len;
+
+	if (kind != PKT_MALFORMED || linear >= want || linear >= SLUICE_TC_PULL)
+		return kind;
+	if (want > SLUICE_TC_PULL)
+		want = SLUICE_TC_PULL;
+	if (bpf_skb_pull_data(skb, want))
+		return PKT_MALFORMED;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	return parse_frame(data, data_end, skb->len, p);
 }
 
 /* One latency sample of (service, class) index idx. */
@@ -483,11 +555,8 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		promote(key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
-SEC("tc")
-int sluice_tc_egress(struct __sk_buff *skb)
+static __always_inline int tc_egress(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
 	struct sluice_flow_key key = {};
 	struct sluice_pkt_stats *ps;
 	struct sluice_handshake *r;
@@ -496,7 +565,9 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	__u64 now;
 	int svc;
 
-	svc = parse_service_packet(data, data_end, &p, 0);
+	if (tc_parse(skb, &p) != PKT_TCP)
+		return TC_ACT_OK;
+	svc = service_of(p.tcp->source);
 	if (svc < 0)
 		return TC_ACT_OK;
 	/* A bare ACK ends nothing and starts nothing; segments with data keep flows fresh. */
@@ -699,20 +770,45 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	return TC_ACT_OK;
 }
 
-SEC("tc")
-int sluice_tc_ingress(struct __sk_buff *skb)
+/* A SYN XDP refused and marked for TC (leave_rst_to_tc): the same RST XDP would send, from
+ * here, where the skb still carries the VLAN tag the NIC stripped; redirected out of the
+ * device it came in on, it leaves with that tag. */
+static __always_inline int marked_rst_at_tc(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
+	__u32 *meta = (void *)(long)skb->data_meta;
+
+	return (void *)(meta + 1) <= (void *)(long)skb->data && *meta == SLUICE_META_RST_AT_TC;
+}
+
+static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
+{
+	struct sluice_pkt_stats *ps = pkt_counters();
+	__u32 len;
+
+	len = build_syn_reset(p);
+	if (!len || bpf_skb_change_tail(skb, len, 0)) {
+		if (ps)
+			ps->reply_failed++;
+		return TC_ACT_SHOT;
+	}
+	if (ps)
+		ps->rst_sent++;
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+static __always_inline int tc_ingress(struct __sk_buff *skb)
+{
 	const struct sluice_service *sc;
 	struct pkt p;
 	int svc;
 
-	if (parse_packet(data, data_end, &p) != PKT_TCP)
+	if (tc_parse(skb, &p) != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)
 		return TC_ACT_OK;
+	if (p.tcp->syn && !p.tcp->ack && marked_rst_at_tc(skb))
+		return rst_at_tc(skb, &p);
 	/* Only data can start a request or a turn: bare ACKs and control segments stop before
 	 * any map. */
 	if (!p.payload_len || p.tcp->syn || p.tcp->rst)
@@ -723,4 +819,24 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	if (sc->protocol != SLUICE_PROTO_HTTP)
 		return tcp_client_data(&p);
 	return start_request(skb, &p, svc, sc);
+}
+
+/* What sluice lets through goes on to the hook's next filter (TC_ACT_UNSPEC), as though sluice
+ * were not there: another clsact filter on the same hook (a counter, a firewall, a second
+ * shaper) still runs after it. With no filter after it, UNSPEC passes the packet like OK. */
+static __always_inline int tc_next(int rc)
+{
+	return rc == TC_ACT_OK ? TC_ACT_UNSPEC : rc;
+}
+
+SEC("tc")
+int sluice_tc_egress(struct __sk_buff *skb)
+{
+	return tc_next(tc_egress(skb));
+}
+
+SEC("tc")
+int sluice_tc_ingress(struct __sk_buff *skb)
+{
+	return tc_next(tc_ingress(skb));
 }

@@ -437,6 +437,23 @@ static void render_measures(FILE *b, const struct svc_ref *sv, int n)
 }
 
 /* Process-wide: the controller, the data path's packet counters, config and switch file. */
+/* One sample per mode, 1 for the one XDP runs in: a fallback to generic XDP shows as a change
+ * of series an alert can match on. */
+static void render_xdp(FILE *b, const struct status_snapshot *snap)
+{
+	static const char *const modes[] = { "native", "generic", "offload", "none" };
+	char ifn[2 * sizeof(snap->xdp_if) + 1];
+
+	family(b, "sluice_xdp_mode", "gauge",
+	       "1 for the mode XDP runs in on the interface (generic: every packet costs an skb first).");
+	if (!snap || !snap->xdp_mode)
+		return;
+	escape_label(ifn, snap->xdp_if, sizeof(snap->xdp_if));
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		fprintf(b, "sluice_xdp_mode{interface=\"%s\",mode=\"%s\"} %d\n", ifn, modes[i],
+			!strcmp(snap->xdp_mode, modes[i]));
+}
+
 static void render_process(FILE *b, const struct status_snapshot *snap, const struct metrics_extra *x)
 {
 	family(b, "sluice_controller_alive", "gauge",
@@ -550,6 +567,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	render_switches(b, sv, n);
 	render_measures(b, sv, n);
 	render_process(b, snap, x);
+	render_xdp(b, snap);
 
 	if (cloc) {
 		uselocale(old);

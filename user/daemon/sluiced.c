@@ -125,6 +125,32 @@ static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops)
 	}
 }
 
+/* Generic XDP works but runs after the kernel has built an skb for every packet: the flood
+ * protection XDP is there for is mostly gone. Say so loudly (log, alert event; the
+ * sluice_xdp_mode metric and `sluicectl status` keep showing it). Asks the kernel, so an
+ * adopted link is judged by what it really is. */
+static void warn_generic_xdp(struct daemon *d, const struct attach_state *at)
+{
+	struct sluice_globals g = { .ifindex = (__u32)at->ifindex };
+	char ifn[IF_NAMESIZE], why[256];
+	const char *mode = attach_xdp_mode(&g, ifn, sizeof(ifn));
+
+	if (!mode || strcmp(mode, "generic"))
+		return;
+	if (d->cfg.xdp_mode == XDP_MODE_GENERIC) {
+		log_warn("generic XDP on %s, as configured (xdp_mode: generic): every packet costs "
+			 "an skb before sluice sees it", ifn);
+		return;
+	}
+	snprintf(why, sizeof(why), "FELL BACK TO GENERIC XDP on %s: the driver refused native "
+			 "XDP%s%s; every packet costs an skb before sluice sees it", ifn,
+			 at->xdp_native_errno ? ": " : "",
+			 at->xdp_native_errno ? strerror(at->xdp_native_errno) : "");
+	log_warn("%s", why);
+	daemon_event(d, SLUICE_EVM_DAEMON, "native", "generic", why, d->cfg.interface,
+		     SLUICE_EV_ALERT);
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon d;
@@ -208,6 +234,10 @@ int main(int argc, char **argv)
 	log_info("attached to %s (xdp %s), %d service%s, pins under %s",
 		d.cfg.interface, at.xdp_mode_used, d.cfg.n_services,
 		d.cfg.n_services == 1 ? "" : "s", d.cfg.pin_dir);
+	warn_generic_xdp(&d, &at);
+	if (at.rst_at_tc)
+		log_info("%s strips VLAN tags on receive and has upper devices: refused SYNs are "
+			 "answered from TC, where the tag is known", d.cfg.interface);
 
 	ms = metrics_start(d.cfg.metrics_address, daemon_metrics_body, &d, err, sizeof(err));
 	if (ms) {

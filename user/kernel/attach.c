@@ -19,6 +19,7 @@
 #include "kernel/bpfmaps.h"
 #include "kernel/layout.h"
 #include "kernel/mapconfig.h"
+#include "kernel/nicinfo.h"
 #include "sluice.skel.h"
 
 #define XDP_LINK_PIN "link_xdp"
@@ -181,6 +182,8 @@ static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode
 			st->xdp_mode_used = i == 0 ? "native" : "generic";
 			break;
 		}
+		if (i == 0)
+			st->xdp_native_errno = errno;
 	}
 	if (fd < 0) {
 		int e = errno;
@@ -219,6 +222,20 @@ static int attach_tc(int ifindex, enum bpf_tc_attach_point where, int prog_fd,
 	return rc;
 }
 
+/* XDP sees a frame without the VLAN tag the NIC stripped into the skb (rx VLAN offload): its
+ * RST would leave untagged and never reach a client behind a VLAN device or a VLAN-filtering
+ * bridge on top of the interface. There, refused SYNs are answered from TC ingress, which
+ * still has the tag. Without anything on top, a tagged SYN reaches no socket anyway, and XDP
+ * keeps answering (the cheap path under a flood). When in doubt (a query failed): TC. */
+static void choose_rst_path(struct attach_state *st, const char *ifname)
+{
+	__u32 key = (__u32)st->ifindex, one = 1;
+
+	st->rst_at_tc = nic_rx_vlan_offload(ifname) == 1 && nic_has_upper(st->ifindex) != 0;
+	if (st->rst_at_tc)
+		bpf_map_update_elem(bpf_map__fd(st->skel->maps.syn_reply_tc), &key, &one, BPF_ANY);
+}
+
 int attach_interface(struct attach_state *st, const char *pin_dir, const char *ifname,
 		     int xdp_mode, char *err, size_t errlen)
 {
@@ -231,6 +248,7 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 		snprintf(err, errlen, "no interface named '%s'", ifname);
 		return -ENODEV;
 	}
+	choose_rst_path(st, ifname);
 	rc = attach_xdp(st, pin_dir, xdp_mode, err, errlen);
 	if (rc)
 		return rc;
@@ -256,6 +274,34 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 		maps_close(&m);
 	}
 	return 0;
+}
+
+const char *attach_xdp_mode(const struct sluice_globals *g, char *ifname, size_t n)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	char name[IF_NAMESIZE];
+
+	if (n)
+		ifname[0] = 0;
+	if (!g->ifindex || (g->netns_ino && g->netns_ino != current_netns_ino()) ||
+	    !if_indextoname(g->ifindex, name))
+		return NULL;
+	snprintf(ifname, n, "%s", name);
+	if (bpf_xdp_query((int)g->ifindex, 0, &q))
+		return NULL;
+	switch (q.attach_mode) {
+	case XDP_ATTACHED_DRV:
+		return "native";
+	case XDP_ATTACHED_SKB:
+		return "generic";
+	case XDP_ATTACHED_HW:
+		return "offload";
+	case XDP_ATTACHED_MULTI:
+		/* Programs in several modes at once: the driver's runs first. */
+		return q.drv_prog_id ? "native" : q.skb_prog_id ? "generic" : "offload";
+	default:
+		return "none";
+	}
 }
 
 void attach_release(struct attach_state *st)

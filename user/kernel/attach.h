@@ -21,6 +21,8 @@ struct attach_state {
 	int adopted;                /* maps were already pinned: a restart (or an upgrade) */
 	struct layout_plan layout;  /* what was done with the pins (layout.note for the log) */
 	const char *xdp_mode_used;  /* "native" | "generic" */
+	int xdp_native_errno;       /* why native attach failed before a fallback to generic */
+	int rst_at_tc;              /* refused SYNs are answered from TC (VLAN tags, see attach.c) */
 };
 
 /* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),
@@ -38,6 +40,14 @@ void attach_size_services(struct bpf_object *obj, unsigned slots);
  * xdp_mode: 0 auto (native, else generic), 1 native, 2 generic. */
 int attach_interface(struct attach_state *st, const char *pin_dir, const char *ifname,
 		     int xdp_mode, char *err, size_t errlen);
+
+/* How XDP runs on the interface the pinned globals g record: "native", "generic",
+ * "offload", "none" (no XDP program there), or NULL when that cannot be told from here (no
+ * interface recorded, another network namespace, the interface gone). ifname gets the
+ * interface's name, "" when unknown. Asks the kernel, so it is true after a restart or an
+ * adoption too. */
+struct sluice_globals;
+const char *attach_xdp_mode(const struct sluice_globals *g, char *ifname, size_t n);
 
 /* Release the process's handles; pinned state stays (traffic keeps flowing). */
 void attach_release(struct attach_state *st);

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/names.h"
 #include "kernel/flowgc.h"
+#include "kernel/attach.h"
 
 const char *protocol_name(int p)
 {
@@ -87,6 +88,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 	out->controller_alive = out->g.heartbeat_ns &&
 		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
 	maps_read_pkt_stats(m, &out->pkt);
+	out->xdp_mode = attach_xdp_mode(&out->g, out->xdp_if, sizeof(out->xdp_if));
 	out->flows = -1;
 	if (count_flows)
 		out->flows = maps_count_flows(m, NULL, 0);
@@ -258,12 +260,26 @@ static void ctl_line(FILE *f, const struct ctl_status *c)
 	fputc('\n', f);
 }
 
+/* Where and how XDP runs. Generic XDP is shouted: it works, but every packet costs an skb
+ * before sluice sees it, which is what XDP is there to avoid under a flood. */
+static void xdp_line(FILE *f, const struct status_snapshot *s)
+{
+	if (!s->xdp_mode)
+		return;
+	if (!strcmp(s->xdp_mode, "generic"))
+		fprintf(f, "xdp: GENERIC on %s -- the driver did not take the program natively: every "
+			"packet costs an skb before sluice sees it\n", s->xdp_if);
+	else
+		fprintf(f, "xdp: %s on %s\n", s->xdp_mode, s->xdp_if);
+}
+
 void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 {
 	fprintf(f, "controller: %s (heartbeat %.1fs ago)%s\n",
 		s->controller_alive ? "alive" : "SILENT",
 		s->heartbeat_age_s,
 		s->controller_alive ? "" : " -- data path is failing open: admitting everything");
+	xdp_line(f, s);
 	for (int i = 0; i < s->n; i++) {
 		const struct service_status *sv = &s->s[i];
 
@@ -414,6 +430,11 @@ int status_print_json(FILE *f, const struct status_snapshot *s)
 		"packets", "service", (json_int_t)s->pkt.service, "malformed", (json_int_t)s->pkt.malformed,
 		"rst_sent", (json_int_t)s->pkt.rst_sent, "reply_sent", (json_int_t)s->pkt.reply_sent,
 		"reply_failed", (json_int_t)s->pkt.reply_failed);
+	/* null when it cannot be told from here (another network namespace) */
+	if (root)
+		json_object_set_new(root, "xdp", s->xdp_mode ?
+				    json_pack("{s:s,s:s}", "interface", s->xdp_if, "mode", s->xdp_mode) :
+				    json_null());
 	rc = jsonio_print_line(f, root);
 	json_decref(root);
 	return rc;

@@ -51,6 +51,8 @@ struct status_snapshot {
 	unsigned long long now_ns;
 	struct sluice_globals g;
 	int controller_alive;                    /* heartbeat younger than its timeout */
+	const char *xdp_mode;                    /* attach_xdp_mode(): NULL when unknown */
+	char xdp_if[16];                         /* ... on this interface */
 	double heartbeat_age_s;
 	struct sluice_pkt_stats pkt;
 	int flows;                               /* entries in the flow table, -1 not counted */
