@@ -8,6 +8,19 @@
 #include "maps.h"
 #include "parse.h"
 
+/* A plain read the compiler makes exactly once (what a compare-and-swap is then tried with). */
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+/* One more change of the accounting of svc, counted after it (see own_ops in maps.h). */
+static __always_inline void own_bump(__u32 svc)
+{
+	__u32 zero = 0;
+	struct own_ops *o = bpf_map_lookup_elem(&own_ops, &zero);
+
+	if (o)
+		o->n[svc & (SLUICE_OWN_OPS_BUCKETS - 1)]++;
+}
+
 static __always_inline struct sluice_class_stats *class_stats_of(__u32 svc, __u32 cls)
 {
 	__u32 idx = sluice_stat_index(svc, cls);
@@ -230,6 +243,7 @@ undo:
 		__sync_fetch_and_add(&inf->cls[cls], -1);
 	else
 		__sync_fetch_and_add(&inf->total, -1);
+	own_bump(svc);
 	return 0;
 take:
 	if (take) {
@@ -357,47 +371,110 @@ static __always_inline void release_unit(__u32 svc, __u32 cls)
 	count_unit(&inflight, svc, cls, -1);
 }
 
-/* End a flow (a genuine FIN/RST, or the server accepting a new connection on its 4-tuple).
- * Whoever deletes the entry releases its connection slot; whoever clears req_active releases
- * the request slot (http) or the busy count of the open turn (tcp), once more after the
- * delete: a turn a racing CPU opened on the entry meanwhile is released here, or by that CPU
- * when it finds the entry gone (tcp_client_data), never twice. A turn cut short gives no
- * latency sample; a connection (tcp) or a request (http) counts as completed. */
-static __always_inline void end_flow(struct sluice_flow_key *key, int server_reset)
+/* What an ownership word holds (see SLUICE_OWN_* in sluice.h). A word without the tag comes
+ * from an older layout: its flow's own fields say it. */
+struct own_units {
+	__u32 svc, cls;
+	__u8 unit;                       /* an open request (inflight) or turn (busy) */
+	__u8 turn;                       /* the open unit is a tcp turn */
+	__u8 conn;                       /* a tcp connection slot (inflight) */
+	__u8 client;                     /* a count against the client's cap */
+};
+
+static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
+					 struct own_units *u)
+{
+	u->unit = (w & SLUICE_OWN_STATE) == SLUICE_OWN_ACTIVE;
+	if (w & SLUICE_OWN_TAGGED) {
+		u->svc = w >> SLUICE_OWN_SVC_SHIFT;
+		u->cls = (w >> SLUICE_OWN_CLASS_SHIFT) & 3;
+		u->turn = !!(w & SLUICE_OWN_TURN);
+		u->conn = !!(w & SLUICE_OWN_CONN);
+		u->client = !!(w & SLUICE_OWN_CLIENT);
+	} else {
+		u->svc = f->svc;
+		u->cls = f->class & 3;
+		u->turn = u->conn = f->tracked_inflight;
+		u->client = f->client_counted;
+	}
+}
+
+/* The open unit of a flow (a request or a turn), taken out of its word by compare-and-swap:
+ * 1 when this caller took it (*u says what it was and the caller gives it back), 0 when none
+ * is open or another CPU took it first. A tcp word keeps its connection. */
+static __always_inline int own_take_open(struct sluice_flow *f, struct own_units *u)
+{
+	__u32 w = READ_ONCE(f->req_active), nw = 0;
+
+	if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_ACTIVE)
+		return 0;
+	if ((w & SLUICE_OWN_TAGGED) && (w & SLUICE_OWN_CONN))
+		nw = w & ~(SLUICE_OWN_STATE | SLUICE_OWN_TURN);
+	if (__sync_val_compare_and_swap(&f->req_active, w, nw) != w)
+		return 0;
+	own_units_of(f, w, u);
+	if (!(w & SLUICE_OWN_TAGGED) && u->turn) {
+		/* an older layout's tcp flow: its connection and client stay with the flow */
+		u->conn = 0;
+		u->client = 0;
+	} else if (!(w & SLUICE_OWN_TAGGED) && u->client) {
+		f->client_counted = 0; /* an older layout's http request: its client goes with it */
+	}
+	if (u->conn)
+		u->client = 0; /* a tcp connection's client count ends with the connection */
+	return 1;
+}
+
+/* End a flow (a genuine FIN/RST, the server accepting a new connection on its 4-tuple, a
+ * refused request, the GC). The caller that swaps the ownership word to DEAD owns everything
+ * the word held and gives it back: the connection slot (tcp), the open request or turn, the
+ * client count. A request being decided holds nothing yet: its decider finds the word DEAD
+ * and gives back what it took itself. The killer deletes the entry only while the key still
+ * finds this very entry; otherwise the entry was deleted and reused under another key
+ * meanwhile, and it stays DEAD and orphaned for the GC. Returns 1 when this caller ended it.
+ * A turn cut short gives no latency sample; a connection (tcp) or a request (http) counts as
+ * completed. */
+static __always_inline int end_flow(struct sluice_flow_key *key, int server_reset)
 {
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
-	__u32 svc, cls, tracked, req, client, tcp;
+	struct own_units u;
+	__u32 w = 0;
+	int won = 0;
 
 	if (!f)
-		return;
-	svc = f->svc;
-	cls = f->class & 3;
-	tracked = tcp = f->tracked_inflight;
-	client = f->client_counted;
-	req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
-	if (bpf_map_delete_elem(&flows, key) != 0)
-		tracked = 0; /* someone else ended it first */
-	else if (!req)
-		req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
-	if (!tracked && !req)
-		return;
-	if (svc >= SLUICE_MAX_SERVICES)
-		return;
-	st = class_stats_of(svc, cls);
-	if (tracked)
-		release_unit(svc, cls);
-	if (req && tcp)
-		count_unit(&busy, svc, cls, -1);
-	else if (req)
-		release_unit(svc, cls);
-	if (client)
-		release_client(svc, key->client_addr);
+		return 0;
+	for (int i = 0; i < 8 && !won; i++) {
+		w = READ_ONCE(f->req_active);
+		if ((w & SLUICE_OWN_STATE) == SLUICE_OWN_DEAD)
+			return 0; /* someone else ended it first */
+		won = __sync_val_compare_and_swap(&f->req_active, w, SLUICE_OWN_DEAD) == w;
+	}
+	if (!won)
+		return 0; /* the word kept moving: left for the next ending or the GC */
+	own_units_of(f, w, &u);
+	if (bpf_map_lookup_elem(&flows, key) == f)
+		bpf_map_delete_elem(&flows, key);
+	else
+		f->req_active = SLUICE_OWN_DEAD | SLUICE_OWN_ORPHAN;
+	if (u.svc >= SLUICE_MAX_SERVICES)
+		return 1;
+	st = class_stats_of(u.svc, u.cls);
+	if (u.conn)
+		release_unit(u.svc, u.cls);
+	if (u.unit && u.turn)
+		count_unit(&busy, u.svc, u.cls, -1);
+	else if (u.unit)
+		release_unit(u.svc, u.cls);
+	if (u.client)
+		release_client(u.svc, key->client_addr);
+	own_bump(u.svc);
 	if (st) {
-		st->completed += tracked + (tcp ? 0 : req);
+		st->completed += u.conn + (u.unit && !u.turn);
 		if (server_reset)
 			st->errors++;
 	}
+	return 1;
 }
 
 #endif

@@ -215,6 +215,21 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_layout SEC(".maps");
 
+/* Changes of the accounting (a slot taken or given back, an ownership word swapped), per CPU
+ * and per bucket of services (index svc & (SLUICE_OWN_OPS_BUCKETS - 1)), counted after each
+ * change. The reconciliation compares sweeps of the flow table only while a service's bucket
+ * stood still across the sweep (user/kernel/flowgc.c). Not pinned: it only has to be
+ * monotonic while one sluiced reads it. */
+struct own_ops {
+	__u64 n[SLUICE_OWN_OPS_BUCKETS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct own_ops);
+} own_ops SEC(".maps");
+
 /* Scratch space for the first bytes of a request (per CPU, not pinned: holds nothing between
  * packets). bpf_skb_load_bytes copies here so the header scan works on non-linear skbs. */
 #define SLUICE_SCAN_LEN 256

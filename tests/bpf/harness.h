@@ -50,6 +50,8 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 	SLUICE_MAP_NAMES
 	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
+	m->reclaim_prog = bpf_program__fd(skel->progs.sluice_reclaim);
+	m->own_ops = bpf_map__fd(skel->maps.own_ops);
 	maps_learn_sizes(m);
 	return skel;
 }

@@ -13,6 +13,9 @@ struct sluice_maps {
 	int flows, rejected_syns, clients, inflight, inflight_released, busy, busy_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
+	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
+	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
+	int reclaim_prog, own_ops;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
