@@ -82,6 +82,12 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
 
+# The data path built with its test hooks (tests/bpf/hooks.h): the ownership suite plays
+# interleavings out at named points of the programs.
+$(BUILD)/sluice_hooks.bpf.o: bpf/sluice.bpf.c tests/bpf/hooks.h $(wildcard bpf/*.h) $(wildcard include/*.h)
+	$(CLANG) $(BPF_CFLAGS) -DSLUICE_TEST_HOOKS -Itests/bpf -c $< -o $@
+$(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h
+
 # Pass-through XDP for the client end of test veths (see the source).
 $(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c
 	@mkdir -p $(@D)

@@ -65,18 +65,29 @@ struct fixture {
 	int idx[SLUICE_MIN_SERVICE_SLOTS];        /* harness configs stay within the default size */
 };
 
+static inline struct fixture *harness_program(struct fixture *f, const char *config,
+					      unsigned long long heartbeat_timeout_ns);
+
 static inline struct fixture *harness_fixture(const char *config, unsigned max_flows,
 				       unsigned long long heartbeat_timeout_ns)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct doc_errors errs;
-	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
 
 	if (!f || !(f->skel = harness_load(max_flows, &f->m))) {
 		fprintf(stderr, "cannot load BPF object\n");
 		free(f);
 		return NULL;
 	}
+	return harness_program(f, config, heartbeat_timeout_ns);
+}
+
+/* Program f's maps (loaded already) for `config`, as harness_fixture describes. */
+static inline struct fixture *harness_program(struct fixture *f, const char *config,
+					      unsigned long long heartbeat_timeout_ns)
+{
+	struct doc_errors errs;
+	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
+
 	if (sluice_config_parse(config, strlen(config), "test", &f->cfg, &errs)) {
 		doc_errors_print(stderr, &errs);
 		return NULL;
