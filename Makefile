@@ -32,7 +32,7 @@ BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/tes
 LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
-              $(BUILD)/bench/empty_xdp.bpf.o
+              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight
 TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS)
 
 .PHONY: all deps deps-check test demo bench clean
@@ -86,7 +86,7 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 # interleavings out at named points of the programs.
 $(BUILD)/sluice_hooks.bpf.o: bpf/sluice.bpf.c tests/bpf/hooks.h $(wildcard bpf/*.h) $(wildcard include/*.h)
 	$(CLANG) $(BPF_CFLAGS) -DSLUICE_TEST_HOOKS -Itests/bpf -c $< -o $@
-$(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h
+$(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h $(BUILD)/inflight_unit.skel.h
 
 # Pass-through XDP for the client end of test veths (see the source).
 $(BUILD)/tests/xdp_pass.bpf.o: tests/e2e/xdp_pass.bpf.c
@@ -109,6 +109,14 @@ $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# The in-flight accounting alone (bpf/admit.h), for its contention benchmark.
+$(BUILD)/inflight_unit.bpf.o: tests/bpf/inflight_unit.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/bench_inflight: tests/bpf/bench_inflight.c $(BUILD)/inflight_unit.skel.h $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lpthread -o $@
 
 # sluiced's tick on the real programs (tests/bpf/scale.h sets them up).
 $(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB) | $(SKELS)

@@ -142,6 +142,67 @@ static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
 	return n;
 }
 
+/* Add d to this CPU's stripe of (svc, cls) in `inflight_pcpu`. Atomic although no other CPU
+ * writes the stripe: a program in process context (the GC's) may be interrupted by one in
+ * softirq on the same CPU. */
+static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
+{
+	struct sluice_inflight *s = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+
+	if (s)
+		__sync_fetch_and_add(&s->cls[cls & 3], d);
+}
+
+struct stripe_sum {
+	__u32 svc, me, mask;             /* mask: the classes counted */
+	__s64 n;
+};
+
+static long stripe_sum_one(__u32 cpu, void *ctx)
+{
+	struct stripe_sum *s = ctx;
+	struct sluice_inflight *x;
+
+	if (cpu == s->me)
+		return 0;
+	x = bpf_map_lookup_percpu_elem(&inflight_pcpu, &s->svc, cpu);
+	if (!x)
+		return 1; /* past the last CPU */
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++)
+		if (s->mask & (1u << j))
+			s->n += x->cls[j];
+	return 0;
+}
+
+/* Take one slot of (svc, cls) on this CPU's stripe and return the in-flight it is compared
+ * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
+ * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
+ * The take is a full-barrier read-modify-write and every other stripe is read after it, so of
+ * two CPUs racing for the last slot the later one sees the earlier's take: the bound is as
+ * exact as with one shared counter. */
+static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio,
+				       const struct sluice_inflight *base,
+				       const struct sluice_inflight *rel)
+{
+	struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+	struct stripe_sum s = { .svc = svc, .me = bpf_get_smp_processor_id(),
+				.mask = prio ? (2u << cls) - 1 : 15u };
+	__s64 n;
+
+	if (!own)
+		return 0;
+	n = __sync_fetch_and_add(&own->cls[cls], 1);
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
+		if (!(s.mask & (1u << j)))
+			continue;
+		if (j != cls)
+			n += own->cls[j];
+		n += base->cls[j] - (rel ? rel->cls[j] : 0);
+	}
+	bpf_loop(SLUICE_MAX_CPUS, stripe_sum_one, &s, 0);
+	return n + s.n;
+}
+
 /* Decide one unit of (svc, cls). take = 1 (an http request): on admit one in-flight slot is
  * taken and 1 is returned. take = 0 (a tcp SYN): the same decision against the service's busy
  * flows (`busy`: connections with a turn open; idle ones hold no capacity), but nothing is
@@ -208,23 +269,7 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		return 1;
 	}
 	/* Reserve first, then check: two CPUs cannot both take the last slot. */
-	if (prio) {
-		in_use = __sync_fetch_and_add(&inf->cls[cls], 1);
-		for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
-			if (j >= cls)
-				break;
-			in_use += inf->cls[j];
-		}
-		for (__u32 j = 0; j < SLUICE_NUM_CLASSES && rel; j++) {
-			if (j > cls)
-				break;
-			in_use -= rel->cls[j];
-		}
-	} else {
-		in_use = __sync_fetch_and_add(&inf->total, 1);
-		if (rel)
-			in_use -= rel->total;
-	}
+	in_use = take_slot(svc, cls, prio, inf, rel);
 	if (thr && in_use >= (__s64)thr) {
 		*reason = SLUICE_REJ_HEADROOM;
 		goto undo;
@@ -233,23 +278,14 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		*reason = SLUICE_REJ_LADDER;
 		goto undo;
 	}
-	if (prio)
-		__sync_fetch_and_add(&inf->total, 1);
-	else
-		__sync_fetch_and_add(&inf->cls[cls], 1);
 	return 1;
 undo:
-	if (prio)
-		__sync_fetch_and_add(&inf->cls[cls], -1);
-	else
-		__sync_fetch_and_add(&inf->total, -1);
+	stripe_add(svc, cls, -1);
 	own_bump(svc);
 	return 0;
 take:
-	if (take) {
-		__sync_fetch_and_add(&inf->total, 1);
-		__sync_fetch_and_add(&inf->cls[cls], 1);
-	}
+	if (take)
+		stripe_add(svc, cls, 1);
 	return 1;
 }
 
@@ -267,7 +303,7 @@ static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {
-	count_unit(&inflight, svc, cls, 1);
+	stripe_add(svc, cls, 1);
 }
 
 /* The client's entry in `clients`, created empty when it has none; NULL only if the map
@@ -368,7 +404,7 @@ static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 /* Give back one in-flight slot of (svc, cls). */
 static __always_inline void release_unit(__u32 svc, __u32 cls)
 {
-	count_unit(&inflight, svc, cls, -1);
+	stripe_add(svc, cls, -1);
 }
 
 /* What an ownership word holds (see SLUICE_OWN_* in sluice.h). A word without the tag comes

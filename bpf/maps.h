@@ -127,6 +127,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } inflight SEC(".maps");
 
+/* In-flight units per service and class, striped per CPU: every CPU takes and gives back
+ * slots on its own copy (cls[] only; total stays 0), so no cache line is shared by the CPUs'
+ * writes. Admission sums the stripes (bpf/admit.h: take_slot). The shared `inflight` above
+ * holds what layouts before 6 counted (frozen since), so effective in-flight =
+ * inflight + the stripes - inflight_released. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} inflight_pcpu SEC(".maps");
+
 /* Units released by the controller's flow GC; effective in-flight = inflight - released.
  * Controller only (so neither side races the other's writes). */
 struct {

@@ -271,6 +271,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		return;
 	/* Table full: admitted, but not counted. */
 	release_unit(svc, cls);
+	own_bump(svc);
 	if (nf.client_counted)
 		release_client(svc, key->client_addr);
 	st = class_stats_of(svc, cls);

@@ -30,6 +30,7 @@
 #define SLUICE_NUM_CLASSES    4          /* L0 core .. L3 non-critical */
 #define SLUICE_NAME_LEN       32
 #define SLUICE_MAX_FLOWS      65536      /* tracked units; beyond this new units are admitted untracked */
+#define SLUICE_MAX_CPUS       8192       /* admission sums the in-flight stripes of up to this many */
 #define SLUICE_MAX_SRC_RULES  1024
 #define SLUICE_MAX_PATH_RULES 4
 #define SLUICE_PATH_LEN       24
@@ -50,8 +51,11 @@
  *      restarts, operator requests to it); the others unchanged
  *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
  *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
- *      admission and the controller count) */
-#define SLUICE_MAP_LAYOUT_VERSION 5
+ *      admission and the controller count)
+ *   6  in-flight striped per CPU (new map `inflight_pcpu`; the shared `inflight` keeps what
+ *      older layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*,
+ *      older values read as they are) */
+#define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u

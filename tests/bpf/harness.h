@@ -27,6 +27,22 @@ static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 	return 0;
 }
 
+/* m filled from a loaded object of the data path (the product build or a test build): its
+ * maps, the GC's program, the sizes. */
+static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
+{
+	struct bpf_program *gc = bpf_object__find_program_by_name(obj, "sluice_reclaim");
+
+	memset(m, -1, sizeof(*m));
+#define X(name) m->name = bpf_object__find_map_fd_by_name(obj, #name);
+	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
+#undef X
+	m->own_ops = bpf_object__find_map_fd_by_name(obj, "own_ops");
+	m->reclaim_prog = gc ? bpf_program__fd(gc) : -1;
+	return maps_learn_sizes(m);
+}
+
 /* Open and load the skeleton with every map unpinned; flows table sized max_flows (0 = default). */
 static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m)
 {
@@ -45,14 +61,7 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}
-	memset(m, -1, sizeof(*m));
-#define X(name) m->name = bpf_map__fd(skel->maps.name);
-	SLUICE_MAP_NAMES
-	SLUICE_MAP_NAMES_OPTIONAL
-#undef X
-	m->reclaim_prog = bpf_program__fd(skel->progs.sluice_reclaim);
-	m->own_ops = bpf_map__fd(skel->maps.own_ops);
-	maps_learn_sizes(m);
+	harness_maps_of(skel->obj, m);
 	return skel;
 }
 

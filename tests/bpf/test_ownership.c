@@ -18,6 +18,8 @@
 #include "harness.h"
 #include "pktbuild.h"
 #include "sluice_hooks.skel.h"
+#include "inflight_unit.skel.h"
+#include <pthread.h>
 
 #define SERVER4 "198.18.0.1"
 #define S_NS 1000000000ull
@@ -57,14 +59,7 @@ static int setup(void **state)
 		bpf_map__set_pin_path(map, NULL);
 	if (sluice_hooks_bpf__load(h->sk))
 		return -1;
-	memset(&h->f.m, -1, sizeof(h->f.m));
-#define X(name) h->f.m.name = bpf_map__fd(h->sk->maps.name);
-	SLUICE_MAP_NAMES
-	SLUICE_MAP_NAMES_OPTIONAL
-#undef X
-	h->f.m.reclaim_prog = bpf_program__fd(h->sk->progs.sluice_reclaim);
-	h->f.m.own_ops = bpf_map__fd(h->sk->maps.own_ops);
-	maps_learn_sizes(&h->f.m);
+	harness_maps_of(h->sk->obj, &h->f.m);
 	if (!harness_program(&h->f, CONFIG, 3600 * S_NS))
 		return -1;
 	*state = h;
@@ -349,6 +344,75 @@ static void test_reconcile_exact_and_only_at_rest(void **state)
 	recon_free(&recon);
 }
 
+/* The admission bound with the in-flight striped per CPU: one thread pinned per CPU takes
+ * slots (tests/bpf/inflight_unit.bpf.c) against a threshold of T, all at once, never giving
+ * one back: exactly T are admitted over all CPUs, and in-flight is exactly T. */
+struct taker {
+	int cpu, fd, admitted;
+	pthread_barrier_t *go;
+};
+
+static void *take_many(void *arg)
+{
+	struct taker *t = arg;
+	unsigned char pkt[64] = { 0 };
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pthread_barrier_wait(t->go);
+	for (int i = 0; i < 3000; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt, .data_size_in = sizeof(pkt),
+			    .repeat = 1);
+		if (bpf_prog_test_run_opts(t->fd, &o) == 0 && o.retval == XDP_PASS)
+			t->admitted++;
+	}
+	return NULL;
+}
+
+static void test_striped_admission_bound_is_exact(void **state)
+{
+	struct inflight_unit_bpf *sk = inflight_unit_bpf__open();
+	struct sluice_verdict v = { .limit = 700 };
+	struct sluice_globals g = { .heartbeat_timeout_ns = 3600 * S_NS };
+	struct sluice_inflight in;
+	struct sluice_maps m;
+	struct bpf_map *map;
+	int n = (int)sysconf(_SC_NPROCESSORS_ONLN), total = 0;
+
+	assert_non_null(sk);
+	bpf_object__for_each_map(map, sk->obj)
+		bpf_map__set_pin_path(map, NULL);
+	assert_int_equal(inflight_unit_bpf__load(sk), 0);
+	assert_int_equal(harness_maps_of(sk->obj, &m), 0);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		v.class_threshold[c] = 700;
+	g.heartbeat_ns = monotonic_ns();
+	assert_int_equal(maps_write_verdict(&m, 0, &v), 0);
+	assert_int_equal(maps_write_globals(&m, &g), 0);
+	if (n > 8)
+		n = 8;
+	struct taker t[8];
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		t[i] = (struct taker){ .cpu = i, .fd = bpf_program__fd(sk->progs.unit_take), .go = &go };
+	pthread_t th[8];
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, take_many, &t[i]);
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += t[i].admitted;
+	}
+	pthread_barrier_destroy(&go);
+	assert_int_equal(total, 700);
+	assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
+	assert_int_equal(in.total, 700);
+	assert_int_equal(in.cls[2], 700);
+	inflight_unit_bpf__destroy(sk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +422,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gc_racing_a_claim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_turn_racing_an_end_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_exact_and_only_at_rest, setup, teardown),
+		cmocka_unit_test(test_striped_admission_bound_is_exact),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */

@@ -58,6 +58,7 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 /* The per-service maps and their entries per service. */
 static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
+	{ "inflight_pcpu", 1 },
 	{ "busy", 1 }, { "busy_released", 1 },
 	{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
 	{ "latency_hist", SLUICE_NUM_CLASSES }, { "halfopen", 1 },

@@ -13,6 +13,7 @@ struct sluice_maps {
 	int flows, rejected_syns, clients, inflight, inflight_released, busy, busy_released;
 	int class_stats, latency_hist, pkt_stats;
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
+	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
 	int reclaim_prog, own_ops;
@@ -28,7 +29,7 @@ struct sluice_maps {
 
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
-#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests)
+#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(inflight_pcpu)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -64,6 +65,7 @@ struct maps_reader {
 	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
+	unsigned char *stripes;      /* inflight_pcpu as read, all CPUs (scratch) */
 	/* tcp turns: busy as last read with the counters (a turn opens without moving a
 	 * counter, so a change of busy marks the slot changed too), the GC's releases (cached),
 	 * and per slot whether this read covered it. */
@@ -103,6 +105,10 @@ int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out);
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out);
 int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *out);
+/* The in-flight stripes of slots [first, first + n) (all CPUs, read into buf: n * ncpus
+ * values) added to out[0..n), class by class and into the total; nothing before layout 6. */
+int maps_add_stripes(const struct sluice_maps *m, __u32 first, __u32 n, void *buf, __u32 *keys,
+		     struct sluice_inflight *out);
 /* In-flight as admission sees it: BPF's count minus what the controller's GC released.
  * http: requests; tcp: open connections (for a connection cap). */
 int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out);

@@ -202,12 +202,18 @@ static int read_ops(const struct sluice_maps *m, __u64 *ops)
 	return 0;
 }
 
-/* The counters as BPF keeps them (without the releases) of every slot: in[], busy[]. */
+/* The counters as BPF keeps them (without the releases) of every slot: in[] (the stripes
+ * included), busy[]. */
 static int read_counts(const struct sluice_maps *m, struct sluice_inflight *in,
 		       struct sluice_inflight *busy)
 {
-	int err = maps_read_array(m->inflight, 0, (__u32)m->n_slots, sizeof(*in), in, NULL);
+	void *buf = calloc((size_t)m->n_slots * (size_t)m->ncpus, sizeof(*in));
+	int err = buf ? maps_read_array(m->inflight, 0, (__u32)m->n_slots, sizeof(*in), in, NULL)
+		      : -ENOMEM;
 
+	if (!err)
+		err = maps_add_stripes(m, 0, (__u32)m->n_slots, buf, NULL, in);
+	free(buf);
 	return err ? err : maps_read_array(m->busy, 0, (__u32)m->n_slots, sizeof(*busy), busy, NULL);
 }
 
