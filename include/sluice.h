@@ -10,8 +10,9 @@
  *                                 globals (heartbeat), inflight_released, busy_released,
  *                                 sluice_layout, ctl_state
  *   the operator (sluicectl)    : ctl_requests
- *   BPF programs write          : flows, handshakes, halfopen, inflight, busy, class_stats,
- *                                 latency_hist, pkt_stats
+ *   BPF programs write          : flows, handshakes, halfopen, inflight_pcpu, busy,
+ *                                 class_stats, latency_hist, pkt_stats (inflight: layouts
+ *                                 before 6 only)
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -431,9 +432,11 @@ struct sluice_halfopen {
 
 /* ---- Accounting ---- */
 
-/* Map `inflight` (ARRAY, one per service): updated with atomics by BPF. The controller never
- * writes it; units it reclaims (flow GC) are counted in `inflight_released` instead, and
- * the effective in-flight is inflight - released. One writer per map, no races.
+/* Map `inflight_pcpu` (PERCPU_ARRAY, one per service): in-flight units per class, each CPU on
+ * its own copy (total unused); only the sum over CPUs means anything. Map `inflight` (ARRAY,
+ * one per service): what layouts before 6 counted, frozen since. The controller never writes
+ * either; its corrections are counted in `inflight_released`, and the effective in-flight is
+ * inflight + the stripes - released. One writer per map, no races.
  * What it counts: http services, requests in flight; tcp services, open connections (kept
  * for a connection cap; admission and the controller use `busy` for tcp).
  * Map `busy` / `busy_released` (the same struct, same rules): tcp flows with a turn open,

@@ -11,14 +11,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* One unit admitted (its slot taken) and given back at once. */
-SEC("xdp")
-int unit_cycle(struct xdp_md *ctx)
+/* 1 when one unit is admitted (its slot taken). */
+static __always_inline int admit_one(void)
 {
 	struct sluice_class_stats *st = class_stats_of(0, 2);
 	int reason = 0;
 
-	if (!st || !admit_unit(0, 2, bpf_ktime_get_ns(), st, &reason, 1))
+	return st && admit_unit(0, 2, bpf_ktime_get_ns(), st, &reason, 1);
+}
+
+/* One unit admitted and given back at once. */
+SEC("xdp")
+int unit_cycle(struct xdp_md *ctx)
+{
+	if (!admit_one())
 		return XDP_DROP;
 	release_unit(0, 2);
 	return XDP_PASS;
@@ -28,10 +34,5 @@ int unit_cycle(struct xdp_md *ctx)
 SEC("xdp")
 int unit_take(struct xdp_md *ctx)
 {
-	struct sluice_class_stats *st = class_stats_of(0, 2);
-	int reason = 0;
-
-	if (!st || !admit_unit(0, 2, bpf_ktime_get_ns(), st, &reason, 1))
-		return XDP_DROP;
-	return XDP_PASS;
+	return admit_one() ? XDP_PASS : XDP_DROP;
 }
