@@ -85,6 +85,7 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 # The data path built with its test hooks (tests/bpf/hooks.h): the ownership suite plays
 # interleavings out at named points of the programs.
 $(BUILD)/sluice_hooks.bpf.o: bpf/sluice.bpf.c tests/bpf/hooks.h $(wildcard bpf/*.h) $(wildcard include/*.h)
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -DSLUICE_TEST_HOOKS -Itests/bpf -c $< -o $@
 $(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h $(BUILD)/inflight_unit.skel.h
 
@@ -112,6 +113,7 @@ $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 
 # The in-flight accounting alone (bpf/admit.h), for its contention benchmark.
 $(BUILD)/inflight_unit.bpf.o: tests/bpf/inflight_unit.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h)
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/bench/bench_inflight: tests/bpf/bench_inflight.c $(BUILD)/inflight_unit.skel.h $(LIB)

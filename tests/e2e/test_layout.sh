@@ -94,10 +94,10 @@ ok $([ -n "$V" ] && [ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] &&
 	"a fresh start records layout $V and the $NMAPS pinned maps in sluice_layout" \
 	"version $(rec_u32 0) migrating $(rec_u32 4) maps $(rec_u32 8)" "$(cat "$(last_log)")"
 
-# Connections held across everything below (12 of them, 100 s: five upgrades and the drill on
+# Connections held across everything below (12 of them, 150 s: five upgrades and the drill on
 # a busy host take a minute and more), then closed with FIN.
 start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
-	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 100000 --timeout-ms 110000 --quiet \
+	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 150000 --timeout-ms 160000 --quiet \
 	--class L2:1:src=198.18.0.20
 HELD_PID=$LAST_PID
 inflight_is() { [ "$(inflight)" = "$1" ]; }
