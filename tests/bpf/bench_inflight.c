@@ -7,7 +7,8 @@
  *   build/bench/bench_inflight [REPEAT] [ROUNDS]
  *
  * Prints the median of ROUNDS (default 5) rounds (a round on every CPU counts only when the
- * threads ran together for at least 90 % of the longest run; `rounds` says how many did):
+ * threads ran together for at least 90 % of the longest run; `rounds` says how many did; when
+ * none did, a comment line says so and every round counts):
  *   inflight: cpus N ns_per_unit X units_per_s_per_core Y rounds K
  *   inflight_scaling: cpus N per_core_vs_one_cpu R
  * and checks that in-flight is back to exactly 0 after each round (exit 1 otherwise). */
@@ -120,8 +121,8 @@ int main(int argc, char **argv)
 	struct sluice_globals g = { .heartbeat_timeout_ns = 3600ull * 1000000000ull };
 	struct bpf_map *map;
 	__u32 zero = 0;
-	double got[2][64];
-	int n_got[2] = { 0, 0 };
+	double got[2][64], apart[64];
+	int n_got[2] = { 0, 0 }, n_apart = 0;
 	int ns_cpus[2] = { 1, online };
 
 	if (!sk)
@@ -151,6 +152,8 @@ int main(int argc, char **argv)
 				return 1;
 			if (i == 0 || overlap >= 0.9)
 				got[i][n_got[i]++] = ns;
+			else
+				apart[n_apart++] = ns;
 			long long left = inflight_now(sk);
 			if (left != 0) {
 				fprintf(stderr, "in-flight after the round: %lld, not 0\n", left);
@@ -161,8 +164,10 @@ int main(int argc, char **argv)
 	double med[2];
 	for (int i = 0; i < 2; i++) {
 		if (!n_got[i]) {
-			fprintf(stderr, "no round with the threads running together\n");
-			return 1;
+			/* the host never let them run together: say so, report what ran */
+			printf("# no round ran on every CPU together (other work on the host)\n");
+			memcpy(got[i], apart, sizeof(apart));
+			n_got[i] = n_apart;
 		}
 		qsort(got[i], (size_t)n_got[i], sizeof(double), cmp_double);
 		med[i] = got[i][n_got[i] / 2];
