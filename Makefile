@@ -33,7 +33,7 @@ LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/tc_count.bpf.o \
               $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
-              $(BUILD)/bench/empty_xdp.bpf.o
+              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight
 FUZZ_PARSERS := config switches plan budget
 FUZZ_PARSER_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_PARSERS))
 FUZZ_BINS  := $(BUILD)/fuzz/fuzz_datapath $(FUZZ_PARSER_BINS)
@@ -86,6 +86,13 @@ $(BUILD)/tests/%: tests/bpf/%.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lcmocka -o $@
 
+# The data path built with its test hooks (tests/bpf/hooks.h): the ownership suite plays
+# interleavings out at named points of the programs.
+$(BUILD)/sluice_hooks.bpf.o: bpf/sluice.bpf.c tests/bpf/hooks.h $(wildcard bpf/*.h) $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -DSLUICE_TEST_HOOKS -Itests/bpf -c $< -o $@
+$(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h $(BUILD)/inflight_unit.skel.h
+
 # Test plumbing for the end-to-end tests (see the sources): pass-through XDP for the client
 # end of test veths, a counting TC filter to run beside sluice's, VLAN 100 at TC.
 $(BUILD)/tests/%.bpf.o: tests/e2e/%.bpf.c
@@ -108,6 +115,15 @@ $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# The in-flight accounting alone (bpf/admit.h), for its contention benchmark.
+$(BUILD)/inflight_unit.bpf.o: tests/bpf/inflight_unit.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/bench_inflight: tests/bpf/bench_inflight.c $(BUILD)/inflight_unit.skel.h $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -lpthread -o $@
 
 # sluiced's tick on the real programs (tests/bpf/scale.h sets them up).
 $(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB) | $(SKELS)

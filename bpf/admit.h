@@ -8,6 +8,19 @@
 #include "maps.h"
 #include "parse.h"
 
+/* A plain read the compiler makes exactly once (what a compare-and-swap is then tried with). */
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+/* One more change of the accounting of svc, counted after it (see own_ops in maps.h). */
+static __always_inline void own_bump(__u32 svc)
+{
+	__u32 zero = 0;
+	struct own_ops *o = bpf_map_lookup_elem(&own_ops, &zero);
+
+	if (o)
+		o->n[svc & (SLUICE_OWN_OPS_BUCKETS - 1)]++;
+}
+
 static __always_inline struct sluice_class_stats *class_stats_of(__u32 svc, __u32 cls)
 {
 	__u32 idx = sluice_stat_index(svc, cls);
@@ -129,6 +142,67 @@ static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
 	return n;
 }
 
+/* Add d to this CPU's stripe of (svc, cls) in `inflight_pcpu`. Atomic although no other CPU
+ * writes the stripe: a program in process context (the GC's) may be interrupted by one in
+ * softirq on the same CPU. */
+static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
+{
+	struct sluice_inflight *s = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+
+	if (s)
+		__sync_fetch_and_add(&s->cls[cls & 3], d);
+}
+
+struct stripe_sum {
+	__u32 svc, me, mask;             /* mask: the classes counted */
+	__s64 n;
+};
+
+static long stripe_sum_one(__u32 cpu, void *ctx)
+{
+	struct stripe_sum *s = ctx;
+	struct sluice_inflight *x;
+
+	if (cpu == s->me)
+		return 0;
+	x = bpf_map_lookup_percpu_elem(&inflight_pcpu, &s->svc, cpu);
+	if (!x)
+		return 1; /* past the last CPU */
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++)
+		if (s->mask & (1u << j))
+			s->n += x->cls[j];
+	return 0;
+}
+
+/* Take one slot of (svc, cls) on this CPU's stripe and return the in-flight it is compared
+ * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
+ * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
+ * The take is a full-barrier read-modify-write and every other stripe is read after it, so of
+ * two CPUs racing for the last slot the later one sees the earlier's take: the bound is as
+ * exact as with one shared counter. */
+static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio,
+				       const struct sluice_inflight *base,
+				       const struct sluice_inflight *rel)
+{
+	struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+	struct stripe_sum s = { .svc = svc, .me = bpf_get_smp_processor_id(),
+				.mask = prio ? (2u << cls) - 1 : 15u };
+	__s64 n;
+
+	if (!own)
+		return 0;
+	n = __sync_fetch_and_add(&own->cls[cls], 1);
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
+		if (!(s.mask & (1u << j)))
+			continue;
+		if (j != cls)
+			n += own->cls[j];
+		n += base->cls[j] - (rel ? rel->cls[j] : 0);
+	}
+	bpf_loop(SLUICE_MAX_CPUS, stripe_sum_one, &s, 0);
+	return n + s.n;
+}
+
 /* Decide one unit of (svc, cls). take = 1 (an http request): on admit one in-flight slot is
  * taken and 1 is returned. take = 0 (a tcp SYN): the same decision against the service's busy
  * flows (`busy`: connections with a turn open; idle ones hold no capacity), but nothing is
@@ -195,23 +269,7 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		return 1;
 	}
 	/* Reserve first, then check: two CPUs cannot both take the last slot. */
-	if (prio) {
-		in_use = __sync_fetch_and_add(&inf->cls[cls], 1);
-		for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
-			if (j >= cls)
-				break;
-			in_use += inf->cls[j];
-		}
-		for (__u32 j = 0; j < SLUICE_NUM_CLASSES && rel; j++) {
-			if (j > cls)
-				break;
-			in_use -= rel->cls[j];
-		}
-	} else {
-		in_use = __sync_fetch_and_add(&inf->total, 1);
-		if (rel)
-			in_use -= rel->total;
-	}
+	in_use = take_slot(svc, cls, prio, inf, rel);
 	if (thr && in_use >= (__s64)thr) {
 		*reason = SLUICE_REJ_HEADROOM;
 		goto undo;
@@ -220,32 +278,37 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		*reason = SLUICE_REJ_LADDER;
 		goto undo;
 	}
-	if (prio)
-		__sync_fetch_and_add(&inf->total, 1);
-	else
-		__sync_fetch_and_add(&inf->cls[cls], 1);
 	return 1;
 undo:
-	if (prio)
-		__sync_fetch_and_add(&inf->cls[cls], -1);
-	else
-		__sync_fetch_and_add(&inf->total, -1);
+	stripe_add(svc, cls, -1);
+	own_bump(svc);
 	return 0;
 take:
-	if (take) {
-		__sync_fetch_and_add(&inf->total, 1);
-		__sync_fetch_and_add(&inf->cls[cls], 1);
-	}
+	if (take)
+		stripe_add(svc, cls, 1);
 	return 1;
+}
+
+/* Every CPU's stripe of svc summed over its classes: the units taken since layout 6 (for a tcp
+ * service, its open connections: the slots the ownership words hold as SLUICE_OWN_CONN). */
+static __always_inline __s64 stripes_total(__u32 svc)
+{
+	struct stripe_sum s = { .svc = svc, .me = ~0u, .mask = 15u };
+
+	bpf_loop(SLUICE_MAX_CPUS, stripe_sum_one, &s, 0);
+	return s.n;
 }
 
 /* The open-connection cap, checked at a tcp SYN already admitted by admit_unit: class cls
  * goes on while the service's open connections plus its admitted handshakes still open stay
  * below threshold[cls]. Every class is compared with the service's total, so idle holders of a
  * lower class can fill only their own share and never the slots above it (L0's threshold is
- * the cap itself). Handshakes admitted but not complete count for L1..L3. A check, not a reservation: two SYNs on two CPUs in the same instant may
- * both take the last slot; the server's own limit refuses the extra one. Returns 1 to go on,
- * 0 refused (counted in rejected[cls]). */
+ * the cap itself). Open connections are the connection slots the flows' ownership words hold
+ * (every CPU's stripe, plus what older layouts counted in the shared `inflight`, net of the
+ * releases): each goes back exactly once, with its flow's end. Handshakes admitted but not
+ * complete count for L1..L3. A check, not a reservation: two SYNs on two CPUs in the same
+ * instant may both take the last slot; the server's own limit refuses the extra one. Returns 1
+ * to go on, 0 refused (counted in rejected[cls]). */
 static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
 {
 	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);
@@ -260,7 +323,7 @@ static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
 	if (!inf)
 		return 1;
 	rel = bpf_map_lookup_elem(&inflight_released, &svc);
-	open = inf->total - (rel ? rel->total : 0);
+	open = inf->total - (rel ? rel->total : 0) + stripes_total(svc);
 	if (cls) /* as for headroom: SYNs forged by anyone never hold L0 back */
 		open += halfopen_pending(svc, now, thr * SLUICE_HALFOPEN_SHARE);
 	if (open < (__s64)thr)
@@ -283,7 +346,7 @@ static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {
-	count_unit(&inflight, svc, cls, 1);
+	stripe_add(svc, cls, 1);
 }
 
 /* The client's entry in `clients`, created empty when it has none; NULL only if the map
@@ -384,50 +447,147 @@ static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 /* Give back one in-flight slot of (svc, cls). */
 static __always_inline void release_unit(__u32 svc, __u32 cls)
 {
-	count_unit(&inflight, svc, cls, -1);
+	stripe_add(svc, cls, -1);
 }
 
-/* End a flow (a genuine FIN/RST, or the server accepting a new connection on its 4-tuple).
- * Whoever deletes the entry releases its connection slot; whoever clears req_active releases
- * the request slot (http) or the busy count of the open turn (tcp), once more after the
- * delete: a turn a racing CPU opened on the entry meanwhile is released here, or by that CPU
- * when it finds the entry gone (tcp_client_data), never twice. A turn cut short gives no
- * latency sample; a connection (tcp) or a request (http) counts as completed. */
-static __always_inline void end_flow(struct sluice_flow_key *key, int server_reset)
+/* What an ownership word holds (see SLUICE_OWN_* in sluice.h). A word without the tag comes
+ * from an older layout: its flow's own fields say it. */
+struct own_units {
+	__u32 svc, cls;
+	__u8 unit;                       /* an open request (inflight) or turn (busy) */
+	__u8 turn;                       /* the open unit is a tcp turn */
+	__u8 conn;                       /* a tcp connection slot (inflight) */
+	__u8 client;                     /* a count against the client's cap */
+};
+
+static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
+					 struct own_units *u)
+{
+	u->unit = (w & SLUICE_OWN_STATE) == SLUICE_OWN_ACTIVE;
+	if (w & SLUICE_OWN_TAGGED) {
+		u->svc = w >> SLUICE_OWN_SVC_SHIFT;
+		u->cls = (w >> SLUICE_OWN_CLASS_SHIFT) & 3;
+		u->turn = !!(w & SLUICE_OWN_TURN);
+		u->conn = !!(w & SLUICE_OWN_CONN);
+		u->client = !!(w & SLUICE_OWN_CLIENT);
+	} else {
+		u->svc = f->svc;
+		u->cls = f->class & 3;
+		u->turn = u->conn = f->tracked_inflight;
+		u->client = f->client_counted;
+	}
+}
+
+/* The open unit of a flow (a request or a turn), taken out of its word by compare-and-swap:
+ * 1 when this caller took it (*u says what it was and the caller gives it back), 0 when none
+ * is open or another CPU took it first. A tcp word keeps its connection. */
+static __always_inline int own_take_open(struct sluice_flow *f, struct own_units *u)
+{
+	__u32 w = READ_ONCE(f->req_active), nw = 0;
+
+	if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_ACTIVE)
+		return 0;
+	if ((w & SLUICE_OWN_TAGGED) && (w & SLUICE_OWN_CONN))
+		nw = w & ~(SLUICE_OWN_STATE | SLUICE_OWN_TURN);
+	if (__sync_val_compare_and_swap(&f->req_active, w, nw) != w)
+		return 0;
+	own_units_of(f, w, u);
+	if (!(w & SLUICE_OWN_TAGGED) && u->turn) {
+		/* an older layout's tcp flow: its connection and client stay with the flow */
+		u->conn = 0;
+		u->client = 0;
+	} else if (!(w & SLUICE_OWN_TAGGED) && u->client) {
+		f->client_counted = 0; /* an older layout's http request: its client goes with it */
+	}
+	if (u->conn)
+		u->client = 0; /* a tcp connection's client count ends with the connection */
+	return 1;
+}
+
+/* One latency sample of (service, class) index idx. */
+static __always_inline void record_latency(__u32 idx, __u64 us)
+{
+	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
+
+	if (h) {
+		__u32 b = sluice_hist_bucket(us);
+
+		/* Keep the bound check on the register that indexes (clang may reuse another). */
+		asm volatile("" : "+r"(b));
+		if (b < SLUICE_HIST_BUCKETS)
+			h->bucket[b]++;
+		h->sum_us += us;
+	}
+}
+
+/* A tcp connection ends after a single turn: that turn was its request, its sample is due.
+ * Called by end_flow's killer only (the word it swapped to DEAD held the connection and no
+ * open turn, u), so no turn can open on the flow any more; the swap of req_start_ns still
+ * guards against a turn's start written by a CPU that then lost its swap of the word. */
+static __always_inline void flush_setup_turn(struct sluice_flow *f, const struct own_units *u)
+{
+	__u64 v = READ_ONCE(f->req_start_ns);
+
+	if (!(v & SLUICE_SETUP_PENDING) || u->svc >= SLUICE_MAX_SERVICES)
+		return;
+	if (__sync_val_compare_and_swap(&f->req_start_ns, v, 0) == v)
+		record_latency(sluice_stat_index(u->svc, u->cls), v & ~SLUICE_SETUP_PENDING);
+}
+
+/* End a flow (a genuine FIN/RST, the server accepting a new connection on its 4-tuple, a
+ * refused request, the GC). The caller that swaps the ownership word to DEAD owns everything
+ * the word held and gives it back: the connection slot (tcp), the open request or turn, the
+ * client count. A request being decided holds nothing yet: its decider finds the word DEAD
+ * and gives back what it took itself. The killer deletes the entry only while the key still
+ * finds this very entry; otherwise the entry was deleted and reused under another key
+ * meanwhile, and it stays DEAD and orphaned for the GC. Returns 1 when this caller ended it.
+ * A turn cut short gives no latency sample; a connection (tcp) or a request (http) counts as
+ * completed. fin: the ending is a FIN or RST seen on the wire, so a connection that had a single
+ * turn gives that turn's held-back sample (flush_setup_turn); only the killer does, with the
+ * word it swapped out, so the sample is given once and only by a flow that really ended. */
+static __always_inline int end_flow(struct sluice_flow_key *key, int server_reset, int fin)
 {
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
-	__u32 svc, cls, tracked, req, client, tcp;
+	struct own_units u;
+	__u32 w = 0;
+	int won = 0;
 
 	if (!f)
-		return;
-	svc = f->svc;
-	cls = f->class & 3;
-	tracked = tcp = f->tracked_inflight;
-	client = f->client_counted;
-	req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
-	if (bpf_map_delete_elem(&flows, key) != 0)
-		tracked = 0; /* someone else ended it first */
-	else if (!req)
-		req = __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1;
-	if (!tracked && !req)
-		return;
-	if (svc >= SLUICE_MAX_SERVICES)
-		return;
-	st = class_stats_of(svc, cls);
-	if (tracked)
-		release_unit(svc, cls);
-	if (req && tcp)
-		count_unit(&busy, svc, cls, -1);
-	else if (req)
-		release_unit(svc, cls);
-	if (client)
-		release_client(svc, key->client_addr);
+		return 0;
+	for (int i = 0; i < 8 && !won; i++) {
+		w = READ_ONCE(f->req_active);
+		if ((w & SLUICE_OWN_STATE) == SLUICE_OWN_DEAD)
+			return 0; /* someone else ended it first */
+		won = __sync_val_compare_and_swap(&f->req_active, w, SLUICE_OWN_DEAD) == w;
+	}
+	if (!won)
+		return 0; /* the word kept moving: left for the next ending or the GC */
+	own_units_of(f, w, &u);
+	if (fin && u.conn && !u.unit)
+		flush_setup_turn(f, &u);
+	if (bpf_map_lookup_elem(&flows, key) == f)
+		bpf_map_delete_elem(&flows, key);
+	else
+		f->req_active = SLUICE_OWN_DEAD | SLUICE_OWN_ORPHAN;
+	if (u.svc >= SLUICE_MAX_SERVICES)
+		return 1;
+	st = class_stats_of(u.svc, u.cls);
+	if (u.conn)
+		release_unit(u.svc, u.cls);
+	if (u.unit && u.turn)
+		count_unit(&busy, u.svc, u.cls, -1);
+	else if (u.unit)
+		release_unit(u.svc, u.cls);
+	if (u.client)
+		release_client(u.svc, key->client_addr);
+	own_bump(u.svc);
 	if (st) {
-		st->completed += tracked + (tcp ? 0 : req);
+		st->completed += u.conn + (u.unit && !u.turn);
 		if (server_reset)
 			st->errors++;
 	}
+	return 1;
 }
 
 #endif

@@ -127,6 +127,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } inflight SEC(".maps");
 
+/* In-flight units per service and class, striped per CPU: every CPU takes and gives back
+ * slots on its own copy (cls[] only; total stays 0), so no cache line is shared by the CPUs'
+ * writes. Admission sums the stripes (bpf/admit.h: take_slot). The shared `inflight` above
+ * holds what layouts before 6 counted (frozen since), so effective in-flight =
+ * inflight + the stripes - inflight_released. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} inflight_pcpu SEC(".maps");
+
 /* Units released by the controller's flow GC; effective in-flight = inflight - released.
  * Controller only (so neither side races the other's writes). */
 struct {
@@ -224,6 +237,21 @@ struct {
 	__type(value, struct sluice_layout);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_layout SEC(".maps");
+
+/* Changes of the accounting (a slot taken or given back, an ownership word swapped), per CPU
+ * and per bucket of services (index svc & (SLUICE_OWN_OPS_BUCKETS - 1)), counted after each
+ * change. The reconciliation compares sweeps of the flow table only while a service's bucket
+ * stood still across the sweep (user/kernel/flowgc.c). Not pinned: it only has to be
+ * monotonic while one sluiced reads it. */
+struct own_ops {
+	__u64 n[SLUICE_OWN_OPS_BUCKETS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct own_ops);
+} own_ops SEC(".maps");
 
 /* Scratch space for the first bytes of a request (per CPU, not pinned: holds nothing between
  * packets). bpf_skb_load_bytes copies here so the header scan works on non-linear skbs. */

@@ -30,7 +30,13 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define NS_PER_SEC 1000000000ull
-#define REQ_DECIDING 2 /* sluice_flow.req_active while TC ingress decides a new request */
+/* Test builds run a racing step at named points of the data path (tests/bpf/hooks.h); the
+ * product build compiles the points away. */
+#ifdef SLUICE_TEST_HOOKS
+#include "hooks.h"
+#else
+#define SLUICE_TEST_HOOK(point, key) do { } while (0)
+#endif
 
 static __always_inline struct sluice_pkt_stats *pkt_counters(void)
 {
@@ -305,11 +311,19 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		}
 		if (hs->client_limited)
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
+		/* The word owns the connection from the insert on. */
+		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN |
+				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);
 	}
-	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0 || !nf.tracked_inflight)
+	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
+		own_bump(svc);
+		return;
+	}
+	if (!nf.tracked_inflight)
 		return;
 	/* Table full: admitted, but not counted. */
 	release_unit(svc, cls);
+	own_bump(svc);
 	if (nf.client_counted)
 		release_client(svc, key->client_addr);
 	st = class_stats_of(svc, cls);
@@ -340,8 +354,6 @@ static __always_inline void client_ack(const struct pkt *p)
 	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
 }
 
-static __always_inline void flush_setup_turn(struct sluice_flow *f);
-
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
  * the client is (RFC 5961: a blind forger does not know it). Where the client is may not be
  * known (client_next 0: a flow carried over from an older layout, until the server speaks):
@@ -356,10 +368,8 @@ static __always_inline void client_end(const struct pkt *p)
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (!f->client_next || seq_in_window(seq, f->client_next)) {
-			flush_setup_turn(f);
-			end_flow(&key, 0);
-		}
+		if (!f->client_next || seq_in_window(seq, f->client_next))
+			end_flow(&key, 0, 1);
 		return;
 	}
 	/* Gone before its handshake completed: the record goes (it held no slot). */
@@ -433,34 +443,20 @@ static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt 
 	return parse_frame(data, data_end, skb->len, p);
 }
 
-/* One latency sample of (service, class) index idx. */
-static __always_inline void record_latency(__u32 idx, __u64 us)
-{
-	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
-
-	if (h) {
-		__u32 b = sluice_hist_bucket(us);
-
-		/* Keep the bound check on the register that indexes (clang may reuse another). */
-		asm volatile("" : "+r"(b));
-		if (b < SLUICE_HIST_BUCKETS)
-			h->bucket[b]++;
-		h->sum_us += us;
-	}
-}
-
-/* The server's first new data of a tcp turn: latency sample, busy - 1. The caller won the
- * turn (cleared req_active), so this runs once per turn. The connection goes on and is not
- * counted as completed (its end is). The connection's first turn is held back (see
+/* The server's first new data of a tcp turn: latency sample, busy - 1. The caller took the
+ * turn out of the ownership word (u), so this runs once per turn. The connection goes on and
+ * is not counted as completed (its end is). The connection's first turn is held back (see
  * SLUICE_FLOW_TURNED): a next turn's start overwrites it, the connection's end gives it. */
-static __always_inline void end_turn(struct sluice_flow *f, __u64 now)
+static __always_inline void end_turn(struct sluice_flow *f, const struct own_units *u,
+				     __u64 now)
 {
-	__u32 svc = f->svc, cls = f->class & 3;
+	__u32 svc = u->svc, cls = u->cls;
 	__u64 start = f->req_start_ns, us = (now - start) / 1000;
 
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	count_unit(&busy, svc, cls, -1);
+	own_bump(svc);
 	if (!(f->flags & SLUICE_FLOW_TURNED)) {
 		f->flags |= SLUICE_FLOW_TURNED;
 		/* unless a next turn started meanwhile (then it was a setup: dropped) */
@@ -468,17 +464,6 @@ static __always_inline void end_turn(struct sluice_flow *f, __u64 now)
 		return;
 	}
 	record_latency(sluice_stat_index(svc, cls), us);
-}
-
-/* A tcp connection ends after a single turn: that turn was its request, its sample is due. */
-static __always_inline void flush_setup_turn(struct sluice_flow *f)
-{
-	__u64 v = f->req_start_ns;
-
-	if (!f->tracked_inflight || !(v & SLUICE_SETUP_PENDING) || f->req_active)
-		return;
-	if (__sync_val_compare_and_swap(&f->req_start_ns, v, 0) == v)
-		record_latency(sluice_stat_index(f->svc, f->class & 3), v & ~SLUICE_SETUP_PENDING);
 }
 
 /* A tcp server segment with data: 1 when it carries data beyond what the server sent before
@@ -496,22 +481,21 @@ static __always_inline int server_data_new(struct sluice_flow *f, const struct p
 }
 
 /* The first response segment of a request: latency sample, status, in-flight - 1. The caller
- * won the request (cleared req_active), so this runs once per request. */
+ * took the request out of the ownership word (u), so this runs once per request. */
 static __always_inline void end_request(struct __sk_buff *skb, const struct pkt *p,
 					struct sluice_flow *f, const struct sluice_flow_key *key,
-					__u64 now)
+					const struct own_units *u, __u64 now)
 {
-	__u32 svc = f->svc, cls = f->class & 3, idx;
+	__u32 svc = u->svc, cls = u->cls, idx;
 	struct sluice_class_stats *st;
 	int status;
 
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	release_unit(svc, cls);
-	if (f->client_counted) {
-		f->client_counted = 0;
+	if (u->client)
 		release_client(svc, key->client_addr);
-	}
+	own_bump(svc);
 	idx = sluice_stat_index(svc, cls);
 	record_latency(idx, (now - f->req_start_ns) / 1000);
 	st = bpf_map_lookup_elem(&class_stats, &idx);
@@ -561,6 +545,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	struct sluice_pkt_stats *ps;
 	struct sluice_handshake *r;
 	struct sluice_flow *f;
+	struct own_units u;
 	struct pkt p;
 	__u64 now;
 	int svc;
@@ -590,7 +575,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		r = bpf_map_lookup_elem(&handshakes, &key);
 		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) == r->client_isn + 1) {
-			end_flow(&key, 0);
+			end_flow(&key, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}
 		return TC_ACT_OK;
@@ -602,17 +587,17 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	 * a tcp reply its turn. */
 	if (!p.payload_len)
 		;
-	else if (f->tracked_inflight) {
-		if (server_data_new(f, &p) && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
-			end_turn(f, now = bpf_ktime_get_ns());
-	} else if (f->req_active == 1 && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1) {
-		/* (The plain read first: response data with no request open, the common case,
-		 * takes no locked instruction.) */
-		end_request(skb, &p, f, &key, now = bpf_ktime_get_ns());
+	else if ((!f->tracked_inflight || server_data_new(f, &p)) && own_take_open(f, &u)) {
+		/* what is given back is what the word held, whatever this path expected (the
+		 * plain read in own_take_open first: response data with no request open, the
+		 * common case, takes no locked instruction) */
+		if (u.turn)
+			end_turn(f, &u, now = bpf_ktime_get_ns());
+		else
+			end_request(skb, &p, f, &key, &u, now = bpf_ktime_get_ns());
 	}
 	if (p.tcp->rst || p.tcp->fin) {
-		flush_setup_turn(f);
-		end_flow(&key, p.tcp->rst);
+		end_flow(&key, p.tcp->rst, 1);
 		return TC_ACT_OK;
 	}
 	if (f->state != SLUICE_FLOW_OPEN)
@@ -642,6 +627,34 @@ static __always_inline int starts_with_method(struct __sk_buff *skb, const struc
 			return 0;
 	}
 	return 0;
+}
+
+/* An admitted request becomes the flow's: its token (service, class, client count) goes into
+ * the ownership word by compare-and-swap from DECIDING. Should the flow have ended meanwhile
+ * (a server FIN or RST, the GC, while this CPU decided: the word is DEAD, or the entry was
+ * even reused), the swap fails and the decider gives back what it took itself. */
+static __always_inline void commit_request(struct sluice_flow *f, struct sluice_flow_key *key,
+					   __u32 svc, __u32 cls, __u8 counted, __u32 seq,
+					   __u32 end, __u64 now, struct sluice_class_stats *st)
+{
+	__u32 w = SLUICE_OWN_ACTIVE | sluice_own_tag(svc, cls) | (counted ? SLUICE_OWN_CLIENT : 0);
+
+	/* Written before the swap: whoever ends the request reads them after. */
+	f->req_seq = seq;
+	f->req_start_ns = now;
+	f->client_next = end;
+	SLUICE_TEST_HOOK(SLUICE_HOOK_DECIDING, key);
+	if (__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, w) ==
+	    SLUICE_OWN_DECIDING) {
+		f->class = cls; /* a DECIDING word is an http flow's: never a tcp connection's */
+		own_bump(svc);
+		return;
+	}
+	release_unit(svc, cls);
+	if (counted)
+		release_client(svc, key->client_addr);
+	own_bump(svc);
+	st->completed++; /* admitted, and over with its connection */
 }
 
 /* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
@@ -683,15 +696,15 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	}
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
-	 * slot (REQ_DECIDING is not 1, so nothing ends it before it is admitted). */
-	if (__sync_val_compare_and_swap(&f->req_active, 0, REQ_DECIDING) != 0)
+	 * slot (DECIDING holds nothing, so nothing ends a request before it is admitted). */
+	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0)
 		return TC_ACT_OK;
 
 	now = bpf_ktime_get_ns();
 	pick = classify_request(skb, sc, svc, p);
 	st = class_stats_of(svc, pick.class);
 	if (!st) {
-		f->req_active = 0;
+		__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, 0);
 		return TC_ACT_OK;
 	}
 	st->arrivals++;
@@ -704,12 +717,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
-		f->class = pick.class & 3;
-		f->req_seq = seq;
-		f->req_start_ns = now;
-		f->client_next = end;
-		f->client_counted = counted;
-		f->req_active = 1; /* ours since the claim: end_request / end_flow may take it now */
+		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;
 	}
 refuse:
@@ -726,15 +734,18 @@ refuse:
 		st->admitted++;
 		st->untracked++;
 		f->client_next = end;
-		f->req_active = 0; /* give up the claim: the request holds no slot */
+		/* give up the claim: the request holds no slot */
+		__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, 0);
 		return TC_ACT_OK;
 	}
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
 	if (ps && rc == ANSWER_SENT)
 		ps->reply_sent++;
-	/* The connection is closed on both sides now (http flows hold no connection slot). */
-	bpf_map_delete_elem(&flows, &key);
+	/* The connection is closed on both sides now (http flows hold no connection slot): the
+	 * flow ends like any other, through its ownership word (still DECIDING: it holds
+	 * nothing). */
+	end_flow(&key, 0, 0);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
@@ -746,27 +757,34 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 {
 	struct sluice_flow_key key = {};
 	struct sluice_flow *f;
-	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls;
+	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls, w, nw;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (!f || !f->tracked_inflight)
 		return TC_ACT_OK; /* no handshake seen, or untracked: nothing to measure */
-	if (!advance_by_client(f, seq, seq + p->payload_len) || f->req_active)
+	w = READ_ONCE(f->req_active);
+	if (!advance_by_client(f, seq, seq + p->payload_len) ||
+	    (w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE)
 		return TC_ACT_OK;
-	svc = f->svc;
-	cls = f->class & 3;
+	if (w & SLUICE_OWN_TAGGED)
+		nw = w;
+	else /* an older layout's flow: its connection moves into the word with its first turn */
+		nw = sluice_own_tag(f->svc, f->class) | SLUICE_OWN_CONN |
+		     (f->client_counted ? SLUICE_OWN_CLIENT : 0);
+	svc = nw >> SLUICE_OWN_SVC_SHIFT;
+	cls = (nw >> SLUICE_OWN_CLASS_SHIFT) & 3;
 	if (svc >= SLUICE_MAX_SERVICES)
 		return TC_ACT_OK;
 	/* The start is written before the turn opens: whoever ends it reads it after. */
 	f->req_start_ns = bpf_ktime_get_ns();
-	if (__sync_val_compare_and_swap(&f->req_active, 0, 1) != 0)
+	SLUICE_TEST_HOOK(SLUICE_HOOK_TURN, &key);
+	/* The turn is the word's from the swap on: whoever takes it out (the server's reply, the
+	 * flow's end) gives back this busy count, even on an entry ended and reused meanwhile. */
+	if (__sync_val_compare_and_swap(&f->req_active, w, nw | SLUICE_OWN_ACTIVE | SLUICE_OWN_TURN) != w)
 		return TC_ACT_OK;
 	count_unit(&busy, svc, cls, 1);
-	/* Ended on another CPU meanwhile (the entry is gone): no one else releases this turn. */
-	if (bpf_map_lookup_elem(&flows, &key) != f &&
-	    __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
-		count_unit(&busy, svc, cls, -1);
+	own_bump(svc);
 	return TC_ACT_OK;
 }
 
@@ -839,4 +857,34 @@ SEC("tc")
 int sluice_tc_ingress(struct __sk_buff *skb)
 {
 	return tc_next(tc_ingress(skb));
+}
+
+/* The flow GC's hand in the data path: ends one flow whose end was never seen, through the
+ * same ownership word as a FIN (end_flow), so a request or turn that starts on it while the
+ * GC decides is either ended with it or never taken. Run by sluiced with BPF_PROG_TEST_RUN. */
+SEC("syscall")
+int sluice_reclaim(struct sluice_reclaim *a)
+{
+	struct sluice_flow_key key;
+	struct sluice_flow *f;
+	__u64 now = a->now_ns;
+
+	__builtin_memcpy(&key, &a->key, sizeof(key));
+	a->result = SLUICE_RECLAIM_KEPT;
+	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f)
+		return 0;
+	if ((READ_ONCE(f->req_active) & (SLUICE_OWN_STATE | SLUICE_OWN_ORPHAN)) ==
+	    (SLUICE_OWN_DEAD | SLUICE_OWN_ORPHAN)) {
+		/* its killer could not delete it: nobody else will */
+		if (bpf_map_delete_elem(&flows, &key) == 0)
+			a->result = SLUICE_RECLAIM_ORPHAN;
+		return 0;
+	}
+	if (!((f->state == SLUICE_FLOW_SYN && now > f->admitted_ns + a->syn_timeout_ns) ||
+	      now > f->last_seen_ns + a->idle_timeout_ns))
+		return 0; /* it spoke since the GC's scan */
+	if (end_flow(&key, 0, 0))
+		a->result = SLUICE_RECLAIM_ENDED;
+	return 0;
 }

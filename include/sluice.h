@@ -10,8 +10,9 @@
  *                                 globals (heartbeat), inflight_released, busy_released,
  *                                 sluice_layout, ctl_state
  *   the operator (sluicectl)    : ctl_requests
- *   BPF programs write          : flows, handshakes, halfopen, inflight, busy, class_stats,
- *                                 latency_hist, pkt_stats
+ *   BPF programs write          : flows, handshakes, halfopen, inflight_pcpu, busy,
+ *                                 class_stats, latency_hist, pkt_stats (inflight: layouts
+ *                                 before 6 only)
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -30,6 +31,7 @@
 #define SLUICE_NUM_CLASSES    4          /* L0 core .. L3 non-critical */
 #define SLUICE_NAME_LEN       32
 #define SLUICE_MAX_FLOWS      65536      /* tracked units; beyond this new units are admitted untracked */
+#define SLUICE_MAX_CPUS       8192       /* admission sums the in-flight stripes of up to this many */
 #define SLUICE_MAX_SRC_RULES  1024
 #define SLUICE_MAX_PATH_RULES 4
 #define SLUICE_PATH_LEN       24
@@ -51,8 +53,10 @@
  *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
  *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
  *      admission and the controller count)
- *   6  new map `conn_cap` (the open-connection cap per class and its refusals); the others
- *      unchanged */
+ *   6  new maps `conn_cap` (the open-connection cap per class and its refusals) and
+ *      `inflight_pcpu` (in-flight striped per CPU; the shared `inflight` keeps what older
+ *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
+ *      values read as they are) */
 #define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
@@ -319,9 +323,9 @@ struct sluice_flow {
 	__u64 req_start_ns;              /* http: start of the request in flight;
 	                                  * tcp: start of the open turn */
 	__u32 syn_seq;                   /* client ISN: a SYN with the same seq is a retransmit */
-	__u32 req_active;                /* 1 while a request (http) or a turn (tcp) is open:
-	                                  * cmpxchg-owned, whoever clears it releases its count;
-					  * http: 2 while TC ingress decides a new request */
+	__u32 req_active;                /* the flow's ownership word (SLUICE_OWN_*): what the
+	                                  * flow holds, changed only by compare-and-swap;
+	                                  * whoever swaps a holding out releases it */
 	union {
 		__u32 req_seq;           /* http: seq of the current request's first segment */
 		__u32 server_next;       /* tcp: the end of the server's newest data: server data
@@ -341,6 +345,58 @@ struct sluice_flow {
 	__u8 client_counted;             /* its unit counts against the client's in-flight */
 	__u8 flags;                      /* SLUICE_FLOW_* */
 	__u8 _pad;
+};
+
+/* The ownership word (sluice_flow.req_active). Every slot a flow holds is described by the
+ * word itself, so whoever swaps it out knows exactly what to give back, even on an entry
+ * deleted and reused under its feet (a stale pointer's swap then moves a token that still
+ * says its own service and class, and the counts stay exact):
+ *   state (bits 0-1)  IDLE, ACTIVE (a request or a turn is open: one unit in `inflight`
+ *                     (http) or `busy` (tcp, SLUICE_OWN_TURN)), DECIDING (TC ingress is
+ *                     deciding a request, nothing taken yet), DEAD (the flow is ending: it
+ *                     holds nothing any more; its killer deletes it)
+ *   SLUICE_OWN_TAGGED the service and class below are the token's; a word without it (1 for
+ *                     open, 0 idle) comes from an older layout and is read with the flow's
+ *                     own svc, class, tracked_inflight and client_counted
+ *   SLUICE_OWN_CONN   tcp: the connection holds one slot in `inflight`, released at DEAD
+ *   SLUICE_OWN_CLIENT the unit counts against its client's cap (the request for http, the
+ *                     connection for tcp)
+ *   SLUICE_OWN_ORPHAN DEAD, and its killer could not delete it (the entry had been reused
+ *                     under another key): the GC deletes it */
+#define SLUICE_OWN_STATE       3u
+#define SLUICE_OWN_IDLE        0u
+#define SLUICE_OWN_ACTIVE      1u
+#define SLUICE_OWN_DECIDING    2u
+#define SLUICE_OWN_DEAD        3u
+#define SLUICE_OWN_TAGGED      4u
+#define SLUICE_OWN_CLIENT      8u
+#define SLUICE_OWN_CLASS_SHIFT 4         /* 2 bits */
+#define SLUICE_OWN_TURN        0x40u
+#define SLUICE_OWN_CONN        0x80u
+#define SLUICE_OWN_ORPHAN      0x100u
+#define SLUICE_OWN_SVC_SHIFT   16        /* 16 bits: the service index */
+#define SLUICE_OWN_OPS_BUCKETS 256       /* the data path's change counts (map own_ops) */
+
+static inline __u32 sluice_own_tag(__u32 svc, __u32 cls)
+{
+	return SLUICE_OWN_TAGGED | (svc << SLUICE_OWN_SVC_SHIFT) | ((cls & 3) << SLUICE_OWN_CLASS_SHIFT);
+}
+
+/* The argument of the program sluice_reclaim (run by the flow GC with BPF_PROG_TEST_RUN):
+ * end the flow at key through its ownership word, as a FIN would, if it is still silent by
+ * these timeouts (it may have spoken since the GC's scan); an orphaned DEAD entry is deleted. */
+enum sluice_reclaim_result {
+	SLUICE_RECLAIM_KEPT = 0,         /* gone already, alive again, or ended by someone else */
+	SLUICE_RECLAIM_ENDED = 1,        /* ended here: what it held is given back */
+	SLUICE_RECLAIM_ORPHAN = 2,       /* a DEAD orphan, deleted */
+};
+
+struct sluice_reclaim {
+	struct sluice_flow_key key;
+	__u32 result;                    /* out: enum sluice_reclaim_result */
+	__u64 now_ns;
+	__u64 syn_timeout_ns;
+	__u64 idle_timeout_ns;
 };
 
 /* ---- Handshakes (map `handshakes`, LRU_HASH, BPF-owned) ----
@@ -388,9 +444,11 @@ struct sluice_halfopen {
 
 /* ---- Accounting ---- */
 
-/* Map `inflight` (ARRAY, one per service): updated with atomics by BPF. The controller never
- * writes it; units it reclaims (flow GC) are counted in `inflight_released` instead, and
- * the effective in-flight is inflight - released. One writer per map, no races.
+/* Map `inflight_pcpu` (PERCPU_ARRAY, one per service): in-flight units per class, each CPU on
+ * its own copy (total unused); only the sum over CPUs means anything. Map `inflight` (ARRAY,
+ * one per service): what layouts before 6 counted, frozen since. The controller never writes
+ * either; its corrections are counted in `inflight_released`, and the effective in-flight is
+ * inflight + the stripes - released. One writer per map, no races.
  * What it counts: http services, requests in flight; tcp services, open connections (kept
  * for a connection cap; admission and the controller use `busy` for tcp).
  * Map `busy` / `busy_released` (the same struct, same rules): tcp flows with a turn open,

@@ -8,7 +8,8 @@
 #
 # 1. Per-packet cost of the BPF programs (BPF_PROG_TEST_RUN, BUILD/bench/bench_pktcost),
 #    controller tick cost (BUILD/bench/bench_tick) and the daemon's whole tick on the real maps
-#    for 1 to 4096 services configured and active (BUILD/bench/bench_daemon), all built by
+#    for 1 to 4096 services configured and active (BUILD/bench/bench_daemon), the in-flight
+#    accounting on 1 CPU and on every CPU at once (BUILD/bench/bench_inflight), all built by
 #    make; then sluiced itself at rest with 1000 and 4096 services configured, 10 active: its
 #    CPU from /proc/PID/stat over BENCH_IDLE_S seconds.
 # 2. HTTP on a real server: Apache httpd (event MPM, WORKERS threads, a handler that sleeps
@@ -121,7 +122,7 @@ for b in "$BUILD/sluiced" "$BUILD/sluicectl" "$BUILD/tools/loadgen" "$BUILD/test
 done
 if has micro "$SCENARIOS"; then
 	for b in "$BUILD/bench/bench_pktcost" "$BUILD/bench/bench_tick" "$BUILD/bench/bench_daemon" \
-		"$BUILD/bench/empty_xdp.bpf.o" "$BUILD/tools/testserver"; do
+		"$BUILD/bench/bench_inflight" "$BUILD/bench/empty_xdp.bpf.o" "$BUILD/tools/testserver"; do
 		[ -e "$b" ] || { echo "bench: $b missing: run make bench" >&2; exit 1; }
 	done
 fi
@@ -162,6 +163,13 @@ if has micro "$SCENARIOS"; then
 	if ! timeout 300 "$BUILD/bench/bench_daemon" >> "$MICRO" 2> "$TMP/daemon.err"; then
 		log "bench_daemon failed: $(tail -3 "$TMP/daemon.err")"
 		FAILED+=("bench_daemon: $(tail -1 "$TMP/daemon.err")")
+	fi
+	echo >> "$MICRO"
+	log "in-flight accounting across CPUs (one thread pinned per CPU)"
+	echo "# in-flight accounting: ns per unit on 1 CPU and on every CPU at once" >> "$MICRO"
+	if ! timeout 300 "$BUILD/bench/bench_inflight" 5000000 7 >> "$MICRO" 2> "$TMP/inflight.err"; then
+		log "bench_inflight failed: $(tail -3 "$TMP/inflight.err")"
+		FAILED+=("bench_inflight: $(tail -1 "$TMP/inflight.err")")
 	fi
 	cat "$MICRO" >&2
 fi

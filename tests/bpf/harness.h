@@ -27,6 +27,22 @@ static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 	return 0;
 }
 
+/* m filled from a loaded object of the data path (the product build or a test build): its
+ * maps, the GC's program, the sizes. */
+static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
+{
+	struct bpf_program *gc = bpf_object__find_program_by_name(obj, "sluice_reclaim");
+
+	memset(m, -1, sizeof(*m));
+#define X(name) m->name = bpf_object__find_map_fd_by_name(obj, #name);
+	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
+#undef X
+	m->own_ops = bpf_object__find_map_fd_by_name(obj, "own_ops");
+	m->reclaim_prog = gc ? bpf_program__fd(gc) : -1;
+	return maps_learn_sizes(m);
+}
+
 /* Open and load the skeleton with every map unpinned; flows table sized max_flows (0 = default). */
 static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m)
 {
@@ -45,12 +61,7 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}
-	memset(m, -1, sizeof(*m));
-#define X(name) m->name = bpf_map__fd(skel->maps.name);
-	SLUICE_MAP_NAMES
-	SLUICE_MAP_NAMES_OPTIONAL
-#undef X
-	maps_learn_sizes(m);
+	harness_maps_of(skel->obj, m);
 	return skel;
 }
 
@@ -63,18 +74,29 @@ struct fixture {
 	int idx[SLUICE_MIN_SERVICE_SLOTS];        /* harness configs stay within the default size */
 };
 
+static inline struct fixture *harness_program(struct fixture *f, const char *config,
+					      unsigned long long heartbeat_timeout_ns);
+
 static inline struct fixture *harness_fixture(const char *config, unsigned max_flows,
 				       unsigned long long heartbeat_timeout_ns)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct doc_errors errs;
-	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
 
 	if (!f || !(f->skel = harness_load(max_flows, &f->m))) {
 		fprintf(stderr, "cannot load BPF object\n");
 		free(f);
 		return NULL;
 	}
+	return harness_program(f, config, heartbeat_timeout_ns);
+}
+
+/* Program f's maps (loaded already) for `config`, as harness_fixture describes. */
+static inline struct fixture *harness_program(struct fixture *f, const char *config,
+					      unsigned long long heartbeat_timeout_ns)
+{
+	struct doc_errors errs;
+	struct sluice_globals g = { .heartbeat_timeout_ns = heartbeat_timeout_ns };
+
 	if (sluice_config_parse(config, strlen(config), "test", &f->cfg, &errs)) {
 		doc_errors_print(stderr, &errs);
 		return NULL;

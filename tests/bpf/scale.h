@@ -93,11 +93,7 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 		fprintf(stderr, "cannot load the BPF object sized for %d services\n", n);
 		goto fail;
 	}
-#define X(name) s->d->m.name = bpf_map__fd(s->skel->maps.name);
-	SLUICE_MAP_NAMES
-	SLUICE_MAP_NAMES_OPTIONAL
-#undef X
-	if (maps_learn_sizes(&s->d->m))
+	if (harness_maps_of(s->skel->obj, &s->d->m))
 		goto fail;
 	s->d->events = fopen("/dev/null", "w");
 	if (daemon_init(s->d, monotonic_ns(), err, sizeof(err))) {

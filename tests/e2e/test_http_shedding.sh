@@ -145,6 +145,15 @@ wait_for 5 "in-flight 0 and an empty flow table after the bad input" web_clean
 ok $? \
 	"binary payloads and vanished clients end cleanly: in-flight 0, flow table empty" \
 	"$(cat "$TMP/status.json")"
+# The counters agreed with the flow table all along: the reconciliation (a sweep after every
+# GC pass, once a second, through the flood, the restart and the bad input) corrected nothing,
+# and two more sweeps at rest correct nothing either.
+mport=$(sed -n 's/.*metrics on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$SLUICED_LOG" | tail -1)
+sleep 2.5
+corr=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" |
+	awk '$1 ~ /^sluice_inflight_corrections_total\{service="web"/ { print $2 }')
+ok $([ "$corr" = 0 ] && echo 0 || echo 1) \
+	"the reconciliation with the flow table corrected nothing (sluice_inflight_corrections_total $corr)"
 leaked=$(in_srv ss -Htn state established state close-wait '( sport = :8080 )' | wc -l)
 ok $([ "$leaked" = 0 ] && echo 0 || echo 1) "no ESTABLISHED or CLOSE-WAIT server sockets left ($leaked)" \
 	"$(in_srv ss -tan)"

@@ -5,8 +5,9 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 4, 3, 2 and then a layout 1 sluiced leaves them (4: no busy/busy_released
-# maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
+# pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
+# shared map only, no inflight_pcpu, no conn_cap; 4: nor busy/busy_released maps, flows without
+# server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
 # old layout wrote it or none) are migrated while connections are held and new ones keep being
 # admitted; the layout
@@ -93,9 +94,10 @@ ok $([ -n "$V" ] && [ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] &&
 	"a fresh start records layout $V and the $NMAPS pinned maps in sluice_layout" \
 	"version $(rec_u32 0) migrating $(rec_u32 4) maps $(rec_u32 8)" "$(cat "$(last_log)")"
 
-# Connections held across everything below (12 of them, 40 s), then closed with FIN.
+# Connections held across everything below (12 of them, 150 s: five upgrades and the drill on
+# a busy host take a minute and more), then closed with FIN.
 start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
-	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 40000 --timeout-ms 50000 --quiet \
+	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 150000 --timeout-ms 160000 --quiet \
 	--class L2:1:src=198.18.0.20
 HELD_PID=$LAST_PID
 inflight_is() { [ "$(inflight)" = "$1" ]; }
@@ -136,18 +138,19 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 4, 3, 2 and 1, connections held ---------------------------------
+# --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: flows with 0 where server_next and flags are (unused by tcp, padding
-#    then), no busy or busy_released map (the tcp turns' counts), no conn_cap map (the
-#    open-connection cap);
+#  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
+#    conn_cap map (the open-connection cap);
+#  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
+#    then), no busy or busy_released map (the tcp turns' counts);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
 #  - layouts 1 and 2: verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 4: the record as that version, without the maps it never had, the types of
-#    flows (and for 2, verdicts) hashed differently; layout 1: no record at all.
+#  - layouts 2 to 5: the record as that version, without the maps it never had, the types of
+#    flows (2 to 4; and for 2, verdicts) hashed differently; layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
 # before its last merge; the controller's first tick comes after that). Until the swap, this
@@ -206,18 +209,45 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap
+	echo conn_cap inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
 }
-as_old_layout() { # as_old_layout 1|2|3|4
+# Layouts before 6 counted in-flight in the shared map only: the per-CPU stripes' counts are
+# added to it (every CPU's classes, and their sum to the total), as such a layout had them.
+stripes_to_shared() {
+	bpftool -j map dump pinned "$PIN/inflight_pcpu" | python3 -c '
+import json, struct, sys
+for e in json.load(sys.stdin):
+    cls = [0, 0, 0, 0]
+    for c in e.get("values", []):
+        f = struct.unpack("<5q", bytes(int(x, 16) for x in c["value"]))
+        for j in range(4):
+            cls[j] += f[1 + j]
+    if any(cls):
+        print(" ".join(e["key"]), " ".join(str(x) for x in cls))
+' | while read -r k0 k1 k2 k3 c0 c1 c2 c3; do
+		local v
+		v=$(bpftool -j map lookup pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 | python3 -c '
+import json, struct, sys
+f = list(struct.unpack("<5q", bytes(int(x, 16) for x in json.load(sys.stdin)["value"])))
+add = [int(x) for x in sys.argv[1:]]
+f[0] += sum(add)
+for j in range(4):
+    f[1 + j] += add[j]
+print(" ".join(str(x) for x in struct.pack("<5q", *f)))' $c0 $c1 $c2 $c3)
+		bpftool map update pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 value $v
+	done
+}
+as_old_layout() { # as_old_layout 1|2|3|4|5
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
+	stripes_to_shared
 	[ "$1" -le 2 ] && verdicts_to_admit_encoding
 	if [ "$1" -le 2 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
-	else
+	elif [ "$1" -le 4 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
 	fi
 	for m in $gone; do rm -f "$PIN/$m"; done
@@ -237,7 +267,7 @@ for e in ents:
     name = bytes(e[:24]).rstrip(b"\0")
     if name in gone:
         continue
-    if name == b"flows" or (name == b"verdicts" and ver <= 2):
+    if (name == b"flows" and ver <= 4) or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
 out = bytearray(len(b))
@@ -253,11 +283,13 @@ print(" ".join("0x%02x" % x for x in out))' "$1" $gone > "$TMP/rec$1"
 # connections kept, and connections made from the moment its programs are swapped in (the
 # XDP link runs another program) all admitted.
 upgrade() {
-	local from=$1 verdict_before prog_before what n_copied created=1
+	local from=$1 verdict_before prog_before what n_copied created=1 flows_seen="flows: 12 entries"
 	as_old_layout "$from"
-	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
+	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied; 5: the
+	# connection cap and the stripes new, everything else adopted.
 	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
-	else what="flows copied"; n_copied=1; fi
+	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
+	else what="new maps conn_cap and inflight_pcpu"; n_copied=0; flows_seen=""; fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -276,7 +308,7 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*flows: 12 entries.*$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$flows_seen.*$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
@@ -287,6 +319,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 5
 upgrade 4
 upgrade 3
 upgrade 2
@@ -328,6 +361,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

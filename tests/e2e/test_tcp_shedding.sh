@@ -120,6 +120,14 @@ ok $([ "$(inflight)" = 0 ] && [ "$(cls L3 in_flight)" = 0 ] && [ "$(cls L0 in_fl
 	"in-flight returns to exactly 0 after the clients close" "$(cat "$TMP/status.json")"
 ok $([ "$(cls L3 completed)" -eq "$(cls L3 admitted)" ] && echo 0 || echo 1) \
 	"every admitted L3 connection completed: $(cls L3 completed)/$(cls L3 admitted)"
+# The counters agreed with the flow table all along: the restarted sluiced's reconciliation
+# swept it once a second while the busy connections sat still and after they closed, and
+# corrected nothing.
+mport=$(sed -n 's/.*metrics on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$SLUICED_LOG" | tail -1)
+corr=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" |
+	awk '$1 ~ /^sluice_inflight_corrections_total\{service="db"/ { print $2 }')
+ok $([ "$corr" = 0 ] && echo 0 || echo 1) \
+	"the reconciliation with the flow table corrected nothing (sluice_inflight_corrections_total $corr)"
 
 # --- config reloads: SIGHUP and the file watch, each on its own ------------------------
 # An invalid config is refused with each error as file:line (the same lines as --check), a

@@ -138,6 +138,7 @@ void daemon_free(struct daemon *d)
 	d->books = NULL;
 	d->mx.s = NULL;
 	maps_reader_free(&d->rd);
+	recon_free(&d->recon);
 }
 
 static void take_switch_news(struct daemon *d);
@@ -155,7 +156,8 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	}
 	if (alloc_services(d->cfg.n_services, &d->idx, &d->ctl, &d->books) ||
 	    !(d->hot = d->idx + d->cfg.n_services) ||
-	    maps_reader_init(&d->rd, &d->m)) {
+	    maps_reader_init(&d->rd, &d->m) ||
+	    (d->m.own_ops >= 0 && recon_init(&d->recon, d->m.n_slots))) {
 		snprintf(err, errlen, "out of memory for %d services", d->cfg.n_services);
 		return -1;
 	}
@@ -283,6 +285,8 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 		e->idx = d->idx[i];
 		e->breaker_admit = (double)sluice_breaker_admit(&s->brk, &s->bp) / SLUICE_PROB_ONE;
 		e->breaker_opens = b->opens;
+		e->inflight_corrections = d->recon.slot && d->idx[i] < d->recon.n_slots ?
+					  d->recon.slot[d->idx[i]].corrections : 0;
 		e->breaker_false_opens = b->false_opens;
 		e->overload_seconds = b->overload_s;
 		e->uptime_seconds = b->managed_s;
@@ -533,6 +537,15 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		if (n > 0 && d->verbose)
 			daemon_event(d, SLUICE_EVM_FLOWS, "open", "reclaimed", "idle flows reclaimed", "",
 				     SLUICE_EV_DEBUG);
+		/* The counters against the flow table: a difference that stands still is corrected
+		 * (expected never; counted in sluice_inflight_corrections_total). */
+		if (d->recon.slot && maps_reconcile(&d->m, &d->recon) > 0) {
+			maps_reader_reread_released(&d->rd, &d->m);
+			for (int i = 0; i < d->cfg.n_services; i++)
+				d->books[i].quiet = 0;
+			daemon_event(d, SLUICE_EVM_FLOWS, "open", "corrected",
+				     "in-flight corrected from the flow table", "", SLUICE_EV_ALERT);
+		}
 		d->last_gc_ns = now_ns;
 	}
 	{

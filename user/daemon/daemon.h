@@ -15,6 +15,7 @@
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
 #include "kernel/sockdiag.h"
+#include "kernel/flowgc.h"
 
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
@@ -51,6 +52,7 @@ struct daemon {
 	struct service_ctl *ctl;
 	struct service_books *books;
 	struct maps_reader rd;                   /* the tick's batched reads */
+	struct recon_state recon;                /* in-flight against the flow table (flowgc.h) */
 	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
 	struct sluice_ctl_request *ctl_rq;
 	__u32 *ctl_rq_keys;

@@ -328,6 +328,8 @@ static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 	}
 	SVC_EXTRA("sluice_breaker_opens_total", "counter", e->breaker_opens,
 		  "Breaker transitions to open since the controller started.");
+	SVC_EXTRA("sluice_inflight_corrections_total", "counter", e->inflight_corrections,
+		  "In-flight units the reconciliation with the flow table corrected; expected 0.");
 	SVC_EXTRA("sluice_latency_target_seconds", "gauge", e->latency_target_seconds,
 		  "AIMD latency target in force (0: not known yet).");
 	SVC_EXTRA("sluice_ladder_overloaded", "gauge", e->ladder_overloaded != 0,

@@ -19,6 +19,7 @@ struct metrics_service_extra {
 	int idx;                    /* map index: matches status_snapshot.s[i].idx */
 	double breaker_admit;       /* half-open step fraction 0..1 (1 when closed) */
 	unsigned long long breaker_opens;        /* CLOSED -> OPEN transitions since start */
+	unsigned long long inflight_corrections; /* units the reconciliation corrected (expected 0) */
 	unsigned long long breaker_false_opens;  /* estimate: see docs/METRICS.md, measure 3 */
 	double overload_seconds;    /* time with limit < 70% of max (measure 2) */
 	double uptime_seconds;      /* time this controller has managed the service */

@@ -56,4 +56,7 @@ void attach_release(struct attach_state *st);
  * Returns 0, -ENOENT when nothing was attached, or -errno. */
 int detach_all(const char *pin_dir, char *err, size_t errlen);
 
+/* The loaded object's flow GC program and change counts (not pinned; see flowgc.h). */
+void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops);
+
 #endif

@@ -147,6 +147,24 @@ static void net_of(struct sluice_inflight *out, const struct sluice_inflight *re
 		out->cls[c] -= rel->cls[c];
 }
 
+int maps_add_stripes(const struct sluice_maps *m, __u32 first, __u32 n, void *buf, __u32 *keys,
+		     struct sluice_inflight *out)
+{
+	const struct sluice_inflight *v = buf;
+	int err;
+
+	if (m->inflight_pcpu < 0)
+		return 0;
+	err = maps_read_array(m->inflight_pcpu, first, n, sizeof(*v) * (size_t)m->ncpus, buf, keys);
+	for (__u32 e = 0; e < n && !err; e++)
+		for (int c = 0; c < m->ncpus; c++)
+			for (int j = 0; j < SLUICE_NUM_CLASSES; j++) {
+				out[e].cls[j] += v[(size_t)e * (size_t)m->ncpus + (size_t)c].cls[j];
+				out[e].total += v[(size_t)e * (size_t)m->ncpus + (size_t)c].cls[j];
+			}
+	return err;
+}
+
 static int read_net(int fd, int rel_fd, int svc, struct sluice_inflight *out)
 {
 	struct sluice_inflight rel;
@@ -160,7 +178,14 @@ static int read_net(int fd, int rel_fd, int svc, struct sluice_inflight *out)
 
 int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
 {
-	return read_net(m->inflight, m->inflight_released, svc, out);
+	void *buf = calloc((size_t)m->ncpus, sizeof(*out));
+	__u32 key;
+	int err = buf ? read_net(m->inflight, m->inflight_released, svc, out) : -ENOMEM;
+
+	if (!err)
+		err = maps_add_stripes(m, (__u32)svc, 1, buf, &key, out);
+	free(buf);
+	return err;
 }
 
 int maps_read_busy(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
@@ -224,8 +249,9 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->busy_released = calloc(n, sizeof(*r->busy_released));
 	r->busy_read = calloc(n, 1);
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
+	r->stripes = malloc(sizeof(struct sluice_inflight) * n * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
-	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight ||
+	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read) {
 		maps_reader_free(r);
 		return -ENOMEM;
@@ -244,6 +270,7 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->busy_released);
 	free(r->busy_read);
 	free(r->hist);
+	free(r->stripes);
 	free(r->keys);
 	memset(r, 0, sizeof(*r));
 }
@@ -328,7 +355,8 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
 	if (r->n_changed > n_used / 8) {
 		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
-					   r->inflight, r->keys)))
+					   r->inflight, r->keys)) ||
+		    (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys, r->inflight)))
 			return err;
 		r->inflight_read = 1;
 	}
@@ -376,7 +404,8 @@ int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int
 {
 	__u32 k = (__u32)svc;
 
-	if (!r->inflight_read && bpf_map_lookup_elem(m->inflight, &k, &r->inflight[svc]))
+	if (!r->inflight_read && (bpf_map_lookup_elem(m->inflight, &k, &r->inflight[svc]) ||
+				  maps_add_stripes(m, k, 1, r->stripes, r->keys, &r->inflight[svc])))
 		return -errno;
 	*out = r->inflight[svc];
 	net_of(out, &r->released[svc]);

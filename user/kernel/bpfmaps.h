@@ -14,6 +14,10 @@ struct sluice_maps {
 	int class_stats, latency_hist, pkt_stats;
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int conn_cap;                    /* -1 when the pins predate it (layout < 6) */
+	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
+	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
+	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
+	int reclaim_prog, own_ops;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -26,7 +30,7 @@ struct sluice_maps {
 
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
-#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap)
+#define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -62,6 +66,7 @@ struct maps_reader {
 	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
+	unsigned char *stripes;      /* inflight_pcpu as read, all CPUs (scratch) */
 	/* tcp turns: busy as last read with the counters (a turn opens without moving a
 	 * counter, so a change of busy marks the slot changed too), the GC's releases (cached),
 	 * and per slot whether this read covered it. */
@@ -101,6 +106,10 @@ int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out);
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out);
 int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *out);
+/* The in-flight stripes of slots [first, first + n) (all CPUs, read into buf: n * ncpus
+ * values) added to out[0..n), class by class and into the total; nothing before layout 6. */
+int maps_add_stripes(const struct sluice_maps *m, __u32 first, __u32 n, void *buf, __u32 *keys,
+		     struct sluice_inflight *out);
 /* In-flight as admission sees it: BPF's count minus what the controller's GC released.
  * http: requests; tcp: open connections (for a connection cap). */
 int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out);

@@ -108,13 +108,17 @@ struct layout_migration {
  * turns' two), and those 3 and 4 never had. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
 					     "ctl_requests", "busy", "busy_released", "conn_cap",
-					     NULL };
+					     "inflight_pcpu", NULL };
 static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
-					     "busy_released", "conn_cap", NULL };
-static const char *const new_since_v4[] = { "busy", "busy_released", "conn_cap", NULL };
-/* Layout 6 only adds `conn_cap`: created empty (no cap, no refusals), sluiced writes the
- * thresholds when it programs the services. */
-static const char *const new_in_v6[] = { "conn_cap", NULL };
+					     "busy_released", "conn_cap", "inflight_pcpu", NULL };
+static const char *const new_since_v4[] = { "busy", "busy_released", "conn_cap",
+					     "inflight_pcpu", NULL };
+/* Layout 6: the open-connection cap (`conn_cap`, new, empty: no cap, no refusals; sluiced
+ * writes the thresholds when it programs the services) and in-flight striped per CPU
+ * (`inflight_pcpu`, new, empty: the shared `inflight` keeps what older layouts counted); a
+ * flow's req_active is its ownership word, whose older values (0 idle, 1 open, 2 deciding)
+ * layout 6 reads as they are: flows are adopted. */
+static const char *const new_in_v6[] = { "conn_cap", "inflight_pcpu", NULL };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -123,34 +127,38 @@ static const char *const new_in_v6[] = { "conn_cap", NULL };
  * zero, which is exact: no older flow has a turn open. */
 static const char *const copy_flows[] = { "flows", NULL };
 
-/* Layouts 4 and 5 changed no value of layout 3's maps but the flows (and a layout 2 flow
+/* Layouts 4, 5 and 6 changed no value of layout 3's maps but the flows (and a layout 2 flow
  * converted to layout 3 is a layout 5 flow with no turn open), so layouts 1 and 2 migrate in
  * one step through their converters. */
 static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and conn_cap "
-		  "created empty, the layout record is new" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released, conn_cap "
+		  "and inflight_pcpu created empty, the layout record is new" },
 	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and conn_cap "
-		  "created empty" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released, conn_cap "
+		  "and inflight_pcpu created empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 5: flows copied; the controller's state and request maps and the busy maps are
-	 * new (created empty by the load); every other map is adopted as it is */
+	/* 3 -> 6: flows copied; the controller's state and request maps, the busy maps, the
+	 * connection cap and the in-flight stripes are new (created empty by the load); every
+	 * other map is adopted as it is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
-	  .what = "flows copied; new maps ctl_state, ctl_requests, busy, busy_released and "
-		  "conn_cap, the others adopted" },
-	/* 4 -> 5: flows copied, the busy maps new, every other map adopted */
+	  .what = "flows copied; new maps ctl_state, ctl_requests, busy, busy_released, "
+		  "conn_cap and inflight_pcpu, the others adopted" },
+	/* 4 -> 6: flows copied, the busy maps, the connection cap and the in-flight stripes new,
+	 * every other map adopted */
 	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
-	  .what = "flows copied; new maps busy, busy_released and conn_cap, the others "
+	  .what = "flows copied; new maps busy, busy_released, conn_cap and inflight_pcpu, the "
+		  "others adopted" },
+	/* 5 -> 6: the connection cap and the in-flight stripes new, every other map adopted */
+	{ .from = 5, .fresh = new_in_v6,
+	  .what = "new maps conn_cap and inflight_pcpu (in-flight striped per CPU), the others "
 		  "adopted" },
-	/* 5 -> 6: every map adopted, conn_cap new */
-	{ .from = 5, .fresh = new_in_v6, .what = "new map conn_cap, the others adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
