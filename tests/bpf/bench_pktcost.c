@@ -302,10 +302,10 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 					 .sport = 8080, .dport = hp, .seq = 77, .ack = r.seq,
 					 .ackf = 1 };
 		len = build_pkt(pkt, &ack);
-		rep_path(NAME("tc-egress.bare-ack"), tce, 1, pkt, len, repeat, TC_ACT_OK);
+		rep_path(NAME("tc-egress.bare-ack"), tce, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 		ack.payload = RESP, ack.payload_len = sizeof(RESP) - 1, ack.psh = 1;
 		len = build_pkt(pkt, &ack);
-		rep_path(NAME("tc-egress.response-data"), tce, 1, pkt, len, repeat, TC_ACT_OK);
+		rep_path(NAME("tc-egress.response-data"), tce, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 	}
 
 	/* Request continuation: the first run starts the request, the rest see it active. */
@@ -314,7 +314,7 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	handshake(&c, &s);
 	len = build_pkt(pkt, &s);
 	run1(tci, pkt, len, 1, NULL);
-	rep_path(NAME("tc-ingress.request-active-segment"), tci, 1, pkt, len, repeat, TC_ACT_OK);
+	rep_path(NAME("tc-ingress.request-active-segment"), tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 
 	/* SYN retransmit: the same 4-tuple again and again (the first run admits). */
 	sport = new_client(f, src, sizeof src);
@@ -327,7 +327,7 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	loop_path(NAME("xdp.new-syn-admitted"), xdp, 0, loops, prep_new_syn, &c, XDP_PASS);
 	loop_path(NAME("xdp.handshake-ack"), xdp, 0, loops, prep_handshake_ack, &c, XDP_PASS);
 	c.dport = 8080;
-	loop_path(NAME("tc-ingress.request-start"), tci, 1, loops, prep_request, &c, TC_ACT_OK);
+	loop_path(NAME("tc-ingress.request-start"), tci, 1, loops, prep_request, &c, TC_ACT_UNSPEC);
 
 	/* SYN refused with an RST (XDP_TX): service `tiny` holds its one slot (a connection
 	 * whose query is unanswered: busy; an idle one would hold nothing). */
@@ -348,7 +348,7 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	run1(tci, pkt, build_pkt(pkt, &s), 1, NULL);
 	c.dport = 8081;
 	loop_path(NAME("tc-ingress.request-refused-429-rst"), tci, 1, loops, prep_request, &c,
-		  TC_ACT_OK);
+		  TC_ACT_UNSPEC);
 #undef NAME
 }
 
@@ -366,7 +366,7 @@ static void other_paths(const struct fam *f, int xdp, int tci, int tce, int repe
 	sport = new_client(f, src, sizeof src);
 	struct pkt_spec s = req_of(&c, src, sport, 8080);
 	len = build_pkt(pkt, &s);
-	rep_path("tc-ingress.forged-data", tci, 1, pkt, len, repeat, TC_ACT_OK);
+	rep_path("tc-ingress.forged-data", tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 
 	/* tcp turns on one connection of `big`: a client query segment starts a turn (TC
 	 * ingress), the server's reply segment ends it (TC egress); each pair carries on from
@@ -408,7 +408,7 @@ static void other_paths(const struct fam *f, int xdp, int tci, int tce, int repe
 	/* The last query again: a retransmit, sequence not beyond what was seen. */
 	q.seq -= (uint32_t)q.payload_len;
 	len = build_pkt(pkt, &q);
-	rep_path("tc-ingress.tcp-retransmit", tci, 1, pkt, len, repeat, TC_ACT_OK);
+	rep_path("tc-ingress.tcp-retransmit", tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 }
 
 /* ---- invariance: admitted-flow packets at 1 / 4096 services, 100 / 60,000 flows ---- */
@@ -517,7 +517,7 @@ static int invariance_point(int n, int flows, int repeat, double out[3])
 	len = build_pkt(pkt, &r);
 	run1(c.tci, pkt, len, 1, NULL);                 /* the request starts */
 	snprintf(name, sizeof name, "invariance.tc-ingress.request-active-segment.svc%d.flows%d", n, flows);
-	out[1] = rep_path(name, c.tci, 1, pkt, len, repeat, TC_ACT_OK);
+	out[1] = rep_path(name, c.tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 	ack = after_syn(&r);
 	ack.payload = NULL, ack.payload_len = 0, ack.psh = 0, ack.seq = r.seq + r.payload_len;
 	ack.ack = r.ack;
@@ -531,7 +531,7 @@ static int invariance_point(int n, int flows, int repeat, double out[3])
 	len = build_pkt(pkt, &rs);
 	run1(c.tce, pkt, len, 1, NULL);
 	snprintf(name, sizeof name, "invariance.tc-egress.response-data.svc%d.flows%d", n, flows);
-	out[2] = rep_path(name, c.tce, 1, pkt, len, repeat, TC_ACT_OK);
+	out[2] = rep_path(name, c.tce, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 	sluice_bpf__destroy(skel);
 	return 0;
 }
