@@ -81,6 +81,64 @@ static void test_gradient_cuts_in_proportion(void **st)
 	assert_int_equal(l.last_dir, -1);       /* it still tries: the controller sees the floor */
 }
 
+/* The evidence floor. 8 clients keep 8 connections busy; the latency (7.5 ms against a
+ * 2.64 ms aim) comes from work the limit does not count, so it stays whatever the limit. The
+ * first descent (8 x 0.5 = 4) halves the completions and not the latency: undone, to 8 + 2,
+ * and no cut below that until the floor was held 30 s; then one descent tests it again. */
+static void test_evidence_floor(void **st)
+{
+	struct sluice_limit_params p;
+	struct sluice_limit l;
+	struct sluice_limit_input in;
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "db");
+	uint64_t t;
+	(void)st;
+	params(&p, SLUICE_LIMIT_GRADIENT, 4, 256);
+	sluice_limit_init(&l, &p);
+	l.est = 32;
+	l.limit = 32;
+	in = win(7500, 2640, 2880, 8, 1);
+	in.rate = 1000;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 4);
+	in = win(7600, 2640, 2880, 4, 1);                 /* the cut bound: half the work */
+	in.rate = 520;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 10);
+	assert_string_equal(evcap_last(&c)->why, "cut_did_not_help");
+	assert_int_equal(l.unhelpful, 1);
+	assert_true(l.floor == 10);
+	for (t = 3; t < 32; t++) {                        /* still above the objective: held */
+		in = win(7500, 2640, 2880, 8, 1);
+		in.rate = 1000;
+		assert_int_equal(sluice_limit_decide(&l, &p, &in, t * S, &sink), 10);
+		assert_int_equal(l.last_dir, 0);
+	}
+	/* the floor was held 30 s: the next descent tests it again */
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 33 * S, &sink), 5);
+	assert_true(l.floor == 0);
+
+	/* A backlog draining after a cut: the concurrency fell, the samples still carry the old
+	 * queue's wait, but the backend completes as fast as before. Latency does respond
+	 * there: the descent goes on, no floor. */
+	sluice_limit_init(&l, &p);
+	l.est = 40;
+	l.limit = 40;
+	l.cuts = 1;                                       /* not the first descent */
+	in = win(100000, 22000, 24000, 40, 1);
+	in.rate = 400;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 20);
+	in = win(120000, 22000, 24000, 20, 1);
+	in.rate = 400;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 10);
+	assert_true(l.floor == 0);
+	assert_int_equal(l.unhelpful, 0);
+	/* and a descent that brought latency within the aim ends the reference */
+	in = win(21000, 22000, 24000, 10, 1);
+	in.rate = 400;
+	sluice_limit_decide(&l, &p, &in, 3 * S, &sink);
+	assert_int_equal(l.ref_peak, 0);
+}
+
 /* A saturated listen queue blocks growth in both algorithms (more concurrency would only
  * wait there); it does not block a cut. */
 static void test_no_growth_while_listen_queue_saturated(void **st)
@@ -344,6 +402,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_and_fixed),
 		cmocka_unit_test(test_gradient_cuts_in_proportion),
+		cmocka_unit_test(test_evidence_floor),
 		cmocka_unit_test(test_gradient_grows_only_when_used),
 		cmocka_unit_test(test_aimd_gate_and_classic_rule),
 		cmocka_unit_test(test_from_conf),

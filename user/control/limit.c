@@ -170,7 +170,7 @@ static int judge(struct sluice_limit *l, const struct sluice_limit_params *p,
 	l->ref_peak = 0;
 	cdrop = 1 - (double)in->peak_inflight / c1;
 	ldrop = 1 - in->latency_us / l->ref_latency_us;
-	xdrop = l->ref_rate > 0 ? 1 - in->rate / l->ref_rate : 1;
+	xdrop = l->ref_rate > 0 ? 1 - in->rate / l->ref_rate : 0;   /* unknown: no judgement */
 	if (ldrop >= p->respond_frac * cdrop || xdrop < p->respond_frac * cdrop)
 		return 0;
 	f = c1 + (c1 / 4 > 2 ? c1 / 4 : 2);
