@@ -165,15 +165,23 @@ static int judge(struct sluice_limit *l, const struct sluice_limit_params *p,
 		l->ref_peak = 0;                 /* the cuts brought it down: it responds */
 		return 0;
 	}
-	if (!in->peak_inflight || (double)in->peak_inflight > p->judge_drop * c1)
-		return 0;                        /* the concurrency has not fallen yet */
-	l->ref_peak = 0;
-	cdrop = 1 - (double)in->peak_inflight / c1;
 	ldrop = 1 - in->latency_us / l->ref_latency_us;
 	xdrop = l->ref_rate > 0 ? 1 - in->rate / l->ref_rate : 0;   /* unknown: no judgement */
+	if (in->peak_inflight && (double)in->peak_inflight <= p->judge_drop * c1) {
+		cdrop = 1 - (double)in->peak_inflight / c1;
+		f = c1 + (c1 / 4 > 2 ? c1 / 4 : 2);
+	} else if (in->bound && xdrop >= 1 - p->judge_drop) {
+		/* the limit refused work and the completions fell: what it shed is the rate's
+		 * fall (the peak sampled at ticks can miss short turns: 8 clients of one-query
+		 * connections showed a peak of 4, and a floor there kept refusing them) */
+		cdrop = xdrop;
+		f = 2 * (c1 > l->est ? c1 : l->est);
+	} else {
+		return 0;                        /* the concurrency has not fallen yet */
+	}
+	l->ref_peak = 0;
 	if (ldrop >= p->respond_frac * cdrop || xdrop < p->respond_frac * cdrop)
 		return 0;
-	f = c1 + (c1 / 4 > 2 ? c1 / 4 : 2);
 	if (f > l->ref_est)
 		f = l->ref_est;
 	if (f > l->floor)
