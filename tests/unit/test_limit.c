@@ -117,6 +117,34 @@ static void test_evidence_floor(void **st)
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 33 * S, &sink), 5);
 	assert_true(l.floor == 0);
 
+	/* Short turns: the peak sampled at ticks does not fall below the 4 it read before (8
+	 * clients of one-query connections), but the limit now refuses work and the completions
+	 * fell by a third while the latency did not: judged by the refusals, floor 2 x 4. */
+	sluice_limit_init(&l, &p);
+	l.est = 69;
+	l.limit = 69;
+	in = win(2970, 2585, 2820, 4, 1);
+	in.rate = 140;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 4);
+	in = win(4600, 2585, 2820, 4, 1);
+	in.rate = 95;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 4);   /* not bound yet */
+	in.bound = 1;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 3 * S, &sink), 8);
+	assert_string_equal(evcap_last(&c)->why, "cut_did_not_help");
+	/* refusals while the completions held (a queue removed above the knee) are no floor */
+	sluice_limit_init(&l, &p);
+	l.est = 69;
+	l.limit = 69;
+	in = win(2970, 2585, 2820, 4, 1);
+	in.rate = 140;
+	sluice_limit_decide(&l, &p, &in, S, &sink);
+	in = win(4600, 2585, 2820, 4, 1);
+	in.rate = 135;
+	in.bound = 1;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 4);
+	assert_true(l.floor == 0);
+
 	/* A backlog draining after a cut: the concurrency fell, the samples still carry the old
 	 * queue's wait, but the backend completes as fast as before. Latency does respond
 	 * there: the descent goes on, no floor. */
