@@ -30,7 +30,9 @@
  * The evidence floor (both algorithms): a cut is judged by the windows after it. The window
  *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1);
  *   the first later window whose peak in-flight fell to judge_drop (0.85) x c1 or below
- *   judges it: when the latency fell by less than respond_frac (0.5) of the concurrency's
+ *   judges it (or, the peak not falling, the first one in which the limit refused units and
+ *   the completion rate fell by 1 - judge_drop or more: the rate's fall is then the
+ *   concurrency shed, since a peak sampled at ticks misses short turns): when the latency fell by less than respond_frac (0.5) of the concurrency's
  *   fall and the completion rate fell by more than respond_frac of it, latency does not
  *   respond to concurrency there (the backend is at or below its knee, or what makes it
  *   slow is not the work the limit counts), so cutting more only refuses work. (The rate
@@ -38,7 +40,7 @@
  *   queue, the backend completes as fast as before while the samples still carry the old
  *   queue's wait.) Then the descent is undone and the limit is not cut below
  *   floor = min(the estimate before the descent, c1 + max(2, c1 / 4)) (the burst margin a
- *   busy class keeps in the headroom) for floor_hold_ns (30 windows); then one descent may
+ *   busy class keeps in the headroom; judged by refusals 2 x max(c1, limit)) for floor_hold_ns (30 windows); then one descent may
  *   test it again. A window within the aim ends the reference (the cuts helped).
  * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
  * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
