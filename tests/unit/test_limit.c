@@ -395,6 +395,18 @@ static void test_window_extends_and_signal(void **st)
 	assert_int_equal(r.peak_inflight, 9);
 	assert_int_equal(r.top_cls, 0);
 	assert_int_equal(r.dur_ns, 3 * S);
+	/* an idle start (traffic not begun yet) is not active time: a rate over the window
+	 * would be diluted by it */
+	{
+		struct sluice_evwin w2;
+		sluice_evwin_reset(&w2, 10 * S, cum);
+		add(&w2, 0, 1000, 0, 0, 10 * S + 100 * MS);
+		add(&w2, 0, 1000, 0, 0, 10 * S + 200 * MS);
+		add(&w2, 0, 1000, 20, 4, 10 * S + 300 * MS);
+		sluice_evwin_result(&w2, cum, 0.5, 20, 10 * S + 300 * MS, &r);
+		assert_int_equal(r.dur_ns, 300 * MS);
+		assert_int_equal(r.active_ns, 100 * MS);
+	}
 	/* no sample for none_ns: none */
 	sluice_evwin_reset(&w, 3 * S, cum);
 	assert_int_equal(sluice_evwin_signal(&w, 12 * S, S, 20, 10 * S), SLUICE_SIGNAL_THIN);

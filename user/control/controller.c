@@ -206,8 +206,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.samples = r.samples;
 		/* completions: the calls, or the latency samples where those are more (a tcp
 		 * service's turns on connections that stay open) */
-		mi.rate = r.dur_ns ? (double)(r.calls > r.samples ? r.calls : r.samples) * 1e9 /
-				     (double)r.dur_ns : 0;
+		mi.rate = r.active_ns ? (double)(r.calls > r.samples ? r.calls : r.samples) * 1e9 /
+					(double)r.active_ns : 0;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
 		 * not saturated: refusing L0 would not make L0 faster */
