@@ -354,6 +354,40 @@ static void test_listen_queue_sheds_a_blind_backend(void **st)
 		assert_int_equal(sluice_prob_complement(v.shed_prob[c]), ONE);
 }
 
+/* L0 alone, 8 ms against a 3 ms objective, 2 connections busy whatever the limit: refusing
+ * L0 cannot make L0 faster, so the ladder leaves it alone while the backend is not saturated.
+ * Once connections pile up in the listen queue it is, and L0 is cut as the last resort. */
+static void test_l0_alone_not_cut_unless_saturated(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened, t;
+	(void)st;
+	setup_sc(&sc);
+	sc.target_latency_ms = 3;
+	memset(&in, 0, sizeof(in));
+	in.listen.have = 1;
+	in.listen.backlog = 128;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (t = 1; t <= 300; t++) {
+		traffic(&in, 0, 50, 0, 8000, 2);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_int_equal(sluice_prob_complement(v.shed_prob[0]), ONE);
+	}
+	assert_true(s.ladder_on_latency);               /* the ladder was told, and spared L0 */
+	assert_true(v.limit > 2);
+	for (t = 1; t <= 30; t++) {
+		traffic(&in, 0, 50, 0, 8000, 2);
+		in.listen.queued += 2;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.lq.saturated);
+	assert_true(sluice_prob_complement(v.shed_prob[0]) < ONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_state_export_import),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),
+		cmocka_unit_test(test_l0_alone_not_cut_unless_saturated),
 		cmocka_unit_test(test_headroom_caps_and_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,29 @@ static void test_sheds_in_class_order(void **st)
 	assert_non_null(strstr(c.json[4], "\"admit_pct_to\":69.99"));     /* L2's first step */
 }
 
+/* L0 is spared while the caller says the backend is not saturated: refusing the only busy
+ * class cannot make it faster. The lower classes are cut all the same; L0 only once the
+ * backend is saturated. */
+static void test_l0_spared_unless_saturated(void **st)
+{
+	struct sluice_ladder_params p;
+	struct sluice_ladder l;
+	struct sluice_ladder_input i = inp(1, 10, 0, 0, 10);
+	uint64_t now = 0;
+	int n;
+	(void)st;
+	sluice_ladder_params_default(&p);
+	sluice_ladder_init(&l, 0);
+	i.l0_spared = 1;
+	for (n = 0; n < 20; n++)
+		sluice_ladder_tick(&l, &p, &i, now += 200 * MS, NULL);
+	assert_int_equal(l.admit[3], 0);                  /* L3 still goes */
+	assert_int_equal(l.admit[0], ONE);                /* L0 alone is left alone */
+	i.l0_spared = 0;                                  /* saturated: the last resort */
+	assert_int_equal(sluice_ladder_tick(&l, &p, &i, now += 200 * MS, NULL), 1);
+	assert_int_equal(l.admit[0], (uint32_t)(ONE * 0.8));
+}
+
 static void test_cut_proportional_to_excess(void **st)
 {
 	struct sluice_ladder_params p;
@@ -275,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sheds_in_class_order),
 		cmocka_unit_test(test_cut_proportional_to_excess),
+		cmocka_unit_test(test_l0_spared_unless_saturated),
 		cmocka_unit_test(test_recovery_needs_evidence),
 		cmocka_unit_test(test_idle_classes_skipped_and_pacing),
 		cmocka_unit_test(test_recovers_stepwise_with_holds),

@@ -81,6 +81,92 @@ static void test_gradient_cuts_in_proportion(void **st)
 	assert_int_equal(l.last_dir, -1);       /* it still tries: the controller sees the floor */
 }
 
+/* The evidence floor. 8 clients keep 8 connections busy; the latency (7.5 ms against a
+ * 2.64 ms aim) comes from work the limit does not count, so it stays whatever the limit. The
+ * first descent (8 x 0.5 = 4) halves the completions and not the latency: undone, to 8 + 2,
+ * and no cut below that until the floor was held 30 s; then one descent tests it again. */
+static void test_evidence_floor(void **st)
+{
+	struct sluice_limit_params p;
+	struct sluice_limit l;
+	struct sluice_limit_input in;
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "db");
+	uint64_t t;
+	(void)st;
+	params(&p, SLUICE_LIMIT_GRADIENT, 4, 256);
+	sluice_limit_init(&l, &p);
+	l.est = 32;
+	l.limit = 32;
+	in = win(7500, 2640, 2880, 8, 1);
+	in.rate = 1000;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 4);
+	in = win(7600, 2640, 2880, 4, 1);                 /* the cut bound: half the work */
+	in.rate = 520;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 10);
+	assert_string_equal(evcap_last(&c)->why, "cut_did_not_help");
+	assert_int_equal(l.unhelpful, 1);
+	assert_true(l.floor == 10);
+	for (t = 3; t < 32; t++) {                        /* still above the objective: held */
+		in = win(7500, 2640, 2880, 8, 1);
+		in.rate = 1000;
+		assert_int_equal(sluice_limit_decide(&l, &p, &in, t * S, &sink), 10);
+		assert_int_equal(l.last_dir, 0);
+	}
+	/* the floor was held 30 s: the next descent tests it again */
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 33 * S, &sink), 5);
+	assert_true(l.floor == 0);
+
+	/* Short turns: the peak sampled at ticks does not fall below the 4 it read before (8
+	 * clients of one-query connections), but the limit now refuses work and the completions
+	 * fell by a third while the latency did not: judged by the refusals, floor 2 x 4. */
+	sluice_limit_init(&l, &p);
+	l.est = 69;
+	l.limit = 69;
+	in = win(2970, 2585, 2820, 4, 1);
+	in.rate = 140;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 4);
+	in = win(4600, 2585, 2820, 4, 1);
+	in.rate = 95;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 4);   /* not bound yet */
+	in.bound = 1;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 3 * S, &sink), 8);
+	assert_string_equal(evcap_last(&c)->why, "cut_did_not_help");
+	/* refusals while the completions held (a queue removed above the knee) are no floor */
+	sluice_limit_init(&l, &p);
+	l.est = 69;
+	l.limit = 69;
+	in = win(2970, 2585, 2820, 4, 1);
+	in.rate = 140;
+	sluice_limit_decide(&l, &p, &in, S, &sink);
+	in = win(4600, 2585, 2820, 4, 1);
+	in.rate = 135;
+	in.bound = 1;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 4);
+	assert_true(l.floor == 0);
+
+	/* A backlog draining after a cut: the concurrency fell, the samples still carry the old
+	 * queue's wait, but the backend completes as fast as before. Latency does respond
+	 * there: the descent goes on, no floor. */
+	sluice_limit_init(&l, &p);
+	l.est = 40;
+	l.limit = 40;
+	l.cuts = 1;                                       /* not the first descent */
+	in = win(100000, 22000, 24000, 40, 1);
+	in.rate = 400;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, &sink), 20);
+	in = win(120000, 22000, 24000, 20, 1);
+	in.rate = 400;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, &sink), 10);
+	assert_true(l.floor == 0);
+	assert_int_equal(l.unhelpful, 0);
+	/* and a descent that brought latency within the aim ends the reference */
+	in = win(21000, 22000, 24000, 10, 1);
+	in.rate = 400;
+	sluice_limit_decide(&l, &p, &in, 3 * S, &sink);
+	assert_int_equal(l.ref_peak, 0);
+}
+
 /* A saturated listen queue blocks growth in both algorithms (more concurrency would only
  * wait there); it does not block a cut. */
 static void test_no_growth_while_listen_queue_saturated(void **st)
@@ -309,6 +395,18 @@ static void test_window_extends_and_signal(void **st)
 	assert_int_equal(r.peak_inflight, 9);
 	assert_int_equal(r.top_cls, 0);
 	assert_int_equal(r.dur_ns, 3 * S);
+	/* an idle start (traffic not begun yet) is not active time: a rate over the window
+	 * would be diluted by it */
+	{
+		struct sluice_evwin w2;
+		sluice_evwin_reset(&w2, 10 * S, cum);
+		add(&w2, 0, 1000, 0, 0, 10 * S + 100 * MS);
+		add(&w2, 0, 1000, 0, 0, 10 * S + 200 * MS);
+		add(&w2, 0, 1000, 20, 4, 10 * S + 300 * MS);
+		sluice_evwin_result(&w2, cum, 0.5, 20, 10 * S + 300 * MS, &r);
+		assert_int_equal(r.dur_ns, 300 * MS);
+		assert_int_equal(r.active_ns, 100 * MS);
+	}
 	/* no sample for none_ns: none */
 	sluice_evwin_reset(&w, 3 * S, cum);
 	assert_int_equal(sluice_evwin_signal(&w, 12 * S, S, 20, 10 * S), SLUICE_SIGNAL_THIN);
@@ -344,6 +442,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_and_fixed),
 		cmocka_unit_test(test_gradient_cuts_in_proportion),
+		cmocka_unit_test(test_evidence_floor),
 		cmocka_unit_test(test_gradient_grows_only_when_used),
 		cmocka_unit_test(test_aimd_gate_and_classic_rule),
 		cmocka_unit_test(test_from_conf),

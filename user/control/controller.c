@@ -29,6 +29,7 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	s->min_samples = sc->min_samples > 0 ? (uint64_t)sc->min_samples : 20;
 	s->blp.min_samples = s->min_samples;
 	s->none_ns = 10 * s->window_ns;
+	s->mp.floor_hold_ns = 30 * s->window_ns;
 	s->takeover_ns = 2 * s->window_ns;
 }
 
@@ -190,6 +191,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		};
 		struct sluice_limit_input mi;
 		int over, limit_helps;
+		uint32_t lim_in_force = s->lim.limit;
 
 		sluice_baseline_add(&s->base, &s->blp, &bw);
 		objective(s);
@@ -202,7 +204,14 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.full = full;
 		mi.queue_saturated = queue_sat;
 		mi.samples = r.samples;
+		/* completions: the calls, or the latency samples where those are more (a tcp
+		 * service's turns on connections that stay open) */
+		mi.rate = r.active_ns ? (double)(r.calls > r.samples ? r.calls : r.samples) * 1e9 /
+					(double)r.active_ns : 0;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
+		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
+		 * not saturated: refusing L0 would not make L0 faster */
+		s->saturated = r.peak_inflight >= lim_in_force || s->win.cls_headroom_rej[0] > 0;
 		if (s->lim.last_dir < 0)
 			s->dead_until_ns = now_ns + (uint64_t)(2 * r.latency_us * 1e3);
 		s->windows++;
@@ -252,6 +261,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	 * may come back at all), and no recovery step passes while connections wait. */
 	if (queue_sat)
 		li.good_samples = 0;
+	li.l0_spared = !queue_sat && !s->saturated;
 	if (!li.overloaded && sluice_listenq_overload(&s->lq, s->window_ns, now_ns, &qx)) {
 		li.overloaded = 1;
 		li.excess = qx;

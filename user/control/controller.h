@@ -10,7 +10,11 @@
  * objective); the ladder cuts the lowest classes when the objective has been missed for a
  * window's time and the limit cannot help: the limit is fixed or at its floor, it did not cut,
  * or the objective has been missed for takeover_ns (2 windows) in a row. So while latency stays above the objective
- * the limit keeps moving or the ladder takes over, never neither. */
+ * the limit keeps moving or the ladder takes over, never neither. Neither cuts what cannot
+ * help: the limit is not cut below the concurrency latency was found not to respond to
+ * (control/limit.h, the evidence floor), and the ladder cuts L0 -- the last resort, after
+ * L1..L3 -- only while the backend is saturated (its listen queue saturated, or the last
+ * window's in-flight reached the limit or the limit refused L0). */
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
 
@@ -67,6 +71,8 @@ struct service_ctl {
 	uint64_t above_since_ns;      /* objective missed since (decided windows), 0 = met */
 	uint64_t dead_until_ns;       /* samples before this show the limit before the last cut */
 	int ladder_on_latency;        /* the last decision handed latency to the ladder */
+	int saturated;                /* the last decided window: in-flight reached the limit, or
+				       * the limit refused L0 */
 };
 
 /* What the maps say this tick. */
@@ -100,7 +106,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
  * plain data already). Times are
  * CLOCK_MONOTONIC ns, valid while the host has not rebooted (pinned maps do not survive one
  * either); an import clamps any time in the future to now. */
-#define SLUICE_CTL_STATE_VERSION 1
+#define SLUICE_CTL_STATE_VERSION 2
 
 struct sluice_ctl_state {
 	uint32_t version;             /* SLUICE_CTL_STATE_VERSION */

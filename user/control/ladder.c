@@ -126,7 +126,7 @@ static int cut(struct sluice_ladder *l, const struct sluice_ladder_params *p,
 	for (k = SLUICE_NUM_CLASSES - 1; k >= 1; k--)
 		if (l->admit[k] > 0 && in->demand[k] > 0)
 			break;
-	if (k == 0 && (l->admit[0] <= floor0 || in->demand[0] == 0))
+	if (k == 0 && (l->admit[0] <= floor0 || in->demand[0] == 0 || in->l0_spared))
 		return 0;                       /* nothing left to shed */
 	s = s < 0.05 ? 0.05 : s > 1 ? 1 : s;
 	old = l->admit[k];

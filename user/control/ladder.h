@@ -8,7 +8,9 @@
  *   the latency of the highest busy classes is above the objective (0.25 = 25 % above gives
  *   the full step; priority inversion gives the full step): the first steps are L3 -50 %, then
  *   L2 -30 %. A class below the first recovery step (10 %) goes to 0. L0 is cut only when
- *   L1..L3 are all at 0 or idle, and never below l0_floor_pct.
+ *   L1..L3 are all at 0 or idle, never below l0_floor_pct, and not at all while the caller
+ *   says it is spared (l0_spared: refusing the only class left cannot make it faster unless
+ *   the backend is saturated).
  * Recovery on evidence: the highest-priority class below 100 % climbs to the next recovery step
  *   (10 -> 30 -> 50 -> 80 -> 100) once the current step has been held step_s (and at least
  *   the feedback delay) since the last change and the last overload AND has seen min_samples latency samples within the
@@ -50,6 +52,8 @@ struct sluice_ladder_input {
 	uint64_t good_samples;                        /* samples decided within the objective */
 	double feedback_s;                            /* the loop's delay (2 x latency): a step is
 						       * held at least this long */
+	int l0_spared;                                /* L0 may not be cut: the backend is not
+						       * saturated (controller.h) */
 };
 
 /* Inputs of the overload decision. */

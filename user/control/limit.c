@@ -17,6 +17,9 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->calm_floor = 4;
 	p->aimd_gate = 0.8;
 	p->dec_factor = 0.5;
+	p->judge_drop = 0.85;
+	p->respond_frac = 0.5;
+	p->floor_hold_ns = 30000000000ull;
 }
 
 void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p)
@@ -147,6 +150,47 @@ static int aimd(struct sluice_limit *l, const struct sluice_limit_params *p,
 	return 1;
 }
 
+/* Judge the descent under way (rule in limit.h): 1 when it did not lower latency and the
+ * evidence floor was set. */
+static int judge(struct sluice_limit *l, const struct sluice_limit_params *p,
+		 const struct sluice_limit_input *in, uint64_t now_ns)
+{
+	double c1 = l->ref_peak, cdrop, ldrop, xdrop, f;
+
+	if (l->floor > 0 && now_ns >= l->floor_until_ns)
+		l->floor = 0;                    /* held long enough: the next descent tests it */
+	if (!l->ref_peak)
+		return 0;
+	if (in->latency_us <= in->aim_us) {
+		l->ref_peak = 0;                 /* the cuts brought it down: it responds */
+		return 0;
+	}
+	ldrop = 1 - in->latency_us / l->ref_latency_us;
+	xdrop = l->ref_rate > 0 ? 1 - in->rate / l->ref_rate : 0;   /* unknown: no judgement */
+	if (in->peak_inflight && (double)in->peak_inflight <= p->judge_drop * c1) {
+		cdrop = 1 - (double)in->peak_inflight / c1;
+		f = c1 + (c1 / 4 > 2 ? c1 / 4 : 2);
+	} else if (in->bound && xdrop >= 1 - p->judge_drop) {
+		/* the limit refused work and the completions fell: what it shed is the rate's
+		 * fall (the peak sampled at ticks can miss short turns: 8 clients of one-query
+		 * connections showed a peak of 4, and a floor there kept refusing them) */
+		cdrop = xdrop;
+		f = 2 * (c1 > l->est ? c1 : l->est);
+	} else {
+		return 0;                        /* the concurrency has not fallen yet */
+	}
+	l->ref_peak = 0;
+	if (ldrop >= p->respond_frac * cdrop || xdrop < p->respond_frac * cdrop)
+		return 0;
+	if (f > l->ref_est)
+		f = l->ref_est;
+	if (f > l->floor)
+		l->floor = f;
+	l->floor_until_ns = now_ns + p->floor_hold_ns;
+	l->unhelpful++;
+	return 1;
+}
+
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,
 			     const struct sluice_event_sink *sink)
@@ -164,10 +208,31 @@ uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_p
 	}
 	if (in->aim_us <= 0 || in->latency_us <= 0)
 		return l->limit;                 /* nothing to steer by: hold */
+	if (p->respond_frac > 0 && judge(l, p, in, now_ns) && l->est < l->floor) {
+		/* latency did not follow the concurrency down: undo the descent */
+		set(l, p, l->floor);
+		l->last_dir = l->limit > old ? 1 : 0;
+		report(sink, now_ns, SLUICE_EV_INFO, "cut_did_not_help", old, l->limit, in);
+		return l->limit;
+	}
 	dir = p->algorithm == SLUICE_LIMIT_AIMD ? aimd(l, p, in, &v, &why) :
 						  gradient(l, p, in, &v, &why);
 	if (!why)
 		return l->limit;
+	if (dir < 0 && l->floor > 0 && v < l->floor) {
+		/* not below the concurrency latency was found not to respond to */
+		if (l->est <= l->floor) {
+			l->cuts--;
+			return l->limit;
+		}
+		v = l->floor;
+	}
+	if (dir < 0 && !l->ref_peak && in->peak_inflight > 0) {
+		l->ref_peak = in->peak_inflight;        /* the reference of this descent */
+		l->ref_latency_us = in->latency_us;
+		l->ref_est = l->est;
+		l->ref_rate = in->rate;
+	}
 	set(l, p, v);
 	l->last_dir = l->limit < old ? -1 : l->limit > old ? 1 : dir < 0 ? -1 : 0;
 	if (l->limit != old)

@@ -27,6 +27,21 @@
  *   aimd_gate (0.8) x limit     -> limit + 1
  *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
  * Neither grows while the service's listen queue is saturated (control/listenq.h).
+ * The evidence floor (both algorithms): a cut is judged by the windows after it. The window
+ *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1);
+ *   the first later window whose peak in-flight fell to judge_drop (0.85) x c1 or below
+ *   judges it (or, the peak not falling, the first one in which the limit refused units and
+ *   the completion rate fell by 1 - judge_drop or more: the rate's fall is then the
+ *   concurrency shed, since a peak sampled at ticks misses short turns): when the latency fell by less than respond_frac (0.5) of the concurrency's
+ *   fall and the completion rate fell by more than respond_frac of it, latency does not
+ *   respond to concurrency there (the backend is at or below its knee, or what makes it
+ *   slow is not the work the limit counts), so cutting more only refuses work. (The rate
+ *   keeps a draining backlog from reading as no response: a cut above the knee removes
+ *   queue, the backend completes as fast as before while the samples still carry the old
+ *   queue's wait.) Then the descent is undone and the limit is not cut below
+ *   floor = min(the estimate before the descent, c1 + max(2, c1 / 4)) (the burst margin a
+ *   busy class keeps in the headroom; judged by refusals 2 x max(c1, limit)) for floor_hold_ns (30 windows); then one descent may
+ *   test it again. A window within the aim ends the reference (the cuts helped).
  * Always clamped to [min, max]; fixed > 0 pins it. Without an aim (no baseline yet and no
  * absolute objective) the limit holds. Start: max(min, 0.3 x max). */
 #ifndef SLUICE_LIMIT_H
@@ -51,6 +66,9 @@ struct sluice_limit_params {
 	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
 	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
+	double judge_drop;            /* 0.85: a descent is judged once peak in-flight <= this x c1 */
+	double respond_frac;          /* 0.5; 0 = no evidence floor */
+	uint64_t floor_hold_ns;       /* 30 s (the controller: 30 windows) */
 };
 
 struct sluice_limit {
@@ -60,6 +78,14 @@ struct sluice_limit {
 	uint32_t calm;                /* application-limited windows in a row */
 	uint64_t decisions;
 	uint64_t cuts;                /* decisions that cut for latency */
+	/* the evidence floor (rule above) */
+	double floor;                 /* 0 = none */
+	uint64_t floor_until_ns;
+	uint32_t ref_peak;            /* the reference before a descent, 0 = none */
+	double ref_latency_us;
+	double ref_est;
+	double ref_rate;
+	uint64_t unhelpful;           /* descents found not to lower latency */
 };
 
 struct sluice_limit_input {
@@ -73,6 +99,7 @@ struct sluice_limit_input {
 	int queue_saturated;          /* the listen queue is saturated (control/listenq.h): more
 	                               * concurrency would only wait there, no growth */
 	uint64_t samples;             /* for events */
+	double rate;                  /* completions per second in the window (latency samples) */
 };
 
 /* Defaults and the mapping from the config (limit bounds, fixed, algorithm). */

@@ -16,6 +16,7 @@ void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sl
 	memset((char *)w + offsetof(struct sluice_evwin, base) + sizeof(w->base), 0,
 	       sizeof(*w) - offsetof(struct sluice_evwin, base) - sizeof(w->base));
 	w->start_ns = now_ns;
+	w->prev_ns = now_ns;
 	w->last_sample_ns = last;
 }
 
@@ -35,6 +36,9 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 	}
 	if (sig->total.samples)
 		w->last_sample_ns = now_ns;
+	if (sig->total.samples || sig->total.calls)
+		w->active_ns += now_ns - w->prev_ns;
+	w->prev_ns = now_ns;
 	w->calls += sig->total.calls;
 	w->errors += sig->total.errors;
 	w->resp_429 += sig->total.resp_429;
@@ -89,6 +93,7 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 	out->headroom_rej = w->headroom_rej;
 	out->peak_inflight = w->peak_inflight;
 	out->dur_ns = now_ns - w->start_ns;
+	out->active_ns = w->active_ns;
 	out->latency_us = sluice_hist_quantile_us(&all, q);
 	out->top_us = sluice_hist_quantile_us(&top, q);
 }

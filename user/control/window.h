@@ -20,6 +20,8 @@ enum sluice_signal_state { SLUICE_SIGNAL_TABLE(SLUICE_X_SIGNAL_ENUM) };
 struct sluice_evwin {
 	uint64_t start_ns;
 	uint64_t last_sample_ns;      /* last tick that brought a latency sample */
+	uint64_t prev_ns;             /* the last tick added (or the start) */
+	uint64_t active_ns;           /* time of the ticks that brought completions */
 	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
 						       * the window's own is cur - base */
 	uint64_t cls_samples[SLUICE_NUM_CLASSES];
@@ -34,6 +36,8 @@ struct sluice_evwin_result {
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
 	uint32_t peak_inflight;
 	uint64_t dur_ns;
+	uint64_t active_ns;           /* of it, the ticks that brought completions: a rate over
+				       * it is not diluted by an idle start (traffic beginning) */
 	double latency_us;            /* the service's signal: quantile q over all classes */
 	double top_us;                /* the highest busy classes: quantile q over L0, L0+L1, ...
 				       * merged from the top until min_samples (all when fewer) */
