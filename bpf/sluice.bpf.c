@@ -182,6 +182,19 @@ static __always_inline int leave_rst_to_tc(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
+/* Whether a pending handshake stands against a SYN with another ISN on its 4-tuple (anyone
+ * who guesses the 4-tuple can send one; replacing the record would leave the real connection
+ * to complete untracked). It stands once the server answered it: the server itself ignores
+ * such a SYN while its half-open connection lives and answers it with an ACK of the first
+ * ISN, which the genuine owner of the new ISN resets at that ISN + 1 (client_end then ends the
+ * record and the owner's next SYN is decided afresh). Before that, it stands for a round trip's
+ * worth (the SYN-ACK follows within microseconds): a SYN the server never answered within
+ * SLUICE_HALFOPEN_TIMEOUT_NS is dead, and a client starting afresh replaces it. */
+static __always_inline int handshake_stands(const struct sluice_handshake *r, __u64 now)
+{
+	return (r->flags & SLUICE_HS_SERVER_ISN) || now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS;
+}
+
 static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
 				      const struct sluice_service *sc)
 {
@@ -217,6 +230,16 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
 	now = bpf_ktime_get_ns(); /* a new SYN: retransmits above need no clock */
+	if (old) {
+		__u32 osvc = old->svc;
+
+		if (handshake_stands(old, now))
+			return XDP_PASS; /* undecided: the server does not take it (see above) */
+		/* A dead record gives way, and its half-open count with it (only tcp services'
+		 * records are counted); whoever deletes it does this, once. */
+		if (bpf_map_delete_elem(&handshakes, &key) == 0 && sc->protocol != SLUICE_PROTO_HTTP)
+			halfopen_done(osvc, now);
+	}
 	hs.syn_ns = now;
 	hs.client_isn = isn;
 	hs.svc = svc;
@@ -224,7 +247,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	/* http services admit per request (TC ingress); the connection is only tracked. */
 	if (sc->protocol == SLUICE_PROTO_HTTP) {
 		hs.class = sc->default_class & 3;
-		bpf_map_update_elem(&handshakes, &key, &hs, BPF_ANY);
+		bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST);
 		return XDP_PASS;
 	}
 
@@ -246,8 +269,9 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		/* Admitted: answered by the server, but no slot until the handshake completes. */
 		hs.class = pick.class & 3;
 		st->admitted++;
-		bpf_map_update_elem(&handshakes, &key, &hs, BPF_ANY);
-		halfopen_add(svc, now);
+		/* NOEXIST: of two SYNs with different ISNs at once, the first record stands. */
+		if (bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST) == 0)
+			halfopen_add(svc, now);
 		return XDP_PASS;
 	}
 refuse:
@@ -522,10 +546,22 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 	if (!r || !p->tcp->ack)
 		return;
 	if (p->tcp->syn) {
-		if (ack == r->client_isn + 1) {
-			r->server_isn = bpf_ntohl(p->tcp->seq);
-			r->flags |= SLUICE_HS_SERVER_ISN;
+		if (ack != r->client_isn + 1) {
+			/* The server took another SYN on the 4-tuple than the record's: one let
+			 * through undecided while the record stood (handshake_stands), after the
+			 * server ignored or gave up the record's. The admission made for the 4-tuple
+			 * carries over to the SYN the server took, so that connection is tracked.
+			 * Not while the record's own SYN-ACK is under a second old: a server
+			 * answering with SYN cookies keeps no half-open state and answers a forged
+			 * SYN too; the first answered stands. */
+			if ((r->flags & SLUICE_HS_SERVER_ISN) &&
+			    now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS)
+				return;
+			r->client_isn = ack - 1;
+			r->syn_ns = now;
 		}
+		r->server_isn = bpf_ntohl(p->tcp->seq);
+		r->flags |= SLUICE_HS_SERVER_ISN;
 		return;
 	}
 	hs = *r;
@@ -574,7 +610,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		r = bpf_map_lookup_elem(&handshakes, &key);
-		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) == r->client_isn + 1) {
+		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1) {
 			end_flow(&key, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}

@@ -1247,6 +1247,185 @@ static void test_server_segment_completes_a_handshake(void **state)
 	assert_int_equal(flow_count(f), 1);
 }
 
+/* The pending handshake record of the 4-tuple that syn opens (0 when there is none). */
+static int pending_of(struct fixture *f, const struct pkt_spec *syn, struct sluice_handshake *h)
+{
+	int fd = bpf_map__fd(f->skel->maps.handshakes), n = 0;
+	struct sluice_flow_key k, next, *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		k = next, prev = &k;
+		if (ntohs(k.client_port) == syn->sport && bpf_map_lookup_elem(fd, &k, h) == 0)
+			n++;
+	}
+	assert_true(n <= 1);
+	return n;
+}
+
+/* Make the pending record of syn's 4-tuple look age_ns older (its half-open count stays in
+ * the current window, so the accounting stays checkable exactly). */
+static void age_pending(struct fixture *f, const struct pkt_spec *syn, unsigned long long age_ns)
+{
+	int fd = bpf_map__fd(f->skel->maps.handshakes);
+	struct sluice_flow_key k, next, *prev = NULL;
+	struct sluice_handshake h;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		k = next, prev = &k;
+		if (ntohs(k.client_port) != syn->sport)
+			continue;
+		assert_int_equal(bpf_map_lookup_elem(fd, &k, &h), 0);
+		h.syn_ns -= age_ns;
+		assert_int_equal(bpf_map_update_elem(fd, &k, &h, BPF_EXIST), 0);
+		return;
+	}
+	fail_msg("no pending handshake for port %u", syn->sport);
+}
+
+static long long halfopen_count(struct fixture *f, int svc)
+{
+	struct sluice_halfopen h;
+	__u32 k = (__u32)f->idx[svc];
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.halfopen), &k, &h), 0);
+	return h.count;
+}
+
+/* The handshake opened by syn completes (ACK of the SYN-ACK) and the connection ends with a
+ * client FIN: tracked and counted exactly once, nothing left over. */
+static void complete_and_close(struct fixture *f, const struct pkt_spec *syn, uint64_t completed)
+{
+	struct pkt_spec ack = client_seg(syn), fin = client_seg(syn);
+	struct sluice_handshake h;
+
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(halfopen_count(f, 0), 0);
+	assert_int_equal(pending_of(f, syn, &h), 0);
+	fin.fin = 1;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 0, 0).completed, completed);
+}
+
+/* A forged SYN with a new ISN on a 4-tuple whose handshake is pending (a blind attacker who
+ * guesses the 4-tuple) never displaces it: the real connection's ACK still completes it, so it
+ * is tracked and counted once, whether the forged SYN comes after the SYN-ACK, before it, or
+ * before the real SYN (then the server answers the forged one, the real client resets that
+ * answer, and its own SYN's retransmit is decided). The forged SYN itself is left to the
+ * server, undecided, and takes no half-open count. */
+static void test_forged_syn_never_displaces_a_pending_handshake(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_handshake h;
+
+	/* After the SYN-ACK; also a SYN-ACK for the forged ISN (a server answering with SYN
+	 * cookies keeps no half-open state) leaves the record alone. */
+	struct pkt_spec s = syn4("198.18.1.2", 2001, 5432), sa = synack_of(&s), forged = s;
+	forged.seq = s.seq + 0x12345678u;
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	tc_egress(f, &sa);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	for (uint32_t i = 0; i < 20; i++, forged.seq += 0x01000193u) {
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+		struct pkt_spec cookie = synack_of(&forged);
+		tc_egress(f, &cookie);
+	}
+	assert_int_equal(stats(f, 0, 0).admitted, 1);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	assert_int_equal(pending_of(f, &s, &h), 1);
+	assert_int_equal(h.client_isn, s.seq);
+	assert_int_equal(h.server_isn, sa.seq);
+	complete_and_close(f, &s, 1);
+
+	/* Between the real SYN and its SYN-ACK. */
+	struct pkt_spec t = syn4("198.18.1.2", 2002, 5432), tsa = synack_of(&t), tforged = t;
+	tforged.seq = t.seq + 0x7654321u;
+	assert_int_equal(xdp(f, &t).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &tforged).ret, XDP_PASS);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	tc_egress(f, &tsa);
+	complete_and_close(f, &t, 2);
+	assert_int_equal(stats(f, 0, 0).admitted, 2);
+
+	/* Before the real SYN: the forged one is decided (nothing tells it apart yet) and the
+	 * server answers it to the real client, whose SYN then finds the record standing. */
+	struct pkt_spec real = syn4("198.18.1.3", 2003, 5432), first = real;
+	first.seq = real.seq + 0x2468aceu;
+	assert_int_equal(xdp(f, &first).ret, XDP_PASS);
+	struct pkt_spec fsa = synack_of(&first);
+	tc_egress(f, &fsa);
+	assert_int_equal(xdp(f, &real).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 3);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	/* The server ACKs the real SYN at the forged ISN + 1; the real client resets that. */
+	struct pkt_spec reset = real;
+	reset.syn = 0, reset.rst = 1, reset.tcp_opts = 0, reset.seq = first.seq + 1;
+	xdp(f, &reset);
+	assert_int_equal(pending_of(f, &real, &h), 0);
+	assert_int_equal(halfopen_count(f, 0), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+	/* Its SYN's retransmit is a new SYN now: decided, answered, completed. */
+	assert_int_equal(xdp(f, &real).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 4);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	struct pkt_spec rsa = synack_of(&real);
+	tc_egress(f, &rsa);
+	complete_and_close(f, &real, 3);
+	assert_int_equal(stats(f, 0, 0).untracked, 0);
+}
+
+/* A dead handshake gives way to a client that starts afresh with a new ISN: one the server
+ * never answered within a second is replaced (its half-open count goes with it: exactly one
+ * stays counted); one the server answered but its client never completed stands until the
+ * server itself takes the new SYN (its SYN-ACK for the new ISN), and the new connection is
+ * then tracked on the admission made for the 4-tuple. */
+static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_handshake h;
+
+	struct pkt_spec s = syn4("198.18.1.4", 3001, 5432), again = s;
+	again.seq = s.seq + 0x33333333u;
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	age_pending(f, &s, 2000000000ull);
+	assert_int_equal(xdp(f, &again).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 2); /* decided afresh */
+	assert_int_equal(halfopen_count(f, 0), 1);
+	assert_int_equal(pending_of(f, &s, &h), 1);
+	assert_int_equal(h.client_isn, again.seq);
+	struct pkt_spec asa = synack_of(&again);
+	tc_egress(f, &asa);
+	complete_and_close(f, &again, 1);
+
+	struct pkt_spec t = syn4("198.18.1.4", 3002, 5432), tsa = synack_of(&t), fresh = t;
+	fresh.seq = t.seq + 0x55555555u;
+	assert_int_equal(xdp(f, &t).ret, XDP_PASS);
+	tc_egress(f, &tsa);
+	age_pending(f, &t, 2000000000ull);
+	assert_int_equal(xdp(f, &fresh).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 3); /* the record stands: not decided */
+	assert_int_equal(pending_of(f, &t, &h), 1);
+	assert_int_equal(h.client_isn, t.seq);
+	struct pkt_spec fsa = synack_of(&fresh);
+	fsa.seq += 1000; /* a new server ISN for the new connection */
+	tc_egress(f, &fsa);
+	struct pkt_spec ack = client_seg(&fresh);
+	ack.ack = fsa.seq + 1;
+	xdp(f, &ack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(halfopen_count(f, 0), 0);
+	assert_int_equal(pending_of(f, &t, &h), 0);
+	struct pkt_spec fin = ack;
+	fin.fin = 1;
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 0, 0).completed, 2);
+}
+
 /* ---- fail-safe verdicts ---- */
 
 /* A verdict never written (all zero) admits everything: no threshold, no shedding, breaker
@@ -1881,6 +2060,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
