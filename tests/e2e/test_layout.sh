@@ -95,8 +95,9 @@ ok $([ -n "$V" ] && [ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] &&
 
 # Connections held across everything below (12 of them), then closed with FIN when the test
 # says so (SIGTERM to loadgen: it closes its held connections and reports). The steps below
-# take 25 s on an idle host and over a minute on a loaded one; a hold of fixed length would
-# end mid-way there, so the hold is as long as tests/run.sh lets a suite run (300 s) and the
+# take the longer the busier the host is (at load average 10 a whole run took 58 to 74 s, and
+# a 40 s hold ended before the drill's migration); a hold of fixed length ends mid-way on a
+# host busy enough, so the hold is as long as tests/run.sh lets a suite run (300 s) and the
 # test ends it itself.
 start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
 	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 300000 --timeout-ms 50000 --quiet \
