@@ -70,8 +70,12 @@ ok $([ $seen = 0 ] && [ "$(json_get "$TMP/status.json" "len(d['services'])")" = 
 	"$(grep -h 'restart' "$SLUICED_LOG" | tail -2)"
 
 # --- restarts: more services grow the pins in place (with connections held), fewer adopt them
+# The connections are held until the test ends them (SIGTERM to loadgen), not for a fixed time:
+# stopping a sluiced of 4096 services and starting one of 5000 takes much longer on a loaded
+# host, and a hold that ends meanwhile would read as connections lost in the growth.
 start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:$LAST --mode tcp \
-	--arrivals uniform --rate 50 --duration 0.4 --hold-ms 15000 --timeout-ms 20000 --quiet
+	--arrivals uniform --rate 50 --duration 0.4 --hold-ms 300000 --timeout-ms 20000 --quiet
+HELD_PID=$LAST_PID
 # Held connections are open connections (`connections`; `in_flight` counts busy ones of tcp).
 held_is() { status; [ "$(json_get "$TMP/status.json" \
 	"[s['connections'] for s in d['services'] if s['name']=='s4095'][0]")" = "$1" ]; }
@@ -89,7 +93,9 @@ ok $([ $held = 0 ] && [ $rc = 0 ] && grep -q "grew the maps under $PIN to 8192 s
 	[ "$inf" = 20 ] && echo 0 || echo 1) \
 	"a restart with 5000 services grows the 4096-slot pins to 8192 in place: s4095 keeps its 220 arrivals and its 20 held connections" \
 	"held $held, services $(map_size services) class_stats $(map_size class_stats) arrivals of s4095 $got, connections $inf" \
+	"established from the client: $(in_cli ss -Htn state established dst $SRV_IP:$LAST | wc -l), loadgen running: $(kill -0 "$HELD_PID" 2>/dev/null && echo yes || echo no)" \
 	"$(head -4 "$SLUICED_LOG")"
+kill -TERM "$HELD_PID"; wait "$HELD_PID"
 stop_sluiced
 
 gen 10 "$TMP/s10.yaml"
