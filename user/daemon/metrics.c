@@ -426,6 +426,15 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 	       "Age of the controller heartbeat seen by the data path (absent: never written).");
 	if (snap && snap->heartbeat_age_s >= 0)
 		sample_d(b, "sluice_controller_heartbeat_age_seconds", NULL, snap->heartbeat_age_s);
+	family(b, "sluice_interface_attached", "gauge",
+	       "1 for each interface the data path runs on.");
+	for (int i = 0; snap && i < snap->n_ifaces; i++) {
+		char name[2 * IF_NAMESIZE + 1];
+		struct lbl l = { NULL, -1, "interface", name };
+
+		escape_label(name, snap->ifaces[i].name, IF_NAMESIZE);
+		sample_u(b, "sluice_interface_attached", &l, 1);
+	}
 	family(b, "sluice_packets_service_total", "counter",
 	       "Packets to or from a configured service seen by the data path.");
 	sample_u(b, "sluice_packets_service_total", NULL,

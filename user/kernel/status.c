@@ -80,6 +80,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->cap = m->n_slots;
 	}
 	out->now_ns = monotonic_ns();
+	out->n_ifaces = -1;
 	if ((err = maps_read_globals(m, &out->g)))
 		return err;
 	out->heartbeat_age_s = out->g.heartbeat_ns ?
@@ -253,6 +254,12 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 		s->controller_alive ? "alive" : "SILENT",
 		s->heartbeat_age_s,
 		s->controller_alive ? "" : " -- data path is failing open: admitting everything");
+	if (s->n_ifaces >= 0) {
+		fprintf(f, "interfaces:");
+		for (int i = 0; i < s->n_ifaces; i++)
+			fprintf(f, "%s %s", i ? "," : "", s->ifaces[i].name);
+		fprintf(f, "%s\n", s->n_ifaces ? "" : " none (no interface matches the config)");
+	}
 	for (int i = 0; i < s->n; i++) {
 		const struct service_status *sv = &s->s[i];
 
@@ -377,6 +384,11 @@ static json_t *service_json(const struct service_status *sv)
 	return o;
 }
 
+void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir)
+{
+	s->n_ifaces = attach_list(pin_dir, s->ifaces, SLUICE_MAX_IFACES);
+}
+
 int status_print_json(FILE *f, const struct status_snapshot *s)
 {
 	json_t *services = json_array(), *root;
@@ -391,6 +403,13 @@ int status_print_json(FILE *f, const struct status_snapshot *s)
 		"packets", "service", (json_int_t)s->pkt.service, "malformed", (json_int_t)s->pkt.malformed,
 		"rst_sent", (json_int_t)s->pkt.rst_sent, "reply_sent", (json_int_t)s->pkt.reply_sent,
 		"reply_failed", (json_int_t)s->pkt.reply_failed);
+	if (s->n_ifaces >= 0) {
+		json_t *ifs = json_array();
+
+		for (int i = 0; i < s->n_ifaces; i++)
+			json_array_append_new(ifs, json_string(s->ifaces[i].name));
+		json_object_set_new(root, "interfaces", ifs);
+	}
 	rc = jsonio_print_line(f, root);
 	json_decref(root);
 	return rc;

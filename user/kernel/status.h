@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "sluice.h"
 #include "kernel/bpfmaps.h"
+#include "kernel/attach.h"
 
 struct class_status {
 	struct sluice_class_stats st;            /* cumulative since attach */
@@ -51,6 +52,8 @@ struct status_snapshot {
 	double heartbeat_age_s;
 	struct sluice_pkt_stats pkt;
 	int flows;                               /* entries in the flow table, -1 not counted */
+	struct attached_iface ifaces[SLUICE_MAX_IFACES];   /* status_collect_ifaces */
+	int n_ifaces;                            /* -1: not read */
 	int n;
 	struct service_status *s;                /* n of them, on the heap (cap allocated) */
 	int cap;
@@ -61,6 +64,9 @@ struct status_snapshot {
  * starts zeroed or from an earlier collect (its service array is reused and grown). */
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows);
 void status_free(struct status_snapshot *s);
+/* Where the data path runs: the interfaces of the pinned XDP links under pin_dir. Call after
+ * status_collect (which forgets them). */
+void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir);
 
 /* Request rates of cur from the arrivals counted since prev (taken a moment earlier). */
 void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);
