@@ -5,7 +5,8 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 4, 3, 2 and then a layout 1 sluiced leaves them (4: no busy/busy_released
+# pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: no addr_services;
+# 4: nor busy/busy_released
 # maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
 # old layout wrote it or none) are migrated while connections are held and new ones keep being
@@ -64,7 +65,9 @@ print([16+48*i for i in range(n) if b[16+48*i:40+48*i].rstrip(b'\0')==b'$1'][0])
 # pinned_id link|map PIN_NAME FIELD: a field of bpftool's description of a pinned object.
 pinned_id() { bpftool -j "$1" show pinned "$PIN/$2" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$3"; }
-xdp_prog() { pinned_id link link_xdp prog_id; }
+# The XDP link's pin (one per interface, link_xdp_<ifindex>; this test attaches to s0 only).
+xdp_pin() { ls "$PIN" | grep '^link_xdp' | head -n 1; }
+xdp_prog() { pinned_id link "$(xdp_pin)" prog_id; }
 tc_filters() { for d in ingress egress; do in_srv tc filter show dev s0 $d; done | grep -c 'sluice_tc'; }
 pins() { ls "$PIN" | sort | tr '\n' ' '; }
 stop_sluiced() { kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; }
@@ -136,7 +139,7 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 4, 3, 2 and 1, connections held ---------------------------------
+# --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ---------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: flows with 0 where server_next and flags are (unused by tcp, padding
 #    then), no busy or busy_released map (the tcp turns' counts);
@@ -205,7 +208,8 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo busy busy_released
+	echo addr_services
+	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
 }
@@ -215,7 +219,7 @@ as_old_layout() { # as_old_layout 1|2|3|4
 	[ "$1" -le 2 ] && verdicts_to_admit_encoding
 	if [ "$1" -le 2 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
-	else
+	elif [ "$1" -le 4 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
 	fi
 	for m in $gone; do rm -f "$PIN/$m"; done
@@ -235,7 +239,7 @@ for e in ents:
     name = bytes(e[:24]).rstrip(b"\0")
     if name in gone:
         continue
-    if name == b"flows" or (name == b"verdicts" and ver <= 2):
+    if (name == b"flows" and ver <= 4) or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
 out = bytearray(len(b))
@@ -254,15 +258,19 @@ upgrade() {
 	local from=$1 verdict_before prog_before what n_copied created=1
 	as_old_layout "$from"
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
+	# 5: only addr_services is new, every map adopted.
 	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
-	else what="flows copied"; n_copied=1; fi
+	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
+	else what="new map addr_services"; n_copied=0; fi
+	local carried="flows: 12 entries.*"
+	[ "$n_copied" = 0 ] && carried=""
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
 	start_bg "$TMP/up$from.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
 	for i in $(seq 1000); do
-		bpftool link show pinned "$PIN/link_xdp" | grep -q " prog $prog_before\b" || break
+		bpftool link show pinned "$PIN/$(xdp_pin)" | grep -q " prog $prog_before\b" || break
 		kill -0 "$SLUICED_PID" 2>/dev/null || break
 	done
 	# Right after the swap: 100 connections at 1000/s, each must be admitted and answered.
@@ -274,7 +282,7 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*flows: 12 entries.*$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
@@ -285,6 +293,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 5
 upgrade 4
 upgrade 3
 upgrade 2
@@ -293,13 +302,13 @@ upgrade 1
 # --- the layout drill: migrate V -> V+1 by copying every map, connections held -------------
 status; before=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['admitted']")
 completed_before=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
-link_before=$(pinned_id link link_xdp id)
+link_before=$(pinned_id link "$(xdp_pin)" id)
 prog_before=$(xdp_prog)
 flows_id_before=$(pinned_id map flows id)
 start_bg "$TMP/drill.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 wait_for 5 "the drill's attached event" grep -q '"to":"attached"' "$TMP/drill.log"
-link_after=$(pinned_id link link_xdp id)
+link_after=$(pinned_id link "$(xdp_pin)" id)
 flows_id_after=$(pinned_id map flows id)
 ok $(grep -q "migrated the maps under $PIN from layout $V to $DV (rehearsal.*flows: 12 entries.*$((NMAPS - 1)) maps copied, 1 adopted" "$TMP/drill.log" &&
 	[ "$(rec_u32 0)" = "$DV" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(inflight)" = 12 ] &&
@@ -326,6 +335,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

@@ -49,6 +49,8 @@ struct service_conf {
 	char name[SLUICE_NAME_LEN];
 	int line;
 	int port;                         /* 1..65535 */
+	int has_addr;                     /* `port: ADDR:PORT`: only this local address */
+	uint8_t addr[16];                 /* v4-mapped for IPv4 */
 	int protocol;                     /* enum sluice_protocol */
 	int reject;                       /* enum sluice_reject_mode */
 	int retry_after_s;                /* 1 */
