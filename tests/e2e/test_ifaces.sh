@@ -4,6 +4,7 @@
 # appears later (hot-plug) without a restart, shows them in status and /metrics, and counts a
 # unit exactly once when its packets arrive on one interface and leave by another
 # (asymmetric routing over two veth pairs); detach removes the programs from all of them.
+# Two services on one port at two server addresses are counted apart.
 TAG=ifc
 source "$(dirname "$0")/lib.sh"
 e2e_setup
@@ -98,6 +99,30 @@ ok $([ "$web_arr" = $((2 * N_REQ)) ] && [ "$web_adm" = $((2 * N_REQ)) ] &&
 echo_arr=$(arrivals echo); echo_done=$(svc echo "['classes'][2]['completed']")
 ok $([ "$echo_arr" = $N_REQ ] && [ "$echo_done" = $N_REQ ] && echo 0 || echo 1) \
 	"each tcp connection counted once: $echo_arr arrivals, $echo_done completed of $N_REQ"
+
+# --- two services on one port at two server addresses: kept apart -------------------------
+in_srv ip addr add 198.18.0.3/24 dev s0
+start_bg "$TMP/server3.log" $IN_SRV "$BUILD/tools/testserver" --listen 198.18.0.3:8080 --mode http \
+	--workers 8 --service-ms 2
+cat >> "$CFG" <<Y
+  - name: web3
+    port: "198.18.0.3:8080"
+    protocol: http
+    limit: { fixed: 64 }
+Y
+kill -HUP "$SLUICED_PID"
+has_web3() { status; json_get "$TMP/status.json" "[s['name'] for s in d['services']]" | grep -q web3; }
+wait_for 5 "the service web3 after the reload" has_web3
+wait_for 3 "198.18.0.3:8080 to listen" in_cli curl -s -o /dev/null http://198.18.0.3:8080/
+status; w_before=$(arrivals web); w3_before=$(arrivals web3)
+in_cli "$BUILD/tools/loadgen" --target 198.18.0.3:8080 --mode http-new --rate 200 \
+	--max-requests 50 --quiet > "$TMP/w3.json"
+in_cli "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-new --rate 200 \
+	--max-requests 30 --quiet > "$TMP/w1.json"
+status; w_d=$(( $(arrivals web) - w_before )); w3_d=$(( $(arrivals web3) - w3_before ))
+ok $([ "$w3_d" = 50 ] && [ "$w_d" = 30 ] && [ "$(lg_ok "$TMP/w3.json")" = 50 ] && echo 0 || echo 1) \
+	"port 8080 at 198.18.0.3 is service web3 (50 of 50 requests), at $SRV_IP the port-only web (30 of 30)" \
+	"web3 +$w3_d web +$w_d ok $(lg_ok "$TMP/w3.json") $(lg_ok "$TMP/w1.json")"
 
 # --- detach takes the programs off every interface ---------------------------------------
 kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
