@@ -4,6 +4,7 @@
 # appears later (hot-plug) without a restart, shows them in status and /metrics, and counts a
 # unit exactly once when its packets arrive on one interface and leave by another
 # (asymmetric routing over two veth pairs); detach removes the programs from all of them.
+# A bridge and its port both matching: the bridge only (a packet meets the programs once).
 # Two services on one port at two server addresses are counted apart.
 TAG=ifc
 source "$(dirname "$0")/lib.sh"
@@ -100,6 +101,41 @@ echo_arr=$(arrivals echo); echo_done=$(svc echo "['classes'][2]['completed']")
 ok $([ "$echo_arr" = $N_REQ ] && [ "$echo_done" = $N_REQ ] && echo 0 || echo 1) \
 	"each tcp connection counted once: $echo_arr arrivals, $echo_done completed of $N_REQ"
 
+# --- a bridge and its port both match: only the bridge is attached, a packet counted once --
+# (This kernel has no bonding or 8021q; a bridge port has a master like a bond's port does.)
+ip link add vs2-$$ netns "$NS_S" type veth peer name vc2-$$ netns "$NS_C" || exit 1
+in_srv ip link set vs2-$$ name s2
+in_cli ip link set vc2-$$ name c2
+in_srv ip link add sbr type bridge
+in_srv ip link set s2 master sbr
+in_srv ip addr add 198.18.2.1/24 dev sbr
+in_cli ip addr add 198.18.2.2/24 dev c2
+in_srv ethtool -K s2 tx off >/dev/null 2>&1
+in_srv ethtool -K sbr tx off >/dev/null 2>&1
+in_cli ethtool -K c2 tx off >/dev/null 2>&1
+in_cli ip link set dev c2 xdpdrv obj "$BUILD/tests/xdp_pass.bpf.o" sec xdp
+for d in s2 sbr; do in_srv ip link set $d up; done
+in_cli ip link set c2 up
+with_bridge() { [ "$(ifaces)" = "s0,s1,sbr" ]; }
+wait_for 5 "status to list s0, s1 and sbr (not its port s2)" with_bridge
+ok $? "pattern s* over a bridge and its port: the bridge sbr is attached, its port s2 is not" \
+	"$(ifaces)"
+start_bg "$TMP/echo2.log" $IN_SRV "$BUILD/tools/testserver" --listen 198.18.2.1:9090 --mode tcp \
+	--workers 8 --service-ms 2
+wait_for 3 "198.18.2.1:9090 to listen" in_srv sh -c "ss -ltn | grep -q 198.18.2.1:9090"
+status
+e_arr0=$(arrivals echo); e_done0=$(svc echo "['classes'][2]['completed']")
+e_re0=$(svc echo "['classes'][2]['retransmits']")
+in_cli "$BUILD/tools/loadgen" --target 198.18.2.1:9090 --mode tcp --rate 200 \
+	--max-requests 100 --quiet > "$TMP/br.json"
+wait_for 3 "in-flight back to 0 after the bridge run" idle
+status
+e_arr=$(( $(arrivals echo) - e_arr0 )); e_done=$(( $(svc echo "['classes'][2]['completed']") - e_done0 ))
+e_re=$(( $(svc echo "['classes'][2]['retransmits']") - e_re0 ))
+ok $([ "$(lg_ok "$TMP/br.json")" = 100 ] && [ "$e_arr" = 100 ] && [ "$e_done" = 100 ] &&
+	[ "$e_re" = 0 ] && echo 0 || echo 1) \
+	"100 connections through the bridge: $e_arr arrivals, $e_done completed, $e_re SYNs seen twice, in-flight $(svc echo "['in_flight']")"
+
 # --- two services on one port at two server addresses: kept apart -------------------------
 in_srv ip addr add 198.18.0.3/24 dev s0
 start_bg "$TMP/server3.log" $IN_SRV "$BUILD/tools/testserver" --listen 198.18.0.3:8080 --mode http \
@@ -128,11 +164,11 @@ ok $([ "$w3_d" = 50 ] && [ "$w_d" = 30 ] && [ "$(lg_ok "$TMP/w3.json")" = 50 ] &
 kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 $IN_SRV $CTL detach >/dev/null 2>&1
 left=""
-for d in s0 s1; do
+for d in s0 s1 sbr; do
 	in_srv ip link show $d | grep -q "xdp" && left="$left $d:xdp"
 	in_srv tc filter show dev $d ingress | grep -q sluice && left="$left $d:tc-in"
 	in_srv tc filter show dev $d egress | grep -q sluice && left="$left $d:tc-out"
 done
 ok $([ -z "$left" ] && [ ! -d "$PIN" ] && echo 0 || echo 1) \
-	"detach removes XDP and both TC programs from s0 and s1 and the pins" "left:$left"
+	"detach removes XDP and both TC programs from s0, s1 and sbr and the pins" "left:$left"
 finish
