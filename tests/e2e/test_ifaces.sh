@@ -151,6 +151,8 @@ has_web3() { status; json_get "$TMP/status.json" "[s['name'] for s in d['service
 wait_for 5 "the service web3 after the reload" has_web3
 wait_for 3 "198.18.0.3:8080 to listen" in_cli curl -s -o /dev/null http://198.18.0.3:8080/
 status; w_before=$(arrivals web); w3_before=$(arrivals web3)
+ok $([ "$(svc web3 "['address']")" = 198.18.0.3 ] && $IN_SRV $CTL status | grep -q "^web3  http/198.18.0.3:8080 " &&
+	echo 0 || echo 1) "status shows web3 at its address (198.18.0.3:8080)" "$($IN_SRV $CTL status | grep web3)"
 in_cli "$BUILD/tools/loadgen" --target 198.18.0.3:8080 --mode http-new --rate 200 \
 	--max-requests 50 --quiet > "$TMP/w3.json"
 in_cli "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-new --rate 200 \

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include "control/signals.h"
 #include "control/window.h"
 #include "control/ladder.h"
@@ -60,6 +62,36 @@ static void collect_ctl(const struct sluice_maps *m, int i, struct service_statu
 		c->ladder[k] = !slot.ladder_admit[k] ? SLUICE_LADDER_OFF :
 			       slot.ladder_admit[k] >= SLUICE_PROB_ONE ? SLUICE_LADDER_FULL :
 			       SLUICE_LADDER_PARTIAL;
+}
+
+/* The local address of each ADDR:PORT service, from addr_services (a few entries). */
+static void collect_addrs(const struct sluice_maps *m, struct status_snapshot *out)
+{
+	struct sluice_addr_key key, next;
+	int more = m->addr_services >= 0 && !bpf_map_get_next_key(m->addr_services, NULL, &next);
+
+	while (more) {
+		__u32 v;
+
+		key = next;
+		more = !bpf_map_get_next_key(m->addr_services, &key, &next);
+		if (bpf_map_lookup_elem(m->addr_services, &key, &v) || !v)
+			continue;
+		for (int i = 0; i < out->n; i++) {
+			struct service_status *s = &out->s[i];
+			static const __u8 v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+			char a[INET6_ADDRSTRLEN];
+
+			if (s->idx != (int)v - 1 || s->svc.port != key.port)
+				continue;
+			if (!memcmp(key.addr, v4mapped, 12))
+				snprintf(s->addr, sizeof(s->addr), "%s",
+					 inet_ntop(AF_INET, key.addr + 12, a, sizeof(a)));
+			else
+				snprintf(s->addr, sizeof(s->addr), "[%s]",
+					 inet_ntop(AF_INET6, key.addr, a, sizeof(a)));
+		}
+	}
 }
 
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
@@ -141,6 +173,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->n++;
 	}
 	free(svcs);
+	collect_addrs(m, out);
 	return 0;
 }
 
@@ -263,8 +296,9 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 	for (int i = 0; i < s->n; i++) {
 		const struct service_status *sv = &s->s[i];
 
-		fprintf(f, "\n%s  %s/%u  limit %u  in-flight %lld  breaker %s",
-			sv->svc.name, protocol_name(sv->svc.protocol), sv->svc.port, sv->v.limit,
+		fprintf(f, "\n%s  %s/%s%s%u  limit %u  in-flight %lld  breaker %s",
+			sv->svc.name, protocol_name(sv->svc.protocol), sv->addr, sv->addr[0] ? ":" : "",
+			sv->svc.port, sv->v.limit,
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (this step admits %.0f%%)",
@@ -379,6 +413,8 @@ static json_t *service_json(const struct service_status *sv)
 	if (o)
 		ctl_json(o, &sv->ctl);
 	/* tcp: in_flight counts busy connections; the open ones are their own key. */
+	if (o && sv->addr[0])
+		json_object_set_new(o, "address", json_string(sv->addr));
 	if (o && sv->connections >= 0)
 		json_object_set_new(o, "connections", json_integer(sv->connections));
 	return o;
