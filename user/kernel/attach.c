@@ -419,17 +419,14 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		  const char (*specs)[IF_NAMESIZE], int n_specs, int xdp_mode, int start,
 		  char *err, size_t errlen)
 {
-	struct iface_link *links = calloc(512, sizeof(*links));
+	struct iface_link *links;
 	char defroute[SLUICE_MAX_IFACES][IF_NAMESIZE], missing[IF_NAMESIZE];
 	int sel[SLUICE_MAX_IFACES], keep[SLUICE_MAX_IFACES];
 	int n_links, n_def, n_sel, added = 0, rc = 0;
 
-	if (!links)
-		return -ENOMEM;
-	n_links = ifaces_links(links, 512);
+	n_links = ifaces_links(&links);
 	if (n_links < 0) {
 		snprintf(err, errlen, "cannot list the interfaces: %s", strerror(-n_links));
-		free(links);
 		return n_links;
 	}
 	n_def = ifaces_default_route_devs(defroute, SLUICE_MAX_IFACES);

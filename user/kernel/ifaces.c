@@ -45,7 +45,7 @@ static void link_attrs(struct ifinfomsg *ifi, int len, struct iface_link *l)
 		l->vlan_lower = link;
 }
 
-int ifaces_links(struct iface_link *out, int max)
+int ifaces_links(struct iface_link **out)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -53,9 +53,11 @@ int ifaces_links(struct iface_link *out, int max)
 	} req = { .nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
 			  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
 		  .ifi = { .ifi_family = AF_UNSPEC } };
-	static char buf[32768];
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), n = 0, done = 0;
+	static __thread char buf[32768];
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), n = 0, done = 0, cap = 0;
+	struct iface_link *l = NULL;
 
+	*out = NULL;
 	if (fd < 0)
 		return -errno;
 	if (send(fd, &req, sizeof(req), 0) < 0) {
@@ -70,6 +72,7 @@ int ifaces_links(struct iface_link *out, int max)
 		if (len <= 0) {
 			int e = len < 0 ? errno : EIO;
 			close(fd);
+			free(l);
 			return -e;
 		}
 		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned)len);
@@ -78,14 +81,26 @@ int ifaces_links(struct iface_link *out, int max)
 				done = 1;
 				break;
 			}
-			if (nh->nlmsg_type != RTM_NEWLINK || n >= max)
+			if (nh->nlmsg_type != RTM_NEWLINK)
 				continue;
-			link_attrs(NLMSG_DATA(nh), (int)IFLA_PAYLOAD(nh), &out[n]);
-			if (out[n].name[0])
+			if (n == cap) {
+				struct iface_link *nl = realloc(l, sizeof(*l) * (cap ? 2 * cap : 64));
+
+				if (!nl) {
+					close(fd);
+					free(l);
+					return -ENOMEM;
+				}
+				l = nl;
+				cap = cap ? 2 * cap : 64;
+			}
+			link_attrs(NLMSG_DATA(nh), (int)IFLA_PAYLOAD(nh), &l[n]);
+			if (l[n].name[0])
 				n++;
 		}
 	}
 	close(fd);
+	*out = l;
 	return n;
 }
 

@@ -26,9 +26,9 @@ struct iface_link {
 	int up;
 };
 
-/* The links of this network namespace (RTM_GETLINK dump). Returns how many (at most max), or
- * -errno. */
-int ifaces_links(struct iface_link *out, int max);
+/* The links of this network namespace (RTM_GETLINK dump), in *out (malloc'd, the caller
+ * frees it; a node with a veth per pod has thousands). Returns how many, or -errno. */
+int ifaces_links(struct iface_link **out);
 
 /* Names of the devices that carry a default route in the text of /proc/net/route (IPv4) and
  * /proc/net/ipv6_route (IPv6), appended to out (n in use, at most max, no duplicates; a
