@@ -106,6 +106,10 @@ ok $([ "$echo_arr" = $N_REQ ] && [ "$echo_done" = $N_REQ ] && echo 0 || echo 1) 
 ip link add vs2-$$ netns "$NS_S" type veth peer name vc2-$$ netns "$NS_C" || exit 1
 in_srv ip link set vs2-$$ name s2
 in_cli ip link set vc2-$$ name c2
+# s2 alone first (attached), then it becomes the bridge's port: its programs must come off.
+with_s2() { [ "$(ifaces)" = "s0,s1,s2" ]; }
+wait_for 5 "status to list s0, s1 and s2" with_s2
+ok $? "a third interface s2 is attached" "$(ifaces)"
 in_srv ip link add sbr type bridge
 in_srv ip link set s2 master sbr
 in_srv ip addr add 198.18.2.1/24 dev sbr
@@ -118,8 +122,8 @@ for d in s2 sbr; do in_srv ip link set $d up; done
 in_cli ip link set c2 up
 with_bridge() { [ "$(ifaces)" = "s0,s1,sbr" ]; }
 wait_for 5 "status to list s0, s1 and sbr (not its port s2)" with_bridge
-ok $? "pattern s* over a bridge and its port: the bridge sbr is attached, its port s2 is not" \
-	"$(ifaces)"
+ok $? "s2 made the port of a new bridge sbr (both match s*): sbr is attached, s2 detached" \
+	"$(ifaces)" "$(in_srv ip -br link show s2)"
 start_bg "$TMP/echo2.log" $IN_SRV "$BUILD/tools/testserver" --listen 198.18.2.1:9090 --mode tcp \
 	--workers 8 --service-ms 2
 wait_for 3 "198.18.2.1:9090 to listen" in_srv sh -c "ss -ltn | grep -q 198.18.2.1:9090"

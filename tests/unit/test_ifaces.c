@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <linux/rtnetlink.h>
 
 #include "kernel/ifaces.h"
 #include "common/config.h"
@@ -114,6 +115,59 @@ static void test_links_of_this_namespace(void **st)
 	free(l);
 }
 
+/* One RTM_NEWLINK/RTM_DELLINK message for a link named name, or a route message. */
+static struct nlmsghdr *link_msg(int type, const char *name)
+{
+	static union { struct nlmsghdr nh; char b[256]; } m;
+	struct ifinfomsg *ifi;
+	struct rtattr *a;
+
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_type = (unsigned short)type;
+	ifi = NLMSG_DATA(&m.nh);
+	ifi->ifi_index = 7;
+	a = (struct rtattr *)((char *)ifi + NLMSG_ALIGN(sizeof(*ifi)));
+	a->rta_type = IFLA_IFNAME;
+	a->rta_len = (unsigned short)RTA_LENGTH(strlen(name) + 1);
+	memcpy(RTA_DATA(a), name, strlen(name) + 1);
+	m.nh.nlmsg_len = NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*ifi)) + RTA_ALIGN(a->rta_len));
+	return &m.nh;
+}
+
+static struct nlmsghdr *route_msg(int type, int dst_len)
+{
+	static union { struct nlmsghdr nh; char b[64]; } m;
+	struct rtmsg *rt;
+
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_type = (unsigned short)type;
+	m.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*rt));
+	rt = NLMSG_DATA(&m.nh);
+	rt->rtm_family = AF_INET;
+	rt->rtm_dst_len = (unsigned char)dst_len;
+	return &m.nh;
+}
+
+static void test_which_changes_matter(void **st)
+{
+	const char ens[][IF_NAMESIZE] = { "ens*", "eth0" };
+	const char autos[][IF_NAMESIZE] = { "auto" };
+
+	assert_true(ifaces_message_matters(link_msg(RTM_NEWLINK, "ens5"), ens, 2));
+	assert_true(ifaces_message_matters(link_msg(RTM_NEWLINK, "eth0"), ens, 2));
+	assert_true(ifaces_message_matters(link_msg(RTM_DELLINK, "ens5"), ens, 2));
+	/* a pod's veth comes and goes: no resolve */
+	assert_false(ifaces_message_matters(link_msg(RTM_NEWLINK, "veth1a2b3c"), ens, 2));
+	assert_false(ifaces_message_matters(link_msg(RTM_DELLINK, "veth1a2b3c"), ens, 2));
+	assert_false(ifaces_message_matters(route_msg(RTM_NEWROUTE, 0), ens, 2));
+	/* auto: default routes matter, other routes (a pod's /32) do not */
+	assert_true(ifaces_message_matters(route_msg(RTM_NEWROUTE, 0), autos, 1));
+	assert_true(ifaces_message_matters(route_msg(RTM_DELROUTE, 0), autos, 1));
+	assert_false(ifaces_message_matters(route_msg(RTM_NEWROUTE, 32), autos, 1));
+	assert_false(ifaces_message_matters(link_msg(RTM_NEWLINK, "veth1a2b3c"), autos, 1));
+	assert_true(ifaces_message_matters(link_msg(RTM_DELLINK, "eth3"), autos, 1));
+}
+
 static int parse(const char *text, struct sluice_config *c, struct doc_errors *e)
 {
 	return sluice_config_parse(text, strlen(text), "t.yaml", c, e);
@@ -160,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_links_of_this_namespace),
 		cmocka_unit_test(test_config_keys),
+		cmocka_unit_test(test_which_changes_matter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -227,13 +227,14 @@ static void detach_tc(int ifindex, enum bpf_tc_attach_point where);
 struct prune_ctx {
 	const int *keep;
 	int n_keep;
+	int only;       /* > 0: this interface only */
 };
 
 static int prune_fn(void *ctx, const char *path, int fd, int ifindex)
 {
 	struct prune_ctx *c = ctx;
 
-	if (c->n_keep < 0 && ifindex > 0)
+	if (c->only ? ifindex != c->only : c->n_keep < 0 && ifindex > 0)
 		return 0;
 	for (int i = 0; i < c->n_keep; i++)
 		if (c->keep[i] == ifindex)
@@ -251,9 +252,16 @@ static int prune_fn(void *ctx, const char *path, int fd, int ifindex)
  * loses its pin; n_keep -1: only those); returns how many pinned links there were. */
 static int detach_links(const char *pin_dir, const int *keep, int n_keep)
 {
-	struct prune_ctx c = { keep, n_keep };
+	struct prune_ctx c = { keep, n_keep, 0 };
 
 	return each_link(pin_dir, prune_fn, &c);
+}
+
+static void detach_ifindex(const char *pin_dir, int ifindex)
+{
+	struct prune_ctx c = { NULL, 0, ifindex };
+
+	each_link(pin_dir, prune_fn, &c);
 }
 
 struct list_ctx {
@@ -447,15 +455,22 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 	 * interfaces no longer selected are taken off (they would run the old programs). */
 	if (start)
 		detach_links(pin_dir, keep, n_sel);
-	/* Interfaces that went away: forget them (the kernel took their programs off). */
+	/* Interfaces that went away: forget them (the kernel took their programs off). One
+	 * attached before it became the port of a selected bond or bridge (or before its VLAN
+	 * parent was selected): its programs come off, the other device sees its packets. */
 	for (int i = 0; i < st->n_ifaces; i++) {
-		int still = 0;
+		const struct iface_link *l = NULL;
+		int covered = 0;
 
 		for (int j = 0; j < n_links; j++)
 			if (links[j].ifindex == st->ifaces[i].ifindex &&
 			    !strcmp(links[j].name, st->ifaces[i].name))
-				still = 1;
-		if (!still)
+				l = &links[j];
+		for (int j = 0; l && j < n_sel; j++)
+			covered |= keep[j] == l->master || keep[j] == l->vlan_lower;
+		if (covered)
+			detach_ifindex(pin_dir, l->ifindex);
+		if (!l || covered)
 			st->ifaces[i--] = st->ifaces[--st->n_ifaces];
 	}
 	if (!start)

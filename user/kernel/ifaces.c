@@ -284,14 +284,52 @@ int ifaces_watch_open(void)
 	return fd;
 }
 
-int ifaces_watch_drain(int fd)
+int ifaces_message_matters(const struct nlmsghdr *nh, const char (*specs)[IF_NAMESIZE],
+			   int n_specs)
 {
-	char buf[8192];
+	int want_auto = 0;
+
+	for (int i = 0; i < n_specs; i++)
+		want_auto |= !strcmp(specs[i], "auto");
+	if (nh->nlmsg_type == RTM_NEWROUTE || nh->nlmsg_type == RTM_DELROUTE) {
+		const struct rtmsg *rt = NLMSG_DATA(nh);
+
+		return want_auto && nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*rt)) &&
+		       rt->rtm_dst_len == 0;
+	}
+	if (nh->nlmsg_type == RTM_NEWLINK || nh->nlmsg_type == RTM_DELLINK) {
+		struct iface_link l;
+
+		if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+			return 0;
+		link_attrs(NLMSG_DATA(nh), (int)IFLA_PAYLOAD(nh), &l);
+		/* auto: a link that carries a default route is announced by its route; one that
+		 * goes away must be forgotten */
+		for (int i = 0; i < n_specs; i++)
+			if (strcmp(specs[i], "auto") ? fnmatch(specs[i], l.name, 0) == 0
+						     : nh->nlmsg_type == RTM_DELLINK)
+				return 1;
+	}
+	return 0;
+}
+
+int ifaces_watch_drain(int fd, const char (*specs)[IF_NAMESIZE], int n_specs)
+{
+	static __thread char buf[16384];
 	int any = 0;
 	ssize_t r;
 
-	/* ENOBUFS (messages lost) also means "something changed". */
-	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0 || (r < 0 && errno == ENOBUFS))
-		any = 1;
+	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0 || (r < 0 && errno == ENOBUFS)) {
+		struct nlmsghdr *nh;
+		int len = (int)r;
+
+		if (r < 0) {
+			any = 1; /* messages were lost: resolve to be sure */
+			continue;
+		}
+		for (nh = (struct nlmsghdr *)buf; !any && NLMSG_OK(nh, (unsigned)len);
+		     nh = NLMSG_NEXT(nh, len))
+			any = ifaces_message_matters(nh, specs, n_specs);
+	}
 	return any;
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <net/if.h>
+#include <linux/netlink.h>
 
 #define SLUICE_MAX_IFACES 64   /* interfaces attached at once */
 
@@ -49,7 +50,14 @@ int ifaces_pick(const struct iface_link *links, int n_links,
 
 /* A netlink socket told of link and route changes (non-blocking), or -errno. */
 int ifaces_watch_open(void);
-/* Read what arrived: 1 when anything did (time to resolve again), 0 when nothing. */
-int ifaces_watch_drain(int fd);
+/* Read what arrived: 1 when it may change the selection (time to resolve again), 0 when not.
+ * A link's appearance or removal matters when its name matches an entry (a pod's veth coming
+ * and going on a node does not, unless a pattern selects it); a route change only when it
+ * is a default route and an entry is `auto`; lost messages (ENOBUFS) always do. */
+int ifaces_watch_drain(int fd, const char (*specs)[IF_NAMESIZE], int n_specs);
+
+/* The same decision for one netlink message (tests). */
+int ifaces_message_matters(const struct nlmsghdr *nh, const char (*specs)[IF_NAMESIZE],
+			   int n_specs);
 
 #endif
