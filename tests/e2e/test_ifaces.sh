@@ -57,6 +57,9 @@ both() { [ "$(ifaces)" = "s0,s1" ]; }
 wait_for 5 "status to list s0 and s1" both
 ok $? "the new interface s1 is attached without a restart (${WAITED_MS} ms)" "$(ifaces)" \
 	"$(tail -n 5 "$SLUICED_LOG")"
+host_view=$($CTL status --json | python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["interfaces"]))')
+ok $(echo "$host_view" | grep -Eqx '#[0-9]+,#[0-9]+' && echo 0 || echo 1) \
+	"status outside sluiced's namespace lists ifindexes, not this namespace's names ($host_view)"
 m=$(metrics)
 ok $(echo "$m" | grep -q '^sluice_interface_attached{interface="s0"} 1' &&
 	echo "$m" | grep -q '^sluice_interface_attached{interface="s1"} 1' && echo 0 || echo 1) \

@@ -267,6 +267,7 @@ static void detach_ifindex(const char *pin_dir, int ifindex)
 struct list_ctx {
 	struct attached_iface *out;
 	int n, max;
+	int names;      /* the caller is in the links' namespace: ifindex -> name means it */
 };
 
 static int list_fn(void *ctx, const char *path, int fd, int ifindex)
@@ -276,15 +277,16 @@ static int list_fn(void *ctx, const char *path, int fd, int ifindex)
 	if (ifindex <= 0 || c->n >= c->max)
 		return 0;
 	c->out[c->n].ifindex = ifindex;
-	if (!if_indextoname((unsigned)ifindex, c->out[c->n].name))
+	if (!c->names || !if_indextoname((unsigned)ifindex, c->out[c->n].name))
 		snprintf(c->out[c->n].name, sizeof(c->out[c->n].name), "#%d", ifindex);
 	c->n++;
 	return 0;
 }
 
-int attach_list(const char *pin_dir, struct attached_iface *out, int max)
+int attach_list(const char *pin_dir, unsigned long long netns_ino, struct attached_iface *out,
+		int max)
 {
-	struct list_ctx c = { out, 0, max };
+	struct list_ctx c = { out, 0, max, !netns_ino || netns_ino == current_netns_ino() };
 
 	each_link(pin_dir, list_fn, &c);
 	/* Readdir order is the pins' hash order: sort by ifindex for stable output. */

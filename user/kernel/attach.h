@@ -56,9 +56,12 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		  const char (*specs)[IF_NAMESIZE], int n_specs, int xdp_mode, int start,
 		  char *err, size_t errlen);
 
-/* The interfaces the pinned XDP links under pin_dir run on (this network namespace), sorted
- * by ifindex. Returns how many (at most max). */
-int attach_list(const char *pin_dir, struct attached_iface *out, int max);
+/* The interfaces the pinned XDP links under pin_dir run on, sorted by ifindex. Their names
+ * are looked up only when the caller is in their network namespace netns_ino (the one
+ * recorded in globals; 0 = unknown, look up): elsewhere an ifindex names another interface,
+ * so they are listed as "#IFINDEX". Returns how many (at most max). */
+int attach_list(const char *pin_dir, unsigned long long netns_ino, struct attached_iface *out,
+		int max);
 
 /* Release the process's handles; pinned state stays (traffic keeps flowing). */
 void attach_release(struct attach_state *st);

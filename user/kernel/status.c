@@ -422,7 +422,7 @@ static json_t *service_json(const struct service_status *sv)
 
 void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir)
 {
-	s->n_ifaces = attach_list(pin_dir, s->ifaces, SLUICE_MAX_IFACES);
+	s->n_ifaces = attach_list(pin_dir, s->g.netns_ino, s->ifaces, SLUICE_MAX_IFACES);
 }
 
 int status_print_json(FILE *f, const struct status_snapshot *s)
