@@ -507,7 +507,7 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		if (rc)
 			return rc;
 	}
-	if (st->n_ifaces)
+	if (st->n_ifaces && (start || added))
 		record_ifindex(pin_dir, st->ifaces[0].ifindex);
 	return rc ? rc : added;
 }
