@@ -96,9 +96,11 @@ ok $([ -n "$V" ] && [ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] &&
 	"a fresh start records layout $V and the $NMAPS pinned maps in sluice_layout" \
 	"version $(rec_u32 0) migrating $(rec_u32 4) maps $(rec_u32 8)" "$(cat "$(last_log)")"
 
-# Connections held across everything below (12 of them, 40 s), then closed with FIN.
+# Connections held across everything below, then closed with FIN when the test is done with
+# them (SIGTERM to loadgen once every arrival was answered closes the held ones): held for as
+# long as the steps take, however loaded the machine, not for a fixed time.
 start_bg "$TMP/held.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
-	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 40000 --timeout-ms 50000 --quiet \
+	--arrivals uniform --rate 12 --max-requests 12 --hold-ms 600000 --timeout-ms 610000 --quiet \
 	--class L2:1:src=198.18.0.20
 HELD_PID=$LAST_PID
 inflight_is() { [ "$(inflight)" = "$1" ]; }
@@ -262,8 +264,8 @@ upgrade() {
 	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
 	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
 	else what="new map addr_services"; n_copied=0; fi
-	local carried="flows: 12 entries.*"
-	[ "$n_copied" = 0 ] && carried=""
+	local carried="flows: 12 entries.*" held_how="copied"
+	[ "$n_copied" = 0 ] && carried="" && held_how="adopted"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -286,7 +288,7 @@ upgrade() {
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: $what, 12 held flows copied, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
+		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"
 	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
@@ -329,6 +331,8 @@ refused "$BUILD/sluiced" "layout $V sluiced on layout $DV pins is refused" \
 # The held connections end through the migrated maps: every slot comes back.
 start_bg "$TMP/drill2.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
+wait_for 5 "the drill's second start to attach" grep -q '"to":"attached"' "$TMP/drill2.log"
+kill -TERM "$HELD_PID"
 wait "$HELD_PID"
 wait_for 5 "in-flight back to 0 after the held connections end" inflight_is 0
 held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
