@@ -105,16 +105,25 @@ struct layout_migration {
 };
 
 /* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two, 5 the tcp
- * turns' two), and those 3 and 4 never had. */
+ * turns' two), and those 3 and 4 never had; the maps new in layout 6 are in new_in_v6. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
-					     "ctl_requests", "busy", "busy_released", "conn_cap",
-					     NULL };
+					     "ctl_requests", "busy", "busy_released", NULL };
 static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
-					     "busy_released", "conn_cap", NULL };
-static const char *const new_since_v4[] = { "busy", "busy_released", "conn_cap", NULL };
-/* Layout 6 only adds `conn_cap`: created empty (no cap, no refusals), sluiced writes the
- * thresholds when it programs the services. */
-static const char *const new_in_v6[] = { "conn_cap", NULL };
+					     "busy_released", NULL };
+static const char *const new_since_v4[] = { "busy", "busy_released", NULL };
+
+/* The maps new in layout 6, created empty by a migration from any older layout (one line
+ * each; the note of a migration names them):
+ *  - conn_cap: no cap and no refusals; sluiced writes the thresholds when it programs the
+ *    services;
+ *  - addr_services: filled when sluiced programs the services; layout 5 never set
+ *    SLUICE_PORT_BY_ADDR, so its port_to_service values mean the same and are adopted. */
+#define LAYOUT_V6 6
+static const char *const new_in_v6[] = {
+	"conn_cap",
+	"addr_services",
+	NULL
+};
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -130,27 +139,27 @@ static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and conn_cap "
-		  "created empty, the layout record is new" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty, the layout record is new" },
 	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and conn_cap "
-		  "created empty" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 5: flows copied; the controller's state and request maps and the busy maps are
-	 * new (created empty by the load); every other map is adopted as it is */
+	/* 3 -> 6: flows copied; the controller's state and request maps and the busy maps are
+	 * new (created empty by the load, as layout 6's are); every other map is adopted as it
+	 * is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
-	  .what = "flows copied; new maps ctl_state, ctl_requests, busy, busy_released and "
-		  "conn_cap, the others adopted" },
-	/* 4 -> 5: flows copied, the busy maps new, every other map adopted */
+	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
+		  "others adopted" },
+	/* 4 -> 6: flows copied, the busy maps new, every other map adopted */
 	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
-	  .what = "flows copied; new maps busy, busy_released and conn_cap, the others "
-		  "adopted" },
-	/* 5 -> 6: every map adopted, conn_cap new */
-	{ .from = 5, .fresh = new_in_v6, .what = "new map conn_cap, the others adopted" },
+	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
+	/* 5 -> 6: every map adopted (only layout 6's maps are new) */
+	{ .from = 5, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -340,6 +349,27 @@ static int in_list(const char *const *list, const char *name)
 	return 0;
 }
 
+/* A map the layout a migration starts from never had: its own list, or new in layout 6. */
+static int fresh_in(const struct layout_migration *mig, const char *name)
+{
+	return in_list(mig->fresh, name) || (mig->from < LAYOUT_V6 && in_list(new_in_v6, name));
+}
+
+/* "; new in layout 6, created empty: conn_cap, addr_services" for a migration from before
+ * 6, "" otherwise. */
+static void v6_note(const struct layout_migration *mig, char *buf, size_t len)
+{
+	size_t used;
+
+	buf[0] = 0;
+	if (mig->from >= LAYOUT_V6)
+		return;
+	used = (size_t)snprintf(buf, len, "; new in layout %d, created empty:", LAYOUT_V6);
+	for (int i = 0; new_in_v6[i] && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
+					 new_in_v6[i]);
+}
+
 /* Check every pinned map this plan adopts (or copies) against this build. */
 static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const char *pin_dir,
 		      const struct sluice_layout *rec, char *err, size_t errlen)
@@ -401,7 +431,7 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	struct sluice_layout rec;
 	struct bpf_map *map;
 	int have_rec, any_pin = 0;
-	char msg[600];
+	char msg[600], v6[128];
 
 	memset(p, 0, sizeof(*p));
 	p->version = THIS_LAYOUT;
@@ -468,7 +498,7 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	for (int i = 0; i < p->n; i++) {
 		const char *name = bpf_map__name(p->slot[i].map);
 
-		if (in_list(mig->fresh, name) && access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0) {
+		if (fresh_in(mig, name) && access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0) {
 			snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, "
 				 "which layout %u never had, is pinned: cannot tell which layout the "
 				 "pins are", pin_dir, p->pinned, name, p->pinned);
@@ -489,8 +519,9 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	for (int i = 0; i < p->n; i++)
 		if (p->slot[i].copy)
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
-	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s)",
-		 pin_dir, p->pinned, p->version, mig->what);
+	v6_note(mig, v6, sizeof(v6));
+	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s)",
+		 pin_dir, p->pinned, p->version, mig->what, v6);
 	return 0;
 }
 
