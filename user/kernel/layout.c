@@ -349,10 +349,19 @@ static int in_list(const char *const *list, const char *name)
 	return 0;
 }
 
-/* A map the layout a migration starts from never had: its own list, or new in layout 6. */
-static int fresh_in(const struct layout_migration *mig, const char *name)
+/* The first map the layout a migration starts from never had that is pinned all the same, or
+ * NULL: its own list first (the oldest maps first), then the maps new in layout 6. */
+static const char *pinned_fresh(const struct layout_plan *p, const struct layout_migration *mig)
 {
-	return in_list(mig->fresh, name) || (mig->from < LAYOUT_V6 && in_list(new_in_v6, name));
+	const char *const *lists[] = { mig->fresh, mig->from < LAYOUT_V6 ? new_in_v6 : NULL };
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (const char *const *n = lists[l]; n && *n; n++)
+			for (int i = 0; i < p->n; i++)
+				if (!strcmp(bpf_map__name(p->slot[i].map), *n) &&
+				    access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0)
+					return *n;
+	return NULL;
 }
 
 /* "; new in layout 6, created empty: conn_cap, addr_services" for a migration from before
@@ -431,6 +440,7 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	struct sluice_layout rec;
 	struct bpf_map *map;
 	int have_rec, any_pin = 0;
+	const char *name;
 	char msg[600], v6[128];
 
 	memset(p, 0, sizeof(*p));
@@ -495,16 +505,12 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	}
 	/* A map the found layout never had is already pinned: the pins are not what the record
 	 * (or its absence) says, and converting them would misread every value. */
-	for (int i = 0; i < p->n; i++) {
-		const char *name = bpf_map__name(p->slot[i].map);
-
-		if (fresh_in(mig, name) && access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0) {
-			snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, "
-				 "which layout %u never had, is pinned: cannot tell which layout the "
-				 "pins are", pin_dir, p->pinned, name, p->pinned);
-			refuse(err, errlen, pin_dir, msg);
-			return -EPROTO;
-		}
+	if ((name = pinned_fresh(p, mig))) {
+		snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, which "
+			 "layout %u never had, is pinned: cannot tell which layout the pins are",
+			 pin_dir, p->pinned, name, p->pinned);
+		refuse(err, errlen, pin_dir, msg);
+		return -EPROTO;
 	}
 	p->action = LAYOUT_MIGRATE;
 	for (int i = 0; i < p->n; i++) {
