@@ -268,7 +268,7 @@ static int run1(int prog, const struct frame *fr, const char *what)
 		tci_shot++;
 		last_refused = 1;
 	} else {
-		if (r.ret != TC_ACT_OK)
+		if (r.ret != TC_ACT_UNSPEC) /* passed on to the hook's next filter */
 			die(what, fr, "TC returned %d", r.ret);
 		if (prog != prog_tci && !harness_unchanged(&r))
 			die(what, fr, "TC egress altered a frame");
