@@ -18,6 +18,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } port_to_service SEC(".maps");
 
+/* (local address, port) -> service index + 1, for the ports whose port_to_service value
+ * carries SLUICE_PORT_BY_ADDR. Controller. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SLUICE_MAX_ADDR_SERVICES);
+	__type(key, struct sluice_addr_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} addr_services SEC(".maps");
+
 /* Static per-service configuration: protocol, reject mode, classification tables. Controller. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -44,12 +44,30 @@ static __always_inline struct sluice_pkt_stats *pkt_counters(void)
 	return bpf_map_lookup_elem(&pkt_stats, &zero);
 }
 
-/* Service index for a port, or -1. */
-static __always_inline int service_of(__be16 port)
+/* A port shared by address-specific services: the service at the packet's local address (the
+ * destination coming in, the source going out), else the port-only one (v, 0 = none). */
+static __always_inline int service_by_addr(__u32 port, __u32 v, const struct pkt *p, int ingress)
+{
+	struct sluice_addr_key k = { .port = port };
+	__u32 *a;
+
+	pkt_addr(p, !ingress, k.addr);
+	a = bpf_map_lookup_elem(&addr_services, &k);
+	if (a)
+		v = *a;
+	if (!v || v > SLUICE_MAX_SERVICES)
+		return -1;
+	return v - 1;
+}
+
+/* Service index for a port (at the packet's local address), or -1. */
+static __always_inline int service_of(__be16 port, const struct pkt *p, int ingress)
 {
 	__u32 key = bpf_ntohs(port);
 	__u32 *v = bpf_map_lookup_elem(&port_to_service, &key);
 
+	if (v && (*v & SLUICE_PORT_BY_ADDR))
+		return service_by_addr(key, *v & ~SLUICE_PORT_BY_ADDR, p, ingress);
 	if (!v || !*v || *v > SLUICE_MAX_SERVICES)
 		return -1;
 	return *v - 1;
@@ -68,7 +86,7 @@ static __always_inline int parse_service_packet(void *data, void *data_end, stru
 			ps->malformed++;
 		return -1;
 	}
-	return service_of(ingress ? p->tcp->dest : p->tcp->source);
+	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
 
 static __always_inline void flow_key_of(const struct pkt *p, int ingress,
@@ -588,7 +606,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 
 	if (tc_parse(skb, &p) != PKT_TCP)
 		return TC_ACT_OK;
-	svc = service_of(p.tcp->source);
+	svc = service_of(p.tcp->source, &p, 0);
 	if (svc < 0)
 		return TC_ACT_OK;
 	/* A bare ACK ends nothing and starts nothing; segments with data keep flows fresh. */
@@ -858,7 +876,7 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 
 	if (tc_parse(skb, &p) != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
-	svc = service_of(p.tcp->dest);
+	svc = service_of(p.tcp->dest, &p, 1);
 	if (svc < 0)
 		return TC_ACT_OK;
 	if (p.tcp->syn && !p.tcp->ack && marked_rst_at_tc(skb))

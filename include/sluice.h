@@ -56,8 +56,23 @@
  *   6  new maps `conn_cap` (the open-connection cap per class and its refusals) and
  *      `inflight_pcpu` (in-flight striped per CPU; the shared `inflight` keeps what older
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
- *      values read as they are) */
+ *      values read as they are); services by local address and port: new map
+ *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
+ *      by layout 5, so its values are kept) */
 #define SLUICE_MAP_LAYOUT_VERSION 6
+
+/* Services by local address: two services may share a port on different local addresses
+ * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
+ * port-only service (index + 1, or 0 for none) in the low bits, and the data path looks the
+ * packet's local address and port up in `addr_services` first. A port with no address-specific
+ * service keeps the one array lookup. */
+#define SLUICE_PORT_BY_ADDR      0x80000000u
+#define SLUICE_MAX_ADDR_SERVICES 4096
+
+struct sluice_addr_key {
+	__u8 addr[16];                   /* local address, v4-mapped for IPv4 */
+	__u32 port;                      /* host byte order */
+};
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u

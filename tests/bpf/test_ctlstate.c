@@ -382,14 +382,17 @@ static int teardown_mig(void **state)
 }
 
 /* Pins as layout `from` (3, 4 or 5) left them: the maps it never had gone, the record saying
- * `from`. This build migrates them in place: flows copied from 3 and 4 (its new tcp fields are
- * zero in an older flow), every other pinned map adopted, the missing maps created empty and
- * pinned. */
+ * `from`. This build migrates them in place: flows copied from 3 and 4 (its new tcp fields
+ * are zero in an older flow; 5's flows are this layout's), every other pinned map adopted,
+ * the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	static const char *const never_had[] = { "conn_cap", "inflight_pcpu", "busy",
+	/* the maps new in layout 6 (the first n_v6), then 5's, then 4's */
+	static const char *const never_had[] = { "conn_cap", "addr_services",
+						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_gone = from <= 3 ? 6 : from == 4 ? 4 : 2;
+	const int n_v6 = 3;
+	const int n_gone = n_v6 + (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
 	struct sluice_bpf *a, *b;

@@ -7,7 +7,8 @@
 # tests/e2e/test_image.sh builds the image and runs it), and the Kubernetes runtime behaviour
 # sluice depends on is simulated against the real daemon in a network namespace (root only):
 #   - sluiced runs with exactly the DaemonSet's capability set and no_new_privs, on the
-#     config shipped in the sluice-config ConfigMap (interface renamed to the test veth);
+#     config shipped in the sluice-config ConfigMap (`interfaces: [auto]`: the test veth carries
+#     the server namespace's default route);
 #   - the kubelet's ConfigMap update (a new ..TIMESTAMP directory, the ..data symlink swapped
 #     atomically with a rename) reloads the config within 2 s; an invalid update is refused
 #     and the running config stays;
@@ -564,9 +565,11 @@ cm_publish() {
 CFGDIR=$TMP/etc-sluice
 SWDIR=$TMP/etc-sluice-switches
 mkdir -p "$CFGDIR" "$SWDIR" "$TMP/v"
-# The shipped config, with the interface and addresses of this test; state_dir = the switches
-# ConfigMap (the cluster-wide mode of docs/DEPLOY.md).
-sed -e 's/^interface: .*/interface: s0/' -e 's/^metrics_address: .*/metrics_address: 127.0.0.1:0/' \
+# The shipped config, with the addresses of this test; state_dir = the switches ConfigMap (the
+# cluster-wide mode of docs/DEPLOY.md). Its `interfaces: [auto]` stays: the server namespace
+# gets a default route over s0, as a node has over its NIC.
+in_srv ip route add default via $CLI_IP dev s0
+sed -e 's/^metrics_address: .*/metrics_address: 127.0.0.1:0/' \
 	-e "s#^state_dir: .*#state_dir: $SWDIR#" "$TMP/cm/sluice.yaml" > "$TMP/v/1.yaml"
 sed 's/limit: { fixed: 200 }/limit: { fixed: 150 }/' "$TMP/v/1.yaml" > "$TMP/v/2.yaml"
 { cat "$TMP/v/2.yaml"; printf '  - name: broken\n    port: 99999\n    bogus: 1\n'; } > "$TMP/v/3.yaml"
@@ -593,6 +596,11 @@ alive_or_gone() {
 		! kill -0 "$SLUICED_PID" 2>/dev/null
 }
 wait_for 5 "sluiced to attach and write its heartbeat" alive_or_gone
+# (status reads interface names in sluiced's namespace; from elsewhere it lists "#IFINDEX")
+attached=$($IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
+	python3 -c 'import json,sys; print(",".join(json.load(sys.stdin).get("interfaces", [])))')
+ok $([ "$attached" = s0 ] && echo 0 || echo 1) \
+	"the shipped interfaces: [auto] attaches to s0, the interface of the default route ($attached)"
 "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null | grep -q '"controller_alive":true' &&
 	kill -0 "$SLUICED_PID" 2>/dev/null; up=$?
 capeff=$(awk '/^CapEff/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)

@@ -6,8 +6,8 @@
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
 # pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
-# shared map only, no inflight_pcpu, no conn_cap; 4: nor busy/busy_released maps, flows without
-# server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
+# shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor busy/busy_released
+# maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
 # old layout wrote it or none) are migrated while connections are held and new ones keep being
 # admitted; the layout
@@ -65,7 +65,9 @@ print([16+48*i for i in range(n) if b[16+48*i:40+48*i].rstrip(b'\0')==b'$1'][0])
 # pinned_id link|map PIN_NAME FIELD: a field of bpftool's description of a pinned object.
 pinned_id() { bpftool -j "$1" show pinned "$PIN/$2" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$3"; }
-xdp_prog() { pinned_id link link_xdp prog_id; }
+# The XDP link's pin (one per interface, link_xdp_<ifindex>; this test attaches to s0 only).
+xdp_pin() { ls "$PIN" | grep '^link_xdp' | head -n 1; }
+xdp_prog() { pinned_id link "$(xdp_pin)" prog_id; }
 tc_filters() { for d in ingress egress; do in_srv tc filter show dev s0 $d; done | grep -c 'sluice_tc'; }
 pins() { ls "$PIN" | sort | tr '\n' ' '; }
 stop_sluiced() { kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; }
@@ -159,7 +161,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 # --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
-#    conn_cap map (the open-connection cap);
+#    conn_cap map (the open-connection cap), no addr_services map (services by local address);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
 #    then), no busy or busy_released map (the tcp turns' counts);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
@@ -227,7 +229,7 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap inflight_pcpu
+	echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
@@ -301,21 +303,23 @@ print(" ".join("0x%02x" % x for x in out))' "$1" $gone > "$TMP/rec$1"
 # connections kept, and connections made from the moment its programs are swapped in (the
 # XDP link runs another program) all admitted.
 upgrade() {
-	local from=$1 verdict_before prog_before what n_copied created=1 flows_seen="flows: 12 entries"
+	local from=$1 verdict_before prog_before what n_copied created=1
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
-	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied; 5: the
-	# connection cap and the stripes new, everything else adopted.
+	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
+	# 5: only layout 6's maps are new, every map adopted.
 	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
 	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
-	else what="new maps conn_cap and inflight_pcpu"; n_copied=0; flows_seen=""; fi
+	else what="every other map adopted"; n_copied=0; fi
+	local carried="flows: 12 entries.*" held_how="copied"
+	[ "$n_copied" = 0 ] && carried="" && held_how="adopted"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
 	start_bg "$TMP/up$from.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
 	for i in $(seq 1000); do
-		bpftool link show pinned "$PIN/link_xdp" | grep -q " prog $prog_before\b" || break
+		bpftool link show pinned "$PIN/$(xdp_pin)" | grep -q " prog $prog_before\b" || break
 		kill -0 "$SLUICED_PID" 2>/dev/null || break
 	done
 	# Right after the swap: 100 connections at 1000/s, each must be admitted and answered.
@@ -327,11 +331,11 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$flows_seen.*$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: $what, 12 held flows copied, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
+		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"
 	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
@@ -348,13 +352,13 @@ upgrade 1
 held_open "the drill's migration"
 status; before=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['admitted']")
 completed_before=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
-link_before=$(pinned_id link link_xdp id)
+link_before=$(pinned_id link "$(xdp_pin)" id)
 prog_before=$(xdp_prog)
 flows_id_before=$(pinned_id map flows id)
 start_bg "$TMP/drill.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 wait_for 5 "the drill's attached event" grep -q '"to":"attached"' "$TMP/drill.log"
-link_after=$(pinned_id link link_xdp id)
+link_after=$(pinned_id link "$(xdp_pin)" id)
 flows_id_after=$(pinned_id map flows id)
 ok $(grep -q "migrated the maps under $PIN from layout $V to $DV (rehearsal.*flows: 12 entries.*$((NMAPS - 1)) maps copied, 1 adopted" "$TMP/drill.log" &&
 	[ "$(rec_u32 0)" = "$DV" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(inflight)" = 12 ] &&
@@ -375,6 +379,7 @@ refused "$BUILD/sluiced" "layout $V sluiced on layout $DV pins is refused" \
 # The held connections end through the migrated maps: every slot comes back.
 start_bg "$TMP/drill2.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
+wait_for 5 "the drill's second start to attach" grep -q '"to":"attached"' "$TMP/drill2.log"
 held_open "they are closed"
 kill -TERM "$HELD_PID"
 wait "$HELD_PID"

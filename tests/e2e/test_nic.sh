@@ -70,6 +70,8 @@ count() {
 	bpftool map lookup id "$map" key $4 0 0 0 --json |
 		python3 -c "import json,sys; d=json.load(sys.stdin); print(d['formatted']['value'] if 'formatted' in d else int.from_bytes(bytes(int(x,16) for x in d['value']),'little'))"
 }
+# xdp_mode_of IF: how status --json says XDP runs on IF.
+xdp_mode_of() { json_get "$TMP/status.json" "[x['mode'] for x in d['xdp'] if x['interface']=='$1'][0]"; }
 prefs() { in_srv tc filter show dev "$1" "$2" | grep -o 'pref [0-9]*' | sort -u | tr '\n' ' '; }
 
 # --- headers in page fragments, and neighbours on the hooks (a tap device) ----------------
@@ -103,7 +105,7 @@ wait_for 3 "the L3 switch in the verdict map" shed_l3
 touch "$TMP/go"
 tap_open() { grep -q open "$TMP/tap.log"; }
 wait_for 10 "the tap client's handshakes" tap_open
-bpftool link detach pinned "$PIN/link_xdp"
+bpftool link detach pinned "$PIN/link_xdp_$(in_srv ip -o link show "$TAP" | cut -d: -f1)"
 touch "$TMP/go.2"
 wait_for 10 "the tap client's answers" test -f "$TMP/answers.json"
 answers=$(json_get "$TMP/answers.json" "' | '.join(d['answers'])")
@@ -135,7 +137,7 @@ in_cli ip link set dev c0 mtu 9000
 write_cfg "$TMP/jumbo.yaml" s0 auto
 start_sluiced "$TMP/jumbo.yaml" || { ok 1 "sluiced starts on s0"; finish; exit 1; }
 status
-mode=$(json_get "$TMP/status.json" "d['xdp']['mode']")
+mode=$(xdp_mode_of s0)
 link=$(in_srv ip -d link show s0 | grep -o 'xdpgeneric\|prog/xdp ' | head -1)
 ok $([ "$mode" = native ] && [ "$link" = "prog/xdp " ] && grep -q "xdp native" "$SLUICED_LOG" &&
 	! grep -q GENERIC "$SLUICED_LOG" && echo 0 || echo 1) \
@@ -185,7 +187,7 @@ ok $(grep -q '^sluiced: warning: FELL BACK TO GENERIC XDP on bx'$$ "$SLUICED_LOG
 	"the fallback to generic XDP is a warning in the log" "$(cat "$SLUICED_LOG")"
 ok $(grep -q '"to":"generic"' "$SLUICED_LOG" && echo 0 || echo 1) "... and an event" "$(cat "$SLUICED_LOG")"
 table=$($IN_SRV $CTL status | grep '^xdp:')
-ok $([ "$(json_get "$TMP/status.json" "d['xdp']['mode']")" = generic ] &&
+ok $([ "$(xdp_mode_of bx$$)" = generic ] &&
 	[[ "$table" == "xdp: GENERIC on bx$$ "* ]] && echo 0 || echo 1) \
 	"sluicectl status shows it ($table)"
 metrics > "$TMP/metrics.txt"

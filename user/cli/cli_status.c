@@ -57,6 +57,7 @@ static int do_status(const void *args, void *ctx)
 	}
 	maps_close(&m);
 	status_rates(&first, &snap);
+	status_collect_ifaces(&snap, o->pin_dir);
 	if ((o->json || a->json) && status_print_json(stdout, &snap)) {
 		log_error("out of memory");
 		return EXIT_RUNTIME;

@@ -170,6 +170,60 @@ static void retry_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_nod
 		ydoc_unknown_key(d, k, a->where, retry_keys);
 }
 
+/* ---- interfaces ---- */
+
+static void add_ifspec(struct ydoc *d, const yaml_node_t *v, const char *key,
+		       struct sluice_config *cfg)
+{
+	char name[IF_NAMESIZE];
+
+	if (!yget_string(d, v, key, "", name, sizeof(name), false))
+		return;
+	if (!valid_ifname(name)) {
+		ydoc_bad(d, v, key, "", "not a valid interface name or pattern");
+		return;
+	}
+	for (int i = 0; i < cfg->n_ifspecs; i++)
+		if (!strcmp(cfg->ifspecs[i], name)) {
+			ydoc_bad(d, v, key, "", "'%s' is listed twice", name);
+			return;
+		}
+	if (cfg->n_ifspecs >= SLUICE_MAX_IFSPECS) {
+		ydoc_bad(d, v, key, "", "at most %d entries", SLUICE_MAX_IFSPECS);
+		return;
+	}
+	snprintf(cfg->ifspecs[cfg->n_ifspecs++], IF_NAMESIZE, "%s", name);
+}
+
+/* `interface: eth0` is a list of one; `interfaces: [eth0, "ens*", auto]` any number. */
+static void parse_interfaces(struct ydoc *d, yaml_node_t *v, const char *key,
+			     struct sluice_config *cfg)
+{
+	if (v && v->type == YAML_SEQUENCE_NODE) {
+		int n = yseq_len(v);
+
+		if (n == 0)
+			ydoc_bad(d, v, key, "", "an empty list attaches nowhere");
+		for (int i = 0; i < n; i++)
+			add_ifspec(d, yseq_at(d, v, i), key, cfg);
+	} else {
+		add_ifspec(d, v, key, cfg);
+	}
+	if (cfg->n_ifspecs)
+		snprintf(cfg->interface, sizeof(cfg->interface), "%s", cfg->ifspecs[0]);
+}
+
+const char *sluice_config_ifaces(const struct sluice_config *c, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < c->n_ifspecs && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+					 c->ifspecs[i]);
+	return buf;
+}
+
 /* ---- top level ---- */
 
 struct root_arg {
@@ -177,7 +231,7 @@ struct root_arg {
 	yaml_node_t *interface, *services, *control, *heartbeat;
 };
 
-static const char *const root_keys[] = { "interface", "xdp_mode", "control_interval_ms",
+static const char *const root_keys[] = { "interface", "interfaces", "xdp_mode", "control_interval_ms",
 	"heartbeat_timeout_ms", "metrics_address", "state_dir", "pin_dir", "switch_group",
 	"switch_max_renewals", "flow_idle_timeout_s", "syn_timeout_s", "cascade", "retry_storm", "services", NULL };
 
@@ -188,11 +242,12 @@ static void root_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 	struct root_arg *a = arg;
 	struct sluice_config *cfg = a->cfg;
 
-	if (!strcmp(key, "interface")) {
+	if (!strcmp(key, "interface") || !strcmp(key, "interfaces")) {
+		if (a->interface)
+			ydoc_bad(d, v, key, "", "give either 'interface' or 'interfaces', not both");
+		else
+			parse_interfaces(d, v, key, cfg);
 		a->interface = v;
-		if (yget_string(d, v, key, "", cfg->interface, sizeof(cfg->interface), false) &&
-		    !valid_ifname(cfg->interface))
-			ydoc_bad(d, v, key, "", "not a valid interface name");
 	} else if (!strcmp(key, "xdp_mode")) {
 		yget_enum(d, v, key, "", xdp_names, 3, &cfg->xdp_mode);
 	} else if (!strcmp(key, "control_interval_ms")) {
@@ -254,7 +309,7 @@ static void parse_root(struct ydoc *d, yaml_node_t *root, struct sluice_config *
 	}
 	ymap_each(d, root, "", root_pair, &a);
 	if (!a.interface)
-		doc_err(d->errs, NULL, "missing required key 'interface'");
+		doc_err(d->errs, NULL, "missing required key 'interface' (or 'interfaces')");
 	if (cfg->n_services == 0 && (!a.services || a.services->type == YAML_SCALAR_NODE ||
 				     (a.services->type == YAML_SEQUENCE_NODE &&
 				      a.services->data.sequence.items.top ==

@@ -15,6 +15,7 @@
 #define SLUICE_MAX_RULES       16
 #define SLUICE_MAX_HO_STEPS    8
 #define SLUICE_MAX_LADDER_STEPS 8
+#define SLUICE_MAX_IFSPECS     16         /* entries of `interfaces` */
 
 enum rule_kind { RULE_SOURCE, RULE_DSCP, RULE_HEADER, RULE_PATH };
 
@@ -48,6 +49,8 @@ struct service_conf {
 	char name[SLUICE_NAME_LEN];
 	int line;
 	int port;                         /* 1..65535 */
+	int has_addr;                     /* `port: ADDR:PORT`: only this local address */
+	uint8_t addr[16];                 /* v4-mapped for IPv4 */
 	int protocol;                     /* enum sluice_protocol */
 	int reject;                       /* enum sluice_reject_mode */
 	int retry_after_s;                /* 1 */
@@ -97,7 +100,12 @@ struct retry_storm_conf {
 };
 
 struct sluice_config {
-	char interface[IF_NAMESIZE];
+	char interface[IF_NAMESIZE];      /* the first entry of ifspecs (messages) */
+	/* Where to attach: interface names, shell patterns (`ens*`, matched with fnmatch) and
+	 * `auto` (the interfaces that carry a default route), from `interfaces` or from the
+	 * single `interface` key (kernel/ifaces.c resolves them). */
+	char ifspecs[SLUICE_MAX_IFSPECS][IF_NAMESIZE];
+	int n_ifspecs;
 	int xdp_mode;                     /* 0 auto, 1 native, 2 generic */
 	int control_interval_ms;          /* 100 */
 	int heartbeat_timeout_ms;         /* 1000 */
@@ -120,6 +128,9 @@ enum { LIMIT_ALG_AUTO = 0, LIMIT_ALG_GRADIENT = 1, LIMIT_ALG_AIMD = 2 };
 
 /* Fill `out` with defaults (no services). Overwrites `out` without freeing it. */
 void sluice_config_defaults(struct sluice_config *out);
+
+/* The interface entries as written, comma-separated ("eth0, ens*"), into buf. */
+const char *sluice_config_ifaces(const struct sluice_config *c, char *buf, size_t len);
 
 /* Free the services list and leave `c` with none. */
 void sluice_config_free(struct sluice_config *c);

@@ -26,6 +26,40 @@ static bool valid_header_name(const char *s)
 }
 
 /* "a.b.c.d/len" or "v6/len" (no /len: a host prefix). v4 is stored v4-mapped. */
+/* "ADDR:PORT" or "[V6]:PORT": a service at one local address. */
+static const char *parse_addr_port(const char *s, struct service_conf *sc)
+{
+	const char *colon = strrchr(s, ':');
+	char buf[64];
+	size_t len = (size_t)(colon - s);
+	int bracket = s[0] == '[';
+	long long port;
+
+	if (bracket) {
+		if (len < 2 || colon[-1] != ']')
+			return "expected ADDR:PORT or [IPV6]:PORT";
+		s++;
+		len -= 2;
+	}
+	if (len == 0 || len >= sizeof(buf))
+		return "expected ADDR:PORT or [IPV6]:PORT";
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	memset(sc->addr, 0, sizeof(sc->addr));
+	if (inet_pton(AF_INET, buf, sc->addr + 12) == 1) {
+		sc->addr[10] = sc->addr[11] = 0xff;
+	} else if (!bracket || inet_pton(AF_INET6, buf, sc->addr) != 1) {
+		return strchr(buf, ':') && !bracket ? "IPv6 addresses must be written [ADDR]:PORT"
+						    : "not an IPv4 or IPv6 address";
+	}
+	if (!yparse_int(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' || port < 1 ||
+	    port > 65535)
+		return "port must be an integer in 1..65535";
+	sc->port = (int)port;
+	sc->has_addr = 1;
+	return NULL;
+}
+
 static const char *parse_prefix(const char *s, struct class_rule *r)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
@@ -411,8 +445,18 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		    !valid_service_name(s->name))
 			ydoc_bad(d, v, key, a->where, "use letters, digits, '-', '_' and '.' only");
 	} else if (!strcmp(key, "port")) {
-		if (yget_int(d, v, key, a->where, 1, 65535, &s->port))
+		const char *t = v && v->type == YAML_SCALAR_NODE ? ynode_scalar(v) : NULL;
+
+		if (t && strchr(t, ':')) {
+			const char *why = parse_addr_port(t, s);
+
+			if (why)
+				ydoc_bad(d, v, key, a->where, "%s", why);
+			else
+				a->port = v;
+		} else if (yget_int(d, v, key, a->where, 1, 65535, &s->port)) {
 			a->port = v;
+		}
 	} else if (!strcmp(key, "protocol")) {
 		a->protocol = v;
 		yget_enum(d, v, key, a->where, proto_names, 2, &s->protocol);
@@ -495,7 +539,9 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
  * services costs no more than the parse itself. */
 struct svc_marks {
 	yaml_node_t **name, **port;      /* per service */
-	int *port_first;                 /* port -> index + 1 of the first service on it */
+	int *port_first;                 /* port -> index + 1 of the last service on it */
+	int *port_next;                  /* per service: index + 1 of the one before it on its
+	                                  * port (services on one port differ by address) */
 	int *name_slot;                  /* open addressing: index + 1 of a service, 0 = empty */
 	unsigned name_mask;
 };
@@ -582,13 +628,24 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 				s->name, ynode_line(m->name[j]));
 	}
 	if (m->port[idx] && s->port > 0 && s->port <= 65535) {
-		int j = m->port_first[s->port] - 1;
-		if (j < 0)
+		int j;
+
+		/* One service per (address, port), and one port-only service per port. */
+		for (j = m->port_first[s->port] - 1; j >= 0; j = m->port_next[j] - 1) {
+			const struct service_conf *o = &cfg->services[j];
+
+			if (o->has_addr == s->has_addr &&
+			    (!s->has_addr || !memcmp(o->addr, s->addr, sizeof(s->addr))))
+				break;
+		}
+		if (j < 0) {
+			m->port_next[idx] = m->port_first[s->port];
 			m->port_first[s->port] = idx + 1;
-		else
+		} else {
 			doc_err(d->errs, m->port[idx], "duplicate port %d%s (already used by service "
 				"'%s' at line %d)", s->port, where, cfg->services[j].name,
 				ynode_line(m->port[j]));
+		}
 	}
 }
 
@@ -599,7 +656,7 @@ void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config 
 	long count = n && n->type == YAML_SEQUENCE_NODE ?
 		     n->data.sequence.items.top - n->data.sequence.items.start : 0;
 	unsigned slots = 16;
-	int src_rules = 0;
+	int src_rules = 0, by_addr = 0;
 
 	if (!yget_type(d, n, YAML_SEQUENCE_NODE, "services", ""))
 		return;
@@ -618,9 +675,10 @@ void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config 
 	m.name = calloc((size_t)count + 1, sizeof(*m.name));
 	m.port = calloc((size_t)count + 1, sizeof(*m.port));
 	m.port_first = calloc(65536, sizeof(*m.port_first));
+	m.port_next = calloc((size_t)count + 1, sizeof(*m.port_next));
 	m.name_slot = calloc(slots, sizeof(*m.name_slot));
 	m.name_mask = slots - 1;
-	if (!cfg->services || !m.name || !m.port || !m.port_first || !m.name_slot) {
+	if (!cfg->services || !m.name || !m.port || !m.port_first || !m.port_next || !m.name_slot) {
 		doc_err(d->errs, n, "out of memory for %ld services", count);
 		count = 0;
 	}
@@ -634,10 +692,16 @@ void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config 
 	free(m.name);
 	free(m.port);
 	free(m.port_first);
+	free(m.port_next);
 	free(m.name_slot);
-	for (int i = 0; i < cfg->n_services; i++)
+	for (int i = 0; i < cfg->n_services; i++) {
+		by_addr += cfg->services[i].has_addr;
 		for (int j = 0; j < cfg->services[i].n_rules; j++)
 			src_rules += cfg->services[i].rules[j].kind == RULE_SOURCE;
+	}
+	if (by_addr > SLUICE_MAX_ADDR_SERVICES)
+		doc_err(d->errs, n, "too many services at an address (ADDR:PORT): %d, at most %d",
+			by_addr, SLUICE_MAX_ADDR_SERVICES);
 	if (src_rules > SLUICE_MAX_SRC_RULES)
 		doc_err(d->errs, n, "too many source rules in all: %d, at most %d", src_rules,
 		    SLUICE_MAX_SRC_RULES);

@@ -594,7 +594,9 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	}
 	if (d->pin_override[0])
 		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
-	if (strcmp(next.interface, d->cfg.interface) || strcmp(next.pin_dir, d->cfg.pin_dir) ||
+	if (next.n_ifspecs != d->cfg.n_ifspecs ||
+	    memcmp(next.ifspecs, d->cfg.ifspecs, sizeof(next.ifspecs)) ||
+	    strcmp(next.pin_dir, d->cfg.pin_dir) ||
 	    strcmp(next.state_dir, d->cfg.state_dir) || next.xdp_mode != d->cfg.xdp_mode) {
 		log_error("config %s: interface, xdp_mode, pin_dir and state_dir changes need a "
 			"restart; keeping the running config", d->cfg_path);
@@ -684,6 +686,7 @@ int daemon_metrics_body(void *ctx, char **body, size_t *len)
 
 	if (status_collect(&d->m, &snap, 0))
 		return -1;
+	status_collect_ifaces(&snap, d->cfg.pin_dir);
 	pthread_mutex_lock(&d->lock);
 	rc = metrics_extra_copy(&x, &d->mx);
 	pthread_mutex_unlock(&d->lock);

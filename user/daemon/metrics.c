@@ -439,21 +439,25 @@ static void render_measures(FILE *b, const struct svc_ref *sv, int n)
 }
 
 /* Process-wide: the controller, the data path's packet counters, config and switch file. */
-/* One sample per mode, 1 for the one XDP runs in: a fallback to generic XDP shows as a change
- * of series an alert can match on. */
+/* One sample per mode and attached interface, 1 for the one XDP runs in: a fallback to
+ * generic XDP shows as a change of series an alert can match on. */
 static void render_xdp(FILE *b, const struct status_snapshot *snap)
 {
 	static const char *const modes[] = { "native", "generic", "offload", "none" };
-	char ifn[2 * sizeof(snap->xdp_if) + 1];
 
 	family(b, "sluice_xdp_mode", "gauge",
 	       "1 for the mode XDP runs in on the interface (generic: every packet costs an skb first).");
-	if (!snap || !snap->xdp_mode)
-		return;
-	escape_label(ifn, snap->xdp_if, sizeof(snap->xdp_if));
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		fprintf(b, "sluice_xdp_mode{interface=\"%s\",mode=\"%s\"} %d\n", ifn, modes[i],
-			!strcmp(snap->xdp_mode, modes[i]));
+	for (int i = 0; snap && i < snap->n_ifaces; i++) {
+		const struct attached_iface *a = &snap->ifaces[i];
+		char ifn[2 * IF_NAMESIZE + 1];
+
+		if (!a->xdp_mode[0])
+			continue; /* cannot be told from here */
+		escape_label(ifn, a->name, IF_NAMESIZE);
+		for (size_t j = 0; j < sizeof(modes) / sizeof(modes[0]); j++)
+			fprintf(b, "sluice_xdp_mode{interface=\"%s\",mode=\"%s\"} %d\n", ifn,
+				modes[j], !strcmp(a->xdp_mode, modes[j]));
+	}
 }
 
 static void render_process(FILE *b, const struct status_snapshot *snap, const struct metrics_extra *x)
@@ -466,6 +470,15 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 	       "Age of the controller heartbeat seen by the data path (absent: never written).");
 	if (snap && snap->heartbeat_age_s >= 0)
 		sample_d(b, "sluice_controller_heartbeat_age_seconds", NULL, snap->heartbeat_age_s);
+	family(b, "sluice_interface_attached", "gauge",
+	       "1 for each interface the data path runs on.");
+	for (int i = 0; snap && i < snap->n_ifaces; i++) {
+		char name[2 * IF_NAMESIZE + 1];
+		struct lbl l = { NULL, -1, "interface", name };
+
+		escape_label(name, snap->ifaces[i].name, IF_NAMESIZE);
+		sample_u(b, "sluice_interface_attached", &l, 1);
+	}
 	family(b, "sluice_packets_service_total", "counter",
 	       "Packets to or from a configured service seen by the data path.");
 	sample_u(b, "sluice_packets_service_total", NULL,

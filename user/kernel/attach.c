@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -19,6 +20,7 @@
 #include "kernel/bpfmaps.h"
 #include "kernel/layout.h"
 #include "kernel/mapconfig.h"
+#include "kernel/ifaces.h"
 #include "kernel/nicinfo.h"
 #include "sluice.skel.h"
 
@@ -144,6 +146,162 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 	return layout_copy(&st->layout, err, errlen);
 }
 
+/* ---- pinned XDP links: one per interface, "link_xdp_<ifindex>" (a single-interface layout
+ * pinned its one link as "link_xdp"; it is found and kept by the same scan) */
+
+/* The interface of a pinned XDP link: its ifindex, 0 when the device is gone, -1 when the
+ * pin is not an XDP link. */
+static int link_ifindex(int fd)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != BPF_LINK_TYPE_XDP)
+		return -1;
+	return (int)info.xdp.ifindex;
+}
+
+typedef int (*link_fn)(void *ctx, const char *path, int fd, int ifindex);
+
+/* Call fn for every pinned XDP link (fd closed after); returns how many there were. */
+static int each_link(const char *pin_dir, link_fn fn, void *ctx)
+{
+	char path[768];
+	struct dirent *de;
+	DIR *d = opendir(pin_dir);
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		int fd, idx;
+
+		if (strncmp(de->d_name, XDP_LINK_PIN, strlen(XDP_LINK_PIN)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, de->d_name);
+		if ((fd = bpf_obj_get(path)) < 0)
+			continue;
+		idx = link_ifindex(fd);
+		if (idx >= 0) {
+			n++;
+			if (fn && fn(ctx, path, fd, idx)) {
+				close(fd);
+				break;
+			}
+		}
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
+struct find_ctx {
+	int ifindex;
+	char *path;
+	size_t len;
+	int found;
+};
+
+static int find_fn(void *ctx, const char *path, int fd, int ifindex)
+{
+	struct find_ctx *c = ctx;
+
+	if (ifindex != c->ifindex)
+		return 0;
+	snprintf(c->path, c->len, "%s", path);
+	c->found = 1;
+	return 1;
+}
+
+/* Where the XDP link of ifindex is pinned, or is to be. */
+static void xdp_link_path(const char *pin_dir, int ifindex, char *path, size_t len)
+{
+	struct find_ctx c = { ifindex, path, len, 0 };
+
+	each_link(pin_dir, find_fn, &c);
+	if (!c.found)
+		snprintf(path, len, "%s/%s_%d", pin_dir, XDP_LINK_PIN, ifindex);
+}
+
+static void detach_tc(int ifindex, enum bpf_tc_attach_point where);
+
+struct prune_ctx {
+	const int *keep;
+	int n_keep;
+	int only;       /* > 0: this interface only */
+};
+
+static int prune_fn(void *ctx, const char *path, int fd, int ifindex)
+{
+	struct prune_ctx *c = ctx;
+
+	if (c->only ? ifindex != c->only : c->n_keep < 0 && ifindex > 0)
+		return 0;
+	for (int i = 0; i < c->n_keep; i++)
+		if (c->keep[i] == ifindex)
+			return 0;
+	if (ifindex > 0) {
+		detach_tc(ifindex, BPF_TC_EGRESS);
+		detach_tc(ifindex, BPF_TC_INGRESS);
+	}
+	bpf_link_detach(fd);
+	unlink(path);
+	return 0;
+}
+
+/* Detach the programs from every interface not in keep (a link whose device is gone only
+ * loses its pin; n_keep -1: only those); returns how many pinned links there were. */
+static int detach_links(const char *pin_dir, const int *keep, int n_keep)
+{
+	struct prune_ctx c = { keep, n_keep, 0 };
+
+	return each_link(pin_dir, prune_fn, &c);
+}
+
+static void detach_ifindex(const char *pin_dir, int ifindex)
+{
+	struct prune_ctx c = { NULL, 0, ifindex };
+
+	each_link(pin_dir, prune_fn, &c);
+}
+
+struct list_ctx {
+	struct attached_iface *out;
+	int n, max;
+	int names;      /* the caller is in the links' namespace: ifindex -> name means it */
+};
+
+static int list_fn(void *ctx, const char *path, int fd, int ifindex)
+{
+	struct list_ctx *c = ctx;
+
+	if (ifindex <= 0 || c->n >= c->max)
+		return 0;
+	c->out[c->n].ifindex = ifindex;
+	if (!c->names || !if_indextoname((unsigned)ifindex, c->out[c->n].name))
+		snprintf(c->out[c->n].name, sizeof(c->out[c->n].name), "#%d", ifindex);
+	c->n++;
+	return 0;
+}
+
+int attach_list(const char *pin_dir, unsigned long long netns_ino, struct attached_iface *out,
+		int max)
+{
+	struct list_ctx c = { out, 0, max, !netns_ino || netns_ino == current_netns_ino() };
+
+	each_link(pin_dir, list_fn, &c);
+	/* Readdir order is the pins' hash order: sort by ifindex for stable output. */
+	for (int i = 1; i < c.n; i++)
+		for (int j = i; j > 0 && out[j - 1].ifindex > out[j].ifindex; j--) {
+			struct attached_iface t = out[j];
+
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return c.n;
+}
+
 /* Pinned XDP link on this interface: swap its program. Otherwise create and pin one. */
 static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode,
 		      char *err, size_t errlen)
@@ -152,7 +310,7 @@ static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode
 	char path[512];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, XDP_LINK_PIN);
+	xdp_link_path(pin_dir, st->ifindex, path, sizeof(path));
 	fd = bpf_obj_get(path);
 	if (fd >= 0) {
 		struct bpf_link_info info;
@@ -235,20 +393,21 @@ static void choose_rst_path(struct attach_state *st, const char *ifname)
 	st->rst_at_tc = nic_rx_vlan_offload(ifname) == 1 && nic_has_upper(st->ifindex) != 0;
 	if (st->rst_at_tc)
 		bpf_map_update_elem(bpf_map__fd(st->skel->maps.syn_reply_tc), &key, &one, BPF_ANY);
+	else /* an index an interface that went away had may come back on another one */
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.syn_reply_tc), &key);
 }
 
-int attach_interface(struct attach_state *st, const char *pin_dir, const char *ifname,
-		     int xdp_mode, char *err, size_t errlen)
+/* The programs on one interface, by index (no layout commit, no record). */
+static int attach_ifindex(struct attach_state *st, const char *pin_dir, int ifindex,
+			  const char *ifname, int xdp_mode, char *err, size_t errlen)
 {
-	struct sluice_maps m;
-	struct sluice_globals g;
 	int rc;
 
-	st->ifindex = if_nametoindex(ifname);
-	if (!st->ifindex) {
-		snprintf(err, errlen, "no interface named '%s'", ifname);
-		return -ENODEV;
-	}
+	if (st->xdp_link_fd >= 0)
+		close(st->xdp_link_fd); /* the earlier interface's link stays: it is pinned */
+	st->xdp_link_fd = -1;
+	st->ifindex = ifindex;
+	st->xdp_native_errno = 0;
 	choose_rst_path(st, ifname);
 	rc = attach_xdp(st, pin_dir, xdp_mode, err, errlen);
 	if (rc)
@@ -257,38 +416,136 @@ int attach_interface(struct attach_state *st, const char *pin_dir, const char *i
 		       bpf_program__fd(st->skel->progs.sluice_tc_egress), err, errlen);
 	if (rc)
 		return rc;
-	rc = attach_tc(st->ifindex, BPF_TC_INGRESS,
-		       bpf_program__fd(st->skel->progs.sluice_tc_ingress), err, errlen);
-	if (rc)
-		return rc;
-	/* The new programs run: a migration moves the pin names to the fresh maps now. */
-	rc = layout_commit(&st->layout, st->skel->obj, pin_dir, err, errlen);
-	if (rc)
-		return rc;
-	/* Record where we are attached, so `sluicectl detach` can find the TC filters. */
+	return attach_tc(st->ifindex, BPF_TC_INGRESS,
+			 bpf_program__fd(st->skel->progs.sluice_tc_ingress), err, errlen);
+}
+
+static int is_attached(const struct attach_state *st, int ifindex)
+{
+	for (int i = 0; i < st->n_ifaces; i++)
+		if (st->ifaces[i].ifindex == ifindex)
+			return 1;
+	return 0;
+}
+
+static void record_ifindex(const char *pin_dir, int ifindex)
+{
+	struct sluice_maps m;
+	struct sluice_globals g;
+
+	/* A single-interface sluicectl finds one interface here; every version of it reads
+	 * this field, so the first interface stays recorded. */
 	if (maps_open_pinned(pin_dir, &m) == 0) {
-		if (maps_read_globals(&m, &g) == 0) {
-			g.ifindex = st->ifindex;
+		if (maps_read_globals(&m, &g) == 0 && (!g.ifindex || g.ifindex == (__u32)ifindex ||
+		    !if_indextoname(g.ifindex, (char[IF_NAMESIZE]){ 0 }) ||
+		    g.netns_ino != current_netns_ino())) {
+			g.ifindex = (__u32)ifindex;
 			g.netns_ino = current_netns_ino();
 			maps_write_globals(&m, &g);
 		}
 		maps_close(&m);
 	}
-	return 0;
 }
 
-const char *attach_xdp_mode(const struct sluice_globals *g, char *ifname, size_t n)
+int attach_config(struct attach_state *st, const char *pin_dir,
+		  const char (*specs)[IF_NAMESIZE], int n_specs, int xdp_mode, int start,
+		  char *err, size_t errlen)
+{
+	struct iface_link *links;
+	char defroute[SLUICE_MAX_IFACES][IF_NAMESIZE], missing[IF_NAMESIZE];
+	int sel[SLUICE_MAX_IFACES], keep[SLUICE_MAX_IFACES];
+	int n_links, n_def, n_sel, added = 0, rc = 0;
+
+	n_links = ifaces_links(&links);
+	if (n_links < 0) {
+		snprintf(err, errlen, "cannot list the interfaces: %s", strerror(-n_links));
+		return n_links;
+	}
+	n_def = ifaces_default_route_devs(defroute, SLUICE_MAX_IFACES);
+	n_sel = ifaces_pick(links, n_links, specs, n_specs, (const char (*)[IF_NAMESIZE])defroute,
+			    n_def, sel, SLUICE_MAX_IFACES, missing, sizeof(missing));
+	if (n_sel < 0) {
+		free(links);
+		return n_sel;
+	}
+	if (start && missing[0]) {
+		snprintf(err, errlen, "no interface named '%s'", missing);
+		free(links);
+		return -ENODEV;
+	}
+	for (int i = 0; i < n_sel; i++)
+		keep[i] = links[sel[i]].ifindex;
+	/* At start the config says where the programs run: links pinned by an earlier run on
+	 * interfaces no longer selected are taken off (they would run the old programs). */
+	if (start)
+		detach_links(pin_dir, keep, n_sel);
+	/* Interfaces that went away: forget them (the kernel took their programs off). One
+	 * attached before it became the port of a selected bond or bridge (or before its VLAN
+	 * parent was selected): its programs come off, the other device sees its packets. */
+	for (int i = 0; i < st->n_ifaces; i++) {
+		const struct iface_link *l = NULL;
+		int covered = 0;
+
+		for (int j = 0; j < n_links; j++)
+			if (links[j].ifindex == st->ifaces[i].ifindex &&
+			    !strcmp(links[j].name, st->ifaces[i].name))
+				l = &links[j];
+		for (int j = 0; l && j < n_sel; j++)
+			covered |= keep[j] == l->master || keep[j] == l->vlan_lower;
+		if (covered)
+			detach_ifindex(pin_dir, l->ifindex);
+		if (!l || covered) {
+			__u32 key = (__u32)st->ifaces[i].ifindex;
+
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.syn_reply_tc), &key);
+			st->ifaces[i--] = st->ifaces[--st->n_ifaces];
+		}
+	}
+	if (!start)
+		detach_links(pin_dir, NULL, -1); /* only the pins of links whose device is gone */
+	for (int i = 0; i < n_sel && st->n_ifaces < SLUICE_MAX_IFACES; i++) {
+		const struct iface_link *l = &links[sel[i]];
+
+		if (is_attached(st, l->ifindex))
+			continue;
+		rc = attach_ifindex(st, pin_dir, l->ifindex, l->name, xdp_mode, err, errlen);
+		if (rc) {
+			size_t used = strlen(err);
+
+			snprintf(err + used, errlen - used, " (interface %s)", l->name);
+			if (start)
+				break;
+			continue; /* hot-plug: the others stay attached; tried again next change */
+		}
+		st->ifaces[st->n_ifaces].ifindex = l->ifindex;
+		snprintf(st->ifaces[st->n_ifaces].name, IF_NAMESIZE, "%s", l->name);
+		snprintf(st->ifaces[st->n_ifaces].xdp_mode, sizeof(st->ifaces[0].xdp_mode), "%s",
+			 st->xdp_mode_used ? st->xdp_mode_used : "");
+		st->ifaces[st->n_ifaces].xdp_native_errno = st->xdp_native_errno;
+		st->ifaces[st->n_ifaces].rst_at_tc = st->rst_at_tc;
+		st->n_ifaces++;
+		added++;
+	}
+	free(links);
+	if (start && rc)
+		return rc;
+	if (start) {
+		/* The new programs run: a migration moves the pin names to the fresh maps now. */
+		rc = layout_commit(&st->layout, st->skel->obj, pin_dir, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (st->n_ifaces && (start || added))
+		record_ifindex(pin_dir, st->ifaces[0].ifindex);
+	return rc ? rc : added;
+}
+
+const char *attach_xdp_mode(int ifindex, unsigned long long netns_ino)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
-	char name[IF_NAMESIZE];
 
-	if (n)
-		ifname[0] = 0;
-	if (!g->ifindex || (g->netns_ino && g->netns_ino != current_netns_ino()) ||
-	    !if_indextoname(g->ifindex, name))
-		return NULL;
-	snprintf(ifname, n, "%s", name);
-	if (bpf_xdp_query((int)g->ifindex, 0, &q))
+	if (ifindex <= 0 || (netns_ino && netns_ino != current_netns_ino()) ||
+	    bpf_xdp_query(ifindex, 0, &q))
 		return NULL;
 	switch (q.attach_mode) {
 	case XDP_ATTACHED_DRV:
@@ -331,7 +588,7 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	char path[768];
 	struct dirent *de;
 	DIR *d;
-	int fd, found = 0;
+	int found = 0;
 
 	if (maps_open_pinned(pin_dir, &m) == 0) {
 		if (maps_read_globals(&m, &g) == 0 && g.ifindex && g.netns_ino &&
@@ -350,13 +607,8 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 		maps_close(&m);
 		found = 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, XDP_LINK_PIN);
-	fd = bpf_obj_get(path);
-	if (fd >= 0) {
-		bpf_link_detach(fd);
-		close(fd);
+	if (detach_links(pin_dir, NULL, 0))
 		found = 1;
-	}
 	d = opendir(pin_dir);
 	if (!d) {
 		if (errno == ENOENT && !found) {

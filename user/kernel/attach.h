@@ -7,16 +7,29 @@
 #define SLUICE_ATTACH_H
 
 #include <stddef.h>
+#include <net/if.h>
 #include "kernel/layout.h"
+#include "kernel/ifaces.h"
 
 struct sluice_bpf;
 
 #define SLUICE_TC_HANDLE 0x51ce
 #define SLUICE_TC_PRIO   0x51
 
+struct attached_iface {
+	int ifindex;
+	char name[IF_NAMESIZE];
+	char xdp_mode[12];          /* "native" | "generic" | "adopted" ("" when only listed);
+	                             * status: what the kernel says (attach_xdp_mode) */
+	int xdp_native_errno;       /* why native XDP failed there before generic, 0 if it did not */
+	int rst_at_tc;              /* refused SYNs on it are answered from TC (VLAN offload) */
+};
+
 struct attach_state {
 	struct sluice_bpf *skel;
-	int ifindex;
+	int ifindex;                /* the interface the last attach ran on */
+	struct attached_iface ifaces[SLUICE_MAX_IFACES];   /* attach_config: where it runs */
+	int n_ifaces;
 	int xdp_link_fd;
 	int adopted;                /* maps were already pinned: a restart (or an upgrade) */
 	struct layout_plan layout;  /* what was done with the pins (layout.note for the log) */
@@ -36,18 +49,30 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 struct bpf_object;
 void attach_size_services(struct bpf_object *obj, unsigned slots);
 
-/* Attach (or adopt and swap) XDP ingress and TC egress/ingress on ifname.
+/* Attach (or adopt and swap) XDP ingress and TC egress/ingress on every interface the
+ * config's entries select (names, patterns, "auto": see
+ * kernel/ifaces.h) that is not attached yet. start: the first call after attach_load: a
+ * literal name that does not exist fails, links pinned for interfaces no longer selected are
+ * detached, and the layout is committed once all run the new programs. Later calls (links or
+ * routes changed) attach what is new and forget what went away; an interface that fails is
+ * reported in err and the others stay. Returns the number attached by this call, or -errno.
  * xdp_mode: 0 auto (native, else generic), 1 native, 2 generic. */
-int attach_interface(struct attach_state *st, const char *pin_dir, const char *ifname,
-		     int xdp_mode, char *err, size_t errlen);
+int attach_config(struct attach_state *st, const char *pin_dir,
+		  const char (*specs)[IF_NAMESIZE], int n_specs, int xdp_mode, int start,
+		  char *err, size_t errlen);
 
-/* How XDP runs on the interface the pinned globals g record: "native", "generic",
- * "offload", "none" (no XDP program there), or NULL when that cannot be told from here (no
- * interface recorded, another network namespace, the interface gone). ifname gets the
- * interface's name, "" when unknown. Asks the kernel, so it is true after a restart or an
- * adoption too. */
-struct sluice_globals;
-const char *attach_xdp_mode(const struct sluice_globals *g, char *ifname, size_t n);
+/* The interfaces the pinned XDP links under pin_dir run on, sorted by ifindex. Their names
+ * are looked up only when the caller is in their network namespace netns_ino (the one
+ * recorded in globals; 0 = unknown, look up): elsewhere an ifindex names another interface,
+ * so they are listed as "#IFINDEX". Returns how many (at most max). */
+int attach_list(const char *pin_dir, unsigned long long netns_ino, struct attached_iface *out,
+		int max);
+
+/* How XDP runs on interface ifindex: "native", "generic", "offload", "none" (no XDP program
+ * there), or NULL when that cannot be told from here (the caller is not in its network
+ * namespace netns_ino, 0 = unknown: ask; the interface gone). Asks the kernel, so it is true
+ * after a restart or an adoption too. */
+const char *attach_xdp_mode(int ifindex, unsigned long long netns_ino);
 
 /* Release the process's handles; pinned state stays (traffic keeps flowing). */
 void attach_release(struct attach_state *st);

@@ -105,20 +105,30 @@ struct layout_migration {
 };
 
 /* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two, 5 the tcp
- * turns' two), and those 3 and 4 never had. */
+ * turns' two), and those 3 and 4 never had; the maps new in layout 6 are in new_in_v6. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
-					     "ctl_requests", "busy", "busy_released", "conn_cap",
-					     "inflight_pcpu", NULL };
+					     "ctl_requests", "busy", "busy_released", NULL };
 static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
-					     "busy_released", "conn_cap", "inflight_pcpu", NULL };
-static const char *const new_since_v4[] = { "busy", "busy_released", "conn_cap",
-					     "inflight_pcpu", NULL };
-/* Layout 6: the open-connection cap (`conn_cap`, new, empty: no cap, no refusals; sluiced
- * writes the thresholds when it programs the services) and in-flight striped per CPU
- * (`inflight_pcpu`, new, empty: the shared `inflight` keeps what older layouts counted); a
- * flow's req_active is its ownership word, whose older values (0 idle, 1 open, 2 deciding)
- * layout 6 reads as they are: flows are adopted. */
-static const char *const new_in_v6[] = { "conn_cap", "inflight_pcpu", NULL };
+					     "busy_released", NULL };
+static const char *const new_since_v4[] = { "busy", "busy_released", NULL };
+
+/* The maps new in layout 6, created empty by a migration from any older layout (one line
+ * each; the note of a migration names them):
+ *  - conn_cap: no cap and no refusals; sluiced writes the thresholds when it programs the
+ *    services;
+ *  - addr_services: filled when sluiced programs the services; layout 5 never set
+ *    SLUICE_PORT_BY_ADDR, so its port_to_service values mean the same and are adopted;
+ *  - inflight_pcpu: in-flight striped per CPU, empty: the shared `inflight` keeps what older
+ *    layouts counted, and the data path reads the sum of both.
+ * A flow's req_active is its ownership word in layout 6, whose older values (0 idle, 1 open,
+ * 2 deciding) it reads as they are: flows are adopted. */
+#define LAYOUT_V6 6
+static const char *const new_in_v6[] = {
+	"conn_cap",
+	"addr_services",
+	"inflight_pcpu",
+	NULL
+};
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -134,31 +144,27 @@ static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released, conn_cap "
-		  "and inflight_pcpu created empty, the layout record is new" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty, the layout record is new" },
 	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released, conn_cap "
-		  "and inflight_pcpu created empty" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
+		  "empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 6: flows copied; the controller's state and request maps, the busy maps, the
-	 * connection cap and the in-flight stripes are new (created empty by the load); every
-	 * other map is adopted as it is */
+	/* 3 -> 6: flows copied; the controller's state and request maps and the busy maps are
+	 * new (created empty by the load, as layout 6's are); every other map is adopted as it
+	 * is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
-	  .what = "flows copied; new maps ctl_state, ctl_requests, busy, busy_released, "
-		  "conn_cap and inflight_pcpu, the others adopted" },
-	/* 4 -> 6: flows copied, the busy maps, the connection cap and the in-flight stripes new,
-	 * every other map adopted */
-	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
-	  .what = "flows copied; new maps busy, busy_released, conn_cap and inflight_pcpu, the "
+	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
 		  "others adopted" },
-	/* 5 -> 6: the connection cap and the in-flight stripes new, every other map adopted */
-	{ .from = 5, .fresh = new_in_v6,
-	  .what = "new maps conn_cap and inflight_pcpu (in-flight striped per CPU), the others "
-		  "adopted" },
+	/* 4 -> 6: flows copied, the busy maps new, every other map adopted */
+	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
+	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
+	/* 5 -> 6: every map adopted (only layout 6's maps are new) */
+	{ .from = 5, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -348,6 +354,36 @@ static int in_list(const char *const *list, const char *name)
 	return 0;
 }
 
+/* The first map the layout a migration starts from never had that is pinned all the same, or
+ * NULL: its own list first (the oldest maps first), then the maps new in layout 6. */
+static const char *pinned_fresh(const struct layout_plan *p, const struct layout_migration *mig)
+{
+	const char *const *lists[] = { mig->fresh, mig->from < LAYOUT_V6 ? new_in_v6 : NULL };
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (const char *const *n = lists[l]; n && *n; n++)
+			for (int i = 0; i < p->n; i++)
+				if (!strcmp(bpf_map__name(p->slot[i].map), *n) &&
+				    access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0)
+					return *n;
+	return NULL;
+}
+
+/* "; new in layout 6, created empty: conn_cap, addr_services" for a migration from before
+ * 6, "" otherwise. */
+static void v6_note(const struct layout_migration *mig, char *buf, size_t len)
+{
+	size_t used;
+
+	buf[0] = 0;
+	if (mig->from >= LAYOUT_V6)
+		return;
+	used = (size_t)snprintf(buf, len, "; new in layout %d, created empty:", LAYOUT_V6);
+	for (int i = 0; new_in_v6[i] && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
+					 new_in_v6[i]);
+}
+
 /* Check every pinned map this plan adopts (or copies) against this build. */
 static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const char *pin_dir,
 		      const struct sluice_layout *rec, char *err, size_t errlen)
@@ -409,7 +445,8 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	struct sluice_layout rec;
 	struct bpf_map *map;
 	int have_rec, any_pin = 0;
-	char msg[600];
+	const char *name;
+	char msg[600], v6[128];
 
 	memset(p, 0, sizeof(*p));
 	p->version = THIS_LAYOUT;
@@ -473,16 +510,12 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	}
 	/* A map the found layout never had is already pinned: the pins are not what the record
 	 * (or its absence) says, and converting them would misread every value. */
-	for (int i = 0; i < p->n; i++) {
-		const char *name = bpf_map__name(p->slot[i].map);
-
-		if (in_list(mig->fresh, name) && access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0) {
-			snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, "
-				 "which layout %u never had, is pinned: cannot tell which layout the "
-				 "pins are", pin_dir, p->pinned, name, p->pinned);
-			refuse(err, errlen, pin_dir, msg);
-			return -EPROTO;
-		}
+	if ((name = pinned_fresh(p, mig))) {
+		snprintf(msg, sizeof(msg), "pinned maps under %s say layout %u, but map %s, which "
+			 "layout %u never had, is pinned: cannot tell which layout the pins are",
+			 pin_dir, p->pinned, name, p->pinned);
+		refuse(err, errlen, pin_dir, msg);
+		return -EPROTO;
 	}
 	p->action = LAYOUT_MIGRATE;
 	for (int i = 0; i < p->n; i++) {
@@ -497,8 +530,9 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	for (int i = 0; i < p->n; i++)
 		if (p->slot[i].copy)
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
-	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s)",
-		 pin_dir, p->pinned, p->version, mig->what);
+	v6_note(mig, v6, sizeof(v6));
+	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s)",
+		 pin_dir, p->pinned, p->version, mig->what, v6);
 	return 0;
 }
 

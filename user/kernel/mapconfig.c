@@ -202,6 +202,65 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
 	return err;
 }
 
+/* Port -> service, and (address, port) -> service for the ports that have address-specific
+ * services. The address entries are written before their port's flag is set, and entries no
+ * longer configured are deleted after, so a packet meets either the old or the new service,
+ * never none. port_state: 1 = some service on the port (input), bit 1 set here when the port
+ * has an address-specific one. */
+static int program_ports(const struct sluice_maps *m, const struct sluice_config *cfg,
+			 const int *idx, unsigned char *port_state)
+{
+	__u32 *port_only = calloc(65536, sizeof(*port_only));
+	struct sluice_addr_key key, next;
+	int err = 0, has_next;
+
+	if (!port_only)
+		return -ENOMEM;
+	for (int i = 0; i < cfg->n_services; i++) {
+		const struct service_conf *sc = &cfg->services[i];
+		__u32 v = (__u32)idx[i] + 1;
+
+		if (!sc->has_addr) {
+			port_only[sc->port & 0xffff] = v;
+			continue;
+		}
+		memset(&key, 0, sizeof(key));
+		memcpy(key.addr, sc->addr, sizeof(key.addr));
+		key.port = (__u32)sc->port;
+		if (m->addr_services < 0 ||
+		    bpf_map_update_elem(m->addr_services, &key, &v, BPF_ANY)) {
+			err = m->addr_services < 0 ? -ENOENT : -errno;
+			goto out;
+		}
+		port_state[sc->port & 0xffff] |= 2;
+	}
+	for (int i = 0; i < cfg->n_services; i++) {
+		__u32 port = (__u32)cfg->services[i].port, v = port_only[port & 0xffff];
+
+		if (port_state[port & 0xffff] & 2)
+			v |= SLUICE_PORT_BY_ADDR;
+		if (bpf_map_update_elem(m->port_to_service, &port, &v, BPF_ANY))
+			err = -errno;
+	}
+	/* Address entries of services removed or moved (the walk restarts after a delete). */
+	for (has_next = m->addr_services >= 0 &&
+			!bpf_map_get_next_key(m->addr_services, NULL, &next);
+	     has_next;) {
+		int keep = 0;
+
+		key = next;
+		has_next = !bpf_map_get_next_key(m->addr_services, &key, &next);
+		for (int i = 0; i < cfg->n_services && !keep; i++)
+			keep = cfg->services[i].has_addr && cfg->services[i].port == (int)key.port &&
+			       !memcmp(cfg->services[i].addr, key.addr, sizeof(key.addr));
+		if (!keep)
+			bpf_map_delete_elem(m->addr_services, &key);
+	}
+out:
+	free(port_only);
+	return err;
+}
+
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
@@ -262,12 +321,8 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		    bpf_map_update_elem(m->port_to_service, &port, &zero, BPF_ANY))
 			err = -errno;
 	}
-	for (int i = 0; i < cfg->n_services; i++) {
-		__u32 port = cfg->services[i].port, v = idx[i] + 1;
-
-		if (bpf_map_update_elem(m->port_to_service, &port, &v, BPF_ANY))
-			err = -errno;
-	}
+	if (!err)
+		err = program_ports(m, cfg, idx, port_in_cfg);
 	for (int s = 0; s < m->n_slots; s++) {
 		__u32 k = s;
 

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include "control/signals.h"
 #include "control/window.h"
 #include "control/ladder.h"
@@ -63,6 +65,36 @@ static void collect_ctl(const struct sluice_maps *m, int i, struct service_statu
 			       SLUICE_LADDER_PARTIAL;
 }
 
+/* The local address of each ADDR:PORT service, from addr_services (a few entries). */
+static void collect_addrs(const struct sluice_maps *m, struct status_snapshot *out)
+{
+	struct sluice_addr_key key, next;
+	int more = m->addr_services >= 0 && !bpf_map_get_next_key(m->addr_services, NULL, &next);
+
+	while (more) {
+		__u32 v;
+
+		key = next;
+		more = !bpf_map_get_next_key(m->addr_services, &key, &next);
+		if (bpf_map_lookup_elem(m->addr_services, &key, &v) || !v)
+			continue;
+		for (int i = 0; i < out->n; i++) {
+			struct service_status *s = &out->s[i];
+			static const __u8 v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+			char a[INET6_ADDRSTRLEN];
+
+			if (s->idx != (int)v - 1 || s->svc.port != key.port)
+				continue;
+			if (!memcmp(key.addr, v4mapped, 12))
+				snprintf(s->addr, sizeof(s->addr), "%s",
+					 inet_ntop(AF_INET, key.addr + 12, a, sizeof(a)));
+			else
+				snprintf(s->addr, sizeof(s->addr), "[%s]",
+					 inet_ntop(AF_INET6, key.addr, a, sizeof(a)));
+		}
+	}
+}
+
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
 {
 	struct service_status *keep = out->s;
@@ -81,6 +113,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->cap = m->n_slots;
 	}
 	out->now_ns = monotonic_ns();
+	out->n_ifaces = -1;
 	if ((err = maps_read_globals(m, &out->g)))
 		return err;
 	out->heartbeat_age_s = out->g.heartbeat_ns ?
@@ -88,7 +121,6 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 	out->controller_alive = out->g.heartbeat_ns &&
 		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
 	maps_read_pkt_stats(m, &out->pkt);
-	out->xdp_mode = attach_xdp_mode(&out->g, out->xdp_if, sizeof(out->xdp_if));
 	out->flows = -1;
 	if (count_flows)
 		out->flows = maps_count_flows(m, NULL, 0);
@@ -153,6 +185,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->n++;
 	}
 	free(svcs);
+	collect_addrs(m, out);
 	return 0;
 }
 
@@ -260,17 +293,21 @@ static void ctl_line(FILE *f, const struct ctl_status *c)
 	fputc('\n', f);
 }
 
-/* Where and how XDP runs. Generic XDP is shouted: it works, but every packet costs an skb
- * before sluice sees it, which is what XDP is there to avoid under a flood. */
-static void xdp_line(FILE *f, const struct status_snapshot *s)
+/* How XDP runs on each interface. Generic XDP is shouted: it works, but every packet costs an
+ * skb before sluice sees it, which is what XDP is there to avoid under a flood. */
+static void xdp_lines(FILE *f, const struct status_snapshot *s)
 {
-	if (!s->xdp_mode)
-		return;
-	if (!strcmp(s->xdp_mode, "generic"))
-		fprintf(f, "xdp: GENERIC on %s -- the driver did not take the program natively: every "
-			"packet costs an skb before sluice sees it\n", s->xdp_if);
-	else
-		fprintf(f, "xdp: %s on %s\n", s->xdp_mode, s->xdp_if);
+	for (int i = 0; i < s->n_ifaces; i++) {
+		const struct attached_iface *a = &s->ifaces[i];
+
+		if (!a->xdp_mode[0])
+			continue;
+		if (!strcmp(a->xdp_mode, "generic"))
+			fprintf(f, "xdp: GENERIC on %s -- the driver did not take the program "
+				"natively: every packet costs an skb before sluice sees it\n", a->name);
+		else
+			fprintf(f, "xdp: %s on %s\n", a->xdp_mode, a->name);
+	}
 }
 
 void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
@@ -279,12 +316,19 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 		s->controller_alive ? "alive" : "SILENT",
 		s->heartbeat_age_s,
 		s->controller_alive ? "" : " -- data path is failing open: admitting everything");
-	xdp_line(f, s);
+	if (s->n_ifaces >= 0) {
+		fprintf(f, "interfaces:");
+		for (int i = 0; i < s->n_ifaces; i++)
+			fprintf(f, "%s %s", i ? "," : "", s->ifaces[i].name);
+		fprintf(f, "%s\n", s->n_ifaces ? "" : " none (no interface matches the config)");
+	}
+	xdp_lines(f, s);
 	for (int i = 0; i < s->n; i++) {
 		const struct service_status *sv = &s->s[i];
 
-		fprintf(f, "\n%s  %s/%u  limit %u  in-flight %lld  breaker %s",
-			sv->svc.name, protocol_name(sv->svc.protocol), sv->svc.port, sv->v.limit,
+		fprintf(f, "\n%s  %s/%s%s%u  limit %u  in-flight %lld  breaker %s",
+			sv->svc.name, protocol_name(sv->svc.protocol), sv->addr, sv->addr[0] ? ":" : "",
+			sv->svc.port, sv->v.limit,
 			sv->in_flight, breaker_name((int)sv->v.breaker_state));
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (this step admits %.0f%%)",
@@ -411,9 +455,22 @@ static json_t *service_json(const struct service_status *sv)
 	if (o)
 		ctl_json(o, &sv->ctl);
 	/* tcp: in_flight counts busy connections; the open ones are their own key. */
+	if (o && sv->addr[0])
+		json_object_set_new(o, "address", json_string(sv->addr));
 	if (o && sv->connections >= 0)
 		json_object_set_new(o, "connections", json_integer(sv->connections));
 	return o;
+}
+
+void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir)
+{
+	s->n_ifaces = attach_list(pin_dir, s->g.netns_ino, s->ifaces, SLUICE_MAX_IFACES);
+	for (int i = 0; i < s->n_ifaces; i++) {
+		const char *mode = attach_xdp_mode(s->ifaces[i].ifindex, s->g.netns_ino);
+
+		snprintf(s->ifaces[i].xdp_mode, sizeof(s->ifaces[i].xdp_mode), "%s",
+			 mode ? mode : "");
+	}
 }
 
 int status_print_json(FILE *f, const struct status_snapshot *s)
@@ -430,11 +487,22 @@ int status_print_json(FILE *f, const struct status_snapshot *s)
 		"packets", "service", (json_int_t)s->pkt.service, "malformed", (json_int_t)s->pkt.malformed,
 		"rst_sent", (json_int_t)s->pkt.rst_sent, "reply_sent", (json_int_t)s->pkt.reply_sent,
 		"reply_failed", (json_int_t)s->pkt.reply_failed);
-	/* null when it cannot be told from here (another network namespace) */
-	if (root)
-		json_object_set_new(root, "xdp", s->xdp_mode ?
-				    json_pack("{s:s,s:s}", "interface", s->xdp_if, "mode", s->xdp_mode) :
-				    json_null());
+	if (s->n_ifaces >= 0) {
+		json_t *ifs = json_array(), *xdp = json_array();
+
+		/* xdp: per interface, the mode null when it cannot be told from here (another
+		 * network namespace) */
+		for (int i = 0; i < s->n_ifaces; i++) {
+			const struct attached_iface *a = &s->ifaces[i];
+
+			json_array_append_new(ifs, json_string(a->name));
+			json_array_append_new(xdp, json_pack("{s:s,s:o}", "interface", a->name,
+					      "mode", a->xdp_mode[0] ? json_string(a->xdp_mode) :
+					      json_null()));
+		}
+		json_object_set_new(root, "interfaces", ifs);
+		json_object_set_new(root, "xdp", xdp);
+	}
 	rc = jsonio_print_line(f, root);
 	json_decref(root);
 	return rc;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "sluice.h"
 #include "kernel/bpfmaps.h"
+#include "kernel/attach.h"
 
 struct class_status {
 	struct sluice_class_stats st;            /* cumulative since attach */
@@ -44,6 +45,8 @@ struct service_status {
 	long long in_flight;                     /* http: requests; tcp: connections with a
 	                                          * turn open (idle ones hold no capacity) */
 	long long connections;                   /* tcp: open connections; -1 for http */
+	char addr[48];                           /* the local address of an ADDR:PORT service
+	                                          * ("198.18.0.1", "[2001:db8::1]"), "" = any */
 	struct class_status cls[SLUICE_NUM_CLASSES];
 };
 
@@ -51,11 +54,12 @@ struct status_snapshot {
 	unsigned long long now_ns;
 	struct sluice_globals g;
 	int controller_alive;                    /* heartbeat younger than its timeout */
-	const char *xdp_mode;                    /* attach_xdp_mode(): NULL when unknown */
-	char xdp_if[16];                         /* ... on this interface */
 	double heartbeat_age_s;
 	struct sluice_pkt_stats pkt;
 	int flows;                               /* entries in the flow table, -1 not counted */
+	struct attached_iface ifaces[SLUICE_MAX_IFACES];   /* status_collect_ifaces (with the
+	                                                    * XDP mode of each, "" unknown) */
+	int n_ifaces;                            /* -1: not read */
 	int n;
 	struct service_status *s;                /* n of them, on the heap (cap allocated) */
 	int cap;
@@ -66,6 +70,9 @@ struct status_snapshot {
  * starts zeroed or from an earlier collect (its service array is reused and grown). */
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows);
 void status_free(struct status_snapshot *s);
+/* Where the data path runs: the interfaces of the pinned XDP links under pin_dir, and how
+ * XDP runs on each. Call after status_collect (which forgets them). */
+void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir);
 
 /* Request rates of cur from the arrivals counted since prev (taken a moment earlier). */
 void status_rates(const struct status_snapshot *prev, struct status_snapshot *cur);
