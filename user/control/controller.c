@@ -107,7 +107,9 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
 {
 	memcpy(s->prev, in->stats, sizeof(s->prev));
-	memcpy(s->prev_h, in->hist, sizeof(s->prev_h));
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
+			s->prev_h[c] = in->hist[c];
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -157,8 +159,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_compute(s->prev, in->stats, s->prev_h, in->hist, dt_ns,
-			       (uint64_t)s->bp.slow_call_us, sig);
+	sluice_signals_compute_same(s->prev, in->stats, s->prev_h, in->hist, in->hist_same, dt_ns,
+				    (uint64_t)s->bp.slow_call_us, sig);
 	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */

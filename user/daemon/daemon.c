@@ -426,6 +426,32 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
 		b->overload_s += dt_s;
 }
 
+/* The histogram classes the tick must read (bit c = class c); the others are the ones the
+ * controller was given last time, copied into in->hist and marked in hist_same. BPF records
+ * an http latency sample and then counts the request completed, on the same CPU, and the
+ * counters are read before the histograms: a class whose `completed` did not move since the
+ * controller's last tick has the histogram it had then. A tcp turn ends with no counter (busy
+ * can move back and forth within a tick), so a tcp service reads all four; so does the first
+ * tick after a start, an import or a reload of a new service. */
+static unsigned hist_classes_to_read(const struct service_ctl *s, const struct service_conf *sc,
+				     struct ctl_inputs *in)
+{
+	unsigned want = 0;
+
+	in->hist_same = 0;
+	if (!s->have_prev || sc->protocol != SLUICE_PROTO_HTTP)
+		return (1u << SLUICE_NUM_CLASSES) - 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		if (in->stats[c].completed != s->prev[c].completed) {
+			want |= 1u << c;
+			continue;
+		}
+		in->hist[c] = s->prev_h[c];
+		in->hist_same |= 1u << c;
+	}
+	return want;
+}
+
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
 			 uint64_t wall_s, double dt_s, double decay,
 			 const struct sluice_event_sink *host_sink)
@@ -436,6 +462,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	struct sluice_verdict v;
 	struct ctl_inputs in;
 	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
+	unsigned want;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
@@ -451,8 +478,9 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return;
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
+	want = hist_classes_to_read(&d->ctl[i], sc, &in);
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
-	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
+	    (want && maps_reader_hist_classes(&d->rd, &d->m, d->idx[i], want, in.hist)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
@@ -471,7 +499,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->have_written = 1;
 	}
 	update_books(d, i, &v, dt_s);
-	daemon_ctl_export(d, i, now_ns);
+	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
 	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);

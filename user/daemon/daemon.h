@@ -36,6 +36,14 @@ struct service_books {
 	int ran;                                 /* the controller ran this tick */
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
+	/* The ctl_state entry is rewritten when what the loop decided moved (this key) or once
+	 * a second: a 3.7 KB write per running service and tick was a fifth of the tick. */
+	struct ctl_export_key {
+		uint64_t windows, lad_change_ns, brk_since_ns, brk_step_start_ns, above_since_ns;
+		uint32_t limit, brk_state, brk_step, signal, reset_ack;
+		uint32_t admit[SLUICE_NUM_CLASSES];
+	} exported;
+	unsigned long long exported_ns;          /* 0 = never written */
 };
 
 struct daemon {

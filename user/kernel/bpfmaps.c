@@ -414,6 +414,23 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 	return err;
 }
 
+int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			     unsigned mask, struct sluice_hist *out)
+{
+	if (mask == (1u << SLUICE_NUM_CLASSES) - 1)
+		return maps_reader_hists(r, m, svc, out);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__u32 k = sluice_stat_index((__u32)svc, (__u32)c);
+
+		if (!(mask >> c & 1))
+			continue;
+		if (bpf_map_lookup_elem(m->latency_hist, &k, r->hist))
+			return -errno;
+		sum_percpu(r->hist, 1, r->ncpus, sizeof(*out), &out[c]);
+	}
+	return 0;
+}
+
 static int lookup_opt(int fd, int svc, void *out)
 {
 	__u32 k = svc;

@@ -93,6 +93,10 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 /* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out);
+/* Only the classes of bit mask (bit c = class c) into out[c]: a lookup each (all four: one
+ * batch); out[c] of the others is left alone. */
+int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			     unsigned mask, struct sluice_hist *out);
 void maps_close(struct sluice_maps *m);
 
 /* Counters: summed over CPUs. */
