@@ -353,6 +353,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 static __always_inline void record_latency(__u32 idx, __u64 us)
 {
 	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
+	struct sluice_samples *n;
+	__u32 svc;
 
 	if (h) {
 		__u32 b = sluice_hist_bucket(us);
@@ -363,6 +365,10 @@ static __always_inline void record_latency(__u32 idx, __u64 us)
 			h->bucket[b]++;
 		h->sum_us += us;
 	}
+	svc = idx / SLUICE_NUM_CLASSES;
+	n = bpf_map_lookup_elem(&latency_samples, &svc);
+	if (n)
+		n->n[idx & (SLUICE_NUM_CLASSES - 1)]++;
 }
 
 /* The server's first new data of a tcp turn: latency sample, busy - 1. The caller won the

@@ -50,8 +50,10 @@
  *      restarts, operator requests to it); the others unchanged
  *   5  tcp turns: flows keep the server's next sequence and an open turn in the request
  *      fields, new maps `busy` and `busy_released` (tcp flows with a turn open: what tcp
- *      admission and the controller count) */
-#define SLUICE_MAP_LAYOUT_VERSION 5
+ *      admission and the controller count)
+ *   6  new map `latency_samples` (samples per service and class: the controller reads a
+ *      histogram only when its count moved); the others unchanged */
+#define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Probabilities in the data path are fixed point: SLUICE_PROB_ONE means "always". */
 #define SLUICE_PROB_ONE       65536u
@@ -422,6 +424,12 @@ struct sluice_pkt_stats {
 struct sluice_hist {
 	__u64 bucket[SLUICE_HIST_BUCKETS];
 	__u64 sum_us;
+};
+
+/* Map `latency_samples` (PERCPU_ARRAY, index = service): samples put in each class's
+ * histogram, counted after the histogram. One entry a service keeps the tick's read small. */
+struct sluice_samples {
+	__u64 n[SLUICE_NUM_CLASSES];
 };
 
 static inline __u32 sluice_log2_u64(__u64 v)

@@ -95,6 +95,7 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 	}
 #define X(name) s->d->m.name = bpf_map__fd(s->skel->maps.name);
 	SLUICE_MAP_NAMES
+	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
 	if (maps_learn_sizes(&s->d->m))
 		goto fail;

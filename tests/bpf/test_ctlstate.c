@@ -347,14 +347,14 @@ static int teardown_mig(void **state)
 	return 0;
 }
 
-/* Pins as layout `from` (3 or 4) left them: the maps it never had gone, the record saying
+/* Pins as layout `from` (3, 4 or 5) left them: the maps it never had gone, the record saying
  * `from`. This build migrates them in place: flows copied (its new tcp fields are zero in an
  * older flow), every other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	static const char *const never_had[] = { "busy", "busy_released", "ctl_state",
-						 "ctl_requests" };
-	const int n_gone = from <= 3 ? 4 : 2;
+	static const char *const never_had[] = { "latency_samples", "busy", "busy_released",
+						 "ctl_state", "ctl_requests" };
+	const int n_gone = from <= 3 ? 5 : from == 4 ? 3 : 1;
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
 	struct sluice_bpf *a, *b;
@@ -388,7 +388,8 @@ static void migrate_from(__u32 from)
 	assert_int_equal(lp.action, LAYOUT_MIGRATE);
 	assert_int_equal(lp.pinned, from);
 	for (int i = 0; i < lp.n; i++)
-		assert_int_equal(lp.slot[i].copy, !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
+		assert_int_equal(lp.slot[i].copy,
+				 from < 5 && !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
 	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
@@ -425,6 +426,13 @@ static void test_migration_from_4(void **state)
 	migrate_from(4);
 }
 
+/* Layout 5 had every map but the sample counts: nothing is copied, they start empty. */
+static void test_migration_from_5(void **state)
+{
+	(void)state;
+	migrate_from(5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +443,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_5, setup_mig, teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,8 +5,8 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 4, 3, 2 and then a layout 1 sluiced leaves them (4: no busy/busy_released
-# maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
+# pins as a layout 4, 3, 2 and then a layout 1 sluiced leaves them (all: no latency_samples
+# map; 4: no busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
 # old layout wrote it or none) are migrated while connections are held and new ones keep being
 # admitted; the layout
@@ -139,7 +139,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 # --- upgrades from layouts 4, 3, 2 and 1, connections held ---------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: flows with 0 where server_next and flags are (unused by tcp, padding
-#    then), no busy or busy_released map (the tcp turns' counts);
+#    then), no busy or busy_released map (the tcp turns' counts), no latency_samples map;
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
 #  - layouts 1 and 2: verdicts in the admit encoding: admit fractions (SLUICE_PROB_ONE = admit
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
@@ -205,7 +205,7 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo busy busy_released
+	echo latency_samples busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
 }

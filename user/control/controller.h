@@ -73,8 +73,9 @@ struct ctl_inputs {
 	struct sluice_hist hist[SLUICE_NUM_CLASSES];
 	struct sluice_inflight inflight;
 	uint32_t switch_admit[SLUICE_NUM_CLASSES];   /* SLUICE_PROB_ONE = no switch */
-	unsigned hist_same;          /* bit c: hist[c] is the one the last tick passed (the
-	                              * caller did not re-read it); 0 = unknown */
+	unsigned hist_same;          /* bit c: class c's histogram did not move since the last
+	                              * tick (the caller did not read it, hist[c] need not be
+	                              * filled in: the last tick's is used); 0 = read them all */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,

@@ -107,10 +107,14 @@ struct layout_migration {
 /* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two, 5 the tcp
  * turns' two), and those 3 and 4 never had. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
-					     "ctl_requests", "busy", "busy_released", NULL };
+					     "ctl_requests", "busy", "busy_released",
+					     "latency_samples", NULL };
 static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
-					     "busy_released", NULL };
-static const char *const new_in_v5[] = { "busy", "busy_released", NULL };
+					     "busy_released", "latency_samples", NULL };
+static const char *const new_since_v4[] = { "busy", "busy_released", "latency_samples", NULL };
+/* Layout 6: the sample counts start at zero, which is exact for the controller: it reads
+ * every histogram on its first tick after a start and compares counts from then on. */
+static const char *const new_in_v6[] = { "latency_samples", NULL };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -119,31 +123,34 @@ static const char *const new_in_v5[] = { "busy", "busy_released", NULL };
  * zero, which is exact: no older flow has a turn open. */
 static const char *const copy_flows[] = { "flows", NULL };
 
-/* Layouts 4 and 5 changed no value of layout 3's maps but the flows (and a layout 2 flow
+/* Layouts 4 to 6 changed no value of layout 3's maps but the flows (and a layout 2 flow
  * converted to layout 3 is a layout 5 flow with no turn open), so layouts 1 and 2 migrate in
  * one step through their converters. */
 static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
-		  "empty, the layout record is new" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and "
+		  "latency_samples created empty, the layout record is new" },
 	{ .from = 2, .convert = from_v2, .fresh = new_since_v2,
 	  .what = "verdicts converted to shed fractions, flows copied with client_next unknown, "
-		  "handshakes, halfopen, ctl_state, ctl_requests, busy and busy_released created "
-		  "empty" },
+		  "handshakes, halfopen, ctl_state, ctl_requests, busy, busy_released and "
+		  "latency_samples created empty" },
 #ifdef SLUICE_LAYOUT_DRILL
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 5: flows copied; the controller's state and request maps and the busy maps are
-	 * new (created empty by the load); every other map is adopted as it is */
+	/* 3 -> 6: flows copied; the controller's state and request maps, the busy maps and the
+	 * sample counts are new (created empty by the load); every other map is adopted as it is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
-	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
-		  "others adopted" },
-	/* 4 -> 5: flows copied, the busy maps new, every other map adopted */
-	{ .from = 4, .copy = copy_flows, .fresh = new_in_v5,
-	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
+	  .what = "flows copied; new maps ctl_state, ctl_requests, busy, busy_released and "
+		  "latency_samples, the others adopted" },
+	/* 4 -> 6: flows copied, the busy maps and the sample counts new, every other map adopted */
+	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
+	  .what = "flows copied; new maps busy, busy_released and latency_samples, the others "
+		  "adopted" },
+	/* 5 -> 6: the sample counts are new; every other map is adopted as it is */
+	{ .from = 5, .fresh = new_in_v6, .what = "new map latency_samples, the others adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
