@@ -138,6 +138,7 @@ void daemon_free(struct daemon *d)
 	d->books = NULL;
 	d->mx.s = NULL;
 	maps_reader_free(&d->rd);
+	daemon_node_close(d);
 }
 
 static void take_switch_news(struct daemon *d);
@@ -176,6 +177,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	}
 	switch_state_init(&d->sw);
 	pthread_mutex_init(&d->lock, NULL);
+	daemon_node_configure(d, now_ns);
 	write_globals(d, now_ns);
 	if (state_dir_ensure(d->cfg.state_dir, werr, sizeof(werr)))
 		log_warn("%s: switch changes stay in memory until it can be created", werr);
@@ -486,6 +488,8 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
+	daemon_node_apply(d, &v);
+	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
@@ -524,6 +528,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	take_switch_news(d);
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
 	read_accept_queues(d);
+	daemon_node_tick(d, now_ns);
 
 	int n_hot = 0, n_used = 0;
 
@@ -684,6 +689,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->books = new_books;
 	pthread_mutex_unlock(&d->lock);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
+	daemon_node_configure(d, now_ns);
 	free(d->cfg_text);
 	d->cfg_text = text;
 	d->cfg_len = len;

@@ -15,6 +15,7 @@
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
 #include "kernel/sockdiag.h"
+#include "daemon/node.h"
 
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
@@ -68,6 +69,7 @@ struct daemon {
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
+	struct daemon_node node;                 /* node-wide arbitration (off by default) */
 	struct switch_state sw;                  /* the set in force (sw.set); only the tick and
 	                                          * the operator socket, one thread, touch it */
 	struct iowriter iow;                     /* the state directory's one writer */
