@@ -202,6 +202,38 @@ static void test_missing_pressure_file_disables(void **st)
 	fclose(d.events);
 }
 
+/* The node block: off by default, written values taken, bad ones refused with the key. */
+static void test_config_node_block(void **st)
+{
+	static struct sluice_config c;
+	struct doc_errors e;
+	static const char good[] = "interface: lo\n"
+		"node: { arbitration: psi, cpu_pressure_pct: 55.5, step_s: 1, recover_s: 4,\n"
+		"        pressure_file: /sys/fs/cgroup/x/cpu.pressure }\n"
+		"services:\n  - { name: a, port: 80 }\n";
+	static const char bad[] = "interface: lo\n"
+		"node: { arbitration: maybe, cpu_pressure_pct: 0, step_s: -1, other: 1 }\n"
+		"services:\n  - { name: a, port: 80 }\n";
+	(void)st;
+	assert_int_equal(sluice_config_parse("interface: lo\nservices:\n  - { name: a, port: 80 }\n",
+					     50, "t", &c, &e), 0);
+	assert_int_equal(c.node.arbitration, NODE_ARB_OFF);
+	assert_string_equal(c.node.pressure_file, "/proc/pressure/cpu");
+	sluice_config_free(&c);
+	assert_int_equal(sluice_config_parse(good, strlen(good), "t", &c, &e), 0);
+	assert_int_equal(c.node.arbitration, NODE_ARB_PSI);
+	assert_true(c.node.cpu_pressure_pct == 55.5 && c.node.step_s == 1 && c.node.recover_s == 4);
+	assert_string_equal(c.node.pressure_file, "/sys/fs/cgroup/x/cpu.pressure");
+	sluice_config_free(&c);
+	assert_int_equal(sluice_config_parse(bad, strlen(bad), "t", &c, &e), -1);
+	assert_int_equal(e.n, 4);
+	assert_non_null(strstr(e.e[0].msg, "arbitration"));
+	assert_non_null(strstr(e.e[1].msg, "cpu_pressure_pct"));
+	assert_non_null(strstr(e.e[2].msg, "step_s"));
+	assert_non_null(strstr(e.e[3].msg, "unknown key 'other' in node"));
+	sluice_config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_combine),
 		cmocka_unit_test(test_psi_parse),
 		cmocka_unit_test(test_missing_pressure_file_disables),
+		cmocka_unit_test(test_config_node_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
