@@ -189,7 +189,7 @@ idle_cpu() { # idle_cpu CONFIGURED ACTIVE: one line for the micro results
 	printf 'interface: s0\nmetrics_address: 127.0.0.1:0\nstate_dir: %s/idle-state\nservices:\n' \
 		"$TMP" > "$cfg"
 	awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "  - { name: s%d, port: %d }\n", i, 20000 + i }' >> "$cfg"
-	setup_ns || { echo "# idle $n/$active: cannot set up namespaces"; return 1; }
+	setup_ns $SRV_IP $L3_IP || { echo "# idle $n/$active: cannot set up namespaces"; return 1; }
 	step=$((active > 0 ? n / active : 1))
 	for i in $(seq 0 $((active - 1))); do listen="$listen --listen $SRV_IP:$((20000 + i * step))"; done
 	[ "$active" -gt 0 ] && start_bg "$TMP/idle-server.log" $IN_SRV "$BUILD/tools/testserver" $listen \
