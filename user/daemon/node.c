@@ -14,7 +14,8 @@
 
 void daemon_node_close(struct daemon *d)
 {
-	if (d->node.fd >= 0)
+	/* on is set only with the file open (a zeroed struct daemon has fd 0: not ours) */
+	if (d->node.on && d->node.fd >= 0)
 		close(d->node.fd);
 	d->node.fd = -1;
 	d->node.on = 0;
