@@ -263,6 +263,10 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 	x->config_reloads = d->reloads_ok;
 	x->config_reload_failures = d->reloads_failed;
 	x->switch_file_error = d->switch_error_logged;
+	x->node_on = d->node.on;
+	x->node_pressure_pct = d->node.arb.last_pct;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		x->node_admit[c] = (double)d->node.arb.admit[c] / SLUICE_PROB_ONE;
 	if (x->cap < d->cfg.n_services) {
 		struct metrics_service_extra *ns = realloc(x->s, sizeof(*ns) * (size_t)d->cfg.n_services);
 
