@@ -508,6 +508,8 @@ static __always_inline int own_take_open(struct sluice_flow *f, struct own_units
 static __always_inline void record_latency(__u32 idx, __u64 us)
 {
 	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
+	struct sluice_samples *n;
+	__u32 svc;
 
 	if (h) {
 		__u32 b = sluice_hist_bucket(us);
@@ -518,6 +520,10 @@ static __always_inline void record_latency(__u32 idx, __u64 us)
 			h->bucket[b]++;
 		h->sum_us += us;
 	}
+	svc = idx / SLUICE_NUM_CLASSES;
+	n = bpf_map_lookup_elem(&latency_samples, &svc);
+	if (n)
+		n->n[idx & (SLUICE_NUM_CLASSES - 1)]++;
 }
 
 /* A tcp connection ends after a single turn: that turn was its request, its sample is due.

@@ -199,6 +199,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } latency_hist SEC(".maps");
 
+/* Latency samples per service (by class), per CPU: counted after the sample is in
+ * latency_hist, so the controller reads a histogram only when its count moved (a tcp turn
+ * moves no other counter). BPF (TC egress). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_samples);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} latency_samples SEC(".maps");
+
 /* Parser counters, per CPU. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -58,7 +58,8 @@
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
  *      values read as they are); services by local address and port: new map
  *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
- *      by layout 5, so its values are kept) */
+ *      by layout 5, so its values are kept); new map `latency_samples` (samples per service
+ *      and class: the controller reads a histogram only when its count moved) */
 #define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Services by local address: two services may share a port on different local addresses
@@ -521,6 +522,12 @@ struct sluice_pkt_stats {
 struct sluice_hist {
 	__u64 bucket[SLUICE_HIST_BUCKETS];
 	__u64 sum_us;
+};
+
+/* Map `latency_samples` (PERCPU_ARRAY, index = service): samples put in each class's
+ * histogram, counted after the histogram. One entry a service keeps the tick's read small. */
+struct sluice_samples {
+	__u64 n[SLUICE_NUM_CLASSES];
 };
 
 static inline __u32 sluice_log2_u64(__u64 v)

@@ -75,7 +75,8 @@
 	X(CONFIG,      "config")       /* configuration reload */                              \
 	X(DAEMON,      "daemon")       /* sluiced attached / stopped */                        \
 	X(METRICS,     "metrics")      /* the /metrics endpoint */                             \
-	X(ACCEPT_QUEUE, "accept_queue") /* a service's listen queue over half its backlog */
+	X(ACCEPT_QUEUE, "accept_queue") /* a service's listen queue over half its backlog */  \
+	X(NODE,        "node")         /* node-wide arbitration: a class cut or restored */
 
 /* Helpers for the tables above. */
 #define SLUICE_X_COUNT(...)  + 1                  /* 0 TABLE(SLUICE_X_COUNT) = member count */

@@ -10,8 +10,8 @@
 #    controller tick cost (BUILD/bench/bench_tick) and the daemon's whole tick on the real maps
 #    for 1 to 4096 services configured and active (BUILD/bench/bench_daemon), the in-flight
 #    accounting on 1 CPU and on every CPU at once (BUILD/bench/bench_inflight), all built by
-#    make; then sluiced itself at rest with 1000 and 4096 services configured, 10 active: its
-#    CPU from /proc/PID/stat over BENCH_IDLE_S seconds.
+#    make; then sluiced itself attached with 1 to 4096 services configured, few active: its
+#    CPU from /proc/PID/stat over BENCH_IDLE_S seconds, each size also as a ratio to 1 service.
 # 2. HTTP on a real server: Apache httpd (event MPM, WORKERS threads, a handler that sleeps
 #    SERVICE_MS; tools/bench/apache/) whose capacity is measured at the start of every run.
 #    L0 clients (source 198.18.0.10, X-Priority: L0, about 4 % of the clients or arrivals) and
@@ -202,7 +202,7 @@ idle_cpu() { # idle_cpu CONFIGURED ACTIVE: one line for the micro results
 	printf 'interface: s0\nmetrics_address: 127.0.0.1:0\nstate_dir: %s/idle-state\nservices:\n' \
 		"$TMP" > "$cfg"
 	awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "  - { name: s%d, port: %d }\n", i, 20000 + i }' >> "$cfg"
-	setup_ns || { echo "# idle $n/$active: cannot set up namespaces"; return 1; }
+	setup_ns $SRV_IP $L3_IP || { echo "# idle $n/$active: cannot set up namespaces"; return 1; }
 	step=$((active > 0 ? n / active : 1))
 	for i in $(seq 0 $((active - 1))); do listen="$listen --listen $SRV_IP:$((20000 + i * step))"; done
 	[ "$active" -gt 0 ] && start_bg "$TMP/idle-server.log" $IN_SRV "$BUILD/tools/testserver" $listen \
@@ -228,11 +228,17 @@ if has micro "$SCENARIOS"; then
 	log "sluiced at rest: CPU with many services configured, few active"
 	{
 		echo
-		echo "# sluiced CPU, attached, ${IDLE_S} s from /proc/PID/stat (every thread); active services get 20 tcp connections/s"
-		printf '%10s %7s %8s %9s\n' configured active cpu% ms_per_s
-		idle_cpu 1000 0; idle_cpu 1000 10; idle_cpu 4096 10
+		echo "# sluiced CPU, attached, ${IDLE_S} s from /proc/PID/stat (every thread); active services get 20 tcp connections/s; x_1 = cpu / cpu with 1 service"
+		printf '%10s %7s %8s %9s %7s\n' configured active cpu% ms_per_s x_1
+		# in this shell, not a pipeline's subshell: the cleanup trap must see every pid
+		: > "$TMP/idle.txt"
+		for na in "1 1" "100 10" "1000 0" "1000 10" "4096 10"; do
+			idle_cpu $na >> "$TMP/idle.txt"
+		done
+		awk '/^#/ { print; next } { if (!base) base = $3 > 0 ? $3 : 0.001
+			printf "%s %7.1f\n", $0, $3 / base }' "$TMP/idle.txt"
 	} >> "$MICRO"
-	tail -5 "$MICRO" >&2
+	tail -7 "$MICRO" >&2
 fi
 
 # ------------------------------------------------------------------ server and contenders

@@ -49,7 +49,7 @@ static double old_reads_us(const struct daemon *d)
 
 struct row {
 	int configured, active;
-	double median, mean, p90, old_reads;
+	double median, mean, p90, min, max, old_reads;
 	unsigned long long ticked, skipped;
 };
 
@@ -86,7 +86,8 @@ static int run(int configured, int active, int ticks, struct row *r)
 		old += old_reads_us(s->d);
 	qsort(per, (size_t)ticks, sizeof(double), cmp_d);
 	*r = (struct row){ .configured = configured, .active = active, .median = per[ticks / 2],
-			   .mean = sum / ticks, .p90 = per[ticks * 9 / 10], .old_reads = old / 5,
+			   .mean = sum / ticks, .p90 = per[ticks * 9 / 10], .min = per[0],
+			   .max = per[ticks - 1], .old_reads = old / 5,
 			   .ticked = s->d->ticked, .skipped = s->d->skipped };
 	free(per);
 	scale_free(s);
@@ -96,9 +97,9 @@ static int run(int configured, int active, int ticks, struct row *r)
 int main(int argc, char **argv)
 {
 	int ticks = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 100;
-	static const int sizes[][2] = { { 1, 1 }, { 100, 100 }, { 1000, 1000 }, { 1000, 10 },
-					{ 4096, 4096 }, { 4096, 10 } };
-	struct row rows[6];
+	static const int sizes[][2] = { { 1, 1 }, { 100, 100 }, { 100, 10 }, { 1000, 1000 },
+					{ 1000, 10 }, { 4096, 4096 }, { 4096, 10 } };
+	struct row rows[7];
 	int n = 0, failed = 0;
 
 	size_t count = sizeof(sizes) / sizeof(sizes[0]);
@@ -120,16 +121,27 @@ int main(int argc, char **argv)
 		}
 		n++;
 	}
-	printf("# daemon tick CPU (this thread), %d ticks of 100 ms each, %d CPUs; cpu%% = one core"
-	       " at 10 ticks/s; ratio = median / median of 1 service\n", ticks,
+	printf("# daemon tick CPU (this thread), %d ticks of 100 ms each, %d CPUs; each active service"
+	       " gets one tcp unit (SYN, RST) per tick, no latency sample; cpu%% and ms_per_s: one"
+	       " core at 10 ticks/s (from the mean); x_1 = median / median of 1 service; x_all ="
+	       " median / median with every configured service active\n", ticks,
 	       libbpf_num_possible_cpus());
-	printf("%10s %7s %10s %10s %10s %8s %9s %7s %12s\n", "configured", "active", "median_us",
-	       "mean_us", "p90_us", "cpu%", "ms_per_s", "ratio", "old_reads_us");
-	for (int i = 0; i < n; i++)
-		printf("%10d %7d %10.1f %10.1f %10.1f %8.3f %9.2f %7.1f %12.1f\n",
-		       rows[i].configured, rows[i].active, rows[i].median, rows[i].mean, rows[i].p90,
-		       rows[i].mean * 10 / 1e6 * 100, rows[i].mean * 10 / 1e3,
-		       rows[i].median / rows[0].median, rows[i].old_reads);
+	printf("%10s %7s %10s %9s %9s %9s %8s %9s %11s %7s %6s %12s\n", "configured", "active",
+	       "median_us", "min_us", "max_us", "p90_us", "cpu%", "ms_per_s", "us_per_act", "x_1",
+	       "x_all", "old_reads_us");
+	for (int i = 0; i < n; i++) {
+		double all = rows[i].median;
+
+		for (int j = 0; j < n; j++)
+			if (rows[j].configured == rows[i].configured &&
+			    rows[j].active == rows[j].configured)
+				all = rows[j].median;
+		printf("%10d %7d %10.1f %9.1f %9.1f %9.1f %8.3f %9.2f %11.2f %7.1f %6.2f %12.1f\n",
+		       rows[i].configured, rows[i].active, rows[i].median, rows[i].min, rows[i].max,
+		       rows[i].p90, rows[i].mean * 10 / 1e6 * 100, rows[i].mean * 10 / 1e3,
+		       rows[i].active ? rows[i].median / rows[i].active : 0,
+		       rows[i].median / rows[0].median, rows[i].median / all, rows[i].old_reads);
+	}
 	for (int i = 0; i < n; i++)
 		printf("# %d/%d: controllers run %llu, skipped %llu\n", rows[i].configured,
 		       rows[i].active, rows[i].ticked, rows[i].skipped);

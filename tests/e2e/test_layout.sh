@@ -6,8 +6,9 @@
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
 # pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
-# shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor busy/busy_released
-# maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests; 2 and 1: verdicts
+# shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
+# busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
+# 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
 # old layout wrote it or none) are migrated while connections are held and new ones keep being
 # admitted; the layout
@@ -161,7 +162,8 @@ mv "$PIN/sluice_layout_away" "$REC"
 # --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
-#    conn_cap map (the open-connection cap), no addr_services map (services by local address);
+#    conn_cap map (the open-connection cap), no addr_services map (services by local address),
+#    no latency_samples map (the sample counts);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
 #    then), no busy or busy_released map (the tcp turns' counts);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
@@ -229,7 +231,7 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap addr_services inflight_pcpu
+	echo conn_cap addr_services inflight_pcpu latency_samples
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen

@@ -106,6 +106,10 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	x->config_reloads = 3;
 	x->config_reload_failures = 1;
 	x->switch_file_error = 0;
+	x->node_on = 1;
+	x->node_admit[0] = x->node_admit[1] = x->node_admit[2] = 1;
+	x->node_admit[3] = 0.25;
+	x->node_pressure_pct = 62.5;
 	x->n = 2;
 	/* deliberately in the other order than the snapshot: matched by idx */
 	x->s[0].idx = 5;
@@ -276,6 +280,9 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_config_reloads_total{result=\"ok\"} 3");
 	assert_line(t, "sluice_config_reloads_total{result=\"error\"} 1");
 	assert_line(t, "sluice_switch_file_error 0");
+	assert_line(t, "sluice_node_admit_ratio{class=\"L3\"} 0.25");
+	assert_line(t, "sluice_node_admit_ratio{class=\"L2\"} 1");
+	assert_line(t, "sluice_node_cpu_pressure_percent 62.5");
 	assert_true(t[strlen(t) - 1] == '\n');
 	free(t);
 }
@@ -501,6 +508,7 @@ static void test_without_extra(void **st)
 	t = render(&s, NULL);
 	check_exposition(t);
 	assert_no_line_prefix(t, "sluice_cascade_suspended");
+	assert_no_line_prefix(t, "sluice_node_admit_ratio");
 	assert_line(t, "# TYPE sluice_effective_request_ratio gauge");
 	assert_no_line_prefix(t, "sluice_effective_request_ratio{");
 	free(t);

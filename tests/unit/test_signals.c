@@ -146,6 +146,36 @@ static void test_counter_reset_and_zero_traffic(void **st)
 	assert_true(out.cls[1].rate_per_s == 0);   /* dt 0: no rate */
 }
 
+/* Told which classes' histograms did not move, the signals are exactly those computed from
+ * the histograms themselves: the tick passes the hint for the classes it did not re-read. */
+static void test_unchanged_hint_gives_the_same_signals(void **st)
+{
+	struct sluice_class_stats prev[4], cur[4];
+	struct sluice_hist ph[4], ch[4];
+	struct sluice_service_signals plain, hinted;
+	(void)st;
+	stats_zero(prev, ph);
+	for (int c = 0; c < 4; c++) {
+		prev[c].arrivals = prev[c].completed = 100u * (unsigned)(c + 1);
+		add(&ph[c], 300u * (unsigned)(c + 1), 50);
+	}
+	memcpy(cur, prev, sizeof(cur));
+	memcpy(ch, ph, sizeof(ch));
+	cur[0].arrivals += 40;               /* class 0: requests and samples */
+	cur[0].completed += 30;
+	add(&ch[0], 9000, 30);
+	cur[2].arrivals += 9;                /* class 2: arrivals and errors, no sample */
+	cur[2].errors += 2;
+	memset(&plain, 0x5a, sizeof(plain));
+	memset(&hinted, 0x5a, sizeof(hinted));
+	sluice_signals_compute(prev, cur, ph, ch, 100000000ull, 5000, &plain);
+	sluice_signals_compute_same(prev, cur, ph, ch, 0xe, 100000000ull, 5000, &hinted);
+	assert_memory_equal(&plain, &hinted, sizeof(plain));
+	assert_int_equal(hinted.total.samples, 30);
+	assert_int_equal(hinted.cls[2].arrivals, 9);
+	assert_int_equal(hinted.total.arrivals, 49);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_above_threshold),
 		cmocka_unit_test(test_compute_deltas),
 		cmocka_unit_test(test_counter_reset_and_zero_traffic),
+		cmocka_unit_test(test_unchanged_hint_gives_the_same_signals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

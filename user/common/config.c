@@ -65,6 +65,10 @@ void sluice_config_defaults(struct sluice_config *out)
 	out->cascade.suspend_s = 300;
 	out->retry_storm.ratio = 0.2;
 	out->retry_storm.windows = 3;
+	out->node.cpu_pressure_pct = 40;
+	out->node.step_s = 2;
+	out->node.recover_s = 3;
+	snprintf(out->node.pressure_file, sizeof(out->node.pressure_file), "/proc/pressure/cpu");
 }
 
 void sluice_config_free(struct sluice_config *c)
@@ -224,6 +228,29 @@ const char *sluice_config_ifaces(const struct sluice_config *c, char *buf, size_
 	return buf;
 }
 
+static const char *const node_keys[] = { "arbitration", "cpu_pressure_pct", "step_s",
+					  "recover_s", "pressure_file", NULL };
+static const char *const node_arb_names[] = { "off", "psi" };
+
+static void node_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
+{
+	struct simple_arg *a = arg;
+	struct node_conf *nc = a->conf;
+
+	if (!strcmp(key, "arbitration"))
+		yget_enum(d, v, key, a->where, node_arb_names, 2, &nc->arbitration);
+	else if (!strcmp(key, "cpu_pressure_pct"))
+		yget_double(d, v, key, a->where, 0, true, 99, &nc->cpu_pressure_pct);
+	else if (!strcmp(key, "step_s"))
+		yget_seconds(d, v, key, a->where, 3600, &nc->step_s);
+	else if (!strcmp(key, "recover_s"))
+		yget_seconds(d, v, key, a->where, 3600, &nc->recover_s);
+	else if (!strcmp(key, "pressure_file"))
+		yget_string(d, v, key, a->where, nc->pressure_file, sizeof(nc->pressure_file), false);
+	else
+		ydoc_unknown_key(d, k, a->where, node_keys);
+}
+
 /* ---- top level ---- */
 
 struct root_arg {
@@ -233,7 +260,7 @@ struct root_arg {
 
 static const char *const root_keys[] = { "interface", "interfaces", "xdp_mode", "control_interval_ms",
 	"heartbeat_timeout_ms", "metrics_address", "state_dir", "pin_dir", "switch_group",
-	"switch_max_renewals", "flow_idle_timeout_s", "syn_timeout_s", "cascade", "retry_storm", "services", NULL };
+	"switch_max_renewals", "flow_idle_timeout_s", "syn_timeout_s", "cascade", "retry_storm", "node", "services", NULL };
 
 static const char *const xdp_names[] = { "auto", "native", "generic" };
 
@@ -283,6 +310,10 @@ static void root_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 		struct simple_arg ra = { " in retry_storm", &cfg->retry_storm };
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, ""))
 			ymap_each(d, v, ra.where, retry_pair, &ra);
+	} else if (!strcmp(key, "node")) {
+		struct simple_arg na = { " in node", &cfg->node };
+		if (yget_type(d, v, YAML_MAPPING_NODE, key, ""))
+			ymap_each(d, v, na.where, node_pair, &na);
 	} else if (!strcmp(key, "services")) {
 		a->services = v;
 		/* "services:" with nothing after it is reported below as "no services" */

@@ -99,6 +99,18 @@ struct retry_storm_conf {
 	int windows;                      /* 3 */
 };
 
+/* Node-wide arbitration (off unless written): shed L3, then L2, across every service while
+ * the node's CPU pressure is above cpu_pressure_pct (user/control/nodearb.h). */
+enum { NODE_ARB_OFF = 0, NODE_ARB_PSI = 1 };
+
+struct node_conf {
+	int arbitration;                  /* NODE_ARB_OFF */
+	double cpu_pressure_pct;          /* 40: share of time some task waited for a CPU */
+	double step_s;                    /* 2: at most one cut per this */
+	double recover_s;                 /* 3: calm with traffic for this gives one step back */
+	char pressure_file[256];          /* /proc/pressure/cpu (or a cgroup's cpu.pressure) */
+};
+
 struct sluice_config {
 	char interface[IF_NAMESIZE];      /* the first entry of ifspecs (messages) */
 	/* Where to attach: interface names, shell patterns (`ens*`, matched with fnmatch) and
@@ -118,6 +130,7 @@ struct sluice_config {
 	int syn_timeout_s;                /* admitted SYNs never completed are reclaimed: 30 */
 	struct cascade_conf cascade;
 	struct retry_storm_conf retry_storm;
+	struct node_conf node;
 	struct service_conf *services;    /* on the heap: n_services of them (sluice_config_free) */
 	int n_services;
 };

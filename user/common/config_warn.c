@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "common/config_warn.h"
 #include "common/names.h"
 
@@ -54,6 +55,10 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 	int n = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (cfg->node.arbitration == NODE_ARB_PSI && access(cfg->node.pressure_file, R_OK))
+		n = warn(out, n, 0, "node arbitration psi: %s cannot be read here (a kernel without "
+			 "pressure stall information, or booted with psi=0): sluiced runs with it off",
+			 cfg->node.pressure_file);
 	for (int i = 0; i < cfg->n_services; i++) {
 		const struct service_conf *s = &cfg->services[i];
 		double obj = written_objective_ms(s);

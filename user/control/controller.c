@@ -106,10 +106,29 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 	}
 }
 
-static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
+/* The tick's histograms: in->hist, but for the classes the caller marked in hist_same, which
+ * are the last tick's (mix: room to put the two together). */
+static const struct sluice_hist *tick_hists(const struct service_ctl *s,
+					    const struct ctl_inputs *in, struct sluice_hist *mix)
+{
+	unsigned same = s->have_prev ? in->hist_same & ((1u << SLUICE_NUM_CLASSES) - 1) : 0;
+
+	if (!same)
+		return in->hist;
+	if (same == (1u << SLUICE_NUM_CLASSES) - 1)
+		return s->prev_h;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		mix[c] = same >> c & 1 ? s->prev_h[c] : in->hist[c];
+	return mix;
+}
+
+static void snapshot(struct service_ctl *s, const struct ctl_inputs *in,
+		     const struct sluice_hist *cur_h, uint64_t now_ns)
 {
 	memcpy(s->prev, in->stats, sizeof(s->prev));
-	memcpy(s->prev_h, in->hist, sizeof(s->prev_h));
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
+			s->prev_h[c] = cur_h[c];
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -117,8 +136,8 @@ static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_
 /* Decide on the evidence window when it is full, or early on overload evidence: at least one
  * feedback delay old (a tick, and twice the last latency, so the samples show what the last
  * decision did) with enough samples above the objective. Fills r; returns 1 to decide. */
-static int window_decides(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
-			  uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
+static int window_decides(struct service_ctl *s, const struct sluice_hist *cur_h,
+			  uint64_t now_ns, uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
 {
 	uint64_t age = now_ns - s->win.start_ns, delay = dt_ns;
 	double lat2 = 2e3 * s->last_latency_us;
@@ -133,7 +152,7 @@ static int window_decides(struct service_ctl *s, const struct ctl_inputs *in, ui
 		delay = (uint64_t)lat2;
 	if (!*full && age < delay)
 		return 0;
-	sluice_evwin_result(&s->win, in->hist, s->quantile, s->min_samples, now_ns, r);
+	sluice_evwin_result(&s->win, cur_h, s->quantile, s->min_samples, now_ns, r);
 	return *full || r->top_us > s->objective_us || r->latency_us > s->objective_us;
 }
 
@@ -146,6 +165,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_ladder_input li = { 0 };
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
+	struct sluice_hist mix[SLUICE_NUM_CLASSES];
+	const struct sluice_hist *cur_h = tick_hists(s, in, mix);
 	uint64_t dt_ns;
 	int rc, full, queue_sat;
 	double qx;
@@ -153,21 +174,21 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	*opened = 0;
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
-		snapshot(s, in, now_ns);
-		sluice_evwin_reset(&s->win, now_ns, in->hist);
+		snapshot(s, in, cur_h, now_ns);
+		sluice_evwin_reset(&s->win, now_ns, cur_h);
 		objective(s);
 		write_verdict(s, sc, in, now_ns, out);
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_compute(s->prev, in->stats, s->prev_h, in->hist, dt_ns,
-			       (uint64_t)s->bp.slow_call_us, sig);
-	snapshot(s, in, now_ns);
+	sluice_signals_compute_same(s->prev, in->stats, s->prev_h, cur_h, in->hist_same, dt_ns,
+				    (uint64_t)s->bp.slow_call_us, sig);
+	snapshot(s, in, cur_h, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
 	    sig->total.reset)                         /* maps recreated: start afresh */
-		sluice_evwin_reset(&s->win, now_ns, in->hist);
+		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	else
 		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
 
@@ -183,7 +204,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		li.demand[c] = sig->cls[c].arrivals;
 	objective(s);
 	queue_sat = sluice_listenq_tick(&s->lq, &in->listen, s->window_ns, now_ns, sink);
-	if (window_decides(s, in, now_ns, dt_ns, &r, &full)) {
+	if (window_decides(s, cur_h, now_ns, dt_ns, &r, &full)) {
 		struct sluice_baseline_window bw = {
 			.samples = r.samples, .latency_us = r.latency_us, .calls = r.calls,
 			.errors = r.errors, .resp_429 = r.resp_429,
@@ -243,7 +264,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			oi.target_us = s->objective_us;
 			li.excess = r.top_us / s->objective_us - 1;
 		}
-		sluice_evwin_reset(&s->win, now_ns, in->hist);
+		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	}
 	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
 	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&

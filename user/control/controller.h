@@ -82,6 +82,9 @@ struct ctl_inputs {
 	struct sluice_inflight inflight;
 	uint32_t switch_admit[SLUICE_NUM_CLASSES];   /* SLUICE_PROB_ONE = no switch */
 	struct sluice_listenq_input listen;          /* the service's accept queue this tick */
+	unsigned hist_same;          /* bit c: class c's histogram did not move since the last
+	                              * tick (the caller did not read it, hist[c] need not be
+	                              * filled in: the last tick's is used); 0 = read them all */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,

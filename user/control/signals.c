@@ -206,8 +206,18 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 			    uint64_t dt_ns, uint64_t slow_call_us,
 			    struct sluice_service_signals *out)
 {
+	sluice_signals_compute_same(prev, cur, prev_h, cur_h, 0, dt_ns, slow_call_us, out);
+}
+
+void sluice_signals_compute_same(const struct sluice_class_stats *prev,
+				 const struct sluice_class_stats *cur,
+				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+				 struct sluice_service_signals *out)
+{
 	double dt_s = (double)dt_ns / 1e9;
 	struct sluice_class_stats d, dsum;
+	static const struct sluice_hist empty_h;
 	struct sluice_hist hd;
 	uint64_t total_n = 0;
 	uint32_t c, i;
@@ -221,6 +231,14 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 		int reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d);
 		uint64_t n = 0;
 
+		if (ph && (hist_same >> c & 1)) {
+			/* the caller says cur == prev: the delta is empty, nothing to add up */
+			s->reset = reset;
+			out->total.reset |= reset;
+			fill(s, &d, &empty_h, 0, dt_s, slow_call_us);
+			fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
+			continue;
+		}
 		/* one pass: delta, its count and the service total (this loop is most of a tick) */
 		for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
 			uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;

@@ -60,5 +60,13 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 			    const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
 			    uint64_t dt_ns, uint64_t slow_call_us,
 			    struct sluice_service_signals *out);
+/* The same, told which classes' histograms are unchanged (bit c of hist_same: cur_h[c] equals
+ * prev_h[c]): their empty deltas are not computed. The result is the same as without the
+ * hint; a hint that is wrong gives wrong signals. */
+void sluice_signals_compute_same(const struct sluice_class_stats *prev,
+				 const struct sluice_class_stats *cur,
+				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+				 struct sluice_service_signals *out);
 
 #endif

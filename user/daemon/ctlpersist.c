@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* One entry is 3.7 KB: kept off the stack, the daemon is single-threaded on this path. */
@@ -171,6 +172,41 @@ void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns)
 	ctl_slot_fill(&slot_buf, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
 		      now_ns);
 	maps_write_ctl_slot(&d->m, d->idx[i], &slot_buf);
+}
+
+static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
+{
+	const struct service_ctl *s = &d->ctl[i];
+
+	memset(k, 0, sizeof(*k));
+	k->windows = s->windows;
+	k->lad_change_ns = s->lad.last_change_ns;
+	k->brk_since_ns = s->brk.since_ns;
+	k->brk_step_start_ns = s->brk.step_start_ns;
+	k->above_since_ns = s->above_since_ns;
+	k->limit = s->lim.limit;
+	k->brk_state = (uint32_t)s->brk.state;
+	k->brk_step = s->brk.step;
+	k->signal = (uint32_t)s->signal;
+	k->reset_ack = d->books[i].ctl_reset_ack;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		k->admit[c] = s->lad.admit[c];
+}
+
+void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
+{
+	struct service_books *b = &d->books[i];
+	struct ctl_export_key k;
+
+	export_key(d, i, &k);
+	if (b->exported_ns && now_ns - b->exported_ns < 1000000000ull &&
+	    !memcmp(&k, &b->exported, sizeof(k))) {
+		b->ctl_ticks++;          /* counted; written with the next entry */
+		return;
+	}
+	daemon_ctl_export(d, i, now_ns);
+	b->exported = k;
+	b->exported_ns = now_ns;
 }
 
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)

@@ -27,6 +27,11 @@ void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns);
 void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns);
 
 /* Every service's entry (on SIGTERM, after the last tick). */
+/* The tick's export: only when the decided state moved since the last write (limit, ladder,
+ * breaker, baseline windows, objective missed, reset acknowledged) or a second has passed; a
+ * restart continues from state at most a second old in what no decision changed (the
+ * breaker's error ring, the ladder's recovery evidence). */
+void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns);
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns);
 
 #endif

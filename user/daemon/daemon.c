@@ -139,6 +139,7 @@ void daemon_free(struct daemon *d)
 	d->mx.s = NULL;
 	maps_reader_free(&d->rd);
 	recon_free(&d->recon);
+	daemon_node_close(d);
 }
 
 static void take_switch_news(struct daemon *d);
@@ -178,6 +179,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	}
 	switch_state_init(&d->sw);
 	pthread_mutex_init(&d->lock, NULL);
+	daemon_node_configure(d, now_ns);
 	write_globals(d, now_ns);
 	if (state_dir_ensure(d->cfg.state_dir, werr, sizeof(werr)))
 		log_warn("%s: switch changes stay in memory until it can be created", werr);
@@ -263,6 +265,10 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 	x->config_reloads = d->reloads_ok;
 	x->config_reload_failures = d->reloads_failed;
 	x->switch_file_error = d->switch_error_logged;
+	x->node_on = d->node.on;
+	x->node_pressure_pct = d->node.arb.last_pct;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		x->node_admit[c] = (double)d->node.arb.admit[c] / SLUICE_PROB_ONE;
 	if (x->cap < d->cfg.n_services) {
 		struct metrics_service_extra *ns = realloc(x->s, sizeof(*ns) * (size_t)d->cfg.n_services);
 
@@ -430,6 +436,34 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
 		b->overload_s += dt_s;
 }
 
+/* The histogram classes the tick must read (bit c = class c); the others are marked in
+ * hist_same and left out of in->hist. BPF counts a
+ * latency sample in latency_samples after it put it in the histogram, on the same CPU, and
+ * the counts are read before the histograms: a class whose count did not move since the
+ * controller's last tick has the histogram it had then (the controller keeps it). Pins without that map: an http
+ * sample is followed by the request's `completed` the same way; a tcp turn ends with no
+ * counter, so a tcp service reads all four. The first tick after a start, an import or the
+ * reload that added the service reads all four. */
+static unsigned hist_classes_to_read(const struct daemon *d, int i, struct ctl_inputs *in)
+{
+	const struct service_ctl *s = &d->ctl[i];
+	unsigned want = 0;
+
+	in->hist_same = 0;
+	if (!s->have_prev || (!d->rd.have_samples && d->cfg.services[i].protocol != SLUICE_PROTO_HTTP))
+		return (1u << SLUICE_NUM_CLASSES) - 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		if (d->rd.have_samples ?
+		    maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c] :
+		    in->stats[c].completed != s->prev[c].completed) {
+			want |= 1u << c;
+			continue;
+		}
+		in->hist_same |= 1u << c;
+	}
+	return want;
+}
+
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
 			 uint64_t wall_s, double dt_s, double decay,
 			 const struct sluice_event_sink *host_sink)
@@ -440,6 +474,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	struct sluice_verdict v;
 	struct ctl_inputs in;
 	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
+	unsigned want;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		in.switch_admit[c] = switch_state_admit(&d->sw, sc->name, c, wall_s);
@@ -455,16 +490,22 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return;
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
+	want = hist_classes_to_read(d, i, &in);
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
-	    maps_reader_hists(&d->rd, &d->m, d->idx[i], in.hist))
+	    (want && maps_reader_hist_classes(&d->rd, &d->m, d->idx[i], want, in.hist)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	in.listen.have = b->aq.listeners > 0;
 	in.listen.queued = b->aq.queued;
 	in.listen.backlog = b->aq.backlog;
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
+	daemon_node_apply(d, &v);
+	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (d->rd.have_samples)
+			b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
@@ -478,7 +519,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->have_written = 1;
 	}
 	update_books(d, i, &v, dt_s);
-	daemon_ctl_export(d, i, now_ns);
+	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
 	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
@@ -498,6 +539,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	take_switch_news(d);
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);
 	read_accept_queues(d);
+	daemon_node_tick(d, now_ns);
 
 	int n_hot = 0, n_used = 0;
 
@@ -669,6 +711,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->books = new_books;
 	pthread_mutex_unlock(&d->lock);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
+	daemon_node_configure(d, now_ns);
 	free(d->cfg_text);
 	d->cfg_text = text;
 	d->cfg_len = len;

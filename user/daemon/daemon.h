@@ -16,6 +16,7 @@
 #include "daemon/iowriter.h"
 #include "kernel/sockdiag.h"
 #include "kernel/flowgc.h"
+#include "daemon/node.h"
 
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
@@ -37,6 +38,16 @@ struct service_books {
 	int ran;                                 /* the controller ran this tick */
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
+	/* The ctl_state entry is rewritten when what the loop decided moved (this key) or once
+	 * a second: a 3.7 KB write per running service and tick was a fifth of the tick. */
+	struct ctl_export_key {
+		uint64_t windows, lad_change_ns, brk_since_ns, brk_step_start_ns, above_since_ns;
+		uint32_t limit, brk_state, brk_step, signal, reset_ack;
+		uint32_t admit[SLUICE_NUM_CLASSES];
+	} exported;
+	unsigned long long exported_ns;          /* 0 = never written */
+	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
+	                                          * histograms held, per class */
 };
 
 struct daemon {
@@ -60,6 +71,7 @@ struct daemon {
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
+	struct daemon_node node;                 /* node-wide arbitration (off by default) */
 	struct switch_state sw;                  /* the set in force (sw.set); only the tick and
 	                                          * the operator socket, one thread, touch it */
 	struct iowriter iow;                     /* the state directory's one writer */

@@ -519,6 +519,19 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 		sample_u(b, "sluice_switch_file_error", NULL,
 			 (unsigned long long)(x->switch_file_error != 0));
 	}
+	if (x && x->node_on) {
+		family(b, "sluice_node_admit_ratio", "gauge",
+		       "Node-wide arbitration: the share of each class every service may admit.");
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			struct lbl l = { NULL, c, NULL, NULL };
+
+			sample_d(b, "sluice_node_admit_ratio", &l, x->node_admit[c]);
+		}
+		family(b, "sluice_node_cpu_pressure_percent", "gauge",
+		       "Node-wide arbitration: share of the last observed second some task waited for "
+		       "a CPU.");
+		sample_d(b, "sluice_node_cpu_pressure_percent", NULL, x->node_pressure_pct);
+	}
 }
 
 /* Fill sv[] (escaped names, the controller's extra state) from snap; returns how many. */

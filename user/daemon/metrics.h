@@ -41,6 +41,9 @@ struct metrics_extra {
 	unsigned long long cascade_triggers;
 	unsigned long long config_reloads, config_reload_failures;  /* took effect / refused */
 	int switch_file_error;      /* the switch file is corrupt: running with no switches */
+	int node_on;                /* node-wide arbitration running */
+	double node_admit[SLUICE_NUM_CLASSES];   /* its admit fraction per class */
+	double node_pressure_pct;   /* its last CPU pressure reading */
 	int n;
 	struct metrics_service_extra *s;   /* n of them, on the heap (cap allocated) */
 	int cap;

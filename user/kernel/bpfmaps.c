@@ -248,11 +248,14 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->busy = calloc(n, sizeof(*r->busy));
 	r->busy_released = calloc(n, sizeof(*r->busy_released));
 	r->busy_read = calloc(n, 1);
+	r->samples = calloc(n * SLUICE_NUM_CLASSES, sizeof(*r->samples));
+	r->have_samples = m->latency_samples >= 0;
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->stripes = malloc(sizeof(struct sluice_inflight) * n * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
 	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
-	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read) {
+	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
+	    !r->samples) {
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
@@ -269,6 +272,7 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->busy);
 	free(r->busy_released);
 	free(r->busy_read);
+	free(r->samples);
 	free(r->hist);
 	free(r->stripes);
 	free(r->keys);
@@ -282,6 +286,34 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 
 	return err ? err : maps_read_array(m->busy_released, 0, (__u32)r->n_slots,
 					   sizeof(*r->busy_released), r->busy_released, r->keys);
+}
+
+static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, void *out);
+
+/* The sample counts of slots [first, first + n) (the scratch is free again), marking the
+ * slots whose counts moved. */
+static int read_samples(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
+{
+	size_t stride = sizeof(struct sluice_samples) * (size_t)r->ncpus;
+	int err = maps_read_array(m->latency_samples, (__u32)first, (__u32)n, stride, r->scratch,
+				  r->keys);
+
+	if (err)
+		return err;
+	for (int k = 0; k < n; k++) {
+		struct sluice_samples sum;
+		int s = first + k;
+
+		sum_percpu(r->scratch + stride * (size_t)k, 1, r->ncpus, sizeof(sum), &sum);
+		if (!memcmp(&r->samples[(size_t)s * SLUICE_NUM_CLASSES], sum.n, sizeof(sum.n)))
+			continue;
+		memcpy(&r->samples[(size_t)s * SLUICE_NUM_CLASSES], sum.n, sizeof(sum.n));
+		if (!r->changed[s]) {
+			r->changed[s] = 1;
+			r->n_changed++;
+		}
+	}
+	return 0;
 }
 
 /* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
@@ -320,7 +352,7 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 			r->n_changed++;
 		}
 	}
-	return 0;
+	return r->have_samples ? read_samples(r, m, first, n) : 0;
 }
 
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
@@ -364,6 +396,12 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 fail:
 	r->have_prev = 0; /* the buffer may hold a partial read: compare nothing with it */
 	return err;
+}
+
+long long maps_reader_samples(const struct maps_reader *r, int svc, int cls)
+{
+	return r->have_samples ? (long long)r->samples[(size_t)svc * SLUICE_NUM_CLASSES +
+						       (size_t)cls] : -1;
 }
 
 int maps_reader_changed(const struct maps_reader *r, int svc)
@@ -441,6 +479,23 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 	if (!err)
 		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
 	return err;
+}
+
+int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			     unsigned mask, struct sluice_hist *out)
+{
+	if (mask == (1u << SLUICE_NUM_CLASSES) - 1)
+		return maps_reader_hists(r, m, svc, out);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__u32 k = sluice_stat_index((__u32)svc, (__u32)c);
+
+		if (!(mask >> c & 1))
+			continue;
+		if (bpf_map_lookup_elem(m->latency_hist, &k, r->hist))
+			return -errno;
+		sum_percpu(r->hist, 1, r->ncpus, sizeof(*out), &out[c]);
+	}
+	return 0;
 }
 
 static int lookup_opt(int fd, int svc, void *out)

@@ -15,6 +15,7 @@ struct sluice_maps {
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
+	int latency_samples;             /* -1 when the pins predate it (layout < 6) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
 	int reclaim_prog, own_ops;
@@ -31,7 +32,7 @@ struct sluice_maps {
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
 #define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu) \
-				  X(addr_services)
+				  X(addr_services) X(latency_samples)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -73,6 +74,11 @@ struct maps_reader {
 	 * and per slot whether this read covered it. */
 	struct sluice_inflight *busy, *busy_released;
 	unsigned char *busy_read;
+	/* Latency samples per slot and class (summed over CPUs), read with the counters when
+	 * the map is pinned (have_samples): a histogram is read only when its count moved, and a
+	 * count that moved marks the slot changed (a tcp turn moves no other counter). */
+	__u64 *samples;
+	int have_samples;
 	void *hist;                  /* one service's 4 histograms, all CPUs */
 	__u32 *keys;                 /* scratch for the batch lookups */
 };
@@ -84,6 +90,9 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 /* inflight_released and busy_released are written by the flow GC only: re-read them after a
  * GC pass released. */
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
+/* Latency samples of slot svc, class cls, as last read; -1 when the map is not pinned (the
+ * caller must then read the histograms to know). */
+long long maps_reader_samples(const struct maps_reader *r, int svc, int cls);
 /* Did slot svc's counters move since it was last read (always 1 on the first read)? */
 int maps_reader_changed(const struct maps_reader *r, int svc);
 /* From the last read: counters summed over CPUs. */
@@ -100,6 +109,10 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 /* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out);
+/* Only the classes of bit mask (bit c = class c) into out[c]: a lookup each (all four: one
+ * batch); out[c] of the others is left alone. */
+int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			     unsigned mask, struct sluice_hist *out);
 void maps_close(struct sluice_maps *m);
 
 /* Counters: summed over CPUs. */
