@@ -201,13 +201,14 @@ struct {
 
 /* Latency samples per service (by class), per CPU: counted after the sample is in
  * latency_hist, so the controller reads a histogram only when its count moved (a tcp turn
- * moves no other counter). BPF (TC egress). */
+ * moves no other counter). BPF (TC egress). Not pinned: the counts only have to be monotonic
+ * while one sluiced reads them (a new sluiced reads every histogram on its first tick and
+ * compares counts from then on), and the layout record has room for no more pinned maps. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
 	__type(key, __u32);
 	__type(value, struct sluice_samples);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } latency_samples SEC(".maps");
 
 /* Parser counters, per CPU. BPF. */

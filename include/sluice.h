@@ -58,8 +58,7 @@
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
  *      values read as they are); services by local address and port: new map
  *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
- *      by layout 5, so its values are kept); new map `latency_samples` (samples per service
- *      and class: the controller reads a histogram only when its count moved) */
+ *      by layout 5, so its values are kept) */
 #define SLUICE_MAP_LAYOUT_VERSION 6
 
 /* Services by local address: two services may share a port on different local addresses

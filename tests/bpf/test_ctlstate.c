@@ -389,9 +389,9 @@ static void migrate_from(__u32 from)
 {
 	/* the maps new in layout 6 (the first n_v6), then 5's, then 4's */
 	static const char *const never_had[] = { "conn_cap", "addr_services",
-						 "inflight_pcpu", "latency_samples", "busy",
+						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_v6 = 4;
+	const int n_v6 = 3;
 	const int n_gone = n_v6 + (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];

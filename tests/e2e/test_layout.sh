@@ -231,7 +231,7 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap addr_services inflight_pcpu latency_samples
+	echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen

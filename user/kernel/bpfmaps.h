@@ -15,7 +15,7 @@ struct sluice_maps {
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
-	int latency_samples;             /* -1 when the pins predate it (layout < 6) */
+	int latency_samples;             /* not pinned: from the loaded object (attach_flow_handles) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
 	int reclaim_prog, own_ops;
@@ -32,7 +32,7 @@ struct sluice_maps {
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
 #define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu) \
-				  X(addr_services) X(latency_samples)
+				  X(addr_services)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */

@@ -120,8 +120,6 @@ static const char *const new_since_v4[] = { "busy", "busy_released", NULL };
  *    SLUICE_PORT_BY_ADDR, so its port_to_service values mean the same and are adopted;
  *  - inflight_pcpu: in-flight striped per CPU, empty: the shared `inflight` keeps what older
  *    layouts counted, and the data path reads the sum of both.
- *  - latency_samples: the sample counts start at zero, which is exact for the controller: it
- *    reads every histogram on its first tick after a start and compares counts from then on.
  * A flow's req_active is its ownership word in layout 6, whose older values (0 idle, 1 open,
  * 2 deciding) it reads as they are: flows are adopted. */
 #define LAYOUT_V6 6
@@ -129,7 +127,6 @@ static const char *const new_in_v6[] = {
 	"conn_cap",
 	"addr_services",
 	"inflight_pcpu",
-	"latency_samples",
 	NULL
 };
 
