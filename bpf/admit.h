@@ -256,14 +256,23 @@ static __always_inline void take_unit(__u32 svc, __u32 cls)
 	count_unit(&inflight, svc, cls, 1);
 }
 
+/* The key of a client in `clients` (an IPv6 client is its /64: sluice_client_addr). */
+static __always_inline void client_key_of(__u32 svc, const __u8 addr[16],
+					  struct sluice_client_key *k)
+{
+	k->svc = svc;
+	__builtin_memcpy(k->addr, addr, 16);
+	sluice_client_addr(k->addr);
+}
+
 /* The client's entry in `clients`, created empty when it has none; NULL only if the map
  * cannot hold it (the caller then does not limit the client). */
 static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16])
 {
-	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client_key k = {};
 	struct sluice_client *c, nc = {};
 
-	__builtin_memcpy(k.addr, addr, 16);
+	client_key_of(svc, addr, &k);
 	c = bpf_map_lookup_elem(&clients, &k);
 	if (c)
 		return c;
@@ -342,10 +351,10 @@ static __always_inline int client_take(const struct sluice_service *sc, __u32 sv
 
 static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 {
-	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client_key k = {};
 	struct sluice_client *c;
 
-	__builtin_memcpy(k.addr, addr, 16);
+	client_key_of(svc, addr, &k);
 	c = bpf_map_lookup_elem(&clients, &k);
 	if (c && c->in_flight > 0)
 		__sync_fetch_and_add(&c->in_flight, -1);

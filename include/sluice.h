@@ -124,6 +124,21 @@ struct sluice_client {
 	__u64 tat_ns;                    /* GCRA theoretical arrival time */
 };
 
+/* The client an address belongs to, as `clients` keys it: an IPv4 address is itself, an IPv6
+ * address its /64 (a host is routinely given a whole /64 and may pick addresses in it at will:
+ * keyed by address, every one would get a budget of its own). addr is v4-mapped for IPv4. */
+static inline void sluice_client_addr(__u8 addr[16])
+{
+	for (int i = 0; i < 10; i++)
+		if (addr[i])
+			goto v6;
+	if (addr[10] == 0xff && addr[11] == 0xff)
+		return;
+v6:
+	for (int i = 8; i < 16; i++)
+		addr[i] = 0;
+}
+
 /* Map `source_rules` (LPM trie). IPv4 is stored v4-mapped (::ffff:a.b.c.d), so prefixlen for a
  * v4 /24 is 32 (svc) + 96 + 24. Value: the first-matching rule among those covering the prefix
  * (userspace resolves overlaps so that longest-prefix lookup gives first-match semantics). */

@@ -793,6 +793,34 @@ static void test_client_concurrency_cap(void **state)
 	assert_int_equal(connect_(f, &c), XDP_PASS);
 }
 
+/* An IPv6 client is its /64: 1000 addresses inside one /64 share one client's budget (two
+ * connections at once), and an address in the next /64 is another client. */
+static void test_client_limits_key_ipv6_by_64(void **state)
+{
+	struct fixture *f = *state;
+	char addr[1000][48];
+	int passed = 0, refused = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "2001:db8:5:6:%x:%x:%x:1", i * 37 + 1, i, 1000 - i);
+		struct pkt_spec s = { .v6 = 1, .src = addr[i], .dst = SERVER6, .sport = 20000,
+				      .dport = 7000, .seq = 1000u + (uint32_t)i, .syn = 1 };
+		int rv = connect_(f, &s);
+		passed += rv == XDP_PASS;
+		refused += rv == XDP_TX;
+	}
+	assert_int_equal(passed, 2);
+	assert_int_equal(refused, 998);
+	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 998);
+	struct pkt_spec next = { .v6 = 1, .src = "2001:db8:5:7::1", .dst = SERVER6,
+				 .sport = 20000, .dport = 7000, .seq = 1, .syn = 1 };
+	assert_int_equal(connect_(f, &next), XDP_PASS);
+	/* IPv4 clients stay one address each. */
+	struct pkt_spec v4a = syn4("198.18.7.1", 1, 7000), v4b = syn4("198.18.7.2", 1, 7000);
+	assert_int_equal(connect_(f, &v4a), XDP_PASS);
+	assert_int_equal(connect_(f, &v4b), XDP_PASS);
+}
+
 static void test_client_token_bucket(void **state)
 {
 	struct fixture *f = *state;
@@ -1715,6 +1743,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_limits_key_ipv6_by_64, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_carried_over_flow_without_client_next_still_ends, setup, harness_teardown),

@@ -91,6 +91,7 @@ static void release_client_count(const struct sluice_maps *m, __u32 svc, const _
 	struct sluice_client c;
 
 	memcpy(k.addr, addr, 16);
+	sluice_client_addr(k.addr);
 	if (bpf_map_lookup_elem(m->clients, &k, &c) == 0 && c.in_flight > 0) {
 		c.in_flight--;
 		bpf_map_update_elem(m->clients, &k, &c, BPF_EXIST);
