@@ -318,16 +318,41 @@ int answer_request(struct __sk_buff *skb, __u32 offs, __u32 cseq, __u32 cack, __
 	return ANSWER_SENT;
 }
 
+/* A request segment with IPv4 options or IPv6 extension headers is answered without them:
+ * its TCP header is moved back behind the fixed IP header (the reply's text and the RST are
+ * then written behind it). Returns the new l4 offset, or 0 when the skb could not be changed
+ * (possibly half changed: drop it). */
+static __always_inline __u32 strip_ip_options(struct __sk_buff *skb, const struct pkt *p)
+{
+	__u32 l4 = p->l3_off + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	__u8 fix = p->v6 ? IPPROTO_TCP : 0x45;   /* next header; version 4, ihl 5 */
+	struct tcphdr th;
+
+	if (l4 == p->l4_off)
+		return l4;
+	th = *p->tcp;
+	if (bpf_skb_store_bytes(skb, p->l3_off + (p->v6 ? 6 : 0), &fix, 1, 0))
+		return 0;
+	if (bpf_skb_store_bytes(skb, l4, &th, sizeof(th), 0))
+		return 0;
+	return l4;
+}
+
 static __always_inline int answer_refused_request(struct __sk_buff *skb, const struct pkt *p,
 						  __u32 rk)
 {
-	if ((!p->v6 && p->ip4->ihl != 5) || (p->v6 && p->ext_hdrs))
-		return ANSWER_NOT_SENT;
+	__u32 seq = bpf_ntohl(p->tcp->seq), ack = bpf_ntohl(p->tcp->ack_seq), l4_off;
+	int rc;
+
 	if (p->payload_len > 0xffff)
 		return ANSWER_NOT_SENT;
-	return answer_request(skb, p->l3_off | p->l4_off << 8 | (!p->v6) << 16,
-			      bpf_ntohl(p->tcp->seq), bpf_ntohl(p->tcp->ack_seq),
-			      p->payload_len | rk << 16);
+	l4_off = strip_ip_options(skb, p);
+	if (!l4_off)
+		return ANSWER_BROKEN;
+	rc = answer_request(skb, p->l3_off | l4_off << 8 | (!p->v6) << 16, seq, ack,
+			    p->payload_len | rk << 16);
+	/* Headers already moved: never pass it on as it is now. */
+	return rc == ANSWER_NOT_SENT && l4_off != p->l4_off ? ANSWER_BROKEN : rc;
 }
 
 #endif

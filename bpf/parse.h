@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Packet parsing shared by the XDP and TC programs: Ethernet (+ up to two 802.1Q/802.1ad tags),
- * IPv4, IPv6 (skipping hop-by-hop, routing and destination-options headers), TCP.
+ * IPv4 (past its options), IPv6 (past hop-by-hop, routing, destination-options and fragment
+ * headers), TCP. The first fragment of a fragmented TCP segment carries the TCP header and is
+ * judged like any segment; later fragments carry none and pass (without their first they are
+ * never reassembled).
  * Every header access is bounds-checked against data_end; anything that does not parse is
  * PKT_MALFORMED and the caller passes it untouched. Works on direct packet pointers, so the
  * same code serves xdp_md and __sk_buff (whose headers are in the linear area). */
@@ -18,7 +21,15 @@
 #define ETH_P_8021AD 0x88A8
 #endif
 
-enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED };
+/* PKT_DEEP: an IPv6 chain of more extension headers than SLUICE_MAX_EXT_HDRS, which sluice
+ * cannot follow to its end: were it passed, a client could put any segment beyond judgement. */
+enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP };
+
+#define SLUICE_MAX_EXT_HDRS 4
+
+#ifndef IPPROTO_FRAGMENT
+#define IPPROTO_FRAGMENT 44
+#endif
 
 struct vlan_hdr {
 	__be16 tci;
@@ -38,6 +49,8 @@ struct pkt {
 	__u8 v6;                         /* branch on this, not on ip4/ip6 being NULL: the
 					  * verifier follows a known constant, not pointer nullness */
 	__u8 ext_hdrs;                   /* IPv6 extension headers skipped */
+	__u8 frag;                       /* the first fragment of a fragmented segment: its
+					  * payload_len is that fragment's share only */
 };
 
 static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, struct pkt *p)
@@ -53,6 +66,7 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 	p->ip4 = 0;
 	p->ip6 = 0;
 	p->ext_hdrs = 0;
+	p->frag = 0;
 	cur = eth + 1;
 	proto = eth->h_proto;
 
@@ -81,10 +95,10 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 			return PKT_MALFORMED;
 		if (ip->protocol != IPPROTO_TCP)
 			return PKT_OTHER;
-		/* Fragments other than the first carry no TCP header; first fragments of TCP are
-		 * pathological. Neither is a unit boundary we can judge: pass. */
-		if (ip->frag_off & bpf_htons(0x3fff))
+		/* Fragments other than the first carry no TCP header: nothing to judge. */
+		if (ip->frag_off & bpf_htons(0x1fff))
 			return PKT_OTHER;
+		p->frag = !!(ip->frag_off & bpf_htons(0x2000));
 		tot = bpf_ntohs(ip->tot_len);
 		if (tot < ihl)
 			return PKT_MALFORMED;
@@ -108,9 +122,9 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 		cur = ip6 + 1;
 		l4_len = bpf_ntohs(ip6->payload_len);
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < SLUICE_MAX_EXT_HDRS; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
-			    nexthdr != IPPROTO_DSTOPTS)
+			    nexthdr != IPPROTO_DSTOPTS && nexthdr != IPPROTO_FRAGMENT)
 				break;
 			struct ipv6_opt_hdr *oh = cur;
 			__u32 len;
@@ -118,6 +132,17 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 			if ((void *)(oh + 1) > data_end)
 				return PKT_MALFORMED;
 			len = (oh->hdrlen + 1) * 8;
+			if (nexthdr == IPPROTO_FRAGMENT) {
+				/* 8 bytes: next header, reserved, offset and M flag, id. */
+				__be16 *fo = cur + 2;
+
+				if ((void *)(fo + 1) > data_end)
+					return PKT_MALFORMED;
+				if (*fo & bpf_htons(0xfff8))
+					return PKT_OTHER; /* not the first fragment */
+				p->frag = 1;
+				len = 8;
+			}
 			if (len > l4_len)
 				return PKT_MALFORMED;
 			nexthdr = oh->nexthdr;
@@ -125,6 +150,9 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 			l4_len -= len;
 			p->ext_hdrs++;
 		}
+		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+		    nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT)
+			return PKT_DEEP;
 		if (nexthdr != IPPROTO_TCP)
 			return PKT_OTHER;
 	} else {

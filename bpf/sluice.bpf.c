@@ -50,7 +50,9 @@ static __always_inline int service_of(__be16 port)
 }
 
 /* Parse a frame and find the service it belongs to: the service index, or -1 for anything
- * sluice leaves alone (not TCP, not a service port; malformed frames are counted). */
+ * sluice leaves alone (not TCP, not a service port; malformed frames are counted), or -2
+ * (ingress) for a frame whose headers cannot be followed to its TCP header but the host would
+ * take (PKT_DEEP): it is dropped, not passed unjudged. */
 static __always_inline int parse_service_packet(void *data, void *data_end, struct pkt *p,
 						int ingress)
 {
@@ -58,9 +60,9 @@ static __always_inline int parse_service_packet(void *data, void *data_end, stru
 	enum pkt_kind kind = parse_packet(data, data_end, p);
 
 	if (kind != PKT_TCP) {
-		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
+		if ((kind == PKT_MALFORMED || kind == PKT_DEEP) && (ps = pkt_counters()))
 			ps->malformed++;
-		return -1;
+		return kind == PKT_DEEP && ingress ? -2 : -1;
 	}
 	return service_of(ingress ? p->tcp->dest : p->tcp->source);
 }
@@ -203,7 +205,7 @@ refuse:
 		return XDP_DROP;
 
 	ps = pkt_counters();
-	len = build_syn_reset(p);
+	len = build_syn_reset(p, (void *)(long)ctx->data_end);
 	if (!len) {
 		/* Cannot answer this one cleanly: dropping is what the client's SYN retry
 		 * logic handles best. */
@@ -327,6 +329,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	int svc;
 
 	svc = parse_service_packet(data, data_end, &p, 1);
+	if (svc == -2)
+		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
 	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
@@ -666,10 +670,14 @@ int sluice_tc_ingress(struct __sk_buff *skb)
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	const struct sluice_service *sc;
+	enum pkt_kind kind;
 	struct pkt p;
 	int svc;
 
-	if (parse_packet(data, data_end, &p) != PKT_TCP)
+	kind = parse_packet(data, data_end, &p);
+	if (kind == PKT_DEEP)
+		return TC_ACT_SHOT; /* as XDP does; reached only without it */
+	if (kind != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest);
 	if (svc < 0)

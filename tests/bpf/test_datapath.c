@@ -676,6 +676,88 @@ static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
 	assert_int_equal(stats(f, 0, 3).retransmits, 1);
 }
 
+/* A refused SYN with IPv4 options or IPv6 extension headers: RST in the fixed headers only,
+ * never longer than the SYN, checksums right. */
+static void check_rst_without_options(const uint8_t *in, size_t in_len, const struct run *r,
+				      int v6, uint32_t syn_seq)
+{
+	size_t l3 = v6 ? 40 : 20;
+	const void *ip = r->out + 14;
+	const struct tcphdr *tcp = (const void *)(r->out + 14 + l3);
+
+	assert_int_equal(r->ret, XDP_TX);
+	assert_int_equal(r->out_len, 14 + l3 + 20);
+	assert_true(r->out_len <= in_len);
+	if (v6) {
+		const struct ipv6hdr *ip6 = ip, *oip6 = (const void *)(in + 14);
+		assert_int_equal(ip6->nexthdr, IPPROTO_TCP);
+		assert_int_equal(ntohs(ip6->payload_len), 20);
+		assert_memory_equal(&ip6->daddr, &oip6->saddr, 16);
+	} else {
+		const struct iphdr *ip4 = ip, *oip = (const void *)(in + 14);
+		assert_int_equal(ip4->ihl, 5);
+		assert_int_equal(ntohs(ip4->tot_len), 40);
+		assert_int_equal(ip4->daddr, oip->saddr);
+		assert_int_equal(ntohs(ip4->frag_off), 0x4000);
+		assert_int_equal(csum_finish(csum_add(0, ip4, 20)), 0);
+	}
+	assert_int_equal(ntohs(tcp->source), 5432);
+	assert_int_equal(ntohl(tcp->ack_seq), syn_seq + 1);
+	assert_true(tcp->rst && tcp->ack);
+	assert_int_equal(tcp->doff, 5);
+	assert_int_equal(tcp_verify(ip, v6, tcp, 20), 0);
+}
+
+/* Packets with IPv4 options or IPv6 extension headers (hop-by-hop, destination options,
+ * routing, a first fragment) are decided like any other: admitted ones hold their slot,
+ * refused ones are answered with an RST. Later fragments carry no TCP header and pass;
+ * a chain of more extension headers than the parser follows is dropped. */
+static void test_ip_options_and_ext_headers_decided(void **state)
+{
+	struct fixture *f = *state;
+	/* db: limit 4, the default class L3 may use 2. */
+	struct pkt_spec a4 = syn4("203.0.113.9", 1, 5432);
+	struct pkt_spec a6 = { .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 2,
+			       .dport = 5432, .seq = 50, .syn = 1, .tcp_opts = 20,
+			       .ext = "HDRF", .frag = 1 };
+	a4.ip_opts = 8;
+	assert_int_equal(connect_(f, &a4), XDP_PASS);
+	assert_int_equal(connect_(f, &a6), XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 2);
+	assert_int_equal(busy_total(f, 0), 2);
+	assert_int_equal(flow_count(f), 2);
+
+	uint8_t in[512];
+	struct pkt_spec r4 = syn4("203.0.113.9", 3, 5432), r6 = a6;
+	r4.ip_opts = 40; /* the most an IPv4 header holds */
+	size_t len = build_pkt(in, &r4);
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), in, len);
+	check_rst_without_options(in, len, &r, 0, r4.seq);
+	r6.sport = 4;
+	len = build_pkt(in, &r6);
+	r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), in, len);
+	check_rst_without_options(in, len, &r, 1, r6.seq);
+	assert_int_equal(stats(f, 0, 3).rejected[SLUICE_REJ_HEADROOM], 2);
+	assert_int_equal(pstats(f).rst_sent, 2);
+	assert_int_equal(pstats(f).reply_failed, 0);
+
+	/* Later fragments: no TCP header to judge; passed, counted nowhere. */
+	unsigned long long arrivals = stats(f, 0, 3).arrivals;
+	struct pkt_spec later4 = syn4("203.0.113.9", 5, 5432), later6 = r6;
+	later4.frag = 2;
+	later6.sport = 6, later6.ext = "F", later6.frag = 2;
+	assert_int_equal(xdp(f, &later4).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &later6).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 3).arrivals, arrivals);
+	/* More extension headers than the parser follows: dropped, not passed unjudged. */
+	struct pkt_spec deep = r6;
+	deep.sport = 7, deep.ext = "HDDDR", deep.frag = 0;
+	assert_int_equal(xdp(f, &deep).ret, XDP_DROP);
+	deep.ext = "HDDR"; /* four are followed */
+	assert_int_equal(xdp(f, &deep).ret, XDP_TX);
+	assert_int_equal(inflight_total(f, 0), 2);
+}
+
 static void test_v6_vlan_dscp_classified_and_rst(void **state)
 {
 	struct fixture *f = *state;
@@ -1738,6 +1820,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_drop_mode, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),

@@ -519,6 +519,70 @@ static void test_ipv6_refused_request_gets_429(void **state)
 	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
 }
 
+/* A refused request that came with IPv4 options or IPv6 extension headers (a first fragment
+ * included) is answered like any other, the reply and the RST without them, checksums right;
+ * never admitted untracked. */
+static void test_refused_request_with_ip_options_answered(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = GET("/report/opt", "");
+	struct sluice_verdict v;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	v.flags |= SLUICE_VERDICT_SHUT(3);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	for (int v6 = 0; v6 <= 1; v6++) {
+		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(5100 + v6), text);
+		size_t l3 = v6 ? 40 : 20;
+		if (v6) {
+			rq.v6 = 1, rq.src = "2001:db8::5", rq.dst = "2001:db8::1";
+			rq.ext = "HRDF", rq.frag = 1;
+		} else {
+			rq.ip_opts = 12;
+		}
+		handshake(f, &rq);
+		int cap = capture_socket();
+		struct run r = ingress(f, &rq);
+		uint8_t rep[1024];
+		ssize_t n = v6 ? capture_reply6(cap, rep, sizeof(rep)) : capture_reply(cap, rep, sizeof(rep));
+		close(cap);
+
+		assert_int_equal(r.ret, TC_ACT_OK);
+		/* To the server: an RST at the client's sequence number, in the fixed headers. */
+		uint8_t srv[128];
+		memcpy(srv, r.out, sizeof(srv));
+		const struct tcphdr *stcp = (const void *)(srv + 14 + l3);
+		assert_int_equal(r.out_len, 14 + l3 + 20);
+		assert_true(stcp->rst);
+		assert_int_equal(ntohl(stcp->seq), 5000);
+		assert_int_equal(tcp_verify(srv + 14, v6, stcp, 20), 0);
+		/* To the client: the 429 with FIN. */
+		assert_true(n > (ssize_t)(14 + l3 + 20));
+		const struct tcphdr *tcp = (const void *)(rep + 14 + l3);
+		size_t plen = (size_t)n - 14 - l3 - 20;
+		if (v6) {
+			const struct ipv6hdr *ip6 = (const void *)(rep + 14);
+			assert_int_equal(ip6->nexthdr, IPPROTO_TCP);
+			assert_int_equal(ntohs(ip6->payload_len), 20 + plen);
+		} else {
+			const struct iphdr *ip = (const void *)(rep + 14), *sip = (const void *)(srv + 14);
+			assert_int_equal(ip->ihl, 5);
+			assert_int_equal(ntohs(ip->tot_len), 40 + plen);
+			assert_int_equal(csum_finish(csum_add(0, ip, 20)), 0);
+			assert_int_equal(sip->ihl, 5);
+			assert_int_equal(csum_finish(csum_add(0, sip, 20)), 0);
+		}
+		assert_int_equal(ntohs(tcp->dest), 5100 + v6);
+		assert_int_equal(ntohl(tcp->ack_seq), 5000 + (uint32_t)strlen(text));
+		assert_true(tcp->fin && tcp->ack);
+		assert_int_equal(tcp_verify(rep + 14, v6, tcp, 20 + plen), 0);
+		assert_memory_equal(rep + 14 + l3 + 20, "HTTP/1.1 429 Too Many Requests\r\n", 32);
+	}
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 2);
+	assert_int_equal(stats(f, 3).untracked, 0);
+	assert_int_equal(stats(f, 3).admitted, 0);
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -553,6 +617,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 	};
