@@ -29,7 +29,17 @@ static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 
 	}
 }
 
-/* Source-prefix and DSCP rules: everything a SYN can be judged by. */
+/* 1 when the packet's source is inside the service's trust_from (see SLUICE_SRC_TRUST). */
+static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
+
+	pkt_addr(p, 1, k.addr);
+	return bpf_map_lookup_elem(&source_rules, &k) != 0;
+}
+
+/* Source-prefix and DSCP rules: everything a SYN can be judged by. A DSCP mark counts only
+ * from a trusted source (anyone can set one). */
 static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
 						     __u32 svc, const struct pkt *p)
 {
@@ -43,7 +53,7 @@ static __always_inline struct class_pick classify_l3(const struct sluice_service
 	if (r)
 		pick_rule(&best, r->order, r->class);
 	d = sc->dscp_rule[p->dscp & 63];
-	if (d != SLUICE_RULE_NONE)
+	if (d != SLUICE_RULE_NONE && source_trusted(svc, p))
 		pick_rule(&best, d >> 2, d & 3);
 	return best;
 }

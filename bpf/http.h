@@ -93,7 +93,8 @@ static long cmp_path_byte(__u32 k, void *vctx)
 /* Path prefix and priority header of a request from its first segment. A global function:
  * the verifier checks it once, not once per path of its caller (keeps the TC ingress program
  * far from the verifier's limits and fast to load). Returns (order << 8) | class of the best
- * payload rule with an order below best_order, or -1 when none matches. A header that is not
+ * payload rule with an order below best_order & 0xff, or -1 when none matches; bit 8 of
+ * best_order leaves the header rule out (an untrusted source). A header that is not
  * in the first segment is not seen: the caller's default stands. */
 __attribute__((noinline))
 int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 payload_len,
@@ -101,7 +102,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 {
 	const struct sluice_service *sc;
 	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = 0 };
-	__u32 zero = 0, len = payload_len, path_off = 0;
+	__u32 zero = 0, len = payload_len, path_off = 0, no_header = best_order >> 8;
 	struct scan_buf *sb;
 
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -132,7 +133,9 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 			if (sc->path[r].len && !(pc.mismatch & (1u << r)))
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
-	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len) {
+	best_order &= 0xff;
+	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len &&
+	    !no_header) {
 		struct header_scan hs = { .buf = sb->b, .sc = sc, .len = len, .pos = -1,
 					  .class = -1 };
 
@@ -145,13 +148,20 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	return (best.order << 8) | best.class;
 }
 
-/* Source/DSCP rules, then the payload's. */
+/* Source/DSCP rules, then the payload's. The priority header counts only from a trusted
+ * source (anyone can write one): for any other the header rule is left out and the other
+ * rules decide as they would without it. */
 static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 							  const struct sluice_service *sc,
 							  __u32 svc, const struct pkt *p)
 {
 	struct class_pick best = classify_l3(sc, svc, p);
-	int r = classify_payload(skb, svc, p->payload_off, p->payload_len, best.order);
+	__u32 bound = best.order;
+	int r;
+
+	if (sc->header_order != SLUICE_RULE_NONE && !source_trusted(svc, p))
+		bound |= 0x100;
+	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
 
 	if (r >= 0) {
 		best.order = (__u8)(r >> 8);

@@ -144,9 +144,16 @@ v6:
  * (userspace resolves overlaps so that longest-prefix lookup gives first-match semantics). */
 struct sluice_src_key {
 	__u32 prefixlen;
-	__u32 svc;                       /* service index: always fully matched (prefixlen >= 32) */
+	__u32 svc;                       /* service index: always fully matched (prefixlen >= 32);
+	                                  * | SLUICE_SRC_TRUST for the service's trust_from */
 	__u8 addr[16];
 };
+
+/* The same trie holds each service's trust_from prefixes under svc | SLUICE_SRC_TRUST (value
+ * unused): a source inside one may classify by DSCP and by the priority header; any other's
+ * DSCP marks and header are ignored. A key space of its own, so the longest-prefix lookup of
+ * the source rules never lands on one. */
+#define SLUICE_SRC_TRUST      0x80000000u
 
 struct sluice_src_rule {
 	__u8 class;

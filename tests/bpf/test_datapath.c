@@ -31,6 +31,7 @@ static const char *CONFIG =
 	"    limit: { fixed: 4 }\n"
 	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }\n"
 	"    default_class: L3\n"
+	"    trust_from: [2001:db8:9::/48, 192.0.2.0/24]\n"
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { source: 198.18.0.0/15, class: L2 }\n"
@@ -798,6 +799,21 @@ static void test_v6_vlan_dscp_classified_and_rst(void **state)
 	l0.dscp = 0;
 	assert_int_equal(xdp(f, &l0).ret, XDP_PASS);
 	assert_int_equal(stats(f, 0, 0).admitted, 1);
+
+	/* DSCP 46 from outside trust_from is ignored: the default class (L3), v6 and v4. */
+	struct pkt_spec un6 = s, un4 = syn4("203.0.113.40", 6001, 5432);
+	un6.src = "2001:db8:a::5", un6.sport = 6001;
+	un4.dscp = 46;
+	unsigned long long l1 = stats(f, 0, 1).arrivals, l3 = stats(f, 0, 3).arrivals;
+	xdp(f, &un6);
+	xdp(f, &un4);
+	assert_int_equal(stats(f, 0, 1).arrivals, l1);
+	assert_int_equal(stats(f, 0, 3).arrivals, l3 + 2);
+	/* ... and counts from a trusted IPv4 source. */
+	struct pkt_spec tr4 = syn4("192.0.2.40", 6002, 5432);
+	tr4.dscp = 46;
+	xdp(f, &tr4);
+	assert_int_equal(stats(f, 0, 1).arrivals, l1 + 1);
 }
 
 static void test_first_matching_source_rule_wins(void **state)

@@ -36,6 +36,7 @@ static const char *CONFIG =
 	"    limit: { fixed: 8 }\n"
 	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
 	"    default_class: L2\n"
+	"    trust_from: [203.0.113.0/28, 2001:db8::/64]\n"
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { path_prefix: /report, class: L3 }\n"
@@ -229,6 +230,10 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1 },          /* no method */
 		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1 },                   /* no method */
 		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1 },               /* too long */
+		/* Outside trust_from: the header is ignored, the other rules decide. */
+		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2 },
+		{ "203.0.113.77", GET("/pay", "X-Priority: L1\r\n"), 0 },
+		{ "198.18.1.9", GET("/x", "X-Priority: L3\r\n"), 0 },
 	};
 	uint64_t before[4] = { 0 };
 
