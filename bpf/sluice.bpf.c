@@ -456,6 +456,21 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		promote(key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
+/* 1 when an http response segment is an interim (1xx) response other than 101: it does not
+ * end the request. A 101 does, and the flow is opaque from then on (another protocol). */
+static __always_inline int interim_response(struct __sk_buff *skb, const struct pkt *p,
+					    struct sluice_flow *f)
+{
+	int status = response_status(skb, p);
+
+	if (status < 100 || status > 199)
+		return 0;
+	if (status != 101)
+		return 1;
+	f->flags |= SLUICE_FLOW_OPAQUE;
+	return 0;
+}
+
 SEC("tc")
 int sluice_tc_egress(struct __sk_buff *skb)
 {
@@ -505,6 +520,8 @@ int sluice_tc_egress(struct __sk_buff *skb)
 	else if (f->tracked_inflight) {
 		if (server_data_new(f, &p) && __sync_val_compare_and_swap(&f->req_active, 1, 0) == 1)
 			end_turn(f, now);
+	} else if (f->req_active == 1 && interim_response(skb, &p, f)) {
+		; /* 100 Continue, 102, 103: the final response is still to come */
 	} else if (__sync_val_compare_and_swap(&f->req_active, 1, 0) == 1) {
 		end_request(skb, &p, f, &key, now);
 	}
@@ -541,6 +558,17 @@ static __always_inline int starts_with_method(struct __sk_buff *skb, const struc
 	return 0;
 }
 
+/* 1 when the request is a CONNECT. */
+static __always_inline int is_connect(struct __sk_buff *skb, const struct pkt *p)
+{
+	char b[8];
+
+	if (p->payload_len < 8 || bpf_skb_load_bytes(skb, p->payload_off, b, 8))
+		return 0;
+	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
+	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
+}
+
 /* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
  * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
  * (after the handshake, or after the previous request's bytes), with a method token: data
@@ -562,6 +590,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	if (!f)
 		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
 	touch_flow(f, now);
+	if (f->flags & SLUICE_FLOW_OPAQUE)
+		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
@@ -598,6 +628,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
+		if (is_connect(skb, p))
+			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
 		f->class = pick.class & 3;
 		f->req_seq = seq;
 		f->req_start_ns = now;

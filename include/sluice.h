@@ -321,6 +321,8 @@ enum sluice_flow_state {
  * (1: the client, with a turn open since req_start_ns), and busy flows, not open connections,
  * are the concurrency of a tcp service: an idle pooled connection holds no capacity. */
 #define SLUICE_FLOW_SERVER_SEQ 1         /* sluice_flow.flags: server_next is known */
+#define SLUICE_FLOW_OPAQUE     2         /* http: after a 101 or a CONNECT the bytes are another
+                                          * protocol's: no request starts on the flow again */
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit (connection) was admitted */

@@ -588,6 +588,73 @@ static void test_refused_request_with_ip_options_answered(void **state)
 	assert_int_equal(stats(f, 3).admitted, 0);
 }
 
+/* The server's answer to rq, acknowledging all of it. */
+static struct pkt_spec answer_to(const struct pkt_spec *rq, uint32_t off, const char *text)
+{
+	struct pkt_spec r = response(rq->src, rq->sport, text);
+	r.seq = 9000 + off, r.ack = rq->seq + (uint32_t)rq->payload_len;
+	return r;
+}
+
+/* Request boundaries: a 1xx other than 101 is not the final response (the request keeps its
+ * slot until the real one, its body starts nothing); after a 101 or a CONNECT the flow is
+ * opaque: request-looking bytes on it are neither decided nor refused, even with every class
+ * shut. */
+static void test_interim_upgrade_and_connect(void **state)
+{
+	struct fixture *f = *state;
+	const char *post = "POST /x HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+			   "Content-Length: 10\r\n\r\n";
+	const char *cont = "HTTP/1.1 100 Continue\r\n\r\n";
+	struct pkt_spec rq = request("203.0.113.5", 6100, post);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(inflight(f), 1);
+	struct pkt_spec c = answer_to(&rq, 0, cont);
+	egress(f, &c);
+	assert_int_equal(inflight(f), 1);           /* 100 Continue ends nothing */
+	struct pkt_spec body = rq;
+	body.seq += (uint32_t)rq.payload_len, body.payload = "GET 567890", body.payload_len = 10;
+	admitted(f, &body);                          /* a body is no request, whatever it reads */
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	body.payload_len = 0;                        /* what the final answer acknowledges */
+	body.seq += 10;
+	struct pkt_spec fin = response("203.0.113.5", 6100, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	fin.seq = 9000 + (uint32_t)strlen(cont), fin.ack = body.seq;
+	egress(f, &fin);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(stats(f, 2).completed, 1);
+
+	struct sluice_verdict v;
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	struct sluice_verdict shut = v;
+	const char *opener[2] = { GET("/chat", "Upgrade: websocket\r\nConnection: Upgrade\r\n"),
+				  "CONNECT db.internal:5432 HTTP/1.1\r\nHost: db.internal\r\n\r\n" };
+	const char *reply[2] = { "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+				 "HTTP/1.1 200 Connection established\r\n\r\n" };
+	for (int i = 0; i < 2; i++) {
+		maps_write_verdict(&f->m, f->idx[0], &v);
+		struct pkt_spec o = request("203.0.113.5", (uint16_t)(6200 + i), opener[i]);
+		handshake(f, &o);
+		admitted(f, &o);
+		assert_int_equal(inflight(f), 1);
+		struct pkt_spec a = answer_to(&o, 0, reply[i]);
+		egress(f, &a);
+		assert_int_equal(inflight(f), 0);
+		for (int k = 0; k < 4; k++)
+			shut.flags |= SLUICE_VERDICT_SHUT(k);
+		maps_write_verdict(&f->m, f->idx[0], &shut);
+		uint64_t arrivals = stats(f, 2).arrivals;
+		struct pkt_spec next = request("203.0.113.5", (uint16_t)(6200 + i), GET("/x", ""));
+		next.seq = o.seq + (uint32_t)o.payload_len;
+		admitted(f, &next);                  /* at the expected sequence, yet not decided */
+		assert_int_equal(stats(f, 2).arrivals, arrivals);
+		assert_int_equal(inflight(f), 0);
+		assert_int_equal(flow_count(f), 2 + i);
+	}
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -623,6 +690,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_interim_upgrade_and_connect, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 	};
