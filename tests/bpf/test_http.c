@@ -655,6 +655,72 @@ static void test_interim_upgrade_and_connect(void **state)
 	}
 }
 
+/* No 429/503 goes to a peer that has not proved it receives our packets: with every class
+ * shut, request segments with no handshake, with a handshake whose ACK never came, or with an
+ * ACK that does not acknowledge the server's SYN-ACK get no reply at all (0 bytes back for
+ * any bytes sent) and pass untouched; the completed handshake's request gets one. */
+static void test_no_reply_to_unverified_peers(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict v;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	for (int k = 0; k < 4; k++)
+		v.flags |= SLUICE_VERDICT_SHUT(k);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	int cap = capture_socket();
+	for (uint16_t i = 0; i < 30; i++) {
+		struct pkt_spec rq = request("203.0.113.9", (uint16_t)(7000 + i), GET("/x", ""));
+		struct pkt_spec syn, sa, ack;
+		handshake_of(&rq, &syn, &sa, &ack);
+		if (i % 3 >= 1) {                    /* SYN and SYN-ACK seen, ... */
+			run_xdp(f, &syn);
+			egress(f, &sa);
+		}
+		if (i % 3 == 2) {                    /* ... an ACK of something else */
+			ack.ack += 0x40000000u;
+			run_xdp(f, &ack);
+			rq.ack = ack.ack;
+		}
+		admitted(f, &rq);
+	}
+	uint8_t rep[1024];
+	assert_int_equal(capture_reply(cap, rep, sizeof(rep)), -1);
+	struct sluice_pkt_stats ps;
+	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
+	assert_int_equal(ps.reply_sent, 0);
+	struct pkt_spec real = request("203.0.113.9", 7100, GET("/x", ""));
+	handshake(f, &real);
+	assert_int_equal(ingress(f, &real).ret, TC_ACT_OK);
+	assert_true(capture_reply(cap, rep, sizeof(rep)) > 54);
+	close(cap);
+}
+
+/* Pipelining is counted per connection turn, not per request: requests sent before the answer
+ * to the first (in its segment or after it) belong to the first's unit; the first response
+ * ends it and the later responses end nothing. */
+static void test_pipelined_requests_count_as_one(void **state)
+{
+	struct fixture *f = *state;
+	const char *two = GET("/a", "") GET("/b", "");
+	struct pkt_spec rq = request("203.0.113.5", 7200, two);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec third = request("203.0.113.5", 7200, GET("/c", ""));
+	third.seq = rq.seq + (uint32_t)rq.payload_len;
+	admitted(f, &third);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(inflight(f), 1);
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	for (uint32_t k = 0; k < 3; k++) {
+		struct pkt_spec a = answer_to(&rq, k * (uint32_t)strlen(ok), ok);
+		egress(f, &a);
+		assert_int_equal(inflight(f), 0);
+	}
+	assert_int_equal(stats(f, 2).completed, 1);
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -691,6 +757,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_interim_upgrade_and_connect, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_no_reply_to_unverified_peers, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 	};
