@@ -66,7 +66,7 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 	p->ip4 = 0;
 	p->ip6 = 0;
 	p->ext_hdrs = 0;
-	p->frag = 0;
+
 	cur = eth + 1;
 	proto = eth->h_proto;
 
@@ -98,7 +98,7 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 		/* Fragments other than the first carry no TCP header: nothing to judge. */
 		if (ip->frag_off & bpf_htons(0x1fff))
 			return PKT_OTHER;
-		p->frag = !!(ip->frag_off & bpf_htons(0x2000));
+
 		tot = bpf_ntohs(ip->tot_len);
 		if (tot < ihl)
 			return PKT_MALFORMED;
@@ -124,7 +124,7 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 #pragma unroll
 		for (int i = 0; i < SLUICE_MAX_EXT_HDRS; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
-			    nexthdr != IPPROTO_DSTOPTS && nexthdr != IPPROTO_FRAGMENT)
+			    nexthdr != IPPROTO_DSTOPTS)
 				break;
 			struct ipv6_opt_hdr *oh = cur;
 			__u32 len;
@@ -132,23 +132,27 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 			if ((void *)(oh + 1) > data_end)
 				return PKT_MALFORMED;
 			len = (oh->hdrlen + 1) * 8;
-			if (nexthdr == IPPROTO_FRAGMENT) {
-				/* 8 bytes: next header, reserved, offset and M flag, id. */
-				__be16 *fo = cur + 2;
-
-				if ((void *)(fo + 1) > data_end)
-					return PKT_MALFORMED;
-				if (*fo & bpf_htons(0xfff8))
-					return PKT_OTHER; /* not the first fragment */
-				p->frag = 1;
-				len = 8;
-			}
 			if (len > l4_len)
 				return PKT_MALFORMED;
 			nexthdr = oh->nexthdr;
 			cur += len;
 			l4_len -= len;
 			p->ext_hdrs++;
+		}
+		/* A fragment header comes after those (8 bytes: next header, reserved, offset and
+		 * M flag, id); checked once, outside the loop, to keep the verifier's paths few. */
+		if (nexthdr == IPPROTO_FRAGMENT) {
+			struct ipv6_opt_hdr *fh = cur;
+			__be16 *fo = cur + 2;
+
+			if ((void *)(fo + 1) > data_end || l4_len < 8)
+				return PKT_MALFORMED;
+			if (*fo & bpf_htons(0xfff8))
+				return PKT_OTHER; /* not the first fragment */
+
+			nexthdr = fh->nexthdr;
+			cur += 8;
+			l4_len -= 8;
 		}
 		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
 		    nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT)

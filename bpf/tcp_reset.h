@@ -17,9 +17,7 @@ static __always_inline int drop_ip_options(struct pkt *p, void *data_end)
 {
 	struct tcphdr th, *dst;
 
-	if (!p->v6 && p->ip4->ihl == 5)
-		return 0;
-	if (p->v6 && !p->ext_hdrs)
+	if (p->l4_off == p->l3_off + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)))
 		return 0;
 	dst = p->v6 ? (void *)(p->ip6 + 1) : (void *)(p->ip4 + 1);
 	if ((void *)(dst + 1) > data_end)
