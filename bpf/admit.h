@@ -42,7 +42,17 @@ static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 
 	}
 }
 
-/* Source-prefix and DSCP rules: everything a SYN can be judged by. */
+/* 1 when the packet's source is inside the service's trust_from (see SLUICE_SRC_TRUST). */
+static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
+
+	pkt_addr(p, 1, k.addr);
+	return bpf_map_lookup_elem(&source_rules, &k) != 0;
+}
+
+/* Source-prefix and DSCP rules: everything a SYN can be judged by. A DSCP mark counts only
+ * from a trusted source (anyone can set one). */
 static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
 						     __u32 svc, const struct pkt *p)
 {
@@ -56,7 +66,7 @@ static __always_inline struct class_pick classify_l3(const struct sluice_service
 	if (r)
 		pick_rule(&best, r->order, r->class);
 	d = sc->dscp_rule[p->dscp & 63];
-	if (d != SLUICE_RULE_NONE)
+	if (d != SLUICE_RULE_NONE && source_trusted(svc, p))
 		pick_rule(&best, d >> 2, d & 3);
 	return best;
 }
@@ -349,14 +359,23 @@ static __always_inline void take_unit(__u32 svc, __u32 cls)
 	stripe_add(svc, cls, 1);
 }
 
+/* The key of a client in `clients` (an IPv6 client is its /64: sluice_client_addr). */
+static __always_inline void client_key_of(__u32 svc, const __u8 addr[16],
+					  struct sluice_client_key *k)
+{
+	k->svc = svc;
+	__builtin_memcpy(k->addr, addr, 16);
+	sluice_client_addr(k->addr);
+}
+
 /* The client's entry in `clients`, created empty when it has none; NULL only if the map
  * cannot hold it (the caller then does not limit the client). */
 static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16])
 {
-	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client_key k = {};
 	struct sluice_client *c, nc = {};
 
-	__builtin_memcpy(k.addr, addr, 16);
+	client_key_of(svc, addr, &k);
 	c = bpf_map_lookup_elem(&clients, &k);
 	if (c)
 		return c;
@@ -435,10 +454,10 @@ static __always_inline int client_take(const struct sluice_service *sc, __u32 sv
 
 static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 {
-	struct sluice_client_key k = { .svc = svc };
+	struct sluice_client_key k = {};
 	struct sluice_client *c;
 
-	__builtin_memcpy(k.addr, addr, 16);
+	client_key_of(svc, addr, &k);
 	c = bpf_map_lookup_elem(&clients, &k);
 	if (c && c->in_flight > 0)
 		__sync_fetch_and_add(&c->in_flight, -1);

@@ -243,7 +243,8 @@ static long cmp_path_byte(__u32 k, void *vctx)
 /* Path prefix and priority header of a request from its first segment. A global function:
  * the verifier checks it once, not once per path of its caller (keeps the TC ingress program
  * far from the verifier's limits and fast to load). Returns (order << 8) | class of the best
- * payload rule with an order below best_order, or -1 when none matches. A header that is not
+ * payload rule with an order below best_order & 0xff, or -1 when none matches; bit 8 of
+ * best_order leaves the header rule out (an untrusted source). A header that is not
  * in the first segment is not seen: the caller's default stands. */
 __attribute__((noinline))
 int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 payload_len,
@@ -251,7 +252,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 {
 	const struct sluice_service *sc;
 	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = 0 };
-	__u32 zero = 0, len = payload_len, path_off = 0;
+	__u32 zero = 0, len = payload_len, path_off = 0, no_header = best_order >> 8;
 	struct scan_buf *sb;
 
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -282,7 +283,9 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 			if (sc->path[r].len && !(pc.mismatch & (1u << r)))
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
-	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len) {
+	best_order &= 0xff;
+	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len &&
+	    !no_header) {
 		int cls = header_class_words(sb, len, sc);
 
 		if (cls == SCAN_FALLBACK) {
@@ -300,13 +303,20 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	return (best.order << 8) | best.class;
 }
 
-/* Source/DSCP rules, then the payload's. */
+/* Source/DSCP rules, then the payload's. The priority header counts only from a trusted
+ * source (anyone can write one): for any other the header rule is left out and the other
+ * rules decide as they would without it. */
 static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 							  const struct sluice_service *sc,
 							  __u32 svc, const struct pkt *p)
 {
 	struct class_pick best = classify_l3(sc, svc, p);
-	int r = classify_payload(skb, svc, p->payload_off, p->payload_len, best.order);
+	__u32 bound = best.order;
+	int r;
+
+	if (sc->header_order != SLUICE_RULE_NONE && !source_trusted(svc, p))
+		bound |= 0x100;
+	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
 
 	if (r >= 0) {
 		best.order = (__u8)(r >> 8);
@@ -473,16 +483,41 @@ int answer_request(struct __sk_buff *skb, __u32 offs, __u32 cseq, __u32 cack, __
 	return ANSWER_SENT;
 }
 
+/* A request segment with IPv4 options or IPv6 extension headers is answered without them:
+ * its TCP header is moved back behind the fixed IP header (the reply's text and the RST are
+ * then written behind it). Returns the new l4 offset, or 0 when the skb could not be changed
+ * (possibly half changed: drop it). */
+static __always_inline __u32 strip_ip_options(struct __sk_buff *skb, const struct pkt *p)
+{
+	__u32 l4 = p->l3_off + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	__u8 fix = p->v6 ? IPPROTO_TCP : 0x45;   /* next header; version 4, ihl 5 */
+	struct tcphdr th;
+
+	if (l4 == p->l4_off)
+		return l4;
+	th = *p->tcp;
+	if (bpf_skb_store_bytes(skb, p->l3_off + (p->v6 ? 6 : 0), &fix, 1, 0))
+		return 0;
+	if (bpf_skb_store_bytes(skb, l4, &th, sizeof(th), 0))
+		return 0;
+	return l4;
+}
+
 static __always_inline int answer_refused_request(struct __sk_buff *skb, const struct pkt *p,
 						  __u32 rk)
 {
-	if ((!p->v6 && p->ip4->ihl != 5) || (p->v6 && p->ext_hdrs))
-		return ANSWER_NOT_SENT;
+	__u32 seq = bpf_ntohl(p->tcp->seq), ack = bpf_ntohl(p->tcp->ack_seq), l4_off;
+	int rc;
+
 	if (p->payload_len > 0xffff)
 		return ANSWER_NOT_SENT;
-	return answer_request(skb, p->l3_off | p->l4_off << 8 | (!p->v6) << 16,
-			      bpf_ntohl(p->tcp->seq), bpf_ntohl(p->tcp->ack_seq),
-			      p->payload_len | rk << 16);
+	l4_off = strip_ip_options(skb, p);
+	if (!l4_off)
+		return ANSWER_BROKEN;
+	rc = answer_request(skb, p->l3_off | l4_off << 8 | (!p->v6) << 16, seq, ack,
+			    p->payload_len | rk << 16);
+	/* Headers already moved: never pass it on as it is now. */
+	return rc == ANSWER_NOT_SENT && l4_off != p->l4_off ? ANSWER_BROKEN : rc;
 }
 
 #endif

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Packet parsing shared by the XDP and TC programs: Ethernet (+ up to two 802.1Q/802.1ad tags),
- * IPv4, IPv6 (skipping hop-by-hop, routing and destination-options headers), TCP.
+ * IPv4 (past its options), IPv6 (past hop-by-hop, routing, destination-options and fragment
+ * headers), TCP. The first fragment of a fragmented TCP segment carries the TCP header and is
+ * judged like any segment; later fragments carry none and pass (without their first they are
+ * never reassembled).
  * Every header access is bounds-checked against data_end; anything that does not parse is
  * PKT_MALFORMED and the caller passes it untouched. Works on direct packet pointers, so the
  * same code serves xdp_md (headers in the first buffer) and __sk_buff (TC pulls headers into
@@ -19,7 +22,15 @@
 #define ETH_P_8021AD 0x88A8
 #endif
 
-enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED };
+/* PKT_DEEP: an IPv6 chain of more extension headers than SLUICE_MAX_EXT_HDRS, which sluice
+ * cannot follow to its end: were it passed, a client could put any segment beyond judgement. */
+enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP };
+
+#define SLUICE_MAX_EXT_HDRS 4
+
+#ifndef IPPROTO_FRAGMENT
+#define IPPROTO_FRAGMENT 44
+#endif
 
 struct vlan_hdr {
 	__be16 tci;
@@ -45,8 +56,9 @@ struct pkt {
 /* frame_len: the whole frame's length, which may exceed data_end - data (an skb's non-linear
  * part). A length field of 0 -- IPv4 tot_len, IPv6 payload_len -- is how BIG TCP (GRO/GSO
  * packets over 64 KiB) says "the rest of the frame"; IPv6 may also carry a hop-by-hop jumbo
- * option, skipped like any hop-by-hop header. Such a packet is parsed with its length taken
- * from the frame, never called malformed. */
+ * option, skipped like any hop-by-hop header (it counts in ext_hdrs and is one of the
+ * SLUICE_MAX_EXT_HDRS the walk follows). Such a packet is parsed with its length taken from
+ * the frame, never called malformed, and decided like any other. */
 static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u32 frame_len,
 						 struct pkt *p)
 {
@@ -90,10 +102,10 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			return PKT_MALFORMED;
 		if (ip->protocol != IPPROTO_TCP)
 			return PKT_OTHER;
-		/* Fragments other than the first carry no TCP header; first fragments of TCP are
-		 * pathological. Neither is a unit boundary we can judge: pass. */
-		if (ip->frag_off & bpf_htons(0x3fff))
+		/* Fragments other than the first carry no TCP header: nothing to judge. */
+		if (ip->frag_off & bpf_htons(0x1fff))
 			return PKT_OTHER;
+
 		tot = bpf_ntohs(ip->tot_len);
 		if (!tot && frame_len > p->l3_off) {
 			tot = frame_len - p->l3_off;
@@ -125,7 +137,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			p->big = 1;
 		}
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < SLUICE_MAX_EXT_HDRS; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
 			    nexthdr != IPPROTO_DSTOPTS)
 				break;
@@ -142,6 +154,24 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			l4_len -= len;
 			p->ext_hdrs++;
 		}
+		/* A fragment header comes after those (8 bytes: next header, reserved, offset and
+		 * M flag, id); checked once, outside the loop, to keep the verifier's paths few. */
+		if (nexthdr == IPPROTO_FRAGMENT) {
+			struct ipv6_opt_hdr *fh = cur;
+			__be16 *fo = cur + 2;
+
+			if ((void *)(fo + 1) > data_end || l4_len < 8)
+				return PKT_MALFORMED;
+			if (*fo & bpf_htons(0xfff8))
+				return PKT_OTHER; /* not the first fragment */
+
+			nexthdr = fh->nexthdr;
+			cur += 8;
+			l4_len -= 8;
+		}
+		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+		    nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT)
+			return PKT_DEEP;
 		if (nexthdr != IPPROTO_TCP)
 			return PKT_OTHER;
 	} else {

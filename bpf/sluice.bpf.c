@@ -74,7 +74,9 @@ static __always_inline int service_of(__be16 port, const struct pkt *p, int ingr
 }
 
 /* Parse a frame and find the service it belongs to: the service index, or -1 for anything
- * sluice leaves alone (not TCP, not a service port; malformed frames are counted). */
+ * sluice leaves alone (not TCP, not a service port; malformed frames are counted), or -2
+ * (ingress) for a frame whose headers cannot be followed to its TCP header but the host would
+ * take (PKT_DEEP): it is dropped, not passed unjudged. */
 static __always_inline int parse_service_packet(void *data, void *data_end, struct pkt *p,
 						int ingress)
 {
@@ -82,9 +84,9 @@ static __always_inline int parse_service_packet(void *data, void *data_end, stru
 	enum pkt_kind kind = parse_packet(data, data_end, p);
 
 	if (kind != PKT_TCP) {
-		if (kind == PKT_MALFORMED && (ps = pkt_counters()))
+		if ((kind == PKT_MALFORMED || kind == PKT_DEEP) && (ps = pkt_counters()))
 			ps->malformed++;
-		return -1;
+		return kind == PKT_DEEP && ingress ? -2 : -1;
 	}
 	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
@@ -303,7 +305,7 @@ refuse:
 		return leave_rst_to_tc(ctx);
 
 	ps = pkt_counters();
-	len = build_syn_reset(p);
+	len = build_syn_reset(p, (void *)(long)ctx->data_end);
 	if (!len) {
 		/* Cannot answer this one cleanly: dropping is what the client's SYN retry
 		 * logic handles best. */
@@ -437,6 +439,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	int svc;
 
 	svc = parse_service_packet(data, data_end, &p, 1);
+	if (svc == -2)
+		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
 	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
@@ -464,25 +468,20 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 #define SLUICE_TC_PULL 192
 
 /* Parse an skb at TC. A driver may leave headers outside the linear part (header split,
- * page-fragment receive): the parse then runs short of the linear part, and only then are the
- * bytes parsing needs pulled in and the frame parsed again from fresh pointers (a pull moves
- * the data). Lengths come from skb->len, so a BIG TCP packet (length field 0) parses too. */
+ * page-fragment receive): when the linear part is shorter than what parsing may need, those
+ * bytes are pulled in first and the frame is parsed once, from fresh pointers (a pull moves the
+ * data). One parse, not a parse and a second one after a pull: with the extension-header walk,
+ * two inlined parses took sluice_tc_ingress past the verifier's 1M instructions. Lengths come
+ * from skb->len, so a BIG TCP packet (length field 0) parses too. */
 static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt *p)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	enum pkt_kind kind = parse_frame(data, data_end, skb->len, p);
-	__u32 linear = data_end - data, want = skb->len;
+	__u32 linear = skb->data_end - skb->data, want = skb->len;
 
-	if (kind != PKT_MALFORMED || linear >= want || linear >= SLUICE_TC_PULL)
-		return kind;
 	if (want > SLUICE_TC_PULL)
 		want = SLUICE_TC_PULL;
-	if (bpf_skb_pull_data(skb, want))
+	if (linear < want && bpf_skb_pull_data(skb, want))
 		return PKT_MALFORMED;
-	data = (void *)(long)skb->data;
-	data_end = (void *)(long)skb->data_end;
-	return parse_frame(data, data_end, skb->len, p);
+	return parse_frame((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, p);
 }
 
 /* The server's first new data of a tcp turn: latency sample, busy - 1. The caller took the
@@ -593,6 +592,25 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		promote(key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
+/* 1 when an http response segment is an interim (1xx) response other than 101: it does not
+ * end the request. A 101 does, and the flow is opaque from then on (another protocol). Read
+ * only while the flow's word has a request open, so a response costs the read once. */
+static __always_inline int interim_response(struct __sk_buff *skb, const struct pkt *p,
+					    struct sluice_flow *f)
+{
+	int status;
+
+	if ((READ_ONCE(f->req_active) & SLUICE_OWN_STATE) != SLUICE_OWN_ACTIVE)
+		return 0;
+	status = response_status(skb, p);
+	if (status < 100 || status > 199)
+		return 0;
+	if (status != 101)
+		return 1;
+	f->flags |= SLUICE_FLOW_OPAQUE;
+	return 0;
+}
+
 static __always_inline int tc_egress(struct __sk_buff *skb)
 {
 	struct sluice_flow_key key = {};
@@ -641,6 +659,8 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	 * a tcp reply its turn. */
 	if (!p.payload_len)
 		;
+	else if (!f->tracked_inflight && interim_response(skb, &p, f))
+		; /* 100 Continue, 102, 103: the final response is still to come */
 	else if ((!f->tracked_inflight || server_data_new(f, &p)) && own_take_open(f, &u)) {
 		/* what is given back is what the word held, whatever this path expected (the
 		 * plain read in own_take_open first: response data with no request open, the
@@ -711,6 +731,17 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 	st->completed++; /* admitted, and over with its connection */
 }
 
+/* 1 when the request is a CONNECT. */
+static __always_inline int is_connect(struct __sk_buff *skb, const struct pkt *p)
+{
+	char b[8];
+
+	if (p->payload_len < 8 || bpf_skb_load_bytes(skb, p->payload_off, b, 8))
+		return 0;
+	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
+	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
+}
+
 /* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
  * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
  * (after the handshake, or after the previous request's bytes), with a method token: data
@@ -734,6 +765,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does; the exact one is read only for a request that is decided. */
 	touch_flow(f, bpf_ktime_get_coarse_ns());
+	if (f->flags & SLUICE_FLOW_OPAQUE)
+		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
@@ -771,6 +804,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
+		if (is_connect(skb, p))
+			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
 		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;
 	}
@@ -857,7 +892,7 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
 	struct sluice_pkt_stats *ps = pkt_counters();
 	__u32 len;
 
-	len = build_syn_reset(p);
+	len = build_syn_reset(p, (void *)(long)skb->data_end);
 	if (!len || bpf_skb_change_tail(skb, len, 0)) {
 		if (ps)
 			ps->reply_failed++;
@@ -871,10 +906,14 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
 static __always_inline int tc_ingress(struct __sk_buff *skb)
 {
 	const struct sluice_service *sc;
+	enum pkt_kind kind;
 	struct pkt p;
 	int svc;
 
-	if (tc_parse(skb, &p) != PKT_TCP)
+	kind = tc_parse(skb, &p);
+	if (kind == PKT_DEEP)
+		return TC_ACT_SHOT; /* as XDP does; reached only without it */
+	if (kind != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest, &p, 1);
 	if (svc < 0)

@@ -1,25 +1,55 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Turn a refused SYN, in place, into the RST+ACK its sender expects (RFC 9293 §3.10.7.1:
  * seq 0, ack = SEG.SEQ + SEG.LEN), so connect() fails at once with ECONNREFUSED.
- * The frame keeps its VLAN tags; TCP options and any payload are cut. */
+ * The frame keeps its VLAN tags; IP options, IPv6 extension headers, TCP options and any
+ * payload are cut, so the RST is never longer than the SYN it answers. */
 #ifndef SLUICE_TCP_RESET_H
 #define SLUICE_TCP_RESET_H
 
 #include "parse.h"
 #include "csum.h"
 
-/* Rewrite headers of p into the RST (does not resize). Returns the new frame length, or 0
- * when this packet cannot be answered (IPv4 options, IPv6 extension headers). */
-static __always_inline __u32 build_syn_reset(struct pkt *p)
+/* Replies carry no IPv4 options and no IPv6 extension headers: move the TCP header of p back
+ * over them, right behind the fixed IP header, and make that header say so (ihl 5, next header
+ * TCP). Lengths and checksums are the caller's to set; it also cuts what lies behind the TCP
+ * header. Returns 0, or -1 when the frame is not as parsed. */
+static __always_inline int drop_ip_options(struct pkt *p, void *data_end)
 {
-	struct tcphdr *tcp = p->tcp;
+	struct tcphdr th, *dst;
+
+	if (p->l4_off == p->l3_off + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)))
+		return 0;
+	dst = p->v6 ? (void *)(p->ip6 + 1) : (void *)(p->ip4 + 1);
+	if ((void *)(dst + 1) > data_end)
+		return -1;
+	th = *p->tcp;
+	*dst = th;
+	p->tcp = dst;
+	p->l4_off = p->l3_off + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	if (p->v6) {
+		p->ip6->nexthdr = IPPROTO_TCP;
+		p->ext_hdrs = 0;
+	} else {
+		p->ip4->ihl = 5;
+	}
+	return 0;
+}
+
+/* Rewrite headers of p into the RST (does not resize). Returns the new frame length, or 0
+ * when this packet cannot be answered. */
+static __always_inline __u32 build_syn_reset(struct pkt *p, void *data_end)
+{
+	struct tcphdr *tcp;
 	__u32 seg_len = p->payload_len + 1; /* SYN occupies one sequence number */
-	__u32 ack = bpf_ntohl(tcp->seq) + seg_len;
-	__u16 sport = tcp->source;
+	__u32 ack;
+	__u16 sport;
 	__u8 mac[ETH_ALEN];
 
-	if ((!p->v6 && p->ip4->ihl != 5) || (p->v6 && p->ext_hdrs))
+	if (drop_ip_options(p, data_end))
 		return 0;
+	tcp = p->tcp;
+	ack = bpf_ntohl(tcp->seq) + seg_len;
+	sport = tcp->source;
 
 	__builtin_memcpy(mac, p->eth->h_source, ETH_ALEN);
 	__builtin_memcpy(p->eth->h_source, p->eth->h_dest, ETH_ALEN);

@@ -145,14 +145,36 @@ struct sluice_client {
 	__u64 tat_ns;                    /* GCRA theoretical arrival time */
 };
 
+/* The client an address belongs to, as `clients` keys it: an IPv4 address is itself, an IPv6
+ * address its /64 (a host is routinely given a whole /64 and may pick addresses in it at will:
+ * keyed by address, every one would get a budget of its own). addr is v4-mapped for IPv4. */
+static inline void sluice_client_addr(__u8 addr[16])
+{
+	for (int i = 0; i < 10; i++)
+		if (addr[i])
+			goto v6;
+	if (addr[10] == 0xff && addr[11] == 0xff)
+		return;
+v6:
+	for (int i = 8; i < 16; i++)
+		addr[i] = 0;
+}
+
 /* Map `source_rules` (LPM trie). IPv4 is stored v4-mapped (::ffff:a.b.c.d), so prefixlen for a
  * v4 /24 is 32 (svc) + 96 + 24. Value: the first-matching rule among those covering the prefix
  * (userspace resolves overlaps so that longest-prefix lookup gives first-match semantics). */
 struct sluice_src_key {
 	__u32 prefixlen;
-	__u32 svc;                       /* service index: always fully matched (prefixlen >= 32) */
+	__u32 svc;                       /* service index: always fully matched (prefixlen >= 32);
+	                                  * | SLUICE_SRC_TRUST for the service's trust_from */
 	__u8 addr[16];
 };
+
+/* The same trie holds each service's trust_from prefixes under svc | SLUICE_SRC_TRUST (value
+ * unused): a source inside one may classify by DSCP and by the priority header; any other's
+ * DSCP marks and header are ignored. A key space of its own, so the longest-prefix lookup of
+ * the source rules never lands on one. */
+#define SLUICE_SRC_TRUST      0x80000000u
 
 struct sluice_src_rule {
 	__u8 class;
@@ -331,6 +353,8 @@ enum sluice_flow_state {
  * as its sample at its end. A flow from before the flag gives one setup sample at most. */
 #define SLUICE_FLOW_TURNED     2
 #define SLUICE_SETUP_PENDING   (1ull << 63)  /* req_start_ns holds the first turn's latency */
+#define SLUICE_FLOW_OPAQUE     4         /* http: after a 101 or a CONNECT the bytes are another
+                                          * protocol's: no request starts on the flow again */
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit (connection) was admitted */

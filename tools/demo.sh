@@ -28,6 +28,7 @@ services:
     headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }
     headroom_mode: adaptive
     default_class: L3
+    trust_from: [198.18.0.0/15]          # whose X-Priority counts (the demo's clients)
     classify:
       - { source: 198.18.0.10/32, class: L0 }     # the checkout frontend
       - { header: X-Priority, class: from-header }

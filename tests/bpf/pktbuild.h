@@ -21,6 +21,12 @@ struct pkt_spec {
 	int syn, ackf, fin, rst, psh;
 	uint8_t dscp;
 	int tcp_opts;             /* bytes of TCP options (multiple of 4; NOPs) */
+	int ip_opts;              /* IPv4: bytes of IP options (multiple of 4; NOPs) */
+	int frag;                 /* 1: first fragment (more to come), 2: a later one (IPv4 MF /
+	                           * offset; IPv6 through an 'F' in ext) */
+	const char *ext;          /* IPv6 extension headers in order, 8 bytes each: H hop-by-hop,
+	                           * D destination options, R routing (segments left 0),
+	                           * F fragment (as frag says) */
 	const void *payload;
 	size_t payload_len;
 };
@@ -82,6 +88,7 @@ static size_t build_pkt(uint8_t *buf, const struct pkt_spec *s)
 	uint8_t *p = buf;
 	struct ethhdr *eth = (struct ethhdr *)p;
 	size_t tcp_len = sizeof(struct tcphdr) + (size_t)s->tcp_opts + s->payload_len;
+	size_t n_ext = s->ext ? strlen(s->ext) : 0;
 
 	memcpy(eth->h_dest, MAC_SERVER, 6);
 	memcpy(eth->h_source, MAC_CLIENT, 6);
@@ -102,25 +109,44 @@ static size_t build_pkt(uint8_t *buf, const struct pkt_spec *s)
 		ip6->version = 6;
 		ip6->priority = s->dscp >> 2;
 		ip6->flow_lbl[0] = (uint8_t)((s->dscp & 3) << 6);
-		ip6->payload_len = htons((uint16_t)tcp_len);
+		ip6->payload_len = htons((uint16_t)(tcp_len + 8 * n_ext));
 		ip6->nexthdr = IPPROTO_TCP;
 		ip6->hop_limit = 64;
 		inet_pton(AF_INET6, s->src, &ip6->saddr);
 		inet_pton(AF_INET6, s->dst, &ip6->daddr);
 		p += sizeof(*ip6);
+		uint8_t *next = &ip6->nexthdr;
+		for (size_t i = 0; i < n_ext; i++) {
+			char t = s->ext[i];
+			*next = t == 'H' ? 0 : t == 'D' ? 60 : t == 'R' ? 43 : 44;
+			memset(p, 0, 8);
+			p[0] = IPPROTO_TCP;
+			if (t == 'H' || t == 'D') {
+				p[2] = 1, p[3] = 4;          /* PadN over the 4 bytes left */
+			} else if (t == 'F') {
+				uint16_t fo = htons((uint16_t)(s->frag == 2 ? 8 << 3 : 1)); /* M */
+				memcpy(p + 2, &fo, 2);
+				p[7] = 0x77;                  /* identification */
+			}
+			next = p;
+			p += 8;
+		}
 	} else {
 		struct iphdr *ip = (struct iphdr *)p;
 		memset(ip, 0, sizeof(*ip));
 		ip->version = 4;
-		ip->ihl = 5;
+		ip->ihl = (uint8_t)(5 + s->ip_opts / 4);
 		ip->tos = (uint8_t)(s->dscp << 2);
-		ip->tot_len = htons((uint16_t)(sizeof(*ip) + tcp_len));
+		ip->tot_len = htons((uint16_t)(sizeof(*ip) + (size_t)s->ip_opts + tcp_len));
 		ip->ttl = 64;
 		ip->protocol = IPPROTO_TCP;
+		if (s->frag)
+			ip->frag_off = htons(s->frag == 2 ? 8 : 0x2000);
 		inet_pton(AF_INET, s->src, &ip->saddr);
 		inet_pton(AF_INET, s->dst, &ip->daddr);
-		ip->check = htons(csum_finish(csum_add(0, ip, sizeof(*ip))));
-		p += sizeof(*ip);
+		memset(p + sizeof(*ip), 1, (size_t)s->ip_opts); /* NOP options */
+		ip->check = htons(csum_finish(csum_add(0, ip, sizeof(*ip) + (size_t)s->ip_opts)));
+		p += sizeof(*ip) + (size_t)s->ip_opts;
 	}
 	struct tcphdr *tcp = (struct tcphdr *)p;
 	memset(tcp, 0, sizeof(*tcp));

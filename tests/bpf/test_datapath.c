@@ -31,6 +31,7 @@ static const char *CONFIG =
 	"    limit: { fixed: 4 }\n"
 	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }\n"
 	"    default_class: L3\n"
+	"    trust_from: [2001:db8:9::/48, 192.0.2.0/24]\n"
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { source: 198.18.0.0/15, class: L2 }\n"
@@ -698,6 +699,88 @@ static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
 	assert_int_equal(stats(f, 0, 3).retransmits, 1);
 }
 
+/* A refused SYN with IPv4 options or IPv6 extension headers: RST in the fixed headers only,
+ * never longer than the SYN, checksums right. */
+static void check_rst_without_options(const uint8_t *in, size_t in_len, const struct run *r,
+				      int v6, uint32_t syn_seq)
+{
+	size_t l3 = v6 ? 40 : 20;
+	const void *ip = r->out + 14;
+	const struct tcphdr *tcp = (const void *)(r->out + 14 + l3);
+
+	assert_int_equal(r->ret, XDP_TX);
+	assert_int_equal(r->out_len, 14 + l3 + 20);
+	assert_true(r->out_len <= in_len);
+	if (v6) {
+		const struct ipv6hdr *ip6 = ip, *oip6 = (const void *)(in + 14);
+		assert_int_equal(ip6->nexthdr, IPPROTO_TCP);
+		assert_int_equal(ntohs(ip6->payload_len), 20);
+		assert_memory_equal(&ip6->daddr, &oip6->saddr, 16);
+	} else {
+		const struct iphdr *ip4 = ip, *oip = (const void *)(in + 14);
+		assert_int_equal(ip4->ihl, 5);
+		assert_int_equal(ntohs(ip4->tot_len), 40);
+		assert_int_equal(ip4->daddr, oip->saddr);
+		assert_int_equal(ntohs(ip4->frag_off), 0x4000);
+		assert_int_equal(csum_finish(csum_add(0, ip4, 20)), 0);
+	}
+	assert_int_equal(ntohs(tcp->source), 5432);
+	assert_int_equal(ntohl(tcp->ack_seq), syn_seq + 1);
+	assert_true(tcp->rst && tcp->ack);
+	assert_int_equal(tcp->doff, 5);
+	assert_int_equal(tcp_verify(ip, v6, tcp, 20), 0);
+}
+
+/* Packets with IPv4 options or IPv6 extension headers (hop-by-hop, destination options,
+ * routing, a first fragment) are decided like any other: admitted ones hold their slot,
+ * refused ones are answered with an RST. Later fragments carry no TCP header and pass;
+ * a chain of more extension headers than the parser follows is dropped. */
+static void test_ip_options_and_ext_headers_decided(void **state)
+{
+	struct fixture *f = *state;
+	/* db: limit 4, the default class L3 may use 2. */
+	struct pkt_spec a4 = syn4("203.0.113.9", 1, 5432);
+	struct pkt_spec a6 = { .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 2,
+			       .dport = 5432, .seq = 50, .syn = 1, .tcp_opts = 20,
+			       .ext = "HDRF", .frag = 1 };
+	a4.ip_opts = 8;
+	assert_int_equal(connect_(f, &a4), XDP_PASS);
+	assert_int_equal(connect_(f, &a6), XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 2);
+	assert_int_equal(busy_total(f, 0), 2);
+	assert_int_equal(flow_count(f), 2);
+
+	uint8_t in[512];
+	struct pkt_spec r4 = syn4("203.0.113.9", 3, 5432), r6 = a6;
+	r4.ip_opts = 40; /* the most an IPv4 header holds */
+	size_t len = build_pkt(in, &r4);
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), in, len);
+	check_rst_without_options(in, len, &r, 0, r4.seq);
+	r6.sport = 4;
+	len = build_pkt(in, &r6);
+	r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), in, len);
+	check_rst_without_options(in, len, &r, 1, r6.seq);
+	assert_int_equal(stats(f, 0, 3).rejected[SLUICE_REJ_HEADROOM], 2);
+	assert_int_equal(pstats(f).rst_sent, 2);
+	assert_int_equal(pstats(f).reply_failed, 0);
+
+	/* Later fragments: no TCP header to judge; passed, counted nowhere. */
+	unsigned long long arrivals = stats(f, 0, 3).arrivals;
+	struct pkt_spec later4 = syn4("203.0.113.9", 5, 5432), later6 = r6;
+	later4.frag = 2;
+	later6.sport = 6, later6.ext = "F", later6.frag = 2;
+	assert_int_equal(xdp(f, &later4).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &later6).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 3).arrivals, arrivals);
+	/* More extension headers than the parser follows: dropped, not passed unjudged. */
+	struct pkt_spec deep = r6;
+	deep.sport = 7, deep.ext = "HDDDR", deep.frag = 0;
+	assert_int_equal(xdp(f, &deep).ret, XDP_DROP);
+	deep.ext = "HDDR"; /* four are followed */
+	assert_int_equal(xdp(f, &deep).ret, XDP_TX);
+	assert_int_equal(inflight_total(f, 0), 2);
+}
+
 static void test_v6_vlan_dscp_classified_and_rst(void **state)
 {
 	struct fixture *f = *state;
@@ -738,6 +821,21 @@ static void test_v6_vlan_dscp_classified_and_rst(void **state)
 	l0.dscp = 0;
 	assert_int_equal(xdp(f, &l0).ret, XDP_PASS);
 	assert_int_equal(stats(f, 0, 0).admitted, 1);
+
+	/* DSCP 46 from outside trust_from is ignored: the default class (L3), v6 and v4. */
+	struct pkt_spec un6 = s, un4 = syn4("203.0.113.40", 6001, 5432);
+	un6.src = "2001:db8:a::5", un6.sport = 6001;
+	un4.dscp = 46;
+	unsigned long long l1 = stats(f, 0, 1).arrivals, l3 = stats(f, 0, 3).arrivals;
+	xdp(f, &un6);
+	xdp(f, &un4);
+	assert_int_equal(stats(f, 0, 1).arrivals, l1);
+	assert_int_equal(stats(f, 0, 3).arrivals, l3 + 2);
+	/* ... and counts from a trusted IPv4 source. */
+	struct pkt_spec tr4 = syn4("192.0.2.40", 6002, 5432);
+	tr4.dscp = 46;
+	xdp(f, &tr4);
+	assert_int_equal(stats(f, 0, 1).arrivals, l1 + 1);
 }
 
 static void test_first_matching_source_rule_wins(void **state)
@@ -867,6 +965,34 @@ static void test_open_connection_cap(void **state)
 	assert_int_equal(inflight_total(f, 4), 0);
 	l3[2].sport = 5;
 	assert_int_equal(connect_idle(f, &l3[2]), XDP_PASS);
+}
+
+/* An IPv6 client is its /64: 1000 addresses inside one /64 share one client's budget (two
+ * connections at once), and an address in the next /64 is another client. */
+static void test_client_limits_key_ipv6_by_64(void **state)
+{
+	struct fixture *f = *state;
+	char addr[1000][48];
+	int passed = 0, refused = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "2001:db8:5:6:%x:%x:%x:1", i * 37 + 1, i, 1000 - i);
+		struct pkt_spec s = { .v6 = 1, .src = addr[i], .dst = SERVER6, .sport = 20000,
+				      .dport = 7000, .seq = 1000u + (uint32_t)i, .syn = 1 };
+		int rv = connect_(f, &s);
+		passed += rv == XDP_PASS;
+		refused += rv == XDP_TX;
+	}
+	assert_int_equal(passed, 2);
+	assert_int_equal(refused, 998);
+	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 998);
+	struct pkt_spec next = { .v6 = 1, .src = "2001:db8:5:7::1", .dst = SERVER6,
+				 .sport = 20000, .dport = 7000, .seq = 1, .syn = 1 };
+	assert_int_equal(connect_(f, &next), XDP_PASS);
+	/* IPv4 clients stay one address each. */
+	struct pkt_spec v4a = syn4("198.18.7.1", 1, 7000), v4b = syn4("198.18.7.2", 1, 7000);
+	assert_int_equal(connect_(f, &v4a), XDP_PASS);
+	assert_int_equal(connect_(f, &v4b), XDP_PASS);
 }
 
 static void test_client_token_bucket(void **state)
@@ -2044,11 +2170,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_drop_mode, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_limits_key_ipv6_by_64, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_carried_over_flow_without_client_next_still_ends, setup, harness_teardown),

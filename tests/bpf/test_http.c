@@ -36,6 +36,7 @@ static const char *CONFIG =
 	"    limit: { fixed: 8 }\n"
 	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
 	"    default_class: L2\n"
+	"    trust_from: [203.0.113.0/28, 2001:db8::/64]\n"
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { path_prefix: /report, class: L3 }\n"
@@ -281,6 +282,10 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1 },          /* no method */
 		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1 },                   /* no method */
 		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1 },               /* too long */
+		/* Outside trust_from: the header is ignored, the other rules decide. */
+		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2 },
+		{ "203.0.113.77", GET("/pay", "X-Priority: L1\r\n"), 0 },
+		{ "198.18.1.9", GET("/x", "X-Priority: L3\r\n"), 0 },
 	};
 	uint64_t before[4] = { 0 };
 
@@ -408,7 +413,7 @@ static void test_header_scan_matches_reference(void **state)
 		with_header += want >= 0;
 		for (int c = 0; c < 4; c++)
 			before[c] = stats(f, c).arrivals;
-		struct pkt_spec rq = request("203.0.113.77", (uint16_t)(20000 + i), text);
+		struct pkt_spec rq = request("203.0.113.7", (uint16_t)(20000 + i), text);
 		rq.payload_len = n;
 		handshake(f, &rq);
 		admitted(f, &rq);
@@ -690,6 +695,203 @@ static void test_ipv6_refused_request_gets_429(void **state)
 	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
 }
 
+/* A refused request that came with IPv4 options or IPv6 extension headers (a first fragment
+ * included) is answered like any other, the reply and the RST without them, checksums right;
+ * never admitted untracked. */
+static void test_refused_request_with_ip_options_answered(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = GET("/report/opt", "");
+	struct sluice_verdict v;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	v.flags |= SLUICE_VERDICT_SHUT(3);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	for (int v6 = 0; v6 <= 1; v6++) {
+		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(5100 + v6), text);
+		size_t l3 = v6 ? 40 : 20;
+		if (v6) {
+			rq.v6 = 1, rq.src = "2001:db8::5", rq.dst = "2001:db8::1";
+			rq.ext = "HRDF", rq.frag = 1;
+		} else {
+			rq.ip_opts = 12;
+		}
+		handshake(f, &rq);
+		int cap = capture_socket();
+		struct run r = ingress(f, &rq);
+		uint8_t rep[1024];
+		ssize_t n = v6 ? capture_reply6(cap, rep, sizeof(rep)) : capture_reply(cap, rep, sizeof(rep));
+		close(cap);
+
+		assert_int_equal(r.ret, TC_ACT_UNSPEC);
+		/* To the server: an RST at the client's sequence number, in the fixed headers. */
+		uint8_t srv[128];
+		memcpy(srv, r.out, sizeof(srv));
+		const struct tcphdr *stcp = (const void *)(srv + 14 + l3);
+		assert_int_equal(r.out_len, 14 + l3 + 20);
+		assert_true(stcp->rst);
+		assert_int_equal(ntohl(stcp->seq), 5000);
+		assert_int_equal(tcp_verify(srv + 14, v6, stcp, 20), 0);
+		/* To the client: the 429 with FIN. */
+		assert_true(n > (ssize_t)(14 + l3 + 20));
+		const struct tcphdr *tcp = (const void *)(rep + 14 + l3);
+		size_t plen = (size_t)n - 14 - l3 - 20;
+		if (v6) {
+			const struct ipv6hdr *ip6 = (const void *)(rep + 14);
+			assert_int_equal(ip6->nexthdr, IPPROTO_TCP);
+			assert_int_equal(ntohs(ip6->payload_len), 20 + plen);
+		} else {
+			const struct iphdr *ip = (const void *)(rep + 14), *sip = (const void *)(srv + 14);
+			assert_int_equal(ip->ihl, 5);
+			assert_int_equal(ntohs(ip->tot_len), 40 + plen);
+			assert_int_equal(csum_finish(csum_add(0, ip, 20)), 0);
+			assert_int_equal(sip->ihl, 5);
+			assert_int_equal(csum_finish(csum_add(0, sip, 20)), 0);
+		}
+		assert_int_equal(ntohs(tcp->dest), 5100 + v6);
+		assert_int_equal(ntohl(tcp->ack_seq), 5000 + (uint32_t)strlen(text));
+		assert_true(tcp->fin && tcp->ack);
+		assert_int_equal(tcp_verify(rep + 14, v6, tcp, 20 + plen), 0);
+		assert_memory_equal(rep + 14 + l3 + 20, "HTTP/1.1 429 Too Many Requests\r\n", 32);
+	}
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 2);
+	assert_int_equal(stats(f, 3).untracked, 0);
+	assert_int_equal(stats(f, 3).admitted, 0);
+}
+
+/* The server's answer to rq, acknowledging all of it. */
+static struct pkt_spec answer_to(const struct pkt_spec *rq, uint32_t off, const char *text)
+{
+	struct pkt_spec r = response(rq->src, rq->sport, text);
+	r.seq = 9000 + off, r.ack = rq->seq + (uint32_t)rq->payload_len;
+	return r;
+}
+
+/* Request boundaries: a 1xx other than 101 is not the final response (the request keeps its
+ * slot until the real one, its body starts nothing); after a 101 or a CONNECT the flow is
+ * opaque: request-looking bytes on it are neither decided nor refused, even with every class
+ * shut. */
+static void test_interim_upgrade_and_connect(void **state)
+{
+	struct fixture *f = *state;
+	const char *post = "POST /x HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+			   "Content-Length: 10\r\n\r\n";
+	const char *cont = "HTTP/1.1 100 Continue\r\n\r\n";
+	struct pkt_spec rq = request("203.0.113.5", 6100, post);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(inflight(f), 1);
+	struct pkt_spec c = answer_to(&rq, 0, cont);
+	egress(f, &c);
+	assert_int_equal(inflight(f), 1);           /* 100 Continue ends nothing */
+	struct pkt_spec body = rq;
+	body.seq += (uint32_t)rq.payload_len, body.payload = "GET 567890", body.payload_len = 10;
+	admitted(f, &body);                          /* a body is no request, whatever it reads */
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	body.payload_len = 0;                        /* what the final answer acknowledges */
+	body.seq += 10;
+	struct pkt_spec fin = response("203.0.113.5", 6100, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	fin.seq = 9000 + (uint32_t)strlen(cont), fin.ack = body.seq;
+	egress(f, &fin);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(stats(f, 2).completed, 1);
+
+	struct sluice_verdict v;
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	struct sluice_verdict shut = v;
+	const char *opener[2] = { GET("/chat", "Upgrade: websocket\r\nConnection: Upgrade\r\n"),
+				  "CONNECT db.internal:5432 HTTP/1.1\r\nHost: db.internal\r\n\r\n" };
+	const char *reply[2] = { "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+				 "HTTP/1.1 200 Connection established\r\n\r\n" };
+	for (int i = 0; i < 2; i++) {
+		maps_write_verdict(&f->m, f->idx[0], &v);
+		struct pkt_spec o = request("203.0.113.5", (uint16_t)(6200 + i), opener[i]);
+		handshake(f, &o);
+		admitted(f, &o);
+		assert_int_equal(inflight(f), 1);
+		struct pkt_spec a = answer_to(&o, 0, reply[i]);
+		egress(f, &a);
+		assert_int_equal(inflight(f), 0);
+		for (int k = 0; k < 4; k++)
+			shut.flags |= SLUICE_VERDICT_SHUT(k);
+		maps_write_verdict(&f->m, f->idx[0], &shut);
+		uint64_t arrivals = stats(f, 2).arrivals;
+		struct pkt_spec next = request("203.0.113.5", (uint16_t)(6200 + i), GET("/x", ""));
+		next.seq = o.seq + (uint32_t)o.payload_len;
+		admitted(f, &next);                  /* at the expected sequence, yet not decided */
+		assert_int_equal(stats(f, 2).arrivals, arrivals);
+		assert_int_equal(inflight(f), 0);
+		assert_int_equal(flow_count(f), 2 + i);
+	}
+}
+
+/* No 429/503 goes to a peer that has not proved it receives our packets: with every class
+ * shut, request segments with no handshake, with a handshake whose ACK never came, or with an
+ * ACK that does not acknowledge the server's SYN-ACK get no reply at all (0 bytes back for
+ * any bytes sent) and pass untouched; the completed handshake's request gets one. */
+static void test_no_reply_to_unverified_peers(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict v;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	for (int k = 0; k < 4; k++)
+		v.flags |= SLUICE_VERDICT_SHUT(k);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	int cap = capture_socket();
+	for (uint16_t i = 0; i < 30; i++) {
+		struct pkt_spec rq = request("203.0.113.9", (uint16_t)(7000 + i), GET("/x", ""));
+		struct pkt_spec syn, sa, ack;
+		handshake_of(&rq, &syn, &sa, &ack);
+		if (i % 3 >= 1) {                    /* SYN and SYN-ACK seen, ... */
+			run_xdp(f, &syn);
+			egress(f, &sa);
+		}
+		if (i % 3 == 2) {                    /* ... an ACK of something else */
+			ack.ack += 0x40000000u;
+			run_xdp(f, &ack);
+			rq.ack = ack.ack;
+		}
+		admitted(f, &rq);
+	}
+	uint8_t rep[1024];
+	assert_int_equal(capture_reply(cap, rep, sizeof(rep)), -1);
+	struct sluice_pkt_stats ps;
+	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
+	assert_int_equal(ps.reply_sent, 0);
+	struct pkt_spec real = request("203.0.113.9", 7100, GET("/x", ""));
+	handshake(f, &real);
+	assert_int_equal(ingress(f, &real).ret, TC_ACT_UNSPEC);
+	assert_true(capture_reply(cap, rep, sizeof(rep)) > 54);
+	close(cap);
+}
+
+/* Pipelining is counted per connection turn, not per request: requests sent before the answer
+ * to the first (in its segment or after it) belong to the first's unit; the first response
+ * ends it and the later responses end nothing. */
+static void test_pipelined_requests_count_as_one(void **state)
+{
+	struct fixture *f = *state;
+	const char *two = GET("/a", "") GET("/b", "");
+	struct pkt_spec rq = request("203.0.113.5", 7200, two);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec third = request("203.0.113.5", 7200, GET("/c", ""));
+	third.seq = rq.seq + (uint32_t)rq.payload_len;
+	admitted(f, &third);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(inflight(f), 1);
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	for (uint32_t k = 0; k < 3; k++) {
+		struct pkt_spec a = answer_to(&rq, k * (uint32_t)strlen(ok), ok);
+		egress(f, &a);
+		assert_int_equal(inflight(f), 0);
+	}
+	assert_int_equal(stats(f, 2).completed, 1);
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -726,6 +928,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_interim_upgrade_and_connect, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_no_reply_to_unverified_peers, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 	};

@@ -167,6 +167,36 @@ static void check_big(struct fixture *f, int v6, int jumbo)
 	assert_int_equal(malformed(f), 0);
 }
 
+/* A refused request in a BIG TCP IPv6 packet with the jumbo hop-by-hop option is decided like
+ * any other: the hop-by-hop header is one the parser follows, the refusal is answered (the
+ * frame comes back as the server's RST, rebuilt without the hop-by-hop header, its length
+ * field set), nothing is held and nothing counts as malformed. */
+static void test_big_tcp_ipv6_jumbo_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request(1, "2001:db8::6", 1001);
+	struct sluice_verdict v;
+	struct sluice_pkt_stats ps;
+	uint8_t b[1024];
+	struct run r;
+
+	handshake(f, &rq);
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	for (int k = 0; k < 4; k++)
+		v.flags |= SLUICE_VERDICT_SHUT(k);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	r = run_frame(tci_fd(f), b, big_frame(b, &rq, 1), 1);
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(r.out_len, 14 + 40 + 20);
+	assert_int_equal(r.out[14 + 6], IPPROTO_TCP);              /* no hop-by-hop header */
+	assert_int_equal(r.out[14 + 4] << 8 | r.out[14 + 5], 20);  /* payload_len set */
+	assert_true(r.out[14 + 40 + 13] & 0x04);                   /* RST */
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
+	assert_int_equal(ps.reply_sent, 1);
+	assert_int_equal(malformed(f), 0);
+}
+
 static void test_big_tcp_ipv4(void **state) { check_big(*state, 0, 0); }
 static void test_big_tcp_ipv6_jumbo(void **state) { check_big(*state, 1, 1); }
 static void test_big_tcp_ipv6_no_hbh(void **state) { check_big(*state, 1, 0); }
@@ -227,6 +257,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_big_tcp_ipv4, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_big_tcp_ipv6_jumbo, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_big_tcp_ipv6_no_hbh, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_big_tcp_ipv6_jumbo_refused, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_short_length_still_malformed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_left_to_tc, setup, harness_teardown),
 	};

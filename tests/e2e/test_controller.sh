@@ -26,6 +26,7 @@ services:
     aimd_window_ms: 500
     headroom_mode: adaptive
     default_class: L3
+    trust_from: [198.18.0.0/15]          # the test clients may set X-Priority
     classify:
       - { header: X-Priority, class: from-header }
   - name: api

@@ -25,6 +25,7 @@ services:
     headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }
     headroom_mode: fixed
     default_class: L3
+    trust_from: [198.18.0.0/15]          # the test clients may set X-Priority
     classify:
       - { source: 198.18.0.10/32, class: L0 }
       - { header: X-Priority, class: from-header }

@@ -41,6 +41,7 @@ services:
     default_class: L3
     classify:
       - { header: X-Priority, class: from-header }
+    trust_from: [198.18.0.0/15]
   - name: bulk
     port: 7000
     protocol: tcp

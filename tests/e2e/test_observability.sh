@@ -21,6 +21,7 @@ services:
     protocol: http
     limit: { fixed: 16 }
     default_class: L2
+    trust_from: [198.18.0.0/15]          # the test clients may set X-Priority
     classify:
       - { header: X-Priority, class: from-header }
 Y

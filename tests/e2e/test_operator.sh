@@ -37,6 +37,7 @@ services:
     protocol: http
     default_class: L3
     breaker: { min_calls: 10, error_rate: 0.5, open_s: 600, window_s: 1 }
+    trust_from: [198.18.0.0/15]          # the test clients may set X-Priority
     classify:
       - { header: X-Priority, class: from-header }
 Y

@@ -6,7 +6,9 @@
  * IPv6 extension headers, forged sources, blind sequence numbers, random bytes. Every frame
  * goes through the real programs with BPF_PROG_TEST_RUN (genuine ones along their real path,
  * mutants through all three programs), and after each:
- *   - the return code is one the program may give (XDP: pass, tx, drop; TC: ok);
+ *   - the return code is one the program may give (XDP: pass, tx, drop; TC: next filter,
+ *     or shot); an IPv6 frame with more extension headers than the parser follows is dropped
+ *     by XDP and TC ingress and left alone by TC egress;
  *   - a passed frame comes out byte for byte as it went in; an XDP_TX is an RST no larger
  *     than what it answers; a TC ingress frame that changed is a refusal (RST to the server);
  *   - no service's in-flight or busy count is negative, the flow table stays within its size;
@@ -301,6 +303,8 @@ static int flow_count(void)
 
 
 static unsigned flag_next;      /* every one of the 256 TCP flag combinations, in turn */
+static int deep_mutant;         /* the last mutant carries a too-long IPv6 extension chain */
+static unsigned long long deep_checked;
 
 /* keeps_tuple: the mutant is still on the connection's 4-tuple; forged: it is what a blind
  * forger can send (another source, or sequence numbers nowhere near the connection's). */
@@ -362,6 +366,18 @@ static void mutate(struct frame *fr, int *keeps_tuple, int *forged)
 			fr->b[l3] = (uint8_t)(0x40 | (5 + n / 4));
 			uint16_t tot = (uint16_t)(fr->b[l3 + 2] << 8 | fr->b[l3 + 3]) + (uint16_t)n;
 			fr->b[l3 + 2] = (uint8_t)(tot >> 8), fr->b[l3 + 3] = (uint8_t)tot;
+		} else if (rnd(4) == 0) {
+			/* a chain longer than the parser follows (5 destination-options headers):
+			 * the host would take it, so ingress drops it rather than pass it unjudged */
+			size_t was_len = fr->len;
+			memset(opt, 0, 40);
+			for (int h = 0; h < 5; h++)
+				opt[8 * h] = h < 4 ? 60 : IPPROTO_TCP;
+			frame_insert(fr, l3 + 40, opt, 40);
+			fr->b[l3 + 6] = 60;
+			uint16_t pl = (uint16_t)(fr->b[l3 + 4] << 8 | fr->b[l3 + 5]) + 40;
+			fr->b[l3 + 4] = (uint8_t)(pl >> 8), fr->b[l3 + 5] = (uint8_t)pl;
+			deep_mutant = fr->len != was_len;
 		} else {
 			static const uint8_t ext[] = { 0, 43, 60, 44, 135 };
 			uint8_t kind = ext[rnd(5)];
@@ -416,6 +432,7 @@ static void mutants_of(struct sess *s, const struct frame *orig, int dir)
 		struct snapshot before, after;
 		int keeps, forged;
 
+		deep_mutant = 0;
 		mutate(&m, &keeps, &forged);
 		/* On the 4-tuple with numbers the peer could send (any server segment: the local
 		 * stack is trusted, it moves where sluice thinks the client is). */
@@ -425,9 +442,17 @@ static void mutants_of(struct sess *s, const struct frame *orig, int dir)
 		if (forged)
 			snap(&before);
 		frames++, mutants++;
-		run1(prog_xdp, &m, "mutant xdp");
-		run1(prog_tci, &m, "mutant tc ingress");
-		run1(prog_tce, &m, "mutant tc egress");
+		int rx = run1(prog_xdp, &m, "mutant xdp");
+		int ri = run1(prog_tci, &m, "mutant tc ingress");
+		int re = run1(prog_tce, &m, "mutant tc egress");
+		if (deep_mutant) {
+			/* decided like any packet: one sluice cannot follow to its TCP header is
+			 * dropped at ingress (XDP, and TC when XDP is not there), left alone at egress */
+			if (rx != XDP_DROP || ri != TC_ACT_SHOT || re != TC_ACT_UNSPEC)
+				die("deep chain", &m, "5 extension headers: xdp %d, tc ingress %d, tc egress %d",
+				    rx, ri, re);
+			deep_checked++;
+		}
 		if (forged) {
 			forged_checked++;
 			snap(&after);
@@ -744,6 +769,8 @@ int main(int argc, char **argv)
 	       flows_peak, max_flows);
 	printf("fuzz_datapath: %llu forged client packets (other source, blind sequence) changed nothing\n",
 	       forged_checked);
+	printf("fuzz_datapath: %llu IPv6 frames with 5 extension headers dropped at ingress\n",
+	       deep_checked);
 	printf("fuzz_datapath: pkt stats: malformed %llu, service %llu, rst_sent %llu, reply_sent %llu, reply_failed %llu\n",
 	       (unsigned long long)p.malformed, (unsigned long long)p.service,
 	       (unsigned long long)p.rst_sent, (unsigned long long)p.reply_sent,

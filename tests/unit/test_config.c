@@ -122,10 +122,12 @@ static void test_documented_example(void **state)
 	assert_int_equal(s->headroom[3], 50);
 	assert_int_equal(s->default_class, SLUICE_L2);
 
+	assert_int_equal(s->n_trust, 1);
+	assert_int_equal(s->trust[0].prefix_len, 96 + 24);
 	assert_int_equal(s->n_rules, 4);
 	r = &s->rules[0];
 	assert_int_equal(r->kind, RULE_SOURCE);
-	assert_int_equal(r->line, 18);
+	assert_int_equal(r->line, 19);
 	assert_int_equal(r->class, SLUICE_L0);
 	assert_int_equal(r->is_v4, 1);
 	assert_int_equal(r->prefix_len, 96 + 24);
@@ -135,7 +137,7 @@ static void test_documented_example(void **state)
 	}
 	r = &s->rules[1];
 	assert_int_equal(r->kind, RULE_DSCP);
-	assert_int_equal(r->line, 19);
+	assert_int_equal(r->line, 20);
 	assert_int_equal(r->dscp, 46);
 	assert_int_equal(r->class, SLUICE_L0);
 	r = &s->rules[2];
@@ -146,7 +148,7 @@ static void test_documented_example(void **state)
 	assert_int_equal(r->kind, RULE_PATH);
 	assert_string_equal(r->path, "/report");
 	assert_int_equal(r->class, SLUICE_L3);
-	assert_int_equal(r->line, 21);
+	assert_int_equal(r->line, 22);
 
 	assert_int_equal(s->breaker.min_calls, 20);
 	assert_true(s->breaker.error_rate == 0.5);
@@ -577,6 +579,46 @@ static void test_bad_prefix(void **state)
 	expect_error(&f->errs, 11, "prefix length is not a number");
 }
 
+/* trust_from: IPv4 and IPv6 prefixes, stored as source prefixes are; a bad one is an error
+ * at its line, like a bad source prefix. */
+static void test_trust_from(void **state)
+{
+	struct fx *f = *state;
+	const char *good =
+		"interface: lo\n"
+		"services:\n"
+		"  - name: web\n"
+		"    port: 80\n"
+		"    trust_from: [10.1.0.0/16, \"2001:db8:7::/48\", 192.0.2.9]\n";
+	const char *bad =
+		"interface: lo\n"
+		"services:\n"
+		"  - name: web\n"
+		"    port: 80\n"
+		"    trust_from:\n"
+		"      - 10.1.0.0/33\n"
+		"      - 10.1.0.1/16\n"
+		"      - not-an-address\n"
+		"      - 2001:db8::/129\n"
+		"      - { a: b }\n";
+
+	expect_ok(f, parse(f, good));
+	const struct service_conf *s = &f->cfg.services[0];
+	assert_int_equal(s->n_trust, 3);
+	assert_int_equal(s->trust[0].prefix_len, 96 + 16);
+	assert_int_equal(s->trust[0].addr[10], 0xff);
+	assert_int_equal(s->trust[0].addr[12], 10);
+	assert_int_equal(s->trust[1].prefix_len, 48);
+	assert_int_equal(s->trust[1].addr[5], 0x07);
+	assert_int_equal(s->trust[2].prefix_len, 128);
+	expect_fail(f, parse(f, bad), 5);
+	expect_error(&f->errs, 6, "prefix length out of range 0..32");
+	expect_error(&f->errs, 7, "host bits set");
+	expect_error(&f->errs, 8, "not an IPv4 or IPv6 address");
+	expect_error(&f->errs, 9, "prefix length out of range 0..128");
+	expect_error(&f->errs, 10, "trust_from");
+}
+
 static void test_bad_headroom(void **state)
 {
 	struct fx *f = *state;
@@ -887,6 +929,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_rates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_dscp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trust_from, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_interface, setup, teardown),

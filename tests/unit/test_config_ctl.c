@@ -134,6 +134,21 @@ static void test_warnings(void **st)
 				   "    target_latency_ms: 20\n"), 0);
 	assert_int_equal(config_warnings(&cfg, &w), 3);   /* fixed limit has a written target */
 	assert_true(has(&w, "slow_call_ms (10)"));
+	/* header / dscp rules without trust_from: inert, said so; with it, nothing to say */
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    classify:\n"
+				   "      - { header: X-Priority, class: from-header }\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "inert without trust_from"));
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    classify:\n"
+				   "      - { dscp: 46, class: L0 }\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    trust_from: [10.0.0.0/8]\n"
+				   "    classify:\n      - { dscp: 46, class: L0 }\n"
+				   "      - { header: X-Priority, class: from-header }\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    classify:\n"
+				   "      - { source: 10.0.0.0/8, class: L0 }\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
 }
 
 int main(void)

@@ -16,6 +16,7 @@
 #define SLUICE_MAX_HO_STEPS    8
 #define SLUICE_MAX_LADDER_STEPS 8
 #define SLUICE_MAX_IFSPECS     16         /* entries of `interfaces` */
+#define SLUICE_MAX_TRUST       16
 
 enum rule_kind { RULE_SOURCE, RULE_DSCP, RULE_HEADER, RULE_PATH };
 
@@ -65,6 +66,10 @@ struct service_conf {
 	int default_class;                /* L2 */
 	struct class_rule rules[SLUICE_MAX_RULES];
 	int n_rules;
+	/* trust_from: sources whose X-Priority header and DSCP marks are believed (prefix in
+	 * addr/prefix_len as for RULE_SOURCE); none = header and DSCP rules are ignored */
+	struct class_rule trust[SLUICE_MAX_TRUST];
+	int n_trust;
 	struct breaker_conf breaker;
 	int ladder_steps[SLUICE_MAX_LADDER_STEPS]; /* recovery, percent: 10 30 50 80 100 */
 	int n_ladder_steps;

@@ -405,6 +405,38 @@ static void parse_classify(struct ydoc *d, yaml_node_t *n, const char *svc_where
 	}
 }
 
+/* trust_from: a list of IPv4 / IPv6 prefixes. */
+static void parse_trust(struct ydoc *d, yaml_node_t *n, const char *svc_where,
+			struct service_conf *s)
+{
+	yaml_node_item_t *it;
+
+	if (!yget_type(d, n, YAML_SEQUENCE_NODE, "trust_from", svc_where))
+		return;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *pn = yaml_document_get_node(&d->doc, *it);
+		struct class_rule *r;
+		const char *why;
+
+		if (s->n_trust >= SLUICE_MAX_TRUST) {
+			doc_err(d->errs, pn, "too many trust_from prefixes%s: at most %d", svc_where,
+			    SLUICE_MAX_TRUST);
+			break;
+		}
+		if (!yget_scalar(d, pn, "trust_from", svc_where))
+			continue;
+		r = &s->trust[s->n_trust];
+		memset(r, 0, sizeof(*r));
+		r->kind = RULE_SOURCE;
+		r->line = (int)pn->start_mark.line + 1;
+		why = parse_prefix(ynode_scalar(pn), r);
+		if (why)
+			ydoc_bad(d, pn, "trust_from prefix", svc_where, "%s", why);
+		else
+			s->n_trust++;
+	}
+}
+
 /* ---- services ---- */
 
 struct svc_arg {
@@ -418,7 +450,7 @@ static const char *const service_keys[] = { "name", "port", "protocol", "reject"
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
 	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples",
-	"max_connections", NULL };
+	"max_connections", "trust_from", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
@@ -499,6 +531,8 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		}
 	} else if (!strcmp(key, "classify")) {
 		parse_classify(d, v, a->where, s);
+	} else if (!strcmp(key, "trust_from")) {
+		parse_trust(d, v, a->where, s);
 	} else if (!strcmp(key, "breaker")) {
 		struct simple_arg ba;
 		snprintf(sub, sizeof(sub), " in breaker of%s", a->where + 3);
@@ -702,8 +736,11 @@ void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config 
 	if (by_addr > SLUICE_MAX_ADDR_SERVICES)
 		doc_err(d->errs, n, "too many services at an address (ADDR:PORT): %d, at most %d",
 			by_addr, SLUICE_MAX_ADDR_SERVICES);
+	for (int i = 0; i < cfg->n_services; i++)
+		src_rules += cfg->services[i].n_trust; /* the same map holds them */
 	if (src_rules > SLUICE_MAX_SRC_RULES)
-		doc_err(d->errs, n, "too many source rules in all: %d, at most %d", src_rules,
-		    SLUICE_MAX_SRC_RULES);
+		doc_err(d->errs, n,
+			"too many source rules and trust_from prefixes in all: %d, at most %d",
+			src_rules, SLUICE_MAX_SRC_RULES);
 }
 

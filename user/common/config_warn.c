@@ -50,6 +50,15 @@ static int conn_cap_warnings(struct doc_errors *out, int n, const struct service
 	return n;
 }
 
+/* A header or DSCP rule: a class the client marks itself. */
+static int has_client_marked_rule(const struct service_conf *s)
+{
+	for (int r = 0; r < s->n_rules; r++)
+		if (s->rules[r].kind == RULE_HEADER || s->rules[r].kind == RULE_DSCP)
+			return 1;
+	return 0;
+}
+
 int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 {
 	int n = 0;
@@ -80,6 +89,10 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 		if (s->retry_after_s == 0 && s->protocol == SLUICE_PROTO_HTTP)
 			n = warn(out, n, s->line, "service '%s': retry_after_s 0 tells refused clients "
 				 "to come back at once, feeding the overload it sheds", s->name);
+		if (!s->n_trust && has_client_marked_rule(s))
+			n = warn(out, n, s->line, "service '%s': its header and dscp rules are inert "
+				 "without trust_from (no source is trusted to set a priority); list the "
+				 "prefixes whose marks count in trust_from", s->name);
 	}
 	return n;
 }

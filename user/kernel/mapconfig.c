@@ -198,6 +198,16 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
 			if (bpf_map_update_elem(m->source_rules, &key, &val, BPF_ANY))
 				err = -errno;
 		}
+		for (int t = 0; t < sc->n_trust; t++) {
+			struct sluice_src_rule val = { .order = SLUICE_RULE_NONE };
+
+			memset(&key, 0, sizeof(key));
+			key.prefixlen = 32 + sc->trust[t].prefix_len;
+			key.svc = (__u32)idx[i] | SLUICE_SRC_TRUST;
+			memcpy(key.addr, sc->trust[t].addr, 16);
+			if (bpf_map_update_elem(m->source_rules, &key, &val, BPF_ANY))
+				err = -errno;
+		}
 	}
 	return err;
 }
