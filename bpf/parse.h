@@ -199,6 +199,102 @@ static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, st
 	return parse_frame(data, data_end, data_end - data, p);
 }
 
+/* What parse_frame found, as offsets and numbers: the result of the verified-once parsers
+ * below (a global function may hand back no packet pointer). */
+struct pkt_offs {
+	__u32 l3_off;
+	__u32 l4_off;
+	__u32 payload_off;
+	__u32 payload_len;
+	__u8 dscp;
+	__u8 v6;
+	__u8 ext_hdrs;
+	__u8 big;
+};
+
+static __always_inline enum pkt_kind parse_to_offs(void *data, void *data_end, __u32 frame_len,
+						   struct pkt_offs *o)
+{
+	struct pkt lp = {};
+	enum pkt_kind kind = parse_frame(data, data_end, frame_len, &lp);
+
+	o->l3_off = lp.l3_off;
+	o->l4_off = lp.l4_off;
+	o->payload_off = lp.payload_off;
+	o->payload_len = lp.payload_len;
+	o->dscp = lp.dscp;
+	o->v6 = lp.v6;
+	o->ext_hdrs = lp.ext_hdrs;
+	o->big = lp.big;
+	return kind;
+}
+
+/* The parse as global functions, one per context type: the verifier checks each once, on its
+ * own, instead of once for every path the VLAN tags, IPv4 options and IPv6 extension headers
+ * open, each followed by the whole rest of the program (that multiplied load time by four). */
+__attribute__((noinline))
+int parse_xdp_offs(struct xdp_md *ctx, struct pkt_offs *o)
+{
+	if (!ctx || !o)
+		return PKT_MALFORMED;
+	return parse_to_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end,
+			     ctx->data_end - ctx->data, o);
+}
+
+__attribute__((noinline))
+int parse_skb_offs(struct __sk_buff *skb, struct pkt_offs *o)
+{
+	if (!skb || !o)
+		return PKT_MALFORMED;
+	return parse_to_offs((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, o);
+}
+
+/* A struct pkt again from a parse's offsets: the pointers from data, each bounds-checked
+ * (the parse checked them already; the verifier here knows only the numbers). The IP version
+ * is set as a constant on each branch, which later code depends on. */
+static __always_inline enum pkt_kind pkt_from_offs(void *data, void *data_end, int kind,
+						   const struct pkt_offs *o, struct pkt *p)
+{
+	__u32 l3 = o->l3_off, l4 = o->l4_off;
+	struct tcphdr *tcp;
+
+	if (kind != PKT_TCP)
+		return kind;
+	/* l3 is at most 22 and l4 some 8 KiB (four 2 KiB extension headers): never rejected */
+	if (l3 > 0xff || l4 > 0x7fff || (void *)((struct ethhdr *)data + 1) > data_end)
+		return PKT_MALFORMED;
+	p->eth = data;
+	p->ip4 = 0;
+	p->ip6 = 0;
+	if (o->v6) {
+		struct ipv6hdr *ip6 = data + l3;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return PKT_MALFORMED;
+		p->ip6 = ip6;
+		p->v6 = 1;
+	} else {
+		struct iphdr *ip = data + l3;
+
+		if ((void *)(ip + 1) > data_end)
+			return PKT_MALFORMED;
+		p->ip4 = ip;
+		p->v6 = 0;
+	}
+	tcp = data + l4;
+	if ((void *)(tcp + 1) > data_end)
+		return PKT_MALFORMED;
+	p->tcp = tcp;
+	p->l3_off = l3;
+	p->l4_off = l4;
+	p->payload_off = o->payload_off;
+	p->payload_len = o->payload_len;
+	p->dscp = o->dscp;
+	p->ext_hdrs = o->ext_hdrs;
+	p->big = o->big;
+	return PKT_TCP;
+}
+
 /* The client's address, v4-mapped for IPv4, as used in flow keys and source rules. */
 static __always_inline void pkt_addr(const struct pkt *p, int source, __u8 out[16])
 {

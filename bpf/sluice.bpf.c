@@ -77,11 +77,13 @@ static __always_inline int service_of(__be16 port, const struct pkt *p, int ingr
  * sluice leaves alone (not TCP, not a service port; malformed frames are counted), or -2
  * (ingress) for a frame whose headers cannot be followed to its TCP header but the host would
  * take (PKT_DEEP): it is dropped, not passed unjudged. */
-static __always_inline int parse_service_packet(void *data, void *data_end, struct pkt *p,
-						int ingress)
+static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *p, int ingress)
 {
 	struct sluice_pkt_stats *ps;
-	enum pkt_kind kind = parse_packet(data, data_end, p);
+	struct pkt_offs o;
+	int k = parse_xdp_offs(ctx, &o);
+	enum pkt_kind kind = pkt_from_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end,
+					   k, &o, p);
 
 	if (kind != PKT_TCP) {
 		if ((kind == PKT_MALFORMED || kind == PKT_DEEP) && (ps = pkt_counters()))
@@ -431,14 +433,12 @@ static __always_inline void client_end(const struct pkt *p)
 SEC("xdp.frags")
 int sluice_xdp_ingress(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
 	const struct sluice_service *sc;
 	struct sluice_pkt_stats *ps;
 	struct pkt p;
 	int svc;
 
-	svc = parse_service_packet(data, data_end, &p, 1);
+	svc = parse_service_packet(ctx, &p, 1);
 	if (svc == -2)
 		return XDP_DROP;
 	if (svc < 0)
@@ -481,7 +481,10 @@ static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt 
 		want = SLUICE_TC_PULL;
 	if (linear < want && bpf_skb_pull_data(skb, want))
 		return PKT_MALFORMED;
-	return parse_frame((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, p);
+	struct pkt_offs o;
+	int k = parse_skb_offs(skb, &o);
+
+	return pkt_from_offs((void *)(long)skb->data, (void *)(long)skb->data_end, k, &o, p);
 }
 
 /* The server's first new data of a tcp turn: latency sample, busy - 1. The caller took the
