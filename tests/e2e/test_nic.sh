@@ -23,16 +23,6 @@ TAP_SRV=198.18.2.1
 TAP_CLI=198.18.2.2
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state"
 COUNT_OBJ=$BUILD/tests/tc_count.bpf.o
-# tc's BPF loader makes /sys/fs/bpf/tc/globals (and the links ip and xdp to it) the first time
-# it loads an object: removed again when this test made them, so the host keeps no trace.
-TC_BPFFS_MADE=1; [ -e /sys/fs/bpf/tc ] && TC_BPFFS_MADE=0
-test_cleanup() {
-	[ "$TC_BPFFS_MADE" = 1 ] || return 0
-	rmdir /sys/fs/bpf/tc/globals /sys/fs/bpf/tc 2>/dev/null || return 0
-	[ -L /sys/fs/bpf/ip ] && rm -f /sys/fs/bpf/ip
-	[ -L /sys/fs/bpf/xdp ] && rm -f /sys/fs/bpf/xdp
-	return 0
-}
 
 write_cfg() { # write_cfg FILE INTERFACE [XDP_MODE]
 	cat > "$1" <<Y
