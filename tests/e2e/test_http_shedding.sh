@@ -150,7 +150,7 @@ ok $? \
 # GC pass, once a second, through the flood, the restart and the bad input) corrected nothing,
 # and two more sweeps at rest correct nothing either.
 mport=$(sed -n 's/.*metrics on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$SLUICED_LOG" | tail -1)
-sleep 2.5
+sleep 2.5 # part of the scenario: two more sweeps (one a second) at rest; a correction is an event, nothing to poll for
 corr=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" |
 	awk '$1 ~ /^sluice_inflight_corrections_total\{service="web"/ { print $2 }')
 ok $([ "$corr" = 0 ] && echo 0 || echo 1) \

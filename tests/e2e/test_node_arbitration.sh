@@ -63,7 +63,11 @@ start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --m
 	--arrivals uniform --rate 40 --duration $((HOG_S + 25)) --timeout-ms 2000 --quiet \
 	--class L3:1:src=198.18.0.20
 LG=$LAST_PID
-sleep 1
+l3_flowing() {
+	"$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json" 2>/dev/null &&
+		[ "$(json_get "$TMP/status.json" "d['services'][0]['classes'][3]['admitted']")" -gt 0 ]
+}
+wait_for 5 "L3 connections admitted before the hog" l3_flowing
 hog() { # one busy loop, bounded, in the test's cgroup
 	$IN_SRV bash -c "echo \$\$ > '$CG/cgroup.procs' 2>/dev/null; end=\$((SECONDS + $HOG_S)); while [ \$SECONDS -lt \$end ]; do :; done" &
 	PIDS+=($!)
@@ -74,7 +78,7 @@ l3_cut() { node_ev | grep -q '"class":"L3","from":"full","to":"partial"'; }
 wait_for 15 "a node cut of L3 under the CPU hog" l3_cut
 ok $? "under the CPU hog sluiced cuts L3 across the node (a node event after ${WAITED_MS} ms)" \
 	"$(node_ev)" "$(cat "$PRESSURE")"
-sleep 4           # a few more observations under pressure
+sleep 4 # part of the scenario: pressure goes on for a few more observations before the hog ends
 for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null; done
 wait "${HOGS[@]}" 2>/dev/null
 # The order: no L2 cut before L3 is off (the arbiter's rule, seen in its events).
