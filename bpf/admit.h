@@ -32,6 +32,8 @@ static __always_inline struct sluice_class_stats *class_stats_of(__u32 svc, __u3
 struct class_pick {
 	__u8 order;
 	__u8 class;
+	__u8 ignored;   /* lowest order of a rule whose mark was ignored (an untrusted source),
+			 * SLUICE_RULE_NONE when none */
 };
 
 static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 cls)
@@ -52,11 +54,12 @@ static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
 }
 
 /* Source-prefix and DSCP rules: everything a SYN can be judged by. A DSCP mark counts only
- * from a trusted source (anyone can set one). */
+ * from a trusted source (anyone can set one); from any other it is noted in `ignored`. */
 static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
 						     __u32 svc, const struct pkt *p)
 {
-	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = sc->default_class };
+	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = sc->default_class,
+				   .ignored = SLUICE_RULE_NONE };
 	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
 	struct sluice_src_rule *r;
 	__u8 d;
@@ -66,9 +69,26 @@ static __always_inline struct class_pick classify_l3(const struct sluice_service
 	if (r)
 		pick_rule(&best, r->order, r->class);
 	d = sc->dscp_rule[p->dscp & 63];
-	if (d != SLUICE_RULE_NONE && source_trusted(svc, p))
-		pick_rule(&best, d >> 2, d & 3);
+	if (d != SLUICE_RULE_NONE) {
+		if (source_trusted(svc, p))
+			pick_rule(&best, d >> 2, d & 3);
+		else
+			best.ignored = d >> 2;
+	}
 	return best;
+}
+
+/* Count the unit in untrusted_marks when a mark it carried was ignored and would have decided
+ * its class (a rule of lower order than the one that did). Only such a unit pays the lookup. */
+static __always_inline void count_untrusted(__u32 svc, const struct class_pick *pick)
+{
+	struct sluice_untrusted *u;
+
+	if (pick->ignored >= pick->order)
+		return;
+	u = bpf_map_lookup_elem(&untrusted_marks, &svc);
+	if (u)
+		u->ignored++;
 }
 
 /* 1 when a draw refuses at shed fraction `shed` (0 = never, SLUICE_PROB_ONE = always). */

@@ -244,8 +244,11 @@ static long cmp_path_byte(__u32 k, void *vctx)
  * the verifier checks it once, not once per path of its caller (keeps the TC ingress program
  * far from the verifier's limits and fast to load). Returns (order << 8) | class of the best
  * payload rule with an order below best_order & 0xff, or -1 when none matches; bit 8 of
- * best_order leaves the header rule out (an untrusted source). A header that is not
- * in the first segment is not seen: the caller's default stands. */
+ * best_order leaves the header rule out (an untrusted source): a header that would have
+ * decided is then looked for all the same, and when found PAYLOAD_HEADER_IGNORED is set in
+ * the result (with order SLUICE_RULE_NONE when no other payload rule matched). A header that
+ * is not in the first segment is not seen: the caller's default stands. */
+#define PAYLOAD_HEADER_IGNORED (1 << 16)
 __attribute__((noinline))
 int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 payload_len,
 		     __u32 best_order)
@@ -253,6 +256,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	const struct sluice_service *sc;
 	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = 0 };
 	__u32 zero = 0, len = payload_len, path_off = 0, no_header = best_order >> 8;
+	int ignored = 0;
 	struct scan_buf *sb;
 
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -284,8 +288,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
 	best_order &= 0xff;
-	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len &&
-	    !no_header) {
+	if (sc->header_order < best.order && sc->header_order < best_order && sc->header_len) {
 		int cls = header_class_words(sb, len, sc);
 
 		if (cls == SCAN_FALLBACK) {
@@ -295,17 +298,20 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 			bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
 			cls = hs.class;
 		}
-		if (cls >= 0)
+		if (cls >= 0 && no_header)
+			ignored = PAYLOAD_HEADER_IGNORED;
+		else if (cls >= 0)
 			pick_rule(&best, sc->header_order, cls);
 	}
 	if (best.order >= best_order)
-		return -1;
-	return (best.order << 8) | best.class;
+		return ignored ? ignored | (SLUICE_RULE_NONE << 8) : -1;
+	return ignored | (best.order << 8) | best.class;
 }
 
 /* Source/DSCP rules, then the payload's. The priority header counts only from a trusted
  * source (anyone can write one): for any other the header rule is left out and the other
- * rules decide as they would without it. */
+ * rules decide as they would without it; a header or DSCP mark left out that would have
+ * decided is counted (count_untrusted). */
 static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 							  const struct sluice_service *sc,
 							  __u32 svc, const struct pkt *p)
@@ -318,10 +324,13 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 		bound |= 0x100;
 	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
 
-	if (r >= 0) {
+	if (r >= 0 && (r & PAYLOAD_HEADER_IGNORED) && sc->header_order < best.ignored)
+		best.ignored = sc->header_order;
+	if (r >= 0 && (__u8)(r >> 8) != SLUICE_RULE_NONE) {
 		best.order = (__u8)(r >> 8);
 		best.class = r & 3;
 	}
+	count_untrusted(svc, &best);
 	return best;
 }
 

@@ -203,7 +203,7 @@ struct {
  * latency_hist, so the controller reads a histogram only when its count moved (a tcp turn
  * moves no other counter). BPF (TC egress). Not pinned: the counts only have to be monotonic
  * while one sluiced reads them (a new sluiced reads every histogram on its first tick and
- * compares counts from then on), and the layout record has room for no more pinned maps. */
+ * compares counts from then on). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
@@ -259,6 +259,28 @@ struct {
 	__type(value, struct sluice_layout);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sluice_layout SEC(".maps");
+
+/* The layout record's continuation: the pinned maps beyond what `sluice_layout` holds
+ * (struct sluice_layout_ext). Written by the controller with `sluice_layout`; never read by
+ * the data path. Its own layout never changes either. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_layout_ext);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sluice_layout_ext SEC(".maps");
+
+/* Priority marks ignored per service slot because the source is outside trust_from (struct
+ * sluice_untrusted), per CPU. Pinned: a restart keeps the count. BPF; touched only for a unit
+ * that carried such a mark. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_untrusted);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} untrusted_marks SEC(".maps");
 
 /* Changes of the accounting (a slot taken or given back, an ownership word swapped), per CPU
  * and per bucket of services (index svc & (SLUICE_OWN_OPS_BUCKETS - 1)), counted after each

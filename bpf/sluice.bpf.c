@@ -274,6 +274,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	}
 
 	pick = classify_l3(sc, svc, p);
+	count_untrusted(svc, &pick);
 	st = class_stats_of(svc, pick.class);
 	if (!st)
 		return XDP_PASS;

@@ -11,8 +11,8 @@
  *                                 sluice_layout, ctl_state
  *   the operator (sluicectl)    : ctl_requests
  *   BPF programs write          : flows, handshakes, halfopen, inflight_pcpu, busy,
- *                                 class_stats, latency_hist, pkt_stats (inflight: layouts
- *                                 before 6 only)
+ *                                 class_stats, latency_hist, pkt_stats, untrusted_marks
+ *                                 (inflight: layouts before 6 only)
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -58,8 +58,11 @@
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
  *      values read as they are); services by local address and port: new map
  *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
- *      by layout 5, so its values are kept) */
-#define SLUICE_MAP_LAYOUT_VERSION 6
+ *      by layout 5, so its values are kept)
+ *   7  the layout record continues in a second map, `sluice_layout_ext` (room for more pinned
+ *      maps than `sluice_layout` holds); new map `untrusted_marks` (priority marks ignored
+ *      per service because the source is outside trust_from) */
+#define SLUICE_MAP_LAYOUT_VERSION 7
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -320,6 +323,24 @@ struct sluice_layout {
 	struct sluice_layout_map map[SLUICE_LAYOUT_MAX_MAPS];
 };
 
+/* ---- Layout record, continued (map `sluice_layout_ext`, one entry, written by sluiced) ----
+ * The pinned maps beyond the first SLUICE_LAYOUT_MAX_MAPS, in the same format. Layouts before 7
+ * pinned at most SLUICE_LAYOUT_MAX_MAPS maps and never had this map. `sluice_layout` keeps the
+ * version and the first SLUICE_LAYOUT_MAX_MAPS entries (its n_maps counts only those), so a
+ * sluiced of an older layout still reads the version where it always did and refuses a newer
+ * one without knowing the rest. Written before `sluice_layout` with the same version; a record
+ * whose version differs from `sluice_layout`'s is left over and not read. Like `sluice_layout`,
+ * this struct and its map never change layout: a layout that needs still more pinned maps
+ * adds another record map the same way. */
+#define SLUICE_LAYOUT_EXT_MAPS 40
+#define SLUICE_LAYOUT_ALL_MAPS (SLUICE_LAYOUT_MAX_MAPS + SLUICE_LAYOUT_EXT_MAPS)
+
+struct sluice_layout_ext {
+	__u32 version;                   /* the same as sluice_layout's when both are current */
+	__u32 n_maps;                    /* entries in use in map[] */
+	struct sluice_layout_map map[SLUICE_LAYOUT_EXT_MAPS];
+};
+
 /* ---- Flow table (map `flows`, HASH, BPF-owned) ---- */
 
 struct sluice_flow_key {
@@ -508,6 +529,17 @@ struct sluice_inflight {
 struct sluice_conn_cap {
 	__u32 threshold[SLUICE_NUM_CLASSES];
 	__u64 rejected[SLUICE_NUM_CLASSES];
+};
+
+/* Map `untrusted_marks` (PERCPU_ARRAY, one per service slot, BPF): units (a tcp connection at
+ * its SYN, an http request) that carried a priority mark the service's rules read, a DSCP value
+ * or the priority header, from a source outside the service's trust_from, where the mark would
+ * have decided the class had the source been trusted. The mark was ignored (the other rules or
+ * the default class decided); a unit counts once whatever marks it carried. Cumulative, and
+ * pinned so that a restart keeps it. Per-CPU: the count costs nothing shared, and only a unit
+ * with such a mark pays it. */
+struct sluice_untrusted {
+	__u64 ignored;
 };
 
 /* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */

@@ -381,18 +381,20 @@ static int teardown_mig(void **state)
 	return 0;
 }
 
-/* Pins as layout `from` (3, 4 or 5) left them: the maps it never had gone, the record saying
- * `from`. This build migrates them in place: flows copied from 3 and 4 (its new tcp fields
- * are zero in an older flow; 5's flows are this layout's), every other pinned map adopted,
- * the missing maps created empty and pinned. */
+/* Pins as layout `from` (3, 4, 5 or 6) left them: the maps it never had gone, the record
+ * saying `from`. This build migrates them in place: flows copied from 3 and 4 (its new tcp
+ * fields are zero in an older flow; 5's and 6's flows are this layout's), every other pinned
+ * map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	/* the maps new in layout 6 (the first n_v6), then 5's, then 4's */
-	static const char *const never_had[] = { "conn_cap", "addr_services",
+	/* the maps new in layout 7 (the first n_v7), then 6's (n_v6), then 5's, then 4's */
+	static const char *const never_had[] = { "sluice_layout_ext", "untrusted_marks",
+						 "conn_cap", "addr_services",
 						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_v6 = 3;
-	const int n_gone = n_v6 + (from <= 3 ? 4 : from == 4 ? 2 : 0);
+	const int n_v7 = 2, n_v6 = 3;
+	const int n_gone = n_v7 + (from <= 5 ? n_v6 : 0) +
+			   (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
 	struct sluice_bpf *a, *b;
@@ -401,6 +403,8 @@ static void migrate_from(__u32 from)
 	struct sluice_verdict v = { .limit = 4242 }, got;
 	struct sluice_inflight busy;
 	static struct sluice_ctl_slot slot;
+	static struct sluice_layout_ext ext;
+	struct sluice_untrusted *untrusted = calloc(libbpf_num_possible_cpus(), sizeof(*untrusted));
 	__u32 k = 0;
 
 	{
@@ -448,6 +452,19 @@ static void migrate_from(__u32 from)
 	}
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
 	assert_int_equal(rec.version, layout_version());
+	/* the record's continuation: the same version, the maps beyond the first record's room */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout_ext), &k, &ext), 0);
+	assert_int_equal(ext.version, layout_version());
+	assert_int_equal(rec.n_maps + ext.n_maps, lp.n);
+	assert_true(lp.n > SLUICE_LAYOUT_MAX_MAPS);
+	assert_int_equal(rec.n_maps, SLUICE_LAYOUT_MAX_MAPS);
+	/* no priority mark counted yet */
+	assert_non_null(untrusted);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.untrusted_marks), &k, untrusted),
+			 0);
+	for (int c = 0; c < libbpf_num_possible_cpus(); c++)
+		assert_int_equal(untrusted[c].ignored, 0);
+	free(untrusted);
 	sluice_bpf__destroy(b);
 	sluice_bpf__destroy(a);
 }
@@ -470,6 +487,80 @@ static void test_migration_from_5(void **state)
 	migrate_from(5);
 }
 
+static void test_migration_from_6(void **state)
+{
+	(void)state;
+	migrate_from(6);
+}
+
+/* The record holds more maps than `sluice_layout` has room for: a fresh start writes the rest
+ * into `sluice_layout_ext`, and a map recorded there is checked like one recorded in the first
+ * record: a restart refuses it when its types differ from its entry, and adopts it as it is. */
+static void test_record_continues_in_second_map(void **state)
+{
+	const char *dir = mig_dir;
+	char err[512];
+	struct sluice_bpf *a, *b;
+	struct layout_plan lp;
+	static struct sluice_layout_ext ext, good;
+	struct sluice_layout rec;
+	int at = -1;
+	__u32 k = 0;
+
+	(void)state;
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		a = sluice_bpf__open_opts(&o);
+		assert_non_null(a);
+	}
+	assert_int_equal(layout_plan(&lp, a->obj, dir, NULL, err, sizeof(err)), 0);
+	assert_int_equal(lp.action, LAYOUT_FRESH);
+	assert_int_equal(sluice_bpf__load(a), 0);
+	assert_int_equal(layout_commit(&lp, a->obj, dir, err, sizeof(err)), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(a->maps.sluice_layout_ext), &k, &ext), 0);
+	assert_int_equal(rec.n_maps, SLUICE_LAYOUT_MAX_MAPS);
+	assert_int_equal(ext.version, rec.version);
+	assert_int_equal(rec.n_maps + ext.n_maps, lp.n);
+	for (__u32 i = 0; i < ext.n_maps; i++)
+		if (!strcmp(ext.map[i].name, "untrusted_marks"))
+			at = (int)i;
+	for (__u32 i = 0; i < rec.n_maps; i++)
+		assert_string_not_equal(rec.map[i].name, "untrusted_marks");
+	if (at < 0)
+		fail_msg("untrusted_marks is not in the continuation (the object's order changed: "
+			 "%u maps there)", ext.n_maps);
+	good = ext;
+
+	/* Same layout, the continuation's entry of untrusted_marks says other types: refused. */
+	ext.map[at].btf_hash ^= 0x5a5a5a5a5a5a5a5aull;
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout_ext), &k, &ext, 0),
+			 0);
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		b = sluice_bpf__open_opts(&o);
+		assert_non_null(b);
+	}
+	assert_int_equal(layout_plan(&lp, b->obj, dir, NULL, err, sizeof(err)), -EPROTO);
+	if (!strstr(err, "map untrusted_marks does not match it (key/value types differ"))
+		fail_msg("refused for another reason: %s", err);
+	sluice_bpf__destroy(b);
+
+	/* Put back: adopted. */
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout_ext), &k, &good, 0),
+			 0);
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
+		b = sluice_bpf__open_opts(&o);
+		assert_non_null(b);
+	}
+	if (layout_plan(&lp, b->obj, dir, NULL, err, sizeof(err)))
+		fail_msg("refused: %s", err);
+	assert_int_equal(lp.action, LAYOUT_ADOPT);
+	sluice_bpf__destroy(b);
+	sluice_bpf__destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +572,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_5, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_6, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_record_continues_in_second_map, setup_mig,
+						teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -235,6 +235,14 @@ static struct sluice_class_stats stats(struct fixture *f, int svc, int cls)
 	return st;
 }
 
+/* Priority marks of service svc ignored for an untrusted source (summed over CPUs). */
+static unsigned long long untrusted(struct fixture *f, int svc)
+{
+	struct sluice_untrusted u;
+	assert_int_equal(maps_read_untrusted(&f->m, f->idx[svc], &u), 0);
+	return u.ignored;
+}
+
 static long long inflight_total(struct fixture *f, int svc)
 {
 	struct sluice_inflight in;
@@ -822,20 +830,33 @@ static void test_v6_vlan_dscp_classified_and_rst(void **state)
 	assert_int_equal(xdp(f, &l0).ret, XDP_PASS);
 	assert_int_equal(stats(f, 0, 0).admitted, 1);
 
-	/* DSCP 46 from outside trust_from is ignored: the default class (L3), v6 and v4. */
+	/* DSCP 46 from outside trust_from is ignored: the default class (L3), v6 and v4; each
+	 * SYN counts as a priority mark ignored. */
 	struct pkt_spec un6 = s, un4 = syn4("203.0.113.40", 6001, 5432);
 	un6.src = "2001:db8:a::5", un6.sport = 6001;
 	un4.dscp = 46;
 	unsigned long long l1 = stats(f, 0, 1).arrivals, l3 = stats(f, 0, 3).arrivals;
+	unsigned long long marks = untrusted(f, 0);
 	xdp(f, &un6);
 	xdp(f, &un4);
 	assert_int_equal(stats(f, 0, 1).arrivals, l1);
 	assert_int_equal(stats(f, 0, 3).arrivals, l3 + 2);
-	/* ... and counts from a trusted IPv4 source. */
+	assert_int_equal(untrusted(f, 0), marks + 2);
+	/* ... and counts from a trusted IPv4 source, not counted as ignored. */
 	struct pkt_spec tr4 = syn4("192.0.2.40", 6002, 5432);
 	tr4.dscp = 46;
 	xdp(f, &tr4);
 	assert_int_equal(stats(f, 0, 1).arrivals, l1 + 1);
+	assert_int_equal(untrusted(f, 0), marks + 2);
+	/* A source rule of lower order decides before the mark could: not counted. */
+	struct pkt_spec src0 = syn4("198.18.1.40", 6003, 5432);
+	src0.dscp = 46;
+	xdp(f, &src0);
+	assert_int_equal(untrusted(f, 0), marks + 2);
+	/* No mark (DSCP 0): not counted. */
+	struct pkt_spec plain = syn4("203.0.113.41", 6004, 5432);
+	xdp(f, &plain);
+	assert_int_equal(untrusted(f, 0), marks + 2);
 }
 
 static void test_first_matching_source_rule_wins(void **state)

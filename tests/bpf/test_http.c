@@ -41,7 +41,8 @@ static const char *CONFIG =
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { path_prefix: /report, class: L3 }\n"
 	"      - { header: X-Priority, class: from-header }\n"
-	"      - { path_prefix: /pay, class: L0 }\n";
+	"      - { path_prefix: /pay, class: L0 }\n"
+	"      - { dscp: 46, class: L1 }\n";
 
 static int setup(void **state)
 {
@@ -266,35 +267,57 @@ static void test_status_5xx_and_429(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* Priority marks of the web service ignored so far (untrusted_marks, summed over CPUs). */
+static unsigned long long untrusted(struct fixture *f)
+{
+	struct sluice_untrusted u;
+
+	assert_int_equal(maps_read_untrusted(&f->m, f->idx[0], &u), 0);
+	return u.ignored;
+}
+
+/* Each request's class, and whether it counts as a priority mark ignored (`ignored`: a mark
+ * from outside trust_from that would have decided its class). */
 static void test_classification(void **state)
 {
 	struct fixture *f = *state;
-	struct { const char *src, *text; int cls; } cases[] = {
-		{ "203.0.113.5", GET("/x", "X-Priority: L1\r\n"), 1 },          /* header */
-		{ "203.0.113.5", GET("/x", "x-priority:L0\r\n"), 0 },           /* case, no space */
-		{ "203.0.113.5", GET("/x", "X-Other: L0\r\n"), 2 },             /* absent: default */
-		{ "203.0.113.5", GET("/report/q", "X-Priority: L0\r\n"), 3 },   /* path rule first */
-		{ "203.0.113.5", GET("/pay", "X-Priority: L1\r\n"), 1 },        /* header before /pay */
-		{ "203.0.113.5", GET("/pay", ""), 0 },                           /* path */
-		{ "198.18.1.9", GET("/report", ""), 0 },                         /* source first */
-		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2 },   /* split: default */
-		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2 },          /* bad value */
-		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1 },          /* no method */
-		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1 },                   /* no method */
-		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1 },               /* too long */
-		/* Outside trust_from: the header is ignored, the other rules decide. */
-		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2 },
-		{ "203.0.113.77", GET("/pay", "X-Priority: L1\r\n"), 0 },
-		{ "198.18.1.9", GET("/x", "X-Priority: L3\r\n"), 0 },
+	struct { const char *src, *text; int cls, ignored, dscp; } cases[] = {
+		{ "203.0.113.5", GET("/x", "X-Priority: L1\r\n"), 1, 0, 0 },          /* header */
+		{ "203.0.113.5", GET("/x", "x-priority:L0\r\n"), 0, 0, 0 },           /* case, no space */
+		{ "203.0.113.5", GET("/x", "X-Other: L0\r\n"), 2, 0, 0 },             /* absent: default */
+		{ "203.0.113.5", GET("/report/q", "X-Priority: L0\r\n"), 3, 0, 0 },   /* path rule first */
+		{ "203.0.113.5", GET("/pay", "X-Priority: L1\r\n"), 1, 0, 0 },        /* header before /pay */
+		{ "203.0.113.5", GET("/pay", ""), 0, 0, 0 },                           /* path */
+		{ "198.18.1.9", GET("/report", ""), 0, 0, 0 },                         /* source first */
+		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2, 0, 0 },   /* split: default */
+		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2, 0, 0 },          /* bad value */
+		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1, 0, 0 },          /* no method */
+		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1, 0, 0 },                   /* no method */
+		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 },               /* too long */
+		{ "203.0.113.5", GET("/x", "X-Priority: 0\r\n"), 0, 0, 0 },           /* bare digit */
+		{ "203.0.113.5", GET("/x", ""), 1, 0, 46 },                      /* DSCP, trusted */
+		/* Outside trust_from: the header is ignored, the other rules decide; counted
+		 * where the mark would have decided. */
+		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2, 1, 0 },
+		{ "203.0.113.77", GET("/x", "X-Priority: 0\r\n"), 2, 1, 0 },
+		{ "203.0.113.77", GET("/pay", "X-Priority: L1\r\n"), 0, 1, 0 },    /* header first */
+		{ "203.0.113.77", GET("/report", "X-Priority: L0\r\n"), 3, 0, 0 }, /* path first */
+		{ "198.18.1.9", GET("/x", "X-Priority: L3\r\n"), 0, 0, 0 },        /* source first */
+		{ "203.0.113.77", GET("/x", ""), 2, 1, 46 },                      /* DSCP */
+		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2, 1, 46 },  /* both: once */
+		{ "203.0.113.77", GET("/pay", ""), 0, 0, 46 },                    /* path first */
+		{ "203.0.113.77", GET("/x", "X-Priority: L9\r\n"), 2, 0, 0 },      /* no class */
 	};
-	uint64_t before[4] = { 0 };
+	uint64_t before[4] = { 0 }, marks;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (int c = 0; c < 4; c++)
 			before[c] = stats(f, c).arrivals;
+		marks = untrusted(f);
 		struct pkt_spec rq = request(cases[i].src, (uint16_t)(2000 + i), cases[i].text);
 		if (cases[i].text[0] == 0)
 			rq.payload_len = 17;
+		rq.dscp = (uint8_t)cases[i].dscp;
 		handshake(f, &rq);
 		admitted(f, &rq);
 		for (int c = 0; c < 4; c++) {
@@ -304,6 +327,11 @@ static void test_classification(void **state)
 					    (unsigned long long)d);
 				fail();
 			}
+		}
+		if (untrusted(f) - marks != (uint64_t)cases[i].ignored) {
+			print_error("case %zu: %llu priority marks counted as ignored, want %d\n", i,
+				    (unsigned long long)(untrusted(f) - marks), cases[i].ignored);
+			fail();
 		}
 		/* The client vanishes mid-request: FIN ends the request, nothing leaks. */
 		struct pkt_spec fin = rq;

@@ -166,8 +166,8 @@ static long count_flows(int fd)
  * has one), the record map adopted. Returns the number of maps in the plan. */
 static int plan_migration(struct pair *p, struct layout_plan *lp, __u32 from)
 {
-	const char *names[SLUICE_LAYOUT_MAX_MAPS];
-	int n = pinned_map_names(names, SLUICE_LAYOUT_MAX_MAPS);
+	const char *names[SLUICE_LAYOUT_ALL_MAPS];
+	int n = pinned_map_names(names, SLUICE_LAYOUT_ALL_MAPS);
 
 	memset(lp, 0, sizeof(*lp));
 	lp->action = LAYOUT_MIGRATE;
@@ -233,6 +233,7 @@ static void test_late_changes_counted_exactly_once(void **state)
 	/* The fresh maps took over the pin names; the record says the new layout. */
 	struct sluice_maps pinned;
 	struct sluice_layout rec;
+	static struct sluice_layout_ext ext;
 	__u32 k = 0;
 
 	assert_int_equal(maps_open_pinned(p->pin_dir, &pinned), 0);
@@ -243,7 +244,13 @@ static void test_late_changes_counted_exactly_once(void **state)
 					     &rec), 0);
 	assert_int_equal(rec.version, layout_version());
 	assert_int_equal(rec.migrating_from, 0);
-	assert_int_equal(rec.n_maps, n_maps);
+	/* The first record holds what it has room for, its continuation the rest. */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(p->new_skel->maps.sluice_layout_ext), &k,
+					     &ext), 0);
+	assert_int_equal(ext.version, layout_version());
+	assert_int_equal(rec.n_maps + ext.n_maps, n_maps);
+	assert_int_equal(rec.n_maps, n_maps < SLUICE_LAYOUT_MAX_MAPS ? n_maps
+								      : SLUICE_LAYOUT_MAX_MAPS);
 }
 
 /* Busy (tcp turns) is shared with the running programs' atomics like in-flight: a turn the old
@@ -367,8 +374,8 @@ static void test_btf_hash_tells_layouts_apart(void **state)
 	assert_true(layout_btf_hash(o, p->old->skel->maps.inflight) !=
 		    layout_btf_hash(o, p->old->skel->maps.class_stats));
 	assert_true(flows == layout_btf_hash(n, p->new_skel->maps.flows));
-	const char *names[SLUICE_LAYOUT_MAX_MAPS];
-	int n_maps = pinned_map_names(names, SLUICE_LAYOUT_MAX_MAPS);
+	const char *names[SLUICE_LAYOUT_ALL_MAPS];
+	int n_maps = pinned_map_names(names, SLUICE_LAYOUT_ALL_MAPS);
 
 	for (int i = 0; i < n_maps; i++) {
 		assert_true(layout_btf_hash(o, bpf_object__find_map_by_name(o, names[i])) != 0);

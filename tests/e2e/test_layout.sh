@@ -5,7 +5,8 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
+# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (6: the whole record
+# in sluice_layout, no sluice_layout_ext, no untrusted_marks; 5 nor those: in-flight in the
 # shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
 # busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
 # 2 and 1: verdicts
@@ -37,6 +38,7 @@ services:
     default_class: L2
 Y
 REC=$PIN/sluice_layout
+EXT=$PIN/sluice_layout_ext   # the record's continuation (struct sluice_layout_ext)
 # The layout this build writes, and the drill's (one more).
 V=$(awk '$1 == "#define" && $2 == "SLUICE_MAP_LAYOUT_VERSION" { print $3 }' include/sluice.h)
 DV=$((V + 1))
@@ -50,6 +52,17 @@ rec_bytes() { bpftool -j map lookup pinned "$REC" key 0 0 0 0 |
 rec_u32() { # rec_u32 OFFSET
 	rec_bytes | python3 -c "import sys; b=[int(x,16) for x in sys.stdin.read().split()]; print(int.from_bytes(bytes(b[$1:$1+4]),'little'))"; }
 rec_write() { bpftool map update pinned "$REC" key 0 0 0 0 value $1; }
+ext_bytes() { bpftool -j map lookup pinned "$EXT" key 0 0 0 0 |
+	python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"]))'; }
+# Maps the record lists: sluice_layout's entries and those of its continuation when it is of
+# the same version.
+rec_total() { { rec_bytes; ext_bytes 2>/dev/null; } | python3 -c "
+import sys
+r, e = [bytes(int(x, 16) for x in l.split()) for l in (sys.stdin.read().split('\n') + [''])[:2]]
+n = int.from_bytes(r[8:12], 'little')
+if len(e) >= 8 and e[0:4] == r[0:4]:
+    n += int.from_bytes(e[4:8], 'little')
+print(n)"; }
 # rec_patch OFFSET HEXBYTES...: the record with those bytes replaced.
 rec_patch() {
 	local off=$1; shift
@@ -92,10 +105,10 @@ start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 # Every map this build pins is under $PIN now (links aside): the record must list them all.
 NMAPS=$(ls "$PIN" | grep -vc '^link_')
 ok $([ -n "$V" ] && [ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] &&
-	[ "$(rec_u32 8)" = "$NMAPS" ] && [ "$NMAPS" -gt 1 ] &&
+	[ "$(rec_total)" = "$NMAPS" ] && [ "$NMAPS" -gt 1 ] &&
 	grep -q "created the maps under $PIN, layout $V" "$(last_log)" && echo 0 || echo 1) \
 	"a fresh start records layout $V and the $NMAPS pinned maps in sluice_layout" \
-	"version $(rec_u32 0) migrating $(rec_u32 4) maps $(rec_u32 8)" "$(cat "$(last_log)")"
+	"version $(rec_u32 0) migrating $(rec_u32 4) maps $(rec_total)" "$(cat "$(last_log)")"
 
 # Connections held across everything below (12 of them), then closed with FIN when the test
 # says so (SIGTERM to loadgen: it closes its held connections and reports). The steps below
@@ -159,9 +172,11 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
+# --- upgrades from layouts 6, 5, 4, 3, 2 and 1, connections held ---------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
+#  - every older layout: the whole record in sluice_layout (no sluice_layout_ext), no
+#    untrusted_marks map (the ignored priority marks);
+#  - layout 5 and older: in-flight counted in the shared map only (no inflight_pcpu), no
 #    conn_cap map (the open-connection cap), no addr_services map (services by local address),
 #    no latency_samples map (the sample counts);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
@@ -171,7 +186,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 5: the record as that version, without the maps it never had, the types of
+#  - layouts 2 to 6: the record as that version, without the maps it never had, the types of
 #    flows (2 to 4; and for 2, verdicts) hashed differently; layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
@@ -231,7 +246,8 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap addr_services inflight_pcpu
+	echo sluice_layout_ext untrusted_marks
+	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
@@ -262,10 +278,12 @@ print(" ".join(str(x) for x in struct.pack("<5q", *f)))' $c0 $c1 $c2 $c3)
 		bpftool map update pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 value $v
 	done
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5
+as_old_layout() { # as_old_layout 1|2|3|4|5|6
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
-	stripes_to_shared
+	[ "$1" -le 5 ] && stripes_to_shared
+	# The entries of the record's continuation, before it goes (one line, maybe empty).
+	ext_bytes > "$TMP/ext$1" 2>/dev/null || : > "$TMP/ext$1"
 	[ "$1" -le 2 ] && verdicts_to_admit_encoding
 	if [ "$1" -le 2 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
@@ -280,10 +298,13 @@ as_old_layout() { # as_old_layout 1|2|3|4|5
 	rec_bytes | python3 -c '
 import sys
 b = bytearray(int(x, 16) for x in sys.stdin.read().split())
+e = bytearray(int(x, 16) for x in open(sys.argv[1]).read().split())
 n = int.from_bytes(b[8:12], "little")
 ents = [b[16 + 48 * i:64 + 48 * i] for i in range(n)]
-ver = int(sys.argv[1])
-gone = [x.encode() for x in sys.argv[2:]]
+if len(e) >= 8 and e[0:4] == b[0:4]:
+    ents += [e[8 + 48 * i:56 + 48 * i] for i in range(int.from_bytes(e[4:8], "little"))]
+ver = int(sys.argv[2])
+gone = [x.encode() for x in sys.argv[3:]]
 keep = []
 for e in ents:
     name = bytes(e[:24]).rstrip(b"\0")
@@ -297,7 +318,7 @@ out[0:4] = ver.to_bytes(4, "little")
 out[8:12] = len(keep).to_bytes(4, "little")
 for i, e in enumerate(keep):
     out[16 + 48 * i:64 + 48 * i] = e
-print(" ".join("0x%02x" % x for x in out))' "$1" $gone > "$TMP/rec$1"
+print(" ".join("0x%02x" % x for x in out))' "$TMP/ext$1" "$1" $gone > "$TMP/rec$1"
 	rec_write "$(cat "$TMP/rec$1")"
 }
 
@@ -309,7 +330,7 @@ upgrade() {
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
-	# 5: only layout 6's maps are new, every map adopted.
+	# 5 and 6: only the maps of layouts 6 and 7 are new, every map adopted.
 	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
 	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
 	else what="every other map adopted"; n_copied=0; fi
@@ -334,16 +355,17 @@ upgrade() {
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
 	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
-		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
+		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_total)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
-		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_u32 8) pins $(pins)"
+		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_total) pins $(pins)"
 	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 6
 upgrade 5
 upgrade 4
 upgrade 3
@@ -390,6 +412,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

@@ -81,6 +81,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->cls[3].admit_prob = 0.3;
 	web->cls[3].switch_admit = 0.5;
 	web->cls[3].in_flight = 7;
+	web->untrusted_priority = 12;          /* priority marks ignored (untrusted sources) */
 
 	db = &s->s[1];
 	db->idx = 5;
@@ -89,6 +90,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	db->svc.protocol = SLUICE_PROTO_TCP;
 	db->v.limit = 16;
 	db->v.breaker_state = SLUICE_BREAKER_OPEN;
+	db->untrusted_priority = -1;           /* pins that predate the count */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		db->cls[c].admit_prob = 1.0;
 		db->cls[c].switch_admit = 1.0;
@@ -238,6 +240,9 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_breaker_admit_ratio{service=\"db\"} 0");
 	assert_line(t, "sluice_breaker_opens_total{service=\"db\"} 6");
 	assert_line(t, "sluice_breaker_opens_total{service=\"web\"} 1");
+	assert_line(t, "# TYPE sluice_untrusted_priority_total counter");
+	assert_line(t, "sluice_untrusted_priority_total{service=\"web\"} 12");
+	assert_null(strstr(t, "sluice_untrusted_priority_total{service=\"db\"}"));
 	assert_line(t, "sluice_service_info{service=\"web\",protocol=\"http\",port=\"8080\"} 1");
 	assert_line(t, "sluice_service_info{service=\"db\",protocol=\"tcp\",port=\"5432\"} 1");
 	/* switches */

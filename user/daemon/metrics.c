@@ -305,6 +305,23 @@ static void render_class_gauges(FILE *b, const struct svc_ref *sv, int n)
 		}
 }
 
+/* Per service: priority marks ignored because the source is outside trust_from (services
+ * whose pins predate the count are left out). */
+static void render_untrusted(FILE *b, const struct svc_ref *sv, int n)
+{
+	family(b, "sluice_untrusted_priority_total", "counter",
+	       "Units whose priority mark (X-Priority header or DSCP) was ignored because the "
+	       "source is outside the service's trust_from, where the mark would have decided "
+	       "the class.");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].s->untrusted_priority >= 0)
+			sample_u(b, "sluice_untrusted_priority_total", &l,
+				 (unsigned long long)sv[i].s->untrusted_priority);
+	}
+}
+
 /* Per service: the limit in force and the breaker. */
 static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 {
@@ -588,6 +605,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	n = service_refs(snap, x, sv);
 	render_services(b, sv, n);
 	render_class_counters(b, sv, n);
+	render_untrusted(b, sv, n);
 	render_class_gauges(b, sv, n);
 	render_limit_breaker(b, sv, n);
 	render_objective(b, sv, n);

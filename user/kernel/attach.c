@@ -66,7 +66,7 @@ static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
 	{ "latency_hist", SLUICE_NUM_CLASSES }, { "latency_samples", 1 },
 	{ "halfopen", 1 },
-	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 },
+	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 }, { "untrusted_marks", 1 },
 };
 #define N_PER_SERVICE (sizeof(per_service) / sizeof(per_service[0]))
 

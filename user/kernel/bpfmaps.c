@@ -532,6 +532,14 @@ int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_
 	return lookup_opt(m->conn_cap, svc, out);
 }
 
+int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untrusted *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->untrusted_marks < 0)
+		return -ENOENT;
+	return read_percpu_u64s(m->untrusted_marks, (__u32)svc, m->ncpus, out, sizeof(*out));
+}
+
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold)
 {
 	struct sluice_conn_cap cc;

@@ -15,6 +15,7 @@ struct sluice_maps {
 	int ctl_state, ctl_requests;     /* -1 when the pins predate them (layout < 4) */
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
+	int untrusted_marks;             /* ignored priority marks; -1 before layout 7 */
 	int latency_samples;             /* not pinned: from the loaded object (attach_flow_handles) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
@@ -32,7 +33,7 @@ struct sluice_maps {
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
 #define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu) \
-				  X(addr_services)
+				  X(addr_services) X(untrusted_marks)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -145,6 +146,9 @@ int maps_read_ctl_slot(const struct sluice_maps *m, int svc, struct sluice_ctl_s
 int maps_write_ctl_slot(const struct sluice_maps *m, int svc, const struct sluice_ctl_slot *v);
 /* The open-connection cap of a slot (zeros when the pins predate it). */
 int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_cap *out);
+/* Priority marks of slot svc ignored for an untrusted source, summed over CPUs; -ENOENT when
+ * the pins predate the count (layout < 7). */
+int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untrusted *out);
 /* Set the cap's thresholds of a slot, keeping its refusal counts. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);

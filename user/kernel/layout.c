@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #define LAYOUT_MAP "sluice_layout"
+#define LAYOUT_EXT_MAP "sluice_layout_ext"  /* the record's continuation (layout 7 on) */
 
 /* The rehearsal build (make's layout drill) claims the next layout with today's structs and
  * migrates from today's by copying every map, so the end-to-end test drives the copy-and-swap
@@ -105,7 +106,8 @@ struct layout_migration {
 };
 
 /* Maps layouts 1 and 2 never had (3 added the first two, 4 the controller's two, 5 the tcp
- * turns' two), and those 3 and 4 never had; the maps new in layout 6 are in new_in_v6. */
+ * turns' two), and those 3 and 4 never had; the maps new in layout 6 and later are in
+ * added_in below. */
 static const char *const new_since_v2[] = { "handshakes", "halfopen", "ctl_state",
 					     "ctl_requests", "busy", "busy_released", NULL };
 static const char *const new_since_v3[] = { "ctl_state", "ctl_requests", "busy",
@@ -122,12 +124,32 @@ static const char *const new_since_v4[] = { "busy", "busy_released", NULL };
  *    layouts counted, and the data path reads the sum of both.
  * A flow's req_active is its ownership word in layout 6, whose older values (0 idle, 1 open,
  * 2 deciding) it reads as they are: flows are adopted. */
-#define LAYOUT_V6 6
 static const char *const new_in_v6[] = {
 	"conn_cap",
 	"addr_services",
 	"inflight_pcpu",
 	NULL
+};
+
+/* The maps new in layout 7, created empty by a migration from any older layout:
+ *  - sluice_layout_ext: the layout record's continuation (the record of an older layout
+ *    lists all its maps in `sluice_layout`);
+ *  - untrusted_marks: no priority mark ignored yet (older layouts did not count them). */
+static const char *const new_in_v7[] = {
+	LAYOUT_EXT_MAP,
+	"untrusted_marks",
+	NULL
+};
+
+/* The maps each layout from 6 on added, oldest first: a migration from an older layout
+ * creates them empty, and refuses pins that hold one of them already. */
+static const struct {
+	__u32 version;
+	const char *const *maps;
+} added_in[] = {
+	{ 6, new_in_v6 },
+	{ 7, new_in_v7 },
+	{ 0, NULL },
 };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
@@ -137,7 +159,7 @@ static const char *const new_in_v6[] = {
  * zero, which is exact: no older flow has a turn open. */
 static const char *const copy_flows[] = { "flows", NULL };
 
-/* Layouts 4, 5 and 6 changed no value of layout 3's maps but the flows (and a layout 2 flow
+/* Layouts 4 to 7 changed no value of layout 3's maps but the flows (and a layout 2 flow
  * converted to layout 3 is a layout 5 flow with no turn open), so layouts 1 and 2 migrate in
  * one step through their converters. */
 static const struct layout_migration migrations[] = {
@@ -154,17 +176,19 @@ static const struct layout_migration migrations[] = {
 	{ .from = SLUICE_MAP_LAYOUT_VERSION, .copy_all = 1,
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
-	/* 3 -> 6: flows copied; the controller's state and request maps and the busy maps are
-	 * new (created empty by the load, as layout 6's are); every other map is adopted as it
-	 * is */
+	/* 3 -> this layout: flows copied; the controller's state and request maps and the busy
+	 * maps are new (created empty by the load, as those of layouts 6 and 7 are); every other
+	 * map is adopted as it is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
 	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
 		  "others adopted" },
-	/* 4 -> 6: flows copied, the busy maps new, every other map adopted */
+	/* 4 -> this layout: flows copied, the busy maps new, every other map adopted */
 	{ .from = 4, .copy = copy_flows, .fresh = new_since_v4,
 	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
 	/* 5 -> 6: every map adopted (only layout 6's maps are new) */
 	{ .from = 5, .what = "every other map adopted" },
+	/* 6 -> 7: every map adopted (only layout 7's maps are new) */
+	{ .from = 6, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -277,19 +301,39 @@ static void refuse(char *err, size_t errlen, const char *pin_dir, const char *wh
 		 pin_flag(pin_dir, flag, sizeof(flag)));
 }
 
-static int read_record(const char *pin_dir, struct sluice_layout *rec)
+/* The record as read: `sluice_layout`, and its continuation when it is there and current. */
+struct layout_rec {
+	struct sluice_layout main;
+	struct sluice_layout_ext ext;   /* n_maps 0 when there is none */
+};
+
+static int read_map0(const char *pin_dir, const char *name, void *value)
 {
 	char path[512];
 	__u32 k = 0;
 	int fd, rc;
 
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, LAYOUT_MAP);
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	rc = bpf_map_lookup_elem(fd, &k, rec) ? -errno : 0;
+	rc = bpf_map_lookup_elem(fd, &k, value) ? -errno : 0;
 	close(fd);
 	return rc;
+}
+
+static int read_record(const char *pin_dir, struct layout_rec *rec)
+{
+	int rc = read_map0(pin_dir, LAYOUT_MAP, &rec->main);
+
+	memset(&rec->ext, 0, sizeof(rec->ext));
+	if (rc)
+		return rc;
+	/* A continuation of another version is left over (an interrupted write): its entries
+	 * are not known, which only skips their type hash check. */
+	if (read_map0(pin_dir, LAYOUT_EXT_MAP, &rec->ext) || rec->ext.version != rec->main.version)
+		memset(&rec->ext, 0, sizeof(rec->ext));
+	return 0;
 }
 
 static int open_pin(const char *pin_dir, const struct bpf_map *map)
@@ -300,18 +344,21 @@ static int open_pin(const char *pin_dir, const struct bpf_map *map)
 	return bpf_obj_get(path);
 }
 
-static const struct sluice_layout_map *record_entry(const struct sluice_layout *rec,
+static const struct sluice_layout_map *record_entry(const struct layout_rec *rec,
 						    const char *name)
 {
-	for (__u32 i = 0; rec && i < rec->n_maps && i < SLUICE_LAYOUT_MAX_MAPS; i++)
-		if (strncmp(rec->map[i].name, name, SLUICE_LAYOUT_NAME_LEN) == 0)
-			return &rec->map[i];
+	for (__u32 i = 0; rec && i < rec->main.n_maps && i < SLUICE_LAYOUT_MAX_MAPS; i++)
+		if (strncmp(rec->main.map[i].name, name, SLUICE_LAYOUT_NAME_LEN) == 0)
+			return &rec->main.map[i];
+	for (__u32 i = 0; rec && i < rec->ext.n_maps && i < SLUICE_LAYOUT_EXT_MAPS; i++)
+		if (strncmp(rec->ext.map[i].name, name, SLUICE_LAYOUT_NAME_LEN) == 0)
+			return &rec->ext.map[i];
 	return NULL;
 }
 
 /* Does the pinned map behind fd match this build's definition? Names the difference in why. */
 static int pin_matches(int fd, const struct bpf_object *obj, const struct bpf_map *map,
-		       const struct sluice_layout *rec, int sizes_only, char *why, size_t len)
+		       const struct layout_rec *rec, int sizes_only, char *why, size_t len)
 {
 	struct bpf_map_info info;
 	__u32 ilen = sizeof(info);
@@ -355,38 +402,44 @@ static int in_list(const char *const *list, const char *name)
 }
 
 /* The first map the layout a migration starts from never had that is pinned all the same, or
- * NULL: its own list first (the oldest maps first), then the maps new in layout 6. */
+ * NULL: its own list first (the oldest maps first), then the maps new in each later layout. */
 static const char *pinned_fresh(const struct layout_plan *p, const struct layout_migration *mig)
 {
-	const char *const *lists[] = { mig->fresh, mig->from < LAYOUT_V6 ? new_in_v6 : NULL };
+	for (int l = -1; l < 0 || added_in[l].version; l++) {
+		const char *const *list = l < 0 ? mig->fresh : added_in[l].maps;
 
-	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
-		for (const char *const *n = lists[l]; n && *n; n++)
+		if (l >= 0 && added_in[l].version <= mig->from)
+			continue;
+		for (const char *const *n = list; n && *n; n++)
 			for (int i = 0; i < p->n; i++)
 				if (!strcmp(bpf_map__name(p->slot[i].map), *n) &&
 				    access(bpf_map__pin_path(p->slot[i].map), F_OK) == 0)
 					return *n;
+	}
 	return NULL;
 }
 
-/* "; new in layout 6, created empty: conn_cap, addr_services" for a migration from before
- * 6, "" otherwise. */
-static void v6_note(const struct layout_migration *mig, char *buf, size_t len)
+/* "; new in layout 6, created empty: conn_cap, addr_services, ...; new in layout 7, ..." for
+ * each layout from 6 on that is newer than the one a migration starts from ("" for none). */
+static void added_note(const struct layout_migration *mig, char *buf, size_t len)
 {
-	size_t used;
+	size_t used = 0;
 
 	buf[0] = 0;
-	if (mig->from >= LAYOUT_V6)
-		return;
-	used = (size_t)snprintf(buf, len, "; new in layout %d, created empty:", LAYOUT_V6);
-	for (int i = 0; new_in_v6[i] && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
-					 new_in_v6[i]);
+	for (int l = 0; added_in[l].version && used < len; l++) {
+		if (added_in[l].version <= mig->from)
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "; new in layout %u, created empty:",
+					 added_in[l].version);
+		for (int i = 0; added_in[l].maps[i] && used < len; i++)
+			used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
+						 added_in[l].maps[i]);
+	}
 }
 
 /* Check every pinned map this plan adopts (or copies) against this build. */
 static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const char *pin_dir,
-		      const struct sluice_layout *rec, char *err, size_t errlen)
+		      const struct layout_rec *rec, char *err, size_t errlen)
 {
 	for (int i = 0; i < p->n; i++) {
 		struct layout_slot *s = &p->slot[i];
@@ -442,20 +495,20 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		const char *const *grow, char *err, size_t errlen)
 {
 	const struct layout_migration *mig = NULL;
-	struct sluice_layout rec;
+	struct layout_rec rec;
 	struct bpf_map *map;
 	int have_rec, any_pin = 0;
 	const char *name;
-	char msg[600], v6[128];
+	char msg[600], added[256];
 
 	memset(p, 0, sizeof(*p));
 	p->version = THIS_LAYOUT;
 	bpf_object__for_each_map(map, obj) {
 		if (!bpf_map__pin_path(map))
 			continue; /* per-packet scratch, never pinned */
-		if (p->n == SLUICE_LAYOUT_MAX_MAPS) {
+		if (p->n == SLUICE_LAYOUT_ALL_MAPS) {
 			snprintf(err, errlen, "more pinned maps than the layout record holds (%d)",
-				 SLUICE_LAYOUT_MAX_MAPS);
+				 SLUICE_LAYOUT_ALL_MAPS);
 			return -E2BIG;
 		}
 		p->slot[p->n++] = (struct layout_slot){ .map = map, .old_fd = -1 };
@@ -469,11 +522,11 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 			 p->version);
 		return 0;
 	}
-	p->pinned = have_rec ? rec.version : 1; /* pins from before the record existed */
-	if (have_rec && rec.migrating_from) {
+	p->pinned = have_rec ? rec.main.version : 1; /* pins from before the record existed */
+	if (have_rec && rec.main.migrating_from) {
 		snprintf(msg, sizeof(msg), "pinned maps under %s are half-way through a migration "
-			 "from layout %u to %u that was interrupted", pin_dir, rec.migrating_from,
-			 rec.version);
+			 "from layout %u to %u that was interrupted", pin_dir, rec.main.migrating_from,
+			 rec.main.version);
 		refuse(err, errlen, pin_dir, msg);
 		return -EPROTO;
 	}
@@ -530,9 +583,9 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 	for (int i = 0; i < p->n; i++)
 		if (p->slot[i].copy)
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
-	v6_note(mig, v6, sizeof(v6));
+	added_note(mig, added, sizeof(added));
 	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s)",
-		 pin_dir, p->pinned, p->version, mig->what, v6);
+		 pin_dir, p->pinned, p->version, mig->what, added);
 	return 0;
 }
 
@@ -794,20 +847,25 @@ out:
 	return rc;
 }
 
+/* The first SLUICE_LAYOUT_MAX_MAPS maps go into `sluice_layout`, the rest into its
+ * continuation, which is written first: `sluice_layout`'s version is what a reader goes by. */
 static int write_record(struct layout_plan *p, const struct bpf_object *obj, __u32 migrating_from)
 {
 	static struct sluice_layout rec;
-	struct layout_slot *self = slot_named(p, LAYOUT_MAP);
+	static struct sluice_layout_ext ext;
+	struct layout_slot *self = slot_named(p, LAYOUT_MAP), *more = slot_named(p, LAYOUT_EXT_MAP);
 	__u32 k = 0;
 
-	if (!self)
+	if (!self || (p->n > SLUICE_LAYOUT_MAX_MAPS && !more))
 		return -ENOENT;
 	memset(&rec, 0, sizeof(rec));
-	rec.version = p->version;
+	memset(&ext, 0, sizeof(ext));
+	rec.version = ext.version = p->version;
 	rec.migrating_from = migrating_from;
 	for (int i = 0; i < p->n; i++) {
 		const struct bpf_map *m = p->slot[i].map;
-		struct sluice_layout_map *e = &rec.map[rec.n_maps++];
+		struct sluice_layout_map *e = i < SLUICE_LAYOUT_MAX_MAPS ? &rec.map[rec.n_maps++]
+									: &ext.map[ext.n_maps++];
 
 		snprintf(e->name, sizeof(e->name), "%s", bpf_map__name(m));
 		e->type = bpf_map__type(m);
@@ -816,6 +874,8 @@ static int write_record(struct layout_plan *p, const struct bpf_object *obj, __u
 		e->max_entries = bpf_map__max_entries(m);
 		e->btf_hash = layout_btf_hash(obj, m);
 	}
+	if (more && bpf_map_update_elem(bpf_map__fd(more->map), &k, &ext, BPF_ANY))
+		return -errno;
 	return bpf_map_update_elem(bpf_map__fd(self->map), &k, &rec, BPF_ANY) ? -errno : 0;
 }
 

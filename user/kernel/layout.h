@@ -38,8 +38,8 @@ struct layout_plan {
 	__u32 version;              /* the layout this build writes */
 	__u32 pinned;               /* the layout found: 0 none, 1 pins without a record */
 	int n;
-	struct layout_slot slot[SLUICE_LAYOUT_MAX_MAPS];
-	char note[512];             /* what was done, one line for the log */
+	struct layout_slot slot[SLUICE_LAYOUT_ALL_MAPS];
+	char note[1024];            /* what was done, one line for the log */
 };
 
 /* The layout this build writes. */

@@ -95,6 +95,14 @@ static void collect_addrs(const struct sluice_maps *m, struct status_snapshot *o
 	}
 }
 
+/* Priority marks of slot i ignored for an untrusted source, -1 when the pins predate the count. */
+static long long untrusted_of(const struct sluice_maps *m, int i)
+{
+	struct sluice_untrusted u;
+
+	return maps_read_untrusted(m, i, &u) ? -1 : (long long)u.ignored;
+}
+
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
 {
 	struct service_status *keep = out->s;
@@ -146,6 +154,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		if (maps_read_concurrency(m, i, s->svc.protocol, &inf) == 0)
 			s->in_flight = inf.total;
 		s->connections = -1;
+		s->untrusted_priority = untrusted_of(m, i);
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			s->cls[c].open = -1;
 		if (s->svc.protocol != SLUICE_PROTO_HTTP) {
@@ -459,6 +468,10 @@ static json_t *service_json(const struct service_status *sv)
 		json_object_set_new(o, "address", json_string(sv->addr));
 	if (o && sv->connections >= 0)
 		json_object_set_new(o, "connections", json_integer(sv->connections));
+	/* null when the pins predate the count */
+	if (o)
+		json_object_set_new(o, "untrusted_priority", sv->untrusted_priority >= 0 ?
+				    json_integer(sv->untrusted_priority) : json_null());
 	return o;
 }
 

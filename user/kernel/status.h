@@ -45,6 +45,9 @@ struct service_status {
 	long long in_flight;                     /* http: requests; tcp: connections with a
 	                                          * turn open (idle ones hold no capacity) */
 	long long connections;                   /* tcp: open connections; -1 for http */
+	long long untrusted_priority;            /* units whose priority mark was ignored (the
+	                                          * source outside trust_from); -1: the pins
+	                                          * predate the count */
 	char addr[48];                           /* the local address of an ADDR:PORT service
 	                                          * ("198.18.0.1", "[2001:db8::1]"), "" = any */
 	struct class_status cls[SLUICE_NUM_CLASSES];
