@@ -1230,6 +1230,67 @@ static void test_forged_syn_flood_never_fills_the_limit(void **state)
 	assert_int_equal(flow_count(f), 0);
 }
 
+/* An attempt to fill the flow table (4 entries here) with everything a client can send
+ * without completing a handshake: forged SYNs the server answers (half-open forever), forged
+ * ACKs guessing the server's ISN, forged data and bare ACKs on connections that never existed,
+ * 500 rounds of each, with the table half full of real connections. None of it takes an entry,
+ * so the real connections stay tracked, later real connections are tracked too (the table then
+ * full of them), and an overload is still shed: the SYN beyond the limit gets its RST and
+ * nothing is ever admitted untracked. */
+static void test_table_full_attempt_keeps_shedding_on(void **state)
+{
+	struct fixture *f = *state; /* flows table of 4 entries; db: limit 4, L0 may use all 4 */
+	char src[32];
+
+	for (uint16_t p = 0; p < 2; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.50", (uint16_t)(100 + p), 5432);
+		assert_int_equal(connect_(f, &l0), XDP_PASS);
+	}
+	assert_int_equal(flow_count(f), 2);
+	for (uint32_t i = 0; i < 500; i++) {
+		forged_src(src, sizeof(src), i, i % 2 == 0);
+		struct pkt_spec s = syn4(src, (uint16_t)(2000 + i), 5432), sa = synack_of(&s);
+		xdp(f, &s);
+		tc_egress(f, &sa);
+		struct pkt_spec guess = client_seg(&s);       /* an ISN guessed wrong */
+		guess.ack = sa.seq + 1 + SLUICE_SEQ_WINDOW + i * 7919u;
+		xdp(f, &guess);
+		struct pkt_spec never = syn4(src, (uint16_t)(40000 + i), 5432);
+		struct pkt_spec data = client_query(&never), bare = client_seg(&never);
+		data.seq += i * 104729u, bare.seq += i * 104729u;
+		xdp(f, &data);
+		tc_ingress(f, &data);
+		xdp(f, &bare);
+	}
+	assert_int_equal(flow_count(f), 2);
+	assert_int_equal(inflight_total(f, 0), 2);
+	/* Real connections after the attempt are tracked, up to the limit, which fills the
+	 * table; the next one is shed. */
+	for (uint16_t p = 2; p < 4; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.50", (uint16_t)(100 + p), 5432);
+		assert_int_equal(connect_(f, &l0), XDP_PASS);
+	}
+	assert_int_equal(flow_count(f), 4);
+	assert_int_equal(inflight_total(f, 0), 4);
+	unsigned long long shed = stats(f, 0, 0).rejected[SLUICE_REJ_HEADROOM] +
+				  stats(f, 0, 0).rejected[SLUICE_REJ_LADDER];
+	struct pkt_spec over = syn4("198.18.1.51", 200, 5432);
+	assert_int_equal(xdp(f, &over).ret, XDP_TX);
+	assert_true(stats(f, 0, 0).rejected[SLUICE_REJ_HEADROOM] +
+		    stats(f, 0, 0).rejected[SLUICE_REJ_LADDER] == shed + 1);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(stats(f, 0, c).untracked, 0);
+	/* Every real connection ends through its flow: exactly 0 left. */
+	for (uint16_t p = 0; p < 4; p++) {
+		struct pkt_spec l0 = syn4("198.18.1.50", (uint16_t)(100 + p), 5432);
+		struct pkt_spec fin = client_fin(&l0);
+		xdp(f, &fin);
+	}
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 0, 0).completed, 4);
+}
+
 /* The ACK that completes a handshake must acknowledge the server's ISN: an ACK guessed
  * without the SYN-ACK (or before it was sent) completes nothing. */
 static void test_forged_ack_completes_no_handshake(void **state)
@@ -2213,6 +2274,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
+						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),

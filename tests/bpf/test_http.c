@@ -49,6 +49,12 @@ static int setup(void **state)
 	return (*state = harness_fixture(CONFIG, 0, 3600000000000ull)) ? 0 : -1;
 }
 
+/* A flow table of 4 entries. */
+static int setup_small_table(void **state)
+{
+	return (*state = harness_fixture(CONFIG, 4, 3600000000000ull)) ? 0 : -1;
+}
+
 static struct run run_tc(int fd, const struct pkt_spec *s)
 {
 	uint8_t buf[1024];
@@ -485,6 +491,52 @@ static void test_data_without_handshake_creates_nothing(void **state)
 	assert_int_equal(inflight(f), 0);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		assert_int_equal(stats(f, c).arrivals, 0);
+}
+
+/* The flow table (4 entries here) full of established connections, then an attempt to add
+ * to it with what needs no handshake (500 forged requests, 500 forged SYNs): nothing is added
+ * and requests on the established connections are still decided: L3 (2 of the limit of 8)
+ * admits two, the third gets its 429, and once one is answered the next is admitted again. */
+static void test_table_full_attempt_keeps_shedding_on(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq[4];
+	char src[32];
+
+	for (uint16_t p = 0; p < 4; p++) {
+		rq[p] = request("203.0.113.5", (uint16_t)(4000 + p), GET("/report", ""));
+		handshake(f, &rq[p]);
+	}
+	assert_int_equal(flow_count(f), 4);
+	for (uint32_t i = 0; i < 500; i++) {
+		snprintf(src, sizeof(src), "198.%u.%u.%u", 18 + (i & 1), (i * 7) & 0xff, 1 + i % 250);
+		struct pkt_spec fq = request(src, (uint16_t)(1024 + i), GET("/x", ""));
+		fq.seq = 0x9e3779b9u * (i + 1), fq.ack = 0x7f4a7c15u * (i + 1);
+		run_xdp(f, &fq);
+		admitted(f, &fq);
+		struct pkt_spec syn = fq;
+		syn.syn = 1, syn.ackf = 0, syn.psh = 0, syn.payload = NULL, syn.payload_len = 0;
+		run_xdp(f, &syn);
+	}
+	assert_int_equal(flow_count(f), 4);
+	assert_int_equal(inflight(f), 0);
+	admitted(f, &rq[0]);
+	admitted(f, &rq[1]);
+	assert_int_equal(inflight(f), 2);
+	struct run r = ingress(f, &rq[2]);
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_false(harness_unchanged(&r));           /* turned into the RST to the server */
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(inflight(f), 2);
+	struct pkt_spec done = response("203.0.113.5", 4000, "HTTP/1.1 200 OK\r\n\r\n");
+	done.ack = rq[0].seq + (uint32_t)rq[0].payload_len;
+	egress(f, &done);
+	assert_int_equal(inflight(f), 1);
+	admitted(f, &rq[3]);
+	assert_int_equal(inflight(f), 2);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(stats(f, c).untracked, 0);
+	assert_int_equal(stats(f, 3).admitted, 3);
 }
 
 /* A request starts where the client is (after the handshake, then after the bytes it sent
@@ -949,6 +1001,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
+						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_keeps_flow_fresh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
