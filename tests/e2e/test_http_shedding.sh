@@ -4,8 +4,10 @@
 # keep-alive connections, classification by source / header / path, the kernel's 429 with
 # Retry-After (curl exits 0), a manual switch taking effect within a tick, latency histogram
 # against the server's known service time, no leaked server sockets, in-flight back to 0,
-# and bad input (binary payloads, a client vanishing mid-request) passing cleanly.
-CLIENT_ADDRS="198.18.0.10"
+# and bad input (binary payloads, a client vanishing mid-request) passing cleanly. A client
+# outside trust_from setting X-Priority is classified as if it had not, and counted (status,
+# /metrics), the count kept across a restart.
+CLIENT_ADDRS="198.18.0.10 198.18.0.77"
 TAG=http
 source "$(dirname "$0")/lib.sh"
 e2e_setup
@@ -25,7 +27,7 @@ services:
     headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }
     headroom_mode: fixed
     default_class: L3
-    trust_from: [198.18.0.0/15]          # the test clients may set X-Priority
+    trust_from: [198.18.0.0/28]          # the test clients may set X-Priority (not .77)
     classify:
       - { source: 198.18.0.10/32, class: L0 }
       - { header: X-Priority, class: from-header }
@@ -53,6 +55,15 @@ ok $([ "$c1$c2$c3" = 200200200 ] && [ "$(cls L3 arrivals)" = 1 ] && [ "$(cls L1 
 	"requests classified by default, X-Priority header and source (first rule wins over path)" \
 	"codes $c1 $c2 $c3; L0 $(cls L0 arrivals) L1 $(cls L1 arrivals) L3 $(cls L3 arrivals)"
 
+# --- X-Priority from outside trust_from: ignored (the default class), counted -----------
+untrusted() { json_get "$TMP/status.json" "d['services'][0]['untrusted_priority']"; }
+c6=$(in_cli curl -s -o /dev/null -w "%{http_code}" --interface 198.18.0.77 -H "X-Priority: L0" http://$SRV_IP:8080/x)
+status
+ok $([ "$c6" = 200 ] && [ "$(cls L3 arrivals)" = 2 ] && [ "$(cls L0 arrivals)" = 1 ] &&
+	[ "$(untrusted)" = 1 ] && echo 0 || echo 1) \
+	"X-Priority: L0 from outside trust_from is classified L3 (the default) and counted: untrusted_priority $(untrusted)" \
+	"code $c6; L0 $(cls L0 arrivals) L3 $(cls L3 arrivals)"
+
 # --- a switch sheds a class within a few ticks; the refused curl gets a clean 429 ---------
 $CTL switch set web L2 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
 wait_for 2 "the L2 switch in the verdict map" shed_is L2 1
@@ -70,6 +81,8 @@ kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 start_sluiced "$CFG"; ok $? "sluiced starts again after SIGTERM"
 c5=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L2" http://$SRV_IP:8080/x)
 ok $([ "$c5" = 429 ] && echo 0 || echo 1) "the switch survives a restart of sluiced ($c5)"
+status
+ok $([ "$(untrusted)" = 1 ] && echo 0 || echo 1) "the count of ignored priority marks survives the restart ($(untrusted))"
 $CTL switch clear web L2 >/dev/null
 wait_for 3 "the L2 switch gone from the verdict map" shed_is L2 0
 c4=$(in_cli curl -s -o /dev/null -w "%{http_code}" -H "X-Priority: L2" http://$SRV_IP:8080/x)
@@ -155,6 +168,9 @@ corr=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" |
 	awk '$1 ~ /^sluice_inflight_corrections_total\{service="web"/ { print $2 }')
 ok $([ "$corr" = 0 ] && echo 0 || echo 1) \
 	"the reconciliation with the flow table corrected nothing (sluice_inflight_corrections_total $corr)"
+umark=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" |
+	awk '$1 == "sluice_untrusted_priority_total{service=\"web\"}" { print $2 }')
+ok $([ "$umark" = 1 ] && echo 0 || echo 1) "/metrics: sluice_untrusted_priority_total{service=\"web\"} $umark"
 leaked=$(in_srv ss -Htn state established state close-wait '( sport = :8080 )' | wc -l)
 ok $([ "$leaked" = 0 ] && echo 0 || echo 1) "no ESTABLISHED or CLOSE-WAIT server sockets left ($leaked)" \
 	"$(in_srv ss -tan)"
