@@ -70,6 +70,7 @@ struct sim {
 	size_t nrec, caprec;
 	uint32_t min_admit[SLUICE_NUM_CLASSES];
 	uint32_t min_limit, max_limit;
+	int cur_cls;                      /* class of the request svc is asked about */
 };
 
 static uint64_t sim_seed = 42;
@@ -240,6 +241,7 @@ static inline void sim_run(struct sim *s, uint64_t t_end_us)
 			s->on[w] = s->q[s->qh];
 			s->qh = (s->qh + 1) % SIM_QMAX;
 			s->qn--;
+			s->cur_cls = s->on[w].cls;
 			ms = s->svc ? s->svc(s, t, &err) : s->service_ms;
 			ms *= 1 - s->jitter + 2 * s->jitter * sim_u(s);
 			s->on_err[w] = err;

@@ -388,6 +388,73 @@ static void test_l0_alone_not_cut_unless_saturated(void **st)
 	assert_true(sluice_prob_complement(v.shed_prob[0]) < ONE);
 }
 
+/* A tcp service, day-one adaptive limit: L0's connections are not held to the adaptive limit.
+ * L0 alone, 8 connections busy at 8 ms against a 3 ms objective whatever the limit does (the
+ * PostgreSQL bench's clients that connect per transaction, whose own connection setup slows
+ * their queries): the limit goes below L0's 8, yet an L0 SYN is still admitted (threshold
+ * above 8) and the ladder never cuts L0; an L3 flood arriving meanwhile finds no room (its
+ * threshold counts L0's busy connections) and the ladder cuts L3. Once connections pile up in
+ * the listen queue, L0 is cut as the last resort. An http service keeps L0 at the limit. */
+static void test_tcp_l0_not_held_to_the_limit(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened, t;
+	(void)st;
+	setup_sc(&sc);
+	sc.protocol = SLUICE_PROTO_TCP;
+	sc.limit_min = 4;
+	sc.limit_max = 256;
+	sc.target_latency_ms = 3;
+	memset(&in, 0, sizeof(in));
+	in.listen.have = 1;
+	in.listen.backlog = 128;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (t = 1; t <= 300; t++) {
+		traffic(&in, 0, 50, 0, 8000, 8);
+		if (t > 100) {                          /* the L3 flood: refused SYNs */
+			in.stats[3].arrivals += 40;
+			in.stats[3].rejected[SLUICE_REJ_HEADROOM] += 40;
+		}
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_true(v.class_threshold[0] > 8);  /* an L0 SYN with 8 busy goes through */
+		assert_false(v.flags & SLUICE_VERDICT_SHUT(0));
+		assert_int_equal(sluice_prob_complement(v.shed_prob[0]), ONE);
+	}
+	assert_true(v.limit < 8);                        /* the limit was cut below L0's 8 ... */
+	assert_true(v.class_threshold[3] <= 8);          /* ... and L3 finds no room beside them */
+	assert_true(sluice_prob_complement(v.shed_prob[3]) < ONE / 2);   /* the ladder cut L3 */
+	/* L0's own clients waiting to be accepted (2 growing to 5 of 128): saturated by the
+	 * listen-queue rule, yet no reason to refuse them */
+	for (t = 1; t <= 30; t++) {
+		traffic(&in, 0, 50, 0, 8000, 8);
+		in.listen.queued = 2 + (uint32_t)t / 10;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_int_equal(sluice_prob_complement(v.shed_prob[0]), ONE);
+	}
+	assert_true(s.lq.saturated);
+	for (t = 1; t <= 30; t++) {
+		traffic(&in, 0, 50, 0, 8000, 8);
+		in.listen.queued += 2;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.lq.saturated);
+	assert_true(sluice_prob_complement(v.shed_prob[0]) < ONE);   /* the last resort stays */
+	/* http: a request is the unit, L0 stays held to the limit */
+	sc.protocol = SLUICE_PROTO_HTTP;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = 0;
+	for (t = 1; t <= 100; t++) {
+		traffic(&in, 0, 50, 0, 8000, 8);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_int_equal(v.class_threshold[0], v.limit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),
 		cmocka_unit_test(test_l0_alone_not_cut_unless_saturated),
+		cmocka_unit_test(test_tcp_l0_not_held_to_the_limit),
 		cmocka_unit_test(test_headroom_caps_and_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

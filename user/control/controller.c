@@ -77,6 +77,44 @@ static void objective(struct service_ctl *s)
 	}
 }
 
+/* A tcp service with an adaptive limit and adaptive headroom does not hold L0 to the limit.
+ * Its unit is a connection, refused at the SYN: refusing an L0 connection refuses every
+ * transaction the client meant to run on it (a client that connects per transaction counts
+ * each refusal as a failed one), and it does not make the admitted L0 connections faster
+ * when what slows them is L0's own connection setup (a database forked per connection on
+ * shared CPUs). The limit still shapes L1..L3, whose thresholds count L0's busy connections,
+ * so a busy L0 leaves them less room and they are shed first; L0 itself stays bounded by the
+ * open-connection cap (max_connections) and by the ladder's last resort once the backend's
+ * listen queue fills (l0_spared). A fixed limit, fixed headroom or a written L0 percentage is
+ * the operator's cap and stays as written. */
+static int tcp_l0_unheld(const struct service_ctl *s, const struct service_conf *sc)
+{
+	return sc->protocol == SLUICE_PROTO_TCP && !s->fixed_headroom && !s->mp.fixed &&
+	       !(s->hp.caps && s->hp.pct[0] < 100);
+}
+
+/* L0's threshold for such a service: the limit's upper bound (never below the limit). */
+static void tcp_l0_threshold(const struct service_ctl *s, struct sluice_verdict *out)
+{
+	if (out->class_threshold[0] && out->class_threshold[0] < s->mp.max)
+		out->class_threshold[0] = s->mp.max;
+}
+
+/* The ladder spares L0 unless the backend is saturated. For a tcp service whose L0 the limit
+ * does not hold, L0's busy connections above the limit are not saturation (the limit no
+ * longer binds L0), and neither are a few connections waiting to be accepted: a database
+ * that forks per connection keeps L0's own reconnecting clients there (2 to 5 of a backlog
+ * of 124 with 8 clients connecting per transaction), and refusing them makes none faster.
+ * Only a queue past a quarter of the backlog (where the listen-queue overload is the
+ * ladder's full step, and the queue heads for overflow: dropped handshakes, clients waiting
+ * a second for their retransmitted SYN) lets the last resort cut L0. */
+static int l0_spared(const struct service_ctl *s, const struct service_conf *sc, int queue_sat)
+{
+	if (tcp_l0_unheld(s, sc))
+		return !queue_sat || 4ull * s->lq.last <= s->lq.backlog;
+	return !queue_sat && !s->saturated;
+}
+
 static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 			  const struct ctl_inputs *in, uint64_t now_ns, struct sluice_verdict *out)
 {
@@ -90,6 +128,8 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 	} else {
 		sluice_headroom_thresholds(limit, &s->hp, s->peaks, out->class_threshold);
 		out->flags |= SLUICE_VERDICT_PRIORITY_COUNT;
+		if (tcp_l0_unheld(s, sc))
+			tcp_l0_threshold(s, out);
 	}
 	sluice_verdict_mark_shut(out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -282,7 +322,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	 * may come back at all), and no recovery step passes while connections wait. */
 	if (queue_sat)
 		li.good_samples = 0;
-	li.l0_spared = !queue_sat && !s->saturated;
+	li.l0_spared = l0_spared(s, sc, queue_sat);
 	if (!li.overloaded && sluice_listenq_overload(&s->lq, s->window_ns, now_ns, &qx)) {
 		li.overloaded = 1;
 		li.excess = qx;

@@ -14,7 +14,10 @@
  * help: the limit is not cut below the concurrency latency was found not to respond to
  * (control/limit.h, the evidence floor), and the ladder cuts L0 -- the last resort, after
  * L1..L3 -- only while the backend is saturated (its listen queue saturated, or the last
- * window's in-flight reached the limit or the limit refused L0). */
+ * window's in-flight reached the limit or the limit refused L0). A tcp service with an
+ * adaptive limit does not hold L0's connections to the limit at all (the limit shapes
+ * L1..L3), and cuts L0 only once its listen queue is saturated past a quarter of the backlog
+ * (controller.c, tcp_l0_unheld). */
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
 
