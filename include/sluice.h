@@ -58,8 +58,10 @@
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
  *      values read as they are); services by local address and port: new map
  *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
- *      by layout 5, so its values are kept) */
-#define SLUICE_MAP_LAYOUT_VERSION 6
+ *      by layout 5, so its values are kept)
+ *   7  flow keys (flows, handshakes, rejected_syns) carry the local address: a client using
+ *      one source port towards two local addresses of one port holds two units */
+#define SLUICE_MAP_LAYOUT_VERSION 7
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -326,6 +328,9 @@ struct sluice_flow_key {
 	__u8 client_addr[16];            /* v4-mapped for IPv4 */
 	__u16 client_port;               /* network byte order */
 	__u16 service_port;              /* network byte order */
+	__u8 local_addr[16];             /* the server's address, v4-mapped for IPv4: last, so
+	                                  * the keys of one client address and port sort
+	                                  * together (layouts before 7 had no more) */
 };
 
 enum sluice_flow_state {

@@ -5,7 +5,8 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
+# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them: flow
+# keys without the local address; 5: in-flight in the
 # shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
 # busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
 # 2 and 1: verdicts
@@ -159,9 +160,10 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
+# --- upgrades from layouts 6, 5, 4, 3, 2 and 1, connections held ---------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
+#  - every older layout: flows, handshakes and rejected_syns keyed without the local address;
+#  - layout 5 and older: in-flight counted in the shared map only (no inflight_pcpu), no
 #    conn_cap map (the open-connection cap), no addr_services map (services by local address),
 #    no latency_samples map (the sample counts);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
@@ -171,7 +173,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 5: the record as that version, without the maps it never had, the types of
+#  - layouts 2 to 6: the record as that version, without the maps it never had, the types of
 #    flows (2 to 4; and for 2, verdicts) hashed differently; layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
@@ -229,9 +231,32 @@ v[0:8] = ["0x%02x" % x for x in time.monotonic_ns().to_bytes(8, "little")]
 print(" ".join(v))')
 	bpftool map update pinned "$PIN/globals" key 0 0 0 0 value $v
 }
+# Layouts before 7 keyed flows, handshakes and rejected_syns without the local address (the
+# key's last 16 bytes): each pinned one replaced by a map of the short key holding the same
+# entries. This build's programs keep running on their own maps meanwhile.
+short_flow_keys() {
+	local m type
+	for m in flows handshakes rejected_syns; do
+		[ -e "$PIN/$m" ] || continue
+		type=$(bpftool -j map show pinned "$PIN/$m" | python3 -c 'import json,sys; print(json.load(sys.stdin)["type"])')
+		bpftool -j map show pinned "$PIN/$m" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+print(m["bytes_value"], m["max_entries"])' > "$TMP/short.$m"
+		read -r vsz max < "$TMP/short.$m"
+		bpftool -j map dump pinned "$PIN/$m" > "$TMP/short.$m.json"
+		bpftool map create "$PIN/${m}__short" type "$type" key 20 value "$vsz" entries "$max" name "$m"
+		python3 -c '
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    print(" ".join(e["key"][:20]), "value", " ".join(e["value"]))' "$TMP/short.$m.json" |
+			while read -r line; do bpftool map update pinned "$PIN/${m}__short" key $line; done
+		mv "$PIN/${m}__short" "$PIN/$m"
+	done
+}
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap addr_services inflight_pcpu
+	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
@@ -262,10 +287,10 @@ print(" ".join(str(x) for x in struct.pack("<5q", *f)))' $c0 $c1 $c2 $c3)
 		bpftool map update pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 value $v
 	done
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5
+as_old_layout() { # as_old_layout 1|2|3|4|5|6
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
-	stripes_to_shared
+	[ "$1" -le 5 ] && stripes_to_shared
 	[ "$1" -le 2 ] && verdicts_to_admit_encoding
 	if [ "$1" -le 2 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
@@ -273,6 +298,7 @@ as_old_layout() { # as_old_layout 1|2|3|4|5
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
 	fi
 	for m in $gone; do rm -f "$PIN/$m"; done
+	short_flow_keys
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
 		return
@@ -309,12 +335,17 @@ upgrade() {
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
-	# 5: only layout 6's maps are new, every map adopted.
-	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
-	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
-	else what="every other map adopted"; n_copied=0; fi
-	local carried="flows: 12 entries.*" held_how="copied"
-	[ "$n_copied" = 0 ] && carried="" && held_how="adopted"
+	# 5: only layout 6's maps are new. From every one of them: flows, handshakes (1 and 2 had
+	# none) and rejected_syns copied under keys with the local address, which the held
+	# connections' flows take from the socket table; a flow key the data path makes from
+	# their packets must find them (their FINs end them at the end of the test).
+	if [ "$from" -le 2 ]; then what="verdicts converted"
+	elif [ "$from" -le 4 ]; then what="flows copied"
+	elif [ "$from" = 5 ]; then what="every other map adopted"
+	else what="flow keys given their local address"; fi
+	n_copied=3
+	local carried="flows: 12 entries.*" held_how="copied under keys with their local address"
+	local keyed="0 from their service, 12 from the socket table, 0 unknown"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -333,7 +364,7 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted; local addresses of carried flows and handshakes: $keyed" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_u32 8)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
@@ -344,6 +375,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 6
 upgrade 5
 upgrade 4
 upgrade 3
@@ -390,6 +422,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish
