@@ -90,7 +90,8 @@ static const struct layout_convert from_v2[] = {
 /* The versions this build can carry over, and how. A map listed in `copy` (or every map with
  * copy_all), or in `convert`, is created fresh and filled from its pin (through its converter
  * when it has one): its key and value sizes must be unchanged (a map whose values changed
- * size needs a converter that can change sizes first), its max_entries may differ. Maps new
+ * size needs a converter that can change sizes first; a map whose key grew is rekeyed,
+ * layout_rekeyer), its max_entries may differ. Maps new
  * in this layout are created empty by loading. Every other map must match this build exactly
  * and is adopted. The converters produce layout 3 values, which are layout 5's as well (a
  * layout 3 flow is a layout 5 flow with no turn open): a later layout that changes a value
