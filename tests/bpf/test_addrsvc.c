@@ -34,16 +34,22 @@ static int setup(void **state)
 	return (*state = harness_fixture(CONFIG, 0, 1000000000ull)) ? 0 : -1;
 }
 
-static unsigned long long arrivals(struct fixture *f, int svc)
+/* A class_stats counter (at offset off) of a service, summed over its classes. */
+static unsigned long long stat_sum(struct fixture *f, int svc, size_t off)
 {
 	struct sluice_class_stats st;
 	unsigned long long n = 0;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		assert_int_equal(maps_read_class_stats(&f->m, f->idx[svc], c, &st), 0);
-		n += st.arrivals;
+		n += *(const __u64 *)((const char *)&st + off);
 	}
 	return n;
+}
+
+static unsigned long long arrivals(struct fixture *f, int svc)
+{
+	return stat_sum(f, svc, offsetof(struct sluice_class_stats, arrivals));
 }
 
 static unsigned long long service_pkts(struct fixture *f)
@@ -177,32 +183,21 @@ static void open_conn(struct fixture *f, int v6, const char *src, const char *ds
 	assert_int_equal(send_pkt(f, 0, &ack), XDP_PASS);
 }
 
-static long long conns(struct fixture *f, int svc)
+/* In-flight (tcp: open connections) or busy of a service: the total, net of releases. */
+static long long total(struct fixture *f, int svc,
+		       int (*rd)(const struct sluice_maps *, int, struct sluice_inflight *))
 {
 	struct sluice_inflight in;
 
-	assert_int_equal(maps_read_inflight(&f->m, f->idx[svc], &in), 0);
+	assert_int_equal(rd(&f->m, f->idx[svc], &in), 0);
 	return in.total;
 }
-
-static long long busy_of(struct fixture *f, int svc)
-{
-	struct sluice_inflight in;
-
-	assert_int_equal(maps_read_busy(&f->m, f->idx[svc], &in), 0);
-	return in.total;
-}
+#define conns(f, svc) total(f, svc, maps_read_inflight)
+#define busy_of(f, svc) total(f, svc, maps_read_busy)
 
 static unsigned long long completed(struct fixture *f, int svc)
 {
-	struct sluice_class_stats st;
-	unsigned long long n = 0;
-
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		assert_int_equal(maps_read_class_stats(&f->m, f->idx[svc], c, &st), 0);
-		n += st.completed;
-	}
-	return n;
+	return stat_sum(f, svc, offsetof(struct sluice_class_stats, completed));
 }
 
 static int n_flows(struct fixture *f)

@@ -20,17 +20,12 @@
 
 #include "kernel/sockdiag.h"
 
+static int listener_at(in_addr_t addr, uint16_t *port);
+
 static int listener(uint16_t *port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t l = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s, 16), 0);
-	getsockname(s, (struct sockaddr *)&a, &l);
-	*port = ntohs(a.sin_port);
-	return s;
+	*port = 0;
+	return listener_at(INADDR_LOOPBACK, port);
 }
 
 static void test_counts_unaccepted_connections(void **st)
