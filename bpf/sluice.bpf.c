@@ -99,6 +99,7 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 	pkt_addr(p, ingress, k->client_addr);
 	k->client_port = ingress ? p->tcp->source : p->tcp->dest;
 	k->service_port = ingress ? p->tcp->dest : p->tcp->source;
+	pkt_addr(p, !ingress, k->local_addr);
 }
 
 /* Last-seen at most once a second (the GC needs seconds, not a write per packet). */

@@ -61,7 +61,9 @@
  *      by layout 5, so its values are kept)
  *   7  the layout record continues in a second map, `sluice_layout_ext` (room for more pinned
  *      maps than `sluice_layout` holds); new map `untrusted_marks` (priority marks ignored
- *      per service because the source is outside trust_from) */
+ *      per service because the source is outside trust_from); flow keys (flows, handshakes,
+ *      rejected_syns) carry the local address: a client using one source port towards two
+ *      local addresses of one port holds two units */
 #define SLUICE_MAP_LAYOUT_VERSION 7
 
 /* Services by local address: two services may share a port on different local addresses
@@ -347,6 +349,9 @@ struct sluice_flow_key {
 	__u8 client_addr[16];            /* v4-mapped for IPv4 */
 	__u16 client_port;               /* network byte order */
 	__u16 service_port;              /* network byte order */
+	__u8 local_addr[16];             /* the server's address, v4-mapped for IPv4: last, so
+	                                  * the keys of one client address and port sort
+	                                  * together (layouts before 7 had no more) */
 };
 
 enum sluice_flow_state {

@@ -1755,6 +1755,9 @@ static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
 	k.client_addr[10] = k.client_addr[11] = 0xff;
 	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
 	memcpy(k.client_addr + 12, &a, 4);
+	k.local_addr[10] = k.local_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->dst, &a), 1);
+	memcpy(k.local_addr + 12, &a, 4);
 	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
 	return v;
 }
@@ -1770,6 +1773,9 @@ static void set_turned(struct fixture *f, const struct pkt_spec *syn)
 	k.client_addr[10] = k.client_addr[11] = 0xff;
 	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
 	memcpy(k.client_addr + 12, &a, 4);
+	k.local_addr[10] = k.local_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->dst, &a), 1);
+	memcpy(k.local_addr + 12, &a, 4);
 	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
 	v.flags |= SLUICE_FLOW_TURNED;
 	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_EXIST), 0);

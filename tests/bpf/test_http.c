@@ -205,6 +205,8 @@ static struct sluice_flow_key flow_key(const char *src, uint16_t sport)
 	assert_int_equal(inet_pton(AF_INET, src, k.client_addr + 12), 1);
 	k.client_port = htons(sport);
 	k.service_port = htons(8080);
+	k.local_addr[10] = k.local_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, SERVER4, k.local_addr + 12), 1);
 	return k;
 }
 

@@ -2,7 +2,9 @@
 /* Carrying maps over to a new layout (user/kernel/layout.c) with the real programs: an "old"
  * data path admits and ends connections, its maps are copied into a second, fresh set, both
  * keep running as they would around the program swap, and the late changes are merged. Every
- * unit must come out counted exactly once: none lost, none twice. */
+ * unit must come out counted exactly once: none lost, none twice. Flow keys of a layout
+ * before 7 (no local address) get theirs on the way (user/kernel/layout_v7.c). */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +12,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sched.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
@@ -27,7 +34,8 @@ static const char *CONFIG =
 	"    port: 5432\n"
 	"    protocol: tcp\n"
 	"    limit: { fixed: 100 }\n"
-	"    default_class: L2\n";
+	"    default_class: L2\n"
+	"  - { name: db7, port: \"198.18.0.7:5432\", protocol: tcp, limit: { fixed: 100 } }\n";
 
 /* The maps this build pins (the record map among them), as the object declares them: opened,
  * never loaded, so that libbpf fills in the pin paths of LIBBPF_PIN_BY_NAME maps. */
@@ -430,6 +438,182 @@ static void test_btf_hash_sees_same_size_changes(void **state)
 	btf__free(b2);
 }
 
+/* A connection from src:sport to dst:5432 through skel's programs: SYN, SYN-ACK and (with
+ * complete) the client's ACK. */
+static void conn_at(struct sluice_bpf *skel, const char *src, const char *dst, uint16_t sport,
+		    int complete)
+{
+	struct pkt_spec s = { .src = src, .dst = dst, .sport = sport, .dport = 5432,
+			      .seq = 1000u + sport, .syn = 1 }, sa = s, ack = s;
+	uint8_t buf[256];
+
+	assert_int_equal(xdp_spec(skel, &s), XDP_PASS);
+	sa.src = dst, sa.dst = src, sa.sport = 5432, sa.dport = sport;
+	sa.seq = SERVER_ISN(sport), sa.ack = s.seq + 1, sa.ackf = 1;
+	harness_run(bpf_program__fd(skel->progs.sluice_tc_egress), buf, build_pkt(buf, &sa), NULL);
+	ack.syn = 0, ack.ackf = 1, ack.seq = s.seq + 1, ack.ack = SERVER_ISN(sport) + 1;
+	if (complete)
+		assert_int_equal(xdp_spec(skel, &ack), XDP_PASS);
+}
+
+static void fin_at(struct sluice_bpf *skel, const char *src, const char *dst, uint16_t sport)
+{
+	struct pkt_spec f = { .src = src, .dst = dst, .sport = sport, .dport = 5432,
+			      .seq = 1001u + sport, .ack = SERVER_ISN(sport) + 1, .fin = 1, .ackf = 1 };
+
+	xdp_spec(skel, &f);
+}
+
+/* The map behind old_fd as a layout before 7 keyed it: a map of the short key with the same
+ * entries (the local address cut off). */
+static int short_keyed(int old_fd, const struct bpf_map *like)
+{
+	int fd = bpf_map_create(bpf_map__type(like), bpf_map__name(like), layout_rekey_old_size(),
+				bpf_map__value_size(like), bpf_map__max_entries(like), NULL);
+	struct sluice_flow_key k, next;
+	char v[256];
+
+	assert_true(fd >= 0);
+	assert_true(bpf_map__value_size(like) <= sizeof(v));
+	for (void *prev = NULL; bpf_map_get_next_key(old_fd, prev, &next) == 0; prev = &k) {
+		k = next;
+		if (bpf_map_lookup_elem(old_fd, &k, v) == 0)
+			assert_int_equal(bpf_map_update_elem(fd, &k, v, BPF_ANY), 0);
+	}
+	return fd;
+}
+
+/* The key the data path makes for client src:sport at local address dst, port 5432. */
+static struct sluice_flow_key key_of(const char *src, const char *dst, uint16_t sport)
+{
+	struct sluice_flow_key k = { .client_port = htons(sport), .service_port = htons(5432) };
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, src, k.client_addr + 12), 1);
+	if (dst) {
+		k.local_addr[10] = k.local_addr[11] = 0xff;
+		assert_int_equal(inet_pton(AF_INET, dst, k.local_addr + 12), 1);
+	}
+	return k;
+}
+
+static int has_key(int fd, const struct sluice_flow_key *k)
+{
+	char v[256];
+
+	return bpf_map_lookup_elem(fd, k, v) == 0;
+}
+
+static long long conns_of(struct sluice_maps *m, int svc)
+{
+	struct sluice_inflight in;
+
+	assert_int_equal(maps_read_inflight(m, svc, &in), 0);
+	return in.total;
+}
+
+/* Layout 6 -> 7: a layout 6 data path's flows and handshakes (keys without the local address)
+ * carried over under keys with it: from the flow's service when that is at an address (db7
+ * at 198.18.0.7), else from the kernel's socket table (a real connection to 127.0.0.9:5432
+ * in this test's network namespace), else unknown (all zero: the GC ends it and gives back
+ * its slot); a handshake without one is left behind; a flow the layout 6 programs add
+ * between the copy and the swap gets its own in the late merge. Every carried flow ends
+ * exactly. */
+static void test_migration_gives_flow_keys_their_local_address(void **state)
+{
+	struct pair *p = *state;
+	int svc = p->old->idx[0], svc7 = p->old->idx[1], ls, cs, as;
+	struct sockaddr_in la = { .sin_family = AF_INET, .sin_port = htons(5432) }, me;
+	socklen_t len = sizeof(me);
+	struct layout_plan lp;
+	uint16_t cport;
+	char err[256];
+
+	/* the real connection: 127.0.0.1:cport to 127.0.0.9:5432 */
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	cs = socket(AF_INET, SOCK_STREAM, 0);
+	la.sin_addr.s_addr = htonl(0x7f000009);
+	assert_int_equal(connect(cs, (struct sockaddr *)&la, sizeof(la)), 0);
+	as = accept(ls, NULL, NULL);
+	assert_true(as >= 0);
+	getsockname(cs, (struct sockaddr *)&me, &len);
+	cport = ntohs(me.sin_port);
+
+	/* what the layout 6 data path holds: flows A (db7), B (db, the real connection),
+	 * C (db, no connection in the socket table); pending handshakes D (db) and E (db7) */
+	conn_at(p->old->skel, "198.18.1.2", "198.18.0.7", 1, 1);
+	conn_at(p->old->skel, "127.0.0.1", "127.0.0.9", cport, 1);
+	conn_at(p->old->skel, "198.18.1.2", "198.18.0.1", 3, 1);
+	conn_at(p->old->skel, "198.18.1.2", "198.18.0.1", 4, 0);
+	conn_at(p->old->skel, "198.18.1.2", "198.18.0.7", 5, 0);
+	assert_int_equal(conns_of(&p->old->m, svc), 2);
+	assert_int_equal(conns_of(&p->old->m, svc7), 1);
+
+	plan_migration(p, &lp, 6);
+	for (int i = 0; i < lp.n; i++) {
+		struct layout_slot *s = &lp.slot[i];
+		const char *name = bpf_map__name(s->map);
+
+		if (!(s->rekey = layout_rekeyer(6, name)))
+			continue;
+		int fd = short_keyed(s->old_fd, s->map);
+
+		close(s->old_fd);
+		s->old_fd = fd;
+	}
+	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	/* between the copy and the swap the layout 6 programs admit G (db7): a late entry */
+	conn_at(p->old->skel, "198.18.1.2", "198.18.0.7", 6, 1);
+	for (int i = 0; i < lp.n; i++)
+		if (!strcmp(bpf_map__name(lp.slot[i].map), "flows")) {
+			struct sluice_flow_key g = key_of("198.18.1.2", "198.18.0.7", 6);
+			struct sluice_flow gv;
+
+			assert_int_equal(bpf_map_lookup_elem(p->old->m.flows, &g, &gv), 0);
+			assert_int_equal(bpf_map_update_elem(lp.slot[i].old_fd, &g, &gv, BPF_NOEXIST), 0);
+		}
+	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
+	assert_non_null(strstr(lp.note, "3 from their service, 1 from the socket table, 1 unknown "
+				       "(left to the GC), 1 handshakes left behind"));
+	layout_plan_release(&lp);
+
+	struct sluice_flow_key a = key_of("198.18.1.2", "198.18.0.7", 1),
+			       b = key_of("127.0.0.1", "127.0.0.9", cport),
+			       c = key_of("198.18.1.2", NULL, 3),
+			       d = key_of("198.18.1.2", "198.18.0.1", 4),
+			       e = key_of("198.18.1.2", "198.18.0.7", 5);
+	int hs = bpf_map__fd(p->new_skel->maps.handshakes);
+
+	struct sluice_flow_key g = key_of("198.18.1.2", "198.18.0.7", 6);
+
+	assert_int_equal(count_flows(p->nm.flows), 4);
+	assert_true(has_key(p->nm.flows, &g));
+	assert_true(has_key(p->nm.flows, &a));
+	assert_true(has_key(p->nm.flows, &b));
+	assert_true(has_key(p->nm.flows, &c));
+	assert_true(has_key(hs, &e));
+	assert_false(has_key(hs, &d));
+	assert_int_equal(count_flows(bpf_map__fd(p->new_skel->maps.rejected_syns)), 0);
+	assert_int_equal(conns_of(&p->nm, svc), 2);
+	assert_int_equal(conns_of(&p->nm, svc7), 2);
+
+	/* A, B and G end with their FINs through the new programs, C through the GC */
+	fin_at(p->new_skel, "198.18.1.2", "198.18.0.7", 1);
+	fin_at(p->new_skel, "198.18.1.2", "198.18.0.7", 6);
+	fin_at(p->new_skel, "127.0.0.1", "127.0.0.9", cport);
+	assert_int_equal(count_flows(p->nm.flows), 1);
+	assert_int_equal(maps_gc_flows(&p->nm, monotonic_ns() + 7200ull * 1000000000ull,
+				       1000000000ull, 1000000000ull, NULL, NULL), 1);
+	assert_int_equal(count_flows(p->nm.flows), 0);
+	assert_int_equal(conns_of(&p->nm, svc), 0);
+	assert_int_equal(conns_of(&p->nm, svc7), 0);
+	close(as);
+	close(cs);
+	close(ls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,11 +623,22 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_hash_tells_layouts_apart, setup, teardown),
 		cmocka_unit_test(test_btf_hash_sees_same_size_changes),
+		cmocka_unit_test_setup_teardown(test_migration_gives_flow_keys_their_local_address,
+						setup, teardown),
 	};
+	struct ifreq ifr = { .ifr_flags = IFF_UP };
+	int d;
 
 	if (geteuid() != 0) {
 		printf("1..0 # SKIP needs root (BPF)\n");
 		return 0;
 	}
+	/* A network namespace of its own (the pins stay in the host's bpffs): the socket table
+	 * the migration reads holds this test's connection only. */
+	strcpy(ifr.ifr_name, "lo");
+	if (unshare(CLONE_NEWNET) != 0 || (d = socket(AF_INET, SOCK_DGRAM, 0)) < 0 ||
+	    ioctl(d, SIOCSIFFLAGS, &ifr) != 0)
+		return 1;
+	close(d);
 	return cmocka_run_group_tests_name("layout", tests, NULL, NULL);
 }

@@ -109,9 +109,12 @@ static uint32_t client_next(struct fixture *f, const struct pkt_spec *rq)
 
 	if (rq->v6) {
 		inet_pton(AF_INET6, rq->src, k.client_addr);
+		inet_pton(AF_INET6, rq->dst, k.local_addr);
 	} else {
 		k.client_addr[10] = k.client_addr[11] = 0xff;
 		inet_pton(AF_INET, rq->src, k.client_addr + 12);
+		k.local_addr[10] = k.local_addr[11] = 0xff;
+		inet_pton(AF_INET, rq->dst, k.local_addr + 12);
 	}
 	k.client_port = htons(rq->sport);
 	k.service_port = htons(rq->dport);

@@ -102,6 +102,8 @@ static void arm(struct hfix *h, __u32 point, __u32 action, uint16_t reuse_port)
 	k.reuse_key.client_addr[14] = 9, k.reuse_key.client_addr[15] = 9;
 	k.reuse_key.client_port = htons(reuse_port);
 	k.reuse_key.service_port = htons(8080);
+	k.reuse_key.local_addr[10] = k.reuse_key.local_addr[11] = 0xff;
+	inet_pton(AF_INET, SERVER4, k.reuse_key.local_addr + 12);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.test_hook), &zero, &k, BPF_ANY), 0);
 }
 
@@ -324,6 +326,8 @@ static void test_reconcile_exact_and_only_at_rest(void **state)
 	struct sluice_flow fv;
 	fk.client_addr[10] = fk.client_addr[11] = 0xff;
 	fk.client_addr[12] = 198, fk.client_addr[13] = 18, fk.client_addr[14] = 1, fk.client_addr[15] = 7;
+	fk.local_addr[10] = fk.local_addr[11] = 0xff;
+	inet_pton(AF_INET, SERVER4, fk.local_addr + 12);
 	assert_int_equal(bpf_map_lookup_elem(h->f.m.flows, &fk, &fv), 0);
 	fv.req_active = SLUICE_OWN_DECIDING;
 	assert_int_equal(bpf_map_update_elem(h->f.m.flows, &fk, &fv, BPF_EXIST), 0);

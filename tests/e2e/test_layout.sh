@@ -5,8 +5,9 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (6: the whole record
-# in sluice_layout, no sluice_layout_ext, no untrusted_marks; 5 nor those: in-flight in the
+# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them: flow
+# keys without the local address, the whole record in sluice_layout, no sluice_layout_ext, no
+# untrusted_marks; 5: in-flight in the
 # shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
 # busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
 # 2 and 1: verdicts
@@ -174,8 +175,9 @@ mv "$PIN/sluice_layout_away" "$REC"
 
 # --- upgrades from layouts 6, 5, 4, 3, 2 and 1, connections held ---------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: the whole record in sluice_layout (no sluice_layout_ext), no
-#    untrusted_marks map (the ignored priority marks);
+#  - every older layout: flows, handshakes and rejected_syns keyed without the local address;
+#    the whole record in sluice_layout (no sluice_layout_ext), no untrusted_marks map (the
+#    ignored priority marks);
 #  - layout 5 and older: in-flight counted in the shared map only (no inflight_pcpu), no
 #    conn_cap map (the open-connection cap), no addr_services map (services by local address),
 #    no latency_samples map (the sample counts);
@@ -244,6 +246,29 @@ v[0:8] = ["0x%02x" % x for x in time.monotonic_ns().to_bytes(8, "little")]
 print(" ".join(v))')
 	bpftool map update pinned "$PIN/globals" key 0 0 0 0 value $v
 }
+# Layouts before 7 keyed flows, handshakes and rejected_syns without the local address (the
+# key's last 16 bytes): each pinned one replaced by a map of the short key holding the same
+# entries. This build's programs keep running on their own maps meanwhile.
+short_flow_keys() {
+	local m type
+	for m in flows handshakes rejected_syns; do
+		[ -e "$PIN/$m" ] || continue
+		type=$(bpftool -j map show pinned "$PIN/$m" | python3 -c 'import json,sys; print(json.load(sys.stdin)["type"])')
+		bpftool -j map show pinned "$PIN/$m" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+print(m["bytes_value"], m["max_entries"])' > "$TMP/short.$m"
+		read -r vsz max < "$TMP/short.$m"
+		bpftool -j map dump pinned "$PIN/$m" > "$TMP/short.$m.json"
+		bpftool map create "$PIN/${m}__short" type "$type" key 20 value "$vsz" entries "$max" name "$m"
+		python3 -c '
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    print(" ".join(e["key"][:20]), "value", " ".join(e["value"]))' "$TMP/short.$m.json" |
+			while read -r line; do bpftool map update pinned "$PIN/${m}__short" key $line; done
+		mv "$PIN/${m}__short" "$PIN/$m"
+	done
+}
 # The maps layout FROM never had.
 never_had() {
 	echo sluice_layout_ext untrusted_marks
@@ -291,6 +316,7 @@ as_old_layout() { # as_old_layout 1|2|3|4|5|6
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
 	fi
 	for m in $gone; do rm -f "$PIN/$m"; done
+	short_flow_keys
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
 		return
@@ -330,12 +356,17 @@ upgrade() {
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
-	# 5 and 6: only the maps of layouts 6 and 7 are new, every map adopted.
-	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
-	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
-	else what="every other map adopted"; n_copied=0; fi
-	local carried="flows: 12 entries.*" held_how="copied"
-	[ "$n_copied" = 0 ] && carried="" && held_how="adopted"
+	# 5: only layout 6's maps are new. From every one of them: flows, handshakes (1 and 2 had
+	# none) and rejected_syns copied under keys with the local address, which the held
+	# connections' flows take from the socket table; a flow key the data path makes from
+	# their packets must find them (their FINs end them at the end of the test).
+	if [ "$from" -le 2 ]; then what="verdicts converted"
+	elif [ "$from" -le 4 ]; then what="flows copied"
+	elif [ "$from" = 5 ]; then what="every other map adopted"
+	else what="flow keys given their local address"; fi
+	n_copied=3
+	local carried="flows: 12 entries.*" held_how="copied under keys with their local address"
+	local keyed="0 from their service, 12 from the socket table, 0 unknown"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -354,7 +385,7 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted; local addresses of carried flows and handshakes: $keyed" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_total)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \

@@ -12,6 +12,10 @@
  *   - a passed frame comes out byte for byte as it went in; an XDP_TX is an RST no larger
  *     than what it answers; a TC ingress frame that changed is a refusal (RST to the server);
  *   - no service's in-flight or busy count is negative, the flow table stays within its size;
+ *   - a connection's close sequence (with no mutant among it) ends no other connection's
+ *     flow: above all not its twin's, a connection from the same client address and port to
+ *     the same port at the other local address (the server has two, 198.18.0.1 and .2, and
+ *     2001:db8::1 and ::2; a service at 198.18.0.2:5432 beside the port-only one);
  * and at the end of every epoch (all connections of it closed by their close sequences):
  *   - every service's in-flight and busy are exactly 0 and no flow is left.
  * The verdict changes per epoch (as configured, admit all, refuse all, controller silent).
@@ -45,6 +49,11 @@ static const char *CONFIG =
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { source: 2001:db8:1::/48, class: L0 }\n"
 	"      - { dscp: 46, class: L1 }\n"
+	"  - name: db2\n"             /* at one of the two local addresses of port 5432 */
+	"    port: \"198.18.0.2:5432\"\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 8 }\n"
+	"    default_class: L2\n"
 	"  - name: quiet\n"
 	"    port: 6000\n"
 	"    protocol: tcp\n"
@@ -73,7 +82,7 @@ static unsigned max_flows = 4096;
 
 /* Totals for the closing report. */
 static unsigned long long frames, runs, mutants, xdp_ret[5], tci_changed, epochs, flows_peak;
-static unsigned long long flag_combos_done, tci_shot, forged_checked;
+static unsigned long long flag_combos_done, tci_shot, forged_checked, twins_checked;
 static int last_refused;        /* the last TC ingress run refused a request */
 
 static uint32_t rnd(uint32_t n) { return n ? (uint32_t)(sluice_rng_next(&rng) >> 32) % n : 0; }
@@ -124,6 +133,8 @@ static uint16_t next_port = 10000;
 
 static const char *const L0_V4[] = { "198.18.1.7", "198.18.1.99" };
 
+static void maybe_twin(struct sess *s);
+
 static void sess_open(struct sess *s)
 {
 	uint8_t a[16];
@@ -135,24 +146,86 @@ static void sess_open(struct sess *s)
 	if (s->v6) {
 		snprintf(s->src, sizeof(s->src), rnd(2) ? "2001:db8:1::%x" : "2001:db8:2::%x",
 			 1 + rnd(0xfffe));
-		strcpy(s->dst, "2001:db8::1");
+		strcpy(s->dst, rnd(4) ? "2001:db8::1" : "2001:db8::2");
 	} else if (rnd(3) == 0) {
 		strcpy(s->src, L0_V4[rnd(2)]);
-		strcpy(s->dst, "198.18.0.1");
+		strcpy(s->dst, rnd(4) ? "198.18.0.1" : "198.18.0.2");
 	} else {
 		for (int i = 0; i < 4; i++)
 			a[i] = (uint8_t)rnd(256);
 		a[0] = 198, a[1] = (uint8_t)(18 + rnd(2));
 		inet_ntop(AF_INET, a, s->src, sizeof(s->src));
-		strcpy(s->dst, "198.18.0.1");
+		strcpy(s->dst, rnd(4) ? "198.18.0.1" : "198.18.0.2");
 	}
 	s->sport = next_port++;
 	if (next_port < 10000)
 		next_port = 10000;
 	s->dport = PORTS[rnd(3)];
+	maybe_twin(s);
 	s->dscp = rnd(4) == 0 ? 46 : (uint8_t)rnd(64);
 	s->cnext = rnd32();
 	s->snext = rnd32();
+}
+
+/* The other local address of the server. */
+static const char *other_local(const char *dst)
+{
+	return !strcmp(dst, "198.18.0.1") ? "198.18.0.2" : !strcmp(dst, "198.18.0.2") ? "198.18.0.1"
+	     : !strcmp(dst, "2001:db8::1") ? "2001:db8::2" : "2001:db8::1";
+}
+
+/* The live connection from the same client address and port to the same port at the other
+ * local address, or NULL. */
+static struct sess *twin_of(const struct sess *s)
+{
+	for (int i = 0; i < N_SESS; i++) {
+		struct sess *t = &sess[i];
+
+		if (t != s && t->live && t->sport == s->sport && t->dport == s->dport &&
+		    !strcmp(t->src, s->src) && strcmp(t->dst, s->dst))
+			return t;
+	}
+	return NULL;
+}
+
+/* Now and then a new connection is a live one's twin: its client address, port, tags and
+ * service port, at the other local address. */
+static void maybe_twin(struct sess *s)
+{
+	struct sess *o = &sess[rnd(N_SESS)];
+
+	if (rnd(4) || o == s || !o->live || twin_of(o))
+		return;
+	s->v6 = o->v6, s->tags = o->tags, s->sport = o->sport, s->dport = o->dport;
+	strcpy(s->src, o->src);
+	strcpy(s->dst, other_local(o->dst));
+}
+
+/* The flow key of a connection, as the data path makes it. */
+static struct sluice_flow_key sess_key(const struct sess *s)
+{
+	struct sluice_flow_key k;
+
+	memset(&k, 0, sizeof(k));
+	if (s->v6) {
+		inet_pton(AF_INET6, s->src, k.client_addr);
+		inet_pton(AF_INET6, s->dst, k.local_addr);
+	} else {
+		k.client_addr[10] = k.client_addr[11] = k.local_addr[10] = k.local_addr[11] = 0xff;
+		inet_pton(AF_INET, s->src, k.client_addr + 12);
+		inet_pton(AF_INET, s->dst, k.local_addr + 12);
+	}
+	k.client_port = htons(s->sport);
+	k.service_port = htons(s->dport);
+	return k;
+}
+
+static int has_flow(const struct sess *s)
+{
+	struct sluice_flow_key k = sess_key(s);
+	struct sluice_flow f;
+
+	return bpf_map_lookup_elem(fx->m.flows, &k, &f) == 0;
 }
 
 /* Insert n bytes at off (for the second VLAN tag, IPv4 options, IPv6 extension headers). */
@@ -586,10 +659,33 @@ static void sess_step(struct sess *s)
  * A connection a mutant touched on its own 4-tuple (it may have moved sluice's idea of the
  * client's sequence the way only a peer on the path could) ends from the server side, which
  * is trusted. A half-open one: the client gives up (RST at its SYN's next sequence). */
+static void sess_close_seq(struct sess *s);
+static void dump_flows(void);
+
 static void sess_close(struct sess *s)
 {
+	struct sess *t;
+	unsigned long long m0 = mutants;
+	int twin_had;
+
 	if (!s->live)
 		return;
+	t = twin_of(s);
+	twin_had = t && has_flow(t);
+	sess_close_seq(s);
+	if (mutants != m0)
+		return; /* a mutant may carry another connection's addresses */
+	if (twin_had && !has_flow(t))
+		dump_flows(), die("twin", NULL, "closing [%s]:%u -> [%s]:%u ended the flow of its twin at [%s]:%u",
+			    s->src, s->sport, s->dst, s->dport, t->dst, t->dport);
+	if (has_flow(s))
+		dump_flows(), die("close", NULL, "[%s]:%u -> [%s]:%u closed, its flow is still there",
+			    s->src, s->sport, s->dst, s->dport);
+	twins_checked += twin_had;
+}
+
+static void sess_close_seq(struct sess *s)
+{
 	if (!s->synced) {
 		seg(s, 0, 0, 0, 0, 1, NULL, 0);
 	} else if (s->reset) {
@@ -669,15 +765,16 @@ static void dump_flows(void)
 {
 	struct sluice_flow_key k, nk, *prev = NULL;
 	struct sluice_flow f;
-	char a[64];
+	char a[64], l[64];
 
 	while (bpf_map_get_next_key(fx->m.flows, prev, &nk) == 0) {
 		k = nk, prev = &k;
 		if (bpf_map_lookup_elem(fx->m.flows, &k, &f))
 			continue;
 		inet_ntop(AF_INET6, k.client_addr, a, sizeof(a));
-		fprintf(stderr, "  flow [%s]:%u -> %u: state %u tracked %u req_active %u client_next %u syn_seq %u\n",
-			a, ntohs(k.client_port), ntohs(k.service_port), f.state, f.tracked_inflight,
+		inet_ntop(AF_INET6, k.local_addr, l, sizeof(l));
+		fprintf(stderr, "  flow [%s]:%u -> [%s]:%u: state %u tracked %u req_active %u client_next %u syn_seq %u\n",
+			a, ntohs(k.client_port), l, ntohs(k.service_port), f.state, f.tracked_inflight,
 			f.req_active, f.client_next, f.syn_seq);
 	}
 }
@@ -771,6 +868,8 @@ int main(int argc, char **argv)
 	       forged_checked);
 	printf("fuzz_datapath: %llu IPv6 frames with 5 extension headers dropped at ingress\n",
 	       deep_checked);
+	printf("fuzz_datapath: %llu closes of a connection whose twin (same client address and port, other local address) had a flow: the twin's flow stayed\n",
+	       twins_checked);
 	printf("fuzz_datapath: pkt stats: malformed %llu, service %llu, rst_sent %llu, reply_sent %llu, reply_failed %llu\n",
 	       (unsigned long long)p.malformed, (unsigned long long)p.service,
 	       (unsigned long long)p.rst_sent, (unsigned long long)p.reply_sent,

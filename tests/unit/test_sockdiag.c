@@ -1,30 +1,31 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sock_diag against real sockets on loopback: a listener nobody accepts from shows exactly
- * the connections made to it; live connections are found by their flow key. */
+ * the connections made to it, per local address for services at an address; live
+ * connections are found by their flow key, local address included. */
+#define _GNU_SOURCE
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
 #include "kernel/sockdiag.h"
 
+static int listener_at(in_addr_t addr, uint16_t *port);
+
 static int listener(uint16_t *port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t l = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s, 16), 0);
-	getsockname(s, (struct sockaddr *)&a, &l);
-	*port = ntohs(a.sin_port);
-	return s;
+	*port = 0;
+	return listener_at(INADDR_LOOPBACK, port);
 }
 
 static void test_counts_unaccepted_connections(void **st)
@@ -79,10 +80,14 @@ static void test_live_flows(void **st)
 	memcpy(k.client_addr + 12, &me.sin_addr, 4);
 	k.client_port = me.sin_port;
 	k.service_port = htons(port);
+	memcpy(k.local_addr, k.client_addr, 16); /* 127.0.0.1 to 127.0.0.1 */
 
 	n = live_flows_read(&port, 1, &keys);
 	assert_true(n >= 1);
 	assert_true(live_flows_has(keys, n, &k));
+	k.local_addr[15] = 2; /* the same client address and port at another local address */
+	assert_false(live_flows_has(keys, n, &k));
+	k.local_addr[15] = 1;
 	free(keys);
 	/* Both ends closed (and the server's side gone): no longer live. */
 	close(c);
@@ -96,11 +101,112 @@ static void test_live_flows(void **st)
 	close(ls);
 }
 
+/* A listener on addr:port (host order; port 0: any), backlog 16; its port in *port. */
+static int listener_at(in_addr_t addr, uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr),
+				 .sin_port = htons(*port) };
+	socklen_t l = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 16), 0);
+	getsockname(s, (struct sockaddr *)&a, &l);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+static int connect_to(in_addr_t addr, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr),
+				 .sin_port = htons(port) };
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	return c;
+}
+
+static struct acceptq_want want4(uint16_t port, in_addr_t addr)
+{
+	struct acceptq_want w = { .port = port, .has_addr = addr != 0 };
+	__be32 a = htonl(addr);
+
+	if (addr) {
+		w.addr[10] = w.addr[11] = 0xff;
+		memcpy(w.addr + 12, &a, 4);
+	}
+	return w;
+}
+
+#define LO(n) (0x7f000000u + (n))
+
+/* Two services on one port at two local addresses, each with its own listener: each sees its
+ * own queue; a port-only service on that port sees neither (both addresses are services'); a
+ * service at an address with no listener of its own and no wildcard one sees none. Then, in
+ * a network namespace of its own (a wildcard listener there binds nothing of the host's), a
+ * wildcard listener serves a service at an address without its own listener and the
+ * port-only one, not a service at an IPv6 address. */
+static void test_listen_queue_by_address(void **st)
+{
+	uint16_t p = 0, q = 0;
+	int a = listener_at(LO(2), &p), b = listener_at(LO(3), &p), c[3], w, d;
+	struct acceptq_want want[5] = { want4(p, LO(2)), want4(p, LO(3)), want4(p, 0),
+					want4(p, LO(4)), want4(1, 0) };
+	struct acceptq out[5];
+	struct ifreq ifr = { 0 };
+
+	(void)st;
+	for (int i = 0; i < 3; i++)
+		c[i] = connect_to(LO(3), p);
+	usleep(10000);
+	assert_int_equal(acceptq_read_at(want, 5, out), 0);
+	assert_int_equal(out[0].listeners, 1);
+	assert_int_equal(out[0].queued, 0);
+	assert_int_equal(out[1].listeners, 1);
+	assert_int_equal(out[1].queued, 3);
+	assert_int_equal(out[1].backlog, 16);
+	assert_int_equal(out[2].listeners, 0);
+	assert_int_equal(out[3].listeners, 0);
+	assert_int_equal(out[4].listeners, 0);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	close(a);
+	close(b);
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) {
+		printf("# skipped the wildcard half: no network namespace of its own\n");
+		return;
+	}
+	strcpy(ifr.ifr_name, "lo");
+	ifr.ifr_flags = IFF_UP;
+	d = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_int_equal(ioctl(d, SIOCSIFFLAGS, &ifr), 0);
+	close(d);
+	w = listener_at(0, &q);
+	c[0] = connect_to(LO(5), q);
+	usleep(10000);
+	want[0] = want4(q, LO(5));
+	want[1] = want4(q, 0);
+	want[2] = want4(q, 0);
+	want[2].has_addr = 1;
+	memset(want[2].addr, 0, 16);
+	want[2].addr[0] = 0x20, want[2].addr[1] = 0x01, want[2].addr[15] = 1; /* 2001::1 */
+	assert_int_equal(acceptq_read_at(want, 3, out), 0);
+	assert_int_equal(out[0].listeners, 1);
+	assert_int_equal(out[0].queued, 1);
+	assert_int_equal(out[1].listeners, 1);
+	assert_int_equal(out[1].queued, 1);
+	assert_int_equal(out[2].listeners, 0);
+	close(c[0]);
+	close(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_unaccepted_connections),
 		cmocka_unit_test(test_live_flows),
+		cmocka_unit_test(test_listen_queue_by_address), /* last: it leaves the namespace */
 	};
 	return cmocka_run_group_tests_name("sockdiag", tests, NULL, NULL);
 }

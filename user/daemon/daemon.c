@@ -369,13 +369,26 @@ static uint16_t *service_ports(const struct sluice_config *cfg)
 	return ports;
 }
 
+/* A service at a local address has the listen queue of that address (sockdiag.h). */
+static struct acceptq_want *service_listeners(const struct sluice_config *cfg)
+{
+	struct acceptq_want *w = calloc((size_t)(cfg->n_services ? cfg->n_services : 1), sizeof(*w));
+
+	for (int i = 0; w && i < cfg->n_services; i++) {
+		w[i].port = (uint16_t)cfg->services[i].port;
+		w[i].has_addr = (uint8_t)cfg->services[i].has_addr;
+		memcpy(w[i].addr, cfg->services[i].addr, sizeof(w[i].addr));
+	}
+	return w;
+}
+
 static void read_accept_queues(struct daemon *d)
 {
-	uint16_t *ports = service_ports(&d->cfg);
+	struct acceptq_want *want = service_listeners(&d->cfg);
 	struct acceptq *q = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1), sizeof(*q));
-	int rc = ports && q ? acceptq_read(ports, d->cfg.n_services, q) : -1;
+	int rc = want && q ? acceptq_read_at(want, d->cfg.n_services, q) : -1;
 
-	free(ports);
+	free(want);
 	if (rc) {
 		free(q);
 		return;

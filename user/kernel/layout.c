@@ -91,7 +91,8 @@ static const struct layout_convert from_v2[] = {
 /* The versions this build can carry over, and how. A map listed in `copy` (or every map with
  * copy_all), or in `convert`, is created fresh and filled from its pin (through its converter
  * when it has one): its key and value sizes must be unchanged (a map whose values changed
- * size needs a converter that can change sizes first), its max_entries may differ. Maps new
+ * size needs a converter that can change sizes first; a map whose key grew is rekeyed,
+ * layout_rekeyer), its max_entries may differ. Maps new
  * in this layout are created empty by loading. Every other map must match this build exactly
  * and is adopted. The converters produce layout 3 values, which are layout 5's as well (a
  * layout 3 flow is a layout 5 flow with no turn open): a later layout that changes a value
@@ -187,8 +188,9 @@ static const struct layout_migration migrations[] = {
 	  .what = "flows copied; new maps busy and busy_released, the others adopted" },
 	/* 5 -> 6: every map adopted (only layout 6's maps are new) */
 	{ .from = 5, .what = "every other map adopted" },
-	/* 6 -> 7: every map adopted (only layout 7's maps are new) */
-	{ .from = 6, .what = "every other map adopted" },
+	/* 6 -> 7: the maps keyed by flow key get the local address in their keys (as from every
+	 * older layout: layout_rekeyer); every other map adopted */
+	{ .from = 6, .what = "flow keys given their local address, every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -358,7 +360,8 @@ static const struct sluice_layout_map *record_entry(const struct layout_rec *rec
 
 /* Does the pinned map behind fd match this build's definition? Names the difference in why. */
 static int pin_matches(int fd, const struct bpf_object *obj, const struct bpf_map *map,
-		       const struct layout_rec *rec, int sizes_only, char *why, size_t len)
+		       const struct layout_rec *rec, int sizes_only, __u32 key_size, char *why,
+		       size_t len)
 {
 	struct bpf_map_info info;
 	__u32 ilen = sizeof(info);
@@ -377,7 +380,7 @@ static int pin_matches(int fd, const struct bpf_object *obj, const struct bpf_ma
 		return 0;                                                                 \
 	}
 	DIFF("type", info.type, bpf_map__type(map));
-	DIFF("key size", info.key_size, bpf_map__key_size(map));
+	DIFF("key size", info.key_size, key_size);
 	DIFF("value size", info.value_size, bpf_map__value_size(map));
 	if (sizes_only)
 		return 1;
@@ -449,7 +452,9 @@ static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const
 
 		if (fd < 0)
 			continue; /* not pinned yet: loading creates it */
-		ok = pin_matches(fd, obj, s->map, rec, s->copy, why, sizeof(why));
+		ok = pin_matches(fd, obj, s->map, rec, s->copy,
+				 s->rekey ? layout_rekey_old_size() : bpf_map__key_size(s->map), why,
+				 sizeof(why));
 		if (s->copy && ok)
 			s->old_fd = fd;
 		else
@@ -575,8 +580,12 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		const char *name = bpf_map__name(p->slot[i].map);
 
 		p->slot[i].convert = layout_converter(p->pinned, name);
+		p->slot[i].rekey = layout_rekeyer(p->pinned, name);
+		if (access(bpf_map__pin_path(p->slot[i].map), F_OK) != 0)
+			p->slot[i].rekey = NULL; /* not pinned: created empty */
 		p->slot[i].copy = strcmp(name, LAYOUT_MAP) != 0 &&
-				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert);
+				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert ||
+				   p->slot[i].rekey);
 	}
 	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
 		return -EPROTO;
@@ -752,6 +761,44 @@ static struct layout_slot *slot_named(struct layout_plan *p, const char *name)
 	return NULL;
 }
 
+/* A map whose key grew: the base's entries under this build's keys, once (the late merge
+ * finds each under the same key again). */
+static int rekey_base(struct layout_plan *p, struct layout_slot *s)
+{
+	const struct snapshot *b = s->base;
+	size_t nksz = bpf_map__key_size(s->map);
+
+	s->rekeyed = calloc(b->n ? b->n : 1, nksz);
+	s->kept = calloc(b->n ? b->n : 1, 1);
+	if (!s->rekeyed || !s->kept)
+		return -ENOMEM;
+	for (size_t j = 0; j < b->n; j++)
+		s->kept[j] = (unsigned char)s->rekey(p, b->keys + j * b->ksz, b->vals + j * b->vsz,
+						      s->rekeyed + j * nksz);
+	return 0;
+}
+
+/* The key of the base's entry j in the fresh map. */
+static const void *fresh_key(const struct layout_slot *s, const struct snapshot *b, size_t j)
+{
+	return s->rekey ? s->rekeyed + j * bpf_map__key_size(s->map) : b->keys + j * b->ksz;
+}
+
+/* The key in the fresh map of an entry of the old one (k, value v; found in the base at bv,
+ * or new since): NULL when it is left behind. buf holds a key made now. */
+static const void *late_key(struct layout_plan *p, const struct layout_slot *s,
+			    const struct snapshot *b, const char *k, const char *v, const char *bv,
+			    void *buf)
+{
+	size_t j = bv ? (size_t)(bv - b->vals) / b->vsz : 0;
+
+	if (!s->rekey)
+		return k;
+	if (bv)
+		return s->kept[j] ? fresh_key(s, b, j) : NULL;
+	return s->rekey(p, k, v, buf) ? buf : NULL;
+}
+
 int layout_copy(struct layout_plan *p, char *err, size_t errlen)
 {
 	for (int i = 0; p->action == LAYOUT_MIGRATE && i < p->n; i++) {
@@ -769,8 +816,13 @@ int layout_copy(struct layout_plan *p, char *err, size_t errlen)
 		}
 		snap_convert(b, s);
 		s->base = b;
+		if (s->rekey && rekey_base(p, s)) {
+			snprintf(err, errlen, "out of memory migrating map %s", bpf_map__name(s->map));
+			return -ENOMEM;
+		}
 		for (size_t j = 0; j < b->n; j++)
-			if (bpf_map_update_elem(fd, b->keys + j * b->ksz, b->vals + j * b->vsz,
+			if ((!s->rekey || s->kept[j]) &&
+			    bpf_map_update_elem(fd, fresh_key(s, b, j), b->vals + j * b->vsz,
 						BPF_ANY) == 0)
 				s->carried++;
 	}
@@ -792,9 +844,10 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 	struct layout_slot *rel = !strcmp(name, "inflight") ? slot_named(p, "inflight_released")
 				  : !strcmp(name, "busy") ? slot_named(p, "busy_released") : NULL;
 	int fd = bpf_map__fd(s->map), rc = 0;
-	char *cur = f ? malloc(f->vsz) : NULL;
+	char *cur = f ? malloc(f->vsz) : NULL, *nbuf = malloc(bpf_map__key_size(s->map));
+	const void *nk;
 
-	if (!f || !cur) {
+	if (!f || !cur || !nbuf) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -806,6 +859,9 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 
 		if (bv && memcmp(bv, fv, f->vsz) == 0)
 			continue;
+		nk = late_key(p, s, b, k, fv, bv, nbuf);
+		if (!nk)
+			continue; /* left behind (a map whose key grew) */
 		if (bv && f->type == BPF_MAP_TYPE_PERCPU_ARRAY) {
 			__u64 *c = (__u64 *)cur;
 			const __u64 *o = (const __u64 *)fv, *ob = (const __u64 *)bv;
@@ -826,10 +882,10 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 				bpf_map_update_elem(bpf_map__fd(rel->map), k, &r, BPF_ANY);
 			}
 		} else if (!bv) {
-			if (bpf_map_update_elem(fd, k, fv, BPF_NOEXIST) == 0)
+			if (bpf_map_update_elem(fd, nk, fv, BPF_NOEXIST) == 0)
 				s->carried++;
-		} else if (bpf_map_lookup_elem(fd, k, cur) == 0 && memcmp(cur, bv, f->vsz) == 0) {
-			bpf_map_update_elem(fd, k, fv, BPF_EXIST);
+		} else if (bpf_map_lookup_elem(fd, nk, cur) == 0 && memcmp(cur, bv, f->vsz) == 0) {
+			bpf_map_update_elem(fd, nk, fv, BPF_EXIST);
 		}
 	}
 	/* Entries the old programs deleted after the first copy (a unit ended): delete them
@@ -837,11 +893,15 @@ static int merge_late_changes(struct layout_plan *p, struct layout_slot *s)
 	for (size_t j = 0; !is_array(f->type) && j < b->n; j++) {
 		const char *k = b->keys + j * b->ksz, *bv = b->vals + j * b->vsz;
 
-		if (!snap_find(f, k) && bpf_map_lookup_elem(fd, k, cur) == 0 &&
-		    memcmp(cur, bv, b->vsz) == 0 && bpf_map_delete_elem(fd, k) == 0)
+		if (snap_find(f, k) || (s->rekey && !s->kept[j]))
+			continue;
+		nk = fresh_key(s, b, j);
+		if (bpf_map_lookup_elem(fd, nk, cur) == 0 && memcmp(cur, bv, b->vsz) == 0 &&
+		    bpf_map_delete_elem(fd, nk) == 0)
 			s->carried--;
 	}
 out:
+	free(nbuf);
 	free(cur);
 	snap_free(f);
 	return rc;
@@ -906,6 +966,7 @@ int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin
 		goto record;
 	/* Let program runs that started before the swap finish on the old maps. */
 	usleep(50 * 1000);
+	layout_rekey_again(p); /* connections made since the copy */
 	for (int i = 0; i < p->n; i++) {
 		struct layout_slot *s = &p->slot[i];
 
@@ -935,8 +996,10 @@ int layout_commit(struct layout_plan *p, struct bpf_object *obj, const char *pin
 					 bpf_map__name(s->map), s->carried);
 	}
 	if (!rc && used < sizeof(p->note))
-		snprintf(p->note + used, sizeof(p->note) - used, "; %d maps copied, %d adopted",
-			 n_copied, p->n - n_copied);
+		used += snprintf(p->note + used, sizeof(p->note) - used, "; %d maps copied, %d adopted",
+				 n_copied, p->n - n_copied);
+	if (!rc && used < sizeof(p->note))
+		layout_rekey_note(p, p->note + used, sizeof(p->note) - used);
 record:
 	rc = write_record(p, obj, 0);
 	if (rc)
@@ -953,5 +1016,10 @@ void layout_plan_release(struct layout_plan *p)
 		p->slot[i].old_fd = -1;
 		snap_free(p->slot[i].base);
 		p->slot[i].base = NULL;
+		free(p->slot[i].rekeyed);
+		free(p->slot[i].kept);
+		p->slot[i].rekeyed = NULL;
+		p->slot[i].kept = NULL;
 	}
+	layout_rekey_release(p);
 }

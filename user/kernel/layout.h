@@ -24,6 +24,12 @@ enum layout_action { LAYOUT_FRESH, LAYOUT_ADOPT, LAYOUT_MIGRATE };
 /* Rewrites one value of a map from an older layout's meaning into this build's, in place. */
 typedef void (*layout_convert_fn)(void *value);
 
+/* A map whose key grew (layout 7: flow keys carry the local address, layout_v7.c): writes
+ * this build's key of an older entry (old_key, value) to new_key; 0 leaves the entry behind. */
+struct layout_plan;
+typedef int (*layout_rekey_fn)(struct layout_plan *p, const void *old_key, const void *value,
+			       void *new_key);
+
 struct layout_slot {
 	struct bpf_map *map;
 	int copy;                   /* migrated: created fresh and filled from the pin */
@@ -31,6 +37,9 @@ struct layout_slot {
 	int old_fd;                 /* the pinned map being carried over, -1 otherwise */
 	void *base;                 /* what the first copy carried over (a snapshot) */
 	long carried;               /* entries carried over */
+	layout_rekey_fn rekey;      /* for a copied map whose key grew, else NULL */
+	char *rekeyed;              /* the base's entries under their new keys */
+	unsigned char *kept;        /* ... and whether each was carried */
 };
 
 struct layout_plan {
@@ -40,6 +49,7 @@ struct layout_plan {
 	int n;
 	struct layout_slot slot[SLUICE_LAYOUT_ALL_MAPS];
 	char note[1024];            /* what was done, one line for the log */
+	struct layout_rekey_state *rekey_state;   /* layout_v7.c */
 };
 
 /* The layout this build writes. */
@@ -68,6 +78,15 @@ void layout_plan_release(struct layout_plan *p);
 layout_convert_fn layout_converter(__u32 from, const char *map);
 void layout_verdict_from_v2(void *value);   /* admit fractions -> shed fractions, shut flags */
 void layout_flow_from_v2(void *value);      /* client_next, flags 0: not known */
+
+/* Layout 7 (layout_v7.c): the rekeying of map `map` when migrating from layout `from`, or
+ * NULL; the older layouts' flow key size; the socket table read again (for the late changes);
+ * what was done, for the note; the state freed. */
+layout_rekey_fn layout_rekeyer(__u32 from, const char *map);
+__u32 layout_rekey_old_size(void);
+void layout_rekey_again(struct layout_plan *p);
+void layout_rekey_note(const struct layout_plan *p, char *buf, size_t len);
+void layout_rekey_release(struct layout_plan *p);
 
 /* Hash of a map's key and value types in the object's BTF (0 when it has none): member names,
  * offsets, sizes, array lengths and integer encodings; typedefs and qualifiers are looked

@@ -91,23 +91,75 @@ static int port_index_find(const struct port_index *pi, uint16_t port)
 
 struct queue_ctx {
 	const struct port_index *pi;
+	const struct acceptq_want *want;
 	struct acceptq *out;
+	struct acceptq *wild;            /* address-bound services: the port's wildcard listeners */
 };
 
+static void acceptq_add(struct acceptq *q, const struct inet_diag_msg *d)
+{
+	/* For listeners rqueue is the accept queue, wqueue its limit. */
+	q->queued += d->idiag_rqueue;
+	q->backlog += d->idiag_wqueue;
+	q->listeners++;
+}
+
+static void sock_addr(int family, const __be32 a[4], uint8_t out[16]);
+
+static int is_v4mapped(const uint8_t a[16])
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return memcmp(a, pre, sizeof(pre)) == 0;
+}
+
+/* A listener goes to the services it takes connections for: one bound to an address to the
+ * service at that address (or, when no service of the port is there, to the port-only one);
+ * a wildcard one to the port-only service, and to a service at an address that has no
+ * listener of its own (sorted out after the dump; an IPv4 wildcard takes no IPv6 address). */
 static void add_listener(void *vctx, int family, const struct inet_diag_msg *d)
 {
 	struct queue_ctx *c = vctx;
 	uint16_t port = ntohs(d->id.idiag_sport);
-	int k = port_index_find(c->pi, port);
+	int k0 = port_index_find(c->pi, port), bound = 0, wildcard;
+	uint8_t la[16];
 
-	(void)family;
-	for (; k >= 0 && k < c->pi->n && c->pi->e[k] >> 16 == port; k++) {
-		struct acceptq *q = &c->out[c->pi->e[k] & 0xffff];
+	if (k0 < 0)
+		return;
+	sock_addr(family, d->id.idiag_src, la);
+	wildcard = family == AF_INET ? !d->id.idiag_src[0]
+				     : !memcmp(la, (uint8_t[16]){ 0 }, sizeof(la));
+	for (int k = k0; !wildcard && k < c->pi->n && c->pi->e[k] >> 16 == port; k++) {
+		const struct acceptq_want *w = &c->want[c->pi->e[k] & 0xffff];
 
-		/* For listeners rqueue is the accept queue, wqueue its limit. */
-		q->queued += d->idiag_rqueue;
-		q->backlog += d->idiag_wqueue;
-		q->listeners++;
+		bound |= w->has_addr && !memcmp(w->addr, la, sizeof(la));
+	}
+	for (int k = k0; k < c->pi->n && c->pi->e[k] >> 16 == port; k++) {
+		int i = (int)(c->pi->e[k] & 0xffff);
+		const struct acceptq_want *w = &c->want[i];
+
+		if (!w->has_addr) {
+			if (!bound)
+				acceptq_add(&c->out[i], d);
+		} else if (!wildcard) {
+			if (!memcmp(w->addr, la, sizeof(la)))
+				acceptq_add(&c->out[i], d);
+		} else if (family == AF_INET6 || is_v4mapped(w->addr)) {
+			acceptq_add(&c->wild[i], d);
+		}
+	}
+}
+
+/* A socket's address as the data path keys it: v4-mapped for IPv4. */
+static void sock_addr(int family, const __be32 a[4], uint8_t out[16])
+{
+	if (family == AF_INET) {
+		memset(out, 0, 10);
+		out[10] = 0xff;
+		out[11] = 0xff;
+		memcpy(out + 12, &a[0], 4);
+	} else {
+		memcpy(out, a, 16);
 	}
 }
 
@@ -126,14 +178,8 @@ static void add_live(void *vctx, int family, const struct inet_diag_msg *d)
 	if (port_index_find(c->pi, ntohs(d->id.idiag_sport)) < 0)
 		return;
 	memset(&k, 0, sizeof(k));
-	if (family == AF_INET) {
-		/* v4-mapped, as the data path keys IPv4 clients */
-		k.client_addr[10] = 0xff;
-		k.client_addr[11] = 0xff;
-		memcpy(k.client_addr + 12, &d->id.idiag_dst[0], 4);
-	} else {
-		memcpy(k.client_addr, d->id.idiag_dst, 16);
-	}
+	sock_addr(family, d->id.idiag_dst, k.client_addr);
+	sock_addr(family, d->id.idiag_src, k.local_addr);
 	k.client_port = d->id.idiag_dport;
 	k.service_port = d->id.idiag_sport;
 	if (c->count == c->cap) {
@@ -185,17 +231,22 @@ int live_flows_has(const struct sluice_flow_key *keys, int count, const struct s
 	return keys && bsearch(k, keys, (size_t)count, sizeof(*k), key_cmp) != NULL;
 }
 
-int acceptq_read(const uint16_t *ports, int n, struct acceptq *out)
+int acceptq_read_at(const struct acceptq_want *want, int n, struct acceptq *out)
 {
-	struct acceptq *tmp = calloc((size_t)(n ? n : 1), sizeof(*tmp));
+	struct acceptq *tmp = calloc((size_t)(n ? n : 1) * 2, sizeof(*tmp));
+	uint16_t *ports = malloc(sizeof(*ports) * (size_t)(n ? n : 1));
 	struct port_index pi = { 0 };
-	struct queue_ctx c = { .pi = &pi, .out = tmp };
+	struct queue_ctx c = { .pi = &pi, .want = want, .out = tmp, .wild = tmp ? tmp + n : NULL };
 	int fd, rc;
 
-	if (!tmp || port_index_build(&pi, ports, n)) {
+	for (int i = 0; ports && i < n; i++)
+		ports[i] = want[i].port;
+	if (!tmp || !ports || port_index_build(&pi, ports, n)) {
 		free(tmp);
+		free(ports);
 		return -ENOMEM;
 	}
+	free(ports);
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0) {
 		rc = -errno;
@@ -205,9 +256,23 @@ int acceptq_read(const uint16_t *ports, int n, struct acceptq *out)
 			rc = dump_sockets(fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
 		close(fd);
 	}
-	if (!rc)
-		memcpy(out, tmp, sizeof(*out) * (size_t)n);
+	for (int i = 0; !rc && i < n; i++)
+		out[i] = want[i].has_addr && !tmp[i].listeners ? c.wild[i] : tmp[i];
 	free(tmp);
 	free(pi.e);
+	return rc;
+}
+
+int acceptq_read(const uint16_t *ports, int n, struct acceptq *out)
+{
+	struct acceptq_want *w = calloc((size_t)(n ? n : 1), sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		w[i].port = ports[i];
+	rc = acceptq_read_at(w, n, out);
+	free(w);
 	return rc;
 }

@@ -22,8 +22,21 @@ struct acceptq {
  * Returns 0, or -errno when the netlink query failed (out untouched). */
 int acceptq_read(const uint16_t *ports, int n, struct acceptq *out);
 
-/* The connections (any state but LISTEN) whose local port is one of ports, as flow keys,
- * sorted for live_flows_has(). *keys is malloc'd (free it). Returns the count, or -errno. */
+/* The same for services by local address: a service at an address counts the listeners
+ * bound to that address, or, when there is none, the port's wildcard listeners (whose queue
+ * it shares with the port's other services; an IPv4 wildcard listener takes no IPv6
+ * connection); a port-only service counts the port's wildcard listeners and those bound to
+ * addresses no service of the port is at. */
+struct acceptq_want {
+	uint16_t port;                   /* host order */
+	uint8_t has_addr;
+	uint8_t addr[16];                /* v4-mapped for IPv4 */
+};
+int acceptq_read_at(const struct acceptq_want *want, int n, struct acceptq *out);
+
+/* The connections (any state but LISTEN) whose local port is one of ports, as flow keys
+ * (local address included), sorted for live_flows_has(). *keys is malloc'd (free it).
+ * Returns the count, or -errno. */
 int live_flows_read(const uint16_t *ports, int n, struct sluice_flow_key **keys);
 int live_flows_has(const struct sluice_flow_key *keys, int count, const struct sluice_flow_key *k);
 
