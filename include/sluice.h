@@ -58,8 +58,12 @@
  *      layouts counted), a flow's req_active is its ownership word (SLUICE_OWN_*, older
  *      values read as they are); services by local address and port: new map
  *      `addr_services`, and a port_to_service value may carry SLUICE_PORT_BY_ADDR (never set
- *      by layout 5, so its values are kept) */
-#define SLUICE_MAP_LAYOUT_VERSION 6
+ *      by layout 5, so its values are kept)
+ *   7  `class_stats` holds one per-CPU entry per service (struct sluice_svc_stats: the four
+ *      classes' counters and their latency sample counts) instead of one per service and
+ *      class: the controller's tick reads a quarter of the entries; a migration starts the
+ *      counters from zero (the controller sees a reset, as after an attach) */
+#define SLUICE_MAP_LAYOUT_VERSION 7
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -510,7 +514,7 @@ struct sluice_conn_cap {
 	__u64 rejected[SLUICE_NUM_CLASSES];
 };
 
-/* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */
+/* One class's counters, cumulative since attach (in struct sluice_svc_stats). */
 struct sluice_class_stats {
 	__u64 arrivals;
 	__u64 admitted;
@@ -521,6 +525,17 @@ struct sluice_class_stats {
 	__u64 fail_open;                 /* admitted only because the controller was silent */
 	__u64 untracked;                 /* admitted but flow table full: not counted in in-flight */
 	__u64 rejected[SLUICE_REJ_REASONS];
+};
+
+/* Map `class_stats` (PERCPU_ARRAY, index = service): a service's counters by class, and
+ * per class the latency samples put in its histogram, counted after the histogram (on the
+ * same CPU): the controller, which reads these before the histograms, reads a histogram only
+ * when its count moved (a tcp turn moves no other counter). One entry a service: the tick
+ * reads every service's counters in one batch of as many entries as services, and the
+ * kernel's cost of a batch is mostly per entry. */
+struct sluice_svc_stats {
+	struct sluice_class_stats cls[SLUICE_NUM_CLASSES];
+	__u64 samples[SLUICE_NUM_CLASSES];
 };
 
 /* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
@@ -545,12 +560,6 @@ struct sluice_pkt_stats {
 struct sluice_hist {
 	__u64 bucket[SLUICE_HIST_BUCKETS];
 	__u64 sum_us;
-};
-
-/* Map `latency_samples` (PERCPU_ARRAY, index = service): samples put in each class's
- * histogram, counted after the histogram. One entry a service keeps the tick's read small. */
-struct sluice_samples {
-	__u64 n[SLUICE_NUM_CLASSES];
 };
 
 static inline __u32 sluice_log2_u64(__u64 v)

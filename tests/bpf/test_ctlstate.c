@@ -126,11 +126,12 @@ static void learn(struct daemon *d, uint64_t now)
 static void errors_in_counters(struct world *w, int svc)
 {
 	int n = w->f->m.ncpus;
-	struct sluice_class_stats *all = calloc((size_t)n, sizeof(*all));
-	__u32 k = sluice_stat_index((__u32)svc, 0);
+	struct sluice_svc_stats *all = calloc((size_t)n, sizeof(*all));
+	__u32 k = (__u32)svc;
 
 	assert_non_null(all);
-	all[0].arrivals = all[0].admitted = all[0].completed = all[0].errors = 100000;
+	all[0].cls[0].arrivals = all[0].cls[0].admitted = all[0].cls[0].completed =
+		all[0].cls[0].errors = 100000;
 	assert_int_equal(bpf_map_update_elem(w->f->m.class_stats, &k, all, BPF_ANY), 0);
 	free(all);
 }
@@ -381,17 +382,40 @@ static int teardown_mig(void **state)
 	return 0;
 }
 
-/* Pins as layout `from` (3, 4 or 5) left them: the maps it never had gone, the record saying
- * `from`. This build migrates them in place: flows copied from 3 and 4 (its new tcp fields
- * are zero in an older flow; 5's flows are this layout's), every other pinned map adopted,
- * the missing maps created empty and pinned. */
+/* Layouts before 7 counted per service and class: class_stats as they left it, one per-CPU
+ * entry of one class's counters for each of the slots' classes, with counts in it. */
+static void old_class_stats(const char *dir, unsigned slots)
+{
+	char path[256];
+	struct sluice_class_stats *all = calloc((size_t)libbpf_num_possible_cpus(), sizeof(*all));
+	__u32 k = 1;
+	int fd;
+
+	assert_non_null(all);
+	snprintf(path, sizeof(path), "%s/class_stats", dir);
+	assert_int_equal(unlink(path), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "class_stats", sizeof(__u32), sizeof(*all),
+			    slots * SLUICE_NUM_CLASSES, NULL);
+	assert_true(fd >= 0);
+	all[0].arrivals = all[0].admitted = 777;
+	assert_int_equal(bpf_map_update_elem(fd, &k, all, BPF_ANY), 0);
+	assert_int_equal(bpf_obj_pin(fd, path), 0);
+	close(fd);
+	free(all);
+}
+
+/* Pins as layout `from` (3 to 6) left them: the maps it never had gone, class_stats one
+ * entry per service and class, the record saying `from`. This build migrates them in place:
+ * flows copied from 3 and 4 (its new tcp fields are zero in an older flow; 5's flows are this
+ * layout's), class_stats replaced unread by an empty one of this layout, every other pinned
+ * map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
 	/* the maps new in layout 6 (the first n_v6), then 5's, then 4's */
 	static const char *const never_had[] = { "conn_cap", "addr_services",
 						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_v6 = 3;
+	const int n_v6 = from <= 5 ? 3 : 0;
 	const int n_gone = n_v6 + (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
@@ -401,7 +425,10 @@ static void migrate_from(__u32 from)
 	struct sluice_verdict v = { .limit = 4242 }, got;
 	struct sluice_inflight busy;
 	static struct sluice_ctl_slot slot;
-	__u32 k = 0;
+	struct sluice_svc_stats st;
+	struct bpf_map_info info;
+	__u32 k = 0, ilen = sizeof(info);
+	int fd;
 
 	{
 		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
@@ -413,6 +440,7 @@ static void migrate_from(__u32 from)
 		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
 		unlink(path);
 	}
+	old_class_stats(dir, bpf_map__max_entries(a->maps.services));
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
 
@@ -425,9 +453,13 @@ static void migrate_from(__u32 from)
 		fail_msg("layout %u pins refused: %s", from, err);
 	assert_int_equal(lp.action, LAYOUT_MIGRATE);
 	assert_int_equal(lp.pinned, from);
-	for (int i = 0; i < lp.n; i++)
-		assert_int_equal(lp.slot[i].copy,
-				 from <= 4 && !strcmp(bpf_map__name(lp.slot[i].map), "flows"));
+	for (int i = 0; i < lp.n; i++) {
+		const char *name = bpf_map__name(lp.slot[i].map);
+
+		assert_int_equal(lp.slot[i].renew, !strcmp(name, "class_stats"));
+		assert_int_equal(lp.slot[i].copy, (from <= 4 && !strcmp(name, "flows")) ||
+						  !strcmp(name, "class_stats"));
+	}
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
 	assert_int_equal(layout_commit(&lp, b->obj, dir, err, sizeof(err)), 0);
@@ -446,6 +478,20 @@ static void migrate_from(__u32 from)
 		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
 		assert_int_equal(access(path, F_OK), 0);
 	}
+	/* class_stats: this layout's shape under the old pin's name, counting from zero */
+	snprintf(path, sizeof(path), "%s/class_stats", dir);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+	assert_int_equal(info.value_size, sizeof(struct sluice_svc_stats));
+	assert_int_equal(info.max_entries, bpf_map__max_entries(b->maps.services));
+	close(fd);
+	assert_int_equal(maps_read_svc_stats(&(struct sluice_maps){
+		.class_stats = bpf_map__fd(b->maps.class_stats),
+		.ncpus = libbpf_num_possible_cpus() }, 1, &st), 0);
+	assert_int_equal(st.cls[0].arrivals, 0);
+	assert_true(strstr(lp.note, "class_stats regrouped by service") != NULL);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
 	assert_int_equal(rec.version, layout_version());
 	sluice_bpf__destroy(b);
@@ -470,6 +516,12 @@ static void test_migration_from_5(void **state)
 	migrate_from(5);
 }
 
+static void test_migration_from_6(void **state)
+{
+	(void)state;
+	migrate_from(6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +533,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_5, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_6, setup_mig, teardown_mig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

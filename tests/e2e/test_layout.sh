@@ -5,8 +5,9 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 5, 4, 3, 2 and then a layout 1 sluiced leaves them (5: in-flight in the
-# shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
+# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (6: class_stats one
+# per-CPU entry per service and class; 5: that, in-flight in the
+# shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor
 # busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
 # 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
@@ -159,11 +160,12 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 5, 4, 3, 2 and 1, connections held ------------------------------
+# --- upgrades from layouts 6, 5, 4, 3, 2 and 1, connections held ---------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: in-flight counted in the shared map only (no inflight_pcpu), no
-#    conn_cap map (the open-connection cap), no addr_services map (services by local address),
-#    no latency_samples map (the sample counts);
+#  - every older layout: class_stats with one per-CPU entry of one class's counters per
+#    service and class (replaced unread by the migration: its counters start from zero);
+#  - layout 5 and older: in-flight counted in the shared map only (no inflight_pcpu), no
+#    conn_cap map (the open-connection cap), no addr_services map (services by local address);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
 #    then), no busy or busy_released map (the tcp turns' counts);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
@@ -231,7 +233,7 @@ print(" ".join(v))')
 }
 # The maps layout FROM never had.
 never_had() {
-	echo conn_cap addr_services inflight_pcpu
+	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
 	[ "$1" -le 2 ] && echo handshakes halfopen
@@ -262,10 +264,22 @@ print(" ".join(str(x) for x in struct.pack("<5q", *f)))' $c0 $c1 $c2 $c3)
 		bpftool map update pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 value $v
 	done
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5
+# class_stats as layouts before 7 had it: one per-CPU entry per service and class (a fresh
+# map: the migration replaces it without reading it).
+class_stats_per_class() {
+	local n
+	n=$(bpftool -j map show pinned "$PIN/class_stats" | json_get /dev/stdin "d['max_entries']")
+	rm -f "$PIN/class_stats"
+	bpftool map create "$PIN/class_stats" type percpu_array key 4 value "$CLASS_STATS_SIZE" \
+		entries $((n * 4)) name class_stats
+}
+CLASS_STATS_SIZE=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw |
+	awk "/STRUCT 'sluice_class_stats' size=/ { sub(/.*size=/, \"\"); print \$1; exit }")
+as_old_layout() { # as_old_layout 1|2|3|4|5|6
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
-	stripes_to_shared
+	class_stats_per_class
+	[ "$1" -le 5 ] && stripes_to_shared
 	[ "$1" -le 2 ] && verdicts_to_admit_encoding
 	if [ "$1" -le 2 ]; then
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1" "$CLIENT_NEXT_OFF:4"
@@ -309,12 +323,13 @@ upgrade() {
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
-	# 5: only layout 6's maps are new, every map adopted.
-	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=2
-	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=1
-	else what="every other map adopted"; n_copied=0; fi
+	# 5: only layout 6's maps are new, every map adopted. Every one: class_stats renewed
+	# (counted with the copied maps).
+	if [ "$from" -le 2 ]; then what="verdicts converted"; n_copied=3
+	elif [ "$from" -le 4 ]; then what="flows copied"; n_copied=2
+	else what="every other map adopted"; n_copied=1; fi
 	local carried="flows: 12 entries.*" held_how="copied"
-	[ "$n_copied" = 0 ] && carried="" && held_how="adopted"
+	[ "$n_copied" = 1 ] && carried="" && held_how="adopted"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -344,6 +359,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 6
 upgrade 5
 upgrade 4
 upgrade 3
@@ -390,6 +406,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

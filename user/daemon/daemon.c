@@ -437,25 +437,21 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
 }
 
 /* The histogram classes the tick must read (bit c = class c); the others are marked in
- * hist_same and left out of in->hist. BPF counts a
- * latency sample in latency_samples after it put it in the histogram, on the same CPU, and
- * the counts are read before the histograms: a class whose count did not move since the
- * controller's last tick has the histogram it had then (the controller keeps it). Pins without that map: an http
- * sample is followed by the request's `completed` the same way; a tcp turn ends with no
- * counter, so a tcp service reads all four. The first tick after a start, an import or the
- * reload that added the service reads all four. */
+ * hist_same and left out of in->hist. BPF counts a latency sample in the service's
+ * class_stats entry after it put it in the histogram, on the same CPU, and the counts are
+ * read before the histograms: a class whose count did not move since the controller's last
+ * tick has the histogram it had then (the controller keeps it). The first tick after a
+ * start, an import or the reload that added the service reads all four. */
 static unsigned hist_classes_to_read(const struct daemon *d, int i, struct ctl_inputs *in)
 {
 	const struct service_ctl *s = &d->ctl[i];
 	unsigned want = 0;
 
 	in->hist_same = 0;
-	if (!s->have_prev || (!d->rd.have_samples && d->cfg.services[i].protocol != SLUICE_PROTO_HTTP))
+	if (!s->have_prev)
 		return (1u << SLUICE_NUM_CLASSES) - 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		if (d->rd.have_samples ?
-		    maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c] :
-		    in->stats[c].completed != s->prev[c].completed) {
+		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c]) {
 			want |= 1u << c;
 			continue;
 		}
@@ -504,8 +500,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	d->ticked++;
 	b->ran = 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (d->rd.have_samples)
-			b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
+		b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
