@@ -105,6 +105,16 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 	maps_write_globals(&d->m, &g);
 }
 
+/* Which slots the tick reads in-flight of (http: requests; tcp reads busy). */
+static void reader_wants(struct daemon *d)
+{
+	memset(d->rd.wants_inflight, 0, (size_t)d->rd.n_slots);
+	for (int i = 0; i < d->cfg.n_services; i++)
+		if (d->idx[i] < d->rd.n_slots)
+			d->rd.wants_inflight[d->idx[i]] =
+				d->cfg.services[i].protocol == SLUICE_PROTO_HTTP;
+}
+
 /* Per-service arrays for n services (zeroed); idx has room for the tick's hot list too. */
 static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct service_books **books)
 {
@@ -170,6 +180,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		snprintf(err, errlen, "cannot program service maps: %s", strerror(-rc));
 		return -1;
 	}
+	reader_wants(d);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	sluice_cascade_init(&d->cascade);
 	for (int i = 0; i < d->cfg.n_services; i++) {
@@ -705,6 +716,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->ctl = new_ctl;
 	d->books = new_books;
 	pthread_mutex_unlock(&d->lock);
+	reader_wants(d);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	daemon_node_configure(d, now_ns);
 	free(d->cfg_text);

@@ -257,13 +257,14 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->busy = calloc(n, sizeof(*r->busy));
 	r->busy_released = calloc(n, sizeof(*r->busy_released));
 	r->busy_read = calloc(n, 1);
+	r->wants_inflight = calloc(n, 1);
 	r->samples = calloc(n * SLUICE_NUM_CLASSES, sizeof(*r->samples));
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->stripes = malloc(sizeof(struct sluice_inflight) * n * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
 	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
-	    !r->samples) {
+	    !r->samples || !r->wants_inflight) {
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
@@ -280,6 +281,7 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->busy);
 	free(r->busy_released);
 	free(r->busy_read);
+	free(r->wants_inflight);
 	free(r->samples);
 	free(r->hist);
 	free(r->stripes);
@@ -342,7 +344,7 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
 		     const int *hot, int n_hot)
 {
-	int err, parts, len, first, end;
+	int err, parts, len, first, end, n_inflight = 0;
 
 	if (n_used > r->n_slots)
 		n_used = r->n_slots;
@@ -369,7 +371,9 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 			goto fail;
 	r->have_prev = 1;
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
-	if (r->n_changed > n_used / 8) {
+	for (int s = 0; s < n_used && r->n_changed > n_used / 8; s++)
+		n_inflight += r->changed[s] & r->wants_inflight[s];
+	if (n_inflight > n_used / 8) {
 		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
 					   r->inflight, r->keys)) ||
 		    (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys, r->inflight)))

@@ -66,6 +66,10 @@ struct maps_reader {
 	int have_prev, n_changed;
 	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
+	/* per slot: the caller limits requests (http) and so reads in-flight; a tcp service's
+	 * concurrency is busy, read with the counters. Only changed slots marked here count
+	 * towards reading every in-flight in one batch. Zero (none) until set. */
+	unsigned char *wants_inflight;
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
 	unsigned char *stripes;      /* inflight_pcpu as read, all CPUs (scratch) */
 	/* tcp turns: busy as last read with the counters (a turn opens without moving a
