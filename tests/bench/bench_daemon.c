@@ -84,19 +84,24 @@ static int run(int configured, int active, int turns, int ticks, struct row *r)
 			scale_free(s);
 		return -1;
 	}
-	/* settle: the first ticks run every controller once and find them quiet */
+	/* settle: the first ticks run every controller once and find them quiet; then traffic
+	 * until every active service has been seen (at rest, the scan reads one of up to
+	 * MAPS_SCAN_PARTS parts per tick), so that every measured tick is one of steady traffic */
 	for (int t = 0; t < 3; t++)
 		daemon_tick(s->d, now += dt);
-	s->d->ticked = s->d->skipped = 0;
-	for (int t = 0; t < ticks; t++) {
+	for (int t = -MAPS_SCAN_PARTS; t < ticks; t++) {
 		double t0;
 
+		if (t == 0)
+			s->d->ticked = s->d->skipped = 0;
 		/* spread the active services over the configured ones */
 		for (int a = 0; a < active; a++)
-			traffic(s, (int)((long)a * configured / active), (uint16_t)(1024 + t % 60000),
-				turns);
+			traffic(s, (int)((long)a * configured / active),
+				(uint16_t)(1024 + (t + MAPS_SCAN_PARTS) % 60000), turns);
 		t0 = thread_cpu_us();
 		daemon_tick(s->d, now += dt);
+		if (t < 0)
+			continue;
 		per[t] = thread_cpu_us() - t0;
 		sum += per[t];
 	}
