@@ -9,6 +9,22 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+/* Pins of an older layout (an older sluiced still running) hold class_stats entries of
+ * another shape: reading them as this build's would mix up classes and CPUs, so the map is
+ * left out (reads of it fail; status shows no counters rather than wrong ones). */
+static void drop_other_class_stats(struct sluice_maps *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (m->class_stats >= 0 && (bpf_obj_get_info_by_fd(m->class_stats, &info, &len) ||
+				    info.value_size != sizeof(struct sluice_svc_stats))) {
+		close(m->class_stats);
+		m->class_stats = -1;
+	}
+}
+
 int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 {
 	char path[512];
@@ -31,6 +47,7 @@ int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 		maps_close(m);
 		return err;
 	}
+	drop_other_class_stats(m);
 #define X(name)                                                              \
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, #name);               \
 	m->name = bpf_obj_get(path);
