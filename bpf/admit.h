@@ -23,8 +23,9 @@ static __always_inline void own_bump(__u32 svc)
 
 static __always_inline struct sluice_class_stats *class_stats_of(__u32 svc, __u32 cls)
 {
-	__u32 idx = sluice_stat_index(svc, cls);
-	return bpf_map_lookup_elem(&class_stats, &idx);
+	struct sluice_svc_stats *v = bpf_map_lookup_elem(&class_stats, &svc);
+
+	return v ? &v->cls[cls & (SLUICE_NUM_CLASSES - 1)] : NULL;
 }
 
 /* The first matching classify rule wins: each rule kind yields its best (lowest-order) match
@@ -547,7 +548,7 @@ static __always_inline int own_take_open(struct sluice_flow *f, struct own_units
 static __always_inline void record_latency(__u32 idx, __u64 us)
 {
 	struct sluice_hist *h = bpf_map_lookup_elem(&latency_hist, &idx);
-	struct sluice_samples *n;
+	struct sluice_svc_stats *n;
 	__u32 svc;
 
 	if (h) {
@@ -560,9 +561,9 @@ static __always_inline void record_latency(__u32 idx, __u64 us)
 		h->sum_us += us;
 	}
 	svc = idx / SLUICE_NUM_CLASSES;
-	n = bpf_map_lookup_elem(&latency_samples, &svc);
+	n = bpf_map_lookup_elem(&class_stats, &svc);
 	if (n)
-		n->n[idx & (SLUICE_NUM_CLASSES - 1)]++;
+		n->samples[idx & (SLUICE_NUM_CLASSES - 1)]++;
 }
 
 /* A tcp connection ends after a single turn: that turn was its request, its sample is due.

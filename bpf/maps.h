@@ -180,12 +180,13 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } busy_released SEC(".maps");
 
-/* Cumulative counters per (service, class), per CPU. BPF. */
+/* Cumulative counters per service (by class, with the classes' latency sample counts), per
+ * CPU (struct sluice_svc_stats). BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
 	__type(key, __u32);
-	__type(value, struct sluice_class_stats);
+	__type(value, struct sluice_svc_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } class_stats SEC(".maps");
 
@@ -198,18 +199,6 @@ struct {
 	__type(value, struct sluice_hist);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } latency_hist SEC(".maps");
-
-/* Latency samples per service (by class), per CPU: counted after the sample is in
- * latency_hist, so the controller reads a histogram only when its count moved (a tcp turn
- * moves no other counter). BPF (TC egress). Not pinned: the counts only have to be monotonic
- * while one sluiced reads them (a new sluiced reads every histogram on its first tick and
- * compares counts from then on). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
-	__type(key, __u32);
-	__type(value, struct sluice_samples);
-} latency_samples SEC(".maps");
 
 /* Parser counters, per CPU. BPF. */
 struct {

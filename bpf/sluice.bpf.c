@@ -544,7 +544,7 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 	own_bump(svc);
 	idx = sluice_stat_index(svc, cls);
 	record_latency(idx, (now - f->req_start_ns) / 1000);
-	st = bpf_map_lookup_elem(&class_stats, &idx);
+	st = class_stats_of(svc, cls);
 	if (!st)
 		return;
 	st->completed++;

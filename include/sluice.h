@@ -63,7 +63,11 @@
  *      maps than `sluice_layout` holds); new map `untrusted_marks` (priority marks ignored
  *      per service because the source is outside trust_from); flow keys (flows, handshakes,
  *      rejected_syns) carry the local address: a client using one source port towards two
- *      local addresses of one port holds two units */
+ *      local addresses of one port holds two units; `class_stats` holds one per-CPU entry per
+ *      service (struct sluice_svc_stats: the four classes' counters and their latency sample
+ *      counts) instead of one per service and class: the controller's tick reads a quarter of
+ *      the entries; a migration starts the counters from zero (the controller sees a reset,
+ *      as after an attach) */
 #define SLUICE_MAP_LAYOUT_VERSION 7
 
 /* Services by local address: two services may share a port on different local addresses
@@ -547,7 +551,7 @@ struct sluice_untrusted {
 	__u64 ignored;
 };
 
-/* Map `class_stats` (PERCPU_ARRAY, index svc * 4 + class): cumulative since attach. */
+/* One class's counters, cumulative since attach (in struct sluice_svc_stats). */
 struct sluice_class_stats {
 	__u64 arrivals;
 	__u64 admitted;
@@ -558,6 +562,17 @@ struct sluice_class_stats {
 	__u64 fail_open;                 /* admitted only because the controller was silent */
 	__u64 untracked;                 /* admitted but flow table full: not counted in in-flight */
 	__u64 rejected[SLUICE_REJ_REASONS];
+};
+
+/* Map `class_stats` (PERCPU_ARRAY, index = service): a service's counters by class, and
+ * per class the latency samples put in its histogram, counted after the histogram (on the
+ * same CPU): the controller, which reads these before the histograms, reads a histogram only
+ * when its count moved (a tcp turn moves no other counter). One entry a service: the tick
+ * reads every service's counters in one batch of as many entries as services, and the
+ * kernel's cost of a batch is mostly per entry. */
+struct sluice_svc_stats {
+	struct sluice_class_stats cls[SLUICE_NUM_CLASSES];
+	__u64 samples[SLUICE_NUM_CLASSES];
 };
 
 /* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
@@ -582,12 +597,6 @@ struct sluice_pkt_stats {
 struct sluice_hist {
 	__u64 bucket[SLUICE_HIST_BUCKETS];
 	__u64 sum_us;
-};
-
-/* Map `latency_samples` (PERCPU_ARRAY, index = service): samples put in each class's
- * histogram, counted after the histogram. One entry a service keeps the tick's read small. */
-struct sluice_samples {
-	__u64 n[SLUICE_NUM_CLASSES];
 };
 
 static inline __u32 sluice_log2_u64(__u64 v)

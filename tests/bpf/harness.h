@@ -39,7 +39,6 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
 	m->own_ops = bpf_object__find_map_fd_by_name(obj, "own_ops");
-	m->latency_samples = bpf_object__find_map_fd_by_name(obj, "latency_samples");
 	m->reclaim_prog = gc ? bpf_program__fd(gc) : -1;
 	return maps_learn_sizes(m);
 }

@@ -119,6 +119,17 @@ static inline int scale_xdp(const struct scale *s, const struct pkt_spec *p)
 	return r.err ? -1 : r.ret;
 }
 
+/* The client's RST on the unit from client port sport to service i, after it sent `sent`
+ * bytes (the queries of scale_turn): the unit ends. */
+static inline void scale_rst(const struct scale *s, int i, uint16_t sport, uint32_t sent)
+{
+	struct pkt_spec rst = { .src = "198.18.7.7", .dst = "198.18.0.1", .sport = sport,
+				.dport = (uint16_t)(SCALE_PORT0 + i), .seq = 1001u + sport + sent,
+				.ack = 1, .rst = 1 };
+
+	scale_xdp(s, &rst);
+}
+
 /* A unit to service i from a client port: SYN; when it is admitted, the server's SYN-ACK
  * (TC egress) and the client's ACK complete the handshake, which is when the unit takes its
  * slot; with `end`, the client's RST then ends the flow. Returns the SYN's XDP action. */
@@ -139,21 +150,18 @@ static inline int scale_unit(const struct scale *s, int i, uint16_t sport, int e
 		if (r.err || scale_xdp(s, &ack) != XDP_PASS)
 			return -1;
 	}
-	if (end) {
-		struct pkt_spec rst = first;
-
-		rst.ackf = 0, rst.rst = 1;
-		scale_xdp(s, &rst);
-	}
+	if (end)
+		scale_rst(s, i, sport, 0);
 	return act;
 }
 
 /* On the unit from client port sport to service i (scale_unit, not ended): the client's
  * first query (TC ingress), which opens a turn (the flow is busy), or with `reply`, the
  * server's answer to it (TC egress), which ends the turn. Returns the program's error. */
+#define SCALE_QUERY "query"
 static inline int scale_turn(const struct scale *s, int i, uint16_t sport, int reply)
 {
-	static const char q[] = "query";
+	static const char q[] = SCALE_QUERY;
 	struct pkt_spec seg = { .src = "198.18.7.7", .dst = "198.18.0.1", .sport = sport,
 				.dport = (uint16_t)(SCALE_PORT0 + i), .seq = 1001u + sport,
 				.ack = 1, .ackf = 1, .psh = 1, .payload = q,

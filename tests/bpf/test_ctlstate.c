@@ -126,11 +126,12 @@ static void learn(struct daemon *d, uint64_t now)
 static void errors_in_counters(struct world *w, int svc)
 {
 	int n = w->f->m.ncpus;
-	struct sluice_class_stats *all = calloc((size_t)n, sizeof(*all));
-	__u32 k = sluice_stat_index((__u32)svc, 0);
+	struct sluice_svc_stats *all = calloc((size_t)n, sizeof(*all));
+	__u32 k = (__u32)svc;
 
 	assert_non_null(all);
-	all[0].arrivals = all[0].admitted = all[0].completed = all[0].errors = 100000;
+	all[0].cls[0].arrivals = all[0].cls[0].admitted = all[0].cls[0].completed =
+		all[0].cls[0].errors = 100000;
 	assert_int_equal(bpf_map_update_elem(w->f->m.class_stats, &k, all, BPF_ANY), 0);
 	free(all);
 }
@@ -401,11 +402,34 @@ static void pin_short_keys(const char *dir, struct sluice_bpf *a)
 	}
 }
 
+/* Layouts before 7 counted per service and class: class_stats as they left it, one per-CPU
+ * entry of one class's counters for each of the slots' classes, with counts in it. */
+static void old_class_stats(const char *dir, unsigned slots)
+{
+	char path[256];
+	struct sluice_class_stats *all = calloc((size_t)libbpf_num_possible_cpus(), sizeof(*all));
+	__u32 k = 1;
+	int fd;
+
+	assert_non_null(all);
+	snprintf(path, sizeof(path), "%s/class_stats", dir);
+	assert_int_equal(unlink(path), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "class_stats", sizeof(__u32), sizeof(*all),
+			    slots * SLUICE_NUM_CLASSES, NULL);
+	assert_true(fd >= 0);
+	all[0].arrivals = all[0].admitted = 777;
+	assert_int_equal(bpf_map_update_elem(fd, &k, all, BPF_ANY), 0);
+	assert_int_equal(bpf_obj_pin(fd, path), 0);
+	close(fd);
+	free(all);
+}
+
 /* Pins as layout `from` (3 to 6) left them: the maps it never had gone, the record saying
- * `from`, flow keys without the local address. This build migrates them in place: flows
- * copied from 3 and 4 (its new tcp fields are zero in an older flow; 5's flows are this
- * layout's), flows, handshakes and rejected_syns copied under their longer keys, every other
- * pinned map adopted, the missing maps created empty and pinned. */
+ * `from`, flow keys without the local address, class_stats one entry per service and class.
+ * This build migrates them in place: flows copied from 3 and 4 (its new tcp fields are zero in
+ * an older flow; 5's flows are this layout's), flows, handshakes and rejected_syns copied
+ * under their longer keys, class_stats replaced unread by an empty one of this layout, every
+ * other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
 	/* the maps new in layout 7 (the first n_v7), then 6's (n_v6), then 5's, then 4's */
@@ -426,7 +450,10 @@ static void migrate_from(__u32 from)
 	static struct sluice_ctl_slot slot;
 	static struct sluice_layout_ext ext;
 	struct sluice_untrusted *untrusted = calloc(libbpf_num_possible_cpus(), sizeof(*untrusted));
-	__u32 k = 0;
+	struct sluice_svc_stats st;
+	struct bpf_map_info info;
+	__u32 k = 0, ilen = sizeof(info);
+	int fd;
 
 	{
 		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
@@ -437,6 +464,18 @@ static void migrate_from(__u32 from)
 	for (int i = 0; i < n_gone; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
 		unlink(path);
+	}
+	old_class_stats(dir, bpf_map__max_entries(a->maps.services));
+	if (from >= 5) {   /* 3 and 4 lack maps a sluicectl of any layout since 5 opens */
+		struct sluice_maps om;
+		struct sluice_class_stats cs;
+
+		/* a sluicectl of this layout on them reads no counters rather than misread ones */
+		assert_int_equal(maps_open_pinned(dir, &om), 0);
+		assert_true(om.class_stats < 0);
+		assert_true(om.services >= 0);
+		assert_true(maps_read_class_stats(&om, 1, 0, &cs) != 0);
+		maps_close(&om);
 	}
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
@@ -454,8 +493,10 @@ static void migrate_from(__u32 from)
 	for (int i = 0; i < lp.n; i++) {
 		const char *name = bpf_map__name(lp.slot[i].map);
 
+		assert_int_equal(lp.slot[i].renew, !strcmp(name, "class_stats"));
 		assert_int_equal(lp.slot[i].copy, !strcmp(name, "flows") ||
-				 !strcmp(name, "handshakes") || !strcmp(name, "rejected_syns"));
+				 !strcmp(name, "handshakes") || !strcmp(name, "rejected_syns") ||
+				 !strcmp(name, "class_stats"));
 	}
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
@@ -475,6 +516,20 @@ static void migrate_from(__u32 from)
 		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
 		assert_int_equal(access(path, F_OK), 0);
 	}
+	/* class_stats: this layout's shape under the old pin's name, counting from zero */
+	snprintf(path, sizeof(path), "%s/class_stats", dir);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+	assert_int_equal(info.value_size, sizeof(struct sluice_svc_stats));
+	assert_int_equal(info.max_entries, bpf_map__max_entries(b->maps.services));
+	close(fd);
+	assert_int_equal(maps_read_svc_stats(&(struct sluice_maps){
+		.class_stats = bpf_map__fd(b->maps.class_stats),
+		.ncpus = libbpf_num_possible_cpus() }, 1, &st), 0);
+	assert_int_equal(st.cls[0].arrivals, 0);
+	assert_true(strstr(lp.note, "class_stats regrouped by service") != NULL);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
 	assert_int_equal(rec.version, layout_version());
 	/* the record's continuation: the same version, the maps beyond the first record's room */

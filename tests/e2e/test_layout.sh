@@ -7,8 +7,8 @@
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
 # pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them: flow
 # keys without the local address, the whole record in sluice_layout, no sluice_layout_ext, no
-# untrusted_marks; 5: in-flight in the
-# shared map only, no inflight_pcpu, no conn_cap, addr_services or latency_samples; 4: nor
+# untrusted_marks, class_stats one per-CPU entry per service and class; 5: in-flight in the
+# shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor
 # busy/busy_released maps, flows without server_next and flags; 3: nor ctl_state/ctl_requests;
 # 2 and 1: verdicts
 # in the admit encoding, flows without client_next, nor handshakes/halfopen, the record as the
@@ -177,10 +177,10 @@ mv "$PIN/sluice_layout_away" "$REC"
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: flows, handshakes and rejected_syns keyed without the local address;
 #    the whole record in sluice_layout (no sluice_layout_ext), no untrusted_marks map (the
-#    ignored priority marks);
+#    ignored priority marks); class_stats with one per-CPU entry of one class's counters per
+#    service and class (replaced unread by the migration: its counters start from zero);
 #  - layout 5 and older: in-flight counted in the shared map only (no inflight_pcpu), no
-#    conn_cap map (the open-connection cap), no addr_services map (services by local address),
-#    no latency_samples map (the sample counts);
+#    conn_cap map (the open-connection cap), no addr_services map (services by local address);
 #  - layout 4 and older: flows with 0 where server_next and flags are (unused by tcp, padding
 #    then), no busy or busy_released map (the tcp turns' counts);
 #  - layout 3 and older: none of the controller's maps ctl_state and ctl_requests either;
@@ -303,9 +303,21 @@ print(" ".join(str(x) for x in struct.pack("<5q", *f)))' $c0 $c1 $c2 $c3)
 		bpftool map update pinned "$PIN/inflight" key $k0 $k1 $k2 $k3 value $v
 	done
 }
+# class_stats as layouts before 7 had it: one per-CPU entry per service and class (a fresh
+# map: the migration replaces it without reading it).
+class_stats_per_class() {
+	local n
+	n=$(bpftool -j map show pinned "$PIN/class_stats" | json_get /dev/stdin "d['max_entries']")
+	rm -f "$PIN/class_stats"
+	bpftool map create "$PIN/class_stats" type percpu_array key 4 value "$CLASS_STATS_SIZE" \
+		entries $((n * 4)) name class_stats
+}
+CLASS_STATS_SIZE=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw |
+	awk "/STRUCT 'sluice_class_stats' size=/ { sub(/.*size=/, \"\"); print \$1; exit }")
 as_old_layout() { # as_old_layout 1|2|3|4|5|6
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
+	class_stats_per_class
 	[ "$1" -le 5 ] && stripes_to_shared
 	# The entries of the record's continuation, before it goes (one line, maybe empty).
 	ext_bytes > "$TMP/ext$1" 2>/dev/null || : > "$TMP/ext$1"
@@ -359,12 +371,13 @@ upgrade() {
 	# 5: only layout 6's maps are new. From every one of them: flows, handshakes (1 and 2 had
 	# none) and rejected_syns copied under keys with the local address, which the held
 	# connections' flows take from the socket table; a flow key the data path makes from
-	# their packets must find them (their FINs end them at the end of the test).
+	# their packets must find them (their FINs end them at the end of the test); class_stats
+	# renewed (counted with the copied maps).
 	if [ "$from" -le 2 ]; then what="verdicts converted"
 	elif [ "$from" -le 4 ]; then what="flows copied"
 	elif [ "$from" = 5 ]; then what="every other map adopted"
 	else what="flow keys given their local address"; fi
-	n_copied=3
+	n_copied=4
 	local carried="flows: 12 entries.*" held_how="copied under keys with their local address"
 	local keyed="0 from their service, 12 from the socket table, 0 unknown"
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')

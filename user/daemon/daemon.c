@@ -105,6 +105,16 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 	maps_write_globals(&d->m, &g);
 }
 
+/* Which slots the tick reads in-flight of (http: requests; tcp reads busy). */
+static void reader_wants(struct daemon *d)
+{
+	memset(d->rd.wants_inflight, 0, (size_t)d->rd.n_slots);
+	for (int i = 0; i < d->cfg.n_services; i++)
+		if (d->idx[i] < d->rd.n_slots)
+			d->rd.wants_inflight[d->idx[i]] =
+				d->cfg.services[i].protocol == SLUICE_PROTO_HTTP;
+}
+
 /* Per-service arrays for n services (zeroed); idx has room for the tick's hot list too. */
 static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct service_books **books)
 {
@@ -170,6 +180,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		snprintf(err, errlen, "cannot program service maps: %s", strerror(-rc));
 		return -1;
 	}
+	reader_wants(d);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	sluice_cascade_init(&d->cascade);
 	for (int i = 0; i < d->cfg.n_services; i++) {
@@ -450,25 +461,21 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
 }
 
 /* The histogram classes the tick must read (bit c = class c); the others are marked in
- * hist_same and left out of in->hist. BPF counts a
- * latency sample in latency_samples after it put it in the histogram, on the same CPU, and
- * the counts are read before the histograms: a class whose count did not move since the
- * controller's last tick has the histogram it had then (the controller keeps it). Pins without that map: an http
- * sample is followed by the request's `completed` the same way; a tcp turn ends with no
- * counter, so a tcp service reads all four. The first tick after a start, an import or the
- * reload that added the service reads all four. */
+ * hist_same and left out of in->hist. BPF counts a latency sample in the service's
+ * class_stats entry after it put it in the histogram, on the same CPU, and the counts are
+ * read before the histograms: a class whose count did not move since the controller's last
+ * tick has the histogram it had then (the controller keeps it). The first tick after a
+ * start, an import or the reload that added the service reads all four. */
 static unsigned hist_classes_to_read(const struct daemon *d, int i, struct ctl_inputs *in)
 {
 	const struct service_ctl *s = &d->ctl[i];
 	unsigned want = 0;
 
 	in->hist_same = 0;
-	if (!s->have_prev || (!d->rd.have_samples && d->cfg.services[i].protocol != SLUICE_PROTO_HTTP))
+	if (!s->have_prev)
 		return (1u << SLUICE_NUM_CLASSES) - 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		if (d->rd.have_samples ?
-		    maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c] :
-		    in->stats[c].completed != s->prev[c].completed) {
+		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c]) {
 			want |= 1u << c;
 			continue;
 		}
@@ -517,8 +524,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	d->ticked++;
 	b->ran = 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (d->rd.have_samples)
-			b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
+		b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
@@ -723,6 +729,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->ctl = new_ctl;
 	d->books = new_books;
 	pthread_mutex_unlock(&d->lock);
+	reader_wants(d);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	daemon_node_configure(d, now_ns);
 	free(d->cfg_text);

@@ -63,8 +63,8 @@ static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
 	{ "inflight_pcpu", 1 },
 	{ "busy", 1 }, { "busy_released", 1 },
-	{ "replies", 2 }, { "class_stats", SLUICE_NUM_CLASSES },
-	{ "latency_hist", SLUICE_NUM_CLASSES }, { "latency_samples", 1 },
+	{ "replies", 2 }, { "class_stats", 1 },
+	{ "latency_hist", SLUICE_NUM_CLASSES },
 	{ "halfopen", 1 },
 	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 }, { "untrusted_marks", 1 },
 };
@@ -641,10 +641,8 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	return 0;
 }
 
-void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops,
-			 int *latency_samples)
+void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops)
 {
-	*latency_samples = st->skel ? bpf_map__fd(st->skel->maps.latency_samples) : -1;
 	*reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
 	*own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
 }

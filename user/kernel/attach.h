@@ -82,8 +82,7 @@ void attach_release(struct attach_state *st);
 int detach_all(const char *pin_dir, char *err, size_t errlen);
 
 /* The loaded object's maps and programs that are not pinned: the flow GC program and change
- * counts (flowgc.h) and the latency sample counts the tick compares. */
-void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops,
-			 int *latency_samples);
+ * counts (flowgc.h). */
+void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops);
 
 #endif

@@ -9,6 +9,22 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+/* Pins of an older layout (an older sluiced still running) hold class_stats entries of
+ * another shape: reading them as this build's would mix up classes and CPUs, so the map is
+ * left out (reads of it fail; status shows no counters rather than wrong ones). */
+static void drop_other_class_stats(struct sluice_maps *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (m->class_stats >= 0 && (bpf_obj_get_info_by_fd(m->class_stats, &info, &len) ||
+				    info.value_size != sizeof(struct sluice_svc_stats))) {
+		close(m->class_stats);
+		m->class_stats = -1;
+	}
+}
+
 int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 {
 	char path[512];
@@ -31,6 +47,7 @@ int maps_open_pinned(const char *pin_dir, struct sluice_maps *m)
 		maps_close(m);
 		return err;
 	}
+	drop_other_class_stats(m);
 #define X(name)                                                              \
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, #name);               \
 	m->name = bpf_obj_get(path);
@@ -121,11 +138,20 @@ static int read_percpu_u64s(int fd, __u32 key, int ncpus, void *out, size_t size
 	return 0;
 }
 
+int maps_read_svc_stats(const struct sluice_maps *m, int svc, struct sluice_svc_stats *out)
+{
+	return read_percpu_u64s(m->class_stats, (__u32)svc, m->ncpus, out, sizeof(*out));
+}
+
 int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out)
 {
-	return read_percpu_u64s(m->class_stats, sluice_stat_index(svc, cls), m->ncpus, out,
-				sizeof(*out));
+	struct sluice_svc_stats all;
+	int err = maps_read_svc_stats(m, svc, &all);
+
+	if (!err)
+		*out = all.cls[cls & (SLUICE_NUM_CLASSES - 1)];
+	return err;
 }
 
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out)
@@ -239,7 +265,7 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	memset(r, 0, sizeof(*r));
 	r->n_slots = m->n_slots;
 	r->ncpus = m->ncpus;
-	r->stats_len = sizeof(struct sluice_class_stats) * SLUICE_NUM_CLASSES * (size_t)m->ncpus;
+	r->stats_len = sizeof(struct sluice_svc_stats) * (size_t)m->ncpus;
 	r->stats = malloc(r->stats_len * n);
 	r->scratch = malloc(r->stats_len * n);
 	r->changed = calloc(n, 1);
@@ -248,14 +274,14 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->busy = calloc(n, sizeof(*r->busy));
 	r->busy_released = calloc(n, sizeof(*r->busy_released));
 	r->busy_read = calloc(n, 1);
+	r->wants_inflight = calloc(n, 1);
 	r->samples = calloc(n * SLUICE_NUM_CLASSES, sizeof(*r->samples));
-	r->have_samples = m->latency_samples >= 0;
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->stripes = malloc(sizeof(struct sluice_inflight) * n * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
 	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
-	    !r->samples) {
+	    !r->samples || !r->wants_inflight) {
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
@@ -272,6 +298,7 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->busy);
 	free(r->busy_released);
 	free(r->busy_read);
+	free(r->wants_inflight);
 	free(r->samples);
 	free(r->hist);
 	free(r->stripes);
@@ -288,52 +315,28 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 					   sizeof(*r->busy_released), r->busy_released, r->keys);
 }
 
-static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, void *out);
-
-/* The sample counts of slots [first, first + n) (the scratch is free again), marking the
- * slots whose counts moved. */
-static int read_samples(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
-{
-	size_t stride = sizeof(struct sluice_samples) * (size_t)r->ncpus;
-	int err = maps_read_array(m->latency_samples, (__u32)first, (__u32)n, stride, r->scratch,
-				  r->keys);
-
-	if (err)
-		return err;
-	for (int k = 0; k < n; k++) {
-		struct sluice_samples sum;
-		int s = first + k;
-
-		sum_percpu(r->scratch + stride * (size_t)k, 1, r->ncpus, sizeof(sum), &sum);
-		if (!memcmp(&r->samples[(size_t)s * SLUICE_NUM_CLASSES], sum.n, sizeof(sum.n)))
-			continue;
-		memcpy(&r->samples[(size_t)s * SLUICE_NUM_CLASSES], sum.n, sizeof(sum.n));
-		if (!r->changed[s]) {
-			r->changed[s] = 1;
-			r->n_changed++;
-		}
-	}
-	return 0;
-}
-
 /* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
 static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
 {
-	int err = maps_read_array(m->class_stats, (__u32)first * SLUICE_NUM_CLASSES,
-				  (__u32)n * SLUICE_NUM_CLASSES, r->stats_len / SLUICE_NUM_CLASSES,
-				  r->scratch, r->keys);
+	int err = maps_read_array(m->class_stats, (__u32)first, (__u32)n, r->stats_len, r->scratch,
+				  r->keys);
 
 	if (err)
 		return err;
 	for (int k = 0; k < n; k++) {
 		size_t off = r->stats_len * (size_t)(first + k);
 		const unsigned char *fresh = r->scratch + r->stats_len * (size_t)k;
+		__u64 *samples = &r->samples[(size_t)(first + k) * SLUICE_NUM_CLASSES];
 
 		if (r->have_prev && !memcmp(r->stats + off, fresh, r->stats_len))
 			continue;
 		memcpy(r->stats + off, fresh, r->stats_len);
 		r->changed[first + k] = 1;
 		r->n_changed++;
+		memset(samples, 0, sizeof(__u64) * SLUICE_NUM_CLASSES);
+		for (int c = 0; c < r->ncpus; c++)
+			for (int j = 0; j < SLUICE_NUM_CLASSES; j++)
+				samples[j] += ((const struct sluice_svc_stats *)fresh)[c].samples[j];
 	}
 	/* busy: the stats are compared, the scratch is free again */
 	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
@@ -352,13 +355,13 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 			r->n_changed++;
 		}
 	}
-	return r->have_samples ? read_samples(r, m, first, n) : 0;
+	return 0;
 }
 
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
 		     const int *hot, int n_hot)
 {
-	int err, parts, len, first, end;
+	int err, parts, len, first, end, n_inflight = 0;
 
 	if (n_used > r->n_slots)
 		n_used = r->n_slots;
@@ -385,7 +388,9 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 			goto fail;
 	r->have_prev = 1;
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
-	if (r->n_changed > n_used / 8) {
+	for (int s = 0; s < n_used && r->n_changed > n_used / 8; s++)
+		n_inflight += r->changed[s] & r->wants_inflight[s];
+	if (n_inflight > n_used / 8) {
 		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
 					   r->inflight, r->keys)) ||
 		    (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys, r->inflight)))
@@ -400,8 +405,7 @@ fail:
 
 long long maps_reader_samples(const struct maps_reader *r, int svc, int cls)
 {
-	return r->have_samples ? (long long)r->samples[(size_t)svc * SLUICE_NUM_CLASSES +
-						       (size_t)cls] : -1;
+	return (long long)r->samples[(size_t)svc * SLUICE_NUM_CLASSES + (size_t)cls];
 }
 
 int maps_reader_changed(const struct maps_reader *r, int svc)
@@ -409,7 +413,7 @@ int maps_reader_changed(const struct maps_reader *r, int svc)
 	return r->changed[svc];
 }
 /* The per-CPU values below are made of u64 only: no padding between CPUs. */
-_Static_assert(sizeof(struct sluice_class_stats) % 8 == 0, "class_stats not u64-aligned");
+_Static_assert(sizeof(struct sluice_svc_stats) % 8 == 0, "class_stats not u64-aligned");
 _Static_assert(sizeof(struct sluice_hist) % 8 == 0, "hist not u64-aligned");
 
 /* Per-CPU values of consecutive entries: entry e of CPU c is at (e * ncpus + c). */
@@ -433,8 +437,17 @@ static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, voi
 
 void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class_stats *out)
 {
-	sum_percpu(r->stats + r->stats_len * (size_t)svc, SLUICE_NUM_CLASSES, r->ncpus,
-		   sizeof(*out), out);
+	const struct sluice_svc_stats *v = (const void *)(r->stats + r->stats_len * (size_t)svc);
+
+	memset(out, 0, sizeof(*out) * SLUICE_NUM_CLASSES);
+	for (int c = 0; c < r->ncpus; c++)
+		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+			const __u64 *f = (const __u64 *)&v[c].cls[k];
+			__u64 *o = (__u64 *)&out[k];
+
+			for (size_t i = 0; i < sizeof(*out) / sizeof(__u64); i++)
+				o[i] += f[i];
+		}
 }
 
 int maps_reader_inflight(struct maps_reader *r, const struct sluice_maps *m, int svc,

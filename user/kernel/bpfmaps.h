@@ -16,7 +16,6 @@ struct sluice_maps {
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
 	int untrusted_marks;             /* ignored priority marks; -1 before layout 7 */
-	int latency_samples;             /* not pinned: from the loaded object (attach_flow_handles) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
 	int reclaim_prog, own_ops;
@@ -47,7 +46,7 @@ int maps_learn_sizes(struct sluice_maps *m);
  * (scratch), or NULL to allocate it. */
 int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys);
 
-/* The tick's read path: the counters (class_stats) in one batch syscall, the in-flight and
+/* The tick's read path: the counters (class_stats, one entry a service) in one batch syscall, the in-flight and
  * histograms only of the services the caller runs (in-flight batched too when many changed).
  * In-flight only moves with a counter (admitted, completed) or with a GC release, so an
  * unchanged service needs neither. A tcp turn opens without a counter: `busy` is read with the
@@ -61,13 +60,17 @@ int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u
 
 struct maps_reader {
 	int n_slots, ncpus;
-	size_t stats_len;            /* bytes of one service's class_stats (4 classes, all CPUs) */
+	size_t stats_len;            /* bytes of one service's class_stats entry (all CPUs) */
 	unsigned char *stats;        /* raw per-CPU class_stats, as last read, per slot */
 	unsigned char *scratch;      /* one batch as it arrives */
 	unsigned char *changed;      /* per slot: counters moved since it was last read */
 	int have_prev, n_changed;
 	unsigned turn;               /* which part of the slots at rest this read covers */
 	int inflight_read;           /* inflight[] was read in one batch this time */
+	/* per slot: the caller limits requests (http) and so reads in-flight; a tcp service's
+	 * concurrency is busy, read with the counters. Only changed slots marked here count
+	 * towards reading every in-flight in one batch. Zero (none) until set. */
+	unsigned char *wants_inflight;
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
 	unsigned char *stripes;      /* inflight_pcpu as read, all CPUs (scratch) */
 	/* tcp turns: busy as last read with the counters (a turn opens without moving a
@@ -75,11 +78,10 @@ struct maps_reader {
 	 * and per slot whether this read covered it. */
 	struct sluice_inflight *busy, *busy_released;
 	unsigned char *busy_read;
-	/* Latency samples per slot and class (summed over CPUs), read with the counters when
-	 * the map is pinned (have_samples): a histogram is read only when its count moved, and a
-	 * count that moved marks the slot changed (a tcp turn moves no other counter). */
+	/* Latency samples per slot and class (summed over CPUs), read with the counters: a
+	 * histogram is read only when its count moved, and a count that moved marks the slot
+	 * changed (a tcp turn moves no other counter). */
 	__u64 *samples;
-	int have_samples;
 	void *hist;                  /* one service's 4 histograms, all CPUs */
 	__u32 *keys;                 /* scratch for the batch lookups */
 };
@@ -91,8 +93,7 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 /* inflight_released and busy_released are written by the flow GC only: re-read them after a
  * GC pass released. */
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
-/* Latency samples of slot svc, class cls, as last read; -1 when the map is not pinned (the
- * caller must then read the histograms to know). */
+/* Latency samples of slot svc, class cls, as last read. */
 long long maps_reader_samples(const struct maps_reader *r, int svc, int cls);
 /* Did slot svc's counters move since it was last read (always 1 on the first read)? */
 int maps_reader_changed(const struct maps_reader *r, int svc);
@@ -116,7 +117,8 @@ int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m,
 			     unsigned mask, struct sluice_hist *out);
 void maps_close(struct sluice_maps *m);
 
-/* Counters: summed over CPUs. */
+/* Counters: summed over CPUs (a service's entry, or one class of it). */
+int maps_read_svc_stats(const struct sluice_maps *m, int svc, struct sluice_svc_stats *out);
 int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out);
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out);

@@ -152,6 +152,16 @@ static const struct {
 	{ 7, new_in_v7 },
 	{ 0, NULL },
 };
+/* Layout 7: maps whose entries changed shape, so no value can be carried key for key. A
+ * migration from any older layout creates them fresh (empty) and pins them over the old
+ * pins, which are not read:
+ *  - class_stats: one per-CPU entry per service (the four classes' counters and their
+ *    latency sample counts) instead of one per service and class. The counters are
+ *    statistics: they start from zero, which the controller takes as a reset (as after an
+ *    attach), and in-flight, flows and the controller's learned state are carried as
+ *    before. */
+#define LAYOUT_V7 7
+static const char *const renewed_in_v7[] = { "class_stats", NULL };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -189,7 +199,8 @@ static const struct layout_migration migrations[] = {
 	/* 5 -> 6: every map adopted (only layout 6's maps are new) */
 	{ .from = 5, .what = "every other map adopted" },
 	/* 6 -> 7: the maps keyed by flow key get the local address in their keys (as from every
-	 * older layout: layout_rekeyer); every other map adopted */
+	 * older layout: layout_rekeyer); class_stats renewed (renewed_in_v7, as from every older
+	 * layout); every other map adopted */
 	{ .from = 6, .what = "flow keys given their local address, every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
@@ -448,10 +459,10 @@ static int check_pins(struct layout_plan *p, const struct bpf_object *obj, const
 		struct layout_slot *s = &p->slot[i];
 		const char *name = bpf_map__name(s->map);
 		char why[200], msg[600];
-		int fd = open_pin(pin_dir, s->map), ok;
+		int fd = s->renew ? -1 : open_pin(pin_dir, s->map), ok;
 
 		if (fd < 0)
-			continue; /* not pinned yet: loading creates it */
+			continue; /* not pinned yet, or replaced unread: loading creates it */
 		ok = pin_matches(fd, obj, s->map, rec, s->copy,
 				 s->rekey ? layout_rekey_old_size() : bpf_map__key_size(s->map), why,
 				 sizeof(why));
@@ -586,6 +597,8 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		p->slot[i].copy = strcmp(name, LAYOUT_MAP) != 0 &&
 				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert ||
 				   p->slot[i].rekey);
+		p->slot[i].renew = mig->from < LAYOUT_V7 && in_list(renewed_in_v7, name);
+		p->slot[i].copy |= p->slot[i].renew;
 	}
 	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
 		return -EPROTO;
@@ -593,8 +606,10 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		if (p->slot[i].copy)
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
 	added_note(mig, added, sizeof(added));
-	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s)",
-		 pin_dir, p->pinned, p->version, mig->what, added);
+	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s%s)",
+		 pin_dir, p->pinned, p->version, mig->what, added,
+		 mig->from < LAYOUT_V7 ? "; class_stats regrouped by service, its counters start "
+		 "from zero" : "");
 	return 0;
 }
 

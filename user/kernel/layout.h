@@ -33,6 +33,7 @@ typedef int (*layout_rekey_fn)(struct layout_plan *p, const void *old_key, const
 struct layout_slot {
 	struct bpf_map *map;
 	int copy;                   /* migrated: created fresh and filled from the pin */
+	int renew;                  /* migrated: created fresh, the pin replaced unread */
 	layout_convert_fn convert;  /* for a copied map whose values changed meaning, else NULL */
 	int old_fd;                 /* the pinned map being carried over, -1 otherwise */
 	void *base;                 /* what the first copy carried over (a snapshot) */
