@@ -56,6 +56,7 @@ static const char *CONFIG =
 	"    protocol: http\n"
 	"    limit: { fixed: 1000000 }\n"
 	"    default_class: L2\n"
+	"    trust_from: [198.19.0.0/16, 2001:2::/32]\n"   /* the clients: their header is read */
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { header: \"X-Priority\", class: from-header }\n"
@@ -64,6 +65,7 @@ static const char *CONFIG =
 	"    protocol: http\n"
 	"    limit: { fixed: 1 }\n"
 	"    default_class: L2\n"
+	"    trust_from: [198.19.0.0/16, 2001:2::/32]\n"
 	"    classify:\n"
 	"      - { header: \"X-Priority\", class: from-header }\n";
 
