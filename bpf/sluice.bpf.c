@@ -150,16 +150,35 @@ static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 is
 	f->state = state;
 }
 
+/* 64-bit hash of a flow key, word by word (multiply and fold): spreads the 4-tuples of one
+ * client over the refused_syns slots. */
+static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
+{
+	const __u32 *w = (const __u32 *)key;
+	__u64 h = 0x9e3779b97f4a7c15ull;
+
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*key) / 4); i++) {
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
 static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
 					      struct sluice_class_stats *st)
 {
-	__u32 *seen = bpf_map_lookup_elem(&rejected_syns, key);
+	__u64 h = flow_key_hash(key), mark = (h & 0xffffffff00000000ull) | isn;
+	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
+	__u64 *seen = bpf_map_lookup_elem(&refused_syns, &slot);
 
-	if (seen && *seen == isn) {
+	if (!seen)
+		return;
+	if (READ_ONCE(*seen) == mark) {
 		st->retransmits++;
 		return;
 	}
-	bpf_map_update_elem(&rejected_syns, key, &isn, BPF_ANY);
+	*seen = mark;
 }
 
 /* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
