@@ -100,12 +100,15 @@ static __always_inline __u32 ctz64(__u64 m)
 	return popcount64((m & -m) - 1);
 }
 
+/* One 8-byte load. A memcpy from a char pointer is split by clang into 8 byte loads, shifts
+ * and ors (it cannot assume alignment), which made the scan's words cost more than its
+ * bytes; the load itself needs no alignment where sluice runs (the verifier checks the
+ * alignment of map-value reads only on hosts without efficient unaligned access). */
+typedef __u64 __attribute__((may_alias)) scan_word;
+
 static __always_inline __u64 load8(const char *p)
 {
-	__u64 x;
-
-	__builtin_memcpy(&x, p, 8);
-	return x;
+	return *(const scan_word *)p;
 }
 
 #define SCAN_FALLBACK (-2)

@@ -702,11 +702,11 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). */
-static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p)
+/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). Its
+ * first 8 bytes are left in b (zero past a shorter payload) for is_connect. */
+static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p,
+					      char b[8])
 {
-	char b[8] = {};
-
 	if (p->payload_len < 4)
 		return 0;
 	if (p->payload_len >= 8) {
@@ -753,12 +753,10 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 	st->completed++; /* admitted, and over with its connection */
 }
 
-/* 1 when the request is a CONNECT. */
-static __always_inline int is_connect(struct __sk_buff *skb, const struct pkt *p)
+/* 1 when the request is a CONNECT (b: its first 8 bytes, from starts_with_method). */
+static __always_inline int is_connect(const struct pkt *p, const char b[8])
 {
-	char b[8];
-
-	if (p->payload_len < 8 || bpf_skb_load_bytes(skb, p->payload_off, b, 8))
+	if (p->payload_len < 8)
 		return 0;
 	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
 	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
@@ -777,6 +775,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_pkt_stats *ps;
 	struct class_pick pick;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
+	char method[8] = {};
 	__u64 now;
 	int reason = 0, rc;
 
@@ -800,7 +799,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
-	if (!starts_with_method(skb, p)) {
+	if (!starts_with_method(skb, p, method)) {
 		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
@@ -826,7 +825,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
-		if (is_connect(skb, p))
+		if (is_connect(p, method))
 			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
 		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;
