@@ -125,10 +125,11 @@ struct {
  * and the SYN's ISN in one 64-bit word, so a slot is read and written in one access without a
  * lock. Two 4-tuples on one slot: the later replaces the earlier, whose retransmit then counts
  * as a new refusal, as an entry lost to an LRU would; losing entries costs only accuracy of
- * that signal. 512 KiB: it stays in cache under a flood of refused SYNs, which a hash table
- * with an insert per SYN does not. Not pinned: after a restart the first retransmits of SYNs
- * refused before it count as new. BPF. */
-#define SLUICE_REFUSED_SLOTS 65536
+ * that signal. As many slots as the LRU it replaced had entries, in 128 KiB: small enough to
+ * stay in cache (with 65536 slots, 512 KiB, the slot's cache miss cost a refused SYN ~80 ns),
+ * which a hash table with an insert per SYN does not. Not pinned: after a restart the first
+ * retransmits of SYNs refused before it count as new. BPF. */
+#define SLUICE_REFUSED_SLOTS 16384
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SLUICE_REFUSED_SLOTS);
