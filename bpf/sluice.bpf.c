@@ -150,19 +150,26 @@ static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 is
 	f->state = state;
 }
 
-/* 64-bit hash of a flow key, word by word (multiply and fold): spreads the 4-tuples of one
- * client over the refused_syns slots. */
+/* 64-bit hash of a flow key: each 32 bits times a constant of its own (independent
+ * multiplies, no chain), summed, then mixed once: spreads the 4-tuples of one client over the
+ * refused_syns slots. Read in 16-bit halves, the key's own alignment (the verifier refuses a
+ * stack read wider than the alignment of where it lands). */
 static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
 {
-	const __u32 *w = (const __u32 *)key;
-	__u64 h = 0x9e3779b97f4a7c15ull;
+	const __u16 *w = (const __u16 *)key;
+	__u64 h = 0;
 
 #pragma unroll
-	for (int i = 0; i < (int)(sizeof(*key) / 4); i++) {
-		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
+	for (int i = 0; i < (int)(sizeof(*key) / 2); i += 2) {
+		__u32 x = w[i];
+
+		if (i + 1 < (int)(sizeof(*key) / 2))
+			x |= (__u32)w[i + 1] << 16;
+		h += (__u64)x * (0x9e3779b97f4a7c15ull * (__u64)(i + 1));
 	}
-	return h;
+	h ^= h >> 29;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
 }
 
 static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
