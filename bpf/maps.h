@@ -109,7 +109,9 @@ struct {
 } halfopen SEC(".maps");
 
 /* Recently rejected SYNs (client 4-tuple -> ISN), only to recognise retransmitted SYNs for the
- * retry-storm signal. Losing entries costs only accuracy of that signal, so LRU is right. BPF. */
+ * retry-storm signal. Losing entries costs only accuracy of that signal, so LRU is right. BPF.
+ * No longer written: refused_syns below does its work for less (an LRU insert per refused SYN
+ * cost more than the RST). Kept because the pinned layout names it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -117,6 +119,23 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } rejected_syns SEC(".maps");
+
+/* Recently refused SYNs, to recognise their retransmits (the retry-storm signal): a table of
+ * slots addressed by a hash of the client's 4-tuple, each holding a 32-bit tag of that hash
+ * and the SYN's ISN in one 64-bit word, so a slot is read and written in one access without a
+ * lock. Two 4-tuples on one slot: the later replaces the earlier, whose retransmit then counts
+ * as a new refusal, as an entry lost to an LRU would; losing entries costs only accuracy of
+ * that signal. As many slots as the LRU it replaced had entries, in 128 KiB: small enough to
+ * stay in cache (with 65536 slots, 512 KiB, the slot's cache miss cost a refused SYN ~80 ns),
+ * which a hash table with an insert per SYN does not. Not pinned: after a restart the first
+ * retransmits of SYNs refused before it count as new. BPF. */
+#define SLUICE_REFUSED_SLOTS 16384
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_REFUSED_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} refused_syns SEC(".maps");
 
 /* Per-client state for the client limits (concurrency cap, token bucket). LRU: losing an
  * entry only makes that client's limits start afresh. BPF. */

@@ -151,16 +151,42 @@ static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 is
 	f->state = state;
 }
 
+/* 64-bit hash of a flow key: each 32 bits times a constant of its own (independent
+ * multiplies, no chain), summed, then mixed once: spreads the 4-tuples of one client over the
+ * refused_syns slots. Read in 16-bit halves, the key's own alignment (the verifier refuses a
+ * stack read wider than the alignment of where it lands). */
+static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
+{
+	const __u16 *w = (const __u16 *)key;
+	__u64 h = 0;
+
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*key) / 2); i += 2) {
+		__u32 x = w[i];
+
+		if (i + 1 < (int)(sizeof(*key) / 2))
+			x |= (__u32)w[i + 1] << 16;
+		h += (__u64)x * (0x9e3779b97f4a7c15ull * (__u64)(i + 1));
+	}
+	h ^= h >> 29;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
 static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
 					      struct sluice_class_stats *st)
 {
-	__u32 *seen = bpf_map_lookup_elem(&rejected_syns, key);
+	__u64 h = flow_key_hash(key), mark = (h & 0xffffffff00000000ull) | isn;
+	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
+	__u64 *seen = bpf_map_lookup_elem(&refused_syns, &slot);
 
-	if (seen && *seen == isn) {
+	if (!seen)
+		return;
+	if (READ_ONCE(*seen) == mark) {
 		st->retransmits++;
 		return;
 	}
-	bpf_map_update_elem(&rejected_syns, key, &isn, BPF_ANY);
+	*seen = mark;
 }
 
 /* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
@@ -685,11 +711,11 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). */
-static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p)
+/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). Its
+ * first 8 bytes are left in b (zero past a shorter payload) for is_connect. */
+static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p,
+					      char b[8])
 {
-	char b[8] = {};
-
 	if (p->payload_len < 4)
 		return 0;
 	if (p->payload_len >= 8) {
@@ -736,12 +762,10 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 	st->completed++; /* admitted, and over with its connection */
 }
 
-/* 1 when the request is a CONNECT. */
-static __always_inline int is_connect(struct __sk_buff *skb, const struct pkt *p)
+/* 1 when the request is a CONNECT (b: its first 8 bytes, from starts_with_method). */
+static __always_inline int is_connect(const struct pkt *p, const char b[8])
 {
-	char b[8];
-
-	if (p->payload_len < 8 || bpf_skb_load_bytes(skb, p->payload_off, b, 8))
+	if (p->payload_len < 8)
 		return 0;
 	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
 	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
@@ -760,6 +784,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_pkt_stats *ps;
 	struct class_pick pick;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
+	char method[8] = {};
 	__u64 now;
 	int reason = 0, rc;
 
@@ -783,7 +808,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
-	if (!starts_with_method(skb, p)) {
+	if (!starts_with_method(skb, p, method)) {
 		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
@@ -809,7 +834,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
-		if (is_connect(skb, p))
+		if (is_connect(p, method))
 			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
 		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;

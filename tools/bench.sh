@@ -51,7 +51,7 @@
 # PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
-# benchmarks ~25 s; the refusal cost 4 x (3 x BENCH_DUR + ~5 s) = ~2 minutes. With the earlier
+# benchmarks ~25 s; the refusal cost 4 x 3 x (BENCH_DUR + ~6 s) = ~3 minutes. With the earlier
 # defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -481,7 +481,8 @@ REFTXT=""
 if has refusal "$SCENARIOS"; then
 	log "refusal cost: sluice's RST and 429 against HAProxy's and nginx's 429 (tools/bench/refusal.sh)"
 	mkdir -p "$TMP/refusal"
-	REFUSAL_DUR=${REFUSAL_DUR:-$DUR} tools/bench/refusal.sh "$BUILD" "$TMP/refusal" ||
+	REFUSAL_DUR=${REFUSAL_DUR:-$DUR} REFUSAL_RUNS=${REFUSAL_RUNS:-$RUNS} \
+		tools/bench/refusal.sh "$BUILD" "$TMP/refusal" ||
 		FAILED+=("refusal: tools/bench/refusal.sh exit $? (its log above says why)")
 	[ -s "$TMP/refusal/refusal.txt" ] && REFTXT=$TMP/refusal/refusal.txt
 fi

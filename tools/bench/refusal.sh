@@ -19,15 +19,20 @@
 # The client (tools/loadgen, open loop, RATE arrivals/s for DUR s) opens a new connection per
 # arrival: mode tcp for the RST, http-new (one request, Connection: close) for the 429s -- a
 # flood of new clients, the case refusals exist for.
-# CPU per refusal: whole-host busy jiffies from /proc/stat (user, system, irq, softirq of every
-# CPU) over the step, minus the background (the mean of DUR s just before and just after it,
-# the contender idle: on a shared machine others' work is in the host's figure too), minus the client process's own user + system time (getrusage of its children). What
-# the client's kernel does outside its process (its softirq: sending SYNs, taking RSTs) stays
-# in: every contender carries the same client, so the ratios understate sluice's advantage.
-# Also the CPU of the server side's processes (user + system of every process in the server
-# namespace: HAProxy, nginx's workers, sluiced; softirq not in it).
-# Knobs: REFUSAL_RATE (arrivals/s, default 3000), REFUSAL_DUR (s, default 5), REFUSAL_RUNS (1;
-# the best of them per contender), REFUSAL_CONTENDERS (default all four).
+# CPU per refusal: the server side's own CPU, measured on the tasks that do its work, never
+# the whole host's (on a shared machine others' work swamps a whole-host difference, and
+# subtracting the client left negative figures). Both veths receive in threaded NAPI (GRO on,
+# TSO off so that every segment takes the NAPI path, `threaded` 1): everything the kernel does
+# for a packet coming in to the server -- XDP, TC, IP, TCP, the SYN-ACK or RST it sends back,
+# waking the server -- runs in the server veth's NAPI kthread, and what it does for a packet
+# coming in to the client runs in the client veth's kthread. Server CPU = the run time
+# (/proc/PID/schedstat, ns) of the server veth's kthread + of every thread of every process in
+# the server namespace (HAProxy, nginx's workers, sluiced, the test server behind sluice's 429),
+# over a fixed count of arrivals. The client's process and its kthread are not in it. Left out
+# as well: TCP timers (delayed ACKs, TIME-WAIT) that run in softirq on any CPU. Each contender
+# is measured RUNS times; the report gives median [min-max].
+# Knobs: REFUSAL_RATE (arrivals/s, default 3000), REFUSAL_DUR (s, default 5), REFUSAL_RUNS
+# (default 3), REFUSAL_CONTENDERS (default all four).
 # Writes OUTDIR/refusal.txt; everything it starts is removed on any exit.
 set -u
 [ $# -eq 2 ] || { echo "usage: tools/bench/refusal.sh BUILD OUTDIR" >&2; exit 2; }
@@ -36,7 +41,7 @@ OUTDIR=$(realpath -m "$2")
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 RATE=${REFUSAL_RATE:-3000}
 DUR=${REFUSAL_DUR:-5}
-RUNS=${REFUSAL_RUNS:-1}
+RUNS=${REFUSAL_RUNS:-3}
 CONTENDERS=${REFUSAL_CONTENDERS:-"sluice-rst sluice-429 haproxy-429 nginx-429"}
 SRV_IP=198.18.0.1
 CLI_IP=198.18.0.20
@@ -150,10 +155,29 @@ EOF
 	wait_port $SRV_IP 8080 "$LAST_PID" || { WHY="nginx: $(tail -3 "$TMP/nginx.log" | tr '\n' ' ')"; return 1; }
 }
 
+napi_threads() { # napi_threads DEV: pids of the threaded-NAPI kthreads of a veth named DEV
+	local p
+	for p in $(pgrep "^napi/$1-" 2>/dev/null); do echo "$p"; done | sort
+}
+
+# threaded_rx: both veths receive in NAPI kthreads of their own (see the header); SRV_NAPI
+# holds the server veth's, found as the napi/s0-* kthreads that were not there before.
+threaded_rx() {
+	local before
+	before=$(napi_threads s0)
+	$IN_SRV ethtool -K s0 gro on tso off >/dev/null 2>&1 || return 1
+	$IN_CLI ethtool -K c0 gro on tso off >/dev/null 2>&1 || return 1
+	ip netns exec "$NS_S" sh -c 'echo 1 > /sys/class/net/s0/threaded' || return 1
+	ip netns exec "$NS_C" sh -c 'echo 1 > /sys/class/net/c0/threaded' || return 1
+	SRV_NAPI=$(comm -13 <(echo "$before") <(napi_threads s0) | tr '\n' ' ')
+	[ -n "${SRV_NAPI// /}" ]
+}
+
 start_contender() {
 	WHY=""
 	setup_ns $SRV_IP $CLI_IP || { WHY="cannot set up the network namespaces"; return 1; }
 	NS_UP=1
+	threaded_rx || { WHY="cannot make the veths receive in threaded NAPI"; return 1; }
 	case $1 in
 	sluice-rst) start_sluice tcp ;;
 	sluice-429)
@@ -167,51 +191,39 @@ start_contender() {
 }
 
 # ------------------------------------------------------------------ measurement
-cpu_stat() { # whole-host busy jiffies (user nice system irq softirq steal) and the total
-	awk '/^cpu /{b=$2+$3+$4+$7+$8+$9; print b, b+$5+$6}' /proc/stat
-}
-ns_ticks() { # utime + stime of every process in the server namespace (HAProxy's threads are
-	# in its one process; nginx's workers are processes of their own)
-	local p t=0 v
-	for p in $(ip netns pids "$NS_S" 2>/dev/null); do
-		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }')
-		t=$((t + ${v:-0}))
+# server_ns: run time in ns of the server side's tasks (see the header): the server veth's NAPI
+# kthreads, and every thread of every process in the server namespace. Prints "RX PROCS".
+server_ns() {
+	local p t rx=0 pr=0 v
+	for p in $SRV_NAPI; do
+		read -r v _ < "/proc/$p/schedstat" 2>/dev/null && rx=$((rx + v))
 	done
-	echo $t
+	for p in $(ip netns pids "$NS_S" 2>/dev/null); do
+		for t in /proc/$p/task/*/schedstat; do
+			read -r v _ < "$t" 2>/dev/null && pr=$((pr + v))
+		done
+	done
+	echo "$rx $pr"
 }
-# client SECONDS MODE OUT: loadgen in the client namespace under a parent that prints its
-# children's user + system seconds (the client's own CPU) on OUT.cpu
-client() {
-	python3 -c '
-import resource, subprocess, sys
-out = open(sys.argv[1], "w")
-rc = subprocess.call(sys.argv[2:], stdout=out)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1] + ".cpu", "w").write("%.4f\n" % (r.ru_utime + r.ru_stime))
-sys.exit(rc)' "$3" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode "$2" \
-		--rate "$RATE" --arrivals uniform --duration "$1" --timeout-ms 1000 --quiet
+client() { # client SECONDS MODE OUT: loadgen in the client namespace, its JSON on OUT
+	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode "$2" --rate "$RATE" \
+		--arrivals uniform --duration "$1" --timeout-ms 1000 --quiet > "$3"
 }
 
-HZ=$(getconf CLK_TCK)
 NCPU=$(nproc)
 : > "$TMP/rows"
 measure() { # measure WHO RUN
-	local who=$1 run=$2 mode=http-new b0 b1 b2 b3 s0 s1 st0 st1 rc=0
+	local who=$1 run=$2 mode=http-new rx0 pr0 rx1 pr1 rc=0
 	[ "$who" = sluice-rst ] && mode=tcp
 	client 1 "$mode" "$TMP/warm.json" >/dev/null 2>&1      # warm-up, not counted
-	# background: the host with the contender idle, as long as the step
-	read -r b0 _ < <(cpu_stat); sleep "$DUR"; read -r b1 _ < <(cpu_stat)
-	st0=$(ns_ticks)
-	read -r s0 _ < <(cpu_stat)
+	sleep 1   # what the warm-up left (TIME-WAIT, retransmits) settles
+	read -r rx0 pr0 < <(server_ns)
 	client "$DUR" "$mode" "$TMP/step.json" || rc=$?
-	read -r s1 _ < <(cpu_stat)
-	st1=$(ns_ticks)
-	read -r b2 _ < <(cpu_stat); sleep "$DUR"; read -r b3 _ < <(cpu_stat)
-	python3 - "$TMP/step.json" "$who" "$run" "$(((b1 - b0 + b3 - b2) / 2))" "$((s1 - s0))" "$HZ" \
-		"$(cat "$TMP/step.json.cpu" 2>/dev/null || echo 0)" "${st0:-}" "${st1:-}" "$rc" \
+	read -r rx1 pr1 < <(server_ns)
+	python3 - "$TMP/step.json" "$who" "$run" "$((rx1 - rx0))" "$((pr1 - pr0))" "$rc" \
 		>> "$TMP/rows" <<'EOF' || { FAILED+=("$who run $run: $(tail -c 300 "$TMP/rows")"); return 1; }
 import json, sys
-path, who, run, bg, busy, hz, client_s, st0, st1, rc = sys.argv[1:]
+path, who, run, rx, procs, rc = sys.argv[1:]
 j = [json.loads(l) for l in open(path) if l.startswith("{")]
 if not j or rc != "0":
     print("error: %s: the client failed (exit %s)" % (who, rc)); sys.exit(1)
@@ -220,12 +232,12 @@ refused = t["rejected"]
 if t["sent"] == 0 or refused < 0.9 * t["sent"]:
     print("error: %s refused %d of %d (ok %d, errors %d): it does not refuse everything"
           % (who, refused, t["sent"], t["ok"], t["errors"])); sys.exit(1)
-hz = float(hz)
-cpu = (int(busy) - int(bg)) / hz - float(client_s)
-server = (int(st1) - int(st0)) / hz
+rx_s, procs_s = int(rx) / 1e9, int(procs) / 1e9
+if rx_s <= 0:
+    print("error: %s: the server veth's NAPI kthread did no work: the packets took another"
+          " path, the figure would not be the server's" % who); sys.exit(1)
 print(json.dumps({"who": who, "run": int(run), "sent": t["sent"], "refused": refused,
-                  "host_busy_s": int(busy) / hz, "background_s": int(bg) / hz,
-                  "client_s": float(client_s), "cpu_s": cpu, "server_process_s": server}))
+                  "rx_s": rx_s, "procs_s": procs_s, "cpu_s": rx_s + procs_s}))
 EOF
 }
 
@@ -244,40 +256,37 @@ for run in $(seq "$RUNS"); do
 done
 
 # ------------------------------------------------------------------ report
-python3 - "$TMP/rows" "$RATE" "$DUR" "$NCPU" > "$OUTDIR/refusal.txt" <<'EOF'
-import json, sys
+python3 - "$TMP/rows" "$RATE" "$DUR" "$RUNS" > "$OUTDIR/refusal.txt" <<'EOF'
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-rate, dur, ncpu = sys.argv[2], sys.argv[3], sys.argv[4]
-best = {}
-for r in rows:
-    per = r["refused"] / r["cpu_s"] if r["cpu_s"] > 0 else float("inf")
-    r["per_core_s"] = per
-    if r["who"] not in best or per > best[r["who"]]["per_core_s"]:
-        best[r["who"]] = r
-print("# bg_%: the host's busy share with the contender idle (others' work on a shared machine);"
-      " far above 0 it swamps the figures")
-print("# refusals per second per core: new connections at %s/s for %s s, each refused; CPU ="
-      " whole-host busy (user+system+irq+softirq, %s CPUs) - background - the client process"
-      % (rate, dur, ncpu))
-print("%-12s %8s %8s %9s %8s %9s %7s %16s %10s %10s" % ("contender", "sent", "refused", "cpu_s",
-      "us/ref", "client_s", "bg_%", "refusals/core_s", "x_haproxy", "x_nginx"))
-hap = best.get("haproxy-429", {}).get("per_core_s")
-ngx = best.get("nginx-429", {}).get("per_core_s")
-for who in ("sluice-rst", "sluice-429", "haproxy-429", "nginx-429"):
-    r = best.get(who)
-    if not r:
+rate, dur, runs = sys.argv[2], sys.argv[3], sys.argv[4]
+order = ("sluice-rst", "sluice-429", "haproxy-429", "nginx-429")
+by = {w: [r for r in rows if r["who"] == w] for w in order}
+def per(r):
+    return r["refused"] / r["cpu_s"]
+def mmm(v, f):
+    return "%s [%s-%s]" % (f % statistics.median(v), f % min(v), f % max(v))
+print("# refusals per core-second of the server side: %s new connections/s for %s s per run,"
+      " %s runs, each arrival refused; server CPU = the server veth's NAPI kthread (XDP, TC,"
+      " IP/TCP in and the replies out) + every thread of the server namespace's processes;"
+      " median [min-max] over the runs" % (rate, dur, runs))
+print("%-12s %4s %8s %22s %22s %22s %26s %18s" % ("contender", "runs", "refused", "us/ref",
+      "kthread_us/ref", "procs_us/ref", "refusals/core_s", "x_haproxy"))
+hap = [per(r) for r in by["haproxy-429"]]
+for who in order:
+    rs = by[who]
+    if not rs:
         continue
-    per = r["per_core_s"]
-    us = 1e6 * r["cpu_s"] / r["refused"] if r["refused"] else 0
-    bg = 100.0 * r["background_s"] / (float(dur) * int(ncpu))
-    print("%-12s %8d %8d %9.2f %8.1f %9.2f %7.0f %16.0f %10s %10s" % (who, r["sent"], r["refused"],
-          r["cpu_s"], us, r["client_s"], bg, per,
-          "%.1f" % (per / hap) if hap else "-", "%.1f" % (per / ngx) if ngx else "-"))
-for who in ("sluice-rst", "sluice-429", "haproxy-429", "nginx-429"):
-    r = best.get(who)
-    if r and r["server_process_s"] >= 0:
-        print("# %s: its processes alone %.2f s CPU, %.1f us per refusal (softirq not in it)"
-              % (who, r["server_process_s"], 1e6 * r["server_process_s"] / max(1, r["refused"])))
+    p = [per(r) for r in rs]
+    ratio = "%.1f" % (statistics.median(p) / statistics.median(hap)) if hap else "-"
+    if hap and len(rs) > 1:   # the spread: the worst against HAProxy's best, and the reverse
+        ratio += " [%.1f-%.1f]" % (min(p) / max(hap), max(p) / min(hap))
+    print("%-12s %4d %8d %22s %22s %22s %26s %18s" % (who, len(rs),
+          statistics.median([r["refused"] for r in rs]),
+          mmm([1e6 * r["cpu_s"] / r["refused"] for r in rs], "%.1f"),
+          mmm([1e6 * r["rx_s"] / r["refused"] for r in rs], "%.1f"),
+          mmm([1e6 * r["procs_s"] / r["refused"] for r in rs], "%.1f"),
+          mmm(p, "%.0f"), ratio))
 EOF
 cat "$OUTDIR/refusal.txt"
 if [ ${#FAILED[@]} -gt 0 ]; then
