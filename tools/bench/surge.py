@@ -88,6 +88,8 @@ def record(a):
            "surge_l0_p99_x": (pct(l0_ok, 0.99) / pct(base_l0, 0.99)) if l0_ok and base_l0 else None,
            "slices_over": sum(1 for b in range(ns) if obj is None or pct(ok[b], 0.99) is None
                               or pct(ok[b], 0.99) > obj),
+           "surge_l0_outcomes": {str(k): sum(1 for o, lat in l0 if o == k)
+                                 for k in sorted(set(o for o, lat in l0))},
            "slices": ns,
            "slice_p99_ms": [round(pct(x, 0.99), 1) if x else None for x in ok],
            "slice_not_ok": bad, "commit": commit, "dirty": dirty, "date": date}

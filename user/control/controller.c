@@ -144,7 +144,9 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		(in->inflight.total > UINT32_MAX ? UINT32_MAX : (uint32_t)in->inflight.total) : 0;
 	uint64_t dead;
 	struct sluice_little_input li = {
-		.rate = (double)(t->calls > t->samples ? t->calls : t->samples) * 1e9 / (double)dt_ns,
+		/* responses, from the latency samples: on http the completion counter also counts
+		 * connections that end (on Apache at 4x it read 413/s for 313 responses/s) */
+		.rate = (double)t->samples * 1e9 / (double)dt_ns,
 		.inflight_prev = s->prev_inflight[0] < s->prev_inflight[1] ? s->prev_inflight[0] :
 				 s->prev_inflight[1],
 		.inflight = inflight, .tick_p50_us = t->p50_us,
@@ -180,7 +182,7 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 
 /* The knee hold (http services, the gradient), after a full window's decision: growth that
  * bought no throughput is undone. When the limit refused units in this window and in the last
- * full window that did, at a lower limit, and the completion rate rose by less than 0.4 x the
+ * full window that did, at a lower limit, and the response rate rose by less than 0.5 x the
  * proportional share of that growth, the backend was already at its knee: the units added only
  * queue in front of its workers (every class's latency, L0's too, rises by one service time per
  * worker count for each). The limit goes back to the lower one and does not grow for 10
@@ -188,10 +190,11 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
  * grew the limit 18 -> 22 in 4 s (the aim tolerates 10 % of queue) and the admitted p99 rose from
  * 55 to 66-75 ms against a 65.6 ms objective. */
 static void knee_hold(struct service_ctl *s, const struct sluice_evwin_result *r, double rate,
-		      uint32_t lim_in_force, int full, uint64_t now_ns)
+		      uint32_t lim_in_force, int full, uint64_t now_ns,
+		      const struct sluice_event_sink *sink)
 {
 	if (!s->mp.little || s->mp.fixed || s->mp.algorithm != SLUICE_LIMIT_GRADIENT || !full ||
-	    !r->headroom_rej)
+	    !r->headroom_rej || rate <= 0)
 		return;
 	if (now_ns < s->knee_hold_until_ns) {
 		if (s->lim.limit > lim_in_force)
@@ -199,9 +202,23 @@ static void knee_hold(struct service_ctl *s, const struct sluice_evwin_result *r
 	} else if (s->knee_limit && s->knee_limit < lim_in_force && s->knee_rate > 0 &&
 		   rate < s->knee_rate * (1 + 0.5 * (double)(lim_in_force - s->knee_limit) /
 					  (double)lim_in_force)) {
+		uint32_t old = s->lim.limit;
+
 		if (s->lim.limit > s->knee_limit)
 			sluice_limit_set(&s->lim, &s->mp, s->knee_limit);
 		s->knee_hold_until_ns = now_ns + 10 * s->window_ns;
+		if (sink && sink->fn) {
+			struct sluice_event ev;
+
+			sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_AIMD,
+					  "limit", "limit", "growth_bought_no_throughput");
+			sluice_event_num(&ev, "limit_from", old);
+			sluice_event_num(&ev, "limit_to", s->lim.limit);
+			sluice_event_num(&ev, "rate", rate);
+			sluice_event_num(&ev, "rate_before", s->knee_rate);
+			sluice_event_num(&ev, "limit_before", s->knee_limit);
+			sluice_event_emit(sink, &ev);
+		}
 	}
 	s->knee_rate = rate;
 	s->knee_limit = lim_in_force;
@@ -318,7 +335,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 					(double)r.active_ns : 0;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		s->last_rate = mi.rate;
-		knee_hold(s, &r, mi.rate, lim_in_force, full, now_ns);
+		knee_hold(s, &r, r.active_ns ? (double)r.samples * 1e9 / (double)r.active_ns : 0,
+			  lim_in_force, full, now_ns, sink);
 		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
 		 * not saturated: refusing L0 would not make L0 faster */
 		s->saturated = r.peak_inflight >= lim_in_force || s->win.cls_headroom_rej[0] > 0;
