@@ -439,10 +439,12 @@ static void test_cold_start(void **st)
  * (320/s, like its Apache), the day-one limit { min: 4, max: 512 }, open loop with L0 4 % and L3
  * 96 % of the arrivals: 0.5x for 4 s, 4x for 7 s, 0.5x for 11 s. Measured as the bench does,
  * in slices of 250 ms by arrival time: p99_back = from the step to the first slice from whose
- * start on the p99 of the requests admitted until the end of the surge is within 1.2 x the p99
- * of the 2 s before the step; full = from the end of the surge to the first slice after which
- * no slice refuses anything. */
-struct bench_step_result { double p99_back_s, full_s, obj_ms, surge_util, l0_ok, l0_p99_x; };
+ * start the p99 of the requests admitted in the next second is within the objective, 1.2 x the
+ * p99 of the 2 s before the step (p99_rest: of everything admitted from then to the end of the
+ * surge, reported); full = from the end of the surge to the first slice after which no slice
+ * refuses anything. */
+struct bench_step_result { double p99_back_s, p99_rest_ms, full_s, obj_ms, surge_util, l0_ok,
+				 l0_p99_x; };
 
 static double rate_bench_step(struct sim *s, uint64_t t, int c)
 {
@@ -480,11 +482,13 @@ static struct bench_step_result bench_step(void)
 	}
 	r.full_s = (double)(last_ref - end) / S;
 	r.p99_back_s = (double)(end - step) / S;
-	for (t = step; t < end; t += q)
-		if (sim_quantile(&sim, t, end, ALL, 0.99, NULL) <= r.obj_ms * 1000) {
+	for (t = step; t + S <= end; t += q)
+		if (sim_quantile(&sim, t, t + S, ALL, 0.99, NULL) <= r.obj_ms * 1000) {
 			r.p99_back_s = (double)(t - step) / S;
 			break;
 		}
+	r.p99_rest_ms = sim_quantile(&sim, step + (uint64_t)(r.p99_back_s * S), end, ALL, 0.99,
+				     NULL) / 1000;
 	r.l0_p99_x = sim_quantile(&sim, step, end, 1, 0.99, NULL) / l0_base;
 	sim_free(&sim);
 	return r;
@@ -498,9 +502,10 @@ static void test_bench_step(void **st)
 
 		sim_seed = 42 + (uint64_t)i;
 		r = bench_step();
-		print_message("# bench step: p99 back %.2f s, full admission %.2f s, objective %.1f ms, "
-			      "util %.3f, L0 ok %.4f, L0 p99 %.2fx\n", r.p99_back_s, r.full_s, r.obj_ms,
-			      r.surge_util, r.l0_ok, r.l0_p99_x);
+		print_message("# bench step: p99 back %.2f s (p99 from then %.1f ms), full admission "
+			      "%.2f s, objective %.1f ms, util %.3f, L0 ok %.4f, L0 p99 %.2fx\n",
+			      r.p99_back_s, r.p99_rest_ms, r.full_s, r.obj_ms, r.surge_util, r.l0_ok,
+			      r.l0_p99_x);
 		assert_true(r.p99_back_s <= 1.0);
 		assert_true(r.full_s <= 10.0);
 		assert_true(r.surge_util >= 0.95);

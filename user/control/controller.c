@@ -180,54 +180,6 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
-/* The knee hold (http services, the gradient), after a full window's decision: growth that
- * bought no throughput is undone. When the limit refused at least a tenth of the arrivals in
- * this window (demand beyond what the backend serves: below it the rate follows the demand
- * whatever the limit, and holding there kept the simulated step from full admission for up to
- * 30 s) and in the last full window that did, at a lower limit, and the response rate did not
- * rise at all, the backend was already at its knee: the units added only queue in front of its
- * workers (every class's latency, L0's too, rises by one service time / worker count for each).
- * The limit goes back to the lower one and does not grow for 10 windows. Measured on the
- * simulated 16 x 50 ms backend at 4x: without the hold the gradient grew the limit 18 -> 22 in
- * 4 s (the aim tolerates 10 % of queue) and the admitted p99 of a 250 ms slice rose from 55 to
- * 66-75 ms against a 65.6 ms objective. Holding when the rate rose by less than half (a quarter)
- * of the limit's relative growth cost utilisation: 0.974 -> 0.952 (0.972) there, and on Apache
- * (rates of one-second windows move by 2 %) goodput 94-95 % at 3.5x against 96.6-97.6 %
- * without the hold. */
-static void knee_hold(struct service_ctl *s, const struct sluice_evwin_result *r, double rate,
-		      uint32_t lim_in_force, int full, uint64_t now_ns,
-		      const struct sluice_event_sink *sink)
-{
-	if (!s->mp.little || s->mp.fixed || s->mp.algorithm != SLUICE_LIMIT_GRADIENT || !full ||
-	    r->headroom_rej * 10 < r->arrivals || !r->headroom_rej || rate <= 0)
-		return;
-	if (now_ns < s->knee_hold_until_ns) {
-		if (s->lim.limit > lim_in_force)
-			sluice_limit_set(&s->lim, &s->mp, lim_in_force);
-	} else if (s->knee_limit && s->knee_limit < lim_in_force && s->knee_rate > 0 &&
-		   rate <= s->knee_rate) {
-		uint32_t old = s->lim.limit;
-
-		if (s->lim.limit > s->knee_limit)
-			sluice_limit_set(&s->lim, &s->mp, s->knee_limit);
-		s->knee_hold_until_ns = now_ns + 10 * s->window_ns;
-		if (sink && sink->fn) {
-			struct sluice_event ev;
-
-			sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_AIMD,
-					  "limit", "limit", "growth_bought_no_throughput");
-			sluice_event_num(&ev, "limit_from", old);
-			sluice_event_num(&ev, "limit_to", s->lim.limit);
-			sluice_event_num(&ev, "rate", rate);
-			sluice_event_num(&ev, "rate_before", s->knee_rate);
-			sluice_event_num(&ev, "limit_before", s->knee_limit);
-			sluice_event_emit(sink, &ev);
-		}
-	}
-	s->knee_rate = rate;
-	s->knee_limit = lim_in_force;
-}
-
 static void snapshot(struct service_ctl *s, const struct ctl_inputs *in,
 		     const struct sluice_hist *cur_h, uint64_t now_ns)
 {
@@ -339,8 +291,6 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 					(double)r.active_ns : 0;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		s->last_rate = mi.rate;
-		knee_hold(s, &r, r.active_ns ? (double)r.samples * 1e9 / (double)r.active_ns : 0,
-			  lim_in_force, full, now_ns, sink);
 		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
 		 * not saturated: refusing L0 would not make L0 faster */
 		s->saturated = r.peak_inflight >= lim_in_force || s->win.cls_headroom_rej[0] > 0;

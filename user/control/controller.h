@@ -79,10 +79,6 @@ struct service_ctl {
 	uint64_t drain_until_ns;      /* the drain ends by then at the latest */
 	double last_rate;             /* completions per second of the last decided window */
 	int little_spent;             /* a throughput cut was made in the descent under way */
-	/* the knee hold (controller.c knee_hold): the last full window in which the limit bound */
-	double knee_rate;             /* its completions per second */
-	uint32_t knee_limit;          /* the limit in force in it */
-	uint64_t knee_hold_until_ns;  /* no growth before this */
 };
 
 /* What the maps say this tick. */

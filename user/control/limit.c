@@ -53,11 +53,6 @@ static void set(struct sluice_limit *l, const struct sluice_limit_params *p, dou
 	l->limit = (uint32_t)(l->est + 0.5);
 }
 
-void sluice_limit_set(struct sluice_limit *l, const struct sluice_limit_params *p, double v)
-{
-	set(l, p, v);
-}
-
 void sluice_limit_init(struct sluice_limit *l, const struct sluice_limit_params *p)
 {
 	memset(l, 0, sizeof(*l));

@@ -138,9 +138,6 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
 			const struct sluice_little_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
-/* Put the limit at v (clamped to the bounds), for a rule outside this file (the knee hold in
- * controller.c). */
-void sluice_limit_set(struct sluice_limit *l, const struct sluice_limit_params *p, double v);
 /* One decided window. Returns the limit in force. */
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,
