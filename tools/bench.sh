@@ -23,6 +23,11 @@
 #    (limit_conn + limit_req), sluice as written on day one, sluice tuned. Each peer's config
 #    file says why it is set the way it is; every one is sized from the same capacity figures.
 #    L0 alone (same L0 load, no surge, no protection) is measured in every run as the baseline.
+#      step         tools/loadgen, open loop: 0.5x for STEP_PRE s, 4x for BENCH_DUR s, 0.5x
+#                   for STEP_POST s (STEP_CONTENDERS); every request's arrival and latency
+#                   (--trace) and, for sluice, its /metrics every 100 ms give the
+#                   time until the admitted p99 is back within 1.2x its pre-step value and the
+#                   time until full admission after the surge (tools/bench/surge.py).
 # 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present; docs/BENCHMARKS.md section 4).
 # 4. What one refusal costs the host: sluice's XDP RST and in-kernel 429 against HAProxy's and
 #    nginx's 429, as refusals per second per core and ratios (tools/bench/refusal.sh).
@@ -35,13 +40,15 @@
 #                    else PG_DUR, default 6 here)
 #   BENCH_IDLE_S     seconds of each sluiced-at-rest measurement of the micro scenario (default 10)
 #   BENCH_RUNS       repetitions of everything, reported as median [min-max] (default 3)
-#   BENCH_SCENARIOS  any of "micro http-closed http-open pg refusal" (default: all five), and
+#   BENCH_SCENARIOS  any of "micro http-closed http-open step pg refusal" (default: all six), and
 #                    "soak" (opt-in: connection churn for SOAK_SECONDS, default 1800, ending with
 #                    in-flight checked to be exactly 0; tools/bench/soak.sh). A run of other
 #                    than the default set writes docs/results/bench-DATE-SCENARIOS.* and does not
 #                    touch the README's and docs/BENCHMARKS.md's results sections.
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
+#   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
+#                    (default 4) and STEP_POST (default 11) seconds around the surge
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
 #   BENCH_OUT        output directory (default docs/results); with the default, the results
 #                    section of docs/BENCHMARKS.md is regenerated from the run
@@ -51,15 +58,20 @@
 # PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
-# benchmarks ~25 s; the refusal cost 4 x 3 x (BENCH_DUR + ~6 s) = ~3 minutes. With the earlier
-# defaults (8 s and 10 s) it was ~35 minutes.
+# benchmarks ~25 s; the refusal cost 4 x 3 x (BENCH_DUR + ~6 s) = ~3 minutes; the step scenario
+# 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) = ~150 s (measured: 26 s for one
+# contender and run), so about 34 minutes in all (the full run before it took 1871 s). With the
+# earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${1:-build}
 DUR=${BENCH_DUR:-7}
 RUNS=${BENCH_RUNS:-3}
-DEFAULT_SCENARIOS="micro http-closed http-open pg refusal"
+DEFAULT_SCENARIOS="micro http-closed http-open step pg refusal"
 SCENARIOS=${BENCH_SCENARIOS:-$DEFAULT_SCENARIOS}
+STEP_CONTENDERS=${STEP_CONTENDERS:-"haproxy sluice-dayone"}
+STEP_PRE=${STEP_PRE:-4}
+STEP_POST=${STEP_POST:-11}
 LOADS=${BENCH_LOADS:-"2 3.5 10"}
 CONTENDERS=${BENCH_CONTENDERS:-"none iptables haproxy nginx sluice-dayone sluice-tuned"}
 SEED=${BENCH_SEED:-1}
@@ -377,6 +389,31 @@ measure() {
 		  log "  FAILED: load tool ($(tail -c 300 "$RAW"))"; }
 }
 
+# step_run WHO RUN: the step scenario for one contender (fresh namespaces, server, contender):
+# open loop at 0.5x, 4x for DUR s, 0.5x again; one "surge" record in RAW (tools/bench/surge.py)
+step_run() {
+	local who=$1 run=$2 d=$TMP/surge total r0 r4 t0
+	rm -rf "$d"; mkdir -p "$d"; : > "$d/status"
+	total=$((STEP_PRE + DUR + STEP_POST))
+	r0=$(python3 -c "print(round(0.5 * $CAP, 1))"); r4=$(python3 -c "print(round(4 * $CAP, 1))")
+	case $who in sluice*)
+		# sluice's limit and ladder every 100 ms from its /metrics (sluicectl status takes
+		# 250 ms per call: it measures rates), for the run's length
+		start_bg "$d/poll.log" $IN_SRV python3 tools/bench/surge.py poll 127.0.0.1:9477 \
+			$((total + 2)) "$d/status" ;;
+	esac
+	t0=$(date +%s.%N)
+	timeout -s INT $((total + 30)) $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
+		--mode http-keepalive --rate "$r0" --rate-step "$STEP_PRE:$r4" \
+		--rate-step "$((STEP_PRE + DUR)):$r0" --duration "$total" --timeout-ms $TIMEOUT_MS \
+		--seed $((SEED + run)) --trace "$d/trace" --quiet --class "L0:$L0_PCT:src=$L0_IP:header" \
+		--class "L3:$((100 - L0_PCT)):src=$L3_IP:header" > "$d/lg.json" 2> "$d/lg.err" ||
+		{ FAILED+=("$who step run $run: loadgen failed: $(why "$d/lg.err")"); return 1; }
+	python3 tools/bench/surge.py record "$d/trace" "$d/status" "$t0" "$STEP_PRE" "$DUR" \
+		"$STEP_POST" "$CAP" "$who" "$run" "$REV" "$DIRTY" "$DATE" >> "$RAW" ||
+		FAILED+=("$who step run $run: cannot read the trace")
+}
+
 # calibrate RUN: capacity of Apache alone (closed loop, 2 x WORKERS connections), then L0 alone
 calibrate() {
 	local run=$1
@@ -408,7 +445,7 @@ print("%.1f" % ((j["requests"]-j["status"])/(j["duration_us"]/1e6)))' "$TMP/cal"
 HTTP_SCEN=""
 for s in http-closed http-open; do has $s "$SCENARIOS" && HTTP_SCEN="$HTTP_SCEN $s"; done
 : > "$RAW"
-if [ -n "$HTTP_SCEN" ]; then
+if [ -n "$HTTP_SCEN" ] || has step "$SCENARIOS"; then
 	mkdir -p "$TMP/wrk"; chmod 755 "$TMP/wrk"
 	cp tools/bench/wrk-report.lua "$TMP/wrk/report.lua"; chmod 644 "$TMP/wrk/report.lua"
 	declare -A DEAD=()
@@ -438,6 +475,21 @@ if [ -n "$HTTP_SCEN" ]; then
 					teardown_ns
 				done
 			done
+		done
+		has step "$SCENARIOS" || continue
+		for who in $STEP_CONTENDERS; do
+			[ -n "${DEAD[$who]:-}" ] && continue
+			if ! start_contender "$who"; then
+				log "contender $who cannot start: $WHY"
+				FAILED+=("contender $who: cannot start: $WHY")
+				DEAD[$who]=1
+				teardown_ns
+				continue
+			fi
+			log "  run $run: $who step 0.5x -> 4x (${DUR}s) -> 0.5x"
+			step_run "$who" "$run"
+			case $who in sluice*) cp "$TMP/sluiced.log" "$TMP/sluiced-$who-step-$run.log" ;; esac
+			teardown_ns
 		done
 	done
 fi
@@ -515,6 +567,10 @@ cp "$RAW" "$RES.jsonl"
 			--loads "$LOADS" ${PGJSON:+--pg "$PGJSON"} || FAILED+=("report.py failed")
 		echo
 	fi
+	if has step "$SCENARIOS"; then
+		python3 tools/bench/surge.py table "$RAW" --md "$TMP/surge.md" || FAILED+=("surge.py failed")
+		echo
+	fi
 	[ -n "$PGTXT" ] && { echo "## PostgreSQL (tools/bench/pg.sh)"; cat "$PGTXT"; echo; }
 	[ -n "$REFTXT" ] && { echo "## Refusal cost (tools/bench/refusal.sh)"; cat "$REFTXT"; echo; }
 } > "$RES.txt"
@@ -532,6 +588,7 @@ tail_md() {
 	[ -n "$HTTP_SCEN" ] && [ -s "$OUT/bench.png" ] && { echo; echo "![goodput and L0 latency]($1)"; }
 	return 0
 }
+[ -s "$TMP/surge.md" ] && { echo; cat "$TMP/surge.md"; } >> "$TMP/results.md"
 if [ -s "$TMP/results.md" ]; then
 	{
 		echo "Generated by \`make bench\` on $(date -u +%F), $STAMP, $(uname -r), $(nproc) CPUs;"
@@ -552,7 +609,7 @@ if [ -s "$TMP/results.md" ]; then
 		fi
 		echo "Method, ranges and every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md)."
 		echo
-		cat "$TMP/readme.md"
+		[ -s "$TMP/readme.md" ] && cat "$TMP/readme.md"
 		tail_md docs/results/bench.png
 	} > "$OUT/readme.md"
 	# The default output regenerates the results sections of docs/BENCHMARKS.md and README.md

@@ -435,6 +435,85 @@ static void test_cold_start(void **st)
 	sim_seed = 42;
 }
 
+/* The bench's step (tools/bench.sh, BENCH_SCENARIOS=step) on the fake clock: 16 workers x 50 ms
+ * (320/s, like its Apache), the day-one limit { min: 4, max: 512 }, open loop with L0 4 % and L3
+ * 96 % of the arrivals: 0.5x for 4 s, 4x for 7 s, 0.5x for 11 s. Measured as the bench does,
+ * in slices of 250 ms by arrival time: p99_back = from the step to the first slice from whose
+ * start the p99 of the requests admitted in the next second is within the objective, 1.2 x the
+ * p99 of the 2 s before the step (p99_rest: of everything admitted from then to the end of the
+ * surge, reported); full = from the end of the surge to the first slice after which no slice
+ * refuses anything. */
+struct bench_step_result { double p99_back_s, p99_rest_ms, full_s, obj_ms, surge_util, l0_ok,
+				 l0_p99_x; };
+
+static double rate_bench_step(struct sim *s, uint64_t t, int c)
+{
+	double x = t < 4 * S ? 0.5 : t < 11 * S ? 4 : 0.5;
+	(void)s;
+	return c == 0 ? 320 * x * 0.04 : c == 3 ? 320 * x * 0.96 : 0;
+}
+
+static struct bench_step_result bench_step(void)
+{
+	struct bench_step_result r = { 0 };
+	const uint64_t step = 4 * S, end = 11 * S, post = 22 * S, q = 250 * MS;
+	uint64_t t, b0, l0a, l0adm, last_ref = end;
+	double l0_base;
+
+	sim_init(&sim, 16, 50);
+	sim.sc.limit_min = 4;
+	sim.sc.limit_max = 512;
+	sim.rate = rate_bench_step;
+	sim_start(&sim);
+	sim_run(&sim, step);
+	r.obj_ms = 1.2 * sim_quantile(&sim, step - 2 * S, step, ALL, 0.99, NULL) / 1000;
+	l0_base = sim_quantile(&sim, 0, step, 1, 0.99, NULL);
+	b0 = sim.busy_us;
+	l0a = sim.in.stats[0].arrivals;
+	l0adm = sim.in.stats[0].admitted;
+	sim_run(&sim, end);
+	r.surge_util = util(&sim, b0, end - step);
+	r.l0_ok = (double)(sim.in.stats[0].admitted - l0adm) / (double)(sim.in.stats[0].arrivals - l0a);
+	for (t = end; t < post; t += q) {
+		uint64_t f0 = refused(&sim);
+		sim_run(&sim, t + q);
+		if (refused(&sim) != f0)
+			last_ref = t + q;
+	}
+	r.full_s = (double)(last_ref - end) / S;
+	r.p99_back_s = (double)(end - step) / S;
+	for (t = step; t + S <= end; t += q)
+		if (sim_quantile(&sim, t, t + S, ALL, 0.99, NULL) <= r.obj_ms * 1000) {
+			r.p99_back_s = (double)(t - step) / S;
+			break;
+		}
+	r.p99_rest_ms = sim_quantile(&sim, step + (uint64_t)(r.p99_back_s * S), end, ALL, 0.99,
+				     NULL) / 1000;
+	r.l0_p99_x = sim_quantile(&sim, step, end, 1, 0.99, NULL) / l0_base;
+	sim_free(&sim);
+	return r;
+}
+
+static void test_bench_step(void **st)
+{
+	(void)st;
+	for (int i = 0; i < 3; i++) {
+		struct bench_step_result r;
+
+		sim_seed = 42 + (uint64_t)i;
+		r = bench_step();
+		print_message("# bench step: p99 back %.2f s (p99 from then %.1f ms), full admission "
+			      "%.2f s, objective %.1f ms, util %.3f, L0 ok %.4f, L0 p99 %.2fx\n",
+			      r.p99_back_s, r.p99_rest_ms, r.full_s, r.obj_ms, r.surge_util, r.l0_ok,
+			      r.l0_p99_x);
+		assert_true(r.p99_back_s <= 1.0);
+		assert_true(r.full_s <= 10.0);
+		assert_true(r.surge_util >= 0.95);
+		assert_true(r.l0_ok >= 0.999);
+	}
+	sim_seed = 42;
+}
+
 /* L0 alone on a backend whose latency does not come from the concurrency sluice counts: a
  * database forked per connection on two shared CPUs (connect, one query, disconnect), where
  * the connections' setup takes the CPU the queries wait for. One L0 client for 20 s (the
@@ -620,6 +699,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cold_start),
 		cmocka_unit_test(test_l0_alone_unresponsive),
 		cmocka_unit_test(test_tcp_l0_connect_under_flood),
+		cmocka_unit_test(test_bench_step),
 	};
 	if (getenv("W")) step_workers = atoi(getenv("W"));
 	if (argc > 1 && !strcmp(argv[1], "report")) {

@@ -146,6 +146,10 @@ struct lg_opt {
 	int max_conns;
 	uint64_t seed;
 	bool quiet;
+	// --rate-step AT:RATE: from AT s into the run the arrival rate is RATE (ascending AT)
+	int nsteps;
+	double step_at[8], step_rate[8];
+	FILE *trace; // --trace FILE: one line per finished request
 };
 
 extern struct lg_opt opt;
@@ -162,6 +166,7 @@ extern uint64_t conn_opened_total, local_errors;
 extern int tfd_marker, sfd_marker;
 extern uint64_t rng;
 extern int64_t armed_at;
+extern int64_t run_t0;
 
 // a runtime failure (not the user's input): exit 1
 #define fatal(...) (fprintf(stderr, "loadgen: " __VA_ARGS__), fputc('\n', stderr), exit(1))

@@ -35,6 +35,7 @@ int tfd_marker, sfd_marker;
 
 uint64_t rng;
 int64_t armed_at = -1;
+int64_t run_t0;
 
 int64_t now_ns(void)
 {
@@ -276,6 +277,12 @@ static void usage(FILE *f)
 		"                           default one class L2. header adds X-Priority: NAME\n"
 		"  --arrivals poisson|uniform  (default poisson)\n"
 		"  --max-conns N            open connections cap (default: fd limit - 64)\n"
+		"  --rate-step AT:RATE      from AT s into the run arrive at RATE/s (repeatable,\n"
+		"                           ascending; e.g. a surge and its end)\n"
+		"  --trace FILE             one line per finished request: arrival ms into the\n"
+		"                           run, class, outcome (0 ok, 1 429, 2 503, 3 other\n"
+		"                           status, 4 refused, 5 reset, 6 eof, 7 timeout, 8 other,\n"
+		"                           9 unfinished), HTTP status, latency us\n"
 		"  --report-interval S      progress lines on stderr\n"
 		"  --seed N                 random seed (default: from the clock)\n"
 		"  --quiet                  no warnings on stderr\n"
@@ -320,7 +327,22 @@ static void parse_args(int argc, char **argv)
 				die("bad --arrivals '%s' (poisson|uniform)", m);
 		} else if (!strcmp(a, "--max-conns"))
 			opt.max_conns = (int)num_arg(a, ARG(), 1, 10e6);
-		else if (!strcmp(a, "--report-interval"))
+		else if (!strcmp(a, "--rate-step")) {
+			const char *v = ARG();
+			char *end;
+			double at = strtod(v, &end), rate;
+			if (end == v || *end != ':' || opt.nsteps == 8)
+				die("bad --rate-step '%s' (AT:RATE, at most 8)", v);
+			rate = num_arg(a, end + 1, 0.001, 1e7);
+			if (!(at >= 0) || (opt.nsteps && at <= opt.step_at[opt.nsteps - 1]))
+				die("--rate-step times must be >= 0 and ascending ('%s')", v);
+			opt.step_at[opt.nsteps] = at;
+			opt.step_rate[opt.nsteps++] = rate;
+		} else if (!strcmp(a, "--trace")) {
+			const char *f = ARG();
+			if (!(opt.trace = fopen(f, "w")))
+				die("--trace %s: %s", f, strerror(errno));
+		} else if (!strcmp(a, "--report-interval"))
 			opt.report_interval = num_arg(a, ARG(), 0.1, 1e6);
 		else if (!strcmp(a, "--seed"))
 			opt.seed = (uint64_t)num_arg(a, ARG(), 0, 1e18);
@@ -403,6 +425,34 @@ static bool arrivals_over(const struct run *r)
 	return r->next_arrival >= r->t_end || (opt.max_requests && r->issued >= opt.max_requests);
 }
 
+// The arrival rate in force at t (ns): --rate, or the last --rate-step begun by then.
+static double rate_at(const struct run *r, int64_t t)
+{
+	double rate = opt.rate;
+	for (int i = 0; i < opt.nsteps; i++)
+		if (t >= r->t0 + (int64_t)(opt.step_at[i] * 1e9))
+			rate = opt.step_rate[i];
+	return rate;
+}
+
+// Schedules the arrival after r->next_arrival. A gap that crosses a rate step restarts at the
+// step with the new rate (Poisson arrivals have no memory, so this is exact).
+static void next_arrival_after(struct run *r)
+{
+	int64_t t = r->next_arrival;
+	double rate = rate_at(r, t);
+	int64_t next = t + (opt.uniform ? (int64_t)(1e9 / rate) : (int64_t)(-log(rnd01()) / rate * 1e9));
+	for (int i = 0; i < opt.nsteps; i++) {
+		int64_t b = r->t0 + (int64_t)(opt.step_at[i] * 1e9);
+		if (b > t && b < next) {
+			r->next_arrival = b;
+			next_arrival_after(r);
+			return;
+		}
+	}
+	r->next_arrival = next;
+}
+
 // Issues the arrivals due (catching up if the loop was late: the schedule is the clock's).
 static void issue_arrivals(struct run *r, int64_t now)
 {
@@ -413,7 +463,7 @@ static void issue_arrivals(struct run *r, int64_t now)
 		}
 		new_request(r->next_arrival);
 		r->issued++;
-		r->next_arrival += opt.uniform ? r->gap : (int64_t)(-log(rnd01()) / opt.rate * 1e9);
+		next_arrival_after(r);
 	}
 	if (r->arriving && arrivals_over(r))
 		r->arriving = false;
@@ -564,6 +614,7 @@ int main(int argc, char **argv)
 	setup_process();
 
 	struct run r = { .t0 = now_ns(), .arriving = true };
+	run_t0 = r.t0;
 	r.t_end = r.t0 + (int64_t)(opt.duration * 1e9);
 	r.gap = (int64_t)(1e9 / opt.rate);
 	r.next_arrival = r.t0;
@@ -580,6 +631,8 @@ int main(int argc, char **argv)
 	free_dead();
 
 	print_summary(&r);
+	if (opt.trace && fclose(opt.trace))
+		fatal("--trace: %s", strerror(errno));
 	for (int i = 0; i < nclasses; i++) {
 		free(classes[i].req);
 		free(classes[i].req_close);

@@ -76,6 +76,12 @@ struct service_ctl {
 	int ladder_on_latency;        /* the last decision handed latency to the ladder */
 	int saturated;                /* the last decided window: in-flight reached the limit, or
 				       * the limit refused L0 */
+	uint32_t prev_inflight[2];    /* in-flight at the last two ticks (the throughput cut) */
+	int draining;                 /* a throughput cut's backlog is still in flight ... */
+	uint32_t drain_l0;            /* ... and L0's threshold meanwhile: the limit before it */
+	uint64_t drain_until_ns;      /* the drain ends by then at the latest */
+	double last_rate;             /* completions per second of the last decided window */
+	int little_spent;             /* a throughput cut was made in the descent under way */
 };
 
 /* What the maps say this tick. */

@@ -20,6 +20,8 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->judge_drop = 0.85;
 	p->respond_frac = 0.5;
 	p->floor_hold_ns = 30000000000ull;
+	p->cut_ratio = 1.5;
+	p->cut_samples = 20;
 }
 
 void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p)
@@ -33,6 +35,7 @@ void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_
 		p->max = p->min;
 	if (sc->limit_fixed > 0)
 		p->fixed = (uint32_t)sc->limit_fixed;
+	p->little = sc->protocol == SLUICE_PROTO_HTTP;
 	/* auto = gradient: chosen by the closed-loop simulations in tests/unit/test_sim.c */
 	p->algorithm = sc->limit_algorithm == LIMIT_ALG_AIMD ? SLUICE_LIMIT_AIMD :
 		       SLUICE_LIMIT_GRADIENT;
@@ -239,4 +242,54 @@ uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_p
 		report(sink, now_ns, dir < 0 ? SLUICE_EV_INFO : SLUICE_EV_DEBUG, why, old, l->limit,
 		       in);
 	return l->limit;
+}
+
+int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
+			const struct sluice_little_input *in, uint64_t now_ns,
+			const struct sluice_event_sink *sink)
+{
+	uint32_t old = l->limit, m = in->inflight < in->inflight_prev ? in->inflight :
+				      in->inflight_prev;
+	double v;
+
+	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->little || p->cut_ratio <= 0 ||
+	    in->samples < p->cut_samples || in->rate <= 0 || in->rate < in->window_rate ||
+	    in->window_rate <= 0 || in->aim_us <= 0 ||
+	    in->objective_us <= 0 ||
+	    in->tick_p50_us <= in->objective_us ||
+	    (double)m * 1e6 < p->cut_ratio * in->objective_us * in->rate)
+		return 0;
+	v = clampd(p, in->rate * in->aim_us / 1e6);
+	if (v < l->floor)
+		v = l->floor;
+	if ((uint32_t)(v + 0.5) >= l->limit)
+		return 0;
+	/* it starts a descent's reference, as a window's cut does, so that the evidence floor
+	 * judges it too (a backend whose latency does not come from this concurrency loses
+	 * throughput instead of latency, and the cut is undone) */
+	if (!l->ref_peak) {
+		l->ref_peak = m;
+		l->ref_latency_us = in->tick_p50_us;
+		l->ref_est = l->est;
+		l->ref_rate = in->rate;
+	}
+	l->calm = 0;
+	l->cuts++;
+	set(l, p, v);
+	l->last_dir = -1;
+	if (sink && sink->fn && l->limit != old) {
+		struct sluice_event ev;
+
+		sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_AIMD, "limit",
+				  "limit", "inflight_above_throughput");
+		sluice_event_num(&ev, "limit_from", old);
+		sluice_event_num(&ev, "limit_to", l->limit);
+		sluice_event_num(&ev, "inflight", m);
+		sluice_event_num(&ev, "rate", in->rate);
+		sluice_event_num(&ev, "latency_us", in->tick_p50_us);
+		sluice_event_num(&ev, "aim_us", in->aim_us);
+		sluice_event_num(&ev, "objective_us", in->objective_us);
+		sluice_event_emit(sink, &ev);
+	}
+	return 1;
 }

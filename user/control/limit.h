@@ -69,6 +69,10 @@ struct sluice_limit_params {
 	double judge_drop;            /* 0.85: a descent is judged once peak in-flight <= this x c1 */
 	double respond_frac;          /* 0.5; 0 = no evidence floor */
 	uint64_t floor_hold_ns;       /* 30 s (the controller: 30 windows) */
+	int little;                   /* the throughput cut (http services: a request's latency is
+	                               * its time in the backend; a tcp turn's need not be) */
+	double cut_ratio;             /* 1.5: the throughput cut (sluice_limit_little); 0 = off */
+	uint64_t cut_samples;         /* 20: ... on a tick with at least this many samples */
 };
 
 struct sluice_limit {
@@ -102,12 +106,38 @@ struct sluice_limit_input {
 	double rate;                  /* completions per second in the window (latency samples) */
 };
 
+/* One tick's view for the throughput cut (sluice_limit_little). */
+struct sluice_little_input {
+	double rate;                  /* completions per second in the tick */
+	uint32_t inflight_prev;       /* in-flight at the tick's start and the tick before (the
+	                               * lower of the two) ... */
+	uint32_t inflight;            /* ... and at its end */
+	double tick_p50_us;           /* the median of the tick's own latency samples */
+	uint64_t samples;             /* ... and their number */
+	double window_rate;           /* completions per second of the last decided window */
+	double aim_us, objective_us;
+};
+
 /* Defaults and the mapping from the config (limit bounds, fixed, algorithm). */
 void sluice_limit_params_default(struct sluice_limit_params *p);
 void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p);
 void sluice_limit_init(struct sluice_limit *l, const struct sluice_limit_params *p);
 /* Config reload or import: keep the limit, clamped to the (new) bounds. */
 void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_params *p);
+/* The throughput cut, tick by tick (gradient only), ahead of the windows: a window's latency
+ * samples lag behind the queue they measure (a request reports its wait when it completes), but
+ * in-flight and the completion rate do not. By Little's law in-flight / rate is the time a unit
+ * now spends in the service; when it is above cut_ratio (1.5) x the objective at three ticks
+ * in a row (an overload, not a burst of arrivals) and the tick's own median is above the objective too, and the backend completes at least as fast as in the last decided window (more
+ * arrivals than it serves, not a stall: a stall's rate would take the limit to the floor),
+ * the limit goes at once to rate x aim: the concurrency at which the throughput the
+ * backend just delivered is served within the aim. Never below the evidence floor or min;
+ * the caller allows one per descent (the limit's reference of the descent cleared since).
+ * Returns 1 when it cut (the caller starts a dead time: what is in flight now was admitted
+ * under the old limit). */
+int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
+			const struct sluice_little_input *in, uint64_t now_ns,
+			const struct sluice_event_sink *sink);
 /* One decided window. Returns the limit in force. */
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,
