@@ -147,14 +147,16 @@ double sluice_hist_above_us(const struct sluice_hist *h, uint64_t thr_us)
 }
 
 /* Counter delta for one class; any counter going backwards means the maps were recreated
- * (or a CPU went away): count the new values from zero rather than wrapping. */
+ * (or a CPU went away): count the new values from zero rather than wrapping. *moved: some
+ * counter of the delta is not zero. */
 static int stats_delta(const struct sluice_class_stats *p, const struct sluice_class_stats *c,
-		       struct sluice_class_stats *d)
+		       struct sluice_class_stats *d, int *moved)
 {
 	const uint64_t *pp = (const uint64_t *)p, *cc = (const uint64_t *)c;
-	uint64_t *dd = (uint64_t *)d;
+	uint64_t *dd = (uint64_t *)d, any = 0;
 	size_t i, n = sizeof(*c) / sizeof(uint64_t);
 
+	*moved = 1;
 	if (!p) {
 		*d = *c;
 		return 0;
@@ -165,7 +167,9 @@ static int stats_delta(const struct sluice_class_stats *p, const struct sluice_c
 			return 1;
 		}
 		dd[i] = cc[i] - pp[i];
+		any |= dd[i];
 	}
+	*moved = any != 0;
 	return 0;
 }
 
@@ -209,61 +213,128 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 	sluice_signals_compute_same(prev, cur, prev_h, cur_h, 0, dt_ns, slow_call_us, out);
 }
 
-void sluice_signals_compute_same(const struct sluice_class_stats *prev,
-				 const struct sluice_class_stats *cur,
-				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
-				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
-				 struct sluice_service_signals *out)
+/* One class's histogram delta cur - prev (prev NULL: zero) into d; its sample count in *n.
+ * Returns 1 when a bucket went backwards: the whole of cur counts from zero. */
+static int hist_delta_n(const struct sluice_hist *ph, const struct sluice_hist *ch,
+			struct sluice_hist *d, uint64_t *n)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	/* one pass: delta and its count (this loop is most of a tick with samples) */
+	for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+		uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;
+		if (v < pv)
+			break;
+		d->bucket[i] = v - pv;
+		sum += v - pv;
+	}
+	if (i < SLUICE_HIST_BUCKETS) {
+		*d = *ch;
+		*n = sluice_hist_count(d);
+		return 1;
+	}
+	d->sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ? ch->sum_us - ph->sum_us :
+		    ch->sum_us;
+	*n = sum;
+	return 0;
+}
+
+/* reuse: out holds this service's signals of the last call (or zeros): a class that did not
+ * move and whose signals are all zero already (out->zero_cls) is not written again. */
+static void compute(const struct sluice_class_stats *prev, const struct sluice_class_stats *cur,
+		    const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+		    unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us, int reuse,
+		    struct sluice_service_signals *out)
 {
 	double dt_s = (double)dt_ns / 1e9;
 	struct sluice_class_stats d, dsum;
 	static const struct sluice_hist empty_h;
-	struct sluice_hist hd;
+	struct sluice_hist hd[SLUICE_NUM_CLASSES], total_h;
+	const struct sluice_hist *th = &empty_h;   /* the histogram delta of all classes */
 	uint64_t total_n = 0;
+	unsigned zero = reuse ? out->zero_cls : 0;
 	uint32_t c, i;
+	int with = 0;                               /* classes whose delta is not empty */
 
-	memset(out, 0, sizeof(*out));
+	if (reuse)
+		memset(&out->total, 0, sizeof(out->total));
+	else
+		memset(out, 0, sizeof(*out));
 	memset(&dsum, 0, sizeof(dsum));
 	out->dt_s = dt_s;
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct sluice_class_signals *s = &out->cls[c];
-		const struct sluice_hist *ph = prev_h ? &prev_h[c] : NULL, *ch = &cur_h[c];
-		int reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d);
+		const struct sluice_hist *ph = prev_h ? &prev_h[c] : NULL;
+		int moved, reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d, &moved);
 		uint64_t n = 0;
 
 		if (ph && (hist_same >> c & 1)) {
 			/* the caller says cur == prev: the delta is empty, nothing to add up */
+			if (!moved && !reset) {
+				/* all of this class's signals are zero */
+				if (!(zero >> c & 1))
+					memset(s, 0, sizeof(*s));
+				zero |= 1u << c;
+				continue;
+			}
+			if (reuse)
+				memset(s, 0, sizeof(*s));
+			zero &= ~(1u << c);
 			s->reset = reset;
 			out->total.reset |= reset;
 			fill(s, &d, &empty_h, 0, dt_s, slow_call_us);
 			fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
 			continue;
 		}
-		/* one pass: delta, its count and the service total (this loop is most of a tick) */
-		for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
-			uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;
-			if (v < pv)
-				break;
-			hd.bucket[i] = v - pv;
-			n += v - pv;
-		}
-		if (i < SLUICE_HIST_BUCKETS) {          /* went backwards: count from zero */
+		if (hist_delta_n(ph, &cur_h[c], &hd[c], &n))
 			reset = 1;
-			hd = *ch;
-			n = sluice_hist_count(&hd);
-		} else {
-			hd.sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ?
-				    ch->sum_us - ph->sum_us : ch->sum_us;
+		if (reuse)
+			memset(s, 0, sizeof(*s));
+		if (!moved && !reset && !n && !hd[c].sum_us)
+			zero |= 1u << c;
+		else
+			zero &= ~(1u << c);
+		if (n || hd[c].sum_us) {
+			/* the total's histogram: one class's delta as it is, or their sum */
+			if (with == 1) {
+				total_h = *th;
+				th = &total_h;
+			}
+			if (!with) {
+				th = &hd[c];
+			} else {
+				for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
+					total_h.bucket[i] += hd[c].bucket[i];
+				total_h.sum_us += hd[c].sum_us;
+			}
+			with++;
 		}
-		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
-			out->total_hist.bucket[i] += hd.bucket[i];
-		out->total_hist.sum_us += hd.sum_us;
 		total_n += n;
 		s->reset = reset;
 		out->total.reset |= reset;
-		fill(s, &d, &hd, n, dt_s, slow_call_us);
+		fill(s, &d, &hd[c], n, dt_s, slow_call_us);
 		fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
 	}
+	out->zero_cls = zero;
 	/* second pass computes the derived numbers of the total from its summed fields */
-	fill(&out->total, &dsum, &out->total_hist, total_n, dt_s, slow_call_us);
+	fill(&out->total, &dsum, th, total_n, dt_s, slow_call_us);
+}
+
+void sluice_signals_compute_same(const struct sluice_class_stats *prev,
+				 const struct sluice_class_stats *cur,
+				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+				 struct sluice_service_signals *out)
+{
+	compute(prev, cur, prev_h, cur_h, hist_same, dt_ns, slow_call_us, 0, out);
+}
+
+void sluice_signals_update(const struct sluice_class_stats *prev,
+			   const struct sluice_class_stats *cur,
+			   const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+			   unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+			   struct sluice_service_signals *out)
+{
+	compute(prev, cur, prev_h, cur_h, hist_same, dt_ns, slow_call_us, 1, out);
 }
