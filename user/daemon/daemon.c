@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "control/verdict.h"
@@ -116,33 +115,13 @@ static void reader_wants(struct daemon *d)
 				d->cfg.services[i].protocol == SLUICE_PROTO_HTTP;
 }
 
-/* Zeroed room for the controllers: 13.5 KB a service spans four pages, and a tick touches a
- * few lines in each, so a thousand services' state in 4 KB pages costs a TLB miss per line;
- * from 2 MB on it is asked for in huge pages (where the host gives them on request). */
-static void *alloc_ctl(size_t k, size_t size)
-{
-	const size_t huge = 2u << 20;
-	size_t len = k * size;
-	void *p;
-
-	if (len < huge)
-		return calloc(k, size);
-	len = (len + huge - 1) / huge * huge;
-	p = aligned_alloc(huge, len);
-	if (!p)
-		return NULL;
-	madvise(p, len, MADV_HUGEPAGE);    /* a hint: 4 KB pages work as well */
-	memset(p, 0, len);
-	return p;
-}
-
 /* Per-service arrays for n services (zeroed); idx has room for the tick's hot list too. */
 static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct service_books **books)
 {
 	size_t k = (size_t)(n ? n : 1);
 
 	*idx = calloc(2 * k, sizeof(**idx));
-	*ctl = alloc_ctl(k, sizeof(**ctl));
+	*ctl = calloc(k, sizeof(**ctl));
 	*books = calloc(k, sizeof(**books));
 	if (*idx && *ctl && *books)
 		return 0;
