@@ -173,6 +173,34 @@ static int stats_delta(const struct sluice_class_stats *p, const struct sluice_c
 	return 0;
 }
 
+/* Derived numbers, recomputed from the accumulated fields (works for the total too). one:
+ * the class whose histogram delta h is (the same histogram and count), whose quantiles, mean
+ * and slow count are taken as they are instead of computed again; NULL: computed. */
+static void derive(struct sluice_class_signals *s, const struct sluice_hist *h,
+		   uint64_t samples, double dt_s, uint64_t slow_us,
+		   const struct sluice_class_signals *one)
+{
+	s->calls = s->completed > s->resp_429 ? s->completed - s->resp_429 : 0;
+	s->samples = samples;
+	s->rate_per_s = dt_s > 0 ? (double)s->arrivals / dt_s : 0;
+	s->completed_per_s = dt_s > 0 ? (double)s->completed / dt_s : 0;
+	if (one) {
+		s->p50_us = one->p50_us;
+		s->p90_us = one->p90_us;
+		s->p99_us = one->p99_us;
+		s->mean_us = one->mean_us;
+		s->slow = one->slow;
+	} else {
+		quantiles3(h, s->samples, &s->p50_us, &s->p90_us, &s->p99_us);
+		s->mean_us = s->samples ? (double)h->sum_us / (double)s->samples : 0;
+		s->slow = slow_us && s->samples ? sluice_hist_above_us(h, slow_us) : 0;
+	}
+	s->slow_rate = s->samples ? s->slow / (double)s->samples : 0;
+	s->error_rate = s->calls ? (double)(s->errors < s->calls ? s->errors : s->calls) /
+				   (double)s->calls : 0;
+	s->retransmit_ratio = s->arrivals ? (double)s->retransmits / (double)s->arrivals : 0;
+}
+
 static void fill(struct sluice_class_signals *s, const struct sluice_class_stats *d,
 		 const struct sluice_hist *h, uint64_t samples, double dt_s, uint64_t slow_us)
 {
@@ -188,20 +216,8 @@ static void fill(struct sluice_class_signals *s, const struct sluice_class_stats
 		s->rejected[r] += d->rejected[r];
 		s->rejected_total += d->rejected[r];
 	}
-	if (!h)
-		return;
-	/* Derived numbers are recomputed from the accumulated fields (works for the total too). */
-	s->calls = s->completed > s->resp_429 ? s->completed - s->resp_429 : 0;
-	s->samples = samples;
-	s->rate_per_s = dt_s > 0 ? (double)s->arrivals / dt_s : 0;
-	s->completed_per_s = dt_s > 0 ? (double)s->completed / dt_s : 0;
-	quantiles3(h, s->samples, &s->p50_us, &s->p90_us, &s->p99_us);
-	s->mean_us = s->samples ? (double)h->sum_us / (double)s->samples : 0;
-	s->slow = slow_us && s->samples ? sluice_hist_above_us(h, slow_us) : 0;
-	s->slow_rate = s->samples ? s->slow / (double)s->samples : 0;
-	s->error_rate = s->calls ? (double)(s->errors < s->calls ? s->errors : s->calls) /
-				   (double)s->calls : 0;
-	s->retransmit_ratio = s->arrivals ? (double)s->retransmits / (double)s->arrivals : 0;
+	if (h)
+		derive(s, h, samples, dt_s, slow_us, NULL);
 }
 
 void sluice_signals_compute(const struct sluice_class_stats *prev,
@@ -248,10 +264,11 @@ static void compute(const struct sluice_class_stats *prev, const struct sluice_c
 		    struct sluice_service_signals *out)
 {
 	double dt_s = (double)dt_ns / 1e9;
-	struct sluice_class_stats d, dsum;
+	struct sluice_class_stats d;
 	static const struct sluice_hist empty_h;
 	struct sluice_hist hd[SLUICE_NUM_CLASSES], total_h;
 	const struct sluice_hist *th = &empty_h;   /* the histogram delta of all classes */
+	const struct sluice_class_signals *one = NULL;  /* the class th is, when only one */
 	uint64_t total_n = 0;
 	unsigned zero = reuse ? out->zero_cls : 0;
 	uint32_t c, i;
@@ -261,7 +278,6 @@ static void compute(const struct sluice_class_stats *prev, const struct sluice_c
 		memset(&out->total, 0, sizeof(out->total));
 	else
 		memset(out, 0, sizeof(*out));
-	memset(&dsum, 0, sizeof(dsum));
 	out->dt_s = dt_s;
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct sluice_class_signals *s = &out->cls[c];
@@ -303,6 +319,7 @@ static void compute(const struct sluice_class_stats *prev, const struct sluice_c
 			}
 			if (!with) {
 				th = &hd[c];
+				one = s;
 			} else {
 				for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
 					total_h.bucket[i] += hd[c].bucket[i];
@@ -318,7 +335,7 @@ static void compute(const struct sluice_class_stats *prev, const struct sluice_c
 	}
 	out->zero_cls = zero;
 	/* second pass computes the derived numbers of the total from its summed fields */
-	fill(&out->total, &dsum, th, total_n, dt_s, slow_call_us);
+	derive(&out->total, th, total_n, dt_s, slow_call_us, with == 1 ? one : NULL);
 }
 
 void sluice_signals_compute_same(const struct sluice_class_stats *prev,
