@@ -56,21 +56,9 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
  * is as long as `sluicectl baseline reset` waits for a settled service. */
 #define CTL_RQ_SLICE 8192
 
-/* The slots read this tick: all of them up to MAPS_SCAN_SLOTS, past that one of
- * MAPS_SCAN_PARTS parts in turn, as the counters of the services at rest are read (a request
- * waits up to that many ticks, 400 ms; a thousand slots every tick were a twentieth of the
- * tick), and never more than CTL_RQ_SLICE. */
-static int ctl_rq_slice(int n_used)
-{
-	int part = n_used <= MAPS_SCAN_SLOTS ? n_used :
-		   (n_used + MAPS_SCAN_PARTS - 1) / MAPS_SCAN_PARTS;
-
-	return part < CTL_RQ_SLICE ? part : CTL_RQ_SLICE;
-}
-
 void daemon_ctl_poll(struct daemon *d, int n_used)
 {
-	int first = d->ctl_rq_next, n, want = ctl_rq_slice(n_used);
+	int first = d->ctl_rq_next, n, want = n_used < CTL_RQ_SLICE ? n_used : CTL_RQ_SLICE;
 
 	d->ctl_rq_n = 0;
 	if (d->m.ctl_requests < 0 || n_used <= 0)
@@ -152,13 +140,10 @@ void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
 	struct sluice_ctl_request rq;
 	uint32_t gen;
 
-	/* A running service outside this tick's slice waits for its part (within
-	 * MAPS_SCAN_PARTS ticks); past that many full slices it looks its slot up: the command
-	 * waits for two of its ticks. */
+	/* A running service outside this tick's slice looks its slot up: the command waits
+	 * for two of its ticks. */
 	if (polled_rq)
 		rq = *polled_rq;
-	else if (d->ctl_rq_n > 0 && d->ctl_rq_n < CTL_RQ_SLICE)
-		return;
 	else if (maps_read_ctl_request(&d->m, d->idx[i], &rq))
 		return;
 	gen = ctl_request_reset_gen(&rq, sc, d->books[i].ctl_reset_ack);
