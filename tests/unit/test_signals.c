@@ -176,6 +176,81 @@ static void test_unchanged_hint_gives_the_same_signals(void **st)
 	assert_int_equal(hinted.total.arrivals, 49);
 }
 
+/* The tick's own call keeps one service's signals from tick to tick and writes only the
+ * classes that moved: over a long run of ticks where classes move, rest, take samples or
+ * count from zero again, it gives what a fresh computation gives, byte for byte. */
+static uint64_t xs = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	xs ^= xs << 13;
+	xs ^= xs >> 7;
+	xs ^= xs << 17;
+	return xs;
+}
+
+static void test_update_gives_what_compute_gives(void **st)
+{
+	struct sluice_class_stats prev[4], cur[4];
+	struct sluice_hist ph[4], ch[4], given[4];
+	struct sluice_service_signals kept, fresh;
+	const int n64 = (int)(sizeof(cur[0]) / sizeof(uint64_t));
+	(void)st;
+	stats_zero(prev, ph);
+	memset(&kept, 0, sizeof(kept));
+	for (int t = 0; t < 20000; t++) {
+		unsigned same = 0;
+		uint64_t dt = (rnd() % 3) * 100000000ull, slow = (rnd() % 2) * (rnd() % 200000);
+
+		memcpy(cur, prev, sizeof(cur));
+		memcpy(ch, ph, sizeof(ch));
+		for (int c = 0; c < 4; c++) {
+			int mode = (int)(rnd() % 6);
+			uint64_t *u = (uint64_t *)&cur[c];
+
+			if (mode >= 2)
+				u[rnd() % (uint64_t)n64] += rnd() % 5;
+			if (mode >= 4)
+				for (int j = (int)(rnd() % 4); j > 0; j--)
+					add(&ch[c], rnd() % 100000, 1 + rnd() % 3);
+			if (rnd() % 300 == 0)
+				u[rnd() % (uint64_t)n64] = 0;          /* counters from zero */
+			if (rnd() % 300 == 0) {
+				memset(&ch[c], 0, sizeof(ch[c]));      /* histogram from zero */
+				add(&ch[c], 50, 1);
+			}
+			if (!memcmp(&ch[c], &ph[c], sizeof(ch[c])) && rnd() % 4)
+				same |= 1u << c;
+		}
+		memcpy(given, ch, sizeof(given));
+		for (int c = 0; c < 4; c++)
+			if (same >> c & 1)   /* not read by the caller: must not be looked at */
+				memset(&given[c], 0x77, sizeof(given[c]));
+		memset(&fresh, 0x5a, sizeof(fresh));
+		sluice_signals_compute(prev, cur, ph, ch, dt, slow, &fresh);
+		sluice_signals_update(prev, cur, ph, given, same, dt, slow, &kept);
+		assert_memory_equal(&fresh, &kept, sizeof(kept));
+		{
+			/* the total's latency numbers are those of all classes' deltas together */
+			struct sluice_hist all, d;
+
+			memset(&all, 0, sizeof(all));
+			for (int c = 0; c < 4; c++) {
+				sluice_hist_delta(&ph[c], &ch[c], &d);
+				for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
+					all.bucket[i] += d.bucket[i];
+				all.sum_us += d.sum_us;
+			}
+			assert_int_equal(kept.total.samples, sluice_hist_count(&all));
+			assert_true(fabs(kept.total.p50_us - sluice_hist_quantile_us(&all, 0.5)) < 1e-6);
+			assert_true(fabs(kept.total.p99_us - sluice_hist_quantile_us(&all, 0.99)) < 1e-6);
+			assert_true(fabs(kept.total.slow - (slow && kept.total.samples ?
+				    sluice_hist_above_us(&all, slow) : 0)) < 1e-6);
+		}
+		memcpy(prev, cur, sizeof(prev));
+		memcpy(ph, ch, sizeof(ph));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_compute_deltas),
 		cmocka_unit_test(test_counter_reset_and_zero_traffic),
 		cmocka_unit_test(test_unchanged_hint_gives_the_same_signals),
+		cmocka_unit_test(test_update_gives_what_compute_gives),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

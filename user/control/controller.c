@@ -151,22 +151,6 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 	}
 }
 
-/* The tick's histograms: in->hist, but for the classes the caller marked in hist_same, which
- * are the last tick's (mix: room to put the two together). */
-static const struct sluice_hist *tick_hists(const struct service_ctl *s,
-					    const struct ctl_inputs *in, struct sluice_hist *mix)
-{
-	unsigned same = s->have_prev ? in->hist_same & ((1u << SLUICE_NUM_CLASSES) - 1) : 0;
-
-	if (!same)
-		return in->hist;
-	if (same == (1u << SLUICE_NUM_CLASSES) - 1)
-		return s->prev_h;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		mix[c] = same >> c & 1 ? s->prev_h[c] : in->hist[c];
-	return mix;
-}
-
 /* The throughput cut (control/limit.h, sluice_limit_little), tick by tick, for http services
  * (a request's latency is the time it spends in the backend; a tcp turn's need not be), unless
  * a window just decided; once per descent. In-flight and the completion rate are current, so
@@ -220,13 +204,14 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
-static void snapshot(struct service_ctl *s, const struct ctl_inputs *in,
-		     const struct sluice_hist *cur_h, uint64_t now_ns)
+/* After it, prev_h holds the histograms now: in->hist, but for the classes the caller marked
+ * in hist_same, which are the last tick's (the tick's cur_h is prev_h, nothing is copied). */
+static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
 {
 	memcpy(s->prev, in->stats, sizeof(s->prev));
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
-			s->prev_h[c] = cur_h[c];
+			s->prev_h[c] = in->hist[c];
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -263,8 +248,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_ladder_input li = { 0 };
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
-	struct sluice_hist mix[SLUICE_NUM_CLASSES];
-	const struct sluice_hist *cur_h = tick_hists(s, in, mix);
+	const struct sluice_hist *cur_h = s->prev_h;     /* the histograms now, once snapshot */
 	uint64_t dt_ns;
 	int rc, full, queue_sat, decided;
 	double qx;
@@ -272,16 +256,16 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	*opened = 0;
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
-		snapshot(s, in, cur_h, now_ns);
+		snapshot(s, in, now_ns);
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 		objective(s);
 		write_verdict(s, sc, in, now_ns, out);
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_compute_same(s->prev, in->stats, s->prev_h, cur_h, in->hist_same, dt_ns,
-				    (uint64_t)s->bp.slow_call_us, sig);
-	snapshot(s, in, cur_h, now_ns);
+	sluice_signals_update(s->prev, in->stats, s->prev_h, in->hist, in->hist_same, dt_ns,
+			      (uint64_t)s->bp.slow_call_us, sig);
+	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */

@@ -147,14 +147,16 @@ double sluice_hist_above_us(const struct sluice_hist *h, uint64_t thr_us)
 }
 
 /* Counter delta for one class; any counter going backwards means the maps were recreated
- * (or a CPU went away): count the new values from zero rather than wrapping. */
+ * (or a CPU went away): count the new values from zero rather than wrapping. *moved: some
+ * counter of the delta is not zero. */
 static int stats_delta(const struct sluice_class_stats *p, const struct sluice_class_stats *c,
-		       struct sluice_class_stats *d)
+		       struct sluice_class_stats *d, int *moved)
 {
 	const uint64_t *pp = (const uint64_t *)p, *cc = (const uint64_t *)c;
-	uint64_t *dd = (uint64_t *)d;
+	uint64_t *dd = (uint64_t *)d, any = 0;
 	size_t i, n = sizeof(*c) / sizeof(uint64_t);
 
+	*moved = 1;
 	if (!p) {
 		*d = *c;
 		return 0;
@@ -165,8 +167,38 @@ static int stats_delta(const struct sluice_class_stats *p, const struct sluice_c
 			return 1;
 		}
 		dd[i] = cc[i] - pp[i];
+		any |= dd[i];
 	}
+	*moved = any != 0;
 	return 0;
+}
+
+/* Derived numbers, recomputed from the accumulated fields (works for the total too). one:
+ * the class whose histogram delta h is (the same histogram and count), whose quantiles, mean
+ * and slow count are taken as they are instead of computed again; NULL: computed. */
+static void derive(struct sluice_class_signals *s, const struct sluice_hist *h,
+		   uint64_t samples, double dt_s, uint64_t slow_us,
+		   const struct sluice_class_signals *one)
+{
+	s->calls = s->completed > s->resp_429 ? s->completed - s->resp_429 : 0;
+	s->samples = samples;
+	s->rate_per_s = dt_s > 0 ? (double)s->arrivals / dt_s : 0;
+	s->completed_per_s = dt_s > 0 ? (double)s->completed / dt_s : 0;
+	if (one) {
+		s->p50_us = one->p50_us;
+		s->p90_us = one->p90_us;
+		s->p99_us = one->p99_us;
+		s->mean_us = one->mean_us;
+		s->slow = one->slow;
+	} else {
+		quantiles3(h, s->samples, &s->p50_us, &s->p90_us, &s->p99_us);
+		s->mean_us = s->samples ? (double)h->sum_us / (double)s->samples : 0;
+		s->slow = slow_us && s->samples ? sluice_hist_above_us(h, slow_us) : 0;
+	}
+	s->slow_rate = s->samples ? s->slow / (double)s->samples : 0;
+	s->error_rate = s->calls ? (double)(s->errors < s->calls ? s->errors : s->calls) /
+				   (double)s->calls : 0;
+	s->retransmit_ratio = s->arrivals ? (double)s->retransmits / (double)s->arrivals : 0;
 }
 
 static void fill(struct sluice_class_signals *s, const struct sluice_class_stats *d,
@@ -184,20 +216,8 @@ static void fill(struct sluice_class_signals *s, const struct sluice_class_stats
 		s->rejected[r] += d->rejected[r];
 		s->rejected_total += d->rejected[r];
 	}
-	if (!h)
-		return;
-	/* Derived numbers are recomputed from the accumulated fields (works for the total too). */
-	s->calls = s->completed > s->resp_429 ? s->completed - s->resp_429 : 0;
-	s->samples = samples;
-	s->rate_per_s = dt_s > 0 ? (double)s->arrivals / dt_s : 0;
-	s->completed_per_s = dt_s > 0 ? (double)s->completed / dt_s : 0;
-	quantiles3(h, s->samples, &s->p50_us, &s->p90_us, &s->p99_us);
-	s->mean_us = s->samples ? (double)h->sum_us / (double)s->samples : 0;
-	s->slow = slow_us && s->samples ? sluice_hist_above_us(h, slow_us) : 0;
-	s->slow_rate = s->samples ? s->slow / (double)s->samples : 0;
-	s->error_rate = s->calls ? (double)(s->errors < s->calls ? s->errors : s->calls) /
-				   (double)s->calls : 0;
-	s->retransmit_ratio = s->arrivals ? (double)s->retransmits / (double)s->arrivals : 0;
+	if (h)
+		derive(s, h, samples, dt_s, slow_us, NULL);
 }
 
 void sluice_signals_compute(const struct sluice_class_stats *prev,
@@ -209,61 +229,129 @@ void sluice_signals_compute(const struct sluice_class_stats *prev,
 	sluice_signals_compute_same(prev, cur, prev_h, cur_h, 0, dt_ns, slow_call_us, out);
 }
 
-void sluice_signals_compute_same(const struct sluice_class_stats *prev,
-				 const struct sluice_class_stats *cur,
-				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
-				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
-				 struct sluice_service_signals *out)
+/* One class's histogram delta cur - prev (prev NULL: zero) into d; its sample count in *n.
+ * Returns 1 when a bucket went backwards: the whole of cur counts from zero. */
+static int hist_delta_n(const struct sluice_hist *ph, const struct sluice_hist *ch,
+			struct sluice_hist *d, uint64_t *n)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	/* one pass: delta and its count (this loop is most of a tick with samples) */
+	for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+		uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;
+		if (v < pv)
+			break;
+		d->bucket[i] = v - pv;
+		sum += v - pv;
+	}
+	if (i < SLUICE_HIST_BUCKETS) {
+		*d = *ch;
+		*n = sluice_hist_count(d);
+		return 1;
+	}
+	d->sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ? ch->sum_us - ph->sum_us :
+		    ch->sum_us;
+	*n = sum;
+	return 0;
+}
+
+/* reuse: out holds this service's signals of the last call (or zeros): a class that did not
+ * move and whose signals are all zero already (out->zero_cls) is not written again. */
+static void compute(const struct sluice_class_stats *prev, const struct sluice_class_stats *cur,
+		    const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+		    unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us, int reuse,
+		    struct sluice_service_signals *out)
 {
 	double dt_s = (double)dt_ns / 1e9;
-	struct sluice_class_stats d, dsum;
+	struct sluice_class_stats d;
 	static const struct sluice_hist empty_h;
-	struct sluice_hist hd;
+	struct sluice_hist hd[SLUICE_NUM_CLASSES], total_h;
+	const struct sluice_hist *th = &empty_h;   /* the histogram delta of all classes */
+	const struct sluice_class_signals *one = NULL;  /* the class th is, when only one */
 	uint64_t total_n = 0;
+	unsigned zero = reuse ? out->zero_cls : 0;
 	uint32_t c, i;
+	int with = 0;                               /* classes whose delta is not empty */
 
-	memset(out, 0, sizeof(*out));
-	memset(&dsum, 0, sizeof(dsum));
+	if (reuse)
+		memset(&out->total, 0, sizeof(out->total));
+	else
+		memset(out, 0, sizeof(*out));
 	out->dt_s = dt_s;
 	for (c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct sluice_class_signals *s = &out->cls[c];
-		const struct sluice_hist *ph = prev_h ? &prev_h[c] : NULL, *ch = &cur_h[c];
-		int reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d);
+		const struct sluice_hist *ph = prev_h ? &prev_h[c] : NULL;
+		int moved, reset = stats_delta(prev ? &prev[c] : NULL, &cur[c], &d, &moved);
 		uint64_t n = 0;
 
 		if (ph && (hist_same >> c & 1)) {
 			/* the caller says cur == prev: the delta is empty, nothing to add up */
+			if (!moved && !reset) {
+				/* all of this class's signals are zero */
+				if (!(zero >> c & 1))
+					memset(s, 0, sizeof(*s));
+				zero |= 1u << c;
+				continue;
+			}
+			if (reuse)
+				memset(s, 0, sizeof(*s));
+			zero &= ~(1u << c);
 			s->reset = reset;
 			out->total.reset |= reset;
 			fill(s, &d, &empty_h, 0, dt_s, slow_call_us);
 			fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
 			continue;
 		}
-		/* one pass: delta, its count and the service total (this loop is most of a tick) */
-		for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
-			uint64_t v = ch->bucket[i], pv = ph ? ph->bucket[i] : 0;
-			if (v < pv)
-				break;
-			hd.bucket[i] = v - pv;
-			n += v - pv;
-		}
-		if (i < SLUICE_HIST_BUCKETS) {          /* went backwards: count from zero */
+		if (hist_delta_n(ph, &cur_h[c], &hd[c], &n))
 			reset = 1;
-			hd = *ch;
-			n = sluice_hist_count(&hd);
-		} else {
-			hd.sum_us = !ph ? ch->sum_us : ch->sum_us >= ph->sum_us ?
-				    ch->sum_us - ph->sum_us : ch->sum_us;
+		if (reuse)
+			memset(s, 0, sizeof(*s));
+		if (!moved && !reset && !n && !hd[c].sum_us)
+			zero |= 1u << c;
+		else
+			zero &= ~(1u << c);
+		if (n || hd[c].sum_us) {
+			/* the total's histogram: one class's delta as it is, or their sum */
+			if (with == 1) {
+				total_h = *th;
+				th = &total_h;
+			}
+			if (!with) {
+				th = &hd[c];
+				one = s;
+			} else {
+				for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
+					total_h.bucket[i] += hd[c].bucket[i];
+				total_h.sum_us += hd[c].sum_us;
+			}
+			with++;
 		}
-		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
-			out->total_hist.bucket[i] += hd.bucket[i];
-		out->total_hist.sum_us += hd.sum_us;
 		total_n += n;
 		s->reset = reset;
 		out->total.reset |= reset;
-		fill(s, &d, &hd, n, dt_s, slow_call_us);
+		fill(s, &d, &hd[c], n, dt_s, slow_call_us);
 		fill(&out->total, &d, NULL, 0, dt_s, slow_call_us);
 	}
+	out->zero_cls = zero;
 	/* second pass computes the derived numbers of the total from its summed fields */
-	fill(&out->total, &dsum, &out->total_hist, total_n, dt_s, slow_call_us);
+	derive(&out->total, th, total_n, dt_s, slow_call_us, with == 1 ? one : NULL);
+}
+
+void sluice_signals_compute_same(const struct sluice_class_stats *prev,
+				 const struct sluice_class_stats *cur,
+				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+				 struct sluice_service_signals *out)
+{
+	compute(prev, cur, prev_h, cur_h, hist_same, dt_ns, slow_call_us, 0, out);
+}
+
+void sluice_signals_update(const struct sluice_class_stats *prev,
+			   const struct sluice_class_stats *cur,
+			   const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+			   unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+			   struct sluice_service_signals *out)
+{
+	compute(prev, cur, prev_h, cur_h, hist_same, dt_ns, slow_call_us, 1, out);
 }

@@ -30,7 +30,7 @@ struct sluice_service_signals {
 	double dt_s;
 	struct sluice_class_signals cls[SLUICE_NUM_CLASSES];
 	struct sluice_class_signals total;                 /* all classes together */
-	struct sluice_hist total_hist;                     /* histogram delta, all classes */
+	unsigned zero_cls;       /* bit c: cls[c] is all zero (nothing moved in class c) */
 };
 
 /* Lower bound (inclusive) of histogram bucket i, in microseconds. */
@@ -68,5 +68,14 @@ void sluice_signals_compute_same(const struct sluice_class_stats *prev,
 				 const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
 				 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
 				 struct sluice_service_signals *out);
+/* The same again for one service from tick to tick: out holds what the last call left there
+ * (or zeros). A class that did not move and whose signals were zero already is not written
+ * again, so a tick touches only the classes that moved. The result is the same as
+ * sluice_signals_compute_same's. */
+void sluice_signals_update(const struct sluice_class_stats *prev,
+			   const struct sluice_class_stats *cur,
+			   const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
+			   unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+			   struct sluice_service_signals *out);
 
 #endif

@@ -139,6 +139,8 @@ void daemon_free(struct daemon *d)
 	free(d->mx.s);
 	free(d->ctl_rq);
 	free(d->ctl_rq_keys);
+	free(d->aq_want);
+	d->aq_want = NULL;
 	d->ctl_rq = NULL;
 	d->ctl_rq_keys = NULL;
 	d->ctl_rq_n = d->ctl_rq_cap = 0;
@@ -209,12 +211,11 @@ void daemon_fini(struct daemon *d, int wait_ms)
 }
 /* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
 static void update_books(struct daemon *d, int i, const struct sluice_verdict *v,
-			 double dt_s)
+			 double dt_s, double decay)
 {
 	struct service_books *b = &d->books[i];
 	const struct service_ctl *s = &d->ctl[i];
 	const struct sluice_class_signals *t = &s->sig.total;
-	double decay = exp(-dt_s / 60.0);
 	double ok = (double)t->completed - (double)t->errors - (double)t->resp_429;
 
 	b->ew_arrivals = b->ew_arrivals * decay + (double)t->arrivals;
@@ -395,11 +396,13 @@ static struct acceptq_want *service_listeners(const struct sluice_config *cfg)
 
 static void read_accept_queues(struct daemon *d)
 {
-	struct acceptq_want *want = service_listeners(&d->cfg);
 	struct acceptq *q = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1), sizeof(*q));
-	int rc = want && q ? acceptq_read_at(want, d->cfg.n_services, q) : -1;
+	int rc;
 
-	free(want);
+	/* kept from tick to tick: building it reads every service's config */
+	if (!d->aq_want)
+		d->aq_want = service_listeners(&d->cfg);
+	rc = d->aq_want && q ? acceptq_read_at(d->aq_want, d->cfg.n_services, q) : -1;
 	if (rc) {
 		free(q);
 		return;
@@ -537,7 +540,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->written = v;
 		b->have_written = 1;
 	}
-	update_books(d, i, &v, dt_s);
+	update_books(d, i, &v, dt_s, decay);
 	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
@@ -728,6 +731,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->hot = new_idx + next.n_services;
 	d->ctl = new_ctl;
 	d->books = new_books;
+	free(d->aq_want);         /* of the old services */
+	d->aq_want = NULL;
 	pthread_mutex_unlock(&d->lock);
 	reader_wants(d);
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);

@@ -67,6 +67,8 @@ struct daemon {
 	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
 	struct sluice_ctl_request *ctl_rq;
 	__u32 *ctl_rq_keys;
+	struct acceptq_want *aq_want;            /* the listeners asked for, per service (built
+	                                          * from cfg when NULL) */
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
