@@ -22,6 +22,31 @@
 
 static int listener_at(in_addr_t addr, uint16_t *port);
 
+/* Connections reach the listener's accept queue asynchronously after connect() returns (the
+ * handshake's last ACK): wait for entry i of the reading to show `queued`, at most 2 s, and
+ * leave the asserting to the caller. */
+static void await_queued_at(const struct acceptq_want *want, int n, int i, unsigned queued)
+{
+	struct acceptq out[8];
+
+	for (int t = 0; t < 2000; t++) {
+		if (acceptq_read_at(want, n, out) == 0 && out[i].queued == queued)
+			return;
+		usleep(1000);
+	}
+}
+
+static void await_queued(const uint16_t *ports, int n, int i, unsigned queued)
+{
+	struct acceptq q[8];
+
+	for (int t = 0; t < 2000; t++) {
+		if (acceptq_read(ports, n, q) == 0 && q[i].queued == queued)
+			return;
+		usleep(1000);
+	}
+}
+
 static int listener(uint16_t *port)
 {
 	*port = 0;
@@ -48,7 +73,7 @@ static void test_counts_unaccepted_connections(void **st)
 		c[i] = socket(AF_INET, SOCK_STREAM, 0);
 		assert_int_equal(connect(c[i], (struct sockaddr *)&a, sizeof(a)), 0);
 	}
-	usleep(10000);
+	await_queued(ports, 2, 0, 3);
 	assert_int_equal(acceptq_read(ports, 2, q), 0);
 	assert_int_equal(q[0].queued, 3);
 	close(accept(ls, NULL, NULL));
@@ -158,7 +183,7 @@ static void test_listen_queue_by_address(void **st)
 	(void)st;
 	for (int i = 0; i < 3; i++)
 		c[i] = connect_to(LO(3), p);
-	usleep(10000);
+	await_queued_at(want, 5, 1, 3);
 	assert_int_equal(acceptq_read_at(want, 5, out), 0);
 	assert_int_equal(out[0].listeners, 1);
 	assert_int_equal(out[0].queued, 0);
@@ -184,13 +209,13 @@ static void test_listen_queue_by_address(void **st)
 	close(d);
 	w = listener_at(0, &q);
 	c[0] = connect_to(LO(5), q);
-	usleep(10000);
 	want[0] = want4(q, LO(5));
 	want[1] = want4(q, 0);
 	want[2] = want4(q, 0);
 	want[2].has_addr = 1;
 	memset(want[2].addr, 0, 16);
 	want[2].addr[0] = 0x20, want[2].addr[1] = 0x01, want[2].addr[15] = 1; /* 2001::1 */
+	await_queued_at(want, 3, 0, 1);
 	assert_int_equal(acceptq_read_at(want, 3, out), 0);
 	assert_int_equal(out[0].listeners, 1);
 	assert_int_equal(out[0].queued, 1);
