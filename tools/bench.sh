@@ -99,6 +99,7 @@ FAILED=()                  # what could not start or run: makes the bench exit n
 
 log() { echo "bench: $*" >&2; }
 . tools/bench/lib.sh       # need_pkgs, start_bg, stop_pids, wait_port, setup_ns, ...
+. tests/e2e/iproute2_pins.sh   # remove_iproute2_pins
 has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ------------------------------------------------------------------ cleanup (always)
@@ -118,6 +119,7 @@ teardown_ns() {
 }
 cleanup() {
 	teardown_ns
+	remove_iproute2_pins
 	rm -rf "$TMP"
 }
 trap cleanup EXIT

@@ -81,6 +81,7 @@ IN_CLI="nsenter --net=/run/netns/$NS_C"
 in_srv() { $IN_SRV "$@"; }
 in_cli() { $IN_CLI "$@"; }
 
+. "$(dirname "${BASH_SOURCE[0]}")/iproute2_pins.sh"   # remove_iproute2_pins
 e2e_cleanup() {
 	local p ns
 	# What a test started outside its namespaces (a tmux session, ...): its own test_cleanup.
@@ -97,13 +98,7 @@ e2e_cleanup() {
 	[ -d "$PIN" ] && rm -rf "$PIN"
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
-	# iproute2 leaves its own directory (tc/globals) and symlinks (ip, xdp -> tc) when it
-	# loads the pass-through program; remove them once empty.
-	rmdir /sys/fs/bpf/tc/globals 2>/dev/null && rmdir /sys/fs/bpf/tc 2>/dev/null
-	for l in ip xdp; do
-		# only when dangling: the tc directory is gone
-		[ -L /sys/fs/bpf/$l ] && [ ! -e /sys/fs/bpf/$l ] && rm -f /sys/fs/bpf/$l
-	done
+	remove_iproute2_pins
 	# A bpffs this test mounted goes again once nothing but the kernel's own preload
 	# iterators (maps.debug, progs.debug) is left in it.
 	if [ "${BPFFS_MOUNTED:-0}" = 1 ] && [ -z "$(ls /sys/fs/bpf | grep -v '\.debug$')" ]; then
