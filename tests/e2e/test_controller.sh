@@ -82,18 +82,25 @@ ok $(grep -q '"machine":"ladder","class":"L3","from":"full"' "$LOG" && echo 0 ||
 
 # --- 2. slow downstream: breaker opens, 503s, half-open recovery ------------------------
 mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }   # the events' t_ns clock
-breaker_run() { # one 16 s run: healthy, 4 s slow, healthy again; sets react_ms, n503, r99
+api_breaker() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json | python3 -c "
+import json, sys; d = json.load(sys.stdin); print([s for s in d['services'] if s['name'] == 'api'][0]['breaker']['state'])"; }
+breaker_closed() { [ "$(api_breaker)" = closed ]; }
+breaker_run() { # healthy 2 s, slow 4 s, healthy until the breaker is closed again (or 20 s);
+	# sets react_ms, n503, r99. The load runs until then: half-open steps need calls to pass,
+	# so a fixed-length load could end before the last step on a slow host.
 	local from lg opened t_slow t_open
 	from=$(($(wc -l < "$LOG") + 1))
 	start_bg "$TMP/api.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8081 \
-		--mode http-keepalive --rate 40 --duration 16 --timeout-ms 3000 --quiet --class L2:1
+		--mode http-keepalive --rate 40 --duration 60 --timeout-ms 3000 --quiet --class L2:1
 	lg=$LAST_PID
 	sleep 2   # part of the scenario: 2 s of a healthy backend first
 	t_slow=$(mono_ns)
 	echo "service_ms=500" > "$TMP/mode"
 	sleep 4   # part of the scenario: the backend stays slow for 4 s
 	echo "service_ms=5" > "$TMP/mode"
-	wait $lg
+	sleep 1   # part of the scenario: the breaker is still open when the backend recovers
+	wait_for 20 "the api breaker to close again under load" breaker_closed
+	kill -INT $lg; wait $lg   # SIGINT: stop arrivals, drain, print the report
 	opened=$(tail -n +"$from" "$LOG" | grep '"service":"api","machine":"breaker","from":"closed","to":"open"' | head -1)
 	t_open=$(python3 -c "import json, sys; print(json.loads(sys.argv[1])['t_ns'])" "$opened" 2>/dev/null || echo 0)
 	react_ms=$(( (t_open - t_slow) / 1000000 ))
@@ -120,7 +127,6 @@ last_open = max(i for i, e in enumerate(ev) if e['to'] == 'open')
 print(' '.join('%s:%s' % (e['to'], e.get('admit_pct', e.get('step', ''))) for e in ev[last_open:]))")
 ok $(echo "$steps" | grep -q "half_open.*half_open.*half_open.*closed" && echo 0 || echo 1) \
 	"backend recovered: half-open walks its steps up to closed ($steps)"
-status_state=$("$BUILD/sluicectl" --pin-dir "$PIN" status --json | python3 -c "
-import json, sys; d = json.load(sys.stdin); print([s for s in d['services'] if s['name'] == 'api'][0]['breaker']['state'])")
+status_state=$(api_breaker)
 ok $([ "$status_state" = closed ] && echo 0 || echo 1) "sluicectl status shows the breaker closed again"
 finish

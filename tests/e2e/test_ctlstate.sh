@@ -47,17 +47,19 @@ svc() { json_get "$1" "d['services'][0]$2"; }
 # L0 all along (40/s, under the 200/s the 4 x 20 ms backend serves); L3 4x the capacity
 # from 3 s on, when the baseline has been learned from L0 alone. The limit's floor (8 on 4
 # workers) queues more than the objective allows, so the ladder takes over and cuts L3.
+# Both loads run until the end of the test, which kills them; their durations are only an upper
+# bound, long enough that a slow host never reaches the later phases without load.
 LOAD=""
 run_load() { # run_load OUT ARGS...
 	local out=$1; shift
 	start_bg "$out" $IN_CLI "$BUILD/tools/loadgen" --seed 5 --quiet --timeout-ms 3000 "$@"
 	LOAD="$LOAD $LAST_PID"
 }
-run_load "$TMP/l0.json" --target $SRV_IP:8080 --mode http-keepalive --rate 40 --duration 40 \
+run_load "$TMP/l0.json" --target $SRV_IP:8080 --mode http-keepalive --rate 40 --duration 120 \
 	--class L0:1:src=198.18.0.10
 learned() { status_json "$TMP/base.json" && [ "$(svc "$TMP/base.json" "['baseline_us'] or 0")" -gt 0 ]; }
 wait_for 10 "a baseline learned from L0 alone" learned
-run_load "$TMP/l3.json" --target $SRV_IP:8080 --mode http-keepalive --rate 800 --duration 36 \
+run_load "$TMP/l3.json" --target $SRV_IP:8080 --mode http-keepalive --rate 800 --duration 116 \
 	--class L3:1:src=198.18.0.20
 moved() { status_json "$TMP/pre.json" && [ "$(svc "$TMP/pre.json" "['limit']")" -lt 19 ] &&
 	[ "$(svc "$TMP/pre.json" "['baseline_us'] or 0")" -gt 0 ] &&
