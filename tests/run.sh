@@ -115,9 +115,10 @@ run_suite() {
 	local name=$1; shift
 	[ -n "$FILTER" ] && [[ "$name" != *"$FILTER"* ]] && return
 	echo "# suite: $name"
-	local out rc counts p f s
+	local out rc counts p f s t0=$SECONDS
 	out=$(timeout 300 "$@" 2>&1); rc=$?
 	echo "$out" | sed 's/^/    /'
+	echo "    # $name took $((SECONDS - t0)) s"
 	counts=$(printf '%s\n' "$out" | tally)
 	read -r p f s <<<"$(head -n1 <<<"$counts")"
 	tail -n +2 <<<"$counts" | sed 's/^/    /'
