@@ -195,6 +195,13 @@ mv "$PIN/sluice_layout_away" "$REC"
 # before its last merge; the controller's first tick comes after that). Until the swap, this
 # build's programs read the admit encoding as shed fractions and would refuse new
 # connections, which an old data path would not: none are made before the swap.
+# map_updates PINNED_MAP: apply the lines "KEY BYTES value VALUE BYTES" read from stdin in one
+# bpftool process (bpftool batch); one bpftool per entry cost ~30 ms each, minutes for the
+# hundreds of flows the upgrades below leave behind.
+map_updates() {
+	sed "s|^|map update pinned $1 key |" > "$TMP/updates.batch"
+	bpftool batch file "$TMP/updates.batch" >/dev/null
+}
 verdicts_to_admit_encoding() {
 	bpftool -j map dump pinned "$PIN/verdicts" | python3 -c '
 import json, struct, sys
@@ -214,7 +221,7 @@ for e in json.load(sys.stdin):
     f[16] = flags & 1
     out = struct.pack("<17I", *f)
     print(" ".join(e["key"]), "value", " ".join(str(x) for x in out))
-' | while read -r line; do bpftool map update pinned "$PIN/verdicts" key $line; done
+' | map_updates "$PIN/verdicts"
 }
 CLIENT_NEXT_OFF=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw | awk '
 	/STRUCT .sluice_flow. / { in_flow = 1; next } /^\[/ { in_flow = 0 }
@@ -235,7 +242,7 @@ for e in json.load(sys.stdin):
         off, n = map(int, f.split(":"))
         v[off:off + n] = ["0x00"] * n
     print(" ".join(e["key"]), "value", " ".join(v))
-' "$@" | while read -r line; do bpftool map update pinned "$PIN/flows" key $line; done
+' "$@" | map_updates "$PIN/flows"
 }
 heartbeat_now() { # the first 8 bytes of sluice_globals: CLOCK_MONOTONIC, as BPF reads it
 	local v
@@ -265,7 +272,7 @@ print(m["bytes_value"], m["max_entries"])' > "$TMP/short.$m"
 import json, sys
 for e in json.load(open(sys.argv[1])):
     print(" ".join(e["key"][:20]), "value", " ".join(e["value"]))' "$TMP/short.$m.json" |
-			while read -r line; do bpftool map update pinned "$PIN/${m}__short" key $line; done
+			map_updates "$PIN/${m}__short"
 		mv "$PIN/${m}__short" "$PIN/$m"
 	done
 }

@@ -108,11 +108,39 @@ static void test_sliding_window(void **st)
 	(void)st;
 	setup(&b, &p, 5);
 	feed(&b, &p, 500 * MS, 10, 10, 0, 0, NULL);
-	feed(&b, &p, 10 * S + 500 * MS, 10, 10, 0, 0, NULL);  /* first batch aged out (10 s) */
+	feed(&b, &p, 11 * S + 500 * MS, 10, 10, 0, 0, NULL);  /* first batch aged out (11 s) */
 	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
 	assert_int_equal(b.win_calls, 10);
 	feed(&b, &p, 15 * S, 10, 10, 0, 0, NULL);            /* 20 within 10 s */
 	assert_int_equal(b.state, SLUICE_BREAKER_OPEN);
+}
+
+/* A 1 s window is the last second, not "since the last whole second": 8 failed calls at
+ * 0.9 s and 4 at 1.1 s are 4 + 0.9 x 8 = 11 calls in the window at 1.1 s (min_calls 10),
+ * and the oldest second's share fades as the window moves on. */
+static void test_window_spans_second_boundary(void **st)
+{
+	struct sluice_breaker b;
+	struct sluice_breaker_params p;
+	(void)st;
+	setup(&b, &p, 6);
+	p.window_s = 1;
+	p.min_calls = 10;
+	feed(&b, &p, 900 * MS, 8, 8, 0, 0, NULL);
+	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(feed(&b, &p, 1 * S + 100 * MS, 4, 4, 0, 0, NULL) & SLUICE_BRK_OPENED,
+			 SLUICE_BRK_OPENED);
+	assert_int_equal(b.win_calls, 11);
+
+	setup(&b, &p, 7);
+	p.window_s = 1;
+	p.min_calls = 10;
+	feed(&b, &p, 900 * MS, 8, 8, 0, 0, NULL);
+	feed(&b, &p, 1 * S + 800 * MS, 4, 4, 0, 0, NULL);    /* 4 + 0.2 x 8 = 5: too few */
+	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(b.win_calls, 5);
+	feed(&b, &p, 2 * S + 100 * MS, 0, 0, 0, 0, NULL);    /* 0.9 x 4, the 8 gone */
+	assert_int_equal(b.win_calls, 3);
 }
 
 static void test_open_jitter_bounds(void **st)
@@ -301,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_opens_on_slow_calls_alone),
 		cmocka_unit_test(test_429_not_failures),
 		cmocka_unit_test(test_sliding_window),
+		cmocka_unit_test(test_window_spans_second_boundary),
 		cmocka_unit_test(test_open_jitter_bounds),
 		cmocka_unit_test(test_half_open_walk),
 		cmocka_unit_test(test_half_open_failure_reopens),

@@ -95,26 +95,45 @@ static void account(struct sluice_breaker *b, uint64_t calls, uint64_t errors, d
 	k->slow += slow;
 }
 
-/* Sums the buckets of the last window_s seconds (the current one included). */
+/*
+ * Counts of the last window_s seconds: the window_s newest one-second buckets (the current,
+ * partial one included) plus the bucket just before them, weighted by the part of its second
+ * still inside the window. Without that oldest share a 1 s window would be only "the calls
+ * since the last whole second": 50 ms after each second began it would hold a twentieth of
+ * the calls it should, and min_calls would be out of reach for most of every second.
+ * The share assumes the oldest bucket's calls were spread evenly over its second.
+ */
 static void window_sum(const struct sluice_breaker *b, const struct sluice_breaker_params *p,
 		       uint64_t now_ns, uint64_t *calls, uint64_t *errors, double *slow)
 {
 	uint64_t sec = now_ns / NS, w = p->window_s ? p->window_s : 1;
+	double c = 0, e = 0, s = 0, share;
 	uint32_t i;
 
 	*calls = *errors = 0;
 	*slow = 0;
 	if (w > SLUICE_BRK_MAX_WINDOW_S)
 		w = SLUICE_BRK_MAX_WINDOW_S;
-	/* only the w slots that can hold this window's seconds */
-	for (i = 0; i < w && i <= sec; i++) {
+	/* only the slots that can hold this window's seconds; with the ring full (w = its size)
+	 * the oldest second's slot is the current one's, so it has no share to add */
+	for (i = 0; i <= w && i <= sec; i++) {
 		const struct sluice_brk_bucket *k = &b->ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S];
-		if (k->sec == sec - i) {
-			*calls += k->calls;
-			*errors += k->errors;
-			*slow += k->slow;
-		}
+		if (k->sec != sec - i)
+			continue;
+		if (i < w)
+			share = 1.0;
+		else if (w < SLUICE_BRK_MAX_WINDOW_S)
+			share = 1.0 - (double)(now_ns % NS) / NS;
+		else
+			break;
+		c += share * (double)k->calls;
+		e += share * (double)k->errors;
+		s += share * k->slow;
 	}
+	/* whole calls: min_calls compares against what was really seen, never a fraction */
+	*calls = (uint64_t)(c + 1e-9);
+	*errors = (uint64_t)(e + 1e-9);
+	*slow = s < (double)*calls ? s : (double)*calls;
 }
 
 static void brk_report(const struct sluice_breaker *b, const struct sluice_event_sink *sink,
