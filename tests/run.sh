@@ -26,6 +26,10 @@ BUILD=${1:-build}
 FILTER=${2:-${SUITE:-}}
 TEST_SCRIPT_DIRS=${TEST_SCRIPT_DIRS:-tests/unit tests/e2e}
 export BUILD CMOCKA_MESSAGE_OUTPUT=TAP
+# Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
+# PATH may be a version-manager shim that costs 0.1-2 s per start (hundreds of starts per run)
+# and lacks python3-yaml.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 # The only reasons a skip may give (the start of the text after "# SKIP", any case). A skip
 # stands only for what `make test` cannot provide: root, a tool Debian 12 does not package,

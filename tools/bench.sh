@@ -63,6 +63,9 @@
 # contender and run), so about 34 minutes in all (the full run before it took 1871 s). With the
 # earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
+# Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
+# PATH may be a version-manager shim that costs 0.1-2 s per start and lacks python3-yaml.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${1:-build}
 DUR=${BENCH_DUR:-7}

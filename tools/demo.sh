@@ -4,6 +4,9 @@
 # namespaces (198.18.0.0/24). Same server, same load, first without and then with sluice.
 # Cleans up everything on exit. About a minute.
 set -u
+# Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
+# PATH may be a version-manager shim that costs 0.1-2 s per start and lacks python3-yaml.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 BUILD=${1:-build}
 export BUILD TAG=demo
 CLIENT_ADDRS="198.18.0.10 198.18.0.20"

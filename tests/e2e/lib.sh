@@ -6,6 +6,10 @@
 # Processes run in a namespace via `nsenter --net` (not `ip netns exec`), so they keep this
 # mount namespace and see the real /sys/fs/bpf where sluiced pins its maps.
 set -u
+# Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
+# PATH may be a version-manager shim that costs 0.1-2 s per start (hundreds of starts per run)
+# and lacks python3-yaml.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 BUILD=${BUILD:-build}
 TAG=${TAG:-e2e}$$
