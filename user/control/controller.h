@@ -47,6 +47,7 @@ struct service_ctl {
 	double quantile;              /* the latency signal: 0.5 */
 	uint64_t window_ns, min_samples, none_ns, takeover_ns;
 	int fixed_headroom;
+	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
 
 	struct sluice_limit lim;
 	struct sluice_baseline base;
@@ -54,6 +55,7 @@ struct service_ctl {
 	struct sluice_breaker brk;
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
+	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_retrystorm rs;
 	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;
