@@ -635,7 +635,7 @@ static void test_tcp_l0_connect_under_flood(void **st)
  * workers x 20 ms (400/s), L0..L3 at 120/240/360/480 per second for 8 s, limit { min: 2,
  * max: 32 }, a 40 ms target, 500 ms windows; every 1.5 s the host stalls the backend for
  * 300 ms (service time 20 ms + up to host_stall_ms). With the limit as L0's threshold the
- * stalls' cuts refused L0 (8 to 45 of ~950 per run at 60 ms stalls over 20 seeds); L0 alone
+ * stalls' cuts refused L0 (8 to 45 of ~950 per run at 60 ms stalls in 20 runs); L0 alone
  * fits in half of what the backend served, so headroom refuses none of it now, while the
  * lower classes are still shed. */
 static double host_stall_ms;
