@@ -61,11 +61,13 @@ static void test_keys_through_yaml(void **st)
 	assert_int_equal(s->min_samples, 50);
 	assert_true(s->recovery_step_s == 2);
 	assert_int_equal(s->headroom_set, 1);
+	assert_int_equal(s->headroom_written, 1u << 3);     /* which keys: L0 not written */
 	assert_int_equal(parse_svc("    latency_slo: 50ms\n    limit_algorithm: gradient\n"), 0);
 	s = &cfg.services[0];
 	assert_true(s->latency_slo_ms == 50);
 	assert_int_equal(s->limit_algorithm, LIMIT_ALG_GRADIENT);
 	assert_int_equal(s->headroom_set, 0);
+	assert_int_equal(s->headroom_written, 0);
 	assert_int_equal(parse_svc("    latency_slo: 0.2s\n"), 0);
 	s = &cfg.services[0];
 	assert_true(s->latency_slo_ms == 200);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* One service's controller driven tick by tick with synthetic map contents (cumulative, as
  * the maps are): the first tick is a snapshot, state export/import, no freeze while the
- * objective is missed, written headroom as caps, the status fields. */
+ * objective is missed, written headroom as caps, the status fields, L0's room under an adaptive
+ * limit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -455,6 +456,116 @@ static void test_tcp_l0_not_held_to_the_limit(void **st)
 	assert_int_equal(v.class_threshold[0], v.limit);
 }
 
+/* L0 under an adaptive limit (the e2e scenario's shape): the backend serves 400/s, L0 asks
+ * for 120/s of it, the lower classes overload it (80 ms answers against a 40 ms objective),
+ * so the limit is cut below what L0 alone holds. Fills s and v after `ticks` ticks from
+ * *now; l0_inflight < 0 keeps L0's in-flight at the limit in force (a flood fills it). */
+static void l0_load(struct service_ctl *s, const struct service_conf *sc, struct ctl_inputs *in,
+		    uint64_t *now, int ticks, uint64_t l0_arrivals, uint64_t done, int64_t l0_inflight,
+		    struct sluice_verdict *v)
+{
+	int opened;
+
+	for (int t = 0; t < ticks; t++) {
+		traffic(in, 3, done > 12 ? done - 12 : 0, 0, 80000, 3);
+		traffic(in, 0, done < 12 ? done : 12, 0, 25000,
+			l0_inflight >= 0 ? l0_inflight : (int64_t)v->limit);
+		if (l0_arrivals > (done < 12 ? done : 12))       /* arrivals beyond the answered */
+			in->stats[0].arrivals += l0_arrivals - (done < 12 ? done : 12);
+		service_ctl_tick(s, sc, in, 0, *now += 100 * MS, NULL, v, &opened);
+	}
+}
+
+static void l0_setup(struct service_conf *sc, struct service_ctl *s, struct ctl_inputs *in)
+{
+	setup_sc(sc);
+	sc->limit_min = 2;
+	sc->limit_max = 32;
+	sc->target_latency_ms = 40;
+	sc->aimd_window_ms = 500;
+	memset(in, 0, sizeof(*in));
+	service_ctl_init(s, sc, &cfg, 1, 0);
+}
+
+static void test_l0_room_under_adaptive_limit(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v = { 0 };
+	uint64_t now = 0;
+	(void)st;
+	/* L0 fits in half of what the backend served: not refused by headroom while its 6 in
+	 * flight are above the cut limit; the lower classes stay held to the limit */
+	l0_setup(&sc, &s, &in);
+	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
+	assert_true(v.limit < 6);
+	assert_int_equal(v.class_threshold[0], 32);
+	for (int c = 1; c < SLUICE_NUM_CLASSES; c++)
+		assert_true(v.class_threshold[c] <= v.limit);
+	/* an L0 flood beyond what the backend serves (1000/s against 400/s) filling whatever it
+	 * is given: held to the limit again (at most one unit of averaging lag above it) */
+	l0_load(&s, &sc, &in, &now, 30, 100, 40, -1, &v);
+	assert_true(v.class_threshold[0] <= v.limit + 1);
+	assert_true(v.class_threshold[0] < 32);
+	/* L0 back to 120/s while the backend slows to 100/s: what it proved in the last 30 s
+	 * (400/s) still counts for 30 s, then only what it serves now, which L0 does not fit
+	 * in half of */
+	l0_load(&s, &sc, &in, &now, 100, 12, 10, 4, &v);
+	assert_int_equal(v.class_threshold[0], 32);
+	l0_load(&s, &sc, &in, &now, 220, 12, 10, 4, &v);
+	assert_true(v.limit > 4 && 2 * v.limit - 4 < 32);    /* L0 alone: the limit grew */
+	assert_int_equal(v.class_threshold[0], 2 * v.limit - 4);
+}
+
+/* The operator's caps stay as they are: a fixed limit, fixed headroom, a written L0
+ * percentage (100 % too: written, L0 is held to the limit). A written percentage of another
+ * class leaves L0's room alone. */
+static void test_l0_room_caps_unchanged(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v = { 0 };
+	uint64_t now = 0;
+	(void)st;
+	l0_setup(&sc, &s, &in);
+	sc.limit_fixed = 4;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
+	assert_int_equal(v.limit, 4);
+	assert_int_equal(v.class_threshold[0], 4);
+	/* written L0: 100 */
+	l0_setup(&sc, &s, &in);
+	sc.headroom_set = 1;
+	sc.headroom_written = 1u << 0;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
+	assert_true(v.limit < 6);
+	assert_int_equal(v.class_threshold[0], v.limit);
+	/* written L0: 50 (set by hand, as a caller without the key mask would) */
+	sc.headroom_written = 0;
+	sc.headroom[0] = 50;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	l0_load(&s, &sc, &in, &now, 1, 12, 40, 6, &v);
+	assert_int_equal(v.class_threshold[0], v.limit > 1 ? v.limit / 2 : 1);
+	/* only L3 written: L0's room as without it */
+	sc.headroom[0] = 100;
+	sc.headroom[3] = 50;
+	sc.headroom_written = 1u << 3;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	l0_load(&s, &sc, &in, &now, 1, 12, 40, 6, &v);
+	assert_int_equal(v.class_threshold[0], 32);
+	/* fixed headroom: limit x 100 % against the total */
+	sc.headroom_set = 0;
+	sc.headroom_written = 0;
+	sc.headroom_mode = HEADROOM_FIXED;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	l0_load(&s, &sc, &in, &now, 1, 12, 40, 6, &v);
+	assert_int_equal(v.class_threshold[0], v.limit);
+	assert_false(v.flags & SLUICE_VERDICT_PRIORITY_COUNT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +578,8 @@ int main(void)
 		cmocka_unit_test(test_l0_alone_not_cut_unless_saturated),
 		cmocka_unit_test(test_tcp_l0_not_held_to_the_limit),
 		cmocka_unit_test(test_headroom_caps_and_status),
+		cmocka_unit_test(test_l0_room_under_adaptive_limit),
+		cmocka_unit_test(test_l0_room_caps_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

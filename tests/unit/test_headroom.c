@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Work-conserving headroom thresholds and the recent-peak tracker. */
+/* Work-conserving headroom thresholds, the recent-peak tracker and L0's room under an adaptive
+ * limit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -141,6 +142,65 @@ static void test_peak_tracker(void **st)
 	assert_int_equal(out[1], 0);
 }
 
+/* L0's threshold under an adaptive limit: the limit's max while L0's arrivals fit in half of
+ * what the backend proved it serves, else the limit plus what L0 leaves of it, within
+ * [limit, max]. */
+static void test_l0_room(void **st)
+{
+	(void)st;
+	/* the e2e scenario: L0 120/s, the backend served 400/s, the limit cut to 4 */
+	assert_int_equal(sluice_headroom_l0_room(4, 32, 120, 2.4, 400), 32);
+	assert_int_equal(sluice_headroom_l0_room(4, 32, 200, 2.4, 400), 32);     /* exactly half */
+	/* beyond half: 4 + (4 - 2.4), rounded down */
+	assert_int_equal(sluice_headroom_l0_room(4, 32, 201, 2.4, 400), 5);
+	assert_int_equal(sluice_headroom_l0_room(10, 32, 300, 2, 400), 18);
+	assert_int_equal(sluice_headroom_l0_room(20, 32, 300, 2, 400), 32);      /* at most max */
+	/* nothing proved yet (no window decided): the second form */
+	assert_int_equal(sluice_headroom_l0_room(10, 32, 1, 0, 0), 20);
+	/* an L0 flood that fills the limit by itself is held to the limit, never below it */
+	assert_int_equal(sluice_headroom_l0_room(10, 32, 900, 10, 400), 10);
+	assert_int_equal(sluice_headroom_l0_room(10, 32, 900, 25, 400), 10);
+	assert_int_equal(sluice_headroom_l0_room(10, 32, 900, -3, 400), 20);     /* a racing count */
+	/* a max below the limit (never configured so) does not lower it */
+	assert_int_equal(sluice_headroom_l0_room(10, 8, 1, 0, 400), 10);
+}
+
+/* The highest window completion rate of the last 30 s: kept per second, decays as seconds
+ * leave the window; L0's rate and mean in-flight are averaged over about a second. */
+static void test_l0_room_served_and_rate(void **st)
+{
+	struct sluice_l0room r;
+	(void)st;
+	sluice_l0room_init(&r);
+	assert_true(sluice_l0room_served_max(&r, 30, 0) == 0);
+	sluice_l0room_served(&r, 400, 100 * S);
+	sluice_l0room_served(&r, 350, 100 * S + 500000000ull);   /* same second: the higher */
+	sluice_l0room_served(&r, 200, 110 * S);
+	sluice_l0room_served(&r, -5, 111 * S);                   /* never raises a second */
+	assert_true(sluice_l0room_served_max(&r, 30, 110 * S) == 400);
+	assert_true(sluice_l0room_served_max(&r, 30, 129 * S) == 400);
+	/* 30 s later the 400 has left the window; the 200 stays until 140 s */
+	assert_true(sluice_l0room_served_max(&r, 30, 130 * S) == 200);
+	assert_true(sluice_l0room_served_max(&r, 30, 139 * S + 999999999ull) == 200);
+	assert_true(sluice_l0room_served_max(&r, 30, 140 * S) == 0);
+	/* a slot reused 32 s later holds only the new second */
+	sluice_l0room_served(&r, 50, 132 * S);
+	assert_true(sluice_l0room_served_max(&r, 30, 132 * S) == 200);
+	assert_true(sluice_l0room_served_max(&r, 1, 132 * S) == 50);
+	/* the rate: the first tick sets it, then an average over ~1 s of 100 ms ticks */
+	sluice_l0room_tick(&r, 12, 3, 0);                        /* no time: nothing */
+	assert_int_equal(r.have, 0);
+	sluice_l0room_tick(&r, 12, 3, 100000000ull);
+	assert_true(r.l0_rate == 120 && r.l0_inflight == 3);
+	for (int i = 0; i < 10; i++)
+		sluice_l0room_tick(&r, 60, -1, 100000000ull);     /* a surge to 600/s */
+	assert_true(r.l0_rate > 400 && r.l0_rate < 450);         /* 1 - e^-1 of the way */
+	assert_true(r.l0_inflight > 0.9 && r.l0_inflight < 1.2);  /* -1 counts as 0 */
+	/* a long gap (ticks skipped while idle) weighs as what it measured */
+	sluice_l0room_tick(&r, 100, 0, 10 * S);
+	assert_true(r.l0_rate > 9.9 && r.l0_rate < 10.1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +210,8 @@ int main(void)
 		cmocka_unit_test(test_zero_percent_shuts_a_class_out),
 		cmocka_unit_test(test_written_percentages_are_caps),
 		cmocka_unit_test(test_peak_tracker),
+		cmocka_unit_test(test_l0_room),
+		cmocka_unit_test(test_l0_room_served_and_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

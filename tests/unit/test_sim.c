@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The controller in closed loop with a simulated backend (tests/unit/sim.h), on a fake clock:
  * overload with closed-loop clients, low traffic, an always-slow backend, a fail-fast
- * backend, a restart in the middle of an overload, a step of the offered load, a short blip.
+ * backend, a restart in the middle of an overload, a step of the offered load, a short blip,
+ * L0 under a cut limit on a loaded host and an L0 flood.
  * `test_sim report` prints the comparison of the limit algorithms (docs/CONTROLLER.md) instead
  * of running the tests. */
 #include <setjmp.h>
@@ -630,6 +631,102 @@ static void test_tcp_l0_connect_under_flood(void **st)
 	assert_true(flood.l3_ok < 0.5);                  /* most of the flood is still shed */
 }
 
+/* The end-to-end controller scenario (tests/e2e/test_controller.sh) on a loaded host: 8
+ * workers x 20 ms (400/s), L0..L3 at 120/240/360/480 per second for 8 s, limit { min: 2,
+ * max: 32 }, a 40 ms target, 500 ms windows; every 1.5 s the host stalls the backend for
+ * 300 ms (service time 20 ms + up to host_stall_ms). With the limit as L0's threshold the
+ * stalls' cuts refused L0 (8 to 45 of ~950 per run at 60 ms stalls in 20 runs); L0 alone
+ * fits in half of what the backend served, so headroom refuses none of it now, while the
+ * lower classes are still shed. */
+static double host_stall_ms;
+
+static double rate_e2e(struct sim *s, uint64_t t, int c)
+{
+	static const double r[4] = { 120, 240, 360, 480 };
+	(void)s;
+	return t >= 1 * S && t < 9 * S ? r[c] : 0;
+}
+
+static double svc_loaded_host(struct sim *s, uint64_t t, int *err)
+{
+	(void)err;
+	return t % (1500 * MS) < 300 * MS ? 20 + host_stall_ms * sim_u(s) : 20;
+}
+
+static void test_l0_fits_not_refused(void **st)
+{
+	(void)st;
+	host_stall_ms = 60;
+	for (int i = 0; i < 5; i++) {
+		uint64_t l0_rej;
+		double l3_ok;
+
+		sim_seed = 100 + (uint64_t)i;
+		sim_init(&sim, 8, 20);
+		sim.rate = rate_e2e;
+		sim.svc = svc_loaded_host;
+		sim.sc.limit_min = 2;
+		sim.sc.limit_max = 32;
+		sim.sc.target_latency_ms = 40;
+		sim.sc.aimd_window_ms = 500;
+		sim_start(&sim);
+		sim_run(&sim, 10 * S);
+		l0_rej = sim.in.stats[0].arrivals - sim.in.stats[0].admitted;
+		l3_ok = (double)sim.in.stats[3].admitted / (double)sim.in.stats[3].arrivals;
+		print_message("# e2e scenario, 60 ms host stalls: L0 refused %lu of %lu, L3 admitted "
+			      "%.2f, limit >= %u\n", (unsigned long)l0_rej,
+			      (unsigned long)sim.in.stats[0].arrivals, l3_ok, sim.min_limit);
+		assert_true(sim.min_limit < 8);             /* cut below what L0 alone holds */
+		assert_int_equal(l0_rej, 0);
+		assert_true(l3_ok < 0.5);
+		sim_free(&sim);
+	}
+	sim_seed = 42;
+}
+
+/* L0 alone beyond the backend's capacity (100/s, then 800/s against 400/s for 20 s): it does
+ * not fit, and it is held to the limit as before (a threshold at most a few units above it),
+ * so the admitted L0 stays within the 40 ms target. */
+static double rate_l0_flood(struct sim *s, uint64_t t, int c)
+{
+	(void)s;
+	return c ? 0 : t < 10 * S ? 100 : 800;
+}
+
+static void test_l0_flood_capped(void **st)
+{
+	uint32_t thr_max = 0, lim_max = 0;
+	uint64_t a0, adm0;
+	double p99;
+	(void)st;
+	sim_init(&sim, 8, 20);
+	sim.rate = rate_l0_flood;
+	sim.sc.limit_min = 2;
+	sim.sc.limit_max = 32;
+	sim.sc.target_latency_ms = 40;
+	sim.sc.aimd_window_ms = 500;
+	sim_start(&sim);
+	sim_run(&sim, 15 * S);
+	a0 = sim.in.stats[0].arrivals;
+	adm0 = sim.in.stats[0].admitted;
+	while (sim.now_us < 30 * S) {
+		sim_run(&sim, sim.now_us + SIM_TICK_US);
+		if (sim.v.class_threshold[0] > thr_max)
+			thr_max = sim.v.class_threshold[0];
+		if (sim.v.limit > lim_max)
+			lim_max = sim.v.limit;
+	}
+	p99 = sim_quantile(&sim, 15 * S, 30 * S, 1, 0.99, NULL) / 1000;
+	print_message("# L0 flood 2x: threshold <= %u (limit <= %u), admitted %.2f, p99 %.1f ms\n",
+		      thr_max, lim_max, (double)(sim.in.stats[0].admitted - adm0) /
+		      (double)(sim.in.stats[0].arrivals - a0), p99);
+	assert_true(thr_max <= lim_max + 3);
+	assert_true(thr_max < 32);
+	assert_true(sim.in.stats[0].admitted - adm0 < 0.6 * (double)(sim.in.stats[0].arrivals - a0));
+	assert_true(p99 <= 40);
+	sim_free(&sim);
+}
+
 #define RUNS 5
 
 static void report(void)
@@ -700,6 +797,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_l0_alone_unresponsive),
 		cmocka_unit_test(test_tcp_l0_connect_under_flood),
 		cmocka_unit_test(test_bench_step),
+		cmocka_unit_test(test_l0_fits_not_refused),
+		cmocka_unit_test(test_l0_flood_capped),
 	};
 	if (getenv("W")) step_workers = atoi(getenv("W"));
 	if (argc > 1 && !strcmp(argv[1], "report")) {

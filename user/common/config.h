@@ -84,6 +84,7 @@ struct service_conf {
 	double latency_slo_ms;            /* > 0: an absolute objective instead of the ratio */
 	int min_samples;                  /* 20: latency samples a window needs to decide */
 	int headroom_set;                 /* `headroom` was written: its percentages are caps */
+	unsigned headroom_written;        /* bit k: headroom's key Lk was written */
 	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */
 };
 

@@ -16,6 +16,7 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	s->latency_slo_ms = 0;
 	s->min_samples = 20;
 	s->headroom_set = 0;
+	s->headroom_written = 0;
 	/* Recovery steps pass on evidence (enough samples within the objective) and wait at least
 	 * the loop's feedback delay, so the hold can be short: ten steps (L2 and L3 from off) fit
 	 * in 5 s. */

@@ -254,7 +254,7 @@ static void parse_limit(struct ydoc *d, yaml_node_t *n, const char *svc_where, s
 static void headroom_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node_t *v, void *arg)
 {
 	struct simple_arg *a = arg;
-	int *h = a->conf;
+	struct service_conf *s = a->conf;
 	int cls = sluice_class_from_name(key);
 	char what[32];
 
@@ -264,7 +264,8 @@ static void headroom_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_
 		return;
 	}
 	snprintf(what, sizeof(what), "%s", sluice_class_name(cls));
-	yget_int(d, v, what, a->where, 0, 100, &h[cls]);
+	yget_int(d, v, what, a->where, 0, 100, &s->headroom[cls]);
+	s->headroom_written |= 1u << cls;
 }
 
 void service_conn_cap(const struct service_conf *s, unsigned threshold[SLUICE_NUM_CLASSES])
@@ -517,7 +518,7 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		struct simple_arg ha;
 		snprintf(sub, sizeof(sub), " in headroom of%s", a->where + 3);
 		ha.where = sub;
-		ha.conf = s->headroom;
+		ha.conf = s;
 		s->headroom_set = 1;          /* written percentages are caps in every mode */
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, headroom_pair, &ha);

@@ -19,6 +19,7 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	s->hp.caps = sc->headroom_set;
 	sluice_retrystorm_params_from_conf(&cfg->retry_storm, &s->rp);
 	s->fixed_headroom = sc->headroom_mode == HEADROOM_FIXED;
+	s->l0_written = sc->headroom_set && ((sc->headroom_written & 1) || sc->headroom[0] < 100);
 	s->quantile = 0.5;
 	s->slo_ratio = sc->latency_slo_ratio >= 1 ? sc->latency_slo_ratio : 1.2;
 	s->slo_abs_us = sc->latency_slo_ms > 0 ? sc->latency_slo_ms * 1000.0 :
@@ -44,6 +45,7 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 	sluice_breaker_init(&s->brk, seed, now_ns);
 	sluice_ladder_init(&s->lad, now_ns);
 	sluice_peak_init(&s->peak);
+	sluice_l0room_init(&s->l0room);
 	sluice_retrystorm_init(&s->rs, now_ns);
 	sluice_listenq_init(&s->lq);
 	s->signal = SLUICE_SIGNAL_NONE;
@@ -115,6 +117,25 @@ static int l0_spared(const struct service_ctl *s, const struct service_conf *sc,
 	return !queue_sat && !s->saturated;
 }
 
+/* L0's threshold from its room under an adaptive limit (control/headroom.h): at the limit's
+ * max while L0's arrivals fit in half of what the backend served in the last 30 s, else the
+ * limit plus what L0 leaves of it. Only with an adaptive limit, adaptive headroom and no L0
+ * percentage written: a fixed limit or a written percentage is the operator's cap. */
+static void l0_room_threshold(const struct service_ctl *s, uint64_t now_ns,
+			      struct sluice_verdict *out)
+{
+	uint32_t room;
+
+	if (s->mp.fixed || s->fixed_headroom || s->l0_written || !out->class_threshold[0])
+		return;
+	room = sluice_headroom_l0_room(s->lim.limit, s->mp.max, s->l0room.l0_rate,
+				       s->l0room.l0_inflight,
+				       sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S,
+								now_ns));
+	if (room > out->class_threshold[0])
+		out->class_threshold[0] = room;
+}
+
 static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 			  const struct ctl_inputs *in, uint64_t now_ns, struct sluice_verdict *out)
 {
@@ -130,6 +151,7 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 		out->flags |= SLUICE_VERDICT_PRIORITY_COUNT;
 		if (tcp_l0_unheld(s, sc))
 			tcp_l0_threshold(s, out);
+		l0_room_threshold(s, now_ns, out);
 	}
 	/* While a throughput cut's backlog drains, L0 keeps the limit it had: the backlog in front
 	 * of it is the lower classes' (refusing L0 there would not make L0 faster; in the
@@ -315,6 +337,11 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 					(double)r.active_ns : 0;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		s->last_rate = mi.rate;
+		/* what the backend proved it serves: answers that were not errors (a backend
+		 * failing fast serves nothing) */
+		if (r.active_ns && r.samples > r.errors)
+			sluice_l0room_served(&s->l0room, (double)(r.samples - r.errors) * 1e9 /
+					     (double)r.active_ns, now_ns);
 		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
 		 * not saturated: refusing L0 would not make L0 faster */
 		s->saturated = r.peak_inflight >= lim_in_force || s->win.cls_headroom_rej[0] > 0;
@@ -382,6 +409,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			cls_inflight[c] = in->inflight.cls[c];
 		sluice_peak_update(&s->peak, cls_inflight, now_ns);
 		sluice_peak_get(&s->peak, 10, now_ns, s->peaks);
+		sluice_l0room_tick(&s->l0room, sig->cls[0].arrivals, cls_inflight[0], dt_ns);
 	}
 	sluice_retrystorm_tick(&s->rs, &s->rp, sig->total.arrivals, sig->total.retransmits,
 			       now_ns, sink);

@@ -17,7 +17,10 @@
  * window's in-flight reached the limit or the limit refused L0). A tcp service with an
  * adaptive limit does not hold L0's connections to the limit at all (the limit shapes
  * L1..L3), and cuts L0 only once its listen queue is saturated past a quarter of the backlog
- * (controller.c, tcp_l0_unheld). */
+ * (controller.c, tcp_l0_unheld). Any service with an adaptive limit and adaptive headroom
+ * gives L0 room above the limit while L0 alone fits in what the backend has served
+ * (control/headroom.h, sluice_headroom_l0_room): a limit cut for the lower classes' overload
+ * does not refuse L0. */
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
 
@@ -47,6 +50,7 @@ struct service_ctl {
 	double quantile;              /* the latency signal: 0.5 */
 	uint64_t window_ns, min_samples, none_ns, takeover_ns;
 	int fixed_headroom;
+	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
 
 	struct sluice_limit lim;
 	struct sluice_baseline base;
@@ -54,6 +58,7 @@ struct service_ctl {
 	struct sluice_breaker brk;
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
+	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_retrystorm rs;
 	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;

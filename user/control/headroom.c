@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Work-conserving per-class thresholds and the recent-peak tracker; see headroom.h. */
+#include <math.h>
 #include <string.h>
 #include "control/headroom.h"
 
@@ -111,4 +112,76 @@ void sluice_peak_get(const struct sluice_peak *pk, uint32_t window_s, uint64_t n
 			if (pk->max[k][c] > out[c])
 				out[c] = pk->max[k][c];
 	}
+}
+
+/* ---- L0's room under an adaptive limit ---- */
+
+void sluice_l0room_init(struct sluice_l0room *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void sluice_l0room_served(struct sluice_l0room *r, double rate, uint64_t now_ns)
+{
+	uint64_t sec = now_ns / 1000000000ull;
+	uint32_t i = (uint32_t)(sec % SLUICE_L0ROOM_BUCKETS);
+
+	if (r->sec[i] != sec) {
+		r->sec[i] = sec;
+		r->served[i] = 0;
+	}
+	if (rate > r->served[i])       /* NaN and negatives never raise it */
+		r->served[i] = rate;
+}
+
+double sluice_l0room_served_max(const struct sluice_l0room *r, uint32_t window_s,
+				uint64_t now_ns)
+{
+	uint64_t sec = now_ns / 1000000000ull;
+	double m = 0;
+	uint32_t i;
+
+	if (window_s < 1)
+		window_s = 1;
+	if (window_s > SLUICE_L0ROOM_BUCKETS)
+		window_s = SLUICE_L0ROOM_BUCKETS;
+	for (i = 0; i < window_s && i <= sec; i++) {
+		uint32_t k = (uint32_t)((sec - i) % SLUICE_L0ROOM_BUCKETS);
+		if (r->sec[k] == sec - i && r->served[k] > m)
+			m = r->served[k];
+	}
+	return m;
+}
+
+void sluice_l0room_tick(struct sluice_l0room *r, uint64_t l0_arrivals, int64_t l0_inflight,
+			uint64_t dt_ns)
+{
+	double rate, inf = l0_inflight > 0 ? (double)l0_inflight : 0, a;
+
+	if (!dt_ns)
+		return;
+	rate = (double)l0_arrivals * 1e9 / (double)dt_ns;
+	/* the weight of this tick grows with its length: a long gap (ticks skipped while the
+	 * service was idle) counts as what it measured, not as one short tick */
+	a = r->have ? 1 - exp(-(double)dt_ns / (double)SLUICE_L0ROOM_TAU_NS) : 1;
+	r->l0_rate += a * (rate - r->l0_rate);
+	r->l0_inflight += a * (inf - r->l0_inflight);
+	r->have = 1;
+}
+
+uint32_t sluice_headroom_l0_room(uint32_t limit, uint32_t limit_max, double l0_rate,
+				 double l0_inflight, double served_max)
+{
+	double room;
+
+	if (limit_max < limit)
+		limit_max = limit;
+	if (served_max > 0 && l0_rate <= SLUICE_L0ROOM_FITS * served_max)
+		return limit_max;
+	/* L0 near or beyond what fits: the room above its mean that the limit leaves, again,
+	 * for its bursts; an L0 that fills the limit by itself is held to the limit */
+	room = 2.0 * limit - (l0_inflight > 0 ? l0_inflight : 0);
+	if (!(room > limit))
+		return limit;
+	return room >= limit_max ? limit_max : (uint32_t)room;
 }
