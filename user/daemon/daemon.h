@@ -63,6 +63,9 @@ struct daemon {
 	struct service_ctl *ctl;
 	struct service_books *books;
 	struct maps_reader rd;                   /* the tick's batched reads */
+	/* The tick's writes, put while the controllers run and written in a batch syscall or a
+	 * few (tag: the service): verdicts that changed, ctl_state entries due. */
+	struct maps_batch vwb, cwb;
 	struct recon_state recon;                /* in-flight against the flow table (flowgc.h) */
 	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
 	struct sluice_ctl_request *ctl_rq;
