@@ -517,6 +517,20 @@ static int put_verdict(struct daemon *d, int i, const struct sluice_verdict *v)
 	return 0;
 }
 
+/* The services ahead of the one running whose state the tick asks the CPU for: one takes
+ * about a microsecond, time enough for their lines to arrive. */
+#define TICK_PREFETCH_AHEAD 2
+
+static void prefetch_service(const struct daemon *d, int i)
+{
+	const char *b = (const char *)&d->books[i];
+
+	service_ctl_prefetch(&d->ctl[i]);
+	for (size_t o = 0; o < sizeof(d->books[i]); o += 64)
+		__builtin_prefetch(b + o, 1, 2);
+	maps_reader_prefetch_slot(&d->rd, d->idx[i]);
+}
+
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
 			 uint64_t wall_s, double dt_s, double decay,
 			 const struct sluice_event_sink *host_sink)
@@ -619,8 +633,14 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 						      hist_classes_to_read(d, i, &tmp));
 		if (maps_reader_prefetch_hists(&d->rd, &d->m, n_used))
 			log_debug("cannot read the histograms ahead; looking them up one by one");
-		for (int i = 0; i < d->cfg.n_services; i++)
+		for (int i = 0; i < d->cfg.n_services; i++) {
+			int ahead = i + TICK_PREFETCH_AHEAD;
+
+			if (ahead < d->cfg.n_services && (!d->books[ahead].quiet ||
+			    maps_reader_changed(&d->rd, d->idx[ahead])))
+				prefetch_service(d, ahead);
 			tick_service(d, i, suppressed, now_ns, wall_s, dt_s, decay, &host_sink);
+		}
 		flush_verdicts(d);
 		daemon_ctl_flush(d);
 	}

@@ -521,6 +521,22 @@ static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
 	return 1;
 }
 
+void maps_reader_prefetch_slot(const struct maps_reader *r, int svc)
+{
+	const unsigned char *st;
+
+	if (svc < 0 || svc >= r->n_slots)
+		return;
+	st = r->stats + r->stats_len * (size_t)svc;
+	for (size_t o = 0; o < r->stats_len; o += 64)
+		__builtin_prefetch(st + o, 0, 2);
+	__builtin_prefetch(&r->busy[svc], 0, 2);
+	__builtin_prefetch(&r->inflight[svc], 0, 2);
+	__builtin_prefetch(&r->samples[(size_t)svc * SLUICE_NUM_CLASSES], 0, 2);
+	if (r->hgen[svc] == r->gen && r->gen)
+		__builtin_prefetch(&r->hsum[r->hfirst[svc]], 0, 2);
+}
+
 void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask)
 {
 	if (svc >= 0 && svc < r->n_slots)
