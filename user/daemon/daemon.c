@@ -140,7 +140,10 @@ void daemon_free(struct daemon *d)
 	free(d->ctl_rq);
 	free(d->ctl_rq_keys);
 	free(d->aq_want);
+	free(d->aq_buf);
+	acceptq_reader_free(&d->aqr);
 	d->aq_want = NULL;
+	d->aq_buf = NULL;
 	d->ctl_rq = NULL;
 	d->ctl_rq_keys = NULL;
 	d->ctl_rq_n = d->ctl_rq_cap = 0;
@@ -400,17 +403,22 @@ static struct acceptq_want *service_listeners(const struct sluice_config *cfg)
 
 static void read_accept_queues(struct daemon *d)
 {
-	struct acceptq *q = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1), sizeof(*q));
+	struct acceptq *q;
 	int rc;
 
-	/* kept from tick to tick: building it reads every service's config */
-	if (!d->aq_want)
+	/* kept from tick to tick: building them reads every service's config; the reader keeps
+	 * its netlink socket and the sorted ports (all freed on a reload) */
+	if (!d->aq_want) {
 		d->aq_want = service_listeners(&d->cfg);
-	rc = d->aq_want && q ? acceptq_read_at(d->aq_want, d->cfg.n_services, q) : -1;
-	if (rc) {
-		free(q);
-		return;
+		free(d->aq_buf);
+		d->aq_buf = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1),
+				   sizeof(*d->aq_buf));
+		acceptq_reader_free(&d->aqr);
 	}
+	q = d->aq_buf;
+	rc = d->aq_want && q ? acceptq_reader_read(&d->aqr, d->aq_want, d->cfg.n_services, q) : -1;
+	if (rc)
+		return;
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		struct service_books *b = &d->books[i];
 		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
@@ -428,7 +436,6 @@ static void read_accept_queues(struct daemon *d)
 			b->aq_alert = high;
 		}
 	}
-	free(q);
 }
 
 /* The flow GC asks the kernel's socket table before reclaiming a quiet flow; the table is
@@ -526,6 +533,9 @@ static void prefetch_service(const struct daemon *d, int i)
 	const char *b = (const char *)&d->books[i];
 
 	service_ctl_prefetch(&d->ctl[i]);
+	/* the config's head: name, port, protocol, headroom (the rest is not read per tick) */
+	__builtin_prefetch(&d->cfg.services[i], 0, 2);
+	__builtin_prefetch((const char *)&d->cfg.services[i] + 64, 0, 2);
 	for (size_t o = 0; o < sizeof(d->books[i]); o += 64)
 		__builtin_prefetch(b + o, 1, 2);
 	maps_reader_prefetch_slot(&d->rd, d->idx[i]);

@@ -72,6 +72,8 @@ struct daemon {
 	__u32 *ctl_rq_keys;
 	struct acceptq_want *aq_want;            /* the listeners asked for, per service (built
 	                                          * from cfg when NULL) */
+	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */
+	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick */
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;

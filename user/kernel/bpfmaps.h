@@ -139,7 +139,9 @@ void maps_reader_prefetch_slot(const struct maps_reader *r, int svc);
 void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask);
 int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used);
 /* Entries of unasked-for histograms a run reads through rather than start another one. */
+#ifndef MAPS_HIST_GAP
 #define MAPS_HIST_GAP 3
+#endif
 
 /* Writes of many entries of one array map in one syscall (bpf_map_update_batch; entry by
  * entry where the kernel has none): put what the tick writes, flush once. who[k] is the
