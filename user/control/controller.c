@@ -466,8 +466,15 @@ static inline void prefetch_range(const void *p, size_t len)
 		__builtin_prefetch(c, 1, 2);
 }
 
-void service_ctl_prefetch(const struct service_ctl *s)
+void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 {
+	uint64_t sec = now_ns / 1000000000ull, w = s->bp.window_s ? s->bp.window_s : 1;
+
+	/* the breaker's buckets of its window, the seconds before now in its ring */
+	if (w > SLUICE_BRK_MAX_WINDOW_S)
+		w = SLUICE_BRK_MAX_WINDOW_S;
+	for (uint64_t i = 0; i < w && i <= sec; i += 2)
+		__builtin_prefetch(&s->brk.ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S], 1, 2);
 	/* parameters, limit, baseline, and the window's counters before its histograms */
 	prefetch_range(s, offsetof(struct service_ctl, win) + offsetof(struct sluice_evwin, base));
 	/* the window's counters after its histograms, the breaker's head */

@@ -526,13 +526,15 @@ static int put_verdict(struct daemon *d, int i, const struct sluice_verdict *v)
 
 /* The services ahead of the one running whose state the tick asks the CPU for: one takes
  * about a microsecond, time enough for their lines to arrive. */
+#ifndef TICK_PREFETCH_AHEAD
 #define TICK_PREFETCH_AHEAD 2
+#endif
 
-static void prefetch_service(const struct daemon *d, int i)
+static void prefetch_service(const struct daemon *d, int i, unsigned long long now_ns)
 {
 	const char *b = (const char *)&d->books[i];
 
-	service_ctl_prefetch(&d->ctl[i]);
+	service_ctl_prefetch(&d->ctl[i], now_ns);
 	/* the config's head: name, port, protocol, headroom (the rest is not read per tick) */
 	__builtin_prefetch(&d->cfg.services[i], 0, 2);
 	__builtin_prefetch((const char *)&d->cfg.services[i] + 64, 0, 2);
@@ -648,7 +650,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 
 			if (ahead < d->cfg.n_services && (!d->books[ahead].quiet ||
 			    maps_reader_changed(&d->rd, d->idx[ahead])))
-				prefetch_service(d, ahead);
+				prefetch_service(d, ahead, now_ns);
 			tick_service(d, i, suppressed, now_ns, wall_s, dt_s, decay, &host_sink);
 		}
 		flush_verdicts(d);
