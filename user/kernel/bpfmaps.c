@@ -440,11 +440,12 @@ static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, voi
 	size_t n = size / sizeof(__u64);
 	const __u64 *all = raw;
 
-	memset(out, 0, size * (size_t)entries);
 	for (int e = 0; e < entries; e++) {
 		__u64 *sum = (__u64 *)((char *)out + size * (size_t)e);
 
-		for (int c = 0; c < ncpus; c++) {
+		/* the first CPU's value as it is, then the others added: one pass over out */
+		memcpy(sum, all + (size_t)e * (size_t)ncpus * n, size);
+		for (int c = 1; c < ncpus; c++) {
 			const __u64 *v = all + ((size_t)e * (size_t)ncpus + (size_t)c) * n;
 
 			for (size_t i = 0; i < n; i++)
