@@ -56,6 +56,7 @@ struct row {
 	int configured, active, turns;
 	double median, mean, p90, min, max, old_reads;
 	unsigned long long ticked, skipped;
+	long long hist_lookups, writes;      /* batch syscalls of the measured ticks */
 };
 
 /* One tick's traffic to active service i (see the top). */
@@ -92,8 +93,10 @@ static int run(int configured, int active, int turns, int ticks, struct row *r)
 	for (int t = -MAPS_SCAN_PARTS; t < ticks; t++) {
 		double t0;
 
-		if (t == 0)
+		if (t == 0) {
 			s->d->ticked = s->d->skipped = 0;
+			s->d->rd.hist_syscalls = s->d->vwb.syscalls = s->d->cwb.syscalls = 0;
+		}
 		/* spread the active services over the configured ones */
 		for (int a = 0; a < active; a++)
 			traffic(s, (int)((long)a * configured / active),
@@ -126,7 +129,9 @@ static int run(int configured, int active, int turns, int ticks, struct row *r)
 			   .median = per[ticks / 2],
 			   .mean = sum / ticks, .p90 = per[ticks * 9 / 10], .min = per[0],
 			   .max = per[ticks - 1], .old_reads = old / 5,
-			   .ticked = s->d->ticked, .skipped = s->d->skipped };
+			   .ticked = s->d->ticked, .skipped = s->d->skipped,
+			   .hist_lookups = s->d->rd.hist_syscalls,
+			   .writes = s->d->vwb.syscalls + s->d->cwb.syscalls };
 	free(per);
 	scale_free(s);
 	return 0;
@@ -193,8 +198,10 @@ int main(int argc, char **argv)
 		       rows[i].median / one_svc, rows[i].median / all, rows[i].old_reads);
 	}
 	for (int i = 0; i < n; i++)
-		printf("# %d/%d %s: controllers run %llu, skipped %llu\n", rows[i].configured,
+		printf("# %d/%d %s: controllers run %llu, skipped %llu; histogram batch lookups %.1f,"
+		       " verdict and ctl_state batch writes %.1f per tick\n", rows[i].configured,
 		       rows[i].active, rows[i].turns ? "turn" : "unit", rows[i].ticked,
-		       rows[i].skipped);
+		       rows[i].skipped, (double)rows[i].hist_lookups / ticks,
+		       (double)rows[i].writes / ticks);
 	return failed;
 }

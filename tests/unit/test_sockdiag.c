@@ -141,6 +141,23 @@ static int listener_at(in_addr_t addr, uint16_t *port)
 	return s;
 }
 
+/* An IPv6 wildcard listener ([::]:port, port 0: any), IPV6_V6ONLY set to v6only. */
+static int listener6_any(uint16_t *port, int v6only)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+				  .sin6_port = htons(*port) };
+	socklen_t l = sizeof(a);
+	int s = socket(AF_INET6, SOCK_STREAM, 0);
+
+	assert_true(s >= 0);
+	assert_int_equal(setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)), 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 16), 0);
+	getsockname(s, (struct sockaddr *)&a, &l);
+	*port = ntohs(a.sin6_port);
+	return s;
+}
+
 static int connect_to(in_addr_t addr, uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr),
@@ -224,6 +241,32 @@ static void test_listen_queue_by_address(void **st)
 	assert_int_equal(out[2].listeners, 0);
 	close(c[0]);
 	close(w);
+
+	/* An IPv6 wildcard listener takes the port's IPv4 connections too unless it is set
+	 * IPV6_V6ONLY: a service at an IPv4 address without a listener of its own counts it only
+	 * then (a service at an IPv6 address counts it either way). The reader kept from call
+	 * to call (socket, port index) says the same as a fresh one, call after call. */
+	for (int only = 0; only < 2; only++) {
+		struct acceptq_reader rd;
+		struct acceptq again[3];
+
+		q = 0;
+		w = listener6_any(&q, only);
+		want[0] = want4(q, LO(5));
+		want[1] = want4(q, 0);
+		want[2].port = q;
+		assert_int_equal(acceptq_read_at(want, 3, out), 0);
+		assert_int_equal(out[0].listeners, only ? 0 : 1);
+		assert_int_equal(out[1].listeners, 1);
+		assert_int_equal(out[2].listeners, 1);
+		acceptq_reader_init(&rd);
+		for (int k = 0; k < 3; k++) {
+			assert_int_equal(acceptq_reader_read(&rd, want, 3, again), 0);
+			assert_memory_equal(again, out, sizeof(out[0]) * 3);
+		}
+		acceptq_reader_free(&rd);
+		close(w);
+	}
 }
 
 int main(void)

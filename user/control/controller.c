@@ -2,6 +2,8 @@
 /* One service's controller; the composition rule is in controller.h. */
 #include "control/controller.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include "control/verdict.h"
 
@@ -481,4 +483,33 @@ int service_ctl_settled(const struct service_ctl *s)
 		if (s->lad.admit[c] != SLUICE_PROB_ONE)
 			return 0;
 	return 1;
+}
+
+/* Every cache line of [p, p + len) towards the L2 (written soon: prefetch for a write). */
+static inline void prefetch_range(const void *p, size_t len)
+{
+	const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + len;
+
+	for (; c < end; c += 64)
+		__builtin_prefetch(c, 1, 2);
+}
+
+void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
+{
+	uint64_t sec = now_ns / 1000000000ull, w = s->bp.window_s ? s->bp.window_s : 1;
+
+	/* the breaker's buckets of its window, the seconds before now in its ring */
+	if (w > SLUICE_BRK_MAX_WINDOW_S)
+		w = SLUICE_BRK_MAX_WINDOW_S;
+	for (uint64_t i = 0; i < w && i <= sec; i += 2)
+		__builtin_prefetch(&s->brk.ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S], 1, 2);
+	/* parameters, limit, baseline, and the window's counters before its histograms */
+	prefetch_range(s, offsetof(struct service_ctl, win) + offsetof(struct sluice_evwin, base));
+	/* the window's counters after its histograms, the breaker's head */
+	prefetch_range(&s->win.cls_samples, sizeof(s->win) - offsetof(struct sluice_evwin, cls_samples));
+	prefetch_range(&s->brk, offsetof(struct sluice_breaker, ring));
+	/* ladder, peaks, retry storm, listen queue, last counters: one block */
+	prefetch_range(&s->lad, offsetof(struct service_ctl, prev_h) - offsetof(struct service_ctl, lad));
+	/* the signals and what follows them */
+	prefetch_range(&s->sig, sizeof(*s) - offsetof(struct service_ctl, sig));
 }

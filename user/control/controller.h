@@ -141,6 +141,12 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
  * changed) when the version or size does not match. */
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns);
 
+/* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
+ * result): the tick runs the services one after the other, each's state in lines of its
+ * own 12 KB, so asking for the next ones' while one runs hides most of the cache misses.
+ * now_ns: the tick's clock (which of the breaker's buckets it reads). */
+void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
+
 /* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
  * the verdict as they are (breaker closed, ladder admitting everything, nothing gathered in
  * the evidence window, objective not missed, no retry-storm window under way). The daemon skips such a

@@ -193,20 +193,56 @@ static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
 		k->admit[c] = s->lad.admit[c];
 }
 
+/* The entry of service i into the tick's write batch (written by daemon_ctl_flush); when
+ * the batch cannot take it, written now. */
+static void export_batched(struct daemon *d, int i, unsigned long long now_ns)
+{
+	struct service_books *b = &d->books[i];
+	struct sluice_ctl_slot *slot = maps_batch_put(&d->cwb, (__u32)d->idx[i], i);
+
+	if (!slot && d->cwb.vals) {
+		daemon_ctl_flush(d);
+		slot = maps_batch_put(&d->cwb, (__u32)d->idx[i], i);
+	}
+	if (!slot) {
+		daemon_ctl_export(d, i, now_ns);
+		return;
+	}
+	b->ctl_ticks++;
+	ctl_slot_fill(slot, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
+		      now_ns);
+}
+
+void daemon_ctl_flush(struct daemon *d)
+{
+	int done = maps_batch_flush(&d->cwb);
+
+	/* not written: due again at the next tick */
+	for (int k = done; k < d->cwb.last_n; k++)
+		if (d->cwb.who[k] >= 0 && d->cwb.who[k] < d->cfg.n_services)
+			d->books[d->cwb.who[k]].exported_ns = 0;
+}
+
 void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 {
 	struct service_books *b = &d->books[i];
 	struct ctl_export_key k;
+	int first = !b->exported_ns;
 
 	export_key(d, i, &k);
-	if (b->exported_ns && now_ns - b->exported_ns < 1000000000ull &&
+	if (!first && now_ns - b->exported_ns < 1000000000ull &&
 	    !memcmp(&k, &b->exported, sizeof(k))) {
 		b->ctl_ticks++;          /* counted; written with the next entry */
 		return;
 	}
-	daemon_ctl_export(d, i, now_ns);
+	export_batched(d, i, now_ns);
 	b->exported = k;
 	b->exported_ns = now_ns;
+	/* Services started together would all rewrite their entries in the same tick once a
+	 * second: the first write is dated up to 7/8 s back, so that the refreshes are spread
+	 * over the second (each is due sooner, never later). */
+	if (first && now_ns > 1000000000ull)
+		b->exported_ns = now_ns - (unsigned long long)(i & 7) * 125000000ull;
 }
 
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)

@@ -33,5 +33,7 @@ void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns);
  * breaker's error ring, the ladder's recovery evidence). */
 void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns);
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns);
+/* Write the entries the tick's exports put in d->cwb (a failed one is due again). */
+void daemon_ctl_flush(struct daemon *d);
 
 #endif

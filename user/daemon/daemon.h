@@ -63,12 +63,17 @@ struct daemon {
 	struct service_ctl *ctl;
 	struct service_books *books;
 	struct maps_reader rd;                   /* the tick's batched reads */
+	/* The tick's writes, put while the controllers run and written in a batch syscall or a
+	 * few (tag: the service): verdicts that changed, ctl_state entries due. */
+	struct maps_batch vwb, cwb;
 	struct recon_state recon;                /* in-flight against the flow table (flowgc.h) */
 	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
 	struct sluice_ctl_request *ctl_rq;
 	__u32 *ctl_rq_keys;
 	struct acceptq_want *aq_want;            /* the listeners asked for, per service (built
 	                                          * from cfg when NULL) */
+	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */
+	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick */
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;

@@ -279,7 +279,17 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->hist = malloc(sizeof(struct sluice_hist) * SLUICE_NUM_CLASSES * (size_t)m->ncpus);
 	r->stripes = malloc(sizeof(struct sluice_inflight) * n * (size_t)m->ncpus);
 	r->keys = malloc(sizeof(*r->keys) * n * SLUICE_NUM_CLASSES);
-	if (!r->keys || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
+	r->hwant = calloc(n, 1);
+	r->hdone = calloc(n, 1);
+	r->hgen = calloc(n, sizeof(*r->hgen));
+	r->hfirst = calloc(n, sizeof(*r->hfirst));
+	/* a run's buffer of about 128 KB: big enough that the syscalls are few, small enough
+	 * to stay in cache while it is summed */
+	r->hraw_entries = (int)(131072 / (sizeof(struct sluice_hist) * (size_t)m->ncpus));
+	if (r->hraw_entries < SLUICE_NUM_CLASSES)
+		r->hraw_entries = SLUICE_NUM_CLASSES;
+	r->hraw = malloc(sizeof(struct sluice_hist) * (size_t)m->ncpus * (size_t)r->hraw_entries);
+	if (!r->keys || !r->hwant || !r->hdone || !r->hgen || !r->hfirst || !r->hraw || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
 	    !r->samples || !r->wants_inflight) {
 		maps_reader_free(r);
@@ -303,6 +313,12 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->hist);
 	free(r->stripes);
 	free(r->keys);
+	free(r->hwant);
+	free(r->hdone);
+	free(r->hgen);
+	free(r->hfirst);
+	free(r->hsum);
+	free(r->hraw);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -367,6 +383,8 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 		n_used = r->n_slots;
 	memset(r->changed, 0, (size_t)r->n_slots);
 	memset(r->busy_read, 0, (size_t)r->n_slots);
+	if (!++r->gen)
+		r->gen = 1;   /* histograms read ahead before these counters: not to be used */
 	r->n_changed = 0;
 	r->inflight_read = 0;
 	parts = (n_used + MAPS_SCAN_SLOTS - 1) / MAPS_SCAN_SLOTS;
@@ -422,11 +440,12 @@ static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, voi
 	size_t n = size / sizeof(__u64);
 	const __u64 *all = raw;
 
-	memset(out, 0, size * (size_t)entries);
 	for (int e = 0; e < entries; e++) {
 		__u64 *sum = (__u64 *)((char *)out + size * (size_t)e);
 
-		for (int c = 0; c < ncpus; c++) {
+		/* the first CPU's value as it is, then the others added: one pass over out */
+		memcpy(sum, all + (size_t)e * (size_t)ncpus * n, size);
+		for (int c = 1; c < ncpus; c++) {
 			const __u64 *v = all + ((size_t)e * (size_t)ncpus + (size_t)c) * n;
 
 			for (size_t i = 0; i < n; i++)
@@ -483,12 +502,134 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 					     : maps_reader_busy(r, m, svc, out);
 }
 
+/* The classes of mask read ahead this round into out[c]; 0 when one of them was not. */
+static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
+			 struct sluice_hist *out)
+{
+	int pos;
+
+	if (svc < 0 || svc >= r->n_slots || r->hgen[svc] != r->gen || !r->gen ||
+	    (r->hdone[svc] & mask) != mask)
+		return 0;
+	pos = r->hfirst[svc];
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		if (!(r->hdone[svc] >> c & 1))
+			continue;
+		if (mask >> c & 1)
+			out[c] = r->hsum[pos];
+		pos++;
+	}
+	return 1;
+}
+
+void maps_reader_prefetch_slot(const struct maps_reader *r, int svc)
+{
+	const unsigned char *st;
+
+	if (svc < 0 || svc >= r->n_slots)
+		return;
+	st = r->stats + r->stats_len * (size_t)svc;
+	for (size_t o = 0; o < r->stats_len; o += 64)
+		__builtin_prefetch(st + o, 0, 2);
+	__builtin_prefetch(&r->busy[svc], 0, 2);
+	__builtin_prefetch(&r->inflight[svc], 0, 2);
+	__builtin_prefetch(&r->samples[(size_t)svc * SLUICE_NUM_CLASSES], 0, 2);
+	if (r->hgen[svc] == r->gen && r->gen)
+		__builtin_prefetch(&r->hsum[r->hfirst[svc]], 0, 2);
+}
+
+void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask)
+{
+	if (svc >= 0 && svc < r->n_slots)
+		r->hwant[svc] |= (unsigned char)(mask & ((1u << SLUICE_NUM_CLASSES) - 1));
+}
+
+/* Sum the asked-for entries of the run [first, first + n) (in hraw) into hsum. */
+static void take_run(struct maps_reader *r, __u32 first, __u32 n, int *pos)
+{
+	size_t one = sizeof(struct sluice_hist) * (size_t)r->ncpus;
+
+	for (__u32 k = first; k < first + n; k++) {
+		int s = (int)(k / SLUICE_NUM_CLASSES), c = (int)(k % SLUICE_NUM_CLASSES);
+
+		if (!(r->hwant[s] >> c & 1))
+			continue;
+		if (r->hgen[s] != r->gen) {
+			r->hgen[s] = r->gen;
+			r->hdone[s] = 0;
+			r->hfirst[s] = *pos;
+		}
+		sum_percpu((const unsigned char *)r->hraw + one * (k - first), 1, r->ncpus,
+			   sizeof(struct sluice_hist), &r->hsum[*pos]);
+		r->hdone[s] |= (unsigned char)(1u << c);
+		(*pos)++;
+	}
+}
+
+int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used)
+{
+	size_t one = sizeof(struct sluice_hist) * (size_t)r->ncpus;
+	int want = 0, pos = 0, err = 0;
+	__u32 start = 0, end = 0;    /* the run being built: [start, end), empty when equal */
+
+	if (n_used > r->n_slots)
+		n_used = r->n_slots;
+	if (!++r->gen)
+		r->gen = 1;          /* 0 is "never read" */
+	for (int s = 0; s < n_used; s++)
+		want += __builtin_popcount(r->hwant[s]);
+	if (want > r->hsum_cap) {
+		struct sluice_hist *h = realloc(r->hsum, sizeof(*h) * (size_t)want);
+
+		if (!h) {
+			memset(r->hwant, 0, (size_t)r->n_slots);
+			return -ENOMEM;   /* every histogram is looked up on its own */
+		}
+		r->hsum = h;
+		r->hsum_cap = want;
+	}
+	for (int s = 0; s < n_used && want; s++) {
+		if (!r->hwant[s])
+			continue;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			__u32 k = sluice_stat_index((__u32)s, (__u32)c);
+
+			if (!(r->hwant[s] >> c & 1))
+				continue;
+			if (start != end && k - end <= MAPS_HIST_GAP &&
+			    k + 1 - start <= (__u32)r->hraw_entries) {
+				end = k + 1;
+				continue;
+			}
+			if (start != end && !err) {
+				r->hist_syscalls++;
+				if (!(err = maps_read_array(m->latency_hist, start, end - start, one,
+							    r->hraw, r->keys)))
+					take_run(r, start, end - start, &pos);
+			}
+			start = k;
+			end = k + 1;
+		}
+	}
+	if (start != end && !err) {
+		r->hist_syscalls++;
+		if (!(err = maps_read_array(m->latency_hist, start, end - start, one, r->hraw,
+					    r->keys)))
+			take_run(r, start, end - start, &pos);
+	}
+	memset(r->hwant, 0, (size_t)r->n_slots);
+	return err;   /* what was not read is looked up entry by entry */
+}
+
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out)
 {
-	int err = maps_read_array(m->latency_hist, sluice_stat_index((__u32)svc, 0),
-				  SLUICE_NUM_CLASSES, sizeof(*out) * (size_t)r->ncpus, r->hist, r->keys);
+	int err;
 
+	if (from_prefetch(r, svc, (1u << SLUICE_NUM_CLASSES) - 1, out))
+		return 0;
+	err = maps_read_array(m->latency_hist, sluice_stat_index((__u32)svc, 0),
+			      SLUICE_NUM_CLASSES, sizeof(*out) * (size_t)r->ncpus, r->hist, r->keys);
 	if (!err)
 		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
 	return err;
@@ -497,6 +638,8 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			     unsigned mask, struct sluice_hist *out)
 {
+	if (from_prefetch(r, svc, mask, out))
+		return 0;
 	if (mask == (1u << SLUICE_NUM_CLASSES) - 1)
 		return maps_reader_hists(r, m, svc, out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -571,4 +714,77 @@ int maps_write_ctl_request(const struct sluice_maps *m, int svc,
 			   const struct sluice_ctl_request *v)
 {
 	return update_opt(m->ctl_requests, svc, v);
+}
+
+/* ---- batched writes */
+
+int maps_batch_init(struct maps_batch *b, int fd, size_t vsize, int cap)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = fd;
+	b->vsize = vsize;
+	b->cap = cap > 0 ? cap : 1;
+	b->keys = malloc(sizeof(*b->keys) * (size_t)b->cap);
+	b->who = malloc(sizeof(*b->who) * (size_t)b->cap);
+	b->vals = malloc(vsize * (size_t)b->cap);
+	if (!b->keys || !b->who || !b->vals) {
+		maps_batch_free(b);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void maps_batch_free(struct maps_batch *b)
+{
+	free(b->keys);
+	free(b->who);
+	free(b->vals);
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+void *maps_batch_put(struct maps_batch *b, __u32 key, int who)
+{
+	if (!b->vals || b->n >= b->cap)
+		return NULL;
+	b->keys[b->n] = key;
+	b->who[b->n] = who;
+	return b->vals + b->vsize * (size_t)b->n++;
+}
+
+int maps_batch_flush(struct maps_batch *b)
+{
+	__u32 done = 0;
+	int err = 0;
+
+	b->last_n = b->n;
+	b->n = 0;
+	if (!b->last_n || b->fd < 0)
+		return 0;
+	while (done < (__u32)b->last_n) {
+		LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_ANY);
+		__u32 count = (__u32)b->last_n - done;
+		int rc;
+
+		b->syscalls++;
+		rc = bpf_map_update_batch(b->fd, b->keys + done, b->vals + b->vsize * done, &count,
+					  &o);
+		done += count;   /* the kernel says how many it wrote, also on an error */
+		if (rc) {
+			err = -errno;
+			break;
+		}
+		if (!count)
+			break;
+	}
+	if (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */) {
+		/* no batch ops for this map here: entry by entry, in order, up to a failure */
+		for (; done < (__u32)b->last_n; done++) {
+			b->syscalls++;
+			if (bpf_map_update_elem(b->fd, &b->keys[done], b->vals + b->vsize * done,
+						BPF_ANY))
+				break;
+		}
+	}
+	return (int)done;
 }

@@ -84,6 +84,18 @@ struct maps_reader {
 	__u64 *samples;
 	void *hist;                  /* one service's 4 histograms, all CPUs */
 	__u32 *keys;                 /* scratch for the batch lookups */
+	/* Histograms read ahead for the whole tick (maps_reader_want_hist, then
+	 * maps_reader_prefetch_hists): per slot the classes asked for and those read this
+	 * round (valid while hgen[slot] == gen), summed over CPUs into hsum, a slot's classes
+	 * one after the other from hfirst[slot]. */
+	unsigned char *hwant, *hdone;
+	unsigned *hgen, gen;
+	int *hfirst;
+	struct sluice_hist *hsum;
+	int hsum_cap;
+	void *hraw;                  /* one run of latency_hist entries, all CPUs */
+	int hraw_entries;            /* room of hraw, in entries */
+	long long hist_syscalls;     /* lookups made by the read-ahead (for the benchmark) */
 };
 int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m);
 void maps_reader_free(struct maps_reader *r);
@@ -115,6 +127,43 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
  * batch); out[c] of the others is left alone. */
 int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			     unsigned mask, struct sluice_hist *out);
+/* The read-ahead of the tick's histograms: ask for the classes of slot svc (bit c = class
+ * c), then read every one asked for in a few batch lookups (runs of consecutive entries; a
+ * run reads through short gaps of entries nobody asked for, cheaper than a syscall more).
+ * maps_reader_hist_classes and maps_reader_hists then answer from what was read, with the
+ * same sums as the lookups of one entry; a class not read ahead is looked up as before.
+ * Call after maps_reader_read: BPF counts a sample after it put it in the histogram, so a
+ * histogram read after the counts holds at least the samples they say. */
+/* Ask the CPU for what the reader holds of slot svc (a hint, before its service runs). */
+void maps_reader_prefetch_slot(const struct maps_reader *r, int svc);
+void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask);
+int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used);
+/* Entries of unasked-for histograms a run reads through rather than start another one. */
+#ifndef MAPS_HIST_GAP
+#define MAPS_HIST_GAP 3
+#endif
+
+/* Writes of many entries of one array map in one syscall (bpf_map_update_batch; entry by
+ * entry where the kernel has none): put what the tick writes, flush once. who[k] is the
+ * caller's tag of entry k, to learn which writes were not done. */
+struct maps_batch {
+	int fd;
+	size_t vsize;
+	int n, cap;
+	int last_n;                  /* entries the last flush had */
+	__u32 *keys;
+	int *who;
+	unsigned char *vals;
+	long long syscalls;          /* update syscalls made (for the benchmark) */
+};
+int maps_batch_init(struct maps_batch *b, int fd, size_t vsize, int cap);
+void maps_batch_free(struct maps_batch *b);
+/* Room for entry key's value, tagged who; NULL when full (flush first). */
+void *maps_batch_put(struct maps_batch *b, __u32 key, int who);
+/* Write what was put; returns how many were written, the first ones in order: entries
+ * [done, last_n) were not (their tags stay in who[] until the next put); the batch is empty
+ * again. */
+int maps_batch_flush(struct maps_batch *b);
 void maps_close(struct sluice_maps *m);
 
 /* Counters: summed over CPUs (a service's entry, or one class of it). */

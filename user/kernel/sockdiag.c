@@ -9,13 +9,30 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/inet_diag.h>
 
 #define TCP_LISTEN_STATE 10
 
-/* One sock_diag dump of TCP sockets of a family in `states`; fn sees each socket. */
-typedef void (*sock_fn)(void *ctx, int family, const struct inet_diag_msg *d);
+/* One sock_diag dump of TCP sockets of a family in `states`; fn sees each socket, and for an
+ * IPv6 listener whether it is IPv6 only (IPV6_V6ONLY: 1 or 0; -1 when the kernel did not
+ * say). */
+typedef void (*sock_fn)(void *ctx, int family, const struct inet_diag_msg *d, int v6only);
+
+/* The INET_DIAG_SKV6ONLY attribute after the message (the kernel adds it to every IPv6
+ * socket listening or closed), or -1. */
+static int v6only_of(const struct nlmsghdr *h)
+{
+	const struct inet_diag_msg *d = NLMSG_DATA(h);
+	const struct rtattr *a = (const struct rtattr *)(d + 1);
+	int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*d));
+
+	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == INET_DIAG_SKV6ONLY && RTA_PAYLOAD(a) >= 1)
+			return *(const uint8_t *)RTA_DATA(a) != 0;
+	return -1;
+}
 
 static int dump_sockets(int fd, int family, uint32_t states, sock_fn fn, void *ctx)
 {
@@ -43,7 +60,9 @@ static int dump_sockets(int fd, int family, uint32_t states, sock_fn fn, void *c
 				return 0;
 			if (h->nlmsg_type == NLMSG_ERROR)
 				return -EPROTO;
-			fn(ctx, family, NLMSG_DATA(h));
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+				return -EPROTO;
+			fn(ctx, family, NLMSG_DATA(h), family == AF_INET6 ? v6only_of(h) : -1);
 		}
 	}
 }
@@ -116,8 +135,9 @@ static int is_v4mapped(const uint8_t a[16])
 /* A listener goes to the services it takes connections for: one bound to an address to the
  * service at that address (or, when no service of the port is there, to the port-only one);
  * a wildcard one to the port-only service, and to a service at an address that has no
- * listener of its own (sorted out after the dump; an IPv4 wildcard takes no IPv6 address). */
-static void add_listener(void *vctx, int family, const struct inet_diag_msg *d)
+ * listener of its own (sorted out after the dump; an IPv4 wildcard takes no IPv6 address, an
+ * IPv6 wildcard set IPV6_V6ONLY no IPv4 one). */
+static void add_listener(void *vctx, int family, const struct inet_diag_msg *d, int v6only)
 {
 	struct queue_ctx *c = vctx;
 	uint16_t port = ntohs(d->id.idiag_sport);
@@ -144,7 +164,8 @@ static void add_listener(void *vctx, int family, const struct inet_diag_msg *d)
 		} else if (!wildcard) {
 			if (!memcmp(w->addr, la, sizeof(la)))
 				acceptq_add(&c->out[i], d);
-		} else if (family == AF_INET6 || is_v4mapped(w->addr)) {
+		} else if (family == AF_INET6 ? !(v6only == 1 && is_v4mapped(w->addr))
+					      : is_v4mapped(w->addr)) {
 			acceptq_add(&c->wild[i], d);
 		}
 	}
@@ -170,7 +191,7 @@ struct live_ctx {
 	int oom;
 };
 
-static void add_live(void *vctx, int family, const struct inet_diag_msg *d)
+static void add_live(void *vctx, int family, const struct inet_diag_msg *d, int v6only)
 {
 	struct live_ctx *c = vctx;
 	struct sluice_flow_key k;
@@ -231,35 +252,76 @@ int live_flows_has(const struct sluice_flow_key *keys, int count, const struct s
 	return keys && bsearch(k, keys, (size_t)count, sizeof(*k), key_cmp) != NULL;
 }
 
+void acceptq_reader_init(struct acceptq_reader *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void acceptq_reader_free(struct acceptq_reader *r)
+{
+	if (r->open)
+		close(r->fd);
+	free(r->index);
+	free(r->tmp);
+	acceptq_reader_init(r);
+}
+
+int acceptq_reader_read(struct acceptq_reader *r, const struct acceptq_want *want, int n,
+			struct acceptq *out)
+{
+	struct port_index pi;
+	struct queue_ctx c;
+	int rc;
+
+	if (!r->index || r->n != n) {
+		/* the services' ports, sorted once (the caller frees the reader when they change) */
+		uint16_t *ports = malloc(sizeof(*ports) * (size_t)(n ? n : 1));
+		struct acceptq *tmp = calloc((size_t)(n ? n : 1) * 2, sizeof(*tmp));
+
+		for (int i = 0; ports && i < n; i++)
+			ports[i] = want[i].port;
+		free(r->index);
+		free(r->tmp);
+		r->index = NULL;
+		r->tmp = tmp;
+		if (!tmp || !ports || port_index_build(&pi, ports, n)) {
+			free(ports);
+			return -ENOMEM;
+		}
+		free(ports);
+		r->index = pi.e;
+		r->n = n;
+	}
+	pi = (struct port_index){ .e = r->index, .n = r->n };
+	memset(r->tmp, 0, sizeof(*r->tmp) * (size_t)(n ? n : 1) * 2);
+	c = (struct queue_ctx){ .pi = &pi, .want = want, .out = r->tmp, .wild = r->tmp + n };
+	if (!r->open) {
+		if ((r->fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)) < 0)
+			return -errno;
+		r->open = 1;
+	}
+	rc = dump_sockets(r->fd, AF_INET, 1u << TCP_LISTEN_STATE, add_listener, &c);
+	if (!rc)
+		rc = dump_sockets(r->fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
+	if (rc) {
+		/* a dump cut short leaves its rest in the socket: start the next on a new one */
+		close(r->fd);
+		r->open = 0;
+		return rc;
+	}
+	for (int i = 0; i < n; i++)
+		out[i] = want[i].has_addr && !r->tmp[i].listeners ? c.wild[i] : r->tmp[i];
+	return 0;
+}
+
 int acceptq_read_at(const struct acceptq_want *want, int n, struct acceptq *out)
 {
-	struct acceptq *tmp = calloc((size_t)(n ? n : 1) * 2, sizeof(*tmp));
-	uint16_t *ports = malloc(sizeof(*ports) * (size_t)(n ? n : 1));
-	struct port_index pi = { 0 };
-	struct queue_ctx c = { .pi = &pi, .want = want, .out = tmp, .wild = tmp ? tmp + n : NULL };
-	int fd, rc;
+	struct acceptq_reader r;
+	int rc;
 
-	for (int i = 0; ports && i < n; i++)
-		ports[i] = want[i].port;
-	if (!tmp || !ports || port_index_build(&pi, ports, n)) {
-		free(tmp);
-		free(ports);
-		return -ENOMEM;
-	}
-	free(ports);
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0) {
-		rc = -errno;
-	} else {
-		rc = dump_sockets(fd, AF_INET, 1u << TCP_LISTEN_STATE, add_listener, &c);
-		if (!rc)
-			rc = dump_sockets(fd, AF_INET6, 1u << TCP_LISTEN_STATE, add_listener, &c);
-		close(fd);
-	}
-	for (int i = 0; !rc && i < n; i++)
-		out[i] = want[i].has_addr && !tmp[i].listeners ? c.wild[i] : tmp[i];
-	free(tmp);
-	free(pi.e);
+	acceptq_reader_init(&r);
+	rc = acceptq_reader_read(&r, want, n, out);
+	acceptq_reader_free(&r);
 	return rc;
 }
 

@@ -34,6 +34,20 @@ struct acceptq_want {
 };
 int acceptq_read_at(const struct acceptq_want *want, int n, struct acceptq *out);
 
+/* The same, kept from call to call (sluiced asks every tick): the netlink socket and the
+ * sorted ports. The ports are those of the first call's `want`: free the reader (then init
+ * it) when the services change. All zero is a reader not yet used. */
+struct acceptq_reader {
+	int fd, open;                    /* the socket, when open (a zeroed reader is closed) */
+	uint32_t *index;                 /* port << 16 | position in want, sorted */
+	int n;
+	struct acceptq *tmp;             /* 2n: by listener bound, and the wildcard ones */
+};
+void acceptq_reader_init(struct acceptq_reader *r);
+void acceptq_reader_free(struct acceptq_reader *r);
+int acceptq_reader_read(struct acceptq_reader *r, const struct acceptq_want *want, int n,
+			struct acceptq *out);
+
 /* The connections (any state but LISTEN) whose local port is one of ports, as flow keys
  * (local address included), sorted for live_flows_has(). *keys is malloc'd (free it).
  * Returns the count, or -errno. */

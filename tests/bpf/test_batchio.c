@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The tick's batched map I/O against the lookups and updates of one entry, on the real BPF
+ * object and its maps: histograms read ahead in runs (through gaps of entries nobody asked
+ * for, across runs of more than one buffer) sum to what the entry-by-entry reads sum to;
+ * in-flight and busy as the tick sees them equal the per-key reads; verdicts and ctl_state
+ * entries written in a batch read back as put, and a batch with a write the map refuses
+ * says which were written; and after ticks of traffic with latency samples every verdict in
+ * the map is the one the tick decided. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "scale.h"
+#include "daemon/ctlpersist.h"
+#include "control/ctlslot.h"
+
+#define N 300
+
+static struct scale *s;
+
+static int setup(void **st)
+{
+	(void)st;
+	s = scale_setup(N, 0);
+	return s ? 0 : -1;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	if (s)
+		scale_free(s);
+	return 0;
+}
+
+/* Traffic to some services, in some classes: units (counters, in-flight), turns (latency
+ * samples; the unit stays open, so busy moves), at client ports of their own. */
+static void traffic(int round)
+{
+	for (int i = 0; i < N; i += 1 + i % 5) {
+		uint16_t sport = (uint16_t)(20000 + round * N + i);
+
+		scale_unit(s, i, sport, 0);
+		if (i % 3 == 0) {
+			scale_turn(s, i, sport, 0);
+			scale_turn(s, i, sport, 1);
+		}
+		if (i % 7 == 0)
+			scale_rst(s, i, sport, i % 3 == 0 ? sizeof(SCALE_QUERY) - 1 : 0);
+	}
+}
+
+static void test_hist_read_ahead_equals_lookups(void **st)
+{
+	struct maps_reader *r = &s->d->rd;
+	const struct sluice_maps *m = &s->d->m;
+	int n_used = 0, asked = 0;
+	(void)st;
+
+	traffic(0);
+	for (int i = 0; i < N; i++)
+		if (s->d->idx[i] >= n_used)
+			n_used = s->d->idx[i] + 1;
+	assert_int_equal(maps_reader_read(r, m, n_used, NULL, 0), 0);
+	/* every pattern: none, one class, two apart, all four, long gaps */
+	for (int k = 0; k < n_used; k++) {
+		unsigned mask = k % 11 == 0 ? 0xf : k % 13 == 0 ? 0 : k % 17 < 3 ? 0 :
+				(unsigned)(1u << (k % 4)) | (k % 5 == 0 ? 1u << ((k + 2) % 4) : 0);
+
+		maps_reader_want_hist(r, k, mask);
+		asked += __builtin_popcount(mask);
+	}
+	r->hist_syscalls = 0;
+	assert_int_equal(maps_reader_prefetch_hists(r, m, n_used), 0);
+	/* in runs: a few syscalls, not one per histogram */
+	assert_true(r->hist_syscalls > 0);
+	printf("# %d histograms asked for, %lld batch lookups\n", asked, r->hist_syscalls);
+	assert_true(r->hist_syscalls * 3 < asked);
+	for (int k = 0; k < n_used; k++) {
+		unsigned mask = k % 11 == 0 ? 0xf : k % 13 == 0 ? 0 : k % 17 < 3 ? 0 :
+				(unsigned)(1u << (k % 4)) | (k % 5 == 0 ? 1u << ((k + 2) % 4) : 0);
+		struct sluice_hist got[SLUICE_NUM_CLASSES], one;
+		long long before = r->hist_syscalls;
+
+		memset(got, 0xa5, sizeof(got));
+		assert_int_equal(maps_reader_hist_classes(r, m, k, mask, got), 0);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			if (!(mask >> c & 1))
+				continue;
+			assert_int_equal(maps_read_hist(m, k, c, &one), 0);
+			assert_memory_equal(&got[c], &one, sizeof(one));
+		}
+		assert_int_equal(r->hist_syscalls, before);
+		if (mask == 0xf) {
+			memset(got, 0x5a, sizeof(got));
+			assert_int_equal(maps_reader_hists(r, m, k, got), 0);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				assert_int_equal(maps_read_hist(m, k, c, &one), 0);
+				assert_memory_equal(&got[c], &one, sizeof(one));
+			}
+		}
+	}
+	/* a class not read ahead is looked up: still the same sums */
+	{
+		struct sluice_hist got[SLUICE_NUM_CLASSES], one;
+		int k = 13 * 3;   /* asked for nothing */
+
+		assert_int_equal(maps_reader_hist_classes(r, m, k, 0xf, got), 0);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			assert_int_equal(maps_read_hist(m, k, c, &one), 0);
+			assert_memory_equal(&got[c], &one, sizeof(one));
+		}
+	}
+	/* samples were made: the comparison compared something */
+	{
+		struct sluice_hist one;
+		__u64 n = 0;
+
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			assert_int_equal(maps_read_hist(m, s->d->idx[0], c, &one), 0);
+			n += sluice_hist_count(&one);
+		}
+		assert_true(n > 0);
+	}
+	/* everything asked for: runs of a full buffer each, the same sums */
+	for (int k = 0; k < n_used; k++)
+		maps_reader_want_hist(r, k, 0xf);
+	r->hist_syscalls = 0;
+	assert_int_equal(maps_reader_prefetch_hists(r, m, n_used), 0);
+	assert_int_equal(r->hist_syscalls,
+			 (4 * n_used + r->hraw_entries - 1) / r->hraw_entries);
+	for (int k = 0; k < n_used; k++) {
+		struct sluice_hist got[SLUICE_NUM_CLASSES], one;
+
+		assert_int_equal(maps_reader_hists(r, m, k, got), 0);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			assert_int_equal(maps_read_hist(m, k, c, &one), 0);
+			assert_memory_equal(&got[c], &one, sizeof(one));
+		}
+	}
+	/* a new read of the counters: what was read ahead before it is not answered from */
+	assert_int_equal(maps_reader_read(r, m, n_used, NULL, 0), 0);
+	assert_true(r->hgen[0] != r->gen);
+}
+
+static void test_concurrency_equals_lookups(void **st)
+{
+	struct maps_reader *r = &s->d->rd;
+	const struct sluice_maps *m = &s->d->m;
+	int n_used = 0, nonzero = 0;
+	(void)st;
+
+	traffic(1);
+	for (int i = 0; i < N; i++)
+		if (s->d->idx[i] >= n_used)
+			n_used = s->d->idx[i] + 1;
+	/* both ways of reading in-flight: one batch for all, and a lookup each */
+	for (int mode = 0; mode < 2; mode++) {
+		memset(r->wants_inflight, mode == 0, (size_t)r->n_slots);
+		r->have_prev = 0;
+		assert_int_equal(maps_reader_read(r, m, n_used, NULL, 0), 0);
+		assert_int_equal(r->inflight_read, mode == 0);
+		for (int i = 0; i < N; i++) {
+			struct sluice_inflight a, b;
+			int k = s->d->idx[i];
+
+			for (int proto = 0; proto < 2; proto++) {
+				int p = proto ? SLUICE_PROTO_HTTP : SLUICE_PROTO_TCP;
+
+				assert_int_equal(maps_reader_concurrency(r, m, k, p, &a), 0);
+				assert_int_equal(maps_read_concurrency(m, k, p, &b), 0);
+				assert_memory_equal(&a, &b, sizeof(a));
+				nonzero += a.total != 0;
+			}
+		}
+	}
+	assert_true(nonzero > 0);
+}
+
+static void test_batched_writes(void **st)
+{
+	const struct sluice_maps *m = &s->d->m;
+	struct maps_batch b;
+	static struct sluice_ctl_slot cs, back;
+	int put = 0;
+	(void)st;
+
+	/* verdicts: more than the batch holds (flushed when full), keys out of order */
+	assert_int_equal(maps_batch_init(&b, m->verdicts, sizeof(struct sluice_verdict), 16), 0);
+	for (int k = N - 1; k >= 0; k -= 3) {
+		struct sluice_verdict *v = maps_batch_put(&b, (__u32)k, k);
+
+		if (!v) {
+			assert_int_equal(maps_batch_flush(&b), 16);
+			v = maps_batch_put(&b, (__u32)k, k);
+		}
+		assert_non_null(v);
+		memset(v, 0, sizeof(*v));
+		v->limit = 1000u + (unsigned)k;
+		v->class_threshold[k % 4] = (unsigned)k;
+		v->retry_after_s = 7;
+		put++;
+	}
+	{
+		int n = b.n;
+
+		assert_int_equal(maps_batch_flush(&b), n);
+	}
+	for (int k = N - 1; k >= 0; k -= 3) {
+		struct sluice_verdict v;
+
+		assert_int_equal(maps_read_verdict(m, k, &v), 0);
+		assert_int_equal(v.limit, 1000u + (unsigned)k);
+		assert_int_equal(v.class_threshold[k % 4], (unsigned)k);
+		assert_int_equal(v.retry_after_s, 7);
+	}
+	assert_true(b.syscalls <= (put + 15) / 16 + 1);
+
+	/* a key the map has no entry for: the writes before it are done, it and the rest not,
+	 * and their tags say which */
+	{
+		struct sluice_verdict *v;
+		int done;
+
+		for (int k = 0; k < 5; k++) {
+			__u32 key = k == 2 ? (__u32)m->n_slots + 3 : (__u32)k;
+
+			assert_non_null(v = maps_batch_put(&b, key, 100 + k));
+			memset(v, 0, sizeof(*v));
+			v->limit = 77;
+		}
+		done = maps_batch_flush(&b);
+		assert_int_equal(done, 2);
+		assert_int_equal(b.last_n, 5);
+		assert_int_equal(b.who[done], 102);
+		for (int k = 0; k < 2; k++) {
+			struct sluice_verdict got;
+
+			assert_int_equal(maps_read_verdict(m, k, &got), 0);
+			assert_int_equal(got.limit, 77);
+		}
+	}
+	maps_batch_free(&b);
+
+	/* ctl_state: entries of 3.7 KB, as the tick's export fills them */
+	assert_int_equal(maps_batch_init(&b, m->ctl_state, sizeof(struct sluice_ctl_slot), 4), 0);
+	for (int i = 0; i < 10; i++) {
+		struct sluice_ctl_slot *slot = maps_batch_put(&b, (__u32)s->d->idx[i * 7], i);
+
+		if (!slot) {
+			assert_int_equal(maps_batch_flush(&b), 4);
+			slot = maps_batch_put(&b, (__u32)s->d->idx[i * 7], i);
+		}
+		assert_non_null(slot);
+		ctl_slot_fill(slot, &s->d->ctl[i * 7], &s->d->cfg.services[i * 7], 3, 40u + (unsigned)i,
+			      123456789ull);
+	}
+	assert_int_equal(maps_batch_flush(&b), 2);
+	for (int i = 0; i < 10; i++) {
+		ctl_slot_fill(&cs, &s->d->ctl[i * 7], &s->d->cfg.services[i * 7], 3, 40u + (unsigned)i,
+			      123456789ull);
+		assert_int_equal(maps_read_ctl_slot(m, s->d->idx[i * 7], &back), 0);
+		assert_memory_equal(&back, &cs, sizeof(cs));
+	}
+	maps_batch_free(&b);
+}
+
+/* The daemon's tick with traffic, latency samples included: after each, every service's
+ * verdict in the map is the one its controller decided (the books' copy), and its ctl_state
+ * entry names it. */
+static void test_tick_writes_what_it_decided(void **st)
+{
+	unsigned long long now = monotonic_ns();
+	static struct sluice_ctl_slot cs;
+	(void)st;
+
+	for (int t = 0; t < 25; t++) {
+		traffic(2 + t);
+		daemon_tick(s->d, now += 100000000ull);
+		for (int i = 0; i < N; i++) {
+			struct sluice_verdict v;
+			const struct service_books *bk = &s->d->books[i];
+
+			assert_true(bk->have_written);
+			assert_int_equal(maps_read_verdict(&s->d->m, s->d->idx[i], &v), 0);
+			assert_memory_equal(&v, &bk->written, sizeof(v));
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(maps_read_ctl_slot(&s->d->m, s->d->idx[i], &cs), 0);
+		assert_string_equal(cs.name, s->d->cfg.services[i].name);
+	}
+	assert_int_equal(s->d->vwb.n, 0);
+	assert_int_equal(s->d->cwb.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hist_read_ahead_equals_lookups),
+		cmocka_unit_test(test_concurrency_equals_lookups),
+		cmocka_unit_test(test_batched_writes),
+		cmocka_unit_test(test_tick_writes_what_it_decided),
+	};
+	return cmocka_run_group_tests_name("batchio", tests, setup, teardown);
+}
