@@ -513,3 +513,10 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 	/* the signals and what follows them */
 	prefetch_range(&s->sig, sizeof(*s) - offsetof(struct service_ctl, sig));
 }
+
+void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask)
+{
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			prefetch_range(&s->prev_h[c], sizeof(s->prev_h[c]));
+}

@@ -146,6 +146,10 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
  * own 12 KB, so asking for the next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
+/* The same for the last tick's histograms of the classes in mask (bit c: class c), the ones
+ * the next tick will read (its delta reads them, the snapshot writes them): 14 lines each,
+ * asked for only for the classes whose histogram moved. */
+void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask);
 
 /* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
  * the verdict as they are (breaker closed, ladder admitting everything, nothing gathered in
