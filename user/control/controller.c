@@ -228,36 +228,14 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
-struct sluice_hist *service_ctl_hist_next(struct service_ctl *s, unsigned mask)
+/* After it, prev_h holds the histograms now: in->hist, but for the classes the caller marked
+ * in hist_same, which are the last tick's (the tick's cur_h is prev_h, nothing is copied). */
+static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
 {
-	s->h_equal &= ~mask;          /* written there from now on */
-	return s->hb[s->hk ^ 1];
-}
-
-/* After it, hb[hk] holds the histograms now: cur, but for the classes the caller marked in
- * hist_same, which are the last tick's. The other set becomes the last tick's: hk flips; cur
- * is copied only where it is not already in the new set (the caller read it elsewhere), and a
- * class in hist_same only when the two sets are not equal already. */
-static void snapshot(struct service_ctl *s, const struct ctl_inputs *in,
-		     const struct sluice_hist *cur, uint64_t now_ns)
-{
-	struct sluice_hist *next = s->hb[s->hk ^ 1];
-
 	memcpy(s->prev, in->stats, sizeof(s->prev));
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		unsigned bit = 1u << c;
-
-		if (s->have_prev && (in->hist_same & bit)) {
-			if (!(s->h_equal & bit))
-				next[c] = s->hb[s->hk][c];
-			s->h_equal |= bit;
-			continue;
-		}
-		if (&cur[c] != &next[c])
-			next[c] = cur[c];
-		s->h_equal &= ~bit;
-	}
-	s->hk ^= 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
+			s->prev_h[c] = in->hist[c];
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -294,8 +272,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_ladder_input li = { 0 };
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
-	const struct sluice_hist *cur_in = in->hist_at ? in->hist_at : in->hist;
-	const struct sluice_hist *cur_h;                 /* the histograms now, once snapshot */
+	const struct sluice_hist *cur_h = s->prev_h;     /* the histograms now, once snapshot */
 	uint64_t dt_ns;
 	int rc, full, queue_sat, decided;
 	double qx;
@@ -303,18 +280,16 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	*opened = 0;
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
-		snapshot(s, in, cur_in, now_ns);
-		cur_h = s->hb[s->hk];
+		snapshot(s, in, now_ns);
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 		objective(s);
 		write_verdict(s, sc, in, now_ns, out);
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_update(s->prev, in->stats, s->hb[s->hk], cur_in, in->hist_same, dt_ns,
+	sluice_signals_update(s->prev, in->stats, s->prev_h, in->hist, in->hist_same, dt_ns,
 			      (uint64_t)s->bp.slow_call_us, sig);
-	snapshot(s, in, cur_in, now_ns);
-	cur_h = s->hb[s->hk];
+	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
@@ -534,7 +509,7 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 	prefetch_range(&s->win.cls_samples, sizeof(s->win) - offsetof(struct sluice_evwin, cls_samples));
 	prefetch_range(&s->brk, offsetof(struct sluice_breaker, ring));
 	/* ladder, peaks, retry storm, listen queue, last counters: one block */
-	prefetch_range(&s->lad, offsetof(struct service_ctl, hb) - offsetof(struct service_ctl, lad));
+	prefetch_range(&s->lad, offsetof(struct service_ctl, prev_h) - offsetof(struct service_ctl, lad));
 	/* the signals and what follows them */
 	prefetch_range(&s->sig, sizeof(*s) - offsetof(struct service_ctl, sig));
 }
@@ -542,8 +517,6 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask)
 {
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (mask >> c & 1) {
-			prefetch_range(&s->hb[s->hk][c], sizeof(s->hb[0][c]));
-			prefetch_range(&s->hb[s->hk ^ 1][c], sizeof(s->hb[0][c]));
-		}
+		if (mask >> c & 1)
+			prefetch_range(&s->prev_h[c], sizeof(s->prev_h[c]));
 }

@@ -64,12 +64,7 @@ struct service_ctl {
 	int have_prev;
 	uint64_t prev_ns;
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
-	/* The cumulative histograms, two sets: hb[hk] the last tick's. The caller may read this
-	 * tick's into hb[hk ^ 1] (service_ctl_hist_next): the tick then flips hk, no histogram is
-	 * copied. */
-	unsigned hk;
-	unsigned h_equal;             /* bit c: hb[0][c] and hb[1][c] are equal */
-	struct sluice_hist hb[2][SLUICE_NUM_CLASSES];
+	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
 
@@ -98,8 +93,6 @@ struct service_ctl {
 struct ctl_inputs {
 	struct sluice_class_stats stats[SLUICE_NUM_CLASSES];
 	struct sluice_hist hist[SLUICE_NUM_CLASSES];
-	const struct sluice_hist *hist_at;  /* NULL: the histograms are hist[]; else they were
-	                                     * read into service_ctl_hist_next()'s, which this is */
 	struct sluice_inflight inflight;
 	uint32_t switch_admit[SLUICE_NUM_CLASSES];   /* SLUICE_PROB_ONE = no switch */
 	struct sluice_listenq_input listen;          /* the service's accept queue this tick */
@@ -115,10 +108,6 @@ void service_ctl_reconfigure(struct service_ctl *s, const struct service_conf *s
 			     const struct sluice_config *cfg);
 /* Operator: forget the baseline (relearned from the next qualifying windows). */
 void service_ctl_reset_baseline(struct service_ctl *s);
-
-/* Where the caller may read the next tick's histograms (the classes in mask: bit c = class c)
- * and pass it as ctl_inputs.hist_at, so that the tick keeps them without a copy. */
-struct sluice_hist *service_ctl_hist_next(struct service_ctl *s, unsigned mask);
 
 /* One tick: returns the verdict to write. `suppressed` comes from the cascade detector;
  * *opened is set when the breaker went CLOSED -> OPEN (the caller feeds the detector).

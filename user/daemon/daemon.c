@@ -555,7 +555,6 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	struct sluice_verdict v;
 	struct ctl_inputs in;
 	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
-	struct sluice_hist *hn;
 	unsigned want;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -573,10 +572,8 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
 	want = hist_classes_to_read(d, i, &in);
-	hn = service_ctl_hist_next(&d->ctl[i], want);
-	in.hist_at = hn;
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
-	    (want && maps_reader_hist_classes(&d->rd, &d->m, d->idx[i], want, hn)))
+	    (want && maps_reader_hist_classes(&d->rd, &d->m, d->idx[i], want, in.hist)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	in.listen.have = b->aq.listeners > 0;
 	in.listen.queued = b->aq.queued;
