@@ -503,13 +503,15 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 		w = SLUICE_BRK_MAX_WINDOW_S;
 	for (uint64_t i = 0; i < w && i <= sec; i += 2)
 		__builtin_prefetch(&s->brk.ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S], 1, 2);
-	/* parameters, limit, baseline, and the window's counters before its histograms */
-	prefetch_range(s, offsetof(struct service_ctl, win) + offsetof(struct sluice_evwin, base));
-	/* the window's counters after its histograms, the breaker's head */
-	prefetch_range(&s->win.cls_samples, sizeof(s->win) - offsetof(struct sluice_evwin, cls_samples));
-	prefetch_range(&s->brk, offsetof(struct sluice_breaker, ring));
-	/* ladder, peaks, retry storm, listen queue, last counters: one block */
-	prefetch_range(&s->lad, offsetof(struct service_ctl, prev_h) - offsetof(struct service_ctl, lad));
-	/* the signals and what follows them */
-	prefetch_range(&s->sig, sizeof(*s) - offsetof(struct service_ctl, sig));
+	/* parameters, machines, last counters, signals, status and the breaker's head: one block */
+	prefetch_range(s, offsetof(struct service_ctl, brk) + offsetof(struct sluice_breaker, ring));
+	/* the window's counters before its histograms */
+	prefetch_range(&s->win, offsetof(struct sluice_evwin, base));
+}
+
+void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask)
+{
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			prefetch_range(&s->prev_h[c], sizeof(s->prev_h[c]));
 }

@@ -39,6 +39,9 @@
 #include "control/listenq.h"
 
 struct service_ctl {
+	/* In the order a tick touches it: everything before brk.ring every tick (parameters,
+	 * machines, last counters, signals, status), the breaker's ring a few buckets, the window's
+	 * histograms and the last histograms only when a window starts or ends, or a class moved. */
 	struct sluice_limit_params mp;
 	struct sluice_baseline_params blp;
 	struct sluice_breaker_params bp;
@@ -54,8 +57,6 @@ struct service_ctl {
 
 	struct sluice_limit lim;
 	struct sluice_baseline base;
-	struct sluice_evwin win;
-	struct sluice_breaker brk;
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
 	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
@@ -64,7 +65,6 @@ struct service_ctl {
 	int have_prev;
 	uint64_t prev_ns;
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
-	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
 
@@ -87,6 +87,10 @@ struct service_ctl {
 	uint64_t drain_until_ns;      /* the drain ends by then at the latest */
 	double last_rate;             /* completions per second of the last decided window */
 	int little_spent;             /* a throughput cut was made in the descent under way */
+
+	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
+	struct sluice_evwin win;      /* its counters every tick, its histograms last */
+	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
 };
 
 /* What the maps say this tick. */
@@ -146,6 +150,10 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
  * own 12 KB, so asking for the next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
+/* The same for the last tick's histograms of the classes in mask (bit c: class c), the ones
+ * the next tick will read (its delta reads them, the snapshot writes them): 14 lines each,
+ * asked for only for the classes whose histogram moved. */
+void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask);
 
 /* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
  * the verdict as they are (breaker closed, ladder admitting everything, nothing gathered in

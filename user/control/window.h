@@ -22,13 +22,15 @@ struct sluice_evwin {
 	uint64_t last_sample_ns;      /* last tick that brought a latency sample */
 	uint64_t prev_ns;             /* the last tick added (or the start) */
 	uint64_t active_ns;           /* time of the ticks that brought completions */
-	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
-						       * the window's own is cur - base */
 	uint64_t cls_samples[SLUICE_NUM_CLASSES];
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
 	uint64_t cls_arrivals[SLUICE_NUM_CLASSES], cls_headroom_rej[SLUICE_NUM_CLASSES];
 	uint32_t peak_inflight;       /* highest in-flight sampled at the window's ticks */
 	uint32_t ticks;
+	/* last: the counters above are touched every tick, these only when a window starts or
+	 * is decided */
+	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
+						       * the window's own is cur - base */
 };
 
 /* What a closed window says. */

@@ -533,8 +533,10 @@ static int put_verdict(struct daemon *d, int i, const struct sluice_verdict *v)
 static void prefetch_service(const struct daemon *d, int i, unsigned long long now_ns)
 {
 	const char *b = (const char *)&d->books[i];
+	struct ctl_inputs tmp;
 
 	service_ctl_prefetch(&d->ctl[i], now_ns);
+	service_ctl_prefetch_hists(&d->ctl[i], hist_classes_to_read(d, i, &tmp));
 	/* the config's head: name, port, protocol, headroom (the rest is not read per tick) */
 	__builtin_prefetch(&d->cfg.services[i], 0, 2);
 	__builtin_prefetch((const char *)&d->cfg.services[i] + 64, 0, 2);
