@@ -653,6 +653,15 @@ static double svc_loaded_host(struct sim *s, uint64_t t, int *err)
 	return t % (1500 * MS) < 300 * MS ? 20 + host_stall_ms * sim_u(s) : 20;
 }
 
+/* The e2e scenario's shop service: an adaptive limit 2..32, a 40 ms target, 500 ms windows. */
+static void l0_scenario_conf(struct sim *s)
+{
+	s->sc.limit_min = 2;
+	s->sc.limit_max = 32;
+	s->sc.target_latency_ms = 40;
+	s->sc.aimd_window_ms = 500;
+}
+
 static void test_l0_fits_not_refused(void **st)
 {
 	(void)st;
@@ -665,10 +674,7 @@ static void test_l0_fits_not_refused(void **st)
 		sim_init(&sim, 8, 20);
 		sim.rate = rate_e2e;
 		sim.svc = svc_loaded_host;
-		sim.sc.limit_min = 2;
-		sim.sc.limit_max = 32;
-		sim.sc.target_latency_ms = 40;
-		sim.sc.aimd_window_ms = 500;
+		l0_scenario_conf(&sim);
 		sim_start(&sim);
 		sim_run(&sim, 10 * S);
 		l0_rej = sim.in.stats[0].arrivals - sim.in.stats[0].admitted;
@@ -701,10 +707,7 @@ static void test_l0_flood_capped(void **st)
 	(void)st;
 	sim_init(&sim, 8, 20);
 	sim.rate = rate_l0_flood;
-	sim.sc.limit_min = 2;
-	sim.sc.limit_max = 32;
-	sim.sc.target_latency_ms = 40;
-	sim.sc.aimd_window_ms = 500;
+	l0_scenario_conf(&sim);
 	sim_start(&sim);
 	sim_run(&sim, 15 * S);
 	a0 = sim.in.stats[0].arrivals;

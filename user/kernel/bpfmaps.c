@@ -289,7 +289,8 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	if (r->hraw_entries < SLUICE_NUM_CLASSES)
 		r->hraw_entries = SLUICE_NUM_CLASSES;
 	r->hraw = malloc(sizeof(struct sluice_hist) * (size_t)m->ncpus * (size_t)r->hraw_entries);
-	if (!r->keys || !r->hwant || !r->hdone || !r->hgen || !r->hfirst || !r->hraw || !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
+	if (!r->keys || !r->hwant || !r->hdone || !r->hgen || !r->hfirst || !r->hraw ||
+	    !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
 	    !r->samples || !r->wants_inflight) {
 		maps_reader_free(r);
@@ -566,9 +567,22 @@ static void take_run(struct maps_reader *r, __u32 first, __u32 n, int *pos)
 	}
 }
 
+/* Read the run [start, end) of latency_hist in one lookup and sum what was asked of it. */
+static int read_run(struct maps_reader *r, const struct sluice_maps *m, __u32 start, __u32 end,
+		    int *pos)
+{
+	int err;
+
+	r->hist_syscalls++;
+	err = maps_read_array(m->latency_hist, start, end - start,
+			      sizeof(struct sluice_hist) * (size_t)r->ncpus, r->hraw, r->keys);
+	if (!err)
+		take_run(r, start, end - start, pos);
+	return err;
+}
+
 int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used)
 {
-	size_t one = sizeof(struct sluice_hist) * (size_t)r->ncpus;
 	int want = 0, pos = 0, err = 0;
 	__u32 start = 0, end = 0;    /* the run being built: [start, end), empty when equal */
 
@@ -601,22 +615,14 @@ int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *
 				end = k + 1;
 				continue;
 			}
-			if (start != end && !err) {
-				r->hist_syscalls++;
-				if (!(err = maps_read_array(m->latency_hist, start, end - start, one,
-							    r->hraw, r->keys)))
-					take_run(r, start, end - start, &pos);
-			}
+			if (start != end && !err)
+				err = read_run(r, m, start, end, &pos);
 			start = k;
 			end = k + 1;
 		}
 	}
-	if (start != end && !err) {
-		r->hist_syscalls++;
-		if (!(err = maps_read_array(m->latency_hist, start, end - start, one, r->hraw,
-					    r->keys)))
-			take_run(r, start, end - start, &pos);
-	}
+	if (start != end && !err)
+		err = read_run(r, m, start, end, &pos);
 	memset(r->hwant, 0, (size_t)r->n_slots);
 	return err;   /* what was not read is looked up entry by entry */
 }

@@ -134,10 +134,10 @@ int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m,
  * same sums as the lookups of one entry; a class not read ahead is looked up as before.
  * Call after maps_reader_read: BPF counts a sample after it put it in the histogram, so a
  * histogram read after the counts holds at least the samples they say. */
-/* Ask the CPU for what the reader holds of slot svc (a hint, before its service runs). */
-void maps_reader_prefetch_slot(const struct maps_reader *r, int svc);
 void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask);
 int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used);
+/* Ask the CPU for what the reader holds of slot svc (a hint, before its service runs). */
+void maps_reader_prefetch_slot(const struct maps_reader *r, int svc);
 /* Entries of unasked-for histograms a run reads through rather than start another one. */
 #ifndef MAPS_HIST_GAP
 #define MAPS_HIST_GAP 3
