@@ -126,7 +126,8 @@ in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals unifor
 echo "service_ms=1" > "$MODE"
 l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_ref=$(lg "$TMP/l3.json" L3 refused); l3_sent=$(lg "$TMP/l3.json" L3 sent)
 ok $([ "$l3_ok" -le 10 ] && [ "$l3_ref" -ge $((l3_sent - 10)) ] && echo 0 || echo 1) \
-	"an overload after the floods is still shed: L3 $l3_ok ok, $l3_ref refused of $l3_sent (headroom 10)"
+	"an overload after the floods is still shed: L3 $l3_ok ok, $l3_ref refused of $l3_sent (headroom 10)" \
+	"$(status; json_get "$TMP/status.json" "'; '.join('%s admitted %d in_flight %s rejected_by %s' % (c['class'], c['admitted'], c.get('in_flight'), c['rejected_by']) for c in d['services'][0]['classes'])")"
 zero() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(svc 0 in_flight)" -eq 0 ]; }
 wait_for 8 "every connection to be released" zero
 ok $? "in-flight returns to exactly 0: connections $(svc 0 connections), busy $(svc 0 in_flight)"
