@@ -112,17 +112,21 @@ static __always_inline int controller_alive(__u64 now)
 	return now - g->heartbeat_ns <= g->heartbeat_timeout_ns;
 }
 
-/* Admitted handshakes of svc that count against L1..L3's headroom now (see sluice_halfopen):
- * none once the count has lapsed, at most limit / SLUICE_HALFOPEN_SHARE. */
-static __always_inline __s64 halfopen_pending(__u32 svc, __u64 now, __u32 limit)
+/* Admitted handshakes of svc that count against L1..L3's headroom now (see sluice_halfopen),
+ * with its fresh connections too when with_fresh (for the busy count, which they are not in
+ * yet; the open-connection count already has them): none once the counts have lapsed, at
+ * most limit / SLUICE_HALFOPEN_SHARE. */
+static __always_inline __s64 halfopen_pending(__u32 svc, __u64 now, __u32 limit, int with_fresh)
 {
 	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
-	__s64 n, cap = limit / SLUICE_HALFOPEN_SHARE;
+	__s64 n, f, cap = limit / SLUICE_HALFOPEN_SHARE;
 
 	if (!h || now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS)
 		return 0;
 	n = h->count;
-	return n < 0 ? 0 : n > cap ? cap : n;
+	f = with_fresh ? h->fresh : 0;
+	n = (n < 0 ? 0 : n) + (f < 0 ? 0 : f);
+	return n > cap ? cap : n;
 }
 
 static __always_inline void halfopen_add(__u32 svc, __u64 now)
@@ -136,17 +140,55 @@ static __always_inline void halfopen_add(__u32 svc, __u64 now)
 		 * admitting, and lasts one timeout at most. */
 		h->since_ns = now;
 		h->count = 1;
+		h->fresh = 0;
 		return;
 	}
 	__sync_fetch_and_add(&h->count, 1);
 }
 
+/* Whether a handshake whose SYN was counted at syn_ns is still in the current counts (not
+ * lapsed, and not from before a restart of them). */
+static __always_inline struct sluice_halfopen *halfopen_current(__u32 svc, __u64 syn_ns,
+								 __u64 now)
+{
+	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
+
+	if (!h || now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS || (__s64)(syn_ns - h->since_ns) < 0)
+		return NULL;
+	return h;
+}
+
+/* A handshake ended before it completed (refused, reset, replaced). */
 static __always_inline void halfopen_done(__u32 svc, __u64 now)
 {
 	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
 
 	if (h && now - h->since_ns <= SLUICE_HALFOPEN_TIMEOUT_NS && h->count > 0)
 		__sync_fetch_and_add(&h->count, -1);
+}
+
+/* A handshake completed: it counts on as a fresh connection until its client's first data.
+ * 1 when it was counted (the flow then carries SLUICE_OWN_PENDING). */
+static __always_inline int halfopen_promoted(__u32 svc, __u64 syn_ns, __u64 now)
+{
+	struct sluice_halfopen *h = halfopen_current(svc, syn_ns, now);
+
+	if (!h)
+		return 0;
+	if (h->count > 0)
+		__sync_fetch_and_add(&h->count, -1);
+	__sync_fetch_and_add(&h->fresh, 1);
+	return 1;
+}
+
+/* A fresh connection sent its first data or ended (its word's SLUICE_OWN_PENDING was swapped
+ * out by this caller). */
+static __always_inline void halfopen_fresh_done(__u32 svc, __u64 syn_ns, __u64 now)
+{
+	struct sluice_halfopen *h = halfopen_current(svc, syn_ns, now);
+
+	if (h && h->fresh > 0)
+		__sync_fetch_and_add(&h->fresh, -1);
 }
 
 /* In-flight that class cls is compared with: the service's total, or with priority counting
@@ -287,7 +329,7 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		if (thr) {
 			in_use = in_use_of(inf, rel, cls, prio);
 			if (cls)
-				in_use += halfopen_pending(svc, now, v->limit);
+				in_use += halfopen_pending(svc, now, v->limit, 1);
 			if (in_use >= (__s64)thr) {
 				*reason = SLUICE_REJ_HEADROOM;
 				return 0;
@@ -356,7 +398,7 @@ static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
 	rel = bpf_map_lookup_elem(&inflight_released, &svc);
 	open = inf->total - (rel ? rel->total : 0) + stripes_total(svc);
 	if (cls) /* as for headroom: SYNs forged by anyone never hold L0 back */
-		open += halfopen_pending(svc, now, thr * SLUICE_HALFOPEN_SHARE);
+		open += halfopen_pending(svc, now, thr * SLUICE_HALFOPEN_SHARE, 0);
 	if (open < (__s64)thr)
 		return 1;
 	__sync_fetch_and_add(&cc->rejected[cls], 1);
@@ -498,6 +540,7 @@ struct own_units {
 	__u8 turn;                       /* the open unit is a tcp turn */
 	__u8 conn;                       /* a tcp connection slot (inflight) */
 	__u8 client;                     /* a count against the client's cap */
+	__u8 pending;                    /* a fresh connection counted in `halfopen` */
 };
 
 static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
@@ -510,7 +553,9 @@ static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
 		u->turn = !!(w & SLUICE_OWN_TURN);
 		u->conn = !!(w & SLUICE_OWN_CONN);
 		u->client = !!(w & SLUICE_OWN_CLIENT);
+		u->pending = !!(w & SLUICE_OWN_PENDING);
 	} else {
+		u->pending = 0;
 		u->svc = f->svc;
 		u->cls = f->class & 3;
 		u->turn = u->conn = f->tracked_inflight;
@@ -596,6 +641,7 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
 	struct own_units u;
+	__u64 syn_ns;
 	__u32 w = 0;
 	int won = 0;
 
@@ -610,6 +656,7 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 	if (!won)
 		return 0; /* the word kept moving: left for the next ending or the GC */
 	own_units_of(f, w, &u);
+	syn_ns = f->admitted_ns; /* read before the entry may go */
 	if (fin && u.conn && !u.unit)
 		flush_setup_turn(f, &u);
 	if (bpf_map_lookup_elem(&flows, key) == f)
@@ -627,6 +674,8 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 		release_unit(u.svc, u.cls);
 	if (u.client)
 		release_client(u.svc, key->client_addr);
+	if (u.pending)
+		halfopen_fresh_done(u.svc, syn_ns, bpf_ktime_get_ns());
 	own_bump(u.svc);
 	if (st) {
 		st->completed += u.conn + (u.unit && !u.turn);

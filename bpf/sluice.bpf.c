@@ -366,7 +366,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 	struct sluice_flow nf = {};
 	const struct sluice_service *sc;
 	struct sluice_class_stats *st;
-	__u32 svc = hs->svc, cls = hs->class & 3;
+	__u32 svc = hs->svc, cls = hs->class & 3, pending = 0;
 
 	if (svc >= SLUICE_MAX_SERVICES || bpf_map_delete_elem(&handshakes, key) != 0)
 		return;
@@ -376,7 +376,8 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 	init_flow(&nf, now, hs->client_isn, svc, cls, state);
 	nf.client_next = hs->client_isn + 1;
 	if (sc->protocol != SLUICE_PROTO_HTTP) {
-		halfopen_done(svc, now);
+		nf.admitted_ns = hs->syn_ns; /* what its half-open count is matched with */
+		pending = halfopen_promoted(svc, hs->syn_ns, now) ? SLUICE_OWN_PENDING : 0;
 		take_unit(svc, cls);
 		nf.tracked_inflight = 1;
 		if (hs->flags & SLUICE_HS_SERVER_ISN) {
@@ -386,7 +387,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		if (hs->client_limited)
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
 		/* The word owns the connection from the insert on. */
-		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN |
+		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
 				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
@@ -396,6 +397,8 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 	if (!nf.tracked_inflight)
 		return;
 	/* Table full: admitted, but not counted. */
+	if (pending)
+		halfopen_fresh_done(svc, hs->syn_ns, now);
 	release_unit(svc, cls);
 	own_bump(svc);
 	if (nf.client_counted)
@@ -877,6 +880,7 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	struct sluice_flow_key key = {};
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls, w, nw;
+	__u64 now;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
@@ -887,7 +891,7 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	    (w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE)
 		return TC_ACT_OK;
 	if (w & SLUICE_OWN_TAGGED)
-		nw = w;
+		nw = w & ~SLUICE_OWN_PENDING;
 	else /* an older layout's flow: its connection moves into the word with its first turn */
 		nw = sluice_own_tag(f->svc, f->class) | SLUICE_OWN_CONN |
 		     (f->client_counted ? SLUICE_OWN_CLIENT : 0);
@@ -896,13 +900,16 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	if (svc >= SLUICE_MAX_SERVICES)
 		return TC_ACT_OK;
 	/* The start is written before the turn opens: whoever ends it reads it after. */
-	f->req_start_ns = bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns();
+	f->req_start_ns = now;
 	SLUICE_TEST_HOOK(SLUICE_HOOK_TURN, &key);
 	/* The turn is the word's from the swap on: whoever takes it out (the server's reply, the
 	 * flow's end) gives back this busy count, even on an entry ended and reused meanwhile. */
 	if (__sync_val_compare_and_swap(&f->req_active, w, nw | SLUICE_OWN_ACTIVE | SLUICE_OWN_TURN) != w)
 		return TC_ACT_OK;
 	count_unit(&busy, svc, cls, 1);
+	if (w & SLUICE_OWN_PENDING) /* busy now: no longer counted as fresh */
+		halfopen_fresh_done(svc, f->admitted_ns, now);
 	own_bump(svc);
 	return TC_ACT_OK;
 }

@@ -387,7 +387,9 @@ enum sluice_flow_state {
                                           * protocol's: no request starts on the flow again */
 
 struct sluice_flow {
-	__u64 admitted_ns;               /* when the unit (connection) was admitted */
+	__u64 admitted_ns;               /* when the unit was admitted (a tcp connection: its
+	                                  * SYN's time, which says whether its `halfopen` count
+	                                  * is still the current one) */
 	__u64 last_seen_ns;              /* refreshed at most once a second; used by flow GC */
 	__u64 req_start_ns;              /* http: start of the request in flight;
 	                                  * tcp: start of the open turn */
@@ -431,7 +433,10 @@ struct sluice_flow {
  *   SLUICE_OWN_CLIENT the unit counts against its client's cap (the request for http, the
  *                     connection for tcp)
  *   SLUICE_OWN_ORPHAN DEAD, and its killer could not delete it (the entry had been reused
- *                     under another key): the GC deletes it */
+ *                     under another key): the GC deletes it
+ *   SLUICE_OWN_PENDING tcp: the connection is counted in its service's `halfopen` fresh
+ *                     connections (no client data yet); whoever swaps it out (the first turn,
+ *                     the end) takes it off. Older programs ignore the bit (the count lapses) */
 #define SLUICE_OWN_STATE       3u
 #define SLUICE_OWN_IDLE        0u
 #define SLUICE_OWN_ACTIVE      1u
@@ -443,6 +448,7 @@ struct sluice_flow {
 #define SLUICE_OWN_TURN        0x40u
 #define SLUICE_OWN_CONN        0x80u
 #define SLUICE_OWN_ORPHAN      0x100u
+#define SLUICE_OWN_PENDING     0x200u
 #define SLUICE_OWN_SVC_SHIFT   16        /* 16 bits: the service index */
 #define SLUICE_OWN_OPS_BUCKETS 256       /* the data path's change counts (map own_ops) */
 
@@ -505,10 +511,18 @@ struct sluice_handshake {
 	__u8 _pad[7];
 };
 
-/* Map `halfopen` (ARRAY, one per service): admitted handshakes not yet complete. BPF. */
+/* Map `halfopen` (ARRAY, one per service): admitted handshakes not yet complete, and
+ * connections whose handshake completed but whose client has not sent anything yet. BPF.
+ * A connection between its handshake and its first data is neither half-open nor busy; a SYN
+ * in that instant must still see it, or one more than the headroom gets in. It is not counted
+ * for long: both counts lapse together, and an idle connection (a pool's) holds nothing after
+ * that. The two counts were one __s64 until layout 7's first release; a pin from then reads as
+ * the same handshake count with no fresh connections (the count is small and never below
+ * zero), and lapses within a second anyway, so the layout was not bumped. */
 struct sluice_halfopen {
-	__s64 count;
-	__u64 since_ns;                  /* the count lapses SLUICE_HALFOPEN_TIMEOUT_NS after this */
+	__s32 count;                     /* admitted handshakes not yet complete */
+	__s32 fresh;                     /* completed, no client data yet (SLUICE_OWN_PENDING) */
+	__u64 since_ns;                  /* both lapse SLUICE_HALFOPEN_TIMEOUT_NS after this */
 };
 
 /* ---- Accounting ---- */

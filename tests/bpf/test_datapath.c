@@ -61,7 +61,14 @@ static const char *CONFIG =
 	"    max_connections: 4\n"
 	"    default_class: L3\n"
 	"    classify:\n"
-	"      - { source: 198.18.1.0/24, class: L0 }\n";
+	"      - { source: 198.18.1.0/24, class: L0 }\n"
+	"  - name: gap\n"
+	"    port: 7003\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 8 }\n"
+	"    headroom: { L3: 50 }\n"
+	"    headroom_mode: fixed\n"
+	"    default_class: L3\n";
 
 static void set_heartbeat(struct fixture *f, unsigned long long age_ns)
 {
@@ -1411,6 +1418,57 @@ static void test_halfopen_budget_holds_back_lower_classes_only(void **state)
 	assert_int_equal(inflight_total(f, 0), 5);
 }
 
+static struct sluice_halfopen halfopen_of(struct fixture *f, int svc)
+{
+	struct sluice_halfopen h;
+	__u32 k = (__u32)f->idx[svc];
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.halfopen), &k, &h), 0);
+	return h;
+}
+
+/* A connection between its handshake and its client's first data is neither half-open nor
+ * busy, yet it is about to be busy: it counts with the half-open ones (as fresh) until that
+ * data or its end, so a SYN in that instant cannot take one more than the headroom. Service
+ * gap: limit 8, L3 50 % (4), at most 2 half-open or fresh counted. */
+static void test_fresh_connection_counts_until_its_first_data(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("203.0.113.9", 1, 7003), b = syn4("203.0.113.9", 2, 7003);
+	struct pkt_spec c = syn4("203.0.113.9", 3, 7003), d = syn4("203.0.113.9", 4, 7003);
+	struct pkt_spec e = syn4("203.0.113.9", 5, 7003), g = syn4("203.0.113.9", 6, 7003);
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(connect_(f, &b), XDP_PASS);
+	assert_int_equal(busy_total(f, 5), 2);
+	assert_int_equal(connect_idle(f, &c), XDP_PASS);   /* no data yet */
+	assert_int_equal(halfopen_of(f, 5).count, 0);
+	assert_int_equal(halfopen_of(f, 5).fresh, 1);
+	assert_int_equal(xdp(f, &d).ret, XDP_PASS);        /* 2 busy + 1 fresh: one more */
+	assert_int_equal(halfopen_of(f, 5).count, 1);
+	assert_int_equal(xdp(f, &e).ret, XDP_TX);          /* 2 busy + 1 fresh + 1 half-open */
+	/* c's first data: busy now, no longer fresh; e's retry still finds L3 full. */
+	struct pkt_spec q = client_query(&c);
+	xdp(f, &q);
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 5), 3);
+	assert_int_equal(halfopen_of(f, 5).fresh, 0);
+	e.sport = 7;
+	assert_int_equal(xdp(f, &e).ret, XDP_TX);
+	/* d completes and ends without a word: its fresh count goes with it. */
+	struct pkt_spec dsa = synack_of(&d), dack = client_seg(&d), dfin = idle_fin(&d);
+	tc_egress(f, &dsa);
+	xdp(f, &dack);
+	assert_int_equal(halfopen_of(f, 5).count, 0);
+	assert_int_equal(halfopen_of(f, 5).fresh, 1);
+	xdp(f, &dfin);
+	assert_int_equal(halfopen_of(f, 5).fresh, 0);
+	assert_int_equal(inflight_total(f, 5), 3);
+	assert_int_equal(connect_(f, &g), XDP_PASS);       /* 3 busy: the fourth gets in */
+	assert_int_equal(busy_total(f, 5), 4);
+	assert_int_equal(halfopen_of(f, 5).fresh, 0);
+}
+
 /* Should the client's ACK of the SYN-ACK not be seen (or the SYN-ACK itself), the server's
  * own first segment of the connection, acknowledging the client's SYN, completes it; a
  * server segment acknowledging anything else (a challenge ACK of an older connection), or a
@@ -2274,6 +2332,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_with_new_isn_never_ends_a_live_flow, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_connection_counts_until_its_first_data, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
