@@ -519,7 +519,7 @@ static void test_l0_room_under_adaptive_limit(void **st)
 }
 
 /* The operator's caps stay as they are: a fixed limit, fixed headroom, a written L0
- * percentage (100 % too: written, L0 is held to the limit). A written percentage of another
+ * percentage (100 % too: written, L0 is held to the limit, for http and tcp alike). A written percentage of another
  * class leaves L0's room alone. */
 static void test_l0_room_caps_unchanged(void **st)
 {
@@ -543,6 +543,15 @@ static void test_l0_room_caps_unchanged(void **st)
 	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
 	assert_true(v.limit < 6);
 	assert_int_equal(v.class_threshold[0], v.limit);
+	/* the same for a tcp service, whose unwritten L0 would go to the limit's max */
+	sc.protocol = SLUICE_PROTO_TCP;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
+	assert_true(v.limit < 6);
+	assert_int_equal(v.class_threshold[0], v.limit);
+	sc.protocol = SLUICE_PROTO_HTTP;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	l0_load(&s, &sc, &in, &now, 50, 12, 40, 6, &v);
 	/* written L0: 50 (set by hand, as a caller without the key mask would) */
 	sc.headroom_written = 0;
 	sc.headroom[0] = 50;

@@ -94,7 +94,7 @@ static void objective(struct service_ctl *s)
 static int tcp_l0_unheld(const struct service_ctl *s, const struct service_conf *sc)
 {
 	return sc->protocol == SLUICE_PROTO_TCP && !s->fixed_headroom && !s->mp.fixed &&
-	       !(s->hp.caps && s->hp.pct[0] < 100);
+	       !s->l0_written;
 }
 
 /* L0's threshold for such a service: the limit's upper bound (never below the limit). */
