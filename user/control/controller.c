@@ -228,14 +228,22 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
-/* After it, prev_h holds the histograms now: in->hist, but for the classes the caller marked
- * in hist_same, which are the last tick's (the tick's cur_h is prev_h, nothing is copied). */
+/* Class c's histogram this tick: where the caller points, or in->hist[c]. */
+static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
+{
+	return in->hist_at[c] ? in->hist_at[c] : &in->hist[c];
+}
+
+/* The counters now become the last ones. The histograms' snapshot is taken by the signals'
+ * delta (sluice_signals_step) but on the first tick, whose histograms are copied here: after
+ * either, prev_h holds the histograms now (for the classes the caller marked in hist_same,
+ * the last tick's, equal to them). */
 static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
 {
 	memcpy(s->prev, in->stats, sizeof(s->prev));
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
-			s->prev_h[c] = in->hist[c];
+	if (!s->have_prev)
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			s->prev_h[c] = *hist_now(in, c);
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -287,8 +295,14 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_update(s->prev, in->stats, s->prev_h, in->hist, in->hist_same, dt_ns,
-			      (uint64_t)s->bp.slow_call_us, sig);
+	{
+		const struct sluice_hist *now_h[SLUICE_NUM_CLASSES];
+
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			now_h[c] = hist_now(in, c);
+		sluice_signals_step(s->prev, in->stats, s->prev_h, now_h, in->hist_same, dt_ns,
+				    (uint64_t)s->bp.slow_call_us, sig);
+	}
 	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */

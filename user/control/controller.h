@@ -103,6 +103,9 @@ struct ctl_inputs {
 	unsigned hist_same;          /* bit c: class c's histogram did not move since the last
 	                              * tick (the caller did not read it, hist[c] need not be
 	                              * filled in: the last tick's is used); 0 = read them all */
+	const struct sluice_hist *hist_at[SLUICE_NUM_CLASSES];
+	                             /* not NULL: class c's histogram is there instead of in
+	                              * hist[c] (the daemon's reader holds it: not copied) */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
