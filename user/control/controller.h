@@ -39,11 +39,14 @@
 #include "control/listenq.h"
 
 struct service_ctl {
-	/* In the order a tick touches it: everything before brk.ring every tick (parameters,
-	 * machines, last counters, signals, status), the breaker's ring a few buckets, the window's
-	 * histograms and the last histograms only when a window starts or ends, or a class moved. */
+	/* In the order a tick touches it: everything from the baseline's value to brk.ring every
+	 * tick (parameters, machines, last counters, signals, status), the breaker's ring a few
+	 * buckets, the window's histograms and the last histograms only when a window starts or
+	 * ends, or a class moved. The baseline comes first: its ring is read and written only
+	 * when a window is decided, so the tick's block (what service_ctl_prefetch asks for)
+	 * starts after it, at its value (the objective, every tick). */
+	struct sluice_baseline base;
 	struct sluice_limit_params mp;
-	struct sluice_baseline_params blp;
 	struct sluice_breaker_params bp;
 	struct sluice_ladder_params lp;
 	struct sluice_headroom_params hp;
@@ -56,7 +59,6 @@ struct service_ctl {
 	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
 
 	struct sluice_limit lim;
-	struct sluice_baseline base;
 	struct sluice_ladder lad;
 	struct sluice_peak peak;
 	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
@@ -67,6 +69,13 @@ struct service_ctl {
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
+	/* Worked out again only when they can have changed: peaks over the last 10 s when the
+	 * second turns (within one, a tick can only raise them), L0's proven completion rate
+	 * over the last 30 s when the second turns or a window recorded a rate. The second they
+	 * are of, plus 1 (0: not worked out yet). */
+	uint64_t peaks_sec;
+	uint64_t served_sec;
+	double served_max;
 
 	/* for status and metrics */
 	int signal;                   /* enum sluice_signal_state */
@@ -90,6 +99,7 @@ struct service_ctl {
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */
+	struct sluice_baseline_params blp;   /* when a window is decided */
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
 };
 

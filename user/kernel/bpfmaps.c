@@ -503,9 +503,9 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 					     : maps_reader_busy(r, m, svc, out);
 }
 
-/* The classes of mask read ahead this round into out[c]; 0 when one of them was not. */
-static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
-			 struct sluice_hist *out)
+/* Where the classes of mask read ahead this round are (at[c]); 0 when one of them was not. */
+static int at_prefetch(const struct maps_reader *r, int svc, unsigned mask,
+		       const struct sluice_hist **at)
 {
 	int pos;
 
@@ -517,9 +517,23 @@ static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
 		if (!(r->hdone[svc] >> c & 1))
 			continue;
 		if (mask >> c & 1)
-			out[c] = r->hsum[pos];
+			at[c] = &r->hsum[pos];
 		pos++;
 	}
+	return 1;
+}
+
+/* The classes of mask read ahead this round into out[c]; 0 when one of them was not. */
+static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
+			 struct sluice_hist *out)
+{
+	const struct sluice_hist *at[SLUICE_NUM_CLASSES];
+
+	if (!at_prefetch(r, svc, mask, at))
+		return 0;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			out[c] = *at[c];
 	return 1;
 }
 
@@ -639,6 +653,23 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 	if (!err)
 		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
 	return err;
+}
+
+int maps_reader_hist_at(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			unsigned mask, struct sluice_hist *room, const struct sluice_hist **at)
+{
+	int err;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		at[c] = NULL;
+	if (at_prefetch(r, svc, mask, at))
+		return 0;
+	if ((err = maps_reader_hist_classes(r, m, svc, mask, room)))
+		return err;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			at[c] = &room[c];
+	return 0;
 }
 
 int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
