@@ -541,6 +541,11 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 		prefetch_range((const char *)s + from, offsetof(struct service_ctl, brk) +
 			       offsetof(struct sluice_breaker, ring) - from);
 	}
+	/* this second's bucket of the peaks, and L0's averages */
+	__builtin_prefetch(&s->peak.sec[sec % SLUICE_PEAK_BUCKETS], 1, 2);
+	__builtin_prefetch(&s->peak.max[sec % SLUICE_PEAK_BUCKETS], 1, 2);
+	prefetch_range(&s->l0room.l0_rate,
+		       sizeof(s->l0room) - offsetof(struct sluice_l0room, l0_rate));
 	/* the window's counters before its histograms */
 	prefetch_range(&s->win, offsetof(struct sluice_evwin, base));
 }

@@ -40,9 +40,9 @@
 
 struct service_ctl {
 	/* In the order a tick touches it: everything from the baseline's value to brk.ring every
-	 * tick (parameters, machines, last counters, signals, status), the breaker's ring a few
-	 * buckets, the window's histograms and the last histograms only when a window starts or
-	 * ends, or a class moved. The baseline comes first: its ring is read and written only
+	 * tick (parameters, machines, last counters, signals, status), of the breaker's, the
+	 * peaks' and L0's rings a few buckets, the window's histograms and the last histograms
+	 * only when a window starts or ends, or a class moved. The baseline comes first: its ring is read and written only
 	 * when a window is decided, so the tick's block (what service_ctl_prefetch asks for)
 	 * starts after it, at its value (the objective, every tick). */
 	struct sluice_baseline base;
@@ -60,8 +60,6 @@ struct service_ctl {
 
 	struct sluice_limit lim;
 	struct sluice_ladder lad;
-	struct sluice_peak peak;
-	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_retrystorm rs;
 	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;
@@ -98,6 +96,10 @@ struct service_ctl {
 	int little_spent;             /* a throughput cut was made in the descent under way */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
+	/* of their rings per tick the current second's bucket, and L0's averages at the end of
+	 * l0room; the rest when the second turns */
+	struct sluice_peak peak;
+	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */
 	struct sluice_baseline_params blp;   /* when a window is decided */
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
