@@ -42,9 +42,10 @@ struct service_ctl {
 	/* In the order a tick touches it: everything from the baseline's value to brk.ring every
 	 * tick (parameters, machines, last counters, signals, status), of the breaker's, the
 	 * peaks' and L0's rings a few buckets, the window's histograms and the last histograms
-	 * only when a window starts or ends, or a class moved. The baseline comes first: its ring is read and written only
-	 * when a window is decided, so the tick's block (what service_ctl_prefetch asks for)
-	 * starts after it, at its value (the objective, every tick). */
+	 * only when a window starts or ends, or a class moved. The baseline comes first: its
+	 * ring is read and written only when a window is decided, so the tick's block (what
+	 * service_ctl_prefetch asks for) starts after it, at its value (the objective, every
+	 * tick). */
 	struct sluice_baseline base;
 	struct sluice_limit_params mp;
 	struct sluice_breaker_params bp;
@@ -96,7 +97,7 @@ struct service_ctl {
 	int little_spent;             /* a throughput cut was made in the descent under way */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
-	/* of their rings per tick the current second's bucket, and L0's averages at the end of
+	/* of their rings a tick touches this second's bucket, and L0's averages at the end of
 	 * l0room; the rest when the second turns */
 	struct sluice_peak peak;
 	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
@@ -162,8 +163,8 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 13 KB (13,288 bytes), so asking for the next ones' while one runs hides most of the
- * cache misses.
+ * own 13 KB (13,312 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
 /* The same for the last tick's histograms of the classes in mask (bit c: class c), the ones
