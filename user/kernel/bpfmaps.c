@@ -443,10 +443,19 @@ static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, voi
 
 	for (int e = 0; e < entries; e++) {
 		__u64 *sum = (__u64 *)((char *)out + size * (size_t)e);
+		const __u64 *v0 = all + (size_t)e * (size_t)ncpus * n;
+		int c = 1;
 
-		/* the first CPU's value as it is, then the others added: one pass over out */
-		memcpy(sum, all + (size_t)e * (size_t)ncpus * n, size);
-		for (int c = 1; c < ncpus; c++) {
+		/* the first two CPUs' values added as out is written, then the others added: one
+		 * pass over out on 2 CPUs */
+		if (ncpus >= 2) {
+			for (size_t i = 0; i < n; i++)
+				sum[i] = v0[i] + v0[n + i];
+			c = 2;
+		} else {
+			memcpy(sum, v0, size);
+		}
+		for (; c < ncpus; c++) {
 			const __u64 *v = all + ((size_t)e * (size_t)ncpus + (size_t)c) * n;
 
 			for (size_t i = 0; i < n; i++)
@@ -459,8 +468,10 @@ void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class
 {
 	const struct sluice_svc_stats *v = (const void *)(r->stats + r->stats_len * (size_t)svc);
 
-	memset(out, 0, sizeof(*out) * SLUICE_NUM_CLASSES);
-	for (int c = 0; c < r->ncpus; c++)
+	/* the first CPU's counters as they are, the others added: no pass to zero out first */
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		out[k] = v[0].cls[k];
+	for (int c = 1; c < r->ncpus; c++)
 		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 			const __u64 *f = (const __u64 *)&v[c].cls[k];
 			__u64 *o = (__u64 *)&out[k];
