@@ -251,6 +251,60 @@ static void test_update_gives_what_compute_gives(void **st)
 	}
 }
 
+/* The tick's step (the delta and the snapshot in one pass, the histograms by pointer, the
+ * delta's scans limited to the buckets that moved) gives what a fresh computation gives,
+ * byte for byte, and leaves the histograms now as the last ones. */
+static void test_step_gives_what_compute_gives(void **st)
+{
+	struct sluice_class_stats prev[4], cur[4];
+	struct sluice_hist ph[4], ch[4], given[4], snap[4];
+	struct sluice_service_signals kept, fresh;
+	const int n64 = (int)(sizeof(cur[0]) / sizeof(uint64_t));
+	(void)st;
+	stats_zero(prev, ph);
+	memcpy(snap, ph, sizeof(snap));
+	memset(&kept, 0, sizeof(kept));
+	for (int t = 0; t < 20000; t++) {
+		unsigned same = 0;
+		uint64_t dt = (rnd() % 3) * 100000000ull, slow = (rnd() % 2) * (rnd() % 200000);
+		const struct sluice_hist *at[4];
+
+		memcpy(cur, prev, sizeof(cur));
+		memcpy(ch, ph, sizeof(ch));
+		for (int c = 0; c < 4; c++) {
+			int mode = (int)(rnd() % 6);
+			uint64_t *u = (uint64_t *)&cur[c];
+
+			if (mode >= 2)
+				u[rnd() % (uint64_t)n64] += rnd() % 5;
+			if (mode >= 4)
+				for (int j = (int)(rnd() % 4); j > 0; j--)
+					add(&ch[c], rnd() % (rnd() % 2 ? 100000 : 70000000), 1 + rnd() % 3);
+			if (rnd() % 300 == 0)
+				u[rnd() % (uint64_t)n64] = 0;          /* counters from zero */
+			if (rnd() % 300 == 0) {
+				memset(&ch[c], 0, sizeof(ch[c]));      /* histogram from zero */
+				add(&ch[c], 50, 1);
+			}
+			if (!memcmp(&ch[c], &ph[c], sizeof(ch[c])) && rnd() % 4)
+				same |= 1u << c;
+		}
+		memcpy(given, ch, sizeof(given));
+		for (int c = 0; c < 4; c++) {
+			at[c] = &given[c];
+			if (same >> c & 1)   /* not read by the caller: must not be looked at */
+				memset(&given[c], 0x77, sizeof(given[c]));
+		}
+		memset(&fresh, 0x5a, sizeof(fresh));
+		sluice_signals_compute(prev, cur, ph, ch, dt, slow, &fresh);
+		sluice_signals_step(prev, cur, snap, at, same, dt, slow, &kept);
+		assert_memory_equal(&fresh, &kept, sizeof(kept));
+		assert_memory_equal(snap, ch, sizeof(snap));
+		memcpy(prev, cur, sizeof(prev));
+		memcpy(ph, ch, sizeof(ph));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_counter_reset_and_zero_traffic),
 		cmocka_unit_test(test_unchanged_hint_gives_the_same_signals),
 		cmocka_unit_test(test_update_gives_what_compute_gives),
+		cmocka_unit_test(test_step_gives_what_compute_gives),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,17 +123,19 @@ static int l0_spared(const struct service_ctl *s, const struct service_conf *sc,
  * max while L0's arrivals fit in half of what the backend served in the last 30 s, else the
  * limit plus what L0 leaves of it. Only with an adaptive limit, adaptive headroom and no L0
  * percentage written: a fixed limit or a written percentage is the operator's cap. */
-static void l0_room_threshold(const struct service_ctl *s, uint64_t now_ns,
+static void l0_room_threshold(struct service_ctl *s, uint64_t now_ns,
 			      struct sluice_verdict *out)
 {
 	uint32_t room;
 
 	if (s->mp.fixed || s->fixed_headroom || s->l0_written || !out->class_threshold[0])
 		return;
+	if (s->served_sec != now_ns / 1000000000ull + 1) {
+		s->served_max = sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S, now_ns);
+		s->served_sec = now_ns / 1000000000ull + 1;
+	}
 	room = sluice_headroom_l0_room(s->lim.limit, s->mp.max, s->l0room.l0_rate,
-				       s->l0room.l0_inflight,
-				       sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S,
-								now_ns));
+				       s->l0room.l0_inflight, s->served_max);
 	if (room > out->class_threshold[0])
 		out->class_threshold[0] = room;
 }
@@ -228,14 +230,22 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
-/* After it, prev_h holds the histograms now: in->hist, but for the classes the caller marked
- * in hist_same, which are the last tick's (the tick's cur_h is prev_h, nothing is copied). */
+/* Class c's histogram this tick: where the caller points, or in->hist[c]. */
+static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
+{
+	return in->hist_at[c] ? in->hist_at[c] : &in->hist[c];
+}
+
+/* The counters now become the last ones. The histograms' snapshot is taken by the signals'
+ * delta (sluice_signals_step) but on the first tick, whose histograms are copied here: after
+ * either, prev_h holds the histograms now (for the classes the caller marked in hist_same,
+ * the last tick's, equal to them). */
 static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns)
 {
 	memcpy(s->prev, in->stats, sizeof(s->prev));
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (!(s->have_prev && (in->hist_same >> c & 1)))   /* equal already */
-			s->prev_h[c] = in->hist[c];
+	if (!s->have_prev)
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			s->prev_h[c] = *hist_now(in, c);
 	s->prev_ns = now_ns;
 	s->have_prev = 1;
 }
@@ -287,8 +297,14 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
-	sluice_signals_update(s->prev, in->stats, s->prev_h, in->hist, in->hist_same, dt_ns,
-			      (uint64_t)s->bp.slow_call_us, sig);
+	{
+		const struct sluice_hist *now_h[SLUICE_NUM_CLASSES];
+
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			now_h[c] = hist_now(in, c);
+		sluice_signals_step(s->prev, in->stats, s->prev_h, now_h, in->hist_same, dt_ns,
+				    (uint64_t)s->bp.slow_call_us, sig);
+	}
 	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
@@ -341,9 +357,11 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		s->last_rate = mi.rate;
 		/* what the backend proved it serves: answers that were not errors (a backend
 		 * failing fast serves nothing) */
-		if (r.active_ns && r.samples > r.errors)
+		if (r.active_ns && r.samples > r.errors) {
 			sluice_l0room_served(&s->l0room, (double)(r.samples - r.errors) * 1e9 /
 					     (double)r.active_ns, now_ns);
+			s->served_sec = 0;
+		}
 		/* a backend whose in-flight stayed below the limit (and no L0 refused by it) is
 		 * not saturated: refusing L0 would not make L0 faster */
 		s->saturated = r.peak_inflight >= lim_in_force || s->win.cls_headroom_rej[0] > 0;
@@ -410,7 +428,19 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			cls_inflight[c] = in->inflight.cls[c];
 		sluice_peak_update(&s->peak, cls_inflight, now_ns);
-		sluice_peak_get(&s->peak, 10, now_ns, s->peaks);
+		if (s->peaks_sec == now_ns / 1000000000ull + 1) {
+			/* the same second: the update raised this second's bucket at most */
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				uint32_t x = cls_inflight[c] > 0 ? (cls_inflight[c] > UINT32_MAX ?
+					     UINT32_MAX : (uint32_t)cls_inflight[c]) : 0;
+
+				if (x > s->peaks[c])
+					s->peaks[c] = x;
+			}
+		} else {
+			sluice_peak_get(&s->peak, 10, now_ns, s->peaks);
+			s->peaks_sec = now_ns / 1000000000ull + 1;
+		}
 		sluice_l0room_tick(&s->l0room, sig->cls[0].arrivals, cls_inflight[0], dt_ns);
 	}
 	sluice_retrystorm_tick(&s->rs, &s->rp, sig->total.arrivals, sig->total.retransmits,
@@ -503,8 +533,19 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 		w = SLUICE_BRK_MAX_WINDOW_S;
 	for (uint64_t i = 0; i < w && i <= sec; i += 2)
 		__builtin_prefetch(&s->brk.ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S], 1, 2);
-	/* parameters, machines, last counters, signals, status and the breaker's head: one block */
-	prefetch_range(s, offsetof(struct service_ctl, brk) + offsetof(struct sluice_breaker, ring));
+	/* the baseline's value, parameters, machines, last counters, signals, status and the
+	 * breaker's head: one block (the baseline's ring before it is not read) */
+	{
+		size_t from = offsetof(struct service_ctl, base) + offsetof(struct sluice_baseline, count);
+
+		prefetch_range((const char *)s + from, offsetof(struct service_ctl, brk) +
+			       offsetof(struct sluice_breaker, ring) - from);
+	}
+	/* this second's bucket of the peaks, and L0's averages */
+	__builtin_prefetch(&s->peak.sec[sec % SLUICE_PEAK_BUCKETS], 1, 2);
+	__builtin_prefetch(&s->peak.max[sec % SLUICE_PEAK_BUCKETS], 1, 2);
+	prefetch_range(&s->l0room.l0_rate,
+		       sizeof(s->l0room) - offsetof(struct sluice_l0room, l0_rate));
 	/* the window's counters before its histograms */
 	prefetch_range(&s->win, offsetof(struct sluice_evwin, base));
 }

@@ -39,11 +39,15 @@
 #include "control/listenq.h"
 
 struct service_ctl {
-	/* In the order a tick touches it: everything before brk.ring every tick (parameters,
-	 * machines, last counters, signals, status), the breaker's ring a few buckets, the window's
-	 * histograms and the last histograms only when a window starts or ends, or a class moved. */
+	/* In the order a tick touches it: everything from the baseline's value to brk.ring every
+	 * tick (parameters, machines, last counters, signals, status), of the breaker's, the
+	 * peaks' and L0's rings a few buckets, the window's histograms and the last histograms
+	 * only when a window starts or ends, or a class moved. The baseline comes first: its
+	 * ring is read and written only when a window is decided, so the tick's block (what
+	 * service_ctl_prefetch asks for) starts after it, at its value (the objective, every
+	 * tick). */
+	struct sluice_baseline base;
 	struct sluice_limit_params mp;
-	struct sluice_baseline_params blp;
 	struct sluice_breaker_params bp;
 	struct sluice_ladder_params lp;
 	struct sluice_headroom_params hp;
@@ -56,10 +60,7 @@ struct service_ctl {
 	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
 
 	struct sluice_limit lim;
-	struct sluice_baseline base;
 	struct sluice_ladder lad;
-	struct sluice_peak peak;
-	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_retrystorm rs;
 	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;
@@ -67,6 +68,13 @@ struct service_ctl {
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
+	/* Worked out again only when they can have changed: peaks over the last 10 s when the
+	 * second turns (within one, a tick can only raise them), L0's proven completion rate
+	 * over the last 30 s when the second turns or a window recorded a rate. The second they
+	 * are of, plus 1 (0: not worked out yet). */
+	uint64_t peaks_sec;
+	uint64_t served_sec;
+	double served_max;
 
 	/* for status and metrics */
 	int signal;                   /* enum sluice_signal_state */
@@ -89,7 +97,12 @@ struct service_ctl {
 	int little_spent;             /* a throughput cut was made in the descent under way */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
+	/* of their rings a tick touches this second's bucket, and L0's averages at the end of
+	 * l0room; the rest when the second turns */
+	struct sluice_peak peak;
+	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */
+	struct sluice_baseline_params blp;   /* when a window is decided */
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
 };
 
@@ -103,6 +116,9 @@ struct ctl_inputs {
 	unsigned hist_same;          /* bit c: class c's histogram did not move since the last
 	                              * tick (the caller did not read it, hist[c] need not be
 	                              * filled in: the last tick's is used); 0 = read them all */
+	const struct sluice_hist *hist_at[SLUICE_NUM_CLASSES];
+	                             /* not NULL: class c's histogram is there instead of in
+	                              * hist[c] (the daemon's reader holds it: not copied) */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
@@ -147,8 +163,8 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 13 KB (13,288 bytes), so asking for the next ones' while one runs hides most of the
- * cache misses.
+ * own 13 KB (13,312 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
 /* The same for the last tick's histograms of the classes in mask (bit c: class c), the ones

@@ -2,6 +2,7 @@
 #include "control/ctlslot.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,13 +13,16 @@ static uint32_t us32(double us)
 	return us >= 4294967295.0 ? 4294967295u : (uint32_t)llround(us);
 }
 
+/* The state is exported straight into the record (a tenth of the running services refresh
+ * theirs every tick): no copy on the stack first. */
+_Static_assert(offsetof(struct sluice_ctl_slot, state) % _Alignof(struct sluice_ctl_state) == 0,
+	       "the record's state is not aligned for struct sluice_ctl_state");
+
 void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
 		   const struct service_conf *sc, uint32_t reset_ack, uint64_t ticks,
 		   uint64_t now_ns)
 {
-	struct sluice_ctl_state st;
-
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, offsetof(struct sluice_ctl_slot, state));
 	snprintf(out->name, sizeof(out->name), "%s", sc->name);
 	out->port = (uint16_t)sc->port;
 	out->signal = (uint8_t)s->signal;
@@ -35,9 +39,10 @@ void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		out->ladder_admit[c] = s->lad.admit[c];
 	out->breaker_state = (uint32_t)s->brk.state;
-	ctl_state_export(s, now_ns, &st);
-	memcpy(out->state, &st, sizeof(st));
-	out->state_len = sizeof(st);
+	ctl_state_export(s, now_ns, (struct sluice_ctl_state *)(void *)out->state);
+	memset(out->state + sizeof(struct sluice_ctl_state), 0,
+	       sizeof(out->state) - sizeof(struct sluice_ctl_state));
+	out->state_len = sizeof(struct sluice_ctl_state);
 }
 
 int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc)

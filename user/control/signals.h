@@ -77,5 +77,15 @@ void sluice_signals_update(const struct sluice_class_stats *prev,
 			   const struct sluice_hist *prev_h, const struct sluice_hist *cur_h,
 			   unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
 			   struct sluice_service_signals *out);
+/* The tick's form of sluice_signals_update, which also takes the histograms' snapshot: the
+ * histograms now by pointer (cur_h[c], not looked at for the classes in hist_same), and
+ * prev_h[c] becomes *cur_h[c] in the same pass as the delta, only its buckets that moved
+ * written (the classes in hist_same are left as they are: equal already). The signals are
+ * sluice_signals_update's. */
+void sluice_signals_step(const struct sluice_class_stats *prev,
+			 const struct sluice_class_stats *cur, struct sluice_hist *prev_h,
+			 const struct sluice_hist *const cur_h[SLUICE_NUM_CLASSES],
+			 unsigned hist_same, uint64_t dt_ns, uint64_t slow_call_us,
+			 struct sluice_service_signals *out);
 
 #endif

@@ -479,22 +479,24 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
  * class_stats entry after it put it in the histogram, on the same CPU, and the counts are
  * read before the histograms: a class whose count did not move since the controller's last
  * tick has the histogram it had then (the controller keeps it). The first tick after a
- * start, an import or the reload that added the service reads all four. */
-static unsigned hist_classes_to_read(const struct daemon *d, int i, struct ctl_inputs *in)
+ * start, an import or the reload that added the service reads all four. Worked out once a
+ * tick (the read-ahead, the prefetch and the service's tick ask for it) from the books alone:
+ * the read-ahead asks for every service before any controller runs, and reading each
+ * controller's state for it cost a cache miss a service. */
+static unsigned hist_classes_to_read(struct daemon *d, int i)
 {
-	const struct service_ctl *s = &d->ctl[i];
+	struct service_books *b = &d->books[i];
 	unsigned want = 0;
 
-	in->hist_same = 0;
-	if (!s->have_prev)
-		return (1u << SLUICE_NUM_CLASSES) - 1;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)d->books[i].hist_samples[c]) {
+	if (b->hist_want_tick == d->ticks + 1)
+		return b->hist_want;
+	if (!b->primed)
+		want = (1u << SLUICE_NUM_CLASSES) - 1;
+	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++)
+		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)b->hist_samples[c])
 			want |= 1u << c;
-			continue;
-		}
-		in->hist_same |= 1u << c;
-	}
+	b->hist_want = want;
+	b->hist_want_tick = d->ticks + 1;
 	return want;
 }
 
@@ -530,13 +532,12 @@ static int put_verdict(struct daemon *d, int i, const struct sluice_verdict *v)
 #define TICK_PREFETCH_AHEAD 2
 #endif
 
-static void prefetch_service(const struct daemon *d, int i, unsigned long long now_ns)
+static void prefetch_service(struct daemon *d, int i, unsigned long long now_ns)
 {
 	const char *b = (const char *)&d->books[i];
-	struct ctl_inputs tmp;
 
 	service_ctl_prefetch(&d->ctl[i], now_ns);
-	service_ctl_prefetch_hists(&d->ctl[i], hist_classes_to_read(d, i, &tmp));
+	service_ctl_prefetch_hists(&d->ctl[i], hist_classes_to_read(d, i));
 	/* the config's head: name, port, protocol, headroom (the rest is not read per tick) */
 	__builtin_prefetch(&d->cfg.services[i], 0, 2);
 	__builtin_prefetch((const char *)&d->cfg.services[i] + 64, 0, 2);
@@ -571,9 +572,18 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		return;
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
-	want = hist_classes_to_read(d, i, &in);
+	want = hist_classes_to_read(d, i);
+	in.hist_same = ~want & ((1u << SLUICE_NUM_CLASSES) - 1);
+	if (!d->ctl[i].have_prev) {
+		/* the books' mirror aside, a controller's first tick reads them all */
+		want = (1u << SLUICE_NUM_CLASSES) - 1;
+		in.hist_same = 0;
+	}
+	/* the histograms read ahead are handed over where the reader holds them, not copied */
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		in.hist_at[c] = NULL;
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
-	    (want && maps_reader_hist_classes(&d->rd, &d->m, d->idx[i], want, in.hist)))
+	    (want && maps_reader_hist_at(&d->rd, &d->m, d->idx[i], want, in.hist, in.hist_at)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
 	in.listen.have = b->aq.listeners > 0;
 	in.listen.queued = b->aq.queued;
@@ -584,6 +594,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
+	b->primed = 1;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
@@ -637,14 +648,12 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		log_debug("cannot read the counters this tick");
 	} else {
 		double decay = exp(-dt_s / 60.0);
-		struct ctl_inputs tmp;
 
 		/* The histograms every controller will want, read ahead in a few batches (a
 		 * service that will be skipped has no count that moved: it asks for none). */
 		for (int i = 0; i < d->cfg.n_services; i++)
 			if (!d->books[i].quiet || maps_reader_changed(&d->rd, d->idx[i]))
-				maps_reader_want_hist(&d->rd, d->idx[i],
-						      hist_classes_to_read(d, i, &tmp));
+				maps_reader_want_hist(&d->rd, d->idx[i], hist_classes_to_read(d, i));
 		if (maps_reader_prefetch_hists(&d->rd, &d->m, n_used))
 			log_debug("cannot read the histograms ahead; looking them up one by one");
 		for (int i = 0; i < d->cfg.n_services; i++) {

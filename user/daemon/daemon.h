@@ -36,6 +36,11 @@ struct service_books {
 	struct sluice_verdict written;
 	int have_written, quiet, overloaded;
 	int ran;                                 /* the controller ran this tick */
+	/* The controller has ticked since it was made or adopted its pinned state (its first
+	 * tick reads every histogram): what the tick knows of it without touching its state. */
+	int primed;
+	unsigned hist_want;                      /* the classes whose histogram this tick reads */
+	unsigned long long hist_want_tick;       /* ... as worked out at tick d->ticks + 1 */
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 	/* The ctl_state entry is rewritten when what the loop decided moved (this key) or once

@@ -443,10 +443,19 @@ static void sum_percpu(const void *raw, int entries, int ncpus, size_t size, voi
 
 	for (int e = 0; e < entries; e++) {
 		__u64 *sum = (__u64 *)((char *)out + size * (size_t)e);
+		const __u64 *v0 = all + (size_t)e * (size_t)ncpus * n;
+		int c = 1;
 
-		/* the first CPU's value as it is, then the others added: one pass over out */
-		memcpy(sum, all + (size_t)e * (size_t)ncpus * n, size);
-		for (int c = 1; c < ncpus; c++) {
+		/* the first two CPUs' values added as out is written, then the others added: one
+		 * pass over out on 2 CPUs */
+		if (ncpus >= 2) {
+			for (size_t i = 0; i < n; i++)
+				sum[i] = v0[i] + v0[n + i];
+			c = 2;
+		} else {
+			memcpy(sum, v0, size);
+		}
+		for (; c < ncpus; c++) {
 			const __u64 *v = all + ((size_t)e * (size_t)ncpus + (size_t)c) * n;
 
 			for (size_t i = 0; i < n; i++)
@@ -459,8 +468,10 @@ void maps_reader_stats(const struct maps_reader *r, int svc, struct sluice_class
 {
 	const struct sluice_svc_stats *v = (const void *)(r->stats + r->stats_len * (size_t)svc);
 
-	memset(out, 0, sizeof(*out) * SLUICE_NUM_CLASSES);
-	for (int c = 0; c < r->ncpus; c++)
+	/* the first CPU's counters as they are, the others added: no pass to zero out first */
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		out[k] = v[0].cls[k];
+	for (int c = 1; c < r->ncpus; c++)
 		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 			const __u64 *f = (const __u64 *)&v[c].cls[k];
 			__u64 *o = (__u64 *)&out[k];
@@ -503,9 +514,9 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 					     : maps_reader_busy(r, m, svc, out);
 }
 
-/* The classes of mask read ahead this round into out[c]; 0 when one of them was not. */
-static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
-			 struct sluice_hist *out)
+/* Where the classes of mask read ahead this round are (at[c]); 0 when one of them was not. */
+static int at_prefetch(const struct maps_reader *r, int svc, unsigned mask,
+		       const struct sluice_hist **at)
 {
 	int pos;
 
@@ -517,9 +528,23 @@ static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
 		if (!(r->hdone[svc] >> c & 1))
 			continue;
 		if (mask >> c & 1)
-			out[c] = r->hsum[pos];
+			at[c] = &r->hsum[pos];
 		pos++;
 	}
+	return 1;
+}
+
+/* The classes of mask read ahead this round into out[c]; 0 when one of them was not. */
+static int from_prefetch(const struct maps_reader *r, int svc, unsigned mask,
+			 struct sluice_hist *out)
+{
+	const struct sluice_hist *at[SLUICE_NUM_CLASSES];
+
+	if (!at_prefetch(r, svc, mask, at))
+		return 0;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			out[c] = *at[c];
 	return 1;
 }
 
@@ -639,6 +664,23 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
 	if (!err)
 		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
 	return err;
+}
+
+int maps_reader_hist_at(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			unsigned mask, struct sluice_hist *room, const struct sluice_hist **at)
+{
+	int err;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		at[c] = NULL;
+	if (at_prefetch(r, svc, mask, at))
+		return 0;
+	if ((err = maps_reader_hist_classes(r, m, svc, mask, room)))
+		return err;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (mask >> c & 1)
+			at[c] = &room[c];
+	return 0;
 }
 
 int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,

@@ -127,6 +127,11 @@ int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int sv
  * batch); out[c] of the others is left alone. */
 int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			     unsigned mask, struct sluice_hist *out);
+/* The same without a copy: at[c] points at class c's histogram for the classes of mask (NULL
+ * for the others): at the reader's sums when read ahead (valid until the next read-ahead),
+ * else at room[c], where it was looked up. */
+int maps_reader_hist_at(struct maps_reader *r, const struct sluice_maps *m, int svc,
+			unsigned mask, struct sluice_hist *room, const struct sluice_hist **at);
 /* The read-ahead of the tick's histograms: ask for the classes of slot svc (bit c = class
  * c), then read every one asked for in a few batch lookups (runs of consecutive entries; a
  * run reads through short gaps of entries nobody asked for, cheaper than a syscall more).
