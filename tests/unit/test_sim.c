@@ -804,6 +804,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_l0_flood_capped),
 	};
 	if (getenv("W")) step_workers = atoi(getenv("W"));
+	if (getenv("SIMONLY")) cmocka_set_test_filter(getenv("SIMONLY"));
 	if (argc > 1 && !strcmp(argv[1], "report")) {
 		report();
 		return 0;

@@ -95,7 +95,13 @@ def record(a):
                                  for k in sorted(set(o for o, lat in l0))},
            "slices": ns,
            "slice_p99_ms": [round(pct(x, 0.99), 1) if x else None for x in ok],
-           "slice_not_ok": bad, "commit": commit, "dirty": dirty, "date": date}
+           "slice_not_ok": bad,
+           # what the failures after the surge were (loadgen's outcome codes: 1 a 429, 6 the
+           # server closed a keep-alive connection, 7 a timeout ...), each as [s after the
+           # surge's end, class, outcome]: full admission waits for the last of them
+           "post_not_ok": [[round((t - end_ms) / 1000.0, 3), c, o] for t, c, o, lat in reqs
+                           if o != 0 and end_ms <= t < all_ms],
+           "commit": commit, "dirty": dirty, "date": date}
     # sluice's own view, sampled from `sluicectl status --json`
     samples = []
     for line in open(status):

@@ -333,6 +333,12 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.full = full;
 		mi.queue_saturated = queue_sat;
 		mi.samples = r.samples;
+		s->calm_peak = s->calm_peak * 0.8 > r.peak_inflight ? s->calm_peak * 0.8 :
+			       r.peak_inflight;
+		mi.calm_peak = s->calm_peak;
+		mi.tick_rate = dt_ns ? (double)(sig->total.calls > sig->total.samples ?
+					 sig->total.calls : sig->total.samples) * 1e9 / (double)dt_ns : 0;
+		mi.tick_latency_us = sig->total.p50_us;
 		/* completions: the calls, or the latency samples where those are more (a tcp
 		 * service's turns on connections that stay open) */
 		mi.rate = r.active_ns ? (double)(r.calls > r.samples ? r.calls : r.samples) * 1e9 /

@@ -87,6 +87,7 @@ struct service_ctl {
 	uint64_t drain_until_ns;      /* the drain ends by then at the latest */
 	double last_rate;             /* completions per second of the last decided window */
 	int little_spent;             /* a throughput cut was made in the descent under way */
+	double calm_peak;             /* recent peak in-flight: each window's, decaying x 0.8 */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */

@@ -15,12 +15,15 @@
  *                              -> limit + max(1, sqrt(limit)) far from the knee (latency at
  *                                 the baseline, or peak in-flight below 0.75 x limit: the
  *                                 refusals were the lower classes' thresholds), else + 1
- *   g = 1, full window, peak below that (application-limited: no evidence more helps) for
- *   calm_windows (10) windows in a row
- *                              -> max(limit x 0.9, 4 x max(peak, 4))  (follow demand down slowly,
- *                                 so a surge meets a limit near what the backend handles;
- *                                 4 x the peak sampled at ticks leaves room for the bursts
- *                                 between ticks and the burst margins of the headroom)
+ *   g = 1, full window, peak below that (application-limited: no evidence more helps)
+ *                              -> down at once to max(calm_margin (2) x the recent peak,
+ *                                 calm_min (16)) (follow demand: a surge meets a limit near
+ *                                 what the traffic used, not a cold start's 0.3 x max that
+ *                                 lets a whole surge into the backend's queue ahead of L0;
+ *                                 twice the peak sampled at ticks leaves room for the bursts
+ *                                 between ticks and the burst margins of the headroom).
+ *                                 With calm_margin 0 the old rule: after calm_windows (10) in
+ *                                 a row, max(limit x 0.9, 4 x max(peak, 4)).
  * aimd (the classic rule with a utilisation gate):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
@@ -62,7 +65,9 @@ struct sluice_limit_params {
 	double gate;                  /* 0.5 */
 	double calm_decay;            /* 0.9 */
 	uint32_t calm_windows;        /* 10 */
-	double calm_floor;            /* 4: never below this x the peak in-flight */
+	double calm_floor;            /* 4: never below this x the peak in-flight (calm_margin 0) */
+	double calm_margin;           /* 2: in calm, the limit follows this x the recent peak ... */
+	double calm_min;              /* 16: ... but not below this; calm_margin 0 = the old rule */
 	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
 	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
@@ -104,6 +109,10 @@ struct sluice_limit_input {
 	                               * concurrency would only wait there, no growth */
 	uint64_t samples;             /* for events */
 	double rate;                  /* completions per second in the window (latency samples) */
+	double calm_peak;             /* the recent peak in-flight (decaying over windows), 0 =
+	                               * this window's peak */
+	double tick_rate;             /* the last tick's completions per second and median: */
+	double tick_latency_us;       /* the reference of a descent when the window began calm */
 };
 
 /* One tick's view for the throughput cut (sluice_limit_little). */
