@@ -176,15 +176,7 @@ static inline void sim_tick(struct sim *s)
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		s->in.inflight.cls[c] = s->inflight[c];
 	s->in.inflight.total = s->inflight[0] + s->inflight[1] + s->inflight[2] + s->inflight[3];
-	uint32_t xl = s->v.limit;
 	service_ctl_tick(&s->ctl, &s->sc, &s->in, 0, s->now_us * 1000, &s->sink, &s->v, &opened);
-	if (getenv("SIMTRACE") && (xl != s->v.limit || getenv("SIMTRACE")[0] == '2'))
-		fprintf(stderr, "T %.1f lim %u->%u infl %lld p50 %.1f n %llu aim %.1f obj %.1f rej %llu adm3 %.2f\n",
-			s->now_us / 1e6, xl, s->v.limit, (long long)s->in.inflight.total,
-			s->ctl.sig.total.p50_us / 1e3, (unsigned long long)s->ctl.sig.total.samples,
-			s->ctl.aim_us / 1e3, s->ctl.objective_us / 1e3,
-			(unsigned long long)s->ctl.sig.total.rejected_total,
-			sluice_prob_complement(s->v.shed_prob[3]) / 65536.0);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (sluice_prob_complement(s->v.shed_prob[c]) < s->min_admit[c])
 			s->min_admit[c] = sluice_prob_complement(s->v.shed_prob[c]);

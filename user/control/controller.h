@@ -88,6 +88,8 @@ struct service_ctl {
 	double last_rate;             /* completions per second of the last decided window */
 	int little_spent;             /* a throughput cut was made in the descent under way */
 	double calm_peak;             /* recent peak in-flight: each window's, decaying x 0.8 */
+	int calm_set;                 /* the limit was last set in calm (no cut since) ... */
+	uint64_t calm_cuts;           /* ... when the limit's count of cuts was this */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */

@@ -2,7 +2,6 @@
 /* Gradient and AIMD limits; the rules are in limit.h. */
 #include <math.h>
 #include <string.h>
-#include <stdlib.h>
 #include "control/limit.h"
 
 void sluice_limit_params_default(struct sluice_limit_params *p)
@@ -18,7 +17,7 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->calm_floor = 4;
 	p->calm_margin = 2;
 	p->calm_min = 16;
-	if (getenv("XMARGIN")) p->calm_margin = atof(getenv("XMARGIN"));
+	p->grow_factor = 1.5;
 	p->aimd_gate = 0.8;
 	p->dec_factor = 0.5;
 	p->judge_drop = 0.85;
@@ -317,6 +316,33 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 		sluice_event_num(&ev, "latency_us", in->tick_p50_us);
 		sluice_event_num(&ev, "aim_us", in->aim_us);
 		sluice_event_num(&ev, "objective_us", in->objective_us);
+		sluice_event_emit(sink, &ev);
+	}
+	return 1;
+}
+
+int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
+		      double latency_us, uint32_t inflight, uint64_t now_ns,
+		      const struct sluice_event_sink *sink)
+{
+	uint32_t old = l->limit;
+
+	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || p->grow_factor <= 1 || l->ref_peak)
+		return 0;
+	set(l, p, l->est * p->grow_factor);
+	if (l->limit == old)
+		return 0;
+	l->calm = 0;
+	l->last_dir = 1;
+	if (sink && sink->fn) {
+		struct sluice_event ev;
+
+		sluice_event_init(&ev, now_ns, SLUICE_EV_DEBUG, sink->service, SLUICE_EVM_AIMD, "limit",
+				  "limit", "bound_without_queue");
+		sluice_event_num(&ev, "limit_from", old);
+		sluice_event_num(&ev, "limit_to", l->limit);
+		sluice_event_num(&ev, "inflight", inflight);
+		sluice_event_num(&ev, "latency_us", latency_us);
 		sluice_event_emit(sink, &ev);
 	}
 	return 1;

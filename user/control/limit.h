@@ -24,6 +24,10 @@
  *                                 between ticks and the burst margins of the headroom).
  *                                 With calm_margin 0 the old rule: after calm_windows (10) in
  *                                 a row, max(limit x 0.9, 4 x max(peak, 4)).
+ *   fast growth (sluice_limit_grow, per tick, the caller decides when): a limit set in calm
+ *   that binds while the backend serves what it admits without a queue is not the knee: it
+ *   goes to limit x grow_factor (1.5) at once, so following the demand down never throttles
+ *   a healthy service whose load rises
  * aimd (the classic rule with a utilisation gate):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
@@ -68,6 +72,7 @@ struct sluice_limit_params {
 	double calm_floor;            /* 4: never below this x the peak in-flight (calm_margin 0) */
 	double calm_margin;           /* 2: in calm, the limit follows this x the recent peak ... */
 	double calm_min;              /* 16: ... but not below this; calm_margin 0 = the old rule */
+	double grow_factor;           /* 1.5: fast growth (sluice_limit_grow); <= 1 = off */
 	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
 	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
@@ -147,6 +152,11 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
 			const struct sluice_little_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
+/* Fast growth (gradient only): limit x grow_factor, unless a descent is under way. The caller
+ * gives the tick's latency and in-flight for the event. Returns 1 when the limit grew. */
+int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
+		      double latency_us, uint32_t inflight, uint64_t now_ns,
+		      const struct sluice_event_sink *sink);
 /* One decided window. Returns the limit in force. */
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,
