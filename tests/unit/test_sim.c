@@ -445,7 +445,7 @@ static void test_cold_start(void **st)
  * surge, reported); full = from the end of the surge to the first slice after which no slice
  * refuses anything. */
 struct bench_step_result { double p99_back_s, p99_rest_ms, p99_1s_ms, full_s, obj_ms, surge_util,
-				 l0_ok, l0_p99_x; };
+				 l0_ok, l0_p99_x; uint32_t calm_limit, surge_max_limit; };
 
 static double rate_bench_step(struct sim *s, uint64_t t, int c)
 {
@@ -472,7 +472,10 @@ static struct bench_step_result bench_step(void)
 	b0 = sim.busy_us;
 	l0a = sim.in.stats[0].arrivals;
 	l0adm = sim.in.stats[0].admitted;
+	r.calm_limit = sim.v.limit;
+	sim.max_limit = 0;
 	sim_run(&sim, end);
+	r.surge_max_limit = sim.max_limit;
 	r.surge_util = util(&sim, b0, end - step);
 	r.l0_ok = (double)(sim.in.stats[0].admitted - l0adm) / (double)(sim.in.stats[0].arrivals - l0a);
 	for (t = end; t < post; t += q) {
@@ -506,9 +509,14 @@ static void test_bench_step(void **st)
 		r = bench_step();
 		print_message("# bench step: p99 back %.2f s (p99 from then %.1f ms), p99 from 1 s "
 			      "after the step %.1f ms, full admission %.2f s, objective %.1f ms, util "
-			      "%.3f, L0 ok %.4f, L0 p99 %.2fx\n",
+			      "%.3f, L0 ok %.4f, L0 p99 %.2fx, limit %u before the step, <= %u in "
+			      "the surge\n",
 			      r.p99_back_s, r.p99_rest_ms, r.p99_1s_ms, r.full_s, r.obj_ms,
-			      r.surge_util, r.l0_ok, r.l0_p99_x);
+			      r.surge_util, r.l0_ok, r.l0_p99_x, r.calm_limit, r.surge_max_limit);
+		/* the calm limit followed the demand (0.5x peaks at 11-15 in flight), and fast
+		 * growth (x 1.5) did not take the surge for a healthy rise: at most a probe */
+		assert_true(r.calm_limit <= 32);
+		assert_true(r.surge_max_limit <= r.calm_limit + sqrt(r.calm_limit) + 1);
 		/* the admitted p99 from a second after the step on: at the aim the gradient holds
 		 * the median 10 % above the baseline, which puts the p99 about at the bench's
 		 * objective (1.2 x the p99 before the step); the first second within it

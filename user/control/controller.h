@@ -150,7 +150,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 13 KB (13,288 bytes), so asking for the next ones' while one runs hides most of the
+ * own 13 KB (13,336 bytes), so asking for the next ones' while one runs hides most of the
  * cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
