@@ -514,9 +514,11 @@ static void test_bench_step(void **st)
 			      r.p99_back_s, r.p99_rest_ms, r.p99_1s_ms, r.full_s, r.obj_ms,
 			      r.surge_util, r.l0_ok, r.l0_p99_x, r.calm_limit, r.surge_max_limit);
 		/* the calm limit followed the demand (0.5x peaks at 11-15 in flight), and fast
-		 * growth (x 1.5) did not take the surge for a healthy rise: at most a probe */
+		 * growth did not take the surge for a healthy rise (without its in-flight / rate
+		 * test it did, 23 -> 28, and L0's p99 rose from 1.34x to 1.69x); a window's probe
+		 * near the knee adds 1 */
 		assert_true(r.calm_limit <= 32);
-		assert_true(r.surge_max_limit <= r.calm_limit + sqrt(r.calm_limit) + 1);
+		assert_true(r.surge_max_limit <= r.calm_limit + 2);
 		/* the admitted p99 from a second after the step on: at the aim the gradient holds
 		 * the median 10 % above the baseline, which puts the p99 about at the bench's
 		 * objective (1.2 x the p99 before the step); the first second within it
@@ -535,14 +537,14 @@ static void test_bench_step(void **st)
 /* A healthy service whose load rises, far from its knee: 128 workers x 20 ms (6400/s), 10 s at
  * 300/s (6 in flight: in calm the limit follows the demand down to about 2 x the peak), then
  * 3000/s (60 in flight, under half the capacity) for 5 s. Nothing is overloaded, so refusals
- * are the cost of the calm limit: fast growth keeps them to the first ticks of the rise. */
+ * are the cost of the calm limit: fast growth keeps them to the first second of the rise. */
 static double rate_rise(struct sim *s, uint64_t t, int c)
 {
 	(void)s;
 	return c == 3 ? (t < 10 * S ? 300.0 : 3000.0) : 0;
 }
 
-static double healthy_rise(double grow, uint32_t *calm_limit, uint32_t *end_limit)
+static double healthy_rise(int grow, uint32_t *calm_limit, uint32_t *end_limit)
 {
 	uint64_t a0, r0;
 	double frac;
@@ -552,8 +554,7 @@ static double healthy_rise(double grow, uint32_t *calm_limit, uint32_t *end_limi
 	sim.sc.limit_max = 512;
 	sim.rate = rate_rise;
 	sim_start(&sim);
-	if (grow > 0)
-		sim.ctl.mp.grow_factor = grow;
+	sim.ctl.mp.fast_growth = grow;
 	sim_run(&sim, 10 * S);
 	*calm_limit = sim.v.limit;
 	a0 = arrived(&sim);
@@ -570,13 +571,13 @@ static void test_healthy_rise_not_throttled(void **st)
 	uint32_t calm, end, calm0, end0;
 	double f, f0;
 	(void)st;
-	f0 = healthy_rise(1, &calm0, &end0);
-	f = healthy_rise(0, &calm, &end);
+	f0 = healthy_rise(0, &calm0, &end0);
+	f = healthy_rise(1, &calm, &end);
 	print_message("# healthy rise 300 -> 3000/s on 128 x 20 ms: refused %.4f (without fast "
 		      "growth %.4f), limit %u -> %u (%u -> %u)\n", f, f0, calm, end, calm0, end0);
 	assert_true(calm <= 32);              /* calm followed the demand down from 154 */
-	assert_true(f < 0.05);
-	assert_true(f < f0 / 10);
+	assert_true(f < 0.15);
+	assert_true(f < f0 / 5);
 	assert_true(end >= 80);
 }
 

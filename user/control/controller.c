@@ -234,14 +234,15 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 /* Fast growth (control/limit.h, sluice_limit_grow), tick by tick. A limit set in calm follows
  * the demand from above with a margin of 2; when the load then rises on a backend far from its
  * knee, the window's probe (sqrt(limit) per window) would refuse healthy work for seconds. So
- * while the limit is still the one set in calm (no cut since), once it has refused units or
- * been full at every tick for a feedback delay (twice the tick's latency, and at least the
- * tick after the first), and the backend serves what it admits without a queue (the tick's
- * median within the aim, and in-flight / completion rate, the time a unit now spends in the
- * backend by Little's law, within the aim too), the limit grows x 1.5 at once. At the start
- * of a surge the limit binds too, but the backend is at its knee: on 16 x 50 ms workers a
- * limit of 22 in flight over 320 responses/s is 69 ms against a 55 ms aim, and it does not
- * grow; the first cut ends the calm. */
+ * while the limit is still the one set in calm (no cut since, the objective not missed), each
+ * tick in which it binds (it refused units, or in-flight reached it) while the backend serves
+ * what it admits within the aim (the tick's median, and in-flight / the tick's response rate:
+ * by Little's law the time a unit now spends in the backend) grows it by sqrt(limit). At the
+ * start of a surge the limit binds too; above the knee in-flight / rate shows the queue (22
+ * over 310 responses/s is 71 ms against a 58 ms aim) and it does not grow, but a calm limit
+ * within a tenth of the knee cannot be told from a healthy rise there, hence sqrt(limit) per
+ * tick and not a factor: on Apache a x 1.5 taken at a surge's first tick (26 -> 39) was then
+ * pinned by the evidence floor for the whole surge. The first cut ends the calm. */
 static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
 			uint64_t dt_ns, int decided, int queue_sat,
 			const struct sluice_event_sink *sink)
@@ -256,7 +257,7 @@ static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint
 		s->calm_set = 0;               /* a cut, or the objective missed: not calm */
 	if (!bound || !s->calm_set || decided || s->draining || now_ns < s->dead_until_ns ||
 	    queue_sat || s->aim_us <= 0 || t->samples < 5 || t->p50_us > s->aim_us ||
-	    (double)inflight * 1e6 > s->objective_us * rate)
+	    (double)inflight * 1e6 > s->aim_us * rate)
 		return;
 	sluice_limit_grow(&s->lim, &s->mp, t->p50_us, inflight, now_ns, sink);
 }

@@ -17,7 +17,7 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->calm_floor = 4;
 	p->calm_margin = 2;
 	p->calm_min = 16;
-	p->grow_factor = 1.5;
+	p->fast_growth = 1;
 	p->aimd_gate = 0.8;
 	p->dec_factor = 0.5;
 	p->judge_drop = 0.85;
@@ -327,9 +327,9 @@ int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *
 {
 	uint32_t old = l->limit;
 
-	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || p->grow_factor <= 1 || l->ref_peak)
+	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->fast_growth || l->ref_peak)
 		return 0;
-	set(l, p, l->est * p->grow_factor);
+	set(l, p, l->est + (sqrt(l->est) > 1 ? sqrt(l->est) : 1));
 	if (l->limit == old)
 		return 0;
 	l->calm = 0;

@@ -25,9 +25,9 @@
  *                                 With calm_margin 0 the old rule: after calm_windows (10) in
  *                                 a row, max(limit x 0.9, 4 x max(peak, 4)).
  *   fast growth (sluice_limit_grow, per tick, the caller decides when): a limit set in calm
- *   that binds while the backend serves what it admits without a queue is not the knee: it
- *   goes to limit x grow_factor (1.5) at once, so following the demand down never throttles
- *   a healthy service whose load rises
+ *   that binds while the backend serves what it admits within the aim is below the knee: it
+ *   grows by sqrt(limit) per tick instead of per window, so following the demand down does
+ *   not throttle a healthy service whose load rises for long
  * aimd (the classic rule with a utilisation gate):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
@@ -35,7 +35,9 @@
  *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
  * Neither grows while the service's listen queue is saturated (control/listenq.h).
  * The evidence floor (both algorithms): a cut is judged by the windows after it. The window
- *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1);
+ *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1,
+ *   completion rate; the last tick's rate and median where higher, as a window that began in
+ *   calm dilutes them);
  *   the first later window whose peak in-flight fell to judge_drop (0.85) x c1 or below
  *   judges it (or, the peak not falling, the first one in which the limit refused units and
  *   the completion rate fell by 1 - judge_drop or more: the rate's fall is then the
@@ -72,7 +74,7 @@ struct sluice_limit_params {
 	double calm_floor;            /* 4: never below this x the peak in-flight (calm_margin 0) */
 	double calm_margin;           /* 2: in calm, the limit follows this x the recent peak ... */
 	double calm_min;              /* 16: ... but not below this; calm_margin 0 = the old rule */
-	double grow_factor;           /* 1.5: fast growth (sluice_limit_grow); <= 1 = off */
+	int fast_growth;              /* 1: sluice_limit_grow may grow (0 = off) */
 	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
 	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
@@ -152,7 +154,7 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
 			const struct sluice_little_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
-/* Fast growth (gradient only): limit x grow_factor, unless a descent is under way. The caller
+/* Fast growth (gradient only): limit + sqrt(limit), unless a descent is under way. The caller
  * gives the tick's latency and in-flight for the event. Returns 1 when the limit grew. */
 int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
 		      double latency_us, uint32_t inflight, uint64_t now_ns,
