@@ -211,7 +211,9 @@ static void test_gradient_grows_only_when_used(void **st)
 	/* an early window (closed on overload evidence) never grows */
 	in.full = 0;
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 3 * S, NULL), 111);
-	/* application-limited (peak < limit / 2): no growth, whatever the latency ... */
+	/* application-limited (peak < limit / 2): no growth, whatever the latency ... (the
+	 * rule before the calm margin: calm_margin 0) */
+	p.calm_margin = 0;
 	in = win(5000, 11000, 12000, 20, 1);
 	for (int i = 0; i < 9; i++)
 		assert_int_equal(sluice_limit_decide(&l, &p, &in, (4 + (uint64_t)i) * S, NULL), 111);
@@ -223,6 +225,54 @@ static void test_gradient_grows_only_when_used(void **st)
 	/* refusals say the limit binds even when the sampled peak missed the burst */
 	in.bound = 1;
 	assert_int_equal(sluice_limit_decide(&l, &p, &in, 60 * S, NULL), 89);   /* 80 + 8.9 */
+}
+
+/* In calm (application-limited windows within the aim) the limit follows the demand down at
+ * once to max(2 x the recent peak in-flight, 16): a surge then meets a limit near what the
+ * traffic used, not the cold start's 0.3 x max. It never raises the limit, a window that
+ * binds or misses the aim does not count as calm, and a quiet service keeps 16. */
+static void test_gradient_calm_follows_demand(void **st)
+{
+	struct sluice_limit_params p;
+	struct sluice_limit l;
+	struct sluice_limit_input in;
+	(void)st;
+	params(&p, SLUICE_LIMIT_GRADIENT, 4, 512);
+	sluice_limit_init(&l, &p);
+	assert_int_equal(l.limit, 154);
+	/* the first calm window: the bench's 0.5x load peaks at 12 -> 24 at once */
+	in = win(50000, 55000, 60000, 12, 1);
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, S, NULL), 24);
+	/* the recent peak counts when higher than the window's own (the caller decays it) */
+	in.peak_inflight = 9;
+	in.calm_peak = 11;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 2 * S, NULL), 22);
+	/* never raised by this rule: a recent peak above half the limit leaves it (the probe
+	 * grows it once in-flight reaches half the limit) */
+	in.peak_inflight = 5;
+	in.calm_peak = 15;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 3 * S, NULL), 22);
+	/* not calm: refusals (the limit binds), or latency above the aim */
+	l.est = 100; l.limit = 100;
+	in = win(50000, 55000, 60000, 12, 1);
+	in.bound = 1;
+	assert_true(sluice_limit_decide(&l, &p, &in, 4 * S, NULL) > 100);
+	l.est = 100; l.limit = 100;
+	in = win(70000, 55000, 60000, 12, 1);
+	assert_true(sluice_limit_decide(&l, &p, &in, 5 * S, NULL) < 100);
+	/* low traffic (1 in flight at most): the floor of 16, not 2 */
+	sluice_limit_init(&l, &p);
+	in = win(50000, 55000, 60000, 1, 1);
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 6 * S, NULL), 16);
+	/* a window closed early (not full) does not follow demand */
+	sluice_limit_init(&l, &p);
+	in.full = 0;
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 7 * S, NULL), 154);
+	/* bounds: never below min, never above max */
+	params(&p, SLUICE_LIMIT_GRADIENT, 20, 512);
+	sluice_limit_init(&l, &p);
+	in = win(50000, 55000, 60000, 2, 1);
+	assert_int_equal(sluice_limit_decide(&l, &p, &in, 8 * S, NULL), 20);
 }
 
 static void test_aimd_gate_and_classic_rule(void **st)
@@ -444,6 +494,7 @@ int main(void)
 		cmocka_unit_test(test_gradient_cuts_in_proportion),
 		cmocka_unit_test(test_evidence_floor),
 		cmocka_unit_test(test_gradient_grows_only_when_used),
+		cmocka_unit_test(test_gradient_calm_follows_demand),
 		cmocka_unit_test(test_aimd_gate_and_classic_rule),
 		cmocka_unit_test(test_from_conf),
 		cmocka_unit_test(test_no_growth_while_listen_queue_saturated),

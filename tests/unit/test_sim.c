@@ -444,8 +444,8 @@ static void test_cold_start(void **st)
  * p99 of the 2 s before the step (p99_rest: of everything admitted from then to the end of the
  * surge, reported); full = from the end of the surge to the first slice after which no slice
  * refuses anything. */
-struct bench_step_result { double p99_back_s, p99_rest_ms, full_s, obj_ms, surge_util, l0_ok,
-				 l0_p99_x; };
+struct bench_step_result { double p99_back_s, p99_rest_ms, p99_1s_ms, full_s, obj_ms, surge_util,
+				 l0_ok, l0_p99_x; uint32_t calm_limit, surge_max_limit; };
 
 static double rate_bench_step(struct sim *s, uint64_t t, int c)
 {
@@ -472,7 +472,10 @@ static struct bench_step_result bench_step(void)
 	b0 = sim.busy_us;
 	l0a = sim.in.stats[0].arrivals;
 	l0adm = sim.in.stats[0].admitted;
+	r.calm_limit = sim.v.limit;
+	sim.max_limit = 0;
 	sim_run(&sim, end);
+	r.surge_max_limit = sim.max_limit;
 	r.surge_util = util(&sim, b0, end - step);
 	r.l0_ok = (double)(sim.in.stats[0].admitted - l0adm) / (double)(sim.in.stats[0].arrivals - l0a);
 	for (t = end; t < post; t += q) {
@@ -490,6 +493,7 @@ static struct bench_step_result bench_step(void)
 		}
 	r.p99_rest_ms = sim_quantile(&sim, step + (uint64_t)(r.p99_back_s * S), end, ALL, 0.99,
 				     NULL) / 1000;
+	r.p99_1s_ms = sim_quantile(&sim, step + S, end, ALL, 0.99, NULL) / 1000;
 	r.l0_p99_x = sim_quantile(&sim, step, end, 1, 0.99, NULL) / l0_base;
 	sim_free(&sim);
 	return r;
@@ -503,16 +507,78 @@ static void test_bench_step(void **st)
 
 		sim_seed = 42 + (uint64_t)i;
 		r = bench_step();
-		print_message("# bench step: p99 back %.2f s (p99 from then %.1f ms), full admission "
-			      "%.2f s, objective %.1f ms, util %.3f, L0 ok %.4f, L0 p99 %.2fx\n",
-			      r.p99_back_s, r.p99_rest_ms, r.full_s, r.obj_ms, r.surge_util, r.l0_ok,
-			      r.l0_p99_x);
-		assert_true(r.p99_back_s <= 1.0);
+		print_message("# bench step: p99 back %.2f s (p99 from then %.1f ms), p99 from 1 s "
+			      "after the step %.1f ms, full admission %.2f s, objective %.1f ms, util "
+			      "%.3f, L0 ok %.4f, L0 p99 %.2fx, limit %u before the step, <= %u in "
+			      "the surge\n",
+			      r.p99_back_s, r.p99_rest_ms, r.p99_1s_ms, r.full_s, r.obj_ms,
+			      r.surge_util, r.l0_ok, r.l0_p99_x, r.calm_limit, r.surge_max_limit);
+		/* the calm limit followed the demand (0.5x peaks at 11-15 in flight), and fast
+		 * growth did not take the surge for a healthy rise (without its in-flight / rate
+		 * test it did, 23 -> 28, and L0's p99 rose from 1.34x to 1.69x); a window's probe
+		 * near the knee adds 1 */
+		assert_true(r.calm_limit <= 32);
+		assert_true(r.surge_max_limit <= r.calm_limit + 2);
+		/* the admitted p99 from a second after the step on: at the aim the gradient holds
+		 * the median 10 % above the baseline, which puts the p99 about at the bench's
+		 * objective (1.2 x the p99 before the step); the first second within it
+		 * (p99_back) is then a matter of luck, and is reported, not asserted */
+		assert_true(r.p99_1s_ms <= 1.1 * r.obj_ms);
 		assert_true(r.full_s <= 10.0);
 		assert_true(r.surge_util >= 0.95);
 		assert_true(r.l0_ok >= 0.999);
+		/* L0 no longer waits behind a surge let in by the cold start's limit (9.2-9.5x
+		 * before the calm limit followed the demand) */
+		assert_true(r.l0_p99_x <= 2.0);
 	}
 	sim_seed = 42;
+}
+
+/* A healthy service whose load rises, far from its knee: 128 workers x 20 ms (6400/s), 10 s at
+ * 300/s (6 in flight: in calm the limit follows the demand down to about 2 x the peak), then
+ * 3000/s (60 in flight, under half the capacity) for 5 s. Nothing is overloaded, so refusals
+ * are the cost of the calm limit: fast growth keeps them to the first second of the rise. */
+static double rate_rise(struct sim *s, uint64_t t, int c)
+{
+	(void)s;
+	return c == 3 ? (t < 10 * S ? 300.0 : 3000.0) : 0;
+}
+
+static double healthy_rise(int grow, uint32_t *calm_limit, uint32_t *end_limit)
+{
+	uint64_t a0, r0;
+	double frac;
+
+	sim_init(&sim, 128, 20);
+	sim.sc.limit_min = 4;
+	sim.sc.limit_max = 512;
+	sim.rate = rate_rise;
+	sim_start(&sim);
+	sim.ctl.mp.fast_growth = grow;
+	sim_run(&sim, 10 * S);
+	*calm_limit = sim.v.limit;
+	a0 = arrived(&sim);
+	r0 = refused(&sim);
+	sim_run(&sim, 15 * S);
+	frac = (double)(refused(&sim) - r0) / (double)(arrived(&sim) - a0);
+	*end_limit = sim.v.limit;
+	sim_free(&sim);
+	return frac;
+}
+
+static void test_healthy_rise_not_throttled(void **st)
+{
+	uint32_t calm, end, calm0, end0;
+	double f, f0;
+	(void)st;
+	f0 = healthy_rise(0, &calm0, &end0);
+	f = healthy_rise(1, &calm, &end);
+	print_message("# healthy rise 300 -> 3000/s on 128 x 20 ms: refused %.4f (without fast "
+		      "growth %.4f), limit %u -> %u (%u -> %u)\n", f, f0, calm, end, calm0, end0);
+	assert_true(calm <= 32);              /* calm followed the demand down from 154 */
+	assert_true(f < 0.15);
+	assert_true(f < f0 / 5);
+	assert_true(end >= 80);
 }
 
 /* L0 alone on a backend whose latency does not come from the concurrency sluice counts: a
@@ -800,6 +866,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_l0_alone_unresponsive),
 		cmocka_unit_test(test_tcp_l0_connect_under_flood),
 		cmocka_unit_test(test_bench_step),
+		cmocka_unit_test(test_healthy_rise_not_throttled),
 		cmocka_unit_test(test_l0_fits_not_refused),
 		cmocka_unit_test(test_l0_flood_capped),
 	};

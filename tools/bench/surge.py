@@ -22,7 +22,10 @@ Times come from the requests as the clients saw them, in slices of BIN_MS by arr
              slices whose own p99 is above the objective (a slice holds about 80 admitted
              requests: its p99 is its slowest);
   full       from the end of the surge to the start of the first slice after which every
-             request of every slice was answered with success (none: the last one was not).
+             request of every slice was answered with success (none: the last one was not);
+             "no refusal" the same counting only the contender's refusals (429, 503, refused,
+             reset): Apache closing an idle keep-alive connection as loadgen reuses it (an EOF)
+             is not one.
 For sluice also, from the status samples: when the ladder admitted every class again after
 the surge, and the limit in force at the end of the surge.
 """
@@ -79,12 +82,25 @@ def record(a):
         if bad[b]:
             break
         full = (b - ns) * BIN_MS / 1000.0
+    # the same, counting only the contender's refusals (a 429 or 503, a connection refused or
+    # reset): a server that closes an idle keep-alive connection as a request is sent on it
+    # (an EOF) or answers late (a timeout) is not a refusal
+    refused = [0] * nb
+    for t, c, o, lat in reqs:
+        if step_ms <= t < all_ms and o in (1, 2, 4, 5):
+            refused[int((t - step_ms) // BIN_MS)] += 1
+    admit = None
+    for b in range(nb - 1, ns - 1, -1):
+        if refused[b]:
+            break
+        admit = (b - ns) * BIN_MS / 1000.0
     surge_ok = [lat for t, c, o, lat in reqs if o == 0 and step_ms <= t < end_ms]
     l0 = [(o, lat) for t, c, o, lat in reqs if c == "L0" and step_ms <= t < end_ms]
     l0_ok = [lat for o, lat in l0 if o == 0]
     rec = {"kind": "surge", "who": who, "run": int(run), "pre_s": pre, "surge_s": surge,
            "post_s": post, "bin_ms": BIN_MS, "capacity_rps": cap,
            "objective_ms": obj, "p99_back_s": settle, "p99_rest_ms": rest99, "full_s": full,
+           "no_refusal_s": admit,
            "surge_p99_ms": pct(surge_ok, 0.99),
            "surge_goodput_pct": 100.0 * len(surge_ok) / surge / cap if cap else None,
            "surge_l0_ok_pct": 100.0 * len(l0_ok) / len(l0) if l0 else None,
@@ -95,7 +111,13 @@ def record(a):
                                  for k in sorted(set(o for o, lat in l0))},
            "slices": ns,
            "slice_p99_ms": [round(pct(x, 0.99), 1) if x else None for x in ok],
-           "slice_not_ok": bad, "commit": commit, "dirty": dirty, "date": date}
+           "slice_not_ok": bad,
+           # what the failures after the surge were (loadgen's outcome codes: 1 a 429, 6 the
+           # server closed a keep-alive connection, 7 a timeout ...), each as [s after the
+           # surge's end, class, outcome]: full admission waits for the last of them
+           "post_not_ok": [[round((t - end_ms) / 1000.0, 3), c, o] for t, c, o, lat in reqs
+                           if o != 0 and end_ms <= t < all_ms],
+           "commit": commit, "dirty": dirty, "date": date}
     # sluice's own view, sampled from `sluicectl status --json`
     samples = []
     for line in open(status):
@@ -183,7 +205,7 @@ def table(a):
                "commit " + r0["commit"] + (" (dirty)" if r0.get("dirty") == "true" else ""),
                r0["slices"], r0["bin_ms"]))
     cols = ["contender", "objective ms", "p99 back s (goal <= 1)", "p99 after ms",
-            "full admission s (goal <= 10)", "surge p99 ms", "slices over", "surge goodput %", "L0 ok %", "L0 p99 x", "limit end",
+            "full admission s (goal <= 10)", "no refusal s", "surge p99 ms", "slices over", "surge goodput %", "L0 ok %", "L0 p99 x", "limit end",
             "ladder full s"]
     rows = []
     for w in who:
@@ -193,6 +215,7 @@ def table(a):
                      agg([r["p99_back_s"] for r in rs], "%.2f"),
                      agg([r.get("p99_rest_ms") for r in rs], "%.1f"),
                      agg([r["full_s"] for r in rs], "%.2f"),
+                     agg([r.get("no_refusal_s") for r in rs], "%.2f"),
                      agg([r["surge_p99_ms"] for r in rs], "%.1f"),
                      agg([r["slices_over"] for r in rs], "%.0f"),
                      agg([r["surge_goodput_pct"] for r in rs], "%.1f"),
@@ -215,6 +238,9 @@ def table(a):
                     "before the step (the same contender, the same run); p99 after: of everything "
                     "admitted from then to the end of the surge; full admission: from "
                     "the end of the surge to the first slice after which every request succeeds; "
+                    "no refusal: the same for the contender's refusals only (429, 503, connection "
+                    "refused or reset; not the server's EOFs on idle keep-alive connections or "
+                    "timeouts); "
                     "'never': not within the run; n/a: the peer has no adaptive limit or "
                     "ladder.\n")
 

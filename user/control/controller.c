@@ -7,6 +7,9 @@
 #include <string.h>
 #include "control/verdict.h"
 
+/* the recent peak in-flight that a calm limit follows decays by this per decided window */
+#define CALM_PEAK_DECAY 0.9
+
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)
 {
@@ -236,6 +239,37 @@ static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
 	return in->hist_at[c] ? in->hist_at[c] : &in->hist[c];
 }
 
+/* Fast growth (control/limit.h, sluice_limit_grow), tick by tick. A limit set in calm follows
+ * the demand from above with a margin of 2; when the load then rises on a backend far from its
+ * knee, the window's probe (sqrt(limit) per window) would refuse healthy work for seconds. So
+ * while the limit is still the one set in calm (no cut since, the objective not missed), each
+ * tick in which it binds (it refused units, or in-flight reached it) while the backend serves
+ * what it admits within the aim (the tick's median, and in-flight / the tick's response rate:
+ * by Little's law the time a unit now spends in the backend) grows it by sqrt(limit). At the
+ * start of a surge the limit binds too; above the knee in-flight / rate shows the queue (22
+ * over 310 responses/s is 71 ms against a 58 ms aim) and it does not grow, but a calm limit
+ * within a tenth of the knee cannot be told from a healthy rise there, hence sqrt(limit) per
+ * tick and not a factor: on Apache a x 1.5 taken at a surge's first tick (26 -> 39) was then
+ * pinned by the evidence floor for the whole surge. The first cut ends the calm. */
+static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
+			uint64_t dt_ns, int decided, int queue_sat,
+			const struct sluice_event_sink *sink)
+{
+	const struct sluice_class_signals *t = &s->sig.total;
+	uint32_t inflight = in->inflight.total > 0 ?
+		(in->inflight.total > UINT32_MAX ? UINT32_MAX : (uint32_t)in->inflight.total) : 0;
+	int bound = t->rejected[SLUICE_REJ_HEADROOM] > 0 || (inflight && inflight >= s->lim.limit);
+	double rate = dt_ns ? (double)t->samples * 1e9 / (double)dt_ns : 0;
+
+	if (s->lim.cuts != s->calm_cuts || s->above_since_ns)
+		s->calm_set = 0;               /* a cut, or the objective missed: not calm */
+	if (!bound || !s->calm_set || decided || s->draining || now_ns < s->dead_until_ns ||
+	    queue_sat || s->aim_us <= 0 || t->samples < 5 || t->p50_us > s->aim_us ||
+	    (double)inflight * 1e6 > s->aim_us * rate)
+		return;
+	sluice_limit_grow(&s->lim, &s->mp, t->p50_us, inflight, now_ns, sink);
+}
+
 /* The counters now become the last ones. The histograms' snapshot is taken by the signals'
  * delta (sluice_signals_step) but on the first tick, whose histograms are copied here: after
  * either, prev_h holds the histograms now (for the classes the caller marked in hist_same,
@@ -336,6 +370,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		};
 		struct sluice_limit_input mi;
 		int over, limit_helps;
+		uint64_t cuts0;
 		uint32_t lim_in_force = s->lim.limit;
 
 		sluice_baseline_add(&s->base, &s->blp, &bw);
@@ -349,11 +384,29 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.full = full;
 		mi.queue_saturated = queue_sat;
 		mi.samples = r.samples;
+		/* the recent peak: a window's peak sampled at ticks misses bursts between them,
+		 * and one quiet window says little (with x 0.8 per window the simulated 0.5x load
+		 * on 16 x 20 ms followed its quietest windows and refused Poisson bursts 10 s
+		 * after a surge) */
+		s->calm_peak = s->calm_peak * CALM_PEAK_DECAY > r.peak_inflight ?
+			       s->calm_peak * CALM_PEAK_DECAY : r.peak_inflight;
+		mi.calm_peak = s->calm_peak;
+		mi.tick_rate = dt_ns ? (double)(sig->total.calls > sig->total.samples ?
+					 sig->total.calls : sig->total.samples) * 1e9 / (double)dt_ns : 0;
+		mi.tick_latency_us = sig->total.p50_us;
 		/* completions: the calls, or the latency samples where those are more (a tcp
 		 * service's turns on connections that stay open) */
 		mi.rate = r.active_ns ? (double)(r.calls > r.samples ? r.calls : r.samples) * 1e9 /
 					(double)r.active_ns : 0;
+		cuts0 = s->lim.cuts;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
+		/* a full window within the aim in which the limit did not bind: the limit is one
+		 * set in calm (fast growth may raise it) until the next cut */
+		if (full && r.latency_us <= s->aim_us && !mi.bound && s->lim.cuts == cuts0 &&
+		    r.peak_inflight < s->lim.limit) {
+			s->calm_set = 1;
+			s->calm_cuts = s->lim.cuts;
+		}
 		s->last_rate = mi.rate;
 		/* what the backend proved it serves: answers that were not errors (a backend
 		 * failing fast serves nothing) */
@@ -399,6 +452,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	}
 	throughput_cut(s, sc, in, now_ns, dt_ns, decided, sink);
+	fast_growth(s, in, now_ns, dt_ns, decided, queue_sat, sink);
 	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
 	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&
 	    sig->total.p50_us <= s->objective_us)

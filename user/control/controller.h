@@ -95,6 +95,9 @@ struct service_ctl {
 	uint64_t drain_until_ns;      /* the drain ends by then at the latest */
 	double last_rate;             /* completions per second of the last decided window */
 	int little_spent;             /* a throughput cut was made in the descent under way */
+	double calm_peak;             /* recent peak in-flight: each window's, decaying x 0.8 */
+	int calm_set;                 /* the limit was last set in calm (no cut since) ... */
+	uint64_t calm_cuts;           /* ... when the limit's count of cuts was this */
 
 	struct sluice_breaker brk;    /* its head every tick, of its ring the window's seconds */
 	/* of their rings a tick touches this second's bucket, and L0's averages at the end of
@@ -163,7 +166,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 13 KB (13,312 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * own 13 KB (13,360 bytes, of which a steady tick touches about 3 KB), so asking for the
  * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);

@@ -15,6 +15,9 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->calm_decay = 0.9;
 	p->calm_windows = 10;
 	p->calm_floor = 4;
+	p->calm_margin = 2;
+	p->calm_min = 16;
+	p->fast_growth = 1;
 	p->aimd_gate = 0.8;
 	p->dec_factor = 0.5;
 	p->judge_drop = 0.85;
@@ -122,6 +125,21 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 		return 1;
 	}
 	/* application-limited: no evidence that more concurrency would help */
+	if (p->calm_margin > 0) {
+		/* follow the demand down at once: the limit a surge meets is the concurrency the
+		 * backend gets at its start (a cold start's 154 let 150 requests into Apache's queue
+		 * ahead of L0 before the first cut; 0.5x load there peaks at 10-15 in flight) */
+		double pk = in->calm_peak > in->peak_inflight ? in->calm_peak : in->peak_inflight;
+
+		l->calm = 0;
+		*v = p->calm_margin * pk;
+		if (*v < p->calm_min)
+			*v = p->calm_min;
+		if (*v >= lim)
+			return 0;
+		*why = "follow_demand";
+		return 0;
+	}
 	if (++l->calm < p->calm_windows)
 		return 0;
 	*v = lim * p->calm_decay;
@@ -235,6 +253,15 @@ uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_p
 		l->ref_latency_us = in->latency_us;
 		l->ref_est = l->est;
 		l->ref_rate = in->rate;
+		/* a window that began in calm dilutes what the backend did at c1 (L0 alone going
+		 * from one client to eight 0.2 s before the window's end read 381 completions/s and
+		 * 4.4 ms for the 1000/s and 7.8 ms of its last ticks, and the next window's 570/s
+		 * at a limit of 4 then read as a rise): the last tick, at that concurrency, counts
+		 * when higher */
+		if (in->tick_rate > l->ref_rate)
+			l->ref_rate = in->tick_rate;
+		if (in->tick_latency_us > l->ref_latency_us)
+			l->ref_latency_us = in->tick_latency_us;
 	}
 	set(l, p, v);
 	l->last_dir = l->limit < old ? -1 : l->limit > old ? 1 : dir < 0 ? -1 : 0;
@@ -289,6 +316,33 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 		sluice_event_num(&ev, "latency_us", in->tick_p50_us);
 		sluice_event_num(&ev, "aim_us", in->aim_us);
 		sluice_event_num(&ev, "objective_us", in->objective_us);
+		sluice_event_emit(sink, &ev);
+	}
+	return 1;
+}
+
+int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
+		      double latency_us, uint32_t inflight, uint64_t now_ns,
+		      const struct sluice_event_sink *sink)
+{
+	uint32_t old = l->limit;
+
+	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->fast_growth || l->ref_peak)
+		return 0;
+	set(l, p, l->est + (sqrt(l->est) > 1 ? sqrt(l->est) : 1));
+	if (l->limit == old)
+		return 0;
+	l->calm = 0;
+	l->last_dir = 1;
+	if (sink && sink->fn) {
+		struct sluice_event ev;
+
+		sluice_event_init(&ev, now_ns, SLUICE_EV_DEBUG, sink->service, SLUICE_EVM_AIMD, "limit",
+				  "limit", "bound_without_queue");
+		sluice_event_num(&ev, "limit_from", old);
+		sluice_event_num(&ev, "limit_to", l->limit);
+		sluice_event_num(&ev, "inflight", inflight);
+		sluice_event_num(&ev, "latency_us", latency_us);
 		sluice_event_emit(sink, &ev);
 	}
 	return 1;

@@ -15,12 +15,19 @@
  *                              -> limit + max(1, sqrt(limit)) far from the knee (latency at
  *                                 the baseline, or peak in-flight below 0.75 x limit: the
  *                                 refusals were the lower classes' thresholds), else + 1
- *   g = 1, full window, peak below that (application-limited: no evidence more helps) for
- *   calm_windows (10) windows in a row
- *                              -> max(limit x 0.9, 4 x max(peak, 4))  (follow demand down slowly,
- *                                 so a surge meets a limit near what the backend handles;
- *                                 4 x the peak sampled at ticks leaves room for the bursts
- *                                 between ticks and the burst margins of the headroom)
+ *   g = 1, full window, peak below that (application-limited: no evidence more helps)
+ *                              -> down at once to max(calm_margin (2) x the recent peak,
+ *                                 calm_min (16)) (follow demand: a surge meets a limit near
+ *                                 what the traffic used, not a cold start's 0.3 x max that
+ *                                 lets a whole surge into the backend's queue ahead of L0;
+ *                                 twice the peak sampled at ticks leaves room for the bursts
+ *                                 between ticks and the burst margins of the headroom).
+ *                                 With calm_margin 0 the old rule: after calm_windows (10) in
+ *                                 a row, max(limit x 0.9, 4 x max(peak, 4)).
+ *   fast growth (sluice_limit_grow, per tick, the caller decides when): a limit set in calm
+ *   that binds while the backend serves what it admits within the aim is below the knee: it
+ *   grows by sqrt(limit) per tick instead of per window, so following the demand down does
+ *   not throttle a healthy service whose load rises for long
  * aimd (the classic rule with a utilisation gate):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
@@ -28,7 +35,9 @@
  *   grow_below = the aim (0.7 x objective with classic_band); aimd_gate 0 = no gate.
  * Neither grows while the service's listen queue is saturated (control/listenq.h).
  * The evidence floor (both algorithms): a cut is judged by the windows after it. The window
- *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1);
+ *   before the first cut of a descent is the reference (its peak in-flight c1, latency l1,
+ *   completion rate; the last tick's rate and median where higher, as a window that began in
+ *   calm dilutes them);
  *   the first later window whose peak in-flight fell to judge_drop (0.85) x c1 or below
  *   judges it (or, the peak not falling, the first one in which the limit refused units and
  *   the completion rate fell by 1 - judge_drop or more: the rate's fall is then the
@@ -62,7 +71,10 @@ struct sluice_limit_params {
 	double gate;                  /* 0.5 */
 	double calm_decay;            /* 0.9 */
 	uint32_t calm_windows;        /* 10 */
-	double calm_floor;            /* 4: never below this x the peak in-flight */
+	double calm_floor;            /* 4: never below this x the peak in-flight (calm_margin 0) */
+	double calm_margin;           /* 2: in calm, the limit follows this x the recent peak ... */
+	double calm_min;              /* 16: ... but not below this; calm_margin 0 = the old rule */
+	int fast_growth;              /* 1: sluice_limit_grow may grow (0 = off) */
 	double aimd_gate;             /* 0.8; 0 = the classic rule without a gate */
 	double dec_factor;            /* 0.5 */
 	int classic_band;               /* aimd grows below 0.7 x objective (the classic band) */
@@ -104,6 +116,10 @@ struct sluice_limit_input {
 	                               * concurrency would only wait there, no growth */
 	uint64_t samples;             /* for events */
 	double rate;                  /* completions per second in the window (latency samples) */
+	double calm_peak;             /* the recent peak in-flight (decaying over windows), 0 =
+	                               * this window's peak */
+	double tick_rate;             /* the last tick's completions per second and median: */
+	double tick_latency_us;       /* the reference of a descent when the window began calm */
 };
 
 /* One tick's view for the throughput cut (sluice_limit_little). */
@@ -138,6 +154,11 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
 			const struct sluice_little_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
+/* Fast growth (gradient only): limit + sqrt(limit), unless a descent is under way. The caller
+ * gives the tick's latency and in-flight for the event. Returns 1 when the limit grew. */
+int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
+		      double latency_us, uint32_t inflight, uint64_t now_ns,
+		      const struct sluice_event_sink *sink);
 /* One decided window. Returns the limit in force. */
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,
