@@ -93,6 +93,7 @@ static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *
 	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
 
+/* Writes every byte of the key (it has no padding): callers need not zero it first. */
 static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 					struct sluice_flow_key *k)
 {
@@ -102,10 +103,41 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 	pkt_addr(p, !ingress, k->local_addr);
 }
 
+/* The coarse clock as last read on this CPU, and the jiffies it was read at. Not pinned: it
+ * holds nothing between loads that matters. */
+struct coarse_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct coarse_clock);
+} coarse_clock SEC(".maps");
+
+/* The coarse clock for last-seen, read anew only when jiffies moved (the coarse clock moves
+ * with the tick, so it would give the same time; jiffies and this CPU's copy cost a few loads,
+ * the clock a helper call on every data segment). */
+static __always_inline __u64 coarse_now(void)
+{
+	__u32 zero = 0;
+	struct coarse_clock *c = bpf_map_lookup_elem(&coarse_clock, &zero);
+	__u64 j = bpf_jiffies64();
+
+	if (!c)
+		return bpf_ktime_get_coarse_ns();
+	if (c->jiffies != j) {
+		c->ns = bpf_ktime_get_coarse_ns();
+		c->jiffies = j;
+	}
+	return c->ns;
+}
+
 /* Last-seen at most once a second (the GC needs seconds, not a write per packet). */
 static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
 {
-	/* Signed: the coarse clock may lag the exact one that wrote last_seen by a tick. */
+	/* Signed: the coarse clock may lag the exact one that wrote last_seen by a tick or two. */
 	if ((__s64)(now - f->last_seen_ns) > (__s64)NS_PER_SEC)
 		f->last_seen_ns = now;
 }
@@ -244,11 +276,11 @@ static __always_inline int handshake_stands(const struct sluice_handshake *r, __
 	return (r->flags & SLUICE_HS_SERVER_ISN) || now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS;
 }
 
-static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
-				      const struct sluice_service *sc)
+static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc)
 {
-	struct sluice_flow_key key = {};
-	struct sluice_handshake hs = {}, *old;
+	const struct sluice_service *sc;
+	struct sluice_flow_key key;
+	struct sluice_handshake hs, *old;
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
@@ -276,9 +308,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			st->retransmits++;
 		return XDP_PASS;
 	}
+	/* A new SYN: the retransmits above need neither the service nor the clock. */
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (!sc)
+		return XDP_PASS;
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
-	now = bpf_ktime_get_ns(); /* a new SYN: retransmits above need no clock */
+	now = bpf_ktime_get_ns();
 	if (old) {
 		__u32 osvc = old->svc;
 
@@ -289,6 +325,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		if (bpf_map_delete_elem(&handshakes, &key) == 0 && sc->protocol != SLUICE_PROTO_HTTP)
 			halfopen_done(osvc, now);
 	}
+	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;
 	hs.client_isn = isn;
 	hs.svc = svc;
@@ -413,7 +450,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
  * peer that received our SYN-ACK knows. */
 static __always_inline void client_ack(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_handshake *r, hs;
 
 	if (!p->tcp->ack)
@@ -437,7 +474,7 @@ static __always_inline void client_ack(const struct pkt *p)
  * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends. */
 static __always_inline void client_end(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_handshake *r;
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq);
@@ -482,14 +519,13 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	}
 	if ((ps = pkt_counters()))
 		ps->service++;
+	if (p.tcp->syn && !p.tcp->ack)
+		return handle_syn(ctx, &p, svc);
+	if (p.tcp->syn)
+		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
 		return XDP_PASS;
-
-	if (p.tcp->syn && !p.tcp->ack)
-		return handle_syn(ctx, &p, svc, sc);
-	if (p.tcp->syn)
-		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	client_end(&p);
 	return XDP_PASS;
 }
@@ -647,7 +683,7 @@ static __always_inline int interim_response(struct __sk_buff *skb, const struct 
 
 static __always_inline int tc_egress(struct __sk_buff *skb)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_pkt_stats *ps;
 	struct sluice_handshake *r;
 	struct sluice_flow *f;
@@ -710,7 +746,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	}
 	if (f->state != SLUICE_FLOW_OPEN)
 		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
-	touch_flow(f, now ? now : bpf_ktime_get_coarse_ns());
+	touch_flow(f, now ? now : coarse_now());
 	return TC_ACT_OK;
 }
 
@@ -781,7 +817,7 @@ static __always_inline int is_connect(const struct pkt *p, const char b[8])
 static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, __u32 svc,
 					 const struct sluice_service *sc)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_flow *f;
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
@@ -797,7 +833,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does; the exact one is read only for a request that is decided. */
-	touch_flow(f, bpf_ktime_get_coarse_ns());
+	touch_flow(f, coarse_now());
 	if (f->flags & SLUICE_FLOW_OPAQUE)
 		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
@@ -877,7 +913,7 @@ refuse:
  * is busy. More client data before the reply belongs to the same turn. */
 static __always_inline int tcp_client_data(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls, w, nw;
 	__u64 now;
