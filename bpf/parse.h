@@ -374,7 +374,12 @@ static __always_inline void pkt_addr(const struct pkt *p, int source, __u8 out[1
 		out[11] = 0xff;
 		__builtin_memcpy(out + 12, &a, 4);
 	} else {
-		__builtin_memcpy(out, source ? &p->ip6->saddr : &p->ip6->daddr, 16);
+		/* In 32-bit words: copied as bytes into a key of 2-byte alignment, clang reads an
+		 * address 16 bits at a time and shifts the halves together. */
+		const __u32 *a = source ? p->ip6->saddr.in6_u.u6_addr32 : p->ip6->daddr.in6_u.u6_addr32;
+		__u32 w[4] = { a[0], a[1], a[2], a[3] };
+
+		__builtin_memcpy(out, w, 16);
 	}
 }
 
