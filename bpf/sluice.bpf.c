@@ -205,12 +205,18 @@ static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
 	return h ^ (h >> 32);
 }
 
-static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
+/* The refused_syns slot of a SYN's 4-tuple (h: flow_key_hash). */
+static __always_inline __u64 *refused_slot(__u64 h)
+{
+	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&refused_syns, &slot);
+}
+
+static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 					      struct sluice_class_stats *st)
 {
-	__u64 h = flow_key_hash(key), mark = (h & 0xffffffff00000000ull) | isn;
-	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
-	__u64 *seen = bpf_map_lookup_elem(&refused_syns, &slot);
+	__u64 mark = (h & 0xffffffff00000000ull) | isn;
 
 	if (!seen)
 		return;
@@ -282,6 +288,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	struct sluice_flow_key key;
 	struct sluice_handshake hs, *old;
 	struct sluice_class_stats *st;
+	__u64 h, *seen;
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
 	struct class_pick pick;
@@ -300,6 +307,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			st->retransmits++;
 		return XDP_PASS;
 	}
+	/* Not a pending handshake's: a new SYN, refused or not. Its refused_syns slot is read
+	 * now, to be in cache should it be refused: the slot's cache miss (a slot per 4-tuple,
+	 * spread over 128 KiB) then overlaps the flow table's instead of following it. */
+	h = flow_key_hash(&key);
+	seen = refused_slot(h);
+	if (seen)
+		asm volatile("" : : "r"(READ_ONCE(*seen)));
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f && f->syn_seq == isn) {
 		/* Retransmit of the SYN of an established unit: same unit, count once. */
@@ -365,7 +379,7 @@ refuse:
 
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
-	note_rejected_syn(&key, isn, st);
+	note_rejected_syn(seen, h, isn, st);
 	if (sc->reject_mode == SLUICE_REJECT_DROP)
 		return XDP_DROP;
 	if (rst_belongs_to_tc(ctx))
