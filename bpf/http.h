@@ -318,7 +318,9 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 	__u32 bound = best.order;
 	int r;
 
-	if (sc->header_order != SLUICE_RULE_NONE && !source_trusted(svc, p))
+	/* Only a header rule that could still decide (before every source and DSCP rule that
+	 * matched) needs the source's trust: the payload scan does not look for it otherwise. */
+	if (sc->header_order < best.order && !source_trusted(svc, p))
 		bound |= 0x100;
 	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
 

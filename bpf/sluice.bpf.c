@@ -93,6 +93,7 @@ static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *
 	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
 
+/* Writes every byte of the key (it has no padding): callers need not zero it first. */
 static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 					struct sluice_flow_key *k)
 {
@@ -102,10 +103,41 @@ static __always_inline void flow_key_of(const struct pkt *p, int ingress,
 	pkt_addr(p, !ingress, k->local_addr);
 }
 
+/* The coarse clock as last read on this CPU, and the jiffies it was read at. Not pinned: it
+ * holds nothing between loads that matters. */
+struct coarse_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct coarse_clock);
+} coarse_clock SEC(".maps");
+
+/* The coarse clock for last-seen, read anew only when jiffies moved (the coarse clock moves
+ * with the tick, so it would give the same time; jiffies and this CPU's copy cost a few loads,
+ * the clock a helper call on every data segment). */
+static __always_inline __u64 coarse_now(void)
+{
+	__u32 zero = 0;
+	struct coarse_clock *c = bpf_map_lookup_elem(&coarse_clock, &zero);
+	__u64 j = bpf_jiffies64();
+
+	if (!c)
+		return bpf_ktime_get_coarse_ns();
+	if (c->jiffies != j) {
+		c->ns = bpf_ktime_get_coarse_ns();
+		c->jiffies = j;
+	}
+	return c->ns;
+}
+
 /* Last-seen at most once a second (the GC needs seconds, not a write per packet). */
 static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
 {
-	/* Signed: the coarse clock may lag the exact one that wrote last_seen by a tick. */
+	/* Signed: the coarse clock may lag the exact one that wrote last_seen by a tick or two. */
 	if ((__s64)(now - f->last_seen_ns) > (__s64)NS_PER_SEC)
 		f->last_seen_ns = now;
 }
@@ -173,12 +205,18 @@ static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
 	return h ^ (h >> 32);
 }
 
-static __always_inline void note_rejected_syn(struct sluice_flow_key *key, __u32 isn,
+/* The refused_syns slot of a SYN's 4-tuple (h: flow_key_hash). */
+static __always_inline __u64 *refused_slot(__u64 h)
+{
+	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&refused_syns, &slot);
+}
+
+static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 					      struct sluice_class_stats *st)
 {
-	__u64 h = flow_key_hash(key), mark = (h & 0xffffffff00000000ull) | isn;
-	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
-	__u64 *seen = bpf_map_lookup_elem(&refused_syns, &slot);
+	__u64 mark = (h & 0xffffffff00000000ull) | isn;
 
 	if (!seen)
 		return;
@@ -244,12 +282,13 @@ static __always_inline int handshake_stands(const struct sluice_handshake *r, __
 	return (r->flags & SLUICE_HS_SERVER_ISN) || now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS;
 }
 
-static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc,
-				      const struct sluice_service *sc)
+static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc)
 {
-	struct sluice_flow_key key = {};
-	struct sluice_handshake hs = {}, *old;
+	const struct sluice_service *sc;
+	struct sluice_flow_key key;
+	struct sluice_handshake hs, *old;
 	struct sluice_class_stats *st;
+	__u64 h, *seen;
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
 	struct class_pick pick;
@@ -268,6 +307,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			st->retransmits++;
 		return XDP_PASS;
 	}
+	/* Not a pending handshake's: a new SYN, refused or not. Its refused_syns slot is read
+	 * now, to be in cache should it be refused: the slot's cache miss (a slot per 4-tuple,
+	 * spread over 128 KiB) then overlaps the flow table's instead of following it. */
+	h = flow_key_hash(&key);
+	seen = refused_slot(h);
+	if (seen)
+		asm volatile("" : : "r"(READ_ONCE(*seen)));
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f && f->syn_seq == isn) {
 		/* Retransmit of the SYN of an established unit: same unit, count once. */
@@ -276,9 +322,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			st->retransmits++;
 		return XDP_PASS;
 	}
+	/* A new SYN: the retransmits above need neither the service nor the clock. */
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (!sc)
+		return XDP_PASS;
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
-	now = bpf_ktime_get_ns(); /* a new SYN: retransmits above need no clock */
+	now = bpf_ktime_get_ns();
 	if (old) {
 		__u32 osvc = old->svc;
 
@@ -289,6 +339,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		if (bpf_map_delete_elem(&handshakes, &key) == 0 && sc->protocol != SLUICE_PROTO_HTTP)
 			halfopen_done(osvc, now);
 	}
+	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;
 	hs.client_isn = isn;
 	hs.svc = svc;
@@ -328,7 +379,7 @@ refuse:
 
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
-	note_rejected_syn(&key, isn, st);
+	note_rejected_syn(seen, h, isn, st);
 	if (sc->reject_mode == SLUICE_REJECT_DROP)
 		return XDP_DROP;
 	if (rst_belongs_to_tc(ctx))
@@ -413,7 +464,7 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
  * peer that received our SYN-ACK knows. */
 static __always_inline void client_ack(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_handshake *r, hs;
 
 	if (!p->tcp->ack)
@@ -437,7 +488,7 @@ static __always_inline void client_ack(const struct pkt *p)
  * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends. */
 static __always_inline void client_end(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_handshake *r;
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq);
@@ -482,14 +533,13 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	}
 	if ((ps = pkt_counters()))
 		ps->service++;
+	if (p.tcp->syn && !p.tcp->ack)
+		return handle_syn(ctx, &p, svc);
+	if (p.tcp->syn)
+		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
 		return XDP_PASS;
-
-	if (p.tcp->syn && !p.tcp->ack)
-		return handle_syn(ctx, &p, svc, sc);
-	if (p.tcp->syn)
-		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
 	client_end(&p);
 	return XDP_PASS;
 }
@@ -647,7 +697,7 @@ static __always_inline int interim_response(struct __sk_buff *skb, const struct 
 
 static __always_inline int tc_egress(struct __sk_buff *skb)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_pkt_stats *ps;
 	struct sluice_handshake *r;
 	struct sluice_flow *f;
@@ -710,7 +760,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	}
 	if (f->state != SLUICE_FLOW_OPEN)
 		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
-	touch_flow(f, now ? now : bpf_ktime_get_coarse_ns());
+	touch_flow(f, now ? now : coarse_now());
 	return TC_ACT_OK;
 }
 
@@ -781,7 +831,7 @@ static __always_inline int is_connect(const struct pkt *p, const char b[8])
 static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, __u32 svc,
 					 const struct sluice_service *sc)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_flow *f;
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
@@ -797,7 +847,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does; the exact one is read only for a request that is decided. */
-	touch_flow(f, bpf_ktime_get_coarse_ns());
+	touch_flow(f, coarse_now());
 	if (f->flags & SLUICE_FLOW_OPAQUE)
 		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
@@ -877,7 +927,7 @@ refuse:
  * is busy. More client data before the reply belongs to the same turn. */
 static __always_inline int tcp_client_data(const struct pkt *p)
 {
-	struct sluice_flow_key key = {};
+	struct sluice_flow_key key;
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls, w, nw;
 	__u64 now;
