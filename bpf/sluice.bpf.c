@@ -930,7 +930,7 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	struct sluice_flow_key key;
 	struct sluice_flow *f;
 	__u32 seq = bpf_ntohl(p->tcp->seq), svc, cls, w, nw;
-	__u64 now;
+	__u64 now, syn_ns;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
@@ -952,6 +952,7 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 	/* The start is written before the turn opens: whoever ends it reads it after. */
 	now = bpf_ktime_get_ns();
 	f->req_start_ns = now;
+	syn_ns = f->admitted_ns; /* read while the entry is surely this flow's: before the swap */
 	SLUICE_TEST_HOOK(SLUICE_HOOK_TURN, &key);
 	/* The turn is the word's from the swap on: whoever takes it out (the server's reply, the
 	 * flow's end) gives back this busy count, even on an entry ended and reused meanwhile. */
@@ -959,7 +960,7 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 		return TC_ACT_OK;
 	count_unit(&busy, svc, cls, 1);
 	if (w & SLUICE_OWN_PENDING) /* busy now: no longer counted as fresh */
-		halfopen_fresh_done(svc, f->admitted_ns, now);
+		halfopen_fresh_done(svc, syn_ns, now);
 	own_bump(svc);
 	return TC_ACT_OK;
 }

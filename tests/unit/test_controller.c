@@ -519,8 +519,8 @@ static void test_l0_room_under_adaptive_limit(void **st)
 }
 
 /* The operator's caps stay as they are: a fixed limit, fixed headroom, a written L0
- * percentage (100 % too: written, L0 is held to the limit, for http and tcp alike). A written percentage of another
- * class leaves L0's room alone. */
+ * percentage (100 % too: written, L0 is held to the limit, for http and tcp alike). A written
+ * percentage of another class leaves L0's room alone. */
 static void test_l0_room_caps_unchanged(void **st)
 {
 	struct service_conf sc;
