@@ -73,7 +73,7 @@ $(BINS):
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(TOOL_BINS): $(BUILD)/tools/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) tools/common/args.h
+$(TOOL_BINS): $(BUILD)/tools/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) $(wildcard tools/common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(filter %.c,$^) -lpthread -lm -o $@
 

@@ -175,7 +175,6 @@ int64_t now_ns(void);
 void die(const char *fmt, ...);
 void warn_once(int *flag, const char *fmt, ...);
 double rnd01(void);
-int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len, bool need_port);
 char *xstrdup_printf(size_t *len, const char *fmt, ...);
 void add_class(const char *spec);
 void build_requests(void);

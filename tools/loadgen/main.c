@@ -16,6 +16,7 @@
 // See tools/README.md for usage.
 #include "loadgen.h"
 #include "../common/args.h"
+#include "../common/hostport.h"
 
 // ---------------------------------------------------------------- globals
 const char *mode_names[] = { "http-keepalive", "http-new", "tcp" };
@@ -78,55 +79,6 @@ double rnd01(void) // xorshift64*, (0,1]
 	       (1.0 / 9007199254740992.0);
 }
 
-// ---------------------------------------------------------------- addresses
-int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len, bool need_port)
-{
-	char host[256], buf[300];
-	const char *port = "0";
-	if (!need_port) {
-		// a bare address: v4, v6 or [v6]
-		size_t n = strlen(s);
-		if (s[0] == '[' && n > 2 && s[n - 1] == ']') {
-			if (n - 2 >= sizeof host)
-				return -1;
-			memcpy(host, s + 1, n - 2);
-			host[n - 2] = 0;
-		} else {
-			if (n >= sizeof host)
-				return -1;
-			strcpy(host, s);
-		}
-	} else if (s[0] == '[') {
-		const char *e = strchr(s, ']');
-		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
-			return -1;
-		memcpy(host, s + 1, (size_t)(e - s - 1));
-		host[e - s - 1] = 0;
-		port = e + 2;
-	} else {
-		const char *c = strrchr(s, ':');
-		if (!c || memchr(s, ':', (size_t)(c - s)) || (size_t)(c - s) >= sizeof host)
-			return -1;
-		memcpy(host, s, (size_t)(c - s));
-		host[c - s] = 0;
-		port = c + 1;
-	}
-	char *end;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || p < 0 || p > 65535 || (need_port && p == 0) || !host[0])
-		return -1;
-	snprintf(buf, sizeof buf, "%s", port);
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	if (getaddrinfo(host, buf, &hints, &res))
-		return -1;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 // ---------------------------------------------------------------- classes
 char *xstrdup_printf(size_t *len, const char *fmt, ...)
 {
@@ -184,7 +136,7 @@ void add_class(const char *spec)
 				*cut = 0;
 				opt_end = cut + 1;
 			}
-			if (parse_hostport(v, &k->src, &k->srclen, false))
+			if (parse_hostport(v, HOSTPORT_BARE, &k->src, &k->srclen))
 				die("bad src address '%s' in --class '%s'", v, spec);
 		} else {
 			char *colon = strchr(rest, ':');
@@ -361,7 +313,7 @@ static void parse_args(int argc, char **argv)
 		usage(stderr);
 		die("--target and --rate are required");
 	}
-	if (parse_hostport(opt.target_str, &opt.target, &opt.target_len, true))
+	if (parse_hostport(opt.target_str, 0, &opt.target, &opt.target_len))
 		die("bad --target '%s' (want numeric ADDR:PORT or [V6ADDR]:PORT)", opt.target_str);
 	if (opt.duration < 0)
 		opt.duration = opt.max_requests ? 1e6 : 10;

@@ -16,6 +16,7 @@
 // See tools/README.md for usage.
 #include "testserver.h"
 #include "../common/args.h"
+#include "../common/hostport.h"
 
 // ---------------------------------------------------------------- options and run-time mode
 struct ts_opt opt = { .workers = 4, .service_ms = 10, .slow_ms = -1, .mode = MODE_HTTP, .backlog = 1024,
@@ -259,42 +260,6 @@ bool send_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
-int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[256];
-	const char *port;
-	if (s[0] == '[') {
-		const char *e = strchr(s, ']');
-		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
-			return -1;
-		memcpy(host, s + 1, (size_t)(e - s - 1));
-		host[e - s - 1] = 0;
-		port = e + 2;
-	} else {
-		const char *c = strrchr(s, ':');
-		if (!c || memchr(s, ':', (size_t)(c - s)) || (size_t)(c - s) >= sizeof host)
-			return -1;
-		memcpy(host, s, (size_t)(c - s));
-		host[c - s] = 0;
-		port = c + 1;
-	}
-	if (!host[0] || !strcmp(host, "*"))
-		strcpy(host, "0.0.0.0");
-	char *end;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || p < 0 || p > 65535)
-		return -1;
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	if (getaddrinfo(host, port, &hints, &res))
-		return -1;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
 {
 	char h[INET6_ADDRSTRLEN + 8] = "?";
@@ -323,7 +288,7 @@ void open_listeners(void)
 	for (int i = 0; i < opt.nlisten; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len;
-		if (parse_hostport(opt.listen[i], &ss, &len))
+		if (parse_hostport(opt.listen[i], HOSTPORT_LISTEN, &ss, &len))
 			die("bad --listen address '%s' (want ADDR:PORT or [V6ADDR]:PORT)",
 			    opt.listen[i]);
 		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -107,7 +107,6 @@ double rnd01(void);
 bool should_fail(void);
 bool do_work(int64_t us);
 bool send_all(int fd, const char *buf, size_t len);
-int parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n);
 void open_listeners(void);
 void conn_opened(void);
