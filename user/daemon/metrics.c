@@ -10,6 +10,7 @@
 
 #include <locale.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,6 +478,26 @@ static void render_xdp(FILE *b, const struct status_snapshot *snap)
 	}
 }
 
+/* The data path's packet counters (struct sluice_pkt_stats), one counter family each. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} pkt_families[] = {
+	{ "sluice_packets_service_total",
+	  "Packets to or from a configured service seen by the data path.",
+	  offsetof(struct sluice_pkt_stats, service) },
+	{ "sluice_packets_malformed_total", "Truncated or garbage packets, passed untouched.",
+	  offsetof(struct sluice_pkt_stats, malformed) },
+	{ "sluice_rst_sent_total", "TCP resets sent to clients for rejected connections.",
+	  offsetof(struct sluice_pkt_stats, rst_sent) },
+	{ "sluice_http_replies_sent_total",
+	  "HTTP 429/503 replies sent by the data path for rejected requests.",
+	  offsetof(struct sluice_pkt_stats, reply_sent) },
+	{ "sluice_http_replies_failed_total",
+	  "Rejections that could not build a reply: the request was admitted instead.",
+	  offsetof(struct sluice_pkt_stats, reply_failed) },
+};
+
 static void render_process(FILE *b, const struct status_snapshot *snap, const struct metrics_extra *x)
 {
 	family(b, "sluice_controller_alive", "gauge",
@@ -496,26 +517,13 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 		escape_label(name, snap->ifaces[i].name, IF_NAMESIZE);
 		sample_u(b, "sluice_interface_attached", &l, 1);
 	}
-	family(b, "sluice_packets_service_total", "counter",
-	       "Packets to or from a configured service seen by the data path.");
-	sample_u(b, "sluice_packets_service_total", NULL,
-		 snap ? (unsigned long long)snap->pkt.service : 0);
-	family(b, "sluice_packets_malformed_total", "counter",
-	       "Truncated or garbage packets, passed untouched.");
-	sample_u(b, "sluice_packets_malformed_total", NULL,
-		 snap ? (unsigned long long)snap->pkt.malformed : 0);
-	family(b, "sluice_rst_sent_total", "counter",
-	       "TCP resets sent to clients for rejected connections.");
-	sample_u(b, "sluice_rst_sent_total", NULL,
-		 snap ? (unsigned long long)snap->pkt.rst_sent : 0);
-	family(b, "sluice_http_replies_sent_total", "counter",
-	       "HTTP 429/503 replies sent by the data path for rejected requests.");
-	sample_u(b, "sluice_http_replies_sent_total", NULL,
-		 snap ? (unsigned long long)snap->pkt.reply_sent : 0);
-	family(b, "sluice_http_replies_failed_total", "counter",
-	       "Rejections that could not build a reply: the request was admitted instead.");
-	sample_u(b, "sluice_http_replies_failed_total", NULL,
-		 snap ? (unsigned long long)snap->pkt.reply_failed : 0);
+	for (size_t i = 0; i < sizeof pkt_families / sizeof pkt_families[0]; i++) {
+		const __u64 *v = snap ? (const void *)((const char *)&snap->pkt + pkt_families[i].off)
+				      : NULL;
+
+		family(b, pkt_families[i].name, "counter", pkt_families[i].help);
+		sample_u(b, pkt_families[i].name, NULL, v ? (unsigned long long)*v : 0);
+	}
 
 	if (x) {
 		struct lbl ok = { NULL, -1, "result", "ok" }, bad = { NULL, -1, "result", "error" };
