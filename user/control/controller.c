@@ -320,11 +320,15 @@ static void knee_cap(struct service_ctl *s, const struct sluice_evwin_result *r,
 		     uint64_t now_ns, const struct sluice_event_sink *sink)
 {
 	uint32_t thr[SLUICE_NUM_CLASSES];
+	uint64_t above = 0;
 	int low = -1, high = -1;
+	double served;
 
 	if (!bound || s->base.value_us <= 0 || r->latency_us <= s->base.value_us ||
-	    s->knee_max <= 0 || s->knee_rate < KNEE_AT_THROUGHPUT *
-	    sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S, now_ns))
+	    s->knee_max <= 0 || !r->dur_ns)
+		return;
+	served = sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S, now_ns);
+	if (s->knee_rate < KNEE_AT_THROUGHPUT * served)
 		return;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (s->win.cls_arrivals[c]) {
@@ -333,6 +337,10 @@ static void knee_cap(struct service_ctl *s, const struct sluice_evwin_result *r,
 				high = c;
 		}
 	if (low <= high || !s->win.cls_headroom_rej[low])
+		return;
+	for (int c = 0; c < low; c++)
+		above += s->win.cls_arrivals[c];
+	if ((double)above * 1e9 / (double)r->dur_ns > SLUICE_L0ROOM_FITS * served)
 		return;
 	sluice_headroom_thresholds(s->lim.limit, &s->hp, s->peaks, thr);
 	if (sluice_limit_knee(&s->lim, &s->mp, s->knee_max * s->base.value_us / 1e6,
