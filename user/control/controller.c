@@ -316,7 +316,12 @@ static void knee_track(struct service_ctl *s, uint64_t dt_ns)
  *     one would wait behind it),
  *   - the window's median is above the baseline (a queue), and
  *   - the backend answers at its throughput (the knee rate is at least 0.9 x the highest
- *     window completion rate of the last 30 s: not a rate the cap itself holds down),
+ *     window completion rate of the last 30 s: not a rate the cap itself holds down, and the
+ *     window's in-flight agrees with it by Little's law: KNEE_LITTLE), and
+ *   - the classes above the lowest busy one fit in half of that throughput (where they are
+ *     most of the load themselves, the cap would refuse them too: in the simulated step at
+ *     10x on 16 workers with classes 10/20/30/40 %, L0 alone offering the whole capacity, it
+ *     took utilisation 0.857 -> 0.802 and L0's admitted share 0.768 -> 0.724),
  * the limit is held to knee + 1 + margins: knee = rate x baseline, the concurrency at which
  * that throughput is served without a queue (Little's law), one unit of slack, and the burst
  * margins of the classes above the lowest busy one (its threshold is the limit minus them), so
@@ -349,9 +354,8 @@ static void knee_cap(struct service_ctl *s, const struct sluice_evwin_result *r,
 	if ((double)above * 1e9 / (double)r->dur_ns > SLUICE_L0ROOM_FITS * served)
 		return;
 	sluice_headroom_thresholds(s->lim.limit, &s->hp, s->peaks, thr);
-	if (sluice_limit_knee(&s->lim, &s->mp, s->knee_max * s->base.value_us / 1e6,
-			      (double)(s->lim.limit - thr[low]), s->knee_max, now_ns, sink))
-		s->lim.last_dir = -1;
+	sluice_limit_knee(&s->lim, &s->mp, s->knee_max * s->base.value_us / 1e6,
+			  (double)(s->lim.limit - thr[low]), s->knee_max, now_ns, sink);
 }
 
 /* The counters now become the last ones. The histograms' snapshot is taken by the signals'
