@@ -464,53 +464,6 @@ static void test_window_extends_and_signal(void **st)
 	assert_string_equal(sluice_signal_state_name(SLUICE_SIGNAL_NONE), "none");
 }
 
-/* The knee cap alone: knee + 1 + margins, only ever down, never below the evidence floor or
- * min, and only for an adaptive gradient limit of an http service. */
-static void test_knee_cap(void **st)
-{
-	struct sluice_limit_params p;
-	struct sluice_limit l;
-	struct evcap c;
-	struct sluice_event_sink sink = evcap_sink(&c, "web");
-	(void)st;
-	params(&p, SLUICE_LIMIT_GRADIENT, 4, 512);
-	p.little = 1;
-	sluice_limit_init(&l, &p);
-	assert_int_equal(l.limit, 154);
-	/* 320 responses/s x a 50 ms baseline: 16 in service, 1 of slack, 4 of margins */
-	assert_int_equal(sluice_limit_knee(&l, &p, 16.0, 4, 320, S, &sink), 1);
-	assert_int_equal(l.limit, 21);
-	assert_int_equal(l.last_dir, -1);
-	assert_int_equal(l.cuts, 1);
-	assert_non_null(strstr(evcap_last_json(&c), "\"why\":\"above_knee\""));
-	/* never up */
-	assert_int_equal(sluice_limit_knee(&l, &p, 30.0, 4, 600, 2 * S, &sink), 0);
-	assert_int_equal(l.limit, 21);
-	/* never below the evidence floor, nor min */
-	l.floor = 19;
-	assert_int_equal(sluice_limit_knee(&l, &p, 10.0, 4, 200, 3 * S, &sink), 1);
-	assert_int_equal(l.limit, 19);
-	l.floor = 0;
-	assert_int_equal(sluice_limit_knee(&l, &p, 0.5, 0, 10, 4 * S, &sink), 1);
-	assert_int_equal(l.limit, 4);
-	/* off: a tcp service, aimd, a fixed limit, knee_slack 0, no knee */
-	sluice_limit_init(&l, &p);
-	assert_int_equal(sluice_limit_knee(&l, &p, 0, 4, 0, S, &sink), 0);
-	p.knee_slack = 0;
-	assert_int_equal(sluice_limit_knee(&l, &p, 16.0, 4, 320, S, &sink), 0);
-	params(&p, SLUICE_LIMIT_GRADIENT, 4, 512);
-	assert_int_equal(sluice_limit_knee(&l, &p, 16.0, 4, 320, S, &sink), 0);   /* tcp */
-	params(&p, SLUICE_LIMIT_AIMD, 4, 512);
-	p.little = 1;
-	assert_int_equal(sluice_limit_knee(&l, &p, 16.0, 4, 320, S, &sink), 0);
-	params(&p, SLUICE_LIMIT_GRADIENT, 4, 512);
-	p.little = 1;
-	p.fixed = 40;
-	sluice_limit_init(&l, &p);
-	assert_int_equal(sluice_limit_knee(&l, &p, 16.0, 4, 320, S, &sink), 0);
-	assert_int_equal(l.limit, 40);
-}
-
 static void test_window_top_classes(void **st)
 {
 	struct sluice_evwin w;
@@ -549,7 +502,6 @@ int main(void)
 		cmocka_unit_test(test_baseline_ignores_bad_windows),
 		cmocka_unit_test(test_window_extends_and_signal),
 		cmocka_unit_test(test_window_top_classes),
-		cmocka_unit_test(test_knee_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -543,7 +543,7 @@ static void test_bench_step(void **st)
  * refused request at once, like wrk, for 7 s. L0's p99 against the p99 of the same L0 clients
  * alone on the idle backend: over the 7 s, over their first 0.5 s (the limit of the calm meets
  * the surge) and from the second second on (the limit's steady state); the workers' busy
- * fraction over the 7 s. knee: the knee cap (knee_slack; 0 = off). */
+ * fraction over the 7 s. */
 struct bench_closed_result { double l0_p99_x, l0_p99_first, l0_p99_late, util; uint32_t limit; };
 
 static double rate_warm(struct sim *s, uint64_t t, int c)
@@ -552,7 +552,7 @@ static double rate_warm(struct sim *s, uint64_t t, int c)
 	return t >= 2 * S ? 0 : c == 0 ? 160 * 0.04 : c == 3 ? 160 * 0.96 : 0;
 }
 
-static struct bench_closed_result bench_closed(double load, double knee)
+static struct bench_closed_result bench_closed(double load)
 {
 	struct bench_closed_result r;
 	int n = (int)(load * 16 + 0.5), l0 = (int)(n * 0.04 + 0.5);
@@ -575,7 +575,6 @@ static struct bench_closed_result bench_closed(double load, double knee)
 	sim.backoff_ms = 0.1;
 	sim.rate = rate_warm;
 	sim_start(&sim);
-	sim.ctl.mp.knee_slack = knee;
 	sim_run(&sim, 2 * S);
 	b0 = sim.busy_us;
 	sim.clients = n;
@@ -591,33 +590,28 @@ static struct bench_closed_result bench_closed(double load, double knee)
 	return r;
 }
 
-/* The knee cap: from the second second on L0 no longer waits behind the gradient's queue
- * (without the cap, SIM_REPORT=1 prints the runs with knee 0: 1.24-1.35x in these six runs,
- * mean 1.29; with it 1.16-1.26x, mean 1.20), and the backend stays as busy. Over the first half second the limit of
- * the calm meets the surge (1.19-1.72x with the cap, 1.41-1.72x without): reported only. */
+/* Where L0's p99 in the bench's closed loop comes from (docs/CONTROLLER.md, "L0's tail in the
+ * closed loop"): the first half second, where the calm limit (21-31) meets 56 or 160 clients
+ * (1.41-1.72x), and the gradient's steady state, whose median at the aim keeps a tenth of a
+ * service time of queue in front of L0 too (1.24-1.35x from the second second on). Asserted:
+ * the backend stays busy, and neither part grows (a guard, not the goal of 1.2x). */
 static void test_bench_closed(void **st)
 {
 	static const double loads[] = { 3.5, 10 };
-	double sum = 0;
 	(void)st;
-	for (int k = 1; k >= (getenv("SIM_REPORT") ? 0 : 1); k--)
-		for (int l = 0; l < 2; l++)
-			for (int i = 0; i < 3; i++) {
-				struct bench_closed_result r;
+	for (int l = 0; l < 2; l++)
+		for (int i = 0; i < 3; i++) {
+			struct bench_closed_result r;
 
-				sim_seed = 42 + (uint64_t)i;
-				r = bench_closed(loads[l], k);
-				print_message("# bench closed %.1fx%s: L0 p99 %.2fx alone (first 0.5 s "
-					      "%.2fx, from 1 s on %.2fx), util %.3f, limit %u\n",
-					      loads[l], k ? "" : " (no knee cap)", r.l0_p99_x,
-					      r.l0_p99_first, r.l0_p99_late, r.util, r.limit);
-				if (!k)
-					continue;
-				sum += r.l0_p99_late;
-				assert_true(r.l0_p99_late <= 1.27);
-				assert_true(r.util >= 0.99);
-			}
-	assert_true(sum / 6 <= 1.22);
+			sim_seed = 42 + (uint64_t)i;
+			r = bench_closed(loads[l]);
+			print_message("# bench closed %.1fx: L0 p99 %.2fx alone (first 0.5 s %.2fx, from "
+				      "1 s on %.2fx), util %.3f, limit %u\n", loads[l], r.l0_p99_x,
+				      r.l0_p99_first, r.l0_p99_late, r.util, r.limit);
+			assert_true(r.util >= 0.99);
+			assert_true(r.l0_p99_late <= 1.4);
+			assert_true(r.l0_p99_x <= 1.8);
+		}
 	sim_seed = 42;
 }
 

@@ -2,7 +2,6 @@
 /* One service's controller; the composition rule is in controller.h. */
 #include "control/controller.h"
 
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,17 +9,6 @@
 
 /* the recent peak in-flight that a calm limit follows decays by this per decided window */
 #define CALM_PEAK_DECAY 0.9
-/* the knee cap's rate: averaged over ticks with this time constant, its highest decays with
- * this one (2 % a second), and it counts while at least this share of the highest window
- * completion rate of the last 30 s (the backend at its throughput, not held below it) */
-#define KNEE_RATE_TAU_NS 280000000.0
-#define KNEE_MAX_TAU_NS 50000000000.0
-#define KNEE_AT_THROUGHPUT 0.9
-/* ... and while the window's in-flight agrees with it by Little's law (peak in-flight at most
- * this x rate x the window's median): at a surge's start the answers still come at the calm
- * rate while in-flight has jumped (on Apache 148 responses/s for 26 in flight at 65 ms: a cap
- * of 13 on 16 workers) */
-#define KNEE_LITTLE 1.5
 
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)
@@ -282,82 +270,6 @@ static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint
 	sluice_limit_grow(&s->lim, &s->mp, t->p50_us, inflight, now_ns, sink);
 }
 
-/* The knee cap, per tick: the rate it is sized from. Only ticks in which the limit refused
- * units count (the backend then gets all it can take, so what it answers is its throughput);
- * the highest recent value is kept, because a limit held at the knee can only lower the rate
- * it is sized from, never raise it (on the simulated bench step, sizing from the current
- * average took the limit 21 -> 18.5 in a spiral and the workers' busy fraction to 0.93). */
-static void knee_track(struct service_ctl *s, uint64_t dt_ns)
-{
-	const struct sluice_class_signals *t = &s->sig.total;
-
-	if (!dt_ns)
-		return;
-	if (t->rejected[SLUICE_REJ_HEADROOM]) {
-		double rate = (double)t->samples * 1e9 / (double)dt_ns;
-
-		s->knee_rate = s->knee_rate > 0 ? s->knee_rate + (1 - exp(-(double)dt_ns /
-			       KNEE_RATE_TAU_NS)) * (rate - s->knee_rate) : rate;
-	}
-	s->knee_max *= exp(-(double)dt_ns / KNEE_MAX_TAU_NS);
-	if (s->knee_rate > s->knee_max)
-		s->knee_max = s->knee_rate;
-}
-
-/* The knee cap (decided windows; http services, gradient). The gradient steers the window's
- * median to the aim, 1.1 x the baseline: a queue of a tenth of the service time in front of
- * every request, the higher classes' included (the backend's queue is FIFO). With L0 busy
- * beside a lower class that the limit refuses, that queue is what L0 pays for the lower
- * class's last tenth of throughput: on the simulated bench closed loop (16 workers x 50 ms,
- * 2 L0 clients beside 54 L3) L0's p99 was 1.24-1.35x its p99 alone from the second second on.
- * So while
- *   - a class above the lowest busy one had arrivals in the window and the lowest busy one
- *     was refused by the limit (the limit decides what the lower class gets, and the higher
- *     one would wait behind it),
- *   - the window's median is above the baseline (a queue), and
- *   - the backend answers at its throughput (the knee rate is at least 0.9 x the highest
- *     window completion rate of the last 30 s: not a rate the cap itself holds down, and the
- *     window's in-flight agrees with it by Little's law: KNEE_LITTLE), and
- *   - the classes above the lowest busy one fit in half of that throughput (where they are
- *     most of the load themselves, the cap would refuse them too: in the simulated step at
- *     10x on 16 workers with classes 10/20/30/40 %, L0 alone offering the whole capacity, it
- *     took utilisation 0.857 -> 0.802 and L0's admitted share 0.768 -> 0.724),
- * the limit is held to knee + 1 + margins: knee = rate x baseline, the concurrency at which
- * that throughput is served without a queue (Little's law), one unit of slack, and the burst
- * margins of the classes above the lowest busy one (its threshold is the limit minus them), so
- * that the lowest class's own room is the knee plus one. */
-static void knee_cap(struct service_ctl *s, const struct sluice_evwin_result *r, int bound,
-		     uint64_t now_ns, const struct sluice_event_sink *sink)
-{
-	uint32_t thr[SLUICE_NUM_CLASSES];
-	uint64_t above = 0;
-	int low = -1, high = -1;
-	double served;
-
-	if (!bound || s->base.value_us <= 0 || r->latency_us <= s->base.value_us ||
-	    s->knee_max <= 0 || !r->dur_ns)
-		return;
-	served = sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S, now_ns);
-	if (s->knee_rate < KNEE_AT_THROUGHPUT * served ||
-	    (double)r->peak_inflight > KNEE_LITTLE * s->knee_max * r->latency_us / 1e6)
-		return;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (s->win.cls_arrivals[c]) {
-			low = c;
-			if (high < 0)
-				high = c;
-		}
-	if (low <= high || !s->win.cls_headroom_rej[low])
-		return;
-	for (int c = 0; c < low; c++)
-		above += s->win.cls_arrivals[c];
-	if ((double)above * 1e9 / (double)r->dur_ns > SLUICE_L0ROOM_FITS * served)
-		return;
-	sluice_headroom_thresholds(s->lim.limit, &s->hp, s->peaks, thr);
-	sluice_limit_knee(&s->lim, &s->mp, s->knee_max * s->base.value_us / 1e6,
-			  (double)(s->lim.limit - thr[low]), s->knee_max, now_ns, sink);
-}
-
 /* The counters now become the last ones. The histograms' snapshot is taken by the signals'
  * delta (sluice_signals_step) but on the first tick, whose histograms are copied here: after
  * either, prev_h holds the histograms now (for the classes the caller marked in hist_same,
@@ -488,7 +400,6 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 					(double)r.active_ns : 0;
 		cuts0 = s->lim.cuts;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
-		knee_cap(s, &r, mi.bound, now_ns, sink);
 		/* a full window within the aim in which the limit did not bind: the limit is one
 		 * set in calm (fast growth may raise it) until the next cut */
 		if (full && r.latency_us <= s->aim_us && !mi.bound && s->lim.cuts == cuts0 &&
@@ -540,7 +451,6 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		}
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	}
-	knee_track(s, dt_ns);
 	throughput_cut(s, sc, in, now_ns, dt_ns, decided, sink);
 	fast_growth(s, in, now_ns, dt_ns, decided, queue_sat, sink);
 	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */

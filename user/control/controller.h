@@ -75,10 +75,6 @@ struct service_ctl {
 	uint64_t peaks_sec;
 	uint64_t served_sec;
 	double served_max;
-	/* The knee cap's rate (controller.c knee_cap): responses per second of the ticks in which
-	 * the limit refused units, averaged over about 0.3 s, and its recent highest (decaying
-	 * 2 % a second). Not exported across a restart: relearned within a second of overload. */
-	double knee_rate, knee_max;
 
 	/* for status and metrics */
 	int signal;                   /* enum sluice_signal_state */

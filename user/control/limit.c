@@ -25,7 +25,6 @@ void sluice_limit_params_default(struct sluice_limit_params *p)
 	p->floor_hold_ns = 30000000000ull;
 	p->cut_ratio = 1.5;
 	p->cut_samples = 20;
-	p->knee_slack = 1;
 }
 
 void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_limit_params *p)
@@ -317,40 +316,6 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 		sluice_event_num(&ev, "latency_us", in->tick_p50_us);
 		sluice_event_num(&ev, "aim_us", in->aim_us);
 		sluice_event_num(&ev, "objective_us", in->objective_us);
-		sluice_event_emit(sink, &ev);
-	}
-	return 1;
-}
-
-int sluice_limit_knee(struct sluice_limit *l, const struct sluice_limit_params *p, double knee,
-		      double margins, double rate, uint64_t now_ns,
-		      const struct sluice_event_sink *sink)
-{
-	uint32_t old = l->limit;
-	double v;
-
-	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->little ||
-	    p->knee_slack <= 0 || !(knee > 0))
-		return 0;
-	v = clampd(p, knee + p->knee_slack + (margins > 0 ? margins : 0));
-	if (v < l->floor)
-		v = l->floor;
-	if (v >= l->est)
-		return 0;
-	l->calm = 0;
-	l->cuts++;
-	set(l, p, v);
-	l->last_dir = -1;
-	if (sink && sink->fn && l->limit != old) {
-		struct sluice_event ev;
-
-		sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_AIMD, "limit",
-				  "limit", "above_knee");
-		sluice_event_num(&ev, "limit_from", old);
-		sluice_event_num(&ev, "limit_to", l->limit);
-		sluice_event_num(&ev, "knee", knee);
-		sluice_event_num(&ev, "margins", margins);
-		sluice_event_num(&ev, "rate", rate);
 		sluice_event_emit(sink, &ev);
 	}
 	return 1;

@@ -85,8 +85,6 @@ struct sluice_limit_params {
 	                               * its time in the backend; a tcp turn's need not be) */
 	double cut_ratio;             /* 1.5: the throughput cut (sluice_limit_little); 0 = off */
 	uint64_t cut_samples;         /* 20: ... on a tick with at least this many samples */
-	double knee_slack;            /* 1: the knee cap (sluice_limit_knee) allows this many
-	                               * units above the knee; 0 = off */
 };
 
 struct sluice_limit {
@@ -156,15 +154,6 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params *p,
 			const struct sluice_little_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
-/* The knee cap (gradient, http services; rule and conditions in controller.c knee_cap):
- * limit = min(limit, knee + knee_slack + margins), where knee = rate x baseline is the
- * concurrency at which the throughput the backend proved is served without a queue (Little's
- * law), and margins the burst margins the headroom keeps for the classes above the one the
- * limit refuses. Never below the evidence floor or min. Returns 1 when it lowered the limit
- * (the caller starts the dead time of a cut). */
-int sluice_limit_knee(struct sluice_limit *l, const struct sluice_limit_params *p, double knee,
-		      double margins, double rate, uint64_t now_ns,
-		      const struct sluice_event_sink *sink);
 /* Fast growth (gradient only): limit + sqrt(limit), unless a descent is under way. The caller
  * gives the tick's latency and in-flight for the event. Returns 1 when the limit grew. */
 int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
