@@ -44,6 +44,7 @@ struct sim {
 	sim_rate_fn rate;
 	int clients;                      /* closed-loop clients (class client % 4 unless cls_of) */
 	int client_cls;                   /* -1: client i is class i % 4 */
+	int l0_clients;                   /* clients 0 .. l0_clients - 1 are L0 (else as above) */
 	double think_ms, backoff_ms;
 	void *ctx;
 
@@ -231,7 +232,8 @@ static inline void sim_run(struct sim *s, uint64_t t_end_us)
 			}
 		for (i = 0; i < s->clients; i++)
 			if (s->next_send[i] <= t)
-				sim_arrive(s, s->client_cls >= 0 ? s->client_cls : i % 4, i);
+				sim_arrive(s, i < s->l0_clients ? 0 : s->client_cls >= 0 ?
+					   s->client_cls : i % 4, i);
 		/* free workers take queued requests */
 		for (w = 0; w < s->workers && s->qn; w++) {
 			int err = 0;
