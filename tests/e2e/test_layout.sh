@@ -449,8 +449,11 @@ upgrade() {
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_total) pins $(pins)"
-	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
+	# their latency samples land in L2's own histogram map (latency_hist2), which status reads
+	local p50_after
+	status; p50_after=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['p50_us']")
+	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && [ "$p50_after" -gt 0 ] && echo 0 || echo 1) \
+		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused), L2's latency histogram counts their turns (p50 $p50_after us)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }

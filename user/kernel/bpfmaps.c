@@ -349,14 +349,20 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 					   sizeof(*r->busy_released), r->busy_released, r->keys);
 }
 
-/* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
-static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
+/* Read slots [first, first + n) into `stats`, marking those whose counters moved; `whole`:
+ * they are every slot in use. */
+static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n,
+		      int whole)
 {
 	int err = maps_read_array(m->class_stats, (__u32)first, (__u32)n, r->stats_len, r->scratch,
 				  r->keys);
 
 	if (err)
 		return err;
+	/* A read of every slot in use: the batch is laid out as `stats`, so the buffers swap
+	 * instead of the moved slots being copied (the slots past them are not in use) */
+	int swap = whole && first == 0;
+
 	for (int k = 0; k < n; k++) {
 		size_t off = r->stats_len * (size_t)(first + k);
 		const unsigned char *fresh = r->scratch + r->stats_len * (size_t)k;
@@ -364,13 +370,20 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 
 		if (r->have_prev && !memcmp(r->stats + off, fresh, r->stats_len))
 			continue;
-		memcpy(r->stats + off, fresh, r->stats_len);
+		if (!swap)
+			memcpy(r->stats + off, fresh, r->stats_len);
 		r->changed[first + k] = 1;
 		r->n_changed++;
 		memset(samples, 0, sizeof(__u64) * SLUICE_NUM_CLASSES);
 		for (int c = 0; c < r->ncpus; c++)
 			for (int j = 0; j < SLUICE_NUM_CLASSES; j++)
 				samples[j] += ((const struct sluice_svc_stats *)fresh)[c].samples[j];
+	}
+	if (swap) {
+		unsigned char *t = r->stats;
+
+		r->stats = r->scratch;
+		r->scratch = t;
 	}
 	/* busy: the stats are compared, the scratch is free again */
 	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
@@ -416,11 +429,11 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 		first = (r->turn++ % parts) * len;
 		end = first + len < n_used ? first + len : n_used;
 	}
-	if ((err = read_slots(r, m, first, end - first)))
+	if ((err = read_slots(r, m, first, end - first, first == 0 && end == n_used)))
 		goto fail;
 	for (int k = 0; k < n_hot; k++)
 		if ((hot[k] < first || hot[k] >= end) && hot[k] < n_used &&
-		    (err = read_slots(r, m, hot[k], 1)))
+		    (err = read_slots(r, m, hot[k], 1, 0)))
 			goto fail;
 	r->have_prev = 1;
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
