@@ -623,8 +623,8 @@ static int read_run(struct maps_reader *r, const struct sluice_maps *m, int c, _
 	__u32 key;
 	int err, fd = maps_hist_fd(m, (int)start, c, &key);
 
-	if (key != start)
-		return -ENOTSUP;     /* pins of another layout: not the daemon's */
+	if (m->latency_hist1 < 0)
+		return -ENOTSUP;     /* pins of a layout before 8: not the daemon's */
 	r->hist_syscalls++;
 	err = maps_read_array(fd, start, end - start,
 			      sizeof(struct sluice_hist) * (size_t)r->ncpus, r->hraw, r->keys);
