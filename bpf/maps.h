@@ -209,15 +209,22 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } class_stats SEC(".maps");
 
-/* Latency histograms per (service, class), per CPU: http requests and tcp turns. BPF (TC
- * egress). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS * SLUICE_NUM_CLASSES);
-	__type(key, __u32);
-	__type(value, struct sluice_hist);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} latency_hist SEC(".maps");
+/* Latency histograms per service, per CPU, one map per class (latency_hist: L0,
+ * latency_hist1..3: L1..L3): http requests and tcp turns. BPF (TC egress). One map a class
+ * so that the services whose class moved are consecutive entries: the tick reads them in one
+ * batch without copying the other classes' histograms between. */
+#define SLUICE_HIST_MAP(name)                                                                  \
+	struct {                                                                               \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                       \
+		__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);  /* sized at load */            \
+		__type(key, __u32);                                                            \
+		__type(value, struct sluice_hist);                                             \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                                           \
+	} name SEC(".maps")
+SLUICE_HIST_MAP(latency_hist);
+SLUICE_HIST_MAP(latency_hist1);
+SLUICE_HIST_MAP(latency_hist2);
+SLUICE_HIST_MAP(latency_hist3);
 
 /* Parser counters, per CPU. BPF. */
 struct {

@@ -588,7 +588,7 @@ static __always_inline void end_turn(struct sluice_flow *f, const struct own_uni
 		__sync_val_compare_and_swap(&f->req_start_ns, start, us | SLUICE_SETUP_PENDING);
 		return;
 	}
-	record_latency(sluice_stat_index(svc, cls), us);
+	record_latency(svc, cls, us);
 }
 
 /* A tcp server segment with data: 1 when it carries data beyond what the server sent before
@@ -611,7 +611,7 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 					struct sluice_flow *f, const struct sluice_flow_key *key,
 					const struct own_units *u, __u64 now)
 {
-	__u32 svc = u->svc, cls = u->cls, idx;
+	__u32 svc = u->svc, cls = u->cls;
 	struct sluice_class_stats *st;
 	int status;
 
@@ -621,8 +621,7 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 	if (u->client)
 		release_client(svc, key->client_addr);
 	own_bump(svc);
-	idx = sluice_stat_index(svc, cls);
-	record_latency(idx, (now - f->req_start_ns) / 1000);
+	record_latency(svc, cls, (now - f->req_start_ns) / 1000);
 	st = class_stats_of(svc, cls);
 	if (!st)
 		return;

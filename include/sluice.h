@@ -11,7 +11,8 @@
  *                                 sluice_layout, ctl_state
  *   the operator (sluicectl)    : ctl_requests
  *   BPF programs write          : flows, handshakes, halfopen, inflight_pcpu, busy,
- *                                 class_stats, latency_hist, pkt_stats, untrusted_marks
+ *                                 class_stats, latency_hist(1..3), pkt_stats,
+ *                                 untrusted_marks
  *                                 (inflight: layouts before 6 only)
  */
 #ifndef SLUICE_H
@@ -21,8 +22,8 @@
 #include "sluice_names.h"
 
 /* Services: the per-service maps (services, verdicts, inflight, inflight_released, replies,
- * class_stats, latency_hist) are sized when sluiced loads them, from the number of services
- * in the config (user/kernel/mapconfig.c: a power of two, at least SLUICE_MIN_SERVICE_SLOTS,
+ * class_stats, the latency histograms) are sized when sluiced loads them, from the number of
+ * services in the config (user/kernel/mapconfig.c: a power of two, at least SLUICE_MIN_SERVICE_SLOTS,
  * which is also the size compiled into the object). SLUICE_MAX_SERVICES is the built-in
  * upper limit: a flow records its service index in 16 bits (struct sluice_flow.svc), and a
  * service is one port, so 65536 is also the port space. A config beyond it is refused. */
@@ -67,8 +68,15 @@
  *      service (struct sluice_svc_stats: the four classes' counters and their latency sample
  *      counts) instead of one per service and class: the controller's tick reads a quarter of
  *      the entries; a migration starts the counters from zero (the controller sees a reset,
- *      as after an attach) */
-#define SLUICE_MAP_LAYOUT_VERSION 7
+ *      as after an attach)
+ *   8  latency histograms one map per class, indexed by service: `latency_hist` holds L0's
+ *      (it held every class's, at service x 4 + class), new maps `latency_hist1`,
+ *      `latency_hist2`, `latency_hist3` hold L1's to L3's: the tick reads the histograms of
+ *      the classes that moved, and the services that moved in one class are consecutive
+ *      entries of one map (one batch), where before a batch over them copied the other
+ *      three classes' entries between; a migration starts the histograms from zero (the
+ *      controller sees a reset, as after an attach) */
+#define SLUICE_MAP_LAYOUT_VERSION 8
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -601,7 +609,8 @@ struct sluice_pkt_stats {
 	__u64 reply_failed;              /* could not build a reply: unit admitted instead */
 };
 
-/* ---- Latency histogram (map `latency_hist`, PERCPU_ARRAY, index svc * 4 + class) ----
+/* ---- Latency histograms (PERCPU_ARRAY, one map per class, index = service: `latency_hist`
+ * for L0, `latency_hist1` .. `latency_hist3` for L1 .. L3, SLUICE_HIST_MAP_NAMES) ----
  * Log-linear in microseconds: values 0..3 exact, then 4 sub-buckets per power of two up to
  * 2^26 us (67 s). Bucket i >= 4 covers [lo, hi) with p = (i-4)/4 + 2, s = (i-4)%4,
  * lo = (4+s) << (p-2), hi = (5+s) << (p-2). */
@@ -647,6 +656,11 @@ static inline __u64 sluice_hist_upper_us(__u32 i)
 	return (__u64)(5 + s) << (p - 2);
 }
 
+/* The histogram map of each class, as pinned. */
+#define SLUICE_HIST_MAP_NAMES { "latency_hist", "latency_hist1", "latency_hist2", "latency_hist3" }
+
+/* Layouts before 8 kept every class's histogram in `latency_hist`, at this index (a sluicectl
+ * still reads such pins). */
 static inline __u32 sluice_stat_index(__u32 svc, __u32 cls)
 {
 	return svc * SLUICE_NUM_CLASSES + cls;

@@ -424,21 +424,46 @@ static void old_class_stats(const char *dir, unsigned slots)
 	free(all);
 }
 
-/* Pins as layout `from` (3 to 6) left them: the maps it never had gone, the record saying
- * `from`, flow keys without the local address, class_stats one entry per service and class.
- * This build migrates them in place: flows copied from 3 and 4 (its new tcp fields are zero in
- * an older flow; 5's flows are this layout's), flows, handshakes and rejected_syns copied
- * under their longer keys, class_stats replaced unread by an empty one of this layout, every
- * other pinned map adopted, the missing maps created empty and pinned. */
+/* Layouts before 8 kept every class's histograms in latency_hist, one per-CPU entry per
+ * service and class (at service x 4 + class): as they left it, with a count in slot 1's L2. */
+static void old_latency_hist(const char *dir, unsigned slots)
+{
+	char path[256];
+	struct sluice_hist *all = calloc((size_t)libbpf_num_possible_cpus(), sizeof(*all));
+	__u32 k = sluice_stat_index(1, 2);
+	int fd;
+
+	assert_non_null(all);
+	snprintf(path, sizeof(path), "%s/latency_hist", dir);
+	assert_int_equal(unlink(path), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "latency_hist", sizeof(__u32), sizeof(*all),
+			    slots * SLUICE_NUM_CLASSES, NULL);
+	assert_true(fd >= 0);
+	all[0].bucket[20] = 555;
+	assert_int_equal(bpf_map_update_elem(fd, &k, all, BPF_ANY), 0);
+	assert_int_equal(bpf_obj_pin(fd, path), 0);
+	close(fd);
+	free(all);
+}
+
+/* Pins as layout `from` (3 to 7) left them: the maps it never had gone, the record saying
+ * `from`, latency_hist one entry per service and class; before 7 also flow keys without the
+ * local address and class_stats one entry per service and class. This build migrates them in
+ * place: flows copied from 3 and 4 (its new tcp fields are zero in an older flow; 5's flows
+ * are this layout's), flows, handshakes and rejected_syns copied under their longer keys
+ * (before 7), class_stats (before 7) and latency_hist replaced unread by empty ones of this
+ * layout, every other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	/* the maps new in layout 7 (the first n_v7), then 6's (n_v6), then 5's, then 4's */
-	static const char *const never_had[] = { "sluice_layout_ext", "untrusted_marks",
+	/* the maps new in layout 8 (the first n_v8), then 7's (n_v7), 6's (n_v6), 5's, 4's */
+	static const char *const never_had[] = { "latency_hist1", "latency_hist2",
+						 "latency_hist3",
+						 "sluice_layout_ext", "untrusted_marks",
 						 "conn_cap", "addr_services",
 						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_v7 = 2, n_v6 = 3;
-	const int n_gone = n_v7 + (from <= 5 ? n_v6 : 0) +
+	const int n_v8 = 3, n_v7 = 2, n_v6 = 3;
+	const int n_gone = n_v8 + (from <= 6 ? n_v7 : 0) + (from <= 5 ? n_v6 : 0) +
 			   (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];
@@ -465,21 +490,32 @@ static void migrate_from(__u32 from)
 		snprintf(path, sizeof(path), "%s/%s", dir, never_had[i]);
 		unlink(path);
 	}
-	old_class_stats(dir, bpf_map__max_entries(a->maps.services));
+	old_latency_hist(dir, bpf_map__max_entries(a->maps.services));
+	if (from <= 6)
+		old_class_stats(dir, bpf_map__max_entries(a->maps.services));
 	if (from >= 5) {   /* 3 and 4 lack maps a sluicectl of any layout since 5 opens */
 		struct sluice_maps om;
 		struct sluice_class_stats cs;
+		struct sluice_hist h;
 
-		/* a sluicectl of this layout on them reads no counters rather than misread ones */
+		/* a sluicectl of this layout on them reads no counters rather than misread ones
+		 * (before 7), and the histograms where that layout kept them */
 		assert_int_equal(maps_open_pinned(dir, &om), 0);
-		assert_true(om.class_stats < 0);
+		assert_true(from <= 6 ? om.class_stats < 0 : om.class_stats >= 0);
 		assert_true(om.services >= 0);
-		assert_true(maps_read_class_stats(&om, 1, 0, &cs) != 0);
+		if (from <= 6)
+			assert_true(maps_read_class_stats(&om, 1, 0, &cs) != 0);
+		assert_true(om.latency_hist1 < 0);
+		assert_int_equal(maps_read_hist(&om, 1, 2, &h), 0);
+		assert_int_equal(h.bucket[20], 555);
+		assert_int_equal(maps_read_hist(&om, 1, 1, &h), 0);
+		assert_int_equal(h.bucket[20], 0);
 		maps_close(&om);
 	}
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.sluice_layout), &k, &rec, 0), 0);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(a->maps.verdicts), &k, &v, 0), 0);
-	pin_short_keys(dir, a);
+	if (from <= 6)
+		pin_short_keys(dir, a);
 
 	{
 		LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = dir);
@@ -493,10 +529,12 @@ static void migrate_from(__u32 from)
 	for (int i = 0; i < lp.n; i++) {
 		const char *name = bpf_map__name(lp.slot[i].map);
 
-		assert_int_equal(lp.slot[i].renew, !strcmp(name, "class_stats"));
-		assert_int_equal(lp.slot[i].copy, !strcmp(name, "flows") ||
-				 !strcmp(name, "handshakes") || !strcmp(name, "rejected_syns") ||
-				 !strcmp(name, "class_stats"));
+		int renew = (from <= 6 && !strcmp(name, "class_stats")) ||
+			    !strcmp(name, "latency_hist");
+
+		assert_int_equal(lp.slot[i].renew, renew);
+		assert_int_equal(lp.slot[i].copy, renew || (from <= 6 && (!strcmp(name, "flows") ||
+				 !strcmp(name, "handshakes") || !strcmp(name, "rejected_syns"))));
 	}
 	assert_int_equal(sluice_bpf__load(b), 0);
 	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
@@ -529,7 +567,28 @@ static void migrate_from(__u32 from)
 		.class_stats = bpf_map__fd(b->maps.class_stats),
 		.ncpus = libbpf_num_possible_cpus() }, 1, &st), 0);
 	assert_int_equal(st.cls[0].arrivals, 0);
-	assert_true(strstr(lp.note, "class_stats regrouped by service") != NULL);
+	assert_true((strstr(lp.note, "class_stats regrouped by service") != NULL) == (from <= 6));
+	/* latency_hist: L0's only, one entry per service, starting from zero */
+	snprintf(path, sizeof(path), "%s/latency_hist", dir);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &ilen), 0);
+	assert_int_equal(info.max_entries, bpf_map__max_entries(b->maps.services));
+	close(fd);
+	assert_true(strstr(lp.note, "latency_hist split by class") != NULL);
+	{
+		struct sluice_maps nm;
+		struct sluice_hist h;
+
+		assert_int_equal(maps_open_pinned(dir, &nm), 0);
+		assert_true(nm.latency_hist3 >= 0);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			assert_int_equal(maps_read_hist(&nm, 1, c, &h), 0);
+			assert_int_equal(h.bucket[20], 0);
+		}
+		maps_close(&nm);
+	}
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(b->maps.sluice_layout), &k, &rec), 0);
 	assert_int_equal(rec.version, layout_version());
 	/* the record's continuation: the same version, the maps beyond the first record's room */
@@ -571,6 +630,12 @@ static void test_migration_from_6(void **state)
 {
 	(void)state;
 	migrate_from(6);
+}
+
+static void test_migration_from_7(void **state)
+{
+	(void)state;
+	migrate_from(7);
 }
 
 /* The record holds more maps than `sluice_layout` has room for: a fresh start writes the rest
@@ -653,6 +718,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_5, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_6, setup_mig, teardown_mig),
+		cmocka_unit_test_setup_teardown(test_migration_from_7, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_record_continues_in_second_map, setup_mig,
 						teardown_mig),
 	};

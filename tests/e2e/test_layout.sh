@@ -5,7 +5,8 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them: flow
+# pins as a layout 7, 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them:
+# latency_hist one per-CPU entry per service and class, no latency_hist1..3; 6 and older: flow
 # keys without the local address, the whole record in sluice_layout, no sluice_layout_ext, no
 # untrusted_marks, class_stats one per-CPU entry per service and class; 5: in-flight in the
 # shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor
@@ -173,9 +174,12 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 6, 5, 4, 3, 2 and 1, connections held ---------------------------
+# --- upgrades from layouts 7, 6, 5, 4, 3, 2 and 1, connections held ------------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: flows, handshakes and rejected_syns keyed without the local address;
+#  - every older layout: latency_hist with one per-CPU histogram per service and class (at
+#    service x 4 + class; replaced unread by the migration: the histograms start from zero),
+#    no latency_hist1..3 maps (the other classes' histograms);
+#  - layout 6 and older: flows, handshakes and rejected_syns keyed without the local address;
 #    the whole record in sluice_layout (no sluice_layout_ext), no untrusted_marks map (the
 #    ignored priority marks); class_stats with one per-CPU entry of one class's counters per
 #    service and class (replaced unread by the migration: its counters start from zero);
@@ -188,8 +192,9 @@ mv "$PIN/sluice_layout_away" "$REC"
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 6: the record as that version, without the maps it never had, the types of
-#    flows (2 to 4; and for 2, verdicts) hashed differently; layout 1: no record at all.
+#  - layouts 2 to 7: the record as that version, without the maps it never had, the types of
+#    flows (2 to 4; and for 2, verdicts) hashed differently (7: its first 24 maps in
+#    sluice_layout, the others in sluice_layout_ext); layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
 # enforce the converted verdicts from the swap on (the migration waits 50 ms after the swap
 # before its last merge; the controller's first tick comes after that). Until the swap, this
@@ -278,7 +283,8 @@ for e in json.load(open(sys.argv[1])):
 }
 # The maps layout FROM never had.
 never_had() {
-	echo sluice_layout_ext untrusted_marks
+	echo latency_hist1 latency_hist2 latency_hist3
+	[ "$1" -le 6 ] && echo sluice_layout_ext untrusted_marks
 	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
 	[ "$1" -le 3 ] && echo ctl_state ctl_requests
@@ -321,10 +327,21 @@ class_stats_per_class() {
 }
 CLASS_STATS_SIZE=$(bpftool btf dump file "$BUILD/sluice.bpf.o" format raw |
 	awk "/STRUCT 'sluice_class_stats' size=/ { sub(/.*size=/, \"\"); print \$1; exit }")
-as_old_layout() { # as_old_layout 1|2|3|4|5|6
+# latency_hist as layouts before 8 had it: every class's histograms, one per-CPU entry per
+# service and class (a fresh map: the migration replaces it without reading it).
+hist_all_classes() {
+	local n vsz
+	n=$(bpftool -j map show pinned "$PIN/latency_hist" | json_get /dev/stdin "d['max_entries']")
+	vsz=$(bpftool -j map show pinned "$PIN/latency_hist" | json_get /dev/stdin "d['bytes_value']")
+	rm -f "$PIN/latency_hist"
+	bpftool map create "$PIN/latency_hist" type percpu_array key 4 value "$vsz" \
+		entries $((n * 4)) name latency_hist
+}
+as_old_layout() { # as_old_layout 1|2|3|4|5|6|7
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
-	class_stats_per_class
+	hist_all_classes
+	[ "$1" -le 6 ] && class_stats_per_class
 	[ "$1" -le 5 ] && stripes_to_shared
 	# The entries of the record's continuation, before it goes (one line, maybe empty).
 	ext_bytes > "$TMP/ext$1" 2>/dev/null || : > "$TMP/ext$1"
@@ -335,7 +352,7 @@ as_old_layout() { # as_old_layout 1|2|3|4|5|6
 		flows_forget "$SERVER_NEXT_OFF:4" "$FLAGS_OFF:1"
 	fi
 	for m in $gone; do rm -f "$PIN/$m"; done
-	short_flow_keys
+	[ "$1" -le 6 ] && short_flow_keys
 	if [ "$1" = 1 ]; then
 		rm -f "$REC"
 		return
@@ -344,6 +361,7 @@ as_old_layout() { # as_old_layout 1|2|3|4|5|6
 import sys
 b = bytearray(int(x, 16) for x in sys.stdin.read().split())
 e = bytearray(int(x, 16) for x in open(sys.argv[1]).read().split())
+e_all = e
 n = int.from_bytes(b[8:12], "little")
 ents = [b[16 + 48 * i:64 + 48 * i] for i in range(n)]
 if len(e) >= 8 and e[0:4] == b[0:4]:
@@ -358,12 +376,26 @@ for e in ents:
     if (name == b"flows" and ver <= 4) or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
+# layout 7 lists its first 24 maps in sluice_layout, the others in its continuation; the
+# layouts before listed all of theirs in sluice_layout
+main, more = (keep[:24], keep[24:]) if ver >= 7 else (keep, [])
 out = bytearray(len(b))
 out[0:4] = ver.to_bytes(4, "little")
-out[8:12] = len(keep).to_bytes(4, "little")
-for i, e in enumerate(keep):
+out[8:12] = len(main).to_bytes(4, "little")
+for i, e in enumerate(main):
     out[16 + 48 * i:64 + 48 * i] = e
-print(" ".join("0x%02x" % x for x in out))' "$TMP/ext$1" "$1" $gone > "$TMP/rec$1"
+print(" ".join("0x%02x" % x for x in out))
+if ver >= 7:
+    x = bytearray(len(e_all))
+    x[0:4] = ver.to_bytes(4, "little")
+    x[4:8] = len(more).to_bytes(4, "little")
+    for i, e in enumerate(more):
+        x[8 + 48 * i:56 + 48 * i] = e
+    open(sys.argv[1] + ".new", "w").write(" ".join("0x%02x" % v for v in x))' \
+		"$TMP/ext$1" "$1" $gone > "$TMP/rec$1"
+	if [ "$1" -ge 7 ]; then
+		bpftool map update pinned "$EXT" key 0 0 0 0 value $(cat "$TMP/ext$1.new")
+	fi
 	rec_write "$(cat "$TMP/rec$1")"
 }
 
@@ -379,14 +411,20 @@ upgrade() {
 	# none) and rejected_syns copied under keys with the local address, which the held
 	# connections' flows take from the socket table; a flow key the data path makes from
 	# their packets must find them (their FINs end them at the end of the test); class_stats
-	# renewed (counted with the copied maps).
+	# renewed (counted with the copied maps). 7: only latency_hist renewed (counted with the
+	# copied maps too), every other map adopted, flows too. From every one: latency_hist
+	# renewed.
 	if [ "$from" -le 2 ]; then what="verdicts converted"
 	elif [ "$from" -le 4 ]; then what="flows copied"
-	elif [ "$from" = 5 ]; then what="every other map adopted"
+	elif [ "$from" = 5 ] || [ "$from" = 7 ]; then what="every other map adopted"
 	else what="flow keys given their local address"; fi
-	n_copied=4
+	n_copied=5
 	local carried="flows: 12 entries.*" held_how="copied under keys with their local address"
-	local keyed="0 from their service, 12 from the socket table, 0 unknown"
+	local keyed="; local addresses of carried flows and handshakes: 0 from their service, 12 from the socket table, 0 unknown"
+	if [ "$from" = 7 ]; then
+		n_copied=1 carried="latency_hist split by class.*" held_how="adopted"
+		keyed=""
+	fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -405,17 +443,21 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
-	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted; local addresses of carried flows and handshakes: $keyed" "$TMP/up$from.log" &&
+	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted$keyed" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_total)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_total) pins $(pins)"
-	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused)" \
+	# their latency samples land in L2's own histogram map (latency_hist2), which status reads
+	local p50_after
+	status; p50_after=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['p50_us']")
+	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && [ "$p50_after" -gt 0 ] && echo 0 || echo 1) \
+		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused), L2's latency histogram counts their turns (p50 $p50_after us)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 7
 upgrade 6
 upgrade 5
 upgrade 4
@@ -463,6 +505,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

@@ -43,9 +43,10 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:$L
 	--workers 8 --service-ms 1
 start_sluiced "$TMP/s4096.yaml" || { ok 1 "sluiced starts with 4096 services"; finish; exit 1; }
 ok $([ "$(map_size services)" = 4096 ] && [ "$(map_size class_stats)" = 4096 ] &&
-	[ "$(map_size latency_hist)" = 16384 ] && [ "$(map_size replies)" = 8192 ] &&
+	[ "$(map_size latency_hist)" = 4096 ] && [ "$(map_size latency_hist3)" = 4096 ] &&
+	[ "$(map_size replies)" = 8192 ] &&
 	echo 0 || echo 1) "the per-service maps are sized for 4096 services at load" \
-	"services $(map_size services) class_stats $(map_size class_stats) replies $(map_size replies)"
+	"services $(map_size services) class_stats $(map_size class_stats) latency_hist $(map_size latency_hist) latency_hist3 $(map_size latency_hist3) replies $(map_size replies)"
 in_cli "$BUILD/tools/loadgen" --target $SRV_IP:$LAST --mode tcp --arrivals uniform --rate 200 \
 	--max-requests 200 --quiet > "$TMP/lg.json"
 status

@@ -64,7 +64,8 @@ static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "inflight_pcpu", 1 },
 	{ "busy", 1 }, { "busy_released", 1 },
 	{ "replies", 2 }, { "class_stats", 1 },
-	{ "latency_hist", SLUICE_NUM_CLASSES },
+	{ "latency_hist", 1 }, { "latency_hist1", 1 }, { "latency_hist2", 1 },
+	{ "latency_hist3", 1 },
 	{ "halfopen", 1 },
 	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 }, { "untrusted_marks", 1 },
 };

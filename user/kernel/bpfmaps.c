@@ -154,10 +154,27 @@ int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 	return err;
 }
 
+int maps_hist_fd(const struct sluice_maps *m, int svc, int cls, __u32 *key)
+{
+	const int fd[SLUICE_NUM_CLASSES] = { m->latency_hist, m->latency_hist1, m->latency_hist2,
+					     m->latency_hist3 };
+
+	cls &= SLUICE_NUM_CLASSES - 1;
+	if (m->latency_hist1 < 0) {
+		/* pins of a layout before 8: every class in latency_hist */
+		*key = sluice_stat_index((__u32)svc, (__u32)cls);
+		return m->latency_hist;
+	}
+	*key = (__u32)svc;
+	return fd[cls];
+}
+
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out)
 {
-	return read_percpu_u64s(m->latency_hist, sluice_stat_index(svc, cls), m->ncpus, out,
-				sizeof(*out));
+	__u32 key;
+	int fd = maps_hist_fd(m, svc, cls, &key);
+
+	return fd < 0 ? -ENOENT : read_percpu_u64s(fd, key, m->ncpus, out, sizeof(*out));
 }
 
 int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *out)
@@ -282,14 +299,14 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 	r->hwant = calloc(n, 1);
 	r->hdone = calloc(n, 1);
 	r->hgen = calloc(n, sizeof(*r->hgen));
-	r->hfirst = calloc(n, sizeof(*r->hfirst));
+	r->hpos = calloc(n * SLUICE_NUM_CLASSES, sizeof(*r->hpos));
 	/* a run's buffer of about 128 KB: big enough that the syscalls are few, small enough
 	 * to stay in cache while it is summed */
 	r->hraw_entries = (int)(131072 / (sizeof(struct sluice_hist) * (size_t)m->ncpus));
 	if (r->hraw_entries < SLUICE_NUM_CLASSES)
 		r->hraw_entries = SLUICE_NUM_CLASSES;
 	r->hraw = malloc(sizeof(struct sluice_hist) * (size_t)m->ncpus * (size_t)r->hraw_entries);
-	if (!r->keys || !r->hwant || !r->hdone || !r->hgen || !r->hfirst || !r->hraw ||
+	if (!r->keys || !r->hwant || !r->hdone || !r->hgen || !r->hpos || !r->hraw ||
 	    !r->stats || !r->scratch || !r->changed || !r->inflight || !r->stripes ||
 	    !r->released || !r->hist || !r->busy || !r->busy_released || !r->busy_read ||
 	    !r->samples || !r->wants_inflight) {
@@ -317,7 +334,7 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->hwant);
 	free(r->hdone);
 	free(r->hgen);
-	free(r->hfirst);
+	free(r->hpos);
 	free(r->hsum);
 	free(r->hraw);
 	memset(r, 0, sizeof(*r));
@@ -332,14 +349,20 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 					   sizeof(*r->busy_released), r->busy_released, r->keys);
 }
 
-/* Read slots [first, first + n) into `stats`, marking those whose counters moved. */
-static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n)
+/* Read slots [first, first + n) into `stats`, marking those whose counters moved; `whole`:
+ * they are every slot in use. */
+static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int first, int n,
+		      int whole)
 {
 	int err = maps_read_array(m->class_stats, (__u32)first, (__u32)n, r->stats_len, r->scratch,
 				  r->keys);
 
 	if (err)
 		return err;
+	/* A read of every slot in use: the batch is laid out as `stats`, so the buffers swap
+	 * instead of the moved slots being copied (the slots past them are not in use) */
+	int swap = whole && first == 0;
+
 	for (int k = 0; k < n; k++) {
 		size_t off = r->stats_len * (size_t)(first + k);
 		const unsigned char *fresh = r->scratch + r->stats_len * (size_t)k;
@@ -347,13 +370,20 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 
 		if (r->have_prev && !memcmp(r->stats + off, fresh, r->stats_len))
 			continue;
-		memcpy(r->stats + off, fresh, r->stats_len);
+		if (!swap)
+			memcpy(r->stats + off, fresh, r->stats_len);
 		r->changed[first + k] = 1;
 		r->n_changed++;
 		memset(samples, 0, sizeof(__u64) * SLUICE_NUM_CLASSES);
 		for (int c = 0; c < r->ncpus; c++)
 			for (int j = 0; j < SLUICE_NUM_CLASSES; j++)
 				samples[j] += ((const struct sluice_svc_stats *)fresh)[c].samples[j];
+	}
+	if (swap) {
+		unsigned char *t = r->stats;
+
+		r->stats = r->scratch;
+		r->scratch = t;
 	}
 	/* busy: the stats are compared, the scratch is free again */
 	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
@@ -399,11 +429,11 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 		first = (r->turn++ % parts) * len;
 		end = first + len < n_used ? first + len : n_used;
 	}
-	if ((err = read_slots(r, m, first, end - first)))
+	if ((err = read_slots(r, m, first, end - first, first == 0 && end == n_used)))
 		goto fail;
 	for (int k = 0; k < n_hot; k++)
 		if ((hot[k] < first || hot[k] >= end) && hot[k] < n_used &&
-		    (err = read_slots(r, m, hot[k], 1)))
+		    (err = read_slots(r, m, hot[k], 1, 0)))
 			goto fail;
 	r->have_prev = 1;
 	/* In-flight of many services: one batch; of a few: a lookup each, when asked for. */
@@ -518,19 +548,12 @@ int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, 
 static int at_prefetch(const struct maps_reader *r, int svc, unsigned mask,
 		       const struct sluice_hist **at)
 {
-	int pos;
-
 	if (svc < 0 || svc >= r->n_slots || r->hgen[svc] != r->gen || !r->gen ||
 	    (r->hdone[svc] & mask) != mask)
 		return 0;
-	pos = r->hfirst[svc];
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		if (!(r->hdone[svc] >> c & 1))
-			continue;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (mask >> c & 1)
-			at[c] = &r->hsum[pos];
-		pos++;
-	}
+			at[c] = &r->hsum[r->hpos[(size_t)svc * SLUICE_NUM_CLASSES + (size_t)c]];
 	return 1;
 }
 
@@ -560,8 +583,10 @@ void maps_reader_prefetch_slot(const struct maps_reader *r, int svc)
 	__builtin_prefetch(&r->busy[svc], 0, 2);
 	__builtin_prefetch(&r->inflight[svc], 0, 2);
 	__builtin_prefetch(&r->samples[(size_t)svc * SLUICE_NUM_CLASSES], 0, 2);
-	if (r->hgen[svc] == r->gen && r->gen)
-		__builtin_prefetch(&r->hsum[r->hfirst[svc]], 0, 2);
+	for (int c = 0; r->hgen[svc] == r->gen && r->gen && c < SLUICE_NUM_CLASSES; c++)
+		if (r->hdone[svc] >> c & 1)
+			__builtin_prefetch(&r->hsum[r->hpos[(size_t)svc * SLUICE_NUM_CLASSES +
+							    (size_t)c]], 0, 2);
 }
 
 void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask)
@@ -570,39 +595,41 @@ void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask)
 		r->hwant[svc] |= (unsigned char)(mask & ((1u << SLUICE_NUM_CLASSES) - 1));
 }
 
-/* Sum the asked-for entries of the run [first, first + n) (in hraw) into hsum. */
-static void take_run(struct maps_reader *r, __u32 first, __u32 n, int *pos)
+/* Sum class c's asked-for slots of the run [first, first + n) (in hraw) into hsum. */
+static void take_run(struct maps_reader *r, int c, __u32 first, __u32 n, int *pos)
 {
 	size_t one = sizeof(struct sluice_hist) * (size_t)r->ncpus;
 
-	for (__u32 k = first; k < first + n; k++) {
-		int s = (int)(k / SLUICE_NUM_CLASSES), c = (int)(k % SLUICE_NUM_CLASSES);
-
+	for (__u32 s = first; s < first + n; s++) {
 		if (!(r->hwant[s] >> c & 1))
 			continue;
 		if (r->hgen[s] != r->gen) {
 			r->hgen[s] = r->gen;
 			r->hdone[s] = 0;
-			r->hfirst[s] = *pos;
 		}
-		sum_percpu((const unsigned char *)r->hraw + one * (k - first), 1, r->ncpus,
+		sum_percpu((const unsigned char *)r->hraw + one * (s - first), 1, r->ncpus,
 			   sizeof(struct sluice_hist), &r->hsum[*pos]);
+		r->hpos[(size_t)s * SLUICE_NUM_CLASSES + (size_t)c] = *pos;
 		r->hdone[s] |= (unsigned char)(1u << c);
 		(*pos)++;
 	}
 }
 
-/* Read the run [start, end) of latency_hist in one lookup and sum what was asked of it. */
-static int read_run(struct maps_reader *r, const struct sluice_maps *m, __u32 start, __u32 end,
-		    int *pos)
+/* Read the slots [start, end) of class c's histograms in one lookup and sum what was asked
+ * of them. */
+static int read_run(struct maps_reader *r, const struct sluice_maps *m, int c, __u32 start,
+		    __u32 end, int *pos)
 {
-	int err;
+	__u32 key;
+	int err, fd = maps_hist_fd(m, (int)start, c, &key);
 
+	if (m->latency_hist1 < 0)
+		return -ENOTSUP;     /* pins of a layout before 8: not the daemon's */
 	r->hist_syscalls++;
-	err = maps_read_array(m->latency_hist, start, end - start,
+	err = maps_read_array(fd, start, end - start,
 			      sizeof(struct sluice_hist) * (size_t)r->ncpus, r->hraw, r->keys);
 	if (!err)
-		take_run(r, start, end - start, pos);
+		take_run(r, c, start, end - start, pos);
 	return err;
 }
 
@@ -627,11 +654,10 @@ int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *
 		r->hsum = h;
 		r->hsum_cap = want;
 	}
-	for (int s = 0; s < n_used && want; s++) {
-		if (!r->hwant[s])
-			continue;
-		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-			__u32 k = sluice_stat_index((__u32)s, (__u32)c);
+	/* class by class: the slots of one class are consecutive entries of its map */
+	for (int c = 0; c < SLUICE_NUM_CLASSES && want; c++) {
+		for (int s = 0; s < n_used; s++) {
+			__u32 k = (__u32)s;
 
 			if (!(r->hwant[s] >> c & 1))
 				continue;
@@ -641,13 +667,14 @@ int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *
 				continue;
 			}
 			if (start != end && !err)
-				err = read_run(r, m, start, end, &pos);
+				err = read_run(r, m, c, start, end, &pos);
 			start = k;
 			end = k + 1;
 		}
+		if (start != end && !err)
+			err = read_run(r, m, c, start, end, &pos);
+		start = end = 0;
 	}
-	if (start != end && !err)
-		err = read_run(r, m, start, end, &pos);
 	memset(r->hwant, 0, (size_t)r->n_slots);
 	return err;   /* what was not read is looked up entry by entry */
 }
@@ -655,15 +682,7 @@ int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out)
 {
-	int err;
-
-	if (from_prefetch(r, svc, (1u << SLUICE_NUM_CLASSES) - 1, out))
-		return 0;
-	err = maps_read_array(m->latency_hist, sluice_stat_index((__u32)svc, 0),
-			      SLUICE_NUM_CLASSES, sizeof(*out) * (size_t)r->ncpus, r->hist, r->keys);
-	if (!err)
-		sum_percpu(r->hist, SLUICE_NUM_CLASSES, r->ncpus, sizeof(*out), out);
-	return err;
+	return maps_reader_hist_classes(r, m, svc, (1u << SLUICE_NUM_CLASSES) - 1, out);
 }
 
 int maps_reader_hist_at(struct maps_reader *r, const struct sluice_maps *m, int svc,
@@ -688,14 +707,14 @@ int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m,
 {
 	if (from_prefetch(r, svc, mask, out))
 		return 0;
-	if (mask == (1u << SLUICE_NUM_CLASSES) - 1)
-		return maps_reader_hists(r, m, svc, out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		__u32 k = sluice_stat_index((__u32)svc, (__u32)c);
+		__u32 k;
+		int fd;
 
 		if (!(mask >> c & 1))
 			continue;
-		if (bpf_map_lookup_elem(m->latency_hist, &k, r->hist))
+		fd = maps_hist_fd(m, svc, c, &k);
+		if (bpf_map_lookup_elem(fd, &k, r->hist))
 			return -errno;
 		sum_percpu(r->hist, 1, r->ncpus, sizeof(*out), &out[c]);
 	}

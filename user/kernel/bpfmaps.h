@@ -16,6 +16,9 @@ struct sluice_maps {
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
 	int untrusted_marks;             /* ignored priority marks; -1 before layout 7 */
+	int latency_hist1, latency_hist2, latency_hist3;  /* L1..L3's histograms (latency_hist:
+	                                 * L0's); -1 before layout 8, whose latency_hist held
+	                                 * every class's (maps_hist_fd) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
 	int reclaim_prog, own_ops;
@@ -32,7 +35,8 @@ struct sluice_maps {
 /* Maps opened when pinned, and left at -1 otherwise: a sluicectl still reads pins written
  * before they existed. */
 #define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu) \
-				  X(addr_services) X(untrusted_marks)
+				  X(addr_services) X(untrusted_marks) X(latency_hist1) \
+				  X(latency_hist2) X(latency_hist3)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -86,14 +90,14 @@ struct maps_reader {
 	__u32 *keys;                 /* scratch for the batch lookups */
 	/* Histograms read ahead for the whole tick (maps_reader_want_hist, then
 	 * maps_reader_prefetch_hists): per slot the classes asked for and those read this
-	 * round (valid while hgen[slot] == gen), summed over CPUs into hsum, a slot's classes
-	 * one after the other from hfirst[slot]. */
+	 * round (valid while hgen[slot] == gen), summed over CPUs into hsum, slot s's class c
+	 * at hpos[s * 4 + c]. */
 	unsigned char *hwant, *hdone;
 	unsigned *hgen, gen;
-	int *hfirst;
+	int *hpos;
 	struct sluice_hist *hsum;
 	int hsum_cap;
-	void *hraw;                  /* one run of latency_hist entries, all CPUs */
+	void *hraw;                  /* one run of a class's histograms, all CPUs */
 	int hraw_entries;            /* room of hraw, in entries */
 	long long hist_syscalls;     /* lookups made by the read-ahead (for the benchmark) */
 };
@@ -120,7 +124,7 @@ int maps_reader_busy(struct maps_reader *r, const struct sluice_maps *m, int svc
 /* The concurrency the controller limits: requests (http) or busy connections (tcp). */
 int maps_reader_concurrency(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			    int protocol, struct sluice_inflight *out);
-/* The 4 classes' histograms of slot svc, summed over CPUs (one syscall). */
+/* The 4 classes' histograms of slot svc, summed over CPUs (a lookup each). */
 int maps_reader_hists(struct maps_reader *r, const struct sluice_maps *m, int svc,
 		      struct sluice_hist *out);
 /* Only the classes of bit mask (bit c = class c) into out[c]: a lookup each (all four: one
@@ -133,8 +137,9 @@ int maps_reader_hist_classes(struct maps_reader *r, const struct sluice_maps *m,
 int maps_reader_hist_at(struct maps_reader *r, const struct sluice_maps *m, int svc,
 			unsigned mask, struct sluice_hist *room, const struct sluice_hist **at);
 /* The read-ahead of the tick's histograms: ask for the classes of slot svc (bit c = class
- * c), then read every one asked for in a few batch lookups (runs of consecutive entries; a
- * run reads through short gaps of entries nobody asked for, cheaper than a syscall more).
+ * c), then read every one asked for in a few batch lookups (class by class, runs of
+ * consecutive slots of the class's map; a run reads through short gaps of slots nobody asked
+ * for, cheaper than a syscall more).
  * maps_reader_hist_classes and maps_reader_hists then answer from what was read, with the
  * same sums as the lookups of one entry; a class not read ahead is looked up as before.
  * Call after maps_reader_read: BPF counts a sample after it put it in the histogram, so a
@@ -143,7 +148,7 @@ void maps_reader_want_hist(struct maps_reader *r, int svc, unsigned mask);
 int maps_reader_prefetch_hists(struct maps_reader *r, const struct sluice_maps *m, int n_used);
 /* Ask the CPU for what the reader holds of slot svc (a hint, before its service runs). */
 void maps_reader_prefetch_slot(const struct maps_reader *r, int svc);
-/* Entries of unasked-for histograms a run reads through rather than start another one. */
+/* Slots not asked for that a run reads through rather than start another one. */
 #ifndef MAPS_HIST_GAP
 #define MAPS_HIST_GAP 3
 #endif
@@ -176,6 +181,9 @@ int maps_read_svc_stats(const struct sluice_maps *m, int svc, struct sluice_svc_
 int maps_read_class_stats(const struct sluice_maps *m, int svc, int cls,
 			  struct sluice_class_stats *out);
 int maps_read_hist(const struct sluice_maps *m, int svc, int cls, struct sluice_hist *out);
+/* Class cls's histogram map and the key of slot svc in it (layouts before 8: latency_hist at
+ * svc * 4 + cls); -1 when not open. */
+int maps_hist_fd(const struct sluice_maps *m, int svc, int cls, __u32 *key);
 int maps_read_pkt_stats(const struct sluice_maps *m, struct sluice_pkt_stats *out);
 /* The in-flight stripes of slots [first, first + n) (all CPUs, read into buf: n * ncpus
  * values) added to out[0..n), class by class and into the total; nothing before layout 6. */

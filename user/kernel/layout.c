@@ -142,6 +142,15 @@ static const char *const new_in_v7[] = {
 	NULL
 };
 
+/* The maps new in layout 8, created empty by a migration from any older layout: the
+ * latency histograms of L1, L2 and L3 (latency_hist keeps L0's, renewed_in_v8). */
+static const char *const new_in_v8[] = {
+	"latency_hist1",
+	"latency_hist2",
+	"latency_hist3",
+	NULL
+};
+
 /* The maps each layout from 6 on added, oldest first: a migration from an older layout
  * creates them empty, and refuses pins that hold one of them already. */
 static const struct {
@@ -150,6 +159,7 @@ static const struct {
 } added_in[] = {
 	{ 6, new_in_v6 },
 	{ 7, new_in_v7 },
+	{ 8, new_in_v8 },
 	{ 0, NULL },
 };
 /* Layout 7: maps whose entries changed shape, so no value can be carried key for key. A
@@ -162,6 +172,13 @@ static const struct {
  *    before. */
 #define LAYOUT_V7 7
 static const char *const renewed_in_v7[] = { "class_stats", NULL };
+/* Layout 8: latency_hist holds L0's histograms only, one entry per service, where it held
+ * every class's at service x 4 + class. Renewed like class_stats in 7: the histograms are
+ * statistics and start from zero, which the controller takes as a reset (a restarted
+ * sluiced's first tick takes a snapshot anyway); the other classes' maps are new
+ * (new_in_v8). */
+#define LAYOUT_V8 8
+static const char *const renewed_in_v8[] = { "latency_hist", NULL };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -170,9 +187,9 @@ static const char *const renewed_in_v7[] = { "class_stats", NULL };
  * zero, which is exact: no older flow has a turn open. */
 static const char *const copy_flows[] = { "flows", NULL };
 
-/* Layouts 4 to 7 changed no value of layout 3's maps but the flows (and a layout 2 flow
- * converted to layout 3 is a layout 5 flow with no turn open), so layouts 1 and 2 migrate in
- * one step through their converters. */
+/* Layouts 4 to 8 changed no value of layout 3's maps but the flows (and a layout 2 flow
+ * converted to layout 3 is a layout 5 flow with no turn open) and the statistics that 7 and 8
+ * renew, so layouts 1 and 2 migrate in one step through their converters. */
 static const struct layout_migration migrations[] = {
 	/* 1 is 2 without the record. */
 	{ .from = 1, .convert = from_v2, .fresh = new_since_v2,
@@ -188,7 +205,7 @@ static const struct layout_migration migrations[] = {
 	  .what = "rehearsal: every map copied into a fresh one" },
 #endif
 	/* 3 -> this layout: flows copied; the controller's state and request maps and the busy
-	 * maps are new (created empty by the load, as those of layouts 6 and 7 are); every other
+	 * maps are new (created empty by the load, as those of layouts 6 to 8 are); every other
 	 * map is adopted as it is */
 	{ .from = 3, .copy = copy_flows, .fresh = new_since_v3,
 	  .what = "flows copied; new maps ctl_state, ctl_requests, busy and busy_released, the "
@@ -202,6 +219,9 @@ static const struct layout_migration migrations[] = {
 	 * older layout: layout_rekeyer); class_stats renewed (renewed_in_v7, as from every older
 	 * layout); every other map adopted */
 	{ .from = 6, .what = "flow keys given their local address, every other map adopted" },
+	/* 7 -> 8: latency_hist renewed (renewed_in_v8, as from every older layout), the other
+	 * classes' histogram maps new; every other map adopted */
+	{ .from = 7, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -597,7 +617,8 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		p->slot[i].copy = strcmp(name, LAYOUT_MAP) != 0 &&
 				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert ||
 				   p->slot[i].rekey);
-		p->slot[i].renew = mig->from < LAYOUT_V7 && in_list(renewed_in_v7, name);
+		p->slot[i].renew = (mig->from < LAYOUT_V7 && in_list(renewed_in_v7, name)) ||
+				   (mig->from < LAYOUT_V8 && in_list(renewed_in_v8, name));
 		p->slot[i].copy |= p->slot[i].renew;
 	}
 	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
@@ -606,9 +627,11 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 		if (p->slot[i].copy)
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
 	added_note(mig, added, sizeof(added));
-	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u (%s%s%s)",
-		 pin_dir, p->pinned, p->version, mig->what, added,
+	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u "
+		 "(%s%s%s%s)", pin_dir, p->pinned, p->version, mig->what, added,
 		 mig->from < LAYOUT_V7 ? "; class_stats regrouped by service, its counters start "
+		 "from zero" : "",
+		 mig->from < LAYOUT_V8 ? "; latency_hist split by class, the histograms start "
 		 "from zero" : "");
 	return 0;
 }
