@@ -157,15 +157,16 @@ start_bg() {
 	LAST_PID=$!
 }
 
-# start_sluiced CONFIG: sluiced in the server namespace; waits until it has attached and
-# written its first heartbeat (its "attached" event), not merely until some heartbeat is
-# fresh: after a restart the old process's last heartbeat stays fresh for a while.
+# start_sluiced CONFIG [DEADLINE_S]: sluiced in the server namespace; waits (DEADLINE_S, default
+# 5 s) until it has attached and written its first heartbeat (its "attached" event), not merely
+# until some heartbeat is fresh: after a restart the old process's last heartbeat stays fresh
+# for a while.
 start_sluiced() {
 	local log="$TMP/sluiced.$N.$RANDOM.log"
 	start_bg "$log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
 	SLUICED_PID=$LAST_PID
 	SLUICED_LOG=$log
-	wait_for 5 "sluiced's \"attached\" event in $log" attached_or_gone "$log"
+	wait_for "${2:-5}" "sluiced's \"attached\" event in $log" attached_or_gone "$log"
 	grep -q '"to":"attached"' "$log" && kill -0 "$SLUICED_PID" 2>/dev/null && return 0
 	echo "# sluiced did not come up:"; sed 's/^/#   /' "$log"
 	return 1
