@@ -42,7 +42,8 @@ static const char *CONFIG =
 	"      - { path_prefix: /report, class: L3 }\n"
 	"      - { header: X-Priority, class: from-header }\n"
 	"      - { path_prefix: /pay, class: L0 }\n"
-	"      - { dscp: 46, class: L1 }\n";
+	"      - { dscp: 46, class: L1 }\n"
+	"      - { source: 203.0.113.0/30, class: L1 }\n";   /* inside trust_from */
 
 static int setup(void **state)
 {
@@ -315,6 +316,9 @@ static void test_classification(void **state)
 		{ "203.0.113.77", GET("/x", "X-Priority: L0\r\n"), 2, 1, 46 },  /* both: once */
 		{ "203.0.113.77", GET("/pay", ""), 0, 0, 46 },                    /* path first */
 		{ "203.0.113.77", GET("/x", "X-Priority: L9\r\n"), 2, 0, 0 },      /* no class */
+		/* A source rule inside trust_from: the source is trusted all the same. */
+		{ "203.0.113.2", GET("/x", "X-Priority: L0\r\n"), 0, 0, 0 },     /* header first */
+		{ "203.0.113.2", GET("/x", ""), 1, 0, 0 },                          /* then source */
 	};
 	uint64_t before[4] = { 0 }, marks;
 
