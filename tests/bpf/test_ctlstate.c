@@ -402,48 +402,45 @@ static void pin_short_keys(const char *dir, struct sluice_bpf *a)
 	}
 }
 
+/* Replace the pin DIR/NAME by a per-CPU array of ENTRIES values of VALUE_SIZE bytes whose
+ * entry KEY holds VALUE on the first CPU: a map as an older layout left it. */
+static void pin_old_percpu(const char *dir, const char *name, size_t value_size, unsigned entries,
+			   __u32 key, const void *value)
+{
+	char path[256];
+	char *all = calloc((size_t)libbpf_num_possible_cpus(), value_size);
+	int fd;
+
+	assert_non_null(all);
+	memcpy(all, value, value_size);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(unlink(path), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, name, sizeof(__u32), value_size, entries,
+			    NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_map_update_elem(fd, &key, all, BPF_ANY), 0);
+	assert_int_equal(bpf_obj_pin(fd, path), 0);
+	close(fd);
+	free(all);
+}
+
 /* Layouts before 7 counted per service and class: class_stats as they left it, one per-CPU
  * entry of one class's counters for each of the slots' classes, with counts in it. */
 static void old_class_stats(const char *dir, unsigned slots)
 {
-	char path[256];
-	struct sluice_class_stats *all = calloc((size_t)libbpf_num_possible_cpus(), sizeof(*all));
-	__u32 k = 1;
-	int fd;
+	struct sluice_class_stats v = { .arrivals = 777, .admitted = 777 };
 
-	assert_non_null(all);
-	snprintf(path, sizeof(path), "%s/class_stats", dir);
-	assert_int_equal(unlink(path), 0);
-	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "class_stats", sizeof(__u32), sizeof(*all),
-			    slots * SLUICE_NUM_CLASSES, NULL);
-	assert_true(fd >= 0);
-	all[0].arrivals = all[0].admitted = 777;
-	assert_int_equal(bpf_map_update_elem(fd, &k, all, BPF_ANY), 0);
-	assert_int_equal(bpf_obj_pin(fd, path), 0);
-	close(fd);
-	free(all);
+	pin_old_percpu(dir, "class_stats", sizeof(v), slots * SLUICE_NUM_CLASSES, 1, &v);
 }
 
 /* Layouts before 8 kept every class's histograms in latency_hist, one per-CPU entry per
  * service and class (at service x 4 + class): as they left it, with a count in slot 1's L2. */
 static void old_latency_hist(const char *dir, unsigned slots)
 {
-	char path[256];
-	struct sluice_hist *all = calloc((size_t)libbpf_num_possible_cpus(), sizeof(*all));
-	__u32 k = sluice_stat_index(1, 2);
-	int fd;
+	static struct sluice_hist v = { .bucket[20] = 555 };
 
-	assert_non_null(all);
-	snprintf(path, sizeof(path), "%s/latency_hist", dir);
-	assert_int_equal(unlink(path), 0);
-	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "latency_hist", sizeof(__u32), sizeof(*all),
-			    slots * SLUICE_NUM_CLASSES, NULL);
-	assert_true(fd >= 0);
-	all[0].bucket[20] = 555;
-	assert_int_equal(bpf_map_update_elem(fd, &k, all, BPF_ANY), 0);
-	assert_int_equal(bpf_obj_pin(fd, path), 0);
-	close(fd);
-	free(all);
+	pin_old_percpu(dir, "latency_hist", sizeof(v), slots * SLUICE_NUM_CLASSES,
+		       sluice_stat_index(1, 2), &v);
 }
 
 /* Pins as layout `from` (3 to 7) left them: the maps it never had gone, the record saying
