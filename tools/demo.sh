@@ -108,7 +108,7 @@ banner "3. Operator switch: shed L1 of shop for 5 minutes"
 "$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$TMP/sluice.yaml" \
 	switch set shop L1 --shed 100 --reason "demo: protect checkout" --ttl 5m
 sleep 0.3
-in_cli curl -s -i -H "X-Priority: L1" http://$SRV_IP:8080/recommendations | sed -n '1,6p' | sed 's/^/  curl L1: /'
+in_cli curl -s -i -H "X-Priority: L1" http://$SRV_IP:8080/recommendations | sed -n '1,7p' | sed 's/^/  curl L1: /'
 "$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$TMP/sluice.yaml" switch ls | sed 's/^/  /'
 
 banner "4. Connection-level (tcp service db, limit 20): 200 L3 + 8 L0 connections, each query taking 3 s"
