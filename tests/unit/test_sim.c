@@ -20,6 +20,16 @@
 
 static struct sim sim;           /* large (the queue): static */
 
+/* The simulated service with the limit bounds a user writes on day one ({ min: 4, max: 512 }),
+ * offered RATE; the caller adds what else differs, then starts it. */
+static void sim_init_dayone(int workers, double service_ms, sim_rate_fn rate)
+{
+	sim_init(&sim, workers, service_ms);
+	sim.sc.limit_min = 4;
+	sim.sc.limit_max = 512;
+	sim.rate = rate;
+}
+
 /* ---- scenarios ---- */
 
 enum { ALG_GRADIENT, ALG_AIMD, ALG_CLASSIC };
@@ -391,10 +401,7 @@ static struct cold_result cold_start(void)
 	const uint64_t step = 2 * S, end = 9 * S, q = 250 * MS;
 	uint64_t b0;
 
-	sim_init(&sim, 16, 50);
-	sim.sc.limit_min = 4;
-	sim.sc.limit_max = 512;
-	sim.rate = rate_warmup;
+	sim_init_dayone(16, 50, rate_warmup);
 	sim.client_cls = 3;
 	sim_start(&sim);
 	sim_run(&sim, step);
@@ -464,10 +471,7 @@ static struct bench_step_result bench_step(void)
 	uint64_t t, b0, l0a, l0adm, last_ref = end;
 	double l0_base;
 
-	sim_init(&sim, 16, 50);
-	sim.sc.limit_min = 4;
-	sim.sc.limit_max = 512;
-	sim.rate = rate_bench_step;
+	sim_init_dayone(16, 50, rate_bench_step);
 	sim_start(&sim);
 	sim_run(&sim, step);
 	r.obj_ms = 1.2 * sim_quantile(&sim, step - 2 * S, step, ALL, 0.99, NULL) / 1000;
@@ -569,11 +573,8 @@ static struct bench_closed_result bench_closed(double load)
 	alone = sim_quantile(&sim, 0, 7 * S, 1, 0.99, NULL);
 	sim_free(&sim);
 
-	sim_init(&sim, 16, 50);
-	sim.sc.limit_min = 4;
-	sim.sc.limit_max = 512;
+	sim_init_dayone(16, 50, rate_warm);
 	sim.backoff_ms = 0.1;
-	sim.rate = rate_warm;
 	sim_start(&sim);
 	sim_run(&sim, 2 * S);
 	b0 = sim.busy_us;
@@ -630,10 +631,7 @@ static double healthy_rise(int grow, uint32_t *calm_limit, uint32_t *end_limit)
 	uint64_t a0, r0;
 	double frac;
 
-	sim_init(&sim, 128, 20);
-	sim.sc.limit_min = 4;
-	sim.sc.limit_max = 512;
-	sim.rate = rate_rise;
+	sim_init_dayone(128, 20, rate_rise);
 	sim_start(&sim);
 	sim.ctl.mp.fast_growth = grow;
 	sim_run(&sim, 10 * S);

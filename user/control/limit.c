@@ -68,16 +68,26 @@ void sluice_limit_reconfigure(struct sluice_limit *l, const struct sluice_limit_
 	set(l, p, l->est > 0 ? l->est : (double)l->limit);
 }
 
+/* Start the event of the limit moving from OLD to NEW (why WHY): 0 when nobody listens. The
+ * caller adds the numbers that decided and emits it. */
+static int limit_event(struct sluice_event *ev, const struct sluice_event_sink *sink, uint64_t now,
+		       int level, const char *why, uint32_t old, uint32_t new)
+{
+	if (!sink || !sink->fn)
+		return 0;
+	sluice_event_init(ev, now, level, sink->service, SLUICE_EVM_AIMD, "limit", "limit", why);
+	sluice_event_num(ev, "limit_from", old);
+	sluice_event_num(ev, "limit_to", new);
+	return 1;
+}
+
 static void report(const struct sluice_event_sink *sink, uint64_t now, int level, const char *why,
 		   uint32_t old, uint32_t new, const struct sluice_limit_input *in)
 {
 	struct sluice_event ev;
 
-	if (!sink || !sink->fn)
+	if (!limit_event(&ev, sink, now, level, why, old, new))
 		return;
-	sluice_event_init(&ev, now, level, sink->service, SLUICE_EVM_AIMD, "limit", "limit", why);
-	sluice_event_num(&ev, "limit_from", old);
-	sluice_event_num(&ev, "limit_to", new);
 	sluice_event_num(&ev, "latency_us", in->latency_us);
 	sluice_event_num(&ev, "aim_us", in->aim_us);
 	sluice_event_num(&ev, "objective_us", in->objective_us);
@@ -277,6 +287,7 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 {
 	uint32_t old = l->limit, m = in->inflight < in->inflight_prev ? in->inflight :
 				      in->inflight_prev;
+	struct sluice_event ev;
 	double v;
 
 	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->little || p->cut_ratio <= 0 ||
@@ -304,13 +315,8 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 	l->cuts++;
 	set(l, p, v);
 	l->last_dir = -1;
-	if (sink && sink->fn && l->limit != old) {
-		struct sluice_event ev;
-
-		sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sink->service, SLUICE_EVM_AIMD, "limit",
-				  "limit", "inflight_above_throughput");
-		sluice_event_num(&ev, "limit_from", old);
-		sluice_event_num(&ev, "limit_to", l->limit);
+	if (l->limit != old && limit_event(&ev, sink, now_ns, SLUICE_EV_INFO,
+					   "inflight_above_throughput", old, l->limit)) {
 		sluice_event_num(&ev, "inflight", m);
 		sluice_event_num(&ev, "rate", in->rate);
 		sluice_event_num(&ev, "latency_us", in->tick_p50_us);
@@ -326,6 +332,7 @@ int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *
 		      const struct sluice_event_sink *sink)
 {
 	uint32_t old = l->limit;
+	struct sluice_event ev;
 
 	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT || !p->fast_growth || l->ref_peak)
 		return 0;
@@ -334,13 +341,7 @@ int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *
 		return 0;
 	l->calm = 0;
 	l->last_dir = 1;
-	if (sink && sink->fn) {
-		struct sluice_event ev;
-
-		sluice_event_init(&ev, now_ns, SLUICE_EV_DEBUG, sink->service, SLUICE_EVM_AIMD, "limit",
-				  "limit", "bound_without_queue");
-		sluice_event_num(&ev, "limit_from", old);
-		sluice_event_num(&ev, "limit_to", l->limit);
+	if (limit_event(&ev, sink, now_ns, SLUICE_EV_DEBUG, "bound_without_queue", old, l->limit)) {
 		sluice_event_num(&ev, "inflight", inflight);
 		sluice_event_num(&ev, "latency_us", latency_us);
 		sluice_event_emit(sink, &ev);
