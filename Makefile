@@ -29,7 +29,7 @@ BINS       := $(BUILD)/sluiced $(BUILD)/sluicectl
 TOOL_BINS  := $(patsubst tools/%/main.c,$(BUILD)/tools/%,$(wildcard tools/*/main.c))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
-LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced
+LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced $(BUILD)/tests/layout_drill/sluicectl
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/tc_count.bpf.o \
               $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
@@ -99,14 +99,16 @@ $(BUILD)/tests/%.bpf.o: tests/e2e/%.bpf.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# sluiced built to claim the next map layout version with today's structs and to migrate from
+# sluiced and sluicectl built to claim the next map layout version with today's structs and to migrate from
 # today's by copying every map (user/kernel/layout.c): the end-to-end test drives a migration.
 $(BUILD)/tests/layout_drill/layout.o: user/kernel/layout.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DSLUICE_LAYOUT_DRILL -c $< -o $@
 
-$(LAYOUT_DRILL): $(BUILD)/user/daemon/sluiced.o $(BUILD)/tests/layout_drill/layout.o $(LIB)
-	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+$(BUILD)/tests/layout_drill/sluiced: $(BUILD)/user/daemon/sluiced.o
+$(BUILD)/tests/layout_drill/sluicectl: $(BUILD)/user/cli/sluicectl.o
+$(LAYOUT_DRILL): $(BUILD)/tests/layout_drill/layout.o $(LIB)
+	$(CC) $(CFLAGS) $(filter-out $(LIB),$^) $(LIB) $(LIBS) -o $@
 
 $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 	@mkdir -p $(@D)

@@ -25,6 +25,7 @@ source "$(dirname "$0")/lib.sh"
 e2e_setup
 command -v bpftool >/dev/null || skip_all "needs bpftool"
 DRILL=$BUILD/tests/layout_drill/sluiced
+DRILL_CTL=$BUILD/tests/layout_drill/sluicectl   # the sluicectl of the drill's layout
 CFG=$TMP/sluice.yaml
 cat > "$CFG" <<Y
 interface: s0
@@ -45,7 +46,9 @@ EXT=$PIN/sluice_layout_ext   # the record's continuation (struct sluice_layout_e
 V=$(awk '$1 == "#define" && $2 == "SLUICE_MAP_LAYOUT_VERSION" { print $3 }' include/sluice.h)
 DV=$((V + 1))
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+# SLUICECTL: the sluicectl of the layout pinned (the drill's once the drill migrated).
+SLUICECTL=$BUILD/sluicectl
+status() { "$SLUICECTL" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 # The held connections are idle: open connections (`connections`), not busy ones (`in_flight`).
 inflight() { status; json_get "$TMP/status.json" "d['services'][0].get('connections', d['services'][0]['in_flight'])"; }
 # The layout record as bytes (struct sluice_layout in include/sluice.h), and one field of it.
@@ -152,9 +155,20 @@ stop_sluiced
 good=$(rec_bytes)
 rec_write "$(rec_patch 0 $(printf '0x%02x' "$DV"))"
 flag="--pin-dir $PIN"
+SLUICECTL=$DRILL_CTL   # the record says $DV: in-flight read by the sluicectl of that layout
 refused "$BUILD/sluiced" "a newer layout ($DV) is refused" \
 	"pinned maps under $PIN have layout $DV, this sluiced understands $V and cannot migrate $DV: run \`sluicectl $flag detach\` (drops in-flight state; traffic is admitted while detached) or start the matching sluiced version"
+# sluicectl reads the same maps: a newer layout's values read as this build's would be wrong
+# numbers, so status, hist and baseline reset refuse and say which sluicectl to use.
+for verb in status "hist db" "baseline reset db"; do
+	out=$("$BUILD/sluicectl" --pin-dir "$PIN" $verb 2>&1); rc=$?
+	ok $([ $rc -eq 1 ] && echo "$out" | grep -qF "the maps under $PIN are layout $DV, written by a newer sluiced; this sluicectl reads layouts up to $V" &&
+		[ "$(rec_u32 0)" = "$DV" ] && echo 0 || echo 1) \
+		"sluicectl $verb on pins of a newer layout ($DV): exit $rc, says to use the matching sluicectl" \
+		"output: $out"
+done
 rec_write "$good"
+SLUICECTL=$BUILD/sluicectl
 
 off=$(rec_entry flows)
 rec_write "$(rec_patch $((off + 40)) 0x5a 0x5a 0x5a 0x5a 0x5a 0x5a 0x5a 0x5a)"
@@ -475,6 +489,7 @@ flows_id_before=$(pinned_id map flows id)
 start_bg "$TMP/drill.log" $IN_SRV "$DRILL" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 wait_for 5 "the drill's attached event" grep -q '"to":"attached"' "$TMP/drill.log"
+SLUICECTL=$DRILL_CTL
 link_after=$(pinned_id link "$(xdp_pin)" id)
 flows_id_after=$(pinned_id map flows id)
 ok $(grep -q "migrated the maps under $PIN from layout $V to $DV (rehearsal.*flows: 12 entries.*$((NMAPS - 1)) maps copied, 1 adopted" "$TMP/drill.log" &&

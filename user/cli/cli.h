@@ -47,6 +47,11 @@ struct cli_opts {
  * is not visible in the maps or not audited (each said on stderr). */
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req);
 
+/* Open the pinned maps for a command that reads them (verb names it in errors): exit code 0,
+ * or 1 with the reason said (nothing attached, no permission, maps of a newer layout). */
+struct sluice_maps;
+int cli_open_maps(const struct cli_opts *o, struct sluice_maps *m, const char *verb);
+
 extern const struct clicmd cli_cmd_status, cli_cmd_top, cli_cmd_hist, cli_cmd_detach;
 extern const struct clicmd cli_cmd_switch_set, cli_cmd_switch_clear, cli_cmd_switch_ls,
 	cli_cmd_switch_log, cli_cmd_switch_renew, cli_cmd_cascade_clear, cli_cmd_breaker_reset;

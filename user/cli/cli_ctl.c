@@ -69,8 +69,8 @@ static int do_reset(const void *args, void *ctx)
 	uint32_t gen, was_us;
 	int s, rc = EXIT_RUNTIME;
 
-	if (maps_open_pinned(o->pin_dir, &m)) {
-		log_error("baseline reset: nothing attached at %s; nothing reset", o->pin_dir);
+	if (cli_open_maps(o, &m, "baseline reset")) {
+		log_error("baseline reset: nothing reset");
 		return EXIT_RUNTIME;
 	}
 	s = find_slot(&m, a->service, &sv);

@@ -10,17 +10,29 @@
 #include "common/log.h"
 #include "kernel/status.h"
 #include "kernel/attach.h"
+#include "kernel/layout.h"
 
-static int open_maps(const struct cli_opts *o, struct sluice_maps *m)
+int cli_open_maps(const struct cli_opts *o, struct sluice_maps *m, const char *verb)
 {
-	int err = maps_open_pinned(o->pin_dir, m);
+	__u32 pinned = 0;
+	int err;
 
+	/* A newer sluiced's maps may hold other structs at the same names: read as this build's,
+	 * they would show wrong numbers (or take a request in the wrong shape), worse than none. */
+	if (layout_pinned_version(o->pin_dir, &pinned) == 0 && pinned > layout_version()) {
+		log_error("%s: the maps under %s are layout %u, written by a newer sluiced; this "
+			  "sluicectl reads layouts up to %u and would misread them: use the sluicectl "
+			  "that came with the running sluiced", verb, o->pin_dir, pinned,
+			  layout_version());
+		return EXIT_RUNTIME;
+	}
+	err = maps_open_pinned(o->pin_dir, m);
 	if (err == -ENOENT) {
-		log_error("nothing attached at %s (is sluiced running?)", o->pin_dir);
+		log_error("%s: nothing attached at %s (is sluiced running?)", verb, o->pin_dir);
 		return EXIT_RUNTIME;
 	}
 	if (err) {
-		log_error("cannot open maps under %s: %s%s", o->pin_dir,
+		log_error("%s: cannot open maps under %s: %s%s", verb, o->pin_dir,
 			strerror(-err), err == -EPERM || err == -EACCES ? " (run as root)" : "");
 		return EXIT_RUNTIME;
 	}
@@ -47,7 +59,7 @@ static int do_status(const void *args, void *ctx)
 	struct sluice_maps m;
 	int rc;
 
-	if ((rc = open_maps(o, &m)))
+	if ((rc = cli_open_maps(o, &m, "status")))
 		return rc;
 	/* Two snapshots a quarter second apart give the request rates. */
 	if (status_collect(&m, &first, 0) || (usleep(250000), status_collect(&m, &snap, 1))) {
@@ -89,7 +101,7 @@ static int do_hist(const void *args, void *ctx)
 		log_error("hist: bad class '%s': expected L0, L1, L2 or L3", a->class);
 		return EXIT_USAGE;
 	}
-	if ((rc = open_maps(o, &m)))
+	if ((rc = cli_open_maps(o, &m, "hist")))
 		return rc;
 	rc = status_collect(&m, &snap, 0);
 	maps_close(&m);

@@ -296,10 +296,8 @@ static int do_top(const void *args, void *ctx)
 
 	if (top_numbers(args, &interval, &iterations))
 		return EXIT_USAGE;
-	if ((err = maps_open_pinned(o->pin_dir, &m))) {
-		log_error("nothing attached at %s (is sluiced running?)", o->pin_dir);
-		return EXIT_RUNTIME;
-	}
+	if ((err = cli_open_maps(o, &m, "top")))
+		return err;
 
 	top_setup_terminal(tty_in);
 	if (tty_out)

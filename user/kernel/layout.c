@@ -340,33 +340,58 @@ struct layout_rec {
 	struct sluice_layout_ext ext;   /* n_maps 0 when there is none */
 };
 
-static int read_map0(const char *pin_dir, const char *name, void *value)
+/* Entry 0 of the pinned map name into value (size bytes). The record of another layout may be
+ * of another size: it is read whole into a buffer of its own size and cut or zero-filled to
+ * size, never copied past value's end. */
+static int read_map0(const char *pin_dir, const char *name, void *value, size_t size)
 {
-	char path[512];
-	__u32 k = 0;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info), k = 0;
+	char path[512], *buf = NULL;
 	int fd, rc;
 
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	rc = bpf_map_lookup_elem(fd, &k, value) ? -errno : 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		rc = -errno;
+	else if (!(buf = calloc(1, info.value_size > size ? info.value_size : size)))
+		rc = -ENOMEM;
+	else if (bpf_map_lookup_elem(fd, &k, buf))
+		rc = -errno;
+	else {
+		memcpy(value, buf, size);
+		rc = 0;
+	}
+	free(buf);
 	close(fd);
 	return rc;
 }
 
 static int read_record(const char *pin_dir, struct layout_rec *rec)
 {
-	int rc = read_map0(pin_dir, LAYOUT_MAP, &rec->main);
+	int rc = read_map0(pin_dir, LAYOUT_MAP, &rec->main, sizeof(rec->main));
 
 	memset(&rec->ext, 0, sizeof(rec->ext));
 	if (rc)
 		return rc;
 	/* A continuation of another version is left over (an interrupted write): its entries
 	 * are not known, which only skips their type hash check. */
-	if (read_map0(pin_dir, LAYOUT_EXT_MAP, &rec->ext) || rec->ext.version != rec->main.version)
+	if (read_map0(pin_dir, LAYOUT_EXT_MAP, &rec->ext, sizeof(rec->ext)) || rec->ext.version != rec->main.version)
 		memset(&rec->ext, 0, sizeof(rec->ext));
 	return 0;
+}
+
+int layout_pinned_version(const char *pin_dir, __u32 *version)
+{
+	struct sluice_layout rec;
+	int rc = read_map0(pin_dir, LAYOUT_MAP, &rec, sizeof(rec));
+
+	if (!rc)
+		*version = rec.version;
+	return rc;
 }
 
 static int open_pin(const char *pin_dir, const struct bpf_map *map)

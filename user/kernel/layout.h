@@ -56,6 +56,10 @@ struct layout_plan {
 /* The layout this build writes. */
 __u32 layout_version(void);
 
+/* The layout the pins under pin_dir record (*version), for readers that only look at the maps
+ * (sluicectl): 0 when read, -ENOENT when there is no record (pins of layout 1, or none). */
+int layout_pinned_version(const char *pin_dir, __u32 *version);
+
 /* Read the pins under pin_dir and decide; obj is opened, not loaded. For a migration, the maps
  * to carry over are unpinned in obj so that loading creates them fresh. `grow` (NULL-ended
  * names, or NULL) lists the maps whose pins may be smaller than the object's max_entries:
