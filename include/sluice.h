@@ -151,10 +151,12 @@ struct sluice_service {
 	 * last finished changing this service's entries in `source_rules` (its source rules and
 	 * trust_from), read after the trie's writes were done. A flow's cached source answer
 	 * (sluice_flow._pad) counts only when the flow was admitted in a later second. Never
-	 * moves back while the pins live (the monotonic clock does not). The field keeps its
-	 * old name: the layout record hashes field names, and the map's layout is unchanged (0,
-	 * what an older sluiced wrote, is a stamp like any other: every flow admitted since has
-	 * its answer from the trie as this data path computed it). */
+	 * moves back while the pins live (the monotonic clock does not) and this sluiced
+	 * programs them. The field keeps its old name: the layout record hashes field names,
+	 * and the map's layout is unchanged. An older sluiced writes 0 here: adopting its pins,
+	 * this one stamps every service before its programs' first cached answer can count;
+	 * going back to it, the programs still attached until it swaps them may go by answers
+	 * cached before its rewrite of the rules (for the milliseconds of that swap). */
 	__u32 _pad1;
 };
 

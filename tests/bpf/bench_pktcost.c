@@ -7,9 +7,9 @@
  *
  * REPEAT (default 1000000) is the in-kernel repeat count for paths that leave packet and state
  * as they were; LOOPS (default 20000) is the number of repeat=1 calls for paths that must see
- * a different packet or fresh state each time (new SYN, handshake completion, request start,
- * the RST and 429 replies: with repeat > 1 a rewritten packet would be re-run on its own
- * output). opts.duration is the mean ns per run; with repeat=1 it includes the kernel's
+ * a different packet or fresh state each time (new SYN, handshake completion, request start
+ * on a new connection and on a keep-alive one, the RST and 429 replies: with repeat > 1 a
+ * rewritten packet would be re-run on its own output). opts.duration is the mean ns per run; with repeat=1 it includes the kernel's
  * per-call timing overhead, which the empty program pays too, so the difference still means
  * something. Every figure is the best of BENCH_ROUNDS (5) rounds taken in this one run: the
  * VM is shared and noisy, the least disturbed round is the one that tells the code's cost.
