@@ -367,6 +367,8 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	loop_path(NAME("xdp.new-syn-admitted"), xdp, 0, loops, prep_new_syn, &c, XDP_PASS);
 	loop_path(NAME("xdp.handshake-ack"), xdp, 0, loops, prep_handshake_ack, &c, XDP_PASS);
 	c.dport = 8080;
+	/* An http connection's: no slot, but the flow caches its client's source answer. */
+	loop_path(NAME("xdp.handshake-ack-http"), xdp, 0, loops, prep_handshake_ack, &c, XDP_PASS);
 	loop_path(NAME("tc-ingress.request-start"), tci, 1, loops, prep_request, &c, TC_ACT_UNSPEC);
 	loop_path(NAME("tc-ingress.request-start-keepalive"), tci, 1, loops, prep_keepalive, &c,
 		  TC_ACT_UNSPEC);
