@@ -1068,6 +1068,7 @@ static int keepalive_request(struct fixture *f, struct pkt_spec *rq, const char 
 			cls = c;
 		}
 	struct pkt_spec a = answer_to(rq, rq->seq, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	a.v6 = rq->v6, a.src = rq->dst;
 	egress(f, &a);
 	rq->seq += (uint32_t)rq->payload_len;
 	return cls;
@@ -1218,6 +1219,42 @@ static void test_source_cache_is_per_flow(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* IPv6 clients: the answer cached from the full address (the flow's key), inside and outside
+ * trust_from's /64. */
+static void test_source_cache_ipv6(void **state)
+{
+	struct fixture *f = *state;
+	const char *hi = GET("/x", "X-Priority: L0\r\n");
+	struct pkt_spec t = { .v6 = 1, .src = "2001:db8::5", .dst = "2001:db8::1", .sport = 3500,
+			      .dport = 8080, .seq = 5000, .ack = 9000, .ackf = 1, .psh = 1,
+			      .payload = hi, .payload_len = strlen(hi) };
+	struct pkt_spec u = t;
+	__u8 want[2] = { SLUICE_SRC_CACHED | SLUICE_SRC_TRUSTED | SLUICE_SRC_NO_RULE,
+			 SLUICE_SRC_CACHED | SLUICE_SRC_NO_RULE };
+
+	u.src = "2001:db8:0:1::5"; /* the next /64 */
+	rules_stamp_back(f);
+	handshake(f, &t);
+	handshake(f, &u);
+	for (int i = 0; i < 2; i++) {
+		struct sluice_flow_key k = { 0 };
+		struct sluice_flow fl;
+
+		assert_int_equal(inet_pton(AF_INET6, i ? u.src : t.src, k.client_addr), 1);
+		assert_int_equal(inet_pton(AF_INET6, t.dst, k.local_addr), 1);
+		k.client_port = htons(3500), k.service_port = htons(8080);
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		assert_int_equal(fl._pad, want[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(keepalive_request(f, &t, hi), 0);
+		assert_int_equal(keepalive_request(f, &u, hi), 2);
+	}
+	reprogram(f, web_config("203.0.113.0/28", "L0"));      /* the /64 taken out */
+	assert_int_equal(keepalive_request(f, &t, hi), 2);
+	assert_int_equal(inflight(f), 0);
+}
+
 /* A flow admitted in the second of its service's rules stamp caches nothing (its answer might
  * come from rules that were still changing). */
 static void test_source_cache_not_in_stamp_second(void **state)
@@ -1284,6 +1321,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_is_per_flow, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_ipv6, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_not_in_stamp_second, setup, harness_teardown),
 	};
 
