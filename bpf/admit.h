@@ -54,29 +54,113 @@ static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
 	return bpf_map_lookup_elem(&source_rules, &k) != 0;
 }
 
-/* Source-prefix and DSCP rules: everything a SYN can be judged by. A DSCP mark counts only
- * from a trusted source (anyone can set one); from any other it is noted in `ignored`. */
-static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
-						     __u32 svc, const struct pkt *p)
+/* What `source_rules` says of a unit's source: its source rule (order SLUICE_RULE_NONE: none
+ * covers it) and whether it is inside trust_from (-1: not looked up yet, source_trust_of
+ * does when a rule needs it). From the trie, or from the flow's cache (http). */
+struct src_answer {
+	__u8 order;
+	__u8 class;
+	__s8 trusted;
+};
+
+static __always_inline int source_trust_of(struct src_answer *a, __u32 svc, const struct pkt *p)
+{
+	if (a->trusted < 0)
+		a->trusted = source_trusted(svc, p);
+	return a->trusted;
+}
+
+/* The source rule covering k's address for k's service, from the trie. */
+static __always_inline void source_rule_at(const struct sluice_src_key *k, struct src_answer *a)
+{
+	struct sluice_src_rule *r = bpf_map_lookup_elem(&source_rules, k);
+
+	a->order = r ? r->order : SLUICE_RULE_NONE;
+	a->class = r ? r->class & 3 : 0;
+	a->trusted = -1;
+}
+
+/* Source-prefix and DSCP rules: everything a SYN can be judged by, given what the trie says
+ * of the source (a). A DSCP mark counts only from a trusted source (anyone can set one); from
+ * any other it is noted in `ignored`. */
+static __always_inline struct class_pick classify_l3_with(const struct sluice_service *sc,
+							  __u32 svc, const struct pkt *p,
+							  struct src_answer *a)
 {
 	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = sc->default_class,
 				   .ignored = SLUICE_RULE_NONE };
-	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
-	struct sluice_src_rule *r;
 	__u8 d;
 
-	pkt_addr(p, 1, k.addr);
-	r = bpf_map_lookup_elem(&source_rules, &k);
-	if (r)
-		pick_rule(&best, r->order, r->class);
+	if (a->order != SLUICE_RULE_NONE)
+		pick_rule(&best, a->order, a->class);
 	d = sc->dscp_rule[p->dscp & 63];
 	if (d != SLUICE_RULE_NONE) {
-		if (source_trusted(svc, p))
+		if (source_trust_of(a, svc, p))
 			pick_rule(&best, d >> 2, d & 3);
 		else
 			best.ignored = d >> 2;
 	}
 	return best;
+}
+
+static __always_inline struct class_pick classify_l3(const struct sluice_service *sc,
+						     __u32 svc, const struct pkt *p)
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+	struct src_answer a;
+
+	pkt_addr(p, 1, k.addr);
+	source_rule_at(&k, &a);
+	return classify_l3_with(sc, svc, p, &a);
+}
+
+/* 1 when some rule of the service reads a priority mark (the header, a DSCP value): only
+ * then does trust_from matter to it. Eight words of dscp_rule, all SLUICE_RULE_NONE bytes
+ * when no DSCP rule is configured. */
+static __always_inline int service_reads_marks(const struct sluice_service *sc)
+{
+	__u64 all = ~0ull;
+
+	if (sc->header_order != SLUICE_RULE_NONE)
+		return 1;
+#pragma unroll
+	for (int i = 0; i < 64; i += 8)
+		all &= *(const __u64 *)&sc->dscp_rule[i];
+	return all != ~0ull;
+}
+
+/* The source answer an http flow caches when it is created (sluice_flow._pad), for the client
+ * at addr (the new flow's key). 0 (nothing cached) for a source rule of order 15 or more. */
+static __always_inline __u8 source_cache_of(const struct sluice_service *sc, __u32 svc,
+					    const __u8 addr[16])
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+	struct src_answer a;
+	__u8 c = SLUICE_SRC_CACHED;
+
+	__builtin_memcpy(k.addr, addr, 16);
+	source_rule_at(&k, &a);
+	if (a.order == SLUICE_RULE_NONE)
+		c |= SLUICE_SRC_NO_RULE;
+	else if (a.order < SLUICE_SRC_NO_RULE)
+		c |= a.order | (a.class << SLUICE_SRC_CLASS_SHIFT);
+	else
+		return 0;
+	/* A service whose rules read no mark never asks for trust: no lookup (a rewrite that
+	 * adds such a rule stamps the service, and this answer no longer counts). */
+	k.svc = svc | SLUICE_SRC_TRUST;
+	if (service_reads_marks(sc) && bpf_map_lookup_elem(&source_rules, &k))
+		c |= SLUICE_SRC_TRUSTED;
+	return c;
+}
+
+/* The cached answer c as a src_answer. */
+static __always_inline void source_answer_of_cache(__u8 c, struct src_answer *a)
+{
+	a->order = (c & SLUICE_SRC_ORDER) == SLUICE_SRC_NO_RULE ? SLUICE_RULE_NONE :
+		   (c & SLUICE_SRC_ORDER);
+	a->class = (c >> SLUICE_SRC_CLASS_SHIFT) & 3;
+	a->trusted = !!(c & SLUICE_SRC_TRUSTED);
 }
 
 /* Count the unit in untrusted_marks when a mark it carried was ignored and would have decided

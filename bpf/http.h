@@ -306,21 +306,23 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	return ignored | (best.order << 8) | best.class;
 }
 
-/* Source/DSCP rules, then the payload's. The priority header counts only from a trusted
- * source (anyone can write one): for any other the header rule is left out and the other
- * rules decide as they would without it; a header or DSCP mark left out that would have
+/* Source/DSCP rules, then the payload's, given what the trie says of the source (a: from the
+ * flow's cache, or its source rule just looked up). The priority header counts only from a
+ * trusted source (anyone can write one): for any other the header rule is left out and the
+ * other rules decide as they would without it; a header or DSCP mark left out that would have
  * decided is counted (count_untrusted). */
 static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 							  const struct sluice_service *sc,
-							  __u32 svc, const struct pkt *p)
+							  __u32 svc, const struct pkt *p,
+							  struct src_answer *a)
 {
-	struct class_pick best = classify_l3(sc, svc, p);
+	struct class_pick best = classify_l3_with(sc, svc, p, a);
 	__u32 bound = best.order;
 	int r;
 
 	/* Only a header rule that could still decide (before every source and DSCP rule that
 	 * matched) needs the source's trust: the payload scan does not look for it otherwise. */
-	if (sc->header_order < best.order && !source_trusted(svc, p))
+	if (sc->header_order < best.order && !source_trust_of(a, svc, p))
 		bound |= 0x100;
 	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
 

@@ -440,6 +440,11 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
 				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);
+	} else if (sluice_rules_second(now) > sc->_pad1) {
+		/* What the source rules say of the client, once for all its requests: into the
+		 * new entry before its insert, from its own key (no packet writes it later). Not
+		 * in the rules stamp's own second: such an answer would never count. */
+		nf._pad = source_cache_of(sc, svc, key->client_addr);
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
 		own_bump(svc);
@@ -823,6 +828,31 @@ static __always_inline int is_connect(const struct pkt *p, const char b[8])
 	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
 }
 
+/* What the source rules say of a request's client: the flow's cached answer when it counts
+ * (made for this service, the flow admitted in a second after the service's rules stamp: see
+ * sluice_flow._pad), else the source rule from the trie (trust_from then looked up only if a
+ * rule needs it). Read after this CPU claimed the flow's word: an entry deleted and reused for
+ * another flow under this pointer meanwhile does not hold DECIDING (a new entry starts idle,
+ * and a request of its own needs its own handshake and segment first), so its answer is not
+ * taken for this client's. */
+static __always_inline void request_source(struct sluice_flow *f, const struct sluice_service *sc,
+					   __u32 svc, const struct sluice_flow_key *key,
+					   struct src_answer *a)
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+	__u64 admitted = READ_ONCE(f->admitted_ns);
+	__u8 c = READ_ONCE(f->_pad);
+
+	if ((c & SLUICE_SRC_CACHED) && READ_ONCE(f->svc) == svc &&
+	    sluice_rules_second(admitted) > sc->_pad1 &&
+	    READ_ONCE(f->req_active) == SLUICE_OWN_DECIDING) {
+		source_answer_of_cache(c, a);
+		return;
+	}
+	__builtin_memcpy(k.addr, key->client_addr, 16);
+	source_rule_at(&k, a);
+}
+
 /* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
  * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
  * (after the handshake, or after the previous request's bytes), with a method token: data
@@ -835,6 +865,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct sluice_class_stats *st;
 	struct sluice_pkt_stats *ps;
 	struct class_pick pick;
+	struct src_answer src;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
 	char method[8] = {};
 	__u64 now;
@@ -870,7 +901,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 
 	now = bpf_ktime_get_ns();
-	pick = classify_request(skb, sc, svc, p);
+	request_source(f, sc, svc, &key, &src);
+	pick = classify_request(skb, sc, svc, p, &src);
 	st = class_stats_of(svc, pick.class);
 	if (!st) {
 		__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, 0);

@@ -147,8 +147,27 @@ struct sluice_service {
 	__u32 client_max_in_flight;
 	__u32 client_rate;
 	__u32 client_burst;
+	/* The rules stamp: the second (sluice_rules_second of CLOCK_MONOTONIC) in which sluiced
+	 * last finished changing this service's entries in `source_rules` (its source rules and
+	 * trust_from), read after the trie's writes were done. A flow's cached source answer
+	 * (sluice_flow._pad) counts only when the flow was admitted in a later second. Never
+	 * moves back while the pins live (the monotonic clock does not) and this sluiced
+	 * programs them. The field keeps its old name: the layout record hashes field names,
+	 * and the map's layout is unchanged. An older sluiced writes 0 here: adopting its pins,
+	 * this one stamps every service before its programs' first cached answer can count;
+	 * going back to it, the programs still attached until it swaps them may go by answers
+	 * cached before its rewrite of the rules (for the milliseconds of that swap). */
 	__u32 _pad1;
 };
+
+/* The rules stamp's unit: 2^30 ns (about 1.07 s) of CLOCK_MONOTONIC, which is what
+ * bpf_ktime_get_ns reads. Coarse, so that the stamp fits in 32 bits (146 years of uptime). */
+#define SLUICE_RULES_SHIFT    30
+
+static inline __u32 sluice_rules_second(__u64 mono_ns)
+{
+	return (__u32)(mono_ns >> SLUICE_RULES_SHIFT);
+}
 
 /* Map `clients` (LRU_HASH): per (service, client address) state for the client limits. LRU is
  * acceptable here: an evicted client starts afresh, which is lenient, never strict. */
@@ -423,8 +442,23 @@ struct sluice_flow {
 	                                  * the flow's turns are measured and counted in `busy` */
 	__u8 client_counted;             /* its unit counts against the client's in-flight */
 	__u8 flags;                      /* SLUICE_FLOW_* */
+	/* http: what `source_rules` said of the client when the flow was created (its handshake
+	 * completed), SLUICE_SRC_* below; 0 = nothing cached. Written only into the new entry
+	 * before its insert, from the entry's own key, never afterwards. Counts only while the
+	 * flow's admission second is later than its service's rules stamp (sluice_service._pad1):
+	 * an answer found from rules that changed since was found before the change finished,
+	 * so at or after the flow's admission, which then lies at or before the stamp's second.
+	 * The field keeps its old name (the layout record hashes field names). */
 	__u8 _pad;
 };
+
+/* The cached source answer (sluice_flow._pad). A source rule of order 15 or more is not
+ * cached (the flow walks the trie at each request, as without the cache). */
+#define SLUICE_SRC_CACHED      0x80      /* the byte holds an answer */
+#define SLUICE_SRC_TRUSTED     0x40      /* the client is inside the service's trust_from */
+#define SLUICE_SRC_CLASS_SHIFT 4         /* 2 bits: the source rule's class */
+#define SLUICE_SRC_ORDER       0x0f      /* the source rule's order; SLUICE_SRC_NO_RULE: none */
+#define SLUICE_SRC_NO_RULE     0x0f
 
 /* The ownership word (sluice_flow.req_active). Every slot a flow holds is described by the
  * word itself, so whoever swaps it out knows exactly what to give back, even on an entry

@@ -978,6 +978,302 @@ static void test_pipelined_requests_count_as_one(void **state)
 	assert_int_equal(stats(f, 2).completed, 1);
 }
 
+/* ---- the per-flow cache of the source answer (sluice_flow._pad) ---- */
+
+/* The web service's config with other source rules and trust_from (the rest as CONFIG). */
+static const char *web_config(const char *trust, const char *src_class)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf),
+		 "interface: lo\n"
+		 "services:\n"
+		 "  - name: web\n"
+		 "    port: 8080\n"
+		 "    protocol: http\n"
+		 "    retry_after_s: 7\n"
+		 "    limit: { fixed: 8 }\n"
+		 "    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
+		 "    default_class: L2\n"
+		 "    trust_from: [%s]\n"
+		 "    classify:\n"
+		 "      - { source: 198.18.1.0/24, class: %s }\n"
+		 "      - { path_prefix: /report, class: L3 }\n"
+		 "      - { header: X-Priority, class: from-header }\n"
+		 "      - { path_prefix: /pay, class: L0 }\n"
+		 "      - { dscp: 46, class: L1 }\n"
+		 "      - { source: 203.0.113.0/30, class: L1 }\n", trust, src_class);
+	return buf;
+}
+
+/* The rules rewritten as sluiced does on a reload (which stamps the services). */
+static void reprogram(struct fixture *f, const char *config)
+{
+	struct sluice_config cfg;
+	struct doc_errors errs;
+	int idx[SLUICE_MIN_SERVICE_SLOTS];
+
+	assert_int_equal(sluice_config_parse(config, strlen(config), "test", &cfg, &errs), 0);
+	assert_int_equal(maps_assign_indices(&f->m, &cfg, idx), 0);
+	assert_int_equal(idx[0], f->idx[0]);
+	assert_int_equal(maps_program_services(&f->m, &cfg, idx), 0);
+	sluice_config_free(&cfg);
+}
+
+static struct sluice_service service_slot(struct fixture *f)
+{
+	struct sluice_service sv;
+	__u32 k = (__u32)f->idx[0];
+
+	assert_int_equal(bpf_map_lookup_elem(f->m.services, &k, &sv), 0);
+	return sv;
+}
+
+/* The rules as if programmed a second earlier (the stamp one unit back): flows admitted now
+ * cache their answer, as they do on a host whose rules did not just change. A test that
+ * waited for the clock's second to turn would check the same, a second slower. */
+static void rules_stamp_back(struct fixture *f)
+{
+	struct sluice_service sv = service_slot(f);
+	__u32 k = (__u32)f->idx[0];
+
+	assert_true(sv._pad1 <= sluice_rules_second(monotonic_ns()));
+	sv._pad1 = sluice_rules_second(monotonic_ns()) - 1;
+	assert_int_equal(bpf_map_update_elem(f->m.services, &k, &sv, BPF_ANY), 0);
+}
+
+static __u8 flow_cache(struct fixture *f, const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = flow_key(src, sport);
+	struct sluice_flow fl;
+
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+	return fl._pad;
+}
+
+/* One request on the keep-alive connection *rq (moved on to the next request's sequence),
+ * answered: the class it was counted in. */
+static int keepalive_request(struct fixture *f, struct pkt_spec *rq, const char *text)
+{
+	uint64_t before[4];
+	int cls = -1;
+
+	for (int c = 0; c < 4; c++)
+		before[c] = stats(f, c).arrivals;
+	rq->payload = text, rq->payload_len = strlen(text);
+	admitted(f, rq);
+	for (int c = 0; c < 4; c++)
+		if (stats(f, c).arrivals != before[c]) {
+			assert_int_equal(cls, -1);
+			cls = c;
+		}
+	struct pkt_spec a = answer_to(rq, rq->seq, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	a.v6 = rq->v6, a.src = rq->dst;
+	egress(f, &a);
+	rq->seq += (uint32_t)rq->payload_len;
+	return cls;
+}
+
+/* The trust entries of the web service deleted from the trie behind sluiced's back (no stamp):
+ * only flows that still go by their cached answer believe the header. */
+static void trust_deleted_unstamped(struct fixture *f)
+{
+	struct sluice_src_key keys[64], k, next;
+	int n = 0, more = bpf_map_get_next_key(f->m.source_rules, NULL, &next) == 0;
+
+	while (more && n < 64) {
+		k = next;
+		if (k.svc & SLUICE_SRC_TRUST)
+			keys[n++] = k;
+		more = bpf_map_get_next_key(f->m.source_rules, &k, &next) == 0;
+	}
+	assert_int_equal(n, 2); /* 203.0.113.0/28 and 2001:db8::/64 */
+	for (int i = 0; i < n; i++)
+		assert_int_equal(bpf_map_delete_elem(f->m.source_rules, &keys[i]), 0);
+}
+
+/* A keep-alive client inside trust_from: its header is believed from the answer cached when
+ * its connection was made (the cache is used: with the trust entry gone from the trie and no
+ * stamp, the flow still believes it, a new flow does not); once sluiced rewrites the rules
+ * without it, the same connection's header is ignored at its next request, and after 100 and
+ * 300 rewrites still (a cache checked against a wrapping generation came back to life after
+ * 64); back in trust_from, believed again. */
+static void test_source_cache_trust_removed(void **state)
+{
+	struct fixture *f = *state;
+	const char *hi = GET("/x", "X-Priority: L0\r\n"), *mid = GET("/x", "X-Priority: L1\r\n");
+	struct pkt_spec rq = request("203.0.113.5", 3100, hi);
+	unsigned long long marks;
+
+	rules_stamp_back(f);
+	handshake(f, &rq);
+	assert_int_equal(flow_cache(f, "203.0.113.5", 3100),
+			 SLUICE_SRC_CACHED | SLUICE_SRC_TRUSTED | SLUICE_SRC_NO_RULE);
+	assert_int_equal(keepalive_request(f, &rq, mid), 1);
+	assert_int_equal(keepalive_request(f, &rq, hi), 0);
+
+	trust_deleted_unstamped(f);
+	assert_int_equal(keepalive_request(f, &rq, mid), 1);     /* the cache decided */
+	struct pkt_spec other = request("203.0.113.6", 3101, hi);
+	marks = untrusted(f);
+	handshake(f, &other);
+	assert_int_equal(flow_cache(f, "203.0.113.6", 3101), SLUICE_SRC_CACHED | SLUICE_SRC_NO_RULE);
+	assert_int_equal(keepalive_request(f, &other, hi), 2);   /* the trie decided */
+	assert_int_equal(untrusted(f) - marks, 1);
+
+	const char *without = web_config("2001:db8::/64", "L0");
+	for (int n = 1; n <= 300; n++) {
+		reprogram(f, without);
+		if (n == 1 || n == 63 || n == 64 || n == 65 || n == 100 || n == 300) {
+			marks = untrusted(f);
+			if (keepalive_request(f, &rq, hi) != 2) {
+				print_error("after %d rewrites the removed client's header counted\n", n);
+				fail();
+			}
+			assert_int_equal(untrusted(f) - marks, 1);
+		}
+	}
+	reprogram(f, web_config("203.0.113.0/28, 2001:db8::/64", "L0"));
+	assert_int_equal(keepalive_request(f, &rq, hi), 0);
+	assert_int_equal(keepalive_request(f, &other, mid), 1);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* A source rule that changes class, then goes, takes effect at the next request of a live
+ * connection that cached the rule. */
+static void test_source_cache_rule_changes(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("198.18.1.9", 3200, GET("/x", ""));
+	const char *plain = GET("/x", "");
+
+	rules_stamp_back(f);
+	handshake(f, &rq);
+	assert_int_equal(flow_cache(f, "198.18.1.9", 3200), SLUICE_SRC_CACHED | 0 /* order 0, L0 */);
+	assert_int_equal(keepalive_request(f, &rq, plain), 0);
+	reprogram(f, web_config("203.0.113.0/28, 2001:db8::/64", "L3"));
+	assert_int_equal(keepalive_request(f, &rq, plain), 3);
+	assert_int_equal(keepalive_request(f, &rq, GET("/pay", "")), 3); /* the rule comes first */
+	/* A config without the rule: the default class (the /report path rule still wins). */
+	const char *norule =
+		"interface: lo\n"
+		"services:\n"
+		"  - name: web\n"
+		"    port: 8080\n"
+		"    protocol: http\n"
+		"    limit: { fixed: 8 }\n"
+		"    default_class: L2\n"
+		"    classify:\n"
+		"      - { path_prefix: /report, class: L3 }\n";
+	reprogram(f, norule);
+	assert_int_equal(keepalive_request(f, &rq, plain), 2);
+	assert_int_equal(keepalive_request(f, &rq, GET("/report", "")), 3);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* The cache is each flow's own, filled from its own key when its handshake completes: an
+ * untrusted client's requests (priority headers, DSCP marks), a forged SYN and forged
+ * segments on a trusted client's 4-tuple change neither the trusted flow's answer nor their
+ * own; the untrusted client's header is never believed, on a new connection or an old one. */
+static void test_source_cache_is_per_flow(void **state)
+{
+	struct fixture *f = *state;
+	const char *hi = GET("/x", "X-Priority: L0\r\n");
+	struct pkt_spec t = request("203.0.113.5", 3300, hi);
+	struct pkt_spec u = request("203.0.113.77", 3300, hi);
+	__u8 tc, uc;
+
+	rules_stamp_back(f);
+	handshake(f, &t);
+	handshake(f, &u);
+	tc = flow_cache(f, "203.0.113.5", 3300);
+	uc = flow_cache(f, "203.0.113.77", 3300);
+	assert_int_equal(tc, SLUICE_SRC_CACHED | SLUICE_SRC_TRUSTED | SLUICE_SRC_NO_RULE);
+	assert_int_equal(uc, SLUICE_SRC_CACHED | SLUICE_SRC_NO_RULE);
+	for (int i = 0; i < 20; i++) {
+		u.dscp = i & 1 ? 46 : 0;
+		assert_int_equal(keepalive_request(f, &u, hi), 2);
+		assert_int_equal(keepalive_request(f, &t, hi), 0);
+		/* Forged on the trusted client's 4-tuple: a SYN with a new ISN, a request line
+		 * away from where the client is, a FIN and an RST outside its window. */
+		struct pkt_spec x = t;
+		x.syn = 1, x.ackf = 0, x.psh = 0, x.payload = NULL, x.payload_len = 0;
+		x.seq = 0x9e3779b9u * (uint32_t)(i + 1);
+		run_xdp(f, &x);
+		x = t;
+		x.seq += 0x40000000u + (uint32_t)i;
+		admitted(f, &x);
+		x.payload = NULL, x.payload_len = 0, x.psh = 0, x.fin = 1;
+		run_xdp(f, &x);
+		x.fin = 0, x.rst = 1;
+		run_xdp(f, &x);
+	}
+	assert_int_equal(flow_cache(f, "203.0.113.5", 3300), tc);
+	assert_int_equal(flow_cache(f, "203.0.113.77", 3300), uc);
+	/* A new connection of the untrusted client, and the old ones, still as they were. */
+	struct pkt_spec u2 = request("203.0.113.77", 3301, hi);
+	handshake(f, &u2);
+	assert_int_equal(keepalive_request(f, &u2, hi), 2);
+	assert_int_equal(keepalive_request(f, &t, hi), 0);
+	assert_int_equal(keepalive_request(f, &u, hi), 2);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* IPv6 clients: the answer cached from the full address (the flow's key), inside and outside
+ * trust_from's /64. */
+static void test_source_cache_ipv6(void **state)
+{
+	struct fixture *f = *state;
+	const char *hi = GET("/x", "X-Priority: L0\r\n");
+	struct pkt_spec t = { .v6 = 1, .src = "2001:db8::5", .dst = "2001:db8::1", .sport = 3500,
+			      .dport = 8080, .seq = 5000, .ack = 9000, .ackf = 1, .psh = 1,
+			      .payload = hi, .payload_len = strlen(hi) };
+	struct pkt_spec u = t;
+	__u8 want[2] = { SLUICE_SRC_CACHED | SLUICE_SRC_TRUSTED | SLUICE_SRC_NO_RULE,
+			 SLUICE_SRC_CACHED | SLUICE_SRC_NO_RULE };
+
+	u.src = "2001:db8:0:1::5"; /* the next /64 */
+	rules_stamp_back(f);
+	handshake(f, &t);
+	handshake(f, &u);
+	for (int i = 0; i < 2; i++) {
+		struct sluice_flow_key k = { 0 };
+		struct sluice_flow fl;
+
+		assert_int_equal(inet_pton(AF_INET6, i ? u.src : t.src, k.client_addr), 1);
+		assert_int_equal(inet_pton(AF_INET6, t.dst, k.local_addr), 1);
+		k.client_port = htons(3500), k.service_port = htons(8080);
+		assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+		assert_int_equal(fl._pad, want[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(keepalive_request(f, &t, hi), 0);
+		assert_int_equal(keepalive_request(f, &u, hi), 2);
+	}
+	reprogram(f, web_config("203.0.113.0/28", "L0"));      /* the /64 taken out */
+	assert_int_equal(keepalive_request(f, &t, hi), 2);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* A flow admitted in the second of its service's rules stamp caches nothing (its answer might
+ * come from rules that were still changing). */
+static void test_source_cache_not_in_stamp_second(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.5", 3400, GET("/x", "X-Priority: L1\r\n"));
+	struct sluice_service sv = service_slot(f);
+	__u32 k = (__u32)f->idx[0];
+
+	sv._pad1 = sluice_rules_second(monotonic_ns()) + 1; /* as if stamped this very second */
+	assert_int_equal(bpf_map_update_elem(f->m.services, &k, &sv, BPF_ANY), 0);
+	handshake(f, &rq);
+	assert_int_equal(flow_cache(f, "203.0.113.5", 3400), 0);
+	assert_int_equal(keepalive_request(f, &rq, GET("/x", "X-Priority: L1\r\n")), 1);
+	/* Stamps only move forward: a reload keeps the later one. */
+	reprogram(f, CONFIG);
+	assert_int_equal(service_slot(f)._pad1, sv._pad1);
+}
+
 static void test_open_breaker_answers_503(void **state)
 {
 	struct fixture *f = *state;
@@ -1022,6 +1318,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_is_per_flow, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_ipv6, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_source_cache_not_in_stamp_second, setup, harness_teardown),
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include "common/clock.h"
 #include "kernel/replies.h"
 
 unsigned maps_service_slots(int n_services)
@@ -271,11 +272,42 @@ out:
 	return err;
 }
 
+/* The rules stamp (sluice_service._pad1) of every configured service, once the trie's writes
+ * are done: the clock is read after them, so a flow's answer cached from the rules before or
+ * during the change (its flow admitted before this read) no longer counts. Every service is
+ * stamped, its rules changed or not: rewrites are rare, and a flow that loses its cache only
+ * walks the trie again. */
+static int stamp_rules(const struct sluice_maps *m, const struct sluice_config *cfg,
+		       const int *idx)
+{
+	__u32 stamp = sluice_rules_second(monotonic_ns());
+	int err = 0;
+
+	for (int i = 0; i < cfg->n_services; i++) {
+		struct sluice_service sv;
+		__u32 k = idx[i];
+
+		if (bpf_map_lookup_elem(m->services, &k, &sv)) {
+			err = -errno;
+			continue;
+		}
+		if (sv._pad1 >= stamp)
+			continue;
+		sv._pad1 = stamp;
+		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY))
+			err = -errno;
+	}
+	return err;
+}
+
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
 	struct sluice_service *all = read_all_services(m);
 	unsigned char *in_cfg = calloc((size_t)m->n_slots, 1), *port_in_cfg = calloc(65536, 1);
+	/* Each service is written stamped already (before the trie changes; the stamp never goes
+	 * back): from then on no answer cached before counts, even while the trie changes. */
+	__u32 stamp = sluice_rules_second(monotonic_ns());
 	int err = 0;
 
 	if (!all || !in_cfg || !port_in_cfg) {
@@ -299,6 +331,7 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 			}
 		}
 		fill_service(&sv, &cfg->services[i]);
+		sv._pad1 = all[k]._pad1 > stamp ? all[k]._pad1 : stamp;
 		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY)) {
 			err = -errno;
 			goto out;
@@ -342,8 +375,13 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 			bpf_map_update_elem(m->services, &k, &all[s], BPF_ANY);
 		}
 	}
-	if (!err)
+	if (!err) {
 		err = program_source_rules(m, cfg, idx);
+		/* Stamped again once the trie is written, even when some write failed: whatever
+		 * it holds now is what later flows' answers come from. */
+		if (stamp_rules(m, cfg, idx) && !err)
+			err = -EIO;
+	}
 out:
 	free(all);
 	free(in_cfg);
