@@ -483,18 +483,35 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
  * tick (the read-ahead, the prefetch and the service's tick ask for it) from the books alone:
  * the read-ahead asks for every service before any controller runs, and reading each
  * controller's state for it cost a cache miss a service. */
+#ifndef HIST_HOLD_TICKS
+#define HIST_HOLD_TICKS 4
+#endif
+
 static unsigned hist_classes_to_read(struct daemon *d, int i)
 {
 	struct service_books *b = &d->books[i];
 	unsigned want = 0;
+	long long pending = 0;
 
 	if (b->hist_want_tick == d->ticks + 1)
 		return b->hist_want;
 	if (!b->primed)
 		want = (1u << SLUICE_NUM_CLASSES) - 1;
-	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++)
-		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)b->hist_samples[c])
+	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++) {
+		long long n = maps_reader_samples(&d->rd, d->idx[i], c) - (long long)b->hist_samples[c];
+
+		if (n) {
 			want |= 1u << c;
+			pending += n > 0 ? n : b->qhold;   /* backwards: a reset, read it */
+		}
+	}
+	/* A calm controller's few new samples wait in the maps (service_ctl_quantile_hold);
+	 * all classes of the service together, so that the tick's quantiles are of one span. */
+	b->hist_held = 0;
+	if (want && b->primed && pending < (long long)b->qhold && b->held_ticks < HIST_HOLD_TICKS) {
+		b->hist_held = want;
+		want = 0;
+	}
 	b->hist_want = want;
 	b->hist_want_tick = d->ticks + 1;
 	return want;
@@ -573,11 +590,13 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
 	want = hist_classes_to_read(d, i);
-	in.hist_same = ~want & ((1u << SLUICE_NUM_CLASSES) - 1);
+	in.hist_deferred = b->hist_held;
+	in.hist_same = ~(want | in.hist_deferred) & ((1u << SLUICE_NUM_CLASSES) - 1);
 	if (!d->ctl[i].have_prev) {
 		/* the books' mirror aside, a controller's first tick reads them all */
 		want = (1u << SLUICE_NUM_CLASSES) - 1;
 		in.hist_same = 0;
+		in.hist_deferred = 0;
 	}
 	/* the histograms read ahead are handed over where the reader holds them, not copied */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
@@ -594,9 +613,23 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
+	if (in.hist_deferred) {
+		b->held_ticks++;        /* their samples are still to be read */
+	} else {
+		b->held_ticks = 0;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
+	}
+	b->qhold = service_ctl_quantile_hold(&d->ctl[i], now_ns +
+					     (unsigned long long)(dt_s * 1e9 + 0.5));
+	/* services that start together would gather their samples in step and all read them
+	 * in the same tick: the first hold of each is cut short by where its slot lies, so
+	 * that the reads spread over the ticks (by ranges of slots: a tick's histograms are
+	 * read in runs of neighbouring slots) */
+	if (!b->primed && b->qhold > 1)
+		b->qhold = 1 + (unsigned)((unsigned long long)d->idx[i] * b->qhold /
+					  (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1));
 	b->primed = 1;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
@@ -613,7 +646,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
-	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
+	b->quiet = !changed && same && !in.hist_deferred && service_ctl_settled(&d->ctl[i]);
 	for (int c = 0; b->quiet && c < SLUICE_NUM_CLASSES; c++)
 		b->quiet = d->ctl[i].peaks[c] == (uint32_t)(in.inflight.cls[c] > 0 ? in.inflight.cls[c] : 0);
 }

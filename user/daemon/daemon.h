@@ -40,7 +40,12 @@ struct service_books {
 	 * tick reads every histogram): what the tick knows of it without touching its state. */
 	int primed;
 	unsigned hist_want;                      /* the classes whose histogram this tick reads */
+	unsigned hist_held;                      /* ... and those that moved but wait */
 	unsigned long long hist_want_tick;       /* ... as worked out at tick d->ticks + 1 */
+	/* The controller's quantile hold after its last tick (service_ctl_quantile_hold): new
+	 * latency samples below this many wait in the maps, for at most HIST_HOLD_TICKS ticks
+	 * in a row (held_ticks). */
+	unsigned qhold, held_ticks;
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 	/* The ctl_state entry is rewritten when what the loop decided moved (this key) or once
