@@ -179,7 +179,6 @@ static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
 	const struct service_ctl *s = &d->ctl[i];
 
 	memset(k, 0, sizeof(*k));
-	k->windows = s->windows;
 	k->lad_change_ns = s->lad.last_change_ns;
 	k->brk_since_ns = s->brk.since_ns;
 	k->brk_step_start_ns = s->brk.step_start_ns;
