@@ -506,9 +506,16 @@ static unsigned hist_classes_to_read(struct daemon *d, int i)
 		}
 	}
 	/* A calm controller's few new samples wait in the maps (service_ctl_quantile_hold);
-	 * all classes of the service together, so that the tick's quantiles are of one span. */
+	 * all classes of the service together, so that the tick's quantiles are of one span.
+	 * Services whose samples come in step (started together, the same rate) would all
+	 * read theirs in the same tick, one in HIST_HOLD_TICKS + 1: each also reads what it
+	 * holds at its own turn of those ticks, by where its slot lies (a tick's histograms are
+	 * read in runs of neighbouring slots), so that the reads spread over the ticks. */
 	b->hist_held = 0;
-	if (want && b->primed && pending < (long long)b->qhold && b->held_ticks < HIST_HOLD_TICKS) {
+	if (want && b->primed && pending < (long long)b->qhold && b->held_ticks < HIST_HOLD_TICKS &&
+	    (d->ticks + (unsigned long long)d->idx[i] * (HIST_HOLD_TICKS + 1) /
+	     (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1)) %
+	    (HIST_HOLD_TICKS + 1)) {
 		b->hist_held = want;
 		want = 0;
 	}
@@ -622,13 +629,6 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	}
 	b->qhold = service_ctl_quantile_hold(&d->ctl[i], now_ns +
 					     (unsigned long long)(dt_s * 1e9 + 0.5));
-	/* services that start together would gather their samples in step and all read them
-	 * in the same tick: the first hold of each is cut short by where its slot lies, so
-	 * that the reads spread over the ticks (by ranges of slots: a tick's histograms are
-	 * read in runs of neighbouring slots) */
-	if (!b->primed && b->qhold > 1)
-		b->qhold = 1 + (unsigned)((unsigned long long)d->idx[i] * b->qhold /
-					  (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1));
 	b->primed = 1;
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
