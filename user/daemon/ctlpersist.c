@@ -186,7 +186,6 @@ static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
 	k->limit = s->lim.limit;
 	k->brk_state = (uint32_t)s->brk.state;
 	k->brk_step = s->brk.step;
-	k->signal = (uint32_t)s->signal;
 	k->reset_ack = d->books[i].ctl_reset_ack;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		k->admit[c] = s->lad.admit[c];
