@@ -409,20 +409,30 @@ static void read_accept_queues(struct daemon *d)
 	/* kept from tick to tick: building them reads every service's config; the reader keeps
 	 * its netlink socket and the sorted ports (all freed on a reload) */
 	if (!d->aq_want) {
+		d->aq_fresh = 1;        /* new services: read now */
 		d->aq_want = service_listeners(&d->cfg);
 		free(d->aq_buf);
 		d->aq_buf = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1),
 				   sizeof(*d->aq_buf));
 		acceptq_reader_free(&d->aqr);
 	}
+	/* Two dumps of the kernel's listening sockets, a tenth of a tick with 1000 services:
+	 * while every queue was empty at the last read, every other tick (a queue that forms is
+	 * seen a tick later at most); while one holds connections, every tick. The services
+	 * keep the last reading meanwhile (empty queues). */
+	if (!d->aq_queued && (d->ticks & 1) && d->aq_buf && !d->aq_fresh)
+		return;
+	d->aq_fresh = 0;
 	q = d->aq_buf;
 	rc = d->aq_want && q ? acceptq_reader_read(&d->aqr, d->aq_want, d->cfg.n_services, q) : -1;
 	if (rc)
 		return;
+	d->aq_queued = 0;
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		struct service_books *b = &d->books[i];
 		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
 
+		d->aq_queued |= q[i].queued > 0;
 		b->aq = q[i];
 		if (high != b->aq_alert) {
 			struct sluice_event ev;

@@ -88,6 +88,9 @@ struct daemon {
 	                                          * from cfg when NULL) */
 	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */
 	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick */
+	int aq_queued;                           /* some listen queue held connections at the
+	                                          * last read (read every tick while so) */
+	int aq_fresh;                            /* the services changed: read at this tick */
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
