@@ -225,22 +225,27 @@ void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 {
 	struct service_books *b = &d->books[i];
 	struct ctl_export_key k;
-	int first = !b->exported_ns;
+	unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
+						       d->cfg.control_interval_ms : 100) * 1000000ull;
+	unsigned long long per_s = tick < 1000000000ull ? 1000000000ull / tick : 1;
+	/* The refresh, once a second: at the service's own one of the second's ticks, so that
+	 * the services' refreshes are spread evenly over the ticks and stay so. Dated by the
+	 * time of the last write, services started together refreshed in the same tick, and a
+	 * move they all made at once (the first windows of services started together decide
+	 * at the same tick) brought them back into step: 1000 entries in one tick of ten. */
+	int turn = (d->ticks + (unsigned long long)i) % per_s == 0;
 
+	/* a service that ran at none of its turns (it runs every other tick, say) is written
+	 * at its first tick past the second */
+	turn |= now_ns - b->exported_ns > per_s * tick;
 	export_key(d, i, &k);
-	if (!first && now_ns - b->exported_ns < 1000000000ull &&
-	    !memcmp(&k, &b->exported, sizeof(k))) {
+	if (b->exported_ns && !turn && !memcmp(&k, &b->exported, sizeof(k))) {
 		b->ctl_ticks++;          /* counted; written with the next entry */
 		return;
 	}
 	export_batched(d, i, now_ns);
 	b->exported = k;
 	b->exported_ns = now_ns;
-	/* Services started together would all rewrite their entries in the same tick once a
-	 * second: the first write is dated up to 7/8 s back, so that the refreshes are spread
-	 * over the second (each is due sooner, never later). */
-	if (first && now_ns > 1000000000ull)
-		b->exported_ns = now_ns - (unsigned long long)(i & 7) * 125000000ull;
 }
 
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)
