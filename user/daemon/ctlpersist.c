@@ -221,6 +221,32 @@ void daemon_ctl_flush(struct daemon *d)
 			d->books[d->cwb.who[k]].exported_ns = 0;
 }
 
+/* A refresh whose only news is the breaker's count of calls that did not fail (and the
+ * clocks) waits up to this many seconds: with no failure or slow call in the breaker's
+ * window the count cannot open it, so an entry that lacks the last seconds of it adopts the
+ * same decisions. */
+#define CTL_REFRESH_IDLE_S 10
+
+/* What the refresh carries that an adopting sluiced would decide differently without: a
+ * decided window (the baseline's ring, the limit's estimate and reference), the latency
+ * signal's state (status shows it), the breaker's window while it holds failures or slow
+ * calls (their rate is over the calls counted with them), and whatever the ladder, the
+ * breaker and the objective do while they are under way. */
+static int refresh_material(const struct daemon *d, int i)
+{
+	const struct service_books *b = &d->books[i];
+	const struct service_ctl *s = &d->ctl[i];
+
+	if (s->windows != b->exported_windows || s->signal != b->exported_signal ||
+	    s->brk.state != SLUICE_BREAKER_CLOSED || s->brk.win_error_rate > 0 ||
+	    s->brk.win_slow_rate > 0 || s->lad.overloaded || s->above_since_ns)
+		return 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 1;
+	return 0;
+}
+
 void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 {
 	struct service_books *b = &d->books[i];
@@ -239,13 +265,17 @@ void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 	 * at its first tick past the second */
 	turn |= now_ns - b->exported_ns > per_s * tick;
 	export_key(d, i, &k);
-	if (b->exported_ns && !turn && !memcmp(&k, &b->exported, sizeof(k))) {
+	if (b->exported_ns && !memcmp(&k, &b->exported, sizeof(k)) &&
+	    (!turn || (!refresh_material(d, i) &&
+		       now_ns - b->exported_ns + tick / 2 < CTL_REFRESH_IDLE_S * 1000000000ull))) {
 		b->ctl_ticks++;          /* counted; written with the next entry */
 		return;
 	}
 	export_batched(d, i, now_ns);
 	b->exported = k;
 	b->exported_ns = now_ns;
+	b->exported_windows = d->ctl[i].windows;
+	b->exported_signal = d->ctl[i].signal;
 }
 
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)

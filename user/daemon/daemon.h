@@ -60,6 +60,8 @@ struct service_books {
 		uint32_t admit[SLUICE_NUM_CLASSES];
 	} exported;
 	unsigned long long exported_ns;          /* 0 = never written */
+	uint64_t exported_windows;               /* decided windows, and the latency signal's */
+	int exported_signal;                     /* state, at the last write */
 	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
 	                                          * histograms held, per class */
 };
