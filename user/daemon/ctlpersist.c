@@ -253,13 +253,14 @@ void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 	struct ctl_export_key k;
 	unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
 						       d->cfg.control_interval_ms : 100) * 1000000ull;
-	unsigned long long per_s = tick < 1000000000ull ? 1000000000ull / tick : 1;
-	/* The refresh, once a second: at the service's own one of the second's ticks, so that
-	 * the services' refreshes are spread evenly over the ticks and stay so. Dated by the
-	 * time of the last write, services started together refreshed in the same tick, and a
-	 * move they all made at once (the first windows of services started together decide
-	 * at the same tick) brought them back into step: 1000 entries in one tick of ten. */
-	int turn = (d->ticks + (unsigned long long)i) % per_s == 0;
+	unsigned long long per_s = d->ticks_per_s ? d->ticks_per_s : 1;
+	/* The refresh, once a second: at the service's own one of the second's ticks (by its
+	 * slot), so that the services' refreshes are spread evenly over the ticks and stay so.
+	 * Dated by the time of the last write, services started together refreshed in the same
+	 * tick, and a move they all made at once (the first windows of services started
+	 * together decide at the same tick) brought them back into step: 1000 entries in one
+	 * tick of ten. */
+	int turn = daemon_service_turns(d, i)->ctl_turn == d->ctl_turn_now;
 
 	/* a service that ran at none of its turns (it runs every other tick, say) is written
 	 * at its first tick past the second */

@@ -497,6 +497,21 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
 #define HIST_HOLD_TICKS 4
 #endif
 
+const struct service_books *daemon_service_turns(struct daemon *d, int i)
+{
+	struct service_books *b = &d->books[i];
+	unsigned slot = (unsigned)d->idx[i];
+
+	if (b->turn_slot != slot + 1 || b->turn_per_s != d->ticks_per_s) {
+		b->hist_turn = (unsigned)((unsigned long long)slot * (HIST_HOLD_TICKS + 1) /
+					  (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1));
+		b->ctl_turn = d->ticks_per_s ? slot % d->ticks_per_s : 0;
+		b->turn_slot = slot + 1;
+		b->turn_per_s = d->ticks_per_s;
+	}
+	return b;
+}
+
 static unsigned hist_classes_to_read(struct daemon *d, int i)
 {
 	struct service_books *b = &d->books[i];
@@ -523,9 +538,7 @@ static unsigned hist_classes_to_read(struct daemon *d, int i)
 	 * read in runs of neighbouring slots), so that the reads spread over the ticks. */
 	b->hist_held = 0;
 	if (want && b->primed && pending < (long long)b->qhold && b->held_ticks < HIST_HOLD_TICKS &&
-	    (d->ticks + (unsigned long long)d->idx[i] * (HIST_HOLD_TICKS + 1) /
-	     (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1)) %
-	    (HIST_HOLD_TICKS + 1)) {
+	    daemon_service_turns(d, i)->hist_turn != d->hist_turn_now) {
 		b->hist_held = want;
 		want = 0;
 	}
@@ -669,6 +682,17 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	int suppressed;
 
 	d->last_tick_ns = now_ns;
+	{
+		unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
+							       d->cfg.control_interval_ms : 100) * 1000000ull;
+
+		d->ticks_per_s = tick < NS ? (unsigned)(NS / tick) : 1;
+		/* a service's turn is the tick at which (ticks + its turn) is a multiple */
+		d->hist_turn_now = (unsigned)((HIST_HOLD_TICKS + 1 - d->ticks % (HIST_HOLD_TICKS + 1)) %
+					      (HIST_HOLD_TICKS + 1));
+		d->ctl_turn_now = (unsigned)((d->ticks_per_s - d->ticks % d->ticks_per_s) %
+					     d->ticks_per_s);
+	}
 	write_globals(d, now_ns);
 	take_switch_news(d);
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);

@@ -46,6 +46,11 @@ struct service_books {
 	 * latency samples below this many wait in the maps, for at most HIST_HOLD_TICKS ticks
 	 * in a row (held_ticks). */
 	unsigned qhold, held_ticks;
+	/* The service's own tick among every HIST_HOLD_TICKS + 1 (its held histograms are read)
+	 * and among the ticks of a second (its ctl_state refresh), both from its slot, worked
+	 * out for slot turn_slot - 1 and turn_per_s ticks a second (a division each, not per
+	 * tick). */
+	unsigned hist_turn, ctl_turn, turn_slot, turn_per_s;
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 	/* The ctl_state entry is rewritten when what the loop decided moved (this key: the
@@ -93,6 +98,9 @@ struct daemon {
 	int aq_queued;                           /* some listen queue held connections at the
 	                                          * last read (read every tick while so) */
 	int aq_fresh;                            /* the services changed: read at this tick */
+	/* This tick's turns (struct service_books, hist_turn and ctl_turn): worked out once a
+	 * tick from the tick count. */
+	unsigned ticks_per_s, hist_turn_now, ctl_turn_now;
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
@@ -124,6 +132,9 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 /* One control tick: reads every service's counters in one batch, runs the controller for the
  * services whose counters, in-flight or switches changed (or whose controller has a timer
  * under way), writes the verdicts that changed. */
+/* Service i's turns (struct service_books: hist_turn, ctl_turn), worked out again when its
+ * slot or the ticks a second changed. */
+const struct service_books *daemon_service_turns(struct daemon *d, int i);
 void daemon_tick(struct daemon *d, unsigned long long now_ns);
 
 /* Free what daemon_init allocated. */
