@@ -54,11 +54,13 @@ struct service_books {
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
 	/* The ctl_state entry is rewritten when what the loop decided moved (this key: the
-	 * limit, the ladder, the breaker, the objective missed, a baseline reset) or once a
-	 * second: a 3.7 KB write per running service and tick was a fifth of the tick. A decided
-	 * window that moved none of these (the baseline's ring, the limit's estimate) and the
-	 * latency signal's state (shown by status: ok, thin, none) wait for the refresh: with
-	 * every service busy they were a third and a fifth of the writes. */
+	 * limit, the ladder, the breaker, the objective missed, a baseline reset), else by the
+	 * refresh (daemon_ctl_export_tick: at the service's own tick of the second when it
+	 * carries something material, at least every 10 s): a 3.7 KB write per running service
+	 * and tick was a fifth of the tick. A decided window that moved none of these (the
+	 * baseline's ring, the limit's estimate) and the latency signal's state (shown by
+	 * status: ok, thin, none) wait for the refresh: with every service busy they were a
+	 * third and a fifth of the writes. */
 	struct ctl_export_key {
 		uint64_t lad_change_ns, brk_since_ns, brk_step_start_ns, above_since_ns;
 		uint32_t limit, brk_state, brk_step, reset_ack;
