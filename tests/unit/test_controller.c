@@ -575,6 +575,80 @@ static void test_l0_room_caps_unchanged(void **st)
 	assert_false(v.flags & SLUICE_VERDICT_PRIORITY_COUNT);
 }
 
+/* A calm service's few samples per tick wait in the maps (service_ctl_quantile_hold): a
+ * controller that reads its histograms only when they hold enough new samples (as sluiced
+ * does) decides the same windows at the same ticks, with the same latency, limit and baseline,
+ * as one that reads them every tick; once the objective is missed it reads every tick. */
+static void test_quantiles_held_in_calm(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct ctl_inputs ia, ib;
+	struct sluice_verdict va, vb;
+	uint64_t now = 0, read_n = 0;
+	unsigned held = 0, held_ticks = 0, read_over = 0, ticks_over = 0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&ia, 0, sizeof(ia));
+	service_ctl_init(&a, &sc, &cfg, 1, 0);
+	service_ctl_init(&b, &sc, &cfg, 1, 0);
+	for (int t = 1; t <= 400; t++) {
+		int over = t > 300;                 /* the last 10 s: 10x the latency */
+		uint64_t n, pending;
+		uint32_t hold = service_ctl_quantile_hold(&b, now + 100 * MS);
+
+		traffic(&ia, 2, over ? 3 : 1, 0, over ? 20000 : 2000, 1);
+		n = sluice_hist_count(&ia.hist[2]);
+		pending = n - read_n;
+		/* b's inputs: the counters of now, the histogram only when read (a deferred
+		 * class's is left stale: the controller must not look at it) */
+		memcpy(ib.stats, ia.stats, sizeof(ib.stats));
+		ib.inflight = ia.inflight;
+		memcpy(ib.switch_admit, ia.switch_admit, sizeof(ib.switch_admit));
+		ib.listen = ia.listen;
+		ib.hist_same = 0;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			ib.hist_at[c] = NULL;
+		if (t > 1 && pending && pending < hold && held < 4) {
+			ib.hist_deferred = 1u << 2;
+			ib.hist_same = ~(1u << 2) & 15u;
+			held++;
+			held_ticks++;
+		} else {
+			ib.hist_deferred = 0;
+			memcpy(ib.hist, ia.hist, sizeof(ib.hist));
+			read_n = n;
+			held = 0;
+			read_over += over;
+		}
+		ticks_over += over;
+		now += 100 * MS;
+		service_ctl_tick(&a, &sc, &ia, 0, now, NULL, &va, &opened);
+		service_ctl_tick(&b, &sc, &ib, 0, now, NULL, &vb, &opened);
+		if (!over) {
+			assert_int_equal(a.windows, b.windows);
+			assert_true(a.last_latency_us == b.last_latency_us);
+			assert_int_equal(a.lim.limit, b.lim.limit);
+			assert_true(a.base.value_us == b.base.value_us);
+			assert_int_equal(a.above_since_ns, b.above_since_ns);
+			/* the samples b has not read yet are all that its window lacks */
+			assert_int_equal(a.win.samples, b.win.samples + (n - read_n));
+		}
+		/* the first window closed on the missed objective: b's at most a tick later
+		 * (its samples waited for one) */
+		if (a.above_since_ns && !b.above_since_ns)
+			assert_true(now < a.above_since_ns + 200 * MS);
+		if (b.above_since_ns)
+			assert_true(a.above_since_ns && b.above_since_ns <= a.above_since_ns + 100 * MS);
+	}
+	assert_true(a.windows >= 10);
+	assert_true(a.base.value_us > 0);
+	assert_true(a.above_since_ns > 0);         /* the objective was missed ... */
+	assert_true(held_ticks > 150);             /* calm: most ticks left the histogram */
+	assert_true(read_over >= ticks_over - 12); /* missed: read every tick (after a window) */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_headroom_caps_and_status),
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
+		cmocka_unit_test(test_quantiles_held_in_calm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

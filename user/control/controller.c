@@ -190,7 +190,7 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
  * window closed on them cut 26 -> 13, below the knee). */
 static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 			   const struct ctl_inputs *in, uint64_t now_ns, uint64_t dt_ns,
-			   int decided, const struct sluice_event_sink *sink)
+			   uint64_t span_ns, int decided, const struct sluice_event_sink *sink)
 {
 	const struct sluice_class_signals *t = &s->sig.total;
 	uint32_t inflight = in->inflight.total > 0 ?
@@ -199,7 +199,7 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_little_input li = {
 		/* responses, from the latency samples: on http the completion counter also counts
 		 * connections that end (on Apache at 4x it read 413/s for 313 responses/s) */
-		.rate = (double)t->samples * 1e9 / (double)dt_ns,
+		.rate = (double)t->samples * 1e9 / (double)span_ns,
 		.inflight_prev = s->prev_inflight[0] < s->prev_inflight[1] ? s->prev_inflight[0] :
 				 s->prev_inflight[1],
 		.inflight = inflight, .tick_p50_us = t->p50_us,
@@ -218,7 +218,7 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 	}
 	if (!s->lim.ref_peak)
 		s->little_spent = 0;          /* no descent under way: the next may cut once */
-	if (decided || !dt_ns || s->little_spent ||
+	if (decided || !dt_ns || !span_ns || s->little_spent ||
 	    !sluice_limit_little(&s->lim, &s->mp, &li, now_ns, sink))
 		return;
 	s->little_spent = 1;
@@ -252,14 +252,14 @@ static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
  * tick and not a factor: on Apache a x 1.5 taken at a surge's first tick (26 -> 39) was then
  * pinned by the evidence floor for the whole surge. The first cut ends the calm. */
 static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
-			uint64_t dt_ns, int decided, int queue_sat,
+			uint64_t span_ns, int decided, int queue_sat,
 			const struct sluice_event_sink *sink)
 {
 	const struct sluice_class_signals *t = &s->sig.total;
 	uint32_t inflight = in->inflight.total > 0 ?
 		(in->inflight.total > UINT32_MAX ? UINT32_MAX : (uint32_t)in->inflight.total) : 0;
 	int bound = t->rejected[SLUICE_REJ_HEADROOM] > 0 || (inflight && inflight >= s->lim.limit);
-	double rate = dt_ns ? (double)t->samples * 1e9 / (double)dt_ns : 0;
+	double rate = span_ns ? (double)t->samples * 1e9 / (double)span_ns : 0;
 
 	if (s->lim.cuts != s->calm_cuts || s->above_since_ns)
 		s->calm_set = 0;               /* a cut, or the objective missed: not calm */
@@ -281,6 +281,8 @@ static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			s->prev_h[c] = *hist_now(in, c);
 	s->prev_ns = now_ns;
+	if (!s->have_prev || !in->hist_deferred)
+		s->qspan_ns = now_ns;
 	s->have_prev = 1;
 }
 
@@ -317,7 +319,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
 	const struct sluice_hist *cur_h = s->prev_h;     /* the histograms now, once snapshot */
-	uint64_t dt_ns;
+	uint64_t dt_ns, span_ns;
 	int rc, full, queue_sat, decided;
 	double qx;
 
@@ -331,13 +333,21 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		return;
 	}
 	dt_ns = now_ns - s->prev_ns;
+	/* the samples counted this tick are those since the last tick that read every
+	 * histogram that moved (the last tick, but for deferred ones): rates of them are over
+	 * that span */
+	span_ns = in->hist_deferred ? dt_ns : now_ns - (s->qspan_ns ? s->qspan_ns : s->prev_ns);
 	{
 		const struct sluice_hist *now_h[SLUICE_NUM_CLASSES];
 
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			now_h[c] = hist_now(in, c);
-		sluice_signals_step(s->prev, in->stats, s->prev_h, now_h, in->hist_same, dt_ns,
+		/* a deferred class is left as it was, as one that did not move: its samples
+		 * stay in the maps' histogram for the next tick that reads it */
+		sluice_signals_step(s->prev, in->stats, s->prev_h, now_h,
+				    in->hist_same | in->hist_deferred, dt_ns,
 				    (uint64_t)s->bp.slow_call_us, sig);
+		sig->deferred = in->hist_deferred;
 	}
 	snapshot(s, in, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
@@ -391,8 +401,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		s->calm_peak = s->calm_peak * CALM_PEAK_DECAY > r.peak_inflight ?
 			       s->calm_peak * CALM_PEAK_DECAY : r.peak_inflight;
 		mi.calm_peak = s->calm_peak;
-		mi.tick_rate = dt_ns ? (double)(sig->total.calls > sig->total.samples ?
-					 sig->total.calls : sig->total.samples) * 1e9 / (double)dt_ns : 0;
+		{
+			double calls_r = dt_ns ? (double)sig->total.calls * 1e9 / (double)dt_ns : 0,
+			       samples_r = span_ns ? (double)sig->total.samples * 1e9 /
+						     (double)span_ns : 0;
+
+			mi.tick_rate = calls_r > samples_r ? calls_r : samples_r;
+		}
 		mi.tick_latency_us = sig->total.p50_us;
 		/* completions: the calls, or the latency samples where those are more (a tcp
 		 * service's turns on connections that stay open) */
@@ -451,8 +466,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		}
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	}
-	throughput_cut(s, sc, in, now_ns, dt_ns, decided, sink);
-	fast_growth(s, in, now_ns, dt_ns, decided, queue_sat, sink);
+	throughput_cut(s, sc, in, now_ns, dt_ns, span_ns, decided, sink);
+	fast_growth(s, in, now_ns, span_ns, decided, queue_sat, sink);
 	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
 	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&
 	    sig->total.p50_us <= s->objective_us)
@@ -557,6 +572,22 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	return 0;
 }
 
+uint32_t service_ctl_quantile_hold(const struct service_ctl *s, uint64_t next_ns)
+{
+	uint64_t lack;
+
+	if (!s->have_prev || s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded ||
+	    s->above_since_ns || s->draining || s->prev_ns < s->dead_until_ns || s->lq.since_ns)
+		return 0;        /* (in a cut's dead time each tick starts the window afresh) */
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 0;        /* recovery steps count each tick's good samples */
+	if (next_ns - s->win.start_ns < s->window_ns)
+		return SLUICE_QUANTILE_HOLD;
+	lack = s->win.samples < s->min_samples ? s->min_samples - s->win.samples : 1;
+	return lack < SLUICE_QUANTILE_HOLD ? (uint32_t)lack : SLUICE_QUANTILE_HOLD;
+}
+
 int service_ctl_settled(const struct service_ctl *s)
 {
 	if (!s->have_prev || s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded ||
@@ -582,10 +613,12 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 {
 	uint64_t sec = now_ns / 1000000000ull, w = s->bp.window_s ? s->bp.window_s : 1;
 
-	/* the breaker's buckets of its window, the seconds before now in its ring */
+	/* the breaker's buckets of its window, the seconds before now in its ring, and the one
+	 * before them whose share it adds: each (two to a line at best; every other one asked
+	 * for left one line in six unasked, and the window's sum was an eighth of the tick) */
 	if (w > SLUICE_BRK_MAX_WINDOW_S)
 		w = SLUICE_BRK_MAX_WINDOW_S;
-	for (uint64_t i = 0; i < w && i <= sec; i += 2)
+	for (uint64_t i = 0; i <= w && i <= sec; i++)
 		__builtin_prefetch(&s->brk.ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S], 1, 2);
 	/* the baseline's value, parameters, machines, last counters, signals, status and the
 	 * breaker's head: one block (the baseline's ring before it is not read) */

@@ -65,6 +65,9 @@ struct service_ctl {
 	struct sluice_listenq lq;     /* the kernel's listen queue (control/listenq.h) */
 	int have_prev;
 	uint64_t prev_ns;
+	uint64_t qspan_ns;            /* the last tick that read every histogram that moved: the
+	                               * tick's quantiles and sample rates are of the samples
+	                               * since then (see ctl_inputs, hist_deferred) */
 	struct sluice_class_stats prev[SLUICE_NUM_CLASSES];
 	struct sluice_service_signals sig;    /* last tick's signals, for status and metrics */
 	uint32_t peaks[SLUICE_NUM_CLASSES];
@@ -122,6 +125,11 @@ struct ctl_inputs {
 	const struct sluice_hist *hist_at[SLUICE_NUM_CLASSES];
 	                             /* not NULL: class c's histogram is there instead of in
 	                              * hist[c] (the daemon's reader holds it: not copied) */
+	unsigned hist_deferred;      /* bit c: class c has new latency samples but the caller did
+	                              * not read its histogram (hist[c] not filled in): they stay
+	                              * in the cumulative histogram and are counted, with their
+	                              * quantiles, by the next tick that reads it. Only when
+	                              * service_ctl_quantile_hold allowed it; 0 = none */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
@@ -174,6 +182,17 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
  * the next tick will read (its delta reads them, the snapshot writes them): 14 lines each,
  * asked for only for the classes whose histogram moved. */
 void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask);
+
+/* The number of new latency samples below which the next tick (at next_ns) may leave the
+ * histograms unread (ctl_inputs.hist_deferred): a tick's quantiles from one or two samples
+ * decide nothing (every per-tick use of them asks for 5 or more, or for a window's worth),
+ * so a service in calm lets them gather over a few ticks and its histograms are read, and
+ * its quantiles taken, once there are this many. 0: read them whenever they moved -- the
+ * ladder, the breaker, the objective or a cut's dead time are under way, whose per-tick
+ * steps ask for every tick's evidence. A window due (its time is up) asks for the samples
+ * it lacks, at least 1: it decides when it would have with every histogram read. */
+uint32_t service_ctl_quantile_hold(const struct service_ctl *s, uint64_t next_ns);
+#define SLUICE_QUANTILE_HOLD 5
 
 /* 1 when no clock-driven change is pending: a tick without traffic would leave the state and
  * the verdict as they are (breaker closed, ladder admitting everything, nothing gathered in

@@ -31,6 +31,9 @@ struct sluice_service_signals {
 	struct sluice_class_signals cls[SLUICE_NUM_CLASSES];
 	struct sluice_class_signals total;                 /* all classes together */
 	unsigned zero_cls;       /* bit c: cls[c] is all zero (nothing moved in class c) */
+	unsigned deferred;       /* bit c: class c had latency samples this tick whose histogram
+	                          * was not read: they are counted by a later tick (the caller
+	                          * sets it; see struct ctl_inputs, hist_deferred) */
 };
 
 /* Lower bound (inclusive) of histogram bucket i, in microseconds. */

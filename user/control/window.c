@@ -34,9 +34,10 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 		w->cls_samples[c] += s->samples;
 		w->samples += s->samples;
 	}
-	if (sig->total.samples)
+	/* samples whose histogram waits for a later tick are samples of this one all the same */
+	if (sig->total.samples || sig->deferred)
 		w->last_sample_ns = now_ns;
-	if (sig->total.samples || sig->total.calls)
+	if (sig->total.samples || sig->total.calls || sig->deferred)
 		w->active_ns += now_ns - w->prev_ns;
 	w->prev_ns = now_ns;
 	w->calls += sig->total.calls;

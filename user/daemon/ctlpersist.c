@@ -179,7 +179,6 @@ static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
 	const struct service_ctl *s = &d->ctl[i];
 
 	memset(k, 0, sizeof(*k));
-	k->windows = s->windows;
 	k->lad_change_ns = s->lad.last_change_ns;
 	k->brk_since_ns = s->brk.since_ns;
 	k->brk_step_start_ns = s->brk.step_start_ns;
@@ -187,7 +186,6 @@ static void export_key(const struct daemon *d, int i, struct ctl_export_key *k)
 	k->limit = s->lim.limit;
 	k->brk_state = (uint32_t)s->brk.state;
 	k->brk_step = s->brk.step;
-	k->signal = (uint32_t)s->signal;
 	k->reset_ack = d->books[i].ctl_reset_ack;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		k->admit[c] = s->lad.admit[c];
@@ -223,26 +221,62 @@ void daemon_ctl_flush(struct daemon *d)
 			d->books[d->cwb.who[k]].exported_ns = 0;
 }
 
+/* A refresh whose only news is the breaker's count of calls that did not fail (and the
+ * clocks) waits up to this many seconds: with no failure or slow call in the breaker's
+ * window the count cannot open it, so an entry that lacks the last seconds of it adopts the
+ * same decisions. */
+#define CTL_REFRESH_IDLE_S 10
+
+/* What the refresh carries that an adopting sluiced would decide differently without: a
+ * decided window (the baseline's ring, the limit's estimate and reference), the latency
+ * signal's state (status shows it), the breaker's window while it holds failures or slow
+ * calls (their rate is over the calls counted with them), and whatever the ladder, the
+ * breaker and the objective do while they are under way. */
+static int refresh_material(const struct daemon *d, int i)
+{
+	const struct service_books *b = &d->books[i];
+	const struct service_ctl *s = &d->ctl[i];
+
+	if (s->windows != b->exported_windows || s->signal != b->exported_signal ||
+	    s->brk.state != SLUICE_BREAKER_CLOSED || s->brk.win_error_rate > 0 ||
+	    s->brk.win_slow_rate > 0 || s->lad.overloaded || s->above_since_ns)
+		return 1;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 1;
+	return 0;
+}
+
 void daemon_ctl_export_tick(struct daemon *d, int i, unsigned long long now_ns)
 {
 	struct service_books *b = &d->books[i];
 	struct ctl_export_key k;
-	int first = !b->exported_ns;
+	unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
+						       d->cfg.control_interval_ms : 100) * 1000000ull;
+	unsigned long long per_s = d->ticks_per_s ? d->ticks_per_s : 1;
+	/* The refresh, once a second: at the service's own one of the second's ticks (by its
+	 * slot), so that the services' refreshes are spread evenly over the ticks and stay so.
+	 * Dated by the time of the last write, services started together refreshed in the same
+	 * tick, and a move they all made at once (the first windows of services started
+	 * together decide at the same tick) brought them back into step: 1000 entries in one
+	 * tick of ten. */
+	int turn = daemon_service_turns(d, i)->ctl_turn == d->ctl_turn_now;
 
+	/* a service that ran at none of its turns (it runs every other tick, say) is written
+	 * at its first tick past the second */
+	turn |= now_ns - b->exported_ns > per_s * tick;
 	export_key(d, i, &k);
-	if (!first && now_ns - b->exported_ns < 1000000000ull &&
-	    !memcmp(&k, &b->exported, sizeof(k))) {
+	if (b->exported_ns && !memcmp(&k, &b->exported, sizeof(k)) &&
+	    (!turn || (!refresh_material(d, i) &&
+		       now_ns - b->exported_ns + tick / 2 < CTL_REFRESH_IDLE_S * 1000000000ull))) {
 		b->ctl_ticks++;          /* counted; written with the next entry */
 		return;
 	}
 	export_batched(d, i, now_ns);
 	b->exported = k;
 	b->exported_ns = now_ns;
-	/* Services started together would all rewrite their entries in the same tick once a
-	 * second: the first write is dated up to 7/8 s back, so that the refreshes are spread
-	 * over the second (each is due sooner, never later). */
-	if (first && now_ns > 1000000000ull)
-		b->exported_ns = now_ns - (unsigned long long)(i & 7) * 125000000ull;
+	b->exported_windows = d->ctl[i].windows;
+	b->exported_signal = d->ctl[i].signal;
 }
 
 void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)

@@ -409,20 +409,30 @@ static void read_accept_queues(struct daemon *d)
 	/* kept from tick to tick: building them reads every service's config; the reader keeps
 	 * its netlink socket and the sorted ports (all freed on a reload) */
 	if (!d->aq_want) {
+		d->aq_fresh = 1;        /* new services: read now */
 		d->aq_want = service_listeners(&d->cfg);
 		free(d->aq_buf);
 		d->aq_buf = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1),
 				   sizeof(*d->aq_buf));
 		acceptq_reader_free(&d->aqr);
 	}
+	/* Two dumps of the kernel's listening sockets, a tenth of a tick with 1000 services:
+	 * while every queue was empty at the last read, every other tick (a queue that forms is
+	 * seen a tick later at most); while one holds connections, every tick. The services
+	 * keep the last reading meanwhile (empty queues). */
+	if (!d->aq_queued && (d->ticks & 1) && d->aq_buf && !d->aq_fresh)
+		return;
+	d->aq_fresh = 0;
 	q = d->aq_buf;
 	rc = d->aq_want && q ? acceptq_reader_read(&d->aqr, d->aq_want, d->cfg.n_services, q) : -1;
 	if (rc)
 		return;
+	d->aq_queued = 0;
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		struct service_books *b = &d->books[i];
 		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
 
+		d->aq_queued |= q[i].queued > 0;
 		b->aq = q[i];
 		if (high != b->aq_alert) {
 			struct sluice_event ev;
@@ -483,18 +493,55 @@ static void books_idle(struct service_books *b, double dt_s, double decay)
  * tick (the read-ahead, the prefetch and the service's tick ask for it) from the books alone:
  * the read-ahead asks for every service before any controller runs, and reading each
  * controller's state for it cost a cache miss a service. */
+#ifndef HIST_HOLD_TICKS
+#define HIST_HOLD_TICKS 4
+#endif
+
+const struct service_books *daemon_service_turns(struct daemon *d, int i)
+{
+	struct service_books *b = &d->books[i];
+	unsigned slot = (unsigned)d->idx[i];
+
+	if (b->turn_slot != slot + 1 || b->turn_per_s != d->ticks_per_s) {
+		b->hist_turn = (unsigned)((unsigned long long)slot * (HIST_HOLD_TICKS + 1) /
+					  (unsigned long long)(d->rd.n_slots > 0 ? d->rd.n_slots : 1));
+		b->ctl_turn = d->ticks_per_s ? slot % d->ticks_per_s : 0;
+		b->turn_slot = slot + 1;
+		b->turn_per_s = d->ticks_per_s;
+	}
+	return b;
+}
+
 static unsigned hist_classes_to_read(struct daemon *d, int i)
 {
 	struct service_books *b = &d->books[i];
 	unsigned want = 0;
+	long long pending = 0;
 
 	if (b->hist_want_tick == d->ticks + 1)
 		return b->hist_want;
 	if (!b->primed)
 		want = (1u << SLUICE_NUM_CLASSES) - 1;
-	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++)
-		if (maps_reader_samples(&d->rd, d->idx[i], c) != (long long)b->hist_samples[c])
+	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++) {
+		long long n = maps_reader_samples(&d->rd, d->idx[i], c) - (long long)b->hist_samples[c];
+
+		if (n) {
 			want |= 1u << c;
+			pending += n > 0 ? n : b->qhold;   /* backwards: a reset, read it */
+		}
+	}
+	/* A calm controller's few new samples wait in the maps (service_ctl_quantile_hold);
+	 * all classes of the service together, so that the tick's quantiles are of one span.
+	 * Services whose samples come in step (started together, the same rate) would all
+	 * read theirs in the same tick, one in HIST_HOLD_TICKS + 1: each also reads what it
+	 * holds at its own turn of those ticks, by where its slot lies (a tick's histograms are
+	 * read in runs of neighbouring slots), so that the reads spread over the ticks. */
+	b->hist_held = 0;
+	if (want && b->primed && pending < (long long)b->qhold && b->held_ticks < HIST_HOLD_TICKS &&
+	    daemon_service_turns(d, i)->hist_turn != d->hist_turn_now) {
+		b->hist_held = want;
+		want = 0;
+	}
 	b->hist_want = want;
 	b->hist_want_tick = d->ticks + 1;
 	return want;
@@ -573,11 +620,13 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	}
 	maps_reader_stats(&d->rd, d->idx[i], in.stats);
 	want = hist_classes_to_read(d, i);
-	in.hist_same = ~want & ((1u << SLUICE_NUM_CLASSES) - 1);
+	in.hist_deferred = b->hist_held;
+	in.hist_same = ~(want | in.hist_deferred) & ((1u << SLUICE_NUM_CLASSES) - 1);
 	if (!d->ctl[i].have_prev) {
 		/* the books' mirror aside, a controller's first tick reads them all */
 		want = (1u << SLUICE_NUM_CLASSES) - 1;
 		in.hist_same = 0;
+		in.hist_deferred = 0;
 	}
 	/* the histograms read ahead are handed over where the reader holds them, not copied */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
@@ -594,9 +643,16 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
+	if (in.hist_deferred) {
+		b->held_ticks++;        /* their samples are still to be read */
+	} else {
+		b->held_ticks = 0;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
+	}
+	b->qhold = service_ctl_quantile_hold(&d->ctl[i], now_ns +
+					     (unsigned long long)(dt_s * 1e9 + 0.5));
 	b->primed = 1;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		b->hist_samples[c] = (uint64_t)maps_reader_samples(&d->rd, d->idx[i], c);
 	if (opened)
 		sluice_cascade_record_open(&d->cascade, &d->cp, sc->name, now_ns, host_sink);
 	if (v.retry_after_s != b->retry_after_written) {
@@ -613,7 +669,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
-	b->quiet = !changed && same && service_ctl_settled(&d->ctl[i]);
+	b->quiet = !changed && same && !in.hist_deferred && service_ctl_settled(&d->ctl[i]);
 	for (int c = 0; b->quiet && c < SLUICE_NUM_CLASSES; c++)
 		b->quiet = d->ctl[i].peaks[c] == (uint32_t)(in.inflight.cls[c] > 0 ? in.inflight.cls[c] : 0);
 }
@@ -626,6 +682,17 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	int suppressed;
 
 	d->last_tick_ns = now_ns;
+	{
+		unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
+							       d->cfg.control_interval_ms : 100) * 1000000ull;
+
+		d->ticks_per_s = tick < NS ? (unsigned)(NS / tick) : 1;
+		/* a service's turn is the tick at which (ticks + its turn) is a multiple */
+		d->hist_turn_now = (unsigned)((HIST_HOLD_TICKS + 1 - d->ticks % (HIST_HOLD_TICKS + 1)) %
+					      (HIST_HOLD_TICKS + 1));
+		d->ctl_turn_now = (unsigned)((d->ticks_per_s - d->ticks % d->ticks_per_s) %
+					     d->ticks_per_s);
+	}
 	write_globals(d, now_ns);
 	take_switch_news(d);
 	suppressed = sluice_cascade_tick(&d->cascade, &d->cp, now_ns, &host_sink);

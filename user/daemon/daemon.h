@@ -40,17 +40,35 @@ struct service_books {
 	 * tick reads every histogram): what the tick knows of it without touching its state. */
 	int primed;
 	unsigned hist_want;                      /* the classes whose histogram this tick reads */
+	unsigned hist_held;                      /* ... and those that moved but wait */
 	unsigned long long hist_want_tick;       /* ... as worked out at tick d->ticks + 1 */
+	/* The controller's quantile hold after its last tick (service_ctl_quantile_hold): new
+	 * latency samples below this many wait in the maps, for at most HIST_HOLD_TICKS ticks
+	 * in a row (held_ticks). */
+	unsigned qhold, held_ticks;
+	/* The service's own tick among every HIST_HOLD_TICKS + 1 (its held histograms are read)
+	 * and among the ticks of a second (its ctl_state refresh), both from its slot, worked
+	 * out for slot turn_slot - 1 and turn_per_s ticks a second (a division each, not per
+	 * tick). */
+	unsigned hist_turn, ctl_turn, turn_slot, turn_per_s;
 	unsigned ctl_reset_ack;                  /* last baseline reset request done */
 	unsigned long long ctl_ticks;            /* ticks, as written to the ctl_state entry */
-	/* The ctl_state entry is rewritten when what the loop decided moved (this key) or once
-	 * a second: a 3.7 KB write per running service and tick was a fifth of the tick. */
+	/* The ctl_state entry is rewritten when what the loop decided moved (this key: the
+	 * limit, the ladder, the breaker, the objective missed, a baseline reset), else by the
+	 * refresh (daemon_ctl_export_tick: at the service's own tick of the second when it
+	 * carries something material, at least every 10 s): a 3.7 KB write per running service
+	 * and tick was a fifth of the tick. A decided window that moved none of these (the
+	 * baseline's ring, the limit's estimate) and the latency signal's state (shown by
+	 * status: ok, thin, none) wait for the refresh: with every service busy they were a
+	 * third and a fifth of the writes. */
 	struct ctl_export_key {
-		uint64_t windows, lad_change_ns, brk_since_ns, brk_step_start_ns, above_since_ns;
-		uint32_t limit, brk_state, brk_step, signal, reset_ack;
+		uint64_t lad_change_ns, brk_since_ns, brk_step_start_ns, above_since_ns;
+		uint32_t limit, brk_state, brk_step, reset_ack;
 		uint32_t admit[SLUICE_NUM_CLASSES];
 	} exported;
 	unsigned long long exported_ns;          /* 0 = never written */
+	uint64_t exported_windows;               /* decided windows, and the latency signal's */
+	int exported_signal;                     /* state, at the last write */
 	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
 	                                          * histograms held, per class */
 };
@@ -79,6 +97,12 @@ struct daemon {
 	                                          * from cfg when NULL) */
 	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */
 	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick */
+	int aq_queued;                           /* some listen queue held connections at the
+	                                          * last read (read every tick while so) */
+	int aq_fresh;                            /* the services changed: read at this tick */
+	/* This tick's turns (struct service_books, hist_turn and ctl_turn): worked out once a
+	 * tick from the tick count. */
+	unsigned ticks_per_s, hist_turn_now, ctl_turn_now;
 	int ctl_rq_first, ctl_rq_n, ctl_rq_next, ctl_rq_cap;
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
@@ -110,6 +134,9 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 /* One control tick: reads every service's counters in one batch, runs the controller for the
  * services whose counters, in-flight or switches changed (or whose controller has a timer
  * under way), writes the verdicts that changed. */
+/* Service i's turns (struct service_books: hist_turn, ctl_turn), worked out again when its
+ * slot or the ticks a second changed. */
+const struct service_books *daemon_service_turns(struct daemon *d, int i);
 void daemon_tick(struct daemon *d, unsigned long long now_ns);
 
 /* Free what daemon_init allocated. */
