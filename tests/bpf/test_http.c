@@ -26,16 +26,20 @@
 
 #define SERVER4 "198.18.0.1"
 
-static const char *CONFIG =
-	"interface: lo\n"
-	"services:\n"
-	"  - name: web\n"
-	"    port: 8080\n"
-	"    protocol: http\n"
-	"    retry_after_s: 7\n"
-	"    limit: { fixed: 8 }\n"
-	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
+/* The web service up to its trust_from (the per-flow cache tests vary what follows). */
+#define WEB_SERVICE_HEAD \
+	"interface: lo\n" \
+	"services:\n" \
+	"  - name: web\n" \
+	"    port: 8080\n" \
+	"    protocol: http\n" \
+	"    retry_after_s: 7\n" \
+	"    limit: { fixed: 8 }\n" \
+	"    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n" \
 	"    default_class: L2\n"
+
+static const char *CONFIG =
+	WEB_SERVICE_HEAD
 	"    trust_from: [203.0.113.0/28, 2001:db8::/64]\n"
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
@@ -986,15 +990,7 @@ static const char *web_config(const char *trust, const char *src_class)
 	static char buf[1024];
 
 	snprintf(buf, sizeof(buf),
-		 "interface: lo\n"
-		 "services:\n"
-		 "  - name: web\n"
-		 "    port: 8080\n"
-		 "    protocol: http\n"
-		 "    retry_after_s: 7\n"
-		 "    limit: { fixed: 8 }\n"
-		 "    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }\n"
-		 "    default_class: L2\n"
+		 WEB_SERVICE_HEAD
 		 "    trust_from: [%s]\n"
 		 "    classify:\n"
 		 "      - { source: 198.18.1.0/24, class: %s }\n"
