@@ -1100,3 +1100,42 @@ int sluice_reclaim(struct sluice_reclaim *a)
 		a->result = SLUICE_RECLAIM_ENDED;
 	return 0;
 }
+
+/* One slot for sluice_pending_requests: a candidate when its request's generation is above
+ * what the controller's state acknowledges (or that state cannot be read: on doubt, report). */
+static long pending_request_at(__u32 i, struct sluice_pending_requests *a)
+{
+	const struct sluice_ctl_request *rq;
+	const struct sluice_ctl_slot *st;
+	__u32 k = a->first + i;
+
+	rq = bpf_map_lookup_elem(&ctl_requests, &k);
+	if (!rq)
+		return 1; /* past the map's end */
+	a->scanned++;
+	if (!rq->reset_gen)
+		return 0;
+	st = bpf_map_lookup_elem(&ctl_state, &k);
+	if (st && rq->reset_gen <= st->reset_ack)
+		return 0;
+	if (a->found < SLUICE_PENDING_MAX)
+		a->slot[a->found & (SLUICE_PENDING_MAX - 1)] = k;
+	a->found++;
+	return 0;
+}
+
+/* Which request slots sluiced must read this tick (struct sluice_pending_requests). */
+SEC("syscall")
+int sluice_pending_requests(struct sluice_pending_requests *arg)
+{
+	struct sluice_pending_requests a;
+
+	__builtin_memset(&a, 0, sizeof(a));
+	a.first = arg->first;
+	a.n = arg->n;
+	bpf_loop(a.n, pending_request_at, &a, 0);
+	arg->found = a.found;
+	arg->scanned = a.scanned;
+	__builtin_memcpy(arg->slot, a.slot, sizeof(a.slot));
+	return 0;
+}

@@ -329,6 +329,74 @@ static void test_reset_wakes_quiet(void **state)
 	assert_true(w->d.ctl[0].base.value_us == 0);
 }
 
+/* The kernel finds the slots whose request the controller has not acknowledged (the tick
+ * reads those only): a generation above its ctl_state entry's ack, none written, an ack that
+ * caught up, a slice's bounds, more than the list holds, a slice past the map's end. And a
+ * sluiced without the program reads the whole slice and still does the request. */
+static void test_pending_requests_found_in_kernel(void **state)
+{
+	struct world *w = *state;
+	struct sluice_maps *m = &w->f->m;
+	static struct sluice_ctl_slot slot;
+	struct sluice_pending_requests a;
+	struct sluice_ctl_request rq = { .port = 9000 };
+	uint64_t t = monotonic_ns();
+
+	assert_true(m->pending_prog >= 0);
+	assert_true(m->n_slots >= 48);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 0);                      /* nothing asked yet */
+
+	snprintf(rq.name, sizeof(rq.name), "x");
+	rq.reset_gen = 3;                                  /* slot 5: acknowledged */
+	assert_int_equal(maps_write_ctl_request(m, 5, &rq), 0);
+	memset(&slot, 0, sizeof(slot));
+	slot.reset_ack = 3;
+	assert_int_equal(maps_write_ctl_slot(m, 5, &slot), 0);
+	rq.reset_gen = 4;                                  /* slot 9: above its ack */
+	assert_int_equal(maps_write_ctl_request(m, 9, &rq), 0);
+	assert_int_equal(maps_write_ctl_slot(m, 9, &slot), 0);
+	rq.reset_gen = 1;                                  /* slot 12: no state written */
+	assert_int_equal(maps_write_ctl_request(m, 12, &rq), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 2);
+	assert_int_equal(a.slot[0], 9);
+	assert_int_equal(a.slot[1], 12);
+	assert_int_equal(maps_pending_requests(m, 10, 20, &a), 0);   /* from slot 10 on */
+	assert_int_equal(a.found, 1);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(maps_pending_requests(m, 0, 9, &a), 0);     /* up to slot 8 */
+	assert_int_equal(a.found, 0);
+	slot.reset_ack = 4;                                /* slot 9 done */
+	assert_int_equal(maps_write_ctl_slot(m, 9, &slot), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 1);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(maps_pending_requests(m, 1, (__u32)m->n_slots, &a), -ERANGE);
+
+	/* more than the list holds: all counted, the first listed */
+	for (int k = 13; k < 13 + SLUICE_PENDING_MAX + 2; k++)
+		assert_int_equal(maps_write_ctl_request(m, k, &rq), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, SLUICE_PENDING_MAX + 3);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(a.slot[SLUICE_PENDING_MAX - 1], 12 + SLUICE_PENDING_MAX - 1);
+
+	/* without the program: the slice read whole, web's request done all the same */
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	w->d.m.pending_prog = -1;
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.name, sizeof(rq.name), "web");
+	rq.port = 8080;
+	rq.reset_gen = 1;
+	assert_int_equal(maps_write_ctl_request(m, w->d.idx[0], &rq), 0);
+	requests(&w->d, 0, t);
+	assert_int_equal(w->d.ctl_rq_listed, -1);
+	assert_true(w->d.ctl[0].base.value_us == 0);
+	assert_int_equal(w->d.books[0].ctl_reset_ack, 1);
+}
+
 /* What writing the entry after every tick costs (printed; the daemon writes one per service
  * per tick). */
 static void test_export_cost(void **state)
@@ -710,6 +778,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_requests_found_in_kernel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),

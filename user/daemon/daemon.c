@@ -147,6 +147,7 @@ void daemon_free(struct daemon *d)
 	d->ctl_rq = NULL;
 	d->ctl_rq_keys = NULL;
 	d->ctl_rq_n = d->ctl_rq_cap = 0;
+	d->ctl_rq_listed = -1;
 	d->idx = NULL;
 	d->hot = NULL;
 	d->ctl = NULL;

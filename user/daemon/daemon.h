@@ -90,9 +90,12 @@ struct daemon {
 	 * few (tag: the service): verdicts that changed, ctl_state entries due. */
 	struct maps_batch vwb, cwb;
 	struct recon_state recon;                /* in-flight against the flow table (flowgc.h) */
-	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
+	/* The operators' requests (ctl_requests): a slice of the slots looked at each tick. With
+	 * ctl_rq_listed >= 0 the kernel found the slice's pending ones: ctl_rq holds those, their
+	 * slots in ctl_rq_keys; with -1 the whole slice was read, slot first + k at ctl_rq[k]. */
 	struct sluice_ctl_request *ctl_rq;
 	__u32 *ctl_rq_keys;
+	int ctl_rq_listed;
 	struct acceptq_want *aq_want;            /* the listeners asked for, per service (built
 	                                          * from cfg when NULL) */
 	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */

@@ -642,8 +642,9 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	return 0;
 }
 
-void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops)
+void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 {
-	*reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
-	*own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
+	m->reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
+	m->own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
+	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
 }

@@ -777,6 +777,22 @@ int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ct
 	return lookup_opt(m->ctl_requests, svc, out);
 }
 
+int maps_pending_requests(const struct sluice_maps *m, __u32 first, __u32 n,
+			  struct sluice_pending_requests *a)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = a, .ctx_size_in = sizeof(*a));
+
+	if (m->pending_prog < 0 || m->ctl_requests < 0 || m->ctl_state < 0)
+		return -EBADF;
+	memset(a, 0, sizeof(*a));
+	a->first = first;
+	a->n = n;
+	if (bpf_prog_test_run_opts(m->pending_prog, &o))
+		return -errno;
+	/* a scan the map's end cut short is a slice sized from another map: read it instead */
+	return a->scanned == n ? 0 : -ERANGE;
+}
+
 int maps_write_ctl_request(const struct sluice_maps *m, int svc,
 			   const struct sluice_ctl_request *v)
 {

@@ -20,8 +20,9 @@ struct sluice_maps {
 	                                 * L0's); -1 before layout 8, whose latency_hist held
 	                                 * every class's (maps_hist_fd) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
-	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
-	int reclaim_prog, own_ops;
+	 * program, the data path's change counts (flowgc.h) and the request scan
+	 * (maps_pending_requests). Never closed by maps_close. */
+	int reclaim_prog, own_ops, pending_prog;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -216,6 +217,11 @@ int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untr
 /* Set the cap's thresholds of a slot, keeping its refusal counts. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
+/* The slots in [first, first + n) whose request the controller has not acknowledged, found
+ * in the kernel (the program sluice_pending_requests): a->found and a->slot filled; -errno
+ * when the program is not there or cannot run (the caller reads the slots itself). */
+int maps_pending_requests(const struct sluice_maps *m, __u32 first, __u32 n,
+			  struct sluice_pending_requests *a);
 int maps_write_ctl_request(const struct sluice_maps *m, int svc,
 			   const struct sluice_ctl_request *v);
 
