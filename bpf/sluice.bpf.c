@@ -1139,3 +1139,32 @@ int sluice_pending_requests(struct sluice_pending_requests *arg)
 	__builtin_memcpy(arg->slot, a.slot, sizeof(a.slot));
 	return 0;
 }
+
+/* One entry for sluice_copy_busy. Each count is read whole (an aligned 8-byte load), as a
+ * lookup from user space reads it. */
+static long copy_busy_at(__u32 i, struct sluice_copy_busy *a)
+{
+	__u32 k = a->first + i;
+	const struct sluice_inflight *src = bpf_map_lookup_elem(&busy, &k);
+	struct sluice_inflight *dst = bpf_map_lookup_elem(&busy_copy, &k);
+
+	if (!src || !dst)
+		return 1;
+	dst->total = READ_ONCE(src->total);
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		dst->cls[c] = READ_ONCE(src->cls[c]);
+	a->copied++;
+	return 0;
+}
+
+/* The tick's read of `busy` (struct sluice_copy_busy). */
+SEC("syscall")
+int sluice_copy_busy(struct sluice_copy_busy *arg)
+{
+	struct sluice_copy_busy a = { .first = arg->first, .n = arg->n };
+
+	bpf_loop(a.n, copy_busy_at, &a, 0);
+	arg->copied = a.copied;
+	return 0;
+}

@@ -347,6 +347,14 @@ struct sluice_pending_requests {
 	__u32 slot[SLUICE_PENDING_MAX];  /* out: the first SLUICE_PENDING_MAX candidates */
 };
 
+/* The argument of the program sluice_copy_busy (run by sluiced each tick with
+ * BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`. */
+struct sluice_copy_busy {
+	__u32 first;                     /* in */
+	__u32 n;                         /* in */
+	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
+};
+
 /* ---- Layout record (map `sluice_layout`, one entry, written by sluiced) ----
  * What the pins under the pin dir are: the layout version and, per pinned map, its type, sizes
  * and a hash of its key and value types as the BPF object's BTF describes them (field names,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -313,6 +314,18 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
+	if (m->busy_copy >= 0 && m->copy_busy_prog >= 0 && n) {
+		long page = sysconf(_SC_PAGESIZE);
+		size_t len = (sizeof(struct sluice_inflight) * n + (size_t)page - 1) &
+			     ~((size_t)page - 1);
+		void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, m->busy_copy, 0);
+
+		if (p != MAP_FAILED) {   /* else: batch lookups, as without the copy */
+			r->busy_map = p;
+			r->busy_map_len = len;
+			r->copy_busy_prog = m->copy_busy_prog;
+		}
+	}
 	return maps_reader_reread_released(r, m);
 }
 
@@ -337,7 +350,20 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->hpos);
 	free(r->hsum);
 	free(r->hraw);
+	if (r->busy_map)
+		munmap((void *)r->busy_map, r->busy_map_len);
 	memset(r, 0, sizeof(*r));
+}
+
+/* busy [first, first + n) copied into the mapped `busy_copy` in the kernel: 0 when all were. */
+static int copy_busy(const struct maps_reader *r, int first, int n)
+{
+	struct sluice_copy_busy a = { .first = (__u32)first, .n = (__u32)n };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+	if (!r->busy_map || bpf_prog_test_run_opts(r->copy_busy_prog, &o))
+		return -1;
+	return a.copied == (__u32)n ? 0 : -1;
 }
 
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m)
@@ -385,12 +411,20 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 		r->stats = r->scratch;
 		r->scratch = t;
 	}
-	/* busy: the stats are compared, the scratch is free again */
-	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
-				   r->keys)))
-		return err;
+	/* busy: from its copy in the kernel (mapped), or in a batch into the scratch (the stats
+	 * are compared, it is free again) */
+	const struct sluice_inflight *busy_now;
+
+	if (copy_busy(r, first, n) == 0) {
+		busy_now = r->busy_map + first;
+	} else {
+		if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy),
+					   r->scratch, r->keys)))
+			return err;
+		busy_now = (const struct sluice_inflight *)r->scratch;
+	}
 	for (int k = 0; k < n; k++) {
-		const struct sluice_inflight *fresh = (const struct sluice_inflight *)r->scratch + k;
+		const struct sluice_inflight *fresh = busy_now + k;
 		int s = first + k;
 
 		r->busy_read[s] = 1;

@@ -20,9 +20,10 @@ struct sluice_maps {
 	                                 * L0's); -1 before layout 8, whose latency_hist held
 	                                 * every class's (maps_hist_fd) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
-	 * program, the data path's change counts (flowgc.h) and the request scan
-	 * (maps_pending_requests). Never closed by maps_close. */
-	int reclaim_prog, own_ops, pending_prog;
+	 * program, the data path's change counts (flowgc.h), the request scan
+	 * (maps_pending_requests), and `busy`'s copy and the program that fills it (read
+	 * through a mapping by maps_reader_read). Never closed by maps_close. */
+	int reclaim_prog, own_ops, pending_prog, copy_busy_prog, busy_copy;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -83,6 +84,11 @@ struct maps_reader {
 	 * and per slot whether this read covered it. */
 	struct sluice_inflight *busy, *busy_released;
 	unsigned char *busy_read;
+	/* `busy_copy` mapped (busy_map_len bytes), when the object has it: the read copies
+	 * `busy` there in the kernel and compares from memory; NULL: batch lookups. */
+	const struct sluice_inflight *busy_map;
+	size_t busy_map_len;
+	int copy_busy_prog;
 	/* Latency samples per slot and class (summed over CPUs), read with the counters: a
 	 * histogram is read only when its count moved, and a count that moved marks the slot
 	 * changed (a tcp turn moves no other counter). */
