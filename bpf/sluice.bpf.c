@@ -1168,3 +1168,55 @@ int sluice_copy_busy(struct sluice_copy_busy *arg)
 	arg->copied = a.copied;
 	return 0;
 }
+
+struct stripes_of {
+	__u32 svc;
+	struct sluice_inflight *sum;
+};
+
+/* One CPU's stripe of a service into its sum, as user space adds them (the total too). */
+static long add_stripe(__u32 cpu, struct stripes_of *s)
+{
+	const struct sluice_inflight *x = bpf_map_lookup_percpu_elem(&inflight_pcpu, &s->svc, cpu);
+
+	if (!x)
+		return 1; /* past the last CPU */
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__s64 v = READ_ONCE(x->cls[c]);
+
+		s->sum->cls[c] += v;
+		s->sum->total += v;
+	}
+	return 0;
+}
+
+static long copy_inflight_at(__u32 i, struct sluice_copy_busy *a)
+{
+	__u32 k = a->first + i;
+	const struct sluice_inflight *src = bpf_map_lookup_elem(&inflight, &k);
+	struct sluice_inflight *dst = bpf_map_lookup_elem(&inflight_copy, &k), sum;
+	struct stripes_of s = { .svc = k, .sum = &sum };
+
+	if (!src || !dst)
+		return 1;
+	sum.total = READ_ONCE(src->total);
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		sum.cls[c] = READ_ONCE(src->cls[c]);
+	bpf_loop(SLUICE_MAX_CPUS, add_stripe, &s, 0);
+	*dst = sum;
+	a->copied++;
+	return 0;
+}
+
+/* The tick's read of http services' in-flight (struct sluice_copy_busy). */
+SEC("syscall")
+int sluice_copy_inflight(struct sluice_copy_busy *arg)
+{
+	struct sluice_copy_busy a = { .first = arg->first, .n = arg->n };
+
+	bpf_loop(a.n, copy_inflight_at, &a, 0);
+	arg->copied = a.copied;
+	return 0;
+}

@@ -347,8 +347,10 @@ struct sluice_pending_requests {
 	__u32 slot[SLUICE_PENDING_MAX];  /* out: the first SLUICE_PENDING_MAX candidates */
 };
 
-/* The argument of the program sluice_copy_busy (run by sluiced each tick with
- * BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`. */
+/* The argument of the programs sluice_copy_busy and sluice_copy_inflight (run by sluiced each
+ * tick with BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`,
+ * or the in-flight of those services (`inflight` plus every CPU's stripe) into
+ * `inflight_copy`. */
 struct sluice_copy_busy {
 	__u32 first;                     /* in */
 	__u32 n;                         /* in */

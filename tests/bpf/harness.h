@@ -47,6 +47,9 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 
 		m->copy_busy_prog = cb ? bpf_program__fd(cb) : -1;
 		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
+		cb = bpf_object__find_program_by_name(obj, "sluice_copy_inflight");
+		m->copy_inflight_prog = cb ? bpf_program__fd(cb) : -1;
+		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 	}
 	return maps_learn_sizes(m);
 }

@@ -148,7 +148,7 @@ static void test_concurrency_equals_lookups(void **st)
 {
 	struct maps_reader *r = &s->d->rd;
 	const struct sluice_maps *m = &s->d->m;
-	int n_used = 0, nonzero = 0, busy_classes = 0;
+	int n_used = 0, nonzero = 0, busy_classes = 0, http_classes = 0;
 	(void)st;
 
 	traffic(1);
@@ -160,19 +160,24 @@ static void test_concurrency_equals_lookups(void **st)
 	for (int i = 0; i < N; i++)
 		if (s->d->idx[i] >= n_used)
 			n_used = s->d->idx[i] + 1;
-	/* both ways of reading in-flight: one batch for all, and a lookup each; busy from its
-	 * copy in the kernel (mapped), then in a batch lookup (a sluiced without the copy) */
+	/* the ways of reading in-flight: all at once from its copy in the kernel (mapped, 0),
+	 * a lookup each (1), all at once in batch lookups (a sluiced without the copies, 3);
+	 * busy from its copy (0, 1), in a batch lookup (2, 3) */
 	assert_non_null(r->busy_map);
-	for (int mode = 0; mode < 3; mode++) {
-		const struct sluice_inflight *mapped = r->busy_map;
+	assert_non_null(r->inflight_map);
+	for (int mode = 0; mode < 4; mode++) {
+		const struct sluice_inflight *mapped = r->busy_map, *mapped_if = r->inflight_map;
 
-		memset(r->wants_inflight, mode == 0, (size_t)r->n_slots);
+		memset(r->wants_inflight, mode == 0 || mode == 3, (size_t)r->n_slots);
 		r->have_prev = 0;
-		if (mode == 2)
+		if (mode >= 2) {
 			r->busy_map = NULL;
+			r->inflight_map = NULL;
+		}
 		assert_int_equal(maps_reader_read(r, m, n_used, NULL, 0), 0);
 		r->busy_map = mapped;
-		assert_int_equal(r->inflight_read, mode == 0);
+		r->inflight_map = mapped_if;
+		assert_int_equal(r->inflight_read, mode == 0 || mode == 3);
 		for (int i = 0; i < N; i++) {
 			struct sluice_inflight a, b;
 			int k = s->d->idx[i];
@@ -184,12 +189,14 @@ static void test_concurrency_equals_lookups(void **st)
 				assert_int_equal(maps_read_concurrency(m, k, p, &b), 0);
 				assert_memory_equal(&a, &b, sizeof(a));
 				nonzero += a.total != 0;
+				http_classes += proto && a.cls[i % SLUICE_NUM_CLASSES] != 0;
 				busy_classes += !proto && a.cls[i % SLUICE_NUM_CLASSES] != 0;
 			}
 		}
 	}
 	assert_true(nonzero > 0);
 	assert_true(busy_classes > 0);
+	assert_true(http_classes > 0);
 }
 
 static void test_batched_writes(void **st)

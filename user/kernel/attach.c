@@ -62,7 +62,7 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
 	{ "inflight_pcpu", 1 },
-	{ "busy", 1 }, { "busy_released", 1 }, { "busy_copy", 1 },
+	{ "busy", 1 }, { "busy_released", 1 }, { "busy_copy", 1 }, { "inflight_copy", 1 },
 	{ "replies", 2 }, { "class_stats", 1 },
 	{ "latency_hist", 1 }, { "latency_hist1", 1 }, { "latency_hist2", 1 },
 	{ "latency_hist3", 1 },
@@ -649,4 +649,6 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
 	m->copy_busy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_busy) : -1;
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
+	m->copy_inflight_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_inflight) : -1;
+	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 }

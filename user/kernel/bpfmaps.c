@@ -276,6 +276,20 @@ int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals 
 
 /* ---- the tick's read path */
 
+/* A copy map of n entries (struct sluice_inflight) mapped read-only, or NULL when there is
+ * none (or no program to fill it) or it cannot be mapped; *len: its length. */
+static const struct sluice_inflight *map_copy(int fd, int prog, size_t n, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (fd < 0 || prog < 0 || !n || page <= 0)
+		return NULL;
+	*len = (sizeof(struct sluice_inflight) * n + (size_t)page - 1) & ~((size_t)page - 1);
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 {
 	size_t n = (size_t)m->n_slots;
@@ -314,18 +328,11 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
-	if (m->busy_copy >= 0 && m->copy_busy_prog >= 0 && n) {
-		long page = sysconf(_SC_PAGESIZE);
-		size_t len = (sizeof(struct sluice_inflight) * n + (size_t)page - 1) &
-			     ~((size_t)page - 1);
-		void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, m->busy_copy, 0);
-
-		if (p != MAP_FAILED) {   /* else: batch lookups, as without the copy */
-			r->busy_map = p;
-			r->busy_map_len = len;
-			r->copy_busy_prog = m->copy_busy_prog;
-		}
-	}
+	/* the copies made in the kernel, mapped (else: batch lookups, as without them) */
+	r->busy_map = map_copy(m->busy_copy, m->copy_busy_prog, n, &r->copy_map_len);
+	r->copy_busy_prog = m->copy_busy_prog;
+	r->inflight_map = map_copy(m->inflight_copy, m->copy_inflight_prog, n, &r->copy_map_len);
+	r->copy_inflight_prog = m->copy_inflight_prog;
 	return maps_reader_reread_released(r, m);
 }
 
@@ -351,17 +358,19 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->hsum);
 	free(r->hraw);
 	if (r->busy_map)
-		munmap((void *)r->busy_map, r->busy_map_len);
+		munmap((void *)r->busy_map, r->copy_map_len);
+	if (r->inflight_map)
+		munmap((void *)r->inflight_map, r->copy_map_len);
 	memset(r, 0, sizeof(*r));
 }
 
-/* busy [first, first + n) copied into the mapped `busy_copy` in the kernel: 0 when all were. */
-static int copy_busy(const struct maps_reader *r, int first, int n)
+/* Entries [first, first + n) copied into a mapped copy by its program: 0 when all were. */
+static int copy_in_kernel(const struct sluice_inflight *mapped, int prog, int first, int n)
 {
 	struct sluice_copy_busy a = { .first = (__u32)first, .n = (__u32)n };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
 
-	if (!r->busy_map || bpf_prog_test_run_opts(r->copy_busy_prog, &o))
+	if (!mapped || bpf_prog_test_run_opts(prog, &o))
 		return -1;
 	return a.copied == (__u32)n ? 0 : -1;
 }
@@ -415,7 +424,7 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 	 * are compared, it is free again) */
 	const struct sluice_inflight *busy_now;
 
-	if (copy_busy(r, first, n) == 0) {
+	if (copy_in_kernel(r->busy_map, r->copy_busy_prog, first, n) == 0) {
 		busy_now = r->busy_map + first;
 	} else {
 		if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy),
@@ -474,9 +483,12 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 	for (int s = 0; s < n_used && r->n_changed > n_used / 8; s++)
 		n_inflight += r->changed[s] & r->wants_inflight[s];
 	if (n_inflight > n_used / 8) {
-		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
-					   r->inflight, r->keys)) ||
-		    (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys, r->inflight)))
+		if (copy_in_kernel(r->inflight_map, r->copy_inflight_prog, 0, n_used) == 0)
+			memcpy(r->inflight, r->inflight_map, sizeof(*r->inflight) * (size_t)n_used);
+		else if ((err = maps_read_array(m->inflight, 0, (__u32)n_used,
+						sizeof(*r->inflight), r->inflight, r->keys)) ||
+			 (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys,
+						 r->inflight)))
 			return err;
 		r->inflight_read = 1;
 	}
