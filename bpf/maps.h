@@ -190,7 +190,7 @@ struct {
 } busy SEC(".maps");
 
 /* A copy of `busy` that sluiced reads through a memory mapping, written by the program
- * sluice_copy_busy that sluiced runs each tick: copying 1000 entries in the kernel and
+ * sluice_copy_counts that sluiced runs each tick: copying 1000 entries in the kernel and
  * reading them from memory costs a fraction of a batch lookup, which pays about 60 ns an
  * entry in copies to user space. Not pinned: each load makes its own; sized like the
  * services. */
@@ -203,7 +203,7 @@ struct {
 } busy_copy SEC(".maps");
 
 /* The same for http services' in-flight: `inflight` plus every CPU's stripe of
- * `inflight_pcpu`, summed by the program sluice_copy_inflight (a batch lookup of each costs
+ * `inflight_pcpu`, summed by the program sluice_copy_counts (a batch lookup of each costs
  * about 58 us for 1000 services). Not pinned; sized like the services. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

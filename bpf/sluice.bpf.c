@@ -1140,9 +1140,9 @@ int sluice_pending_requests(struct sluice_pending_requests *arg)
 	return 0;
 }
 
-/* One entry for sluice_copy_busy. Each count is read whole (an aligned 8-byte load), as a
- * lookup from user space reads it. */
-static long copy_busy_at(__u32 i, struct sluice_copy_busy *a)
+/* One entry of `busy` for sluice_copy_counts. Each count is read whole (an aligned 8-byte
+ * load), as a lookup from user space reads it. */
+static long copy_busy_at(__u32 i, struct sluice_copy_counts *a)
 {
 	__u32 k = a->first + i;
 	const struct sluice_inflight *src = bpf_map_lookup_elem(&busy, &k);
@@ -1158,16 +1158,6 @@ static long copy_busy_at(__u32 i, struct sluice_copy_busy *a)
 	return 0;
 }
 
-/* The tick's read of `busy` (struct sluice_copy_busy). */
-SEC("syscall")
-int sluice_copy_busy(struct sluice_copy_busy *arg)
-{
-	struct sluice_copy_busy a = { .first = arg->first, .n = arg->n };
-
-	bpf_loop(a.n, copy_busy_at, &a, 0);
-	arg->copied = a.copied;
-	return 0;
-}
 
 struct stripes_of {
 	__u32 svc;
@@ -1191,7 +1181,8 @@ static long add_stripe(__u32 cpu, struct stripes_of *s)
 	return 0;
 }
 
-static long copy_inflight_at(__u32 i, struct sluice_copy_busy *a)
+/* One service's in-flight for sluice_copy_counts: the shared count and every CPU's stripe. */
+static long copy_inflight_at(__u32 i, struct sluice_copy_counts *a)
 {
 	__u32 k = a->first + i;
 	const struct sluice_inflight *src = bpf_map_lookup_elem(&inflight, &k);
@@ -1210,13 +1201,16 @@ static long copy_inflight_at(__u32 i, struct sluice_copy_busy *a)
 	return 0;
 }
 
-/* The tick's read of http services' in-flight (struct sluice_copy_busy). */
+/* The tick's read of `busy` or of http services' in-flight (struct sluice_copy_counts). */
 SEC("syscall")
-int sluice_copy_inflight(struct sluice_copy_busy *arg)
+int sluice_copy_counts(struct sluice_copy_counts *arg)
 {
-	struct sluice_copy_busy a = { .first = arg->first, .n = arg->n };
+	struct sluice_copy_counts a = { .first = arg->first, .n = arg->n, .what = arg->what };
 
-	bpf_loop(a.n, copy_inflight_at, &a, 0);
+	if (a.what == SLUICE_COPY_BUSY)
+		bpf_loop(a.n, copy_busy_at, &a, 0);
+	else if (a.what == SLUICE_COPY_INFLIGHT)
+		bpf_loop(a.n, copy_inflight_at, &a, 0);
 	arg->copied = a.copied;
 	return 0;
 }

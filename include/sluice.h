@@ -347,13 +347,18 @@ struct sluice_pending_requests {
 	__u32 slot[SLUICE_PENDING_MAX];  /* out: the first SLUICE_PENDING_MAX candidates */
 };
 
-/* The argument of the programs sluice_copy_busy and sluice_copy_inflight (run by sluiced each
- * tick with BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`,
- * or the in-flight of those services (`inflight` plus every CPU's stripe) into
- * `inflight_copy`. */
-struct sluice_copy_busy {
+/* The argument of the program sluice_copy_counts (run by sluiced each tick with
+ * BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`, or the
+ * in-flight of those services (`inflight` plus every CPU's stripe) into `inflight_copy`. */
+enum sluice_copy_what {
+	SLUICE_COPY_BUSY = 0,
+	SLUICE_COPY_INFLIGHT = 1,
+};
+
+struct sluice_copy_counts {
 	__u32 first;                     /* in */
 	__u32 n;                         /* in */
+	__u32 what;                      /* in: enum sluice_copy_what */
 	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
 };
 

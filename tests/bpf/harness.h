@@ -43,12 +43,10 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 	m->reclaim_prog = gc ? bpf_program__fd(gc) : -1;
 	m->pending_prog = pend ? bpf_program__fd(pend) : -1;
 	{
-		struct bpf_program *cb = bpf_object__find_program_by_name(obj, "sluice_copy_busy");
+		struct bpf_program *cb = bpf_object__find_program_by_name(obj, "sluice_copy_counts");
 
-		m->copy_busy_prog = cb ? bpf_program__fd(cb) : -1;
+		m->copy_prog = cb ? bpf_program__fd(cb) : -1;
 		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
-		cb = bpf_object__find_program_by_name(obj, "sluice_copy_inflight");
-		m->copy_inflight_prog = cb ? bpf_program__fd(cb) : -1;
 		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 	}
 	return maps_learn_sizes(m);

@@ -647,8 +647,7 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
 	m->own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
 	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
-	m->copy_busy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_busy) : -1;
+	m->copy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_counts) : -1;
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
-	m->copy_inflight_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_inflight) : -1;
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 }

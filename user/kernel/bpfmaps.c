@@ -329,10 +329,9 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 		return -ENOMEM;
 	}
 	/* the copies made in the kernel, mapped (else: batch lookups, as without them) */
-	r->busy_map = map_copy(m->busy_copy, m->copy_busy_prog, n, &r->copy_map_len);
-	r->copy_busy_prog = m->copy_busy_prog;
-	r->inflight_map = map_copy(m->inflight_copy, m->copy_inflight_prog, n, &r->copy_map_len);
-	r->copy_inflight_prog = m->copy_inflight_prog;
+	r->busy_map = map_copy(m->busy_copy, m->copy_prog, n, &r->copy_map_len);
+	r->inflight_map = map_copy(m->inflight_copy, m->copy_prog, n, &r->copy_map_len);
+	r->copy_prog = m->copy_prog;
 	return maps_reader_reread_released(r, m);
 }
 
@@ -364,13 +363,15 @@ void maps_reader_free(struct maps_reader *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Entries [first, first + n) copied into a mapped copy by its program: 0 when all were. */
-static int copy_in_kernel(const struct sluice_inflight *mapped, int prog, int first, int n)
+/* Entries [first, first + n) copied into the mapped copy of `what` (enum sluice_copy_what)
+ * in the kernel: 0 when all were. */
+static int copy_in_kernel(const struct maps_reader *r, const struct sluice_inflight *mapped,
+			  unsigned what, int first, int n)
 {
-	struct sluice_copy_busy a = { .first = (__u32)first, .n = (__u32)n };
+	struct sluice_copy_counts a = { .first = (__u32)first, .n = (__u32)n, .what = what };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
 
-	if (!mapped || bpf_prog_test_run_opts(prog, &o))
+	if (!mapped || bpf_prog_test_run_opts(r->copy_prog, &o))
 		return -1;
 	return a.copied == (__u32)n ? 0 : -1;
 }
@@ -424,7 +425,7 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 	 * are compared, it is free again) */
 	const struct sluice_inflight *busy_now;
 
-	if (copy_in_kernel(r->busy_map, r->copy_busy_prog, first, n) == 0) {
+	if (copy_in_kernel(r, r->busy_map, SLUICE_COPY_BUSY, first, n) == 0) {
 		busy_now = r->busy_map + first;
 	} else {
 		if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy),
@@ -483,7 +484,7 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 	for (int s = 0; s < n_used && r->n_changed > n_used / 8; s++)
 		n_inflight += r->changed[s] & r->wants_inflight[s];
 	if (n_inflight > n_used / 8) {
-		if (copy_in_kernel(r->inflight_map, r->copy_inflight_prog, 0, n_used) == 0)
+		if (copy_in_kernel(r, r->inflight_map, SLUICE_COPY_INFLIGHT, 0, n_used) == 0)
 			memcpy(r->inflight, r->inflight_map, sizeof(*r->inflight) * (size_t)n_used);
 		else if ((err = maps_read_array(m->inflight, 0, (__u32)n_used,
 						sizeof(*r->inflight), r->inflight, r->keys)) ||

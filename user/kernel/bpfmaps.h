@@ -21,11 +21,10 @@ struct sluice_maps {
 	                                 * every class's (maps_hist_fd) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program, the data path's change counts (flowgc.h), the request scan
-	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the programs
-	 * that fill them (read through mappings by maps_reader_read). Never closed by
+	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
+	 * that fills them (read through mappings by maps_reader_read). Never closed by
 	 * maps_close. */
-	int reclaim_prog, own_ops, pending_prog, copy_busy_prog, busy_copy;
-	int copy_inflight_prog, inflight_copy;
+	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -90,10 +89,9 @@ struct maps_reader {
 	 * `busy` there in the kernel and compares from memory; NULL: batch lookups. */
 	const struct sluice_inflight *busy_map;
 	size_t copy_map_len;
-	int copy_busy_prog;
 	/* `inflight_copy` mapped, the same way for the in-flight batch of http services */
 	const struct sluice_inflight *inflight_map;
-	int copy_inflight_prog;
+	int copy_prog;                   /* sluice_copy_counts, which fills both */
 	/* Latency samples per slot and class (summed over CPUs), read with the counters: a
 	 * histogram is read only when its count moved, and a count that moved marks the slot
 	 * changed (a tcp turn moves no other counter). */
