@@ -1100,3 +1100,117 @@ int sluice_reclaim(struct sluice_reclaim *a)
 		a->result = SLUICE_RECLAIM_ENDED;
 	return 0;
 }
+
+/* One slot for sluice_pending_requests: a candidate when its request's generation is above
+ * what the controller's state acknowledges (or that state cannot be read: on doubt, report). */
+static long pending_request_at(__u32 i, struct sluice_pending_requests *a)
+{
+	const struct sluice_ctl_request *rq;
+	const struct sluice_ctl_slot *st;
+	__u32 k = a->first + i;
+
+	rq = bpf_map_lookup_elem(&ctl_requests, &k);
+	if (!rq)
+		return 1; /* past the map's end */
+	a->scanned++;
+	if (!rq->reset_gen)
+		return 0;
+	st = bpf_map_lookup_elem(&ctl_state, &k);
+	if (st && rq->reset_gen <= st->reset_ack)
+		return 0;
+	if (a->found < SLUICE_PENDING_MAX)
+		a->slot[a->found & (SLUICE_PENDING_MAX - 1)] = k;
+	a->found++;
+	return 0;
+}
+
+/* Which request slots sluiced must read this tick (struct sluice_pending_requests). */
+SEC("syscall")
+int sluice_pending_requests(struct sluice_pending_requests *arg)
+{
+	struct sluice_pending_requests a;
+
+	__builtin_memset(&a, 0, sizeof(a));
+	a.first = arg->first;
+	a.n = arg->n;
+	bpf_loop(a.n, pending_request_at, &a, 0);
+	arg->found = a.found;
+	arg->scanned = a.scanned;
+	__builtin_memcpy(arg->slot, a.slot, sizeof(a.slot));
+	return 0;
+}
+
+/* One entry of `busy` for sluice_copy_counts. Each count is read whole (an aligned 8-byte
+ * load), as a lookup from user space reads it. */
+static long copy_busy_at(__u32 i, struct sluice_copy_counts *a)
+{
+	__u32 k = a->first + i;
+	const struct sluice_inflight *src = bpf_map_lookup_elem(&busy, &k);
+	struct sluice_inflight *dst = bpf_map_lookup_elem(&busy_copy, &k);
+
+	if (!src || !dst)
+		return 1;
+	dst->total = READ_ONCE(src->total);
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		dst->cls[c] = READ_ONCE(src->cls[c]);
+	a->copied++;
+	return 0;
+}
+
+
+struct stripes_of {
+	__u32 svc;
+	struct sluice_inflight *sum;
+};
+
+/* One CPU's stripe of a service into its sum, as user space adds them (the total too). */
+static long add_stripe(__u32 cpu, struct stripes_of *s)
+{
+	const struct sluice_inflight *x = bpf_map_lookup_percpu_elem(&inflight_pcpu, &s->svc, cpu);
+
+	if (!x)
+		return 1; /* past the last CPU */
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__s64 v = READ_ONCE(x->cls[c]);
+
+		s->sum->cls[c] += v;
+		s->sum->total += v;
+	}
+	return 0;
+}
+
+/* One service's in-flight for sluice_copy_counts: the shared count and every CPU's stripe. */
+static long copy_inflight_at(__u32 i, struct sluice_copy_counts *a)
+{
+	__u32 k = a->first + i;
+	const struct sluice_inflight *src = bpf_map_lookup_elem(&inflight, &k);
+	struct sluice_inflight *dst = bpf_map_lookup_elem(&inflight_copy, &k), sum;
+	struct stripes_of s = { .svc = k, .sum = &sum };
+
+	if (!src || !dst)
+		return 1;
+	sum.total = READ_ONCE(src->total);
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		sum.cls[c] = READ_ONCE(src->cls[c]);
+	bpf_loop(SLUICE_MAX_CPUS, add_stripe, &s, 0);
+	*dst = sum;
+	a->copied++;
+	return 0;
+}
+
+/* The tick's read of `busy` or of http services' in-flight (struct sluice_copy_counts). */
+SEC("syscall")
+int sluice_copy_counts(struct sluice_copy_counts *arg)
+{
+	struct sluice_copy_counts a = { .first = arg->first, .n = arg->n, .what = arg->what };
+
+	if (a.what == SLUICE_COPY_BUSY)
+		bpf_loop(a.n, copy_busy_at, &a, 0);
+	else if (a.what == SLUICE_COPY_INFLIGHT)
+		bpf_loop(a.n, copy_inflight_at, &a, 0);
+	arg->copied = a.copied;
+	return 0;
+}

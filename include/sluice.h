@@ -331,6 +331,37 @@ struct sluice_ctl_request {
 	__u64 asked_ns;                  /* CLOCK_MONOTONIC */
 };
 
+/* The argument of the program sluice_pending_requests (run by sluiced every tick with
+ * BPF_PROG_TEST_RUN): which of the slots [first, first + n) of `ctl_requests` hold a request
+ * their `ctl_state` entry has not acknowledged (reset_gen above its reset_ack). Requests are
+ * rare and the slots many: copying every slot out to look costs about 70 ns a slot (70 us a
+ * tick with 1000 services), looking in the kernel a few. A slot reported is only a candidate:
+ * sluiced reads it and decides as before. */
+#define SLUICE_PENDING_MAX 32
+
+struct sluice_pending_requests {
+	__u32 first;                     /* in: the first slot */
+	__u32 n;                         /* in: how many slots (the map's end stops it sooner) */
+	__u32 found;                     /* out: candidates, all of them (may exceed the list) */
+	__u32 scanned;                   /* out: slots looked at */
+	__u32 slot[SLUICE_PENDING_MAX];  /* out: the first SLUICE_PENDING_MAX candidates */
+};
+
+/* The argument of the program sluice_copy_counts (run by sluiced each tick with
+ * BPF_PROG_TEST_RUN): copy the `busy` entries [first, first + n) into `busy_copy`, or the
+ * in-flight of those services (`inflight` plus every CPU's stripe) into `inflight_copy`. */
+enum sluice_copy_what {
+	SLUICE_COPY_BUSY = 0,
+	SLUICE_COPY_INFLIGHT = 1,
+};
+
+struct sluice_copy_counts {
+	__u32 first;                     /* in */
+	__u32 n;                         /* in */
+	__u32 what;                      /* in: enum sluice_copy_what */
+	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
+};
+
 /* ---- Layout record (map `sluice_layout`, one entry, written by sluiced) ----
  * What the pins under the pin dir are: the layout version and, per pinned map, its type, sizes
  * and a hash of its key and value types as the BPF object's BTF describes them (field names,

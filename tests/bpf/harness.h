@@ -32,6 +32,7 @@ static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 {
 	struct bpf_program *gc = bpf_object__find_program_by_name(obj, "sluice_reclaim");
+	struct bpf_program *pend = bpf_object__find_program_by_name(obj, "sluice_pending_requests");
 
 	memset(m, -1, sizeof(*m));
 #define X(name) m->name = bpf_object__find_map_fd_by_name(obj, #name);
@@ -40,6 +41,14 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 #undef X
 	m->own_ops = bpf_object__find_map_fd_by_name(obj, "own_ops");
 	m->reclaim_prog = gc ? bpf_program__fd(gc) : -1;
+	m->pending_prog = pend ? bpf_program__fd(pend) : -1;
+	{
+		struct bpf_program *cb = bpf_object__find_program_by_name(obj, "sluice_copy_counts");
+
+		m->copy_prog = cb ? bpf_program__fd(cb) : -1;
+		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
+		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
+	}
 	return maps_learn_sizes(m);
 }
 

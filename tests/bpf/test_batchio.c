@@ -2,7 +2,8 @@
 /* The tick's batched map I/O against the lookups and updates of one entry, on the real BPF
  * object and its maps: histograms read ahead in runs (through gaps of entries nobody asked
  * for, across runs of more than one buffer) sum to what the entry-by-entry reads sum to;
- * in-flight and busy as the tick sees them equal the per-key reads; verdicts and ctl_state
+ * in-flight and busy as the tick sees them (busy from its copy in the kernel, or in a batch)
+ * equal the per-key reads; verdicts and ctl_state
  * entries written in a batch read back as put, and a batch with a write the map refuses
  * says which were written; and after ticks of traffic with latency samples every verdict in
  * the map is the one the tick decided. */
@@ -147,19 +148,36 @@ static void test_concurrency_equals_lookups(void **st)
 {
 	struct maps_reader *r = &s->d->rd;
 	const struct sluice_maps *m = &s->d->m;
-	int n_used = 0, nonzero = 0;
+	int n_used = 0, nonzero = 0, busy_classes = 0, http_classes = 0;
 	(void)st;
 
 	traffic(1);
+	/* turns left open (a query not answered yet): busy, not only in-flight, moves */
+	for (int i = 0; i < N; i += 11) {
+		scale_unit(s, i, (uint16_t)(40000 + i), 0);
+		scale_turn(s, i, (uint16_t)(40000 + i), 0);
+	}
 	for (int i = 0; i < N; i++)
 		if (s->d->idx[i] >= n_used)
 			n_used = s->d->idx[i] + 1;
-	/* both ways of reading in-flight: one batch for all, and a lookup each */
-	for (int mode = 0; mode < 2; mode++) {
-		memset(r->wants_inflight, mode == 0, (size_t)r->n_slots);
+	/* the ways of reading in-flight: all at once from its copy in the kernel (mapped, 0),
+	 * a lookup each (1), all at once in batch lookups (a sluiced without the copies, 3);
+	 * busy from its copy (0, 1), in a batch lookup (2, 3) */
+	assert_non_null(r->busy_map);
+	assert_non_null(r->inflight_map);
+	for (int mode = 0; mode < 4; mode++) {
+		const struct sluice_inflight *mapped = r->busy_map, *mapped_if = r->inflight_map;
+
+		memset(r->wants_inflight, mode == 0 || mode == 3, (size_t)r->n_slots);
 		r->have_prev = 0;
+		if (mode >= 2) {
+			r->busy_map = NULL;
+			r->inflight_map = NULL;
+		}
 		assert_int_equal(maps_reader_read(r, m, n_used, NULL, 0), 0);
-		assert_int_equal(r->inflight_read, mode == 0);
+		r->busy_map = mapped;
+		r->inflight_map = mapped_if;
+		assert_int_equal(r->inflight_read, mode == 0 || mode == 3);
 		for (int i = 0; i < N; i++) {
 			struct sluice_inflight a, b;
 			int k = s->d->idx[i];
@@ -171,10 +189,14 @@ static void test_concurrency_equals_lookups(void **st)
 				assert_int_equal(maps_read_concurrency(m, k, p, &b), 0);
 				assert_memory_equal(&a, &b, sizeof(a));
 				nonzero += a.total != 0;
+				http_classes += proto && a.cls[i % SLUICE_NUM_CLASSES] != 0;
+				busy_classes += !proto && a.cls[i % SLUICE_NUM_CLASSES] != 0;
 			}
 		}
 	}
 	assert_true(nonzero > 0);
+	assert_true(busy_classes > 0);
+	assert_true(http_classes > 0);
 }
 
 static void test_batched_writes(void **st)

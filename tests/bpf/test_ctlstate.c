@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <cmocka.h>
 
 #include "harness.h"
@@ -327,6 +328,142 @@ static void test_reset_wakes_quiet(void **state)
 	assert_int_equal(w->d.books[0].ran, 1);
 	assert_int_equal(w->d.books[0].ctl_reset_ack, 1);
 	assert_true(w->d.ctl[0].base.value_us == 0);
+}
+
+/* The kernel finds the slots whose request the controller has not acknowledged (the tick
+ * reads those only): a generation above its ctl_state entry's ack, none written, an ack that
+ * caught up, a slice's bounds, more than the list holds, a slice past the map's end. And a
+ * sluiced without the program reads the whole slice and still does the request. */
+static void test_pending_requests_found_in_kernel(void **state)
+{
+	struct world *w = *state;
+	struct sluice_maps *m = &w->f->m;
+	static struct sluice_ctl_slot slot;
+	struct sluice_pending_requests a;
+	struct sluice_ctl_request rq = { .port = 9000 };
+	uint64_t t = monotonic_ns();
+
+	assert_true(m->pending_prog >= 0);
+	assert_true(m->n_slots >= 48);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 0);                      /* nothing asked yet */
+
+	snprintf(rq.name, sizeof(rq.name), "x");
+	rq.reset_gen = 3;                                  /* slot 5: acknowledged */
+	assert_int_equal(maps_write_ctl_request(m, 5, &rq), 0);
+	memset(&slot, 0, sizeof(slot));
+	slot.reset_ack = 3;
+	assert_int_equal(maps_write_ctl_slot(m, 5, &slot), 0);
+	rq.reset_gen = 4;                                  /* slot 9: above its ack */
+	assert_int_equal(maps_write_ctl_request(m, 9, &rq), 0);
+	assert_int_equal(maps_write_ctl_slot(m, 9, &slot), 0);
+	rq.reset_gen = 1;                                  /* slot 12: no state written */
+	assert_int_equal(maps_write_ctl_request(m, 12, &rq), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 2);
+	assert_int_equal(a.slot[0], 9);
+	assert_int_equal(a.slot[1], 12);
+	assert_int_equal(maps_pending_requests(m, 10, 20, &a), 0);   /* from slot 10 on */
+	assert_int_equal(a.found, 1);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(maps_pending_requests(m, 0, 9, &a), 0);     /* up to slot 8 */
+	assert_int_equal(a.found, 0);
+	slot.reset_ack = 4;                                /* slot 9 done */
+	assert_int_equal(maps_write_ctl_slot(m, 9, &slot), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, 1);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(maps_pending_requests(m, 1, (__u32)m->n_slots, &a), -ERANGE);
+
+	/* more than the list holds: all counted, the first listed */
+	for (int k = 13; k < 13 + SLUICE_PENDING_MAX + 2; k++)
+		assert_int_equal(maps_write_ctl_request(m, k, &rq), 0);
+	assert_int_equal(maps_pending_requests(m, 0, (__u32)m->n_slots, &a), 0);
+	assert_int_equal(a.found, SLUICE_PENDING_MAX + 3);
+	assert_int_equal(a.slot[0], 12);
+	assert_int_equal(a.slot[SLUICE_PENDING_MAX - 1], 12 + SLUICE_PENDING_MAX - 1);
+
+	/* without the program: the slice read whole, web's request done all the same */
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	w->d.m.pending_prog = -1;
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.name, sizeof(rq.name), "web");
+	rq.port = 8080;
+	rq.reset_gen = 1;
+	assert_int_equal(maps_write_ctl_request(m, w->d.idx[0], &rq), 0);
+	requests(&w->d, 0, t);
+	assert_int_equal(w->d.ctl_rq_listed, -1);
+	assert_true(w->d.ctl[0].base.value_us == 0);
+	assert_int_equal(w->d.books[0].ctl_reset_ack, 1);
+}
+
+struct scrape {
+	struct daemon *d;
+	char *body;
+	size_t len;
+	int rc, done;
+};
+
+static void *scrape_thread(void *arg)
+{
+	struct scrape *s = arg;
+
+	s->rc = daemon_metrics_body(s->d, &s->body, &s->len);
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The value of `name` (with its labels, as written) in a /metrics body, or -1. */
+static double metric_value(const char *body, const char *name)
+{
+	const char *p = body ? strstr(body, name) : NULL;
+
+	return p ? strtod(p + strlen(name), NULL) : -1;
+}
+
+/* The controller's rows of /metrics are filled by the tick a scrape asks (none while nobody
+ * scrapes); a scrape of a daemon that stopped ticking waits two ticks and gives the last rows. */
+static void test_metrics_filled_when_scraped(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	struct scrape s = { .d = &w->d };
+	const char *row = "sluice_managed_seconds_total{service=\"web\"}";
+	unsigned long long t0, waited;
+	pthread_t th;
+	int k;
+
+	start(w, &w->d, t);
+	for (k = 0; k < 5; k++)
+		daemon_tick(&w->d, t + (uint64_t)k * 100 * MS);
+	assert_int_equal(w->d.mx_gen, 0);                  /* nobody asked: nothing filled */
+	assert_int_equal(w->d.mx.n, 0);
+
+	assert_int_equal(pthread_create(&th, NULL, scrape_thread, &s), 0);
+	for (k = 0; k < 2000 && !__atomic_load_n(&w->d.mx_asked, __ATOMIC_ACQUIRE); k++)
+		usleep(1000);
+	assert_true(w->d.mx_asked);
+	usleep(20000);
+	assert_false(__atomic_load_n(&s.done, __ATOMIC_ACQUIRE));   /* waiting for a tick */
+	daemon_tick(&w->d, t + 500 * MS);
+	pthread_join(th, NULL);
+	assert_int_equal(s.rc, 0);
+	assert_int_equal(w->d.mx_gen, 1);
+	assert_int_equal(w->d.mx_asked, 0);
+	assert_true(metric_value(s.body, row) >= 0.39);     /* 4 ticks of 0.1 s managed */
+	free(s.body);
+
+	/* no tick comes: the last rows, after at most two ticks' wait */
+	t0 = monotonic_ns();
+	s.body = NULL;
+	assert_int_equal(daemon_metrics_body(&w->d, &s.body, &s.len), 0);
+	waited = monotonic_ns() - t0;
+	assert_true(waited >= 200 * MS && waited < 2000 * MS);
+	assert_int_equal(w->d.mx_gen, 1);
+	assert_true(metric_value(s.body, row) >= 0.39);
+	free(s.body);
+	w->d.mx_asked = 0;
 }
 
 /* What writing the entry after every tick costs (printed; the daemon writes one per service
@@ -710,6 +847,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_requests_found_in_kernel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_filled_when_scraped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_from_3, setup_mig, teardown_mig),
 		cmocka_unit_test_setup_teardown(test_migration_from_4, setup_mig, teardown_mig),

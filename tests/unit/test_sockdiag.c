@@ -21,6 +21,7 @@
 #include "kernel/sockdiag.h"
 
 static int listener_at(in_addr_t addr, uint16_t *port);
+static int connect_to(in_addr_t addr, uint16_t port);
 
 /* Connections reach the listener's accept queue asynchronously after connect() returns (the
  * handshake's last ACK): wait for entry i of the reading to show `queued`, at most 2 s, and
@@ -124,6 +125,48 @@ static void test_live_flows(void **st)
 	assert_false(live_flows_has(keys, n, &k));
 	free(keys);
 	close(ls);
+}
+
+static int listener6_any(uint16_t *port, int v6only);
+
+/* The listeners read in one walk of the kernel's table for both families (what sluiced asks)
+ * and family by family (what a kernel that refuses the first is asked) agree: queues,
+ * backlogs, IPv4 and IPv6 listeners. */
+static void test_one_walk_and_two_agree(void **st)
+{
+	uint16_t p4, p6 = 0, ports[3];
+	int l4 = listener(&p4), l6 = listener6_any(&p6, 1), c[2];
+	struct acceptq one[3], two[3];
+	struct acceptq_want want[3];
+	struct acceptq_reader r1, r2;
+
+	(void)st;
+	ports[0] = p4;
+	ports[1] = p6;
+	ports[2] = 1;
+	for (int i = 0; i < 3; i++)
+		want[i] = (struct acceptq_want){ .port = ports[i] };
+	for (int i = 0; i < 2; i++)
+		c[i] = connect_to(INADDR_LOOPBACK, p4);
+	await_queued(ports, 3, 0, 2);
+	acceptq_reader_init(&r1);
+	acceptq_reader_init(&r2);
+	r2.two_dumps = 1;
+	assert_int_equal(acceptq_reader_read(&r1, want, 3, one), 0);
+	assert_int_equal(r1.two_dumps, 0);         /* this kernel takes the one-walk request */
+	assert_int_equal(acceptq_reader_read(&r2, want, 3, two), 0);
+	assert_memory_equal(one, two, sizeof(one));
+	assert_int_equal(one[0].queued, 2);
+	assert_int_equal(one[0].listeners, 1);
+	assert_int_equal(one[1].listeners, 1);     /* the IPv6 one */
+	assert_int_equal(one[1].backlog, 16);
+	assert_int_equal(one[2].listeners, 0);
+	acceptq_reader_free(&r1);
+	acceptq_reader_free(&r2);
+	for (int i = 0; i < 2; i++)
+		close(c[i]);
+	close(l4);
+	close(l6);
 }
 
 /* A listener on addr:port (host order; port 0: any), backlog 16; its port in *port. */
@@ -274,6 +317,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_unaccepted_connections),
 		cmocka_unit_test(test_live_flows),
+		cmocka_unit_test(test_one_walk_and_two_agree),
 		cmocka_unit_test(test_listen_queue_by_address), /* last: it leaves the namespace */
 	};
 	return cmocka_run_group_tests_name("sockdiag", tests, NULL, NULL);

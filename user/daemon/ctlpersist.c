@@ -56,6 +56,26 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
  * is as long as `sluicectl baseline reset` waits for a settled service. */
 #define CTL_RQ_SLICE 8192
 
+/* The slice's pending requests, found by the kernel and read one by one (requests are rare:
+ * most ticks read none). Non-zero when the slice must be read whole instead: the program is
+ * not there, or more are pending than it lists. */
+static int find_pending(struct daemon *d, int first, int n)
+{
+	struct sluice_pending_requests a;
+
+	d->ctl_rq_listed = 0;
+	if (maps_pending_requests(&d->m, (__u32)first, (__u32)n, &a) || a.found > SLUICE_PENDING_MAX ||
+	    a.found > (__u32)d->ctl_rq_cap)
+		return -1;
+	for (__u32 j = 0; j < a.found; j++) {
+		if (maps_read_ctl_request(&d->m, (int)a.slot[j], &d->ctl_rq[j]))
+			return -1;
+		d->ctl_rq_keys[j] = a.slot[j];
+	}
+	d->ctl_rq_listed = (int)a.found;
+	return 0;
+}
+
 void daemon_ctl_poll(struct daemon *d, int n_used)
 {
 	int first = d->ctl_rq_next, n, want = n_used < CTL_RQ_SLICE ? n_used : CTL_RQ_SLICE;
@@ -78,6 +98,12 @@ void daemon_ctl_poll(struct daemon *d, int n_used)
 		first = 0;
 	n = n_used - first < want ? n_used - first : want;
 	d->ctl_rq_next = first + n;
+	if (find_pending(d, first, n) == 0) {
+		d->ctl_rq_first = first;
+		d->ctl_rq_n = n;
+		return;
+	}
+	d->ctl_rq_listed = -1;
 	if (maps_read_array(d->m.ctl_requests, (__u32)first, (__u32)n, sizeof(*d->ctl_rq),
 			    d->ctl_rq, d->ctl_rq_keys))
 		return;
@@ -85,12 +111,21 @@ void daemon_ctl_poll(struct daemon *d, int n_used)
 	d->ctl_rq_n = n;
 }
 
-/* Service i's request as read this tick, or NULL when its slot is not in the slice. */
+/* Service i's request as read this tick (an empty one when its slot holds none pending), or
+ * NULL when its slot is not in the slice. */
 static const struct sluice_ctl_request *polled(const struct daemon *d, int i)
 {
+	static const struct sluice_ctl_request none;
 	int k = d->idx[i] - d->ctl_rq_first;
 
-	return k >= 0 && k < d->ctl_rq_n ? &d->ctl_rq[k] : NULL;
+	if (k < 0 || k >= d->ctl_rq_n)
+		return NULL;
+	if (d->ctl_rq_listed < 0)
+		return &d->ctl_rq[k];
+	for (int j = 0; j < d->ctl_rq_listed; j++)
+		if (d->ctl_rq_keys[j] == (__u32)d->idx[i])
+			return &d->ctl_rq[j];
+	return &none;
 }
 
 int daemon_ctl_pending(const struct daemon *d, int i)

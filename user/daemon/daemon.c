@@ -141,12 +141,15 @@ void daemon_free(struct daemon *d)
 	free(d->ctl_rq_keys);
 	free(d->aq_want);
 	free(d->aq_buf);
+	free(d->aq_alert);
 	acceptq_reader_free(&d->aqr);
 	d->aq_want = NULL;
 	d->aq_buf = NULL;
+	d->aq_alert = NULL;
 	d->ctl_rq = NULL;
 	d->ctl_rq_keys = NULL;
 	d->ctl_rq_n = d->ctl_rq_cap = 0;
+	d->ctl_rq_listed = -1;
 	d->idx = NULL;
 	d->hot = NULL;
 	d->ctl = NULL;
@@ -199,6 +202,14 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	}
 	switch_state_init(&d->sw);
 	pthread_mutex_init(&d->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&d->mx_filled, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	daemon_node_configure(d, now_ns);
 	write_globals(d, now_ns);
 	if (state_dir_ensure(d->cfg.state_dir, werr, sizeof(werr)))
@@ -269,15 +280,23 @@ static void update_books(struct daemon *d, int i, const struct sluice_verdict *v
 	}
 }
 
-/* The controller's side of /metrics. Rows of the services the tick ran are refreshed every
- * tick; every row at least once a second and whenever the switches or the service list
- * changed (a quiet service's row only ages: uptime, overload time, switch age). */
-static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
+/* Service i's listen queue as last read (none before the first reading). */
+static const struct acceptq *service_aq(const struct daemon *d, int i)
+{
+	static const struct acceptq none;
+
+	return d->aq_buf && d->aq_want ? &d->aq_buf[i] : &none;
+}
+
+/* The controller's side of /metrics, every row, for the scrape waiting for it (then woken). */
+static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 {
 	struct metrics_extra *x = &d->mx;
 
 	pthread_mutex_lock(&d->lock);
-	all |= x->n != d->cfg.n_services;
+	d->mx_asked = 0;
+	d->mx_gen++;
+	pthread_cond_broadcast(&d->mx_filled);
 	*x = (struct metrics_extra){ .s = x->s, .cap = x->cap };
 	x->cascade_suspended = d->cascade.suspended;
 	x->cascade_triggers = d->cascade.triggers;
@@ -304,9 +323,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 		const struct service_books *b = &d->books[i];
 		const struct service_ctl *s = &d->ctl[i];
 
-		if (!all && !d->books[i].ran)
-			continue;
-		memset(e, 0, sizeof(*e));      /* the rows are reused from tick to tick */
+		memset(e, 0, sizeof(*e));      /* the rows are reused from fill to fill */
 		e->idx = d->idx[i];
 		e->breaker_admit = (double)sluice_breaker_admit(&s->brk, &s->bp) / SLUICE_PROB_ONE;
 		e->breaker_opens = b->opens;
@@ -323,9 +340,9 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s, int all)
 		e->ladder_overloaded = s->lad.overloaded;
 		e->degradation_actions = b->degr_actions;
 		e->degradation_effective = b->degr_effective;
-		e->have_accept_queue = b->aq.listeners > 0;
-		e->accept_queue = b->aq.queued;
-		e->accept_backlog = b->aq.backlog;
+		e->have_accept_queue = service_aq(d, i)->listeners > 0;
+		e->accept_queue = service_aq(d, i)->queued;
+		e->accept_backlog = service_aq(d, i)->backlog;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
 			if (!w || w->expires_at <= wall_s)
@@ -361,9 +378,6 @@ static void take_switch_news(struct daemon *d)
 		d->sw.generation++;
 	}
 	d->switch_error_logged = d->sw.corrupt;
-	/* the metrics rows are all refreshed on a change of the set (an operator's change
-	 * between ticks counts: it moved the generation) or an expiry */
-	d->switches_changed = d->sw.generation != d->sw_gen_seen || n->n_expired > 0;
 	d->sw_gen_seen = d->sw.generation;
 	for (int k = 0; k < n->n_expired; k++) {
 		const struct sw_switch *w = &n->expired[k];
@@ -412,8 +426,10 @@ static void read_accept_queues(struct daemon *d)
 		d->aq_fresh = 1;        /* new services: read now */
 		d->aq_want = service_listeners(&d->cfg);
 		free(d->aq_buf);
+		free(d->aq_alert);
 		d->aq_buf = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1),
 				   sizeof(*d->aq_buf));
+		d->aq_alert = calloc((size_t)(d->cfg.n_services ? d->cfg.n_services : 1), 1);
 		acceptq_reader_free(&d->aqr);
 	}
 	/* Two dumps of the kernel's listening sockets, a tenth of a tick with 1000 services:
@@ -424,17 +440,16 @@ static void read_accept_queues(struct daemon *d)
 		return;
 	d->aq_fresh = 0;
 	q = d->aq_buf;
-	rc = d->aq_want && q ? acceptq_reader_read(&d->aqr, d->aq_want, d->cfg.n_services, q) : -1;
+	rc = d->aq_want && q && d->aq_alert ?
+	     acceptq_reader_read(&d->aqr, d->aq_want, d->cfg.n_services, q) : -1;
 	if (rc)
 		return;
 	d->aq_queued = 0;
 	for (int i = 0; i < d->cfg.n_services; i++) {
-		struct service_books *b = &d->books[i];
 		int high = q[i].backlog && q[i].queued * 2 > q[i].backlog;
 
 		d->aq_queued |= q[i].queued > 0;
-		b->aq = q[i];
-		if (high != b->aq_alert) {
+		if (high != d->aq_alert[i]) {
 			struct sluice_event ev;
 
 			sluice_event_init(&ev, monotonic_ns(), high ? SLUICE_EV_ALERT : SLUICE_EV_INFO,
@@ -443,7 +458,7 @@ static void read_accept_queues(struct daemon *d)
 			sluice_event_num(&ev, "queued", q[i].queued);
 			sluice_event_num(&ev, "backlog", q[i].backlog);
 			print_event(d, &ev);
-			b->aq_alert = high;
+			d->aq_alert[i] = (uint8_t)high;
 		}
 	}
 }
@@ -613,7 +628,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	 * is read with the counters and marks its slot changed: an unchanged quiet service is
 	 * skipped without reading it. */
 	b->ran = 0;
-	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i) && !b->aq.queued) {
+	if (b->quiet && !changed && same && !daemon_ctl_pending(d, i) && !service_aq(d, i)->queued) {
 		books_idle(b, dt_s, decay);
 		d->skipped++;
 		return;
@@ -634,9 +649,9 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
 	    (want && maps_reader_hist_at(&d->rd, &d->m, d->idx[i], want, in.hist, in.hist_at)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
-	in.listen.have = b->aq.listeners > 0;
-	in.listen.queued = b->aq.queued;
-	in.listen.backlog = b->aq.backlog;
+	in.listen.have = service_aq(d, i)->listeners > 0;
+	in.listen.queued = service_aq(d, i)->queued;
+	in.listen.backlog = service_aq(d, i)->backlog;
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	daemon_node_apply(d, &v);
@@ -763,13 +778,8 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		}
 		d->last_gc_ns = now_ns;
 	}
-	{
-		int all = d->switches_changed || now_ns - d->last_fill_ns >= NS;
-
-		if (all)
-			d->last_fill_ns = now_ns;
-		fill_metrics_extra(d, wall_s, all);
-	}
+	if (__atomic_load_n(&d->mx_asked, __ATOMIC_ACQUIRE))
+		fill_metrics_extra(d, wall_s);
 	d->ticks++;
 }
 
@@ -907,6 +917,20 @@ int daemon_metrics_body(void *ctx, char **body, size_t *len)
 		return -1;
 	status_collect_ifaces(&snap, d->cfg.pin_dir);
 	pthread_mutex_lock(&d->lock);
+	{
+		/* Asked of the next tick: wait for it, two ticks at most (a daemon that stopped
+		 * ticking, in a reload or at the end, gives the last rows it filled). */
+		unsigned long long gen = d->mx_gen, tick_ms = d->cfg.control_interval_ms > 0 ?
+			(unsigned long long)d->cfg.control_interval_ms : 100;
+		unsigned long long until = monotonic_ns() + (2 * tick_ms + 50) * 1000000ull;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+
+		__atomic_store_n(&d->mx_asked, 1, __ATOMIC_RELEASE);
+		while (d->mx_gen == gen &&
+		       pthread_cond_timedwait(&d->mx_filled, &d->lock, &ts) != ETIMEDOUT)
+			;
+	}
 	rc = metrics_extra_copy(&x, &d->mx);
 	pthread_mutex_unlock(&d->lock);
 	if (rc)

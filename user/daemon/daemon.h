@@ -27,8 +27,6 @@ struct service_books {
 	unsigned retry_after_written;
 	unsigned long long degr_actions, degr_effective;
 	int sw_active[SLUICE_NUM_CLASSES], sw_effective[SLUICE_NUM_CLASSES];
-	struct acceptq aq;                       /* listen queue, this tick */
-	int aq_alert;                            /* queue over half the backlog reported */
 	/* The tick's shortcut: the verdict last written, and whether the service is quiet (its
 	 * last tick saw no counter change, left the verdict as it was and found the controller
 	 * settled): a quiet service is skipped while its counters and switches stay the same
@@ -90,13 +88,21 @@ struct daemon {
 	 * few (tag: the service): verdicts that changed, ctl_state entries due. */
 	struct maps_batch vwb, cwb;
 	struct recon_state recon;                /* in-flight against the flow table (flowgc.h) */
-	/* The operators' requests (ctl_requests): a slice of the slots read each tick. */
+	/* The operators' requests (ctl_requests): a slice of the slots looked at each tick. With
+	 * ctl_rq_listed >= 0 the kernel found the slice's pending ones: ctl_rq holds those, their
+	 * slots in ctl_rq_keys; with -1 the whole slice was read, slot first + k at ctl_rq[k]. */
 	struct sluice_ctl_request *ctl_rq;
 	__u32 *ctl_rq_keys;
+	int ctl_rq_listed;
 	struct acceptq_want *aq_want;            /* the listeners asked for, per service (built
 	                                          * from cfg when NULL) */
 	struct acceptq_reader aqr;               /* their reader (socket, port index) and ... */
-	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick */
+	struct acceptq *aq_buf;                  /* ... its answer, kept from tick to tick: the
+	                                          * services' listen queues, by service (apart
+	                                          * from the books: a reading touches only
+	                                          * these, 12 bytes a service) */
+	uint8_t *aq_alert;                       /* by service: its queue over half the backlog
+	                                          * was reported */
 	int aq_queued;                           /* some listen queue held connections at the
 	                                          * last read (read every tick while so) */
 	int aq_fresh;                            /* the services changed: read at this tick */
@@ -115,15 +121,18 @@ struct daemon {
 	struct iow_news news;                    /* what the writer found, taken each tick */
 	unsigned long long ticks;                /* ticks done */
 	int switch_error_logged;
-	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns, last_fill_ns;
-	int switches_changed;                    /* this tick: the switch set changed (news from
-	                                          * the writer, an operator's change) or a switch
-	                                          * expired */
+	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	uint64_t sw_gen_seen;                    /* sw.generation as the last tick saw it */
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines: stdout */
+	/* The controller's side of /metrics is filled by the tick when a scrape asks for it
+	 * (a scrape every few seconds; the tick ten times a second): the scrape sets mx_asked
+	 * and waits for mx_gen to move. */
 	pthread_mutex_t lock;                    /* guards the metrics copy below */
+	pthread_cond_t mx_filled;                /* mx_gen moved (CLOCK_MONOTONIC waits) */
+	int mx_asked;                            /* set by a scrape, cleared by the fill */
+	unsigned long long mx_gen;               /* fills done */
 	struct metrics_extra mx;
 };
 

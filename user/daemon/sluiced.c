@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 		log_error("cannot open the pinned maps under %s", d.cfg.pin_dir);
 		return 1;
 	}
-	attach_flow_handles(&at, &d.m.reclaim_prog, &d.m.own_ops);
+	attach_flow_handles(&at, &d.m);
 	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;

@@ -62,7 +62,7 @@ static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "services", 1 }, { "verdicts", 1 }, { "inflight", 1 }, { "inflight_released", 1 },
 	{ "inflight_pcpu", 1 },
-	{ "busy", 1 }, { "busy_released", 1 },
+	{ "busy", 1 }, { "busy_released", 1 }, { "busy_copy", 1 }, { "inflight_copy", 1 },
 	{ "replies", 2 }, { "class_stats", 1 },
 	{ "latency_hist", 1 }, { "latency_hist1", 1 }, { "latency_hist2", 1 },
 	{ "latency_hist3", 1 },
@@ -642,8 +642,12 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	return 0;
 }
 
-void attach_flow_handles(const struct attach_state *st, int *reclaim_prog, int *own_ops)
+void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 {
-	*reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
-	*own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
+	m->reclaim_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_reclaim) : -1;
+	m->own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
+	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
+	m->copy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_counts) : -1;
+	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
+	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 }

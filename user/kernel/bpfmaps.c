@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -275,6 +276,20 @@ int maps_write_globals(const struct sluice_maps *m, const struct sluice_globals 
 
 /* ---- the tick's read path */
 
+/* A copy map of n entries (struct sluice_inflight) mapped read-only, or NULL when there is
+ * none (or no program to fill it) or it cannot be mapped; *len: its length. */
+static const struct sluice_inflight *map_copy(int fd, int prog, size_t n, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (fd < 0 || prog < 0 || !n || page <= 0)
+		return NULL;
+	*len = (sizeof(struct sluice_inflight) * n + (size_t)page - 1) & ~((size_t)page - 1);
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 {
 	size_t n = (size_t)m->n_slots;
@@ -313,6 +328,10 @@ int maps_reader_init(struct maps_reader *r, const struct sluice_maps *m)
 		maps_reader_free(r);
 		return -ENOMEM;
 	}
+	/* the copies made in the kernel, mapped (else: batch lookups, as without them) */
+	r->busy_map = map_copy(m->busy_copy, m->copy_prog, n, &r->copy_map_len);
+	r->inflight_map = map_copy(m->inflight_copy, m->copy_prog, n, &r->copy_map_len);
+	r->copy_prog = m->copy_prog;
 	return maps_reader_reread_released(r, m);
 }
 
@@ -337,7 +356,24 @@ void maps_reader_free(struct maps_reader *r)
 	free(r->hpos);
 	free(r->hsum);
 	free(r->hraw);
+	if (r->busy_map)
+		munmap((void *)r->busy_map, r->copy_map_len);
+	if (r->inflight_map)
+		munmap((void *)r->inflight_map, r->copy_map_len);
 	memset(r, 0, sizeof(*r));
+}
+
+/* Entries [first, first + n) copied into the mapped copy of `what` (enum sluice_copy_what)
+ * in the kernel: 0 when all were. */
+static int copy_in_kernel(const struct maps_reader *r, const struct sluice_inflight *mapped,
+			  unsigned what, int first, int n)
+{
+	struct sluice_copy_counts a = { .first = (__u32)first, .n = (__u32)n, .what = what };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+	if (!mapped || bpf_prog_test_run_opts(r->copy_prog, &o))
+		return -1;
+	return a.copied == (__u32)n ? 0 : -1;
 }
 
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m)
@@ -385,12 +421,20 @@ static int read_slots(struct maps_reader *r, const struct sluice_maps *m, int fi
 		r->stats = r->scratch;
 		r->scratch = t;
 	}
-	/* busy: the stats are compared, the scratch is free again */
-	if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy), r->scratch,
-				   r->keys)))
-		return err;
+	/* busy: from its copy in the kernel (mapped), or in a batch into the scratch (the stats
+	 * are compared, it is free again) */
+	const struct sluice_inflight *busy_now;
+
+	if (copy_in_kernel(r, r->busy_map, SLUICE_COPY_BUSY, first, n) == 0) {
+		busy_now = r->busy_map + first;
+	} else {
+		if ((err = maps_read_array(m->busy, (__u32)first, (__u32)n, sizeof(*r->busy),
+					   r->scratch, r->keys)))
+			return err;
+		busy_now = (const struct sluice_inflight *)r->scratch;
+	}
 	for (int k = 0; k < n; k++) {
-		const struct sluice_inflight *fresh = (const struct sluice_inflight *)r->scratch + k;
+		const struct sluice_inflight *fresh = busy_now + k;
 		int s = first + k;
 
 		r->busy_read[s] = 1;
@@ -440,9 +484,12 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 	for (int s = 0; s < n_used && r->n_changed > n_used / 8; s++)
 		n_inflight += r->changed[s] & r->wants_inflight[s];
 	if (n_inflight > n_used / 8) {
-		if ((err = maps_read_array(m->inflight, 0, (__u32)n_used, sizeof(*r->inflight),
-					   r->inflight, r->keys)) ||
-		    (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys, r->inflight)))
+		if (copy_in_kernel(r, r->inflight_map, SLUICE_COPY_INFLIGHT, 0, n_used) == 0)
+			memcpy(r->inflight, r->inflight_map, sizeof(*r->inflight) * (size_t)n_used);
+		else if ((err = maps_read_array(m->inflight, 0, (__u32)n_used,
+						sizeof(*r->inflight), r->inflight, r->keys)) ||
+			 (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys,
+						 r->inflight)))
 			return err;
 		r->inflight_read = 1;
 	}
@@ -775,6 +822,22 @@ int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *thres
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out)
 {
 	return lookup_opt(m->ctl_requests, svc, out);
+}
+
+int maps_pending_requests(const struct sluice_maps *m, __u32 first, __u32 n,
+			  struct sluice_pending_requests *a)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = a, .ctx_size_in = sizeof(*a));
+
+	if (m->pending_prog < 0 || m->ctl_requests < 0 || m->ctl_state < 0)
+		return -EBADF;
+	memset(a, 0, sizeof(*a));
+	a->first = first;
+	a->n = n;
+	if (bpf_prog_test_run_opts(m->pending_prog, &o))
+		return -errno;
+	/* a scan the map's end cut short is a slice sized from another map: read it instead */
+	return a->scanned == n ? 0 : -ERANGE;
 }
 
 int maps_write_ctl_request(const struct sluice_maps *m, int svc,

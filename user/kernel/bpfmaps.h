@@ -20,8 +20,11 @@ struct sluice_maps {
 	                                 * L0's); -1 before layout 8, whose latency_hist held
 	                                 * every class's (maps_hist_fd) */
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
-	 * program and the data path's change counts (flowgc.h). Never closed by maps_close. */
-	int reclaim_prog, own_ops;
+	 * program, the data path's change counts (flowgc.h), the request scan
+	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
+	 * that fills them (read through mappings by maps_reader_read). Never closed by
+	 * maps_close. */
+	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -82,6 +85,13 @@ struct maps_reader {
 	 * and per slot whether this read covered it. */
 	struct sluice_inflight *busy, *busy_released;
 	unsigned char *busy_read;
+	/* `busy_copy` mapped (copy_map_len bytes, as inflight_map), when the object has it: the read copies
+	 * `busy` there in the kernel and compares from memory; NULL: batch lookups. */
+	const struct sluice_inflight *busy_map;
+	size_t copy_map_len;
+	/* `inflight_copy` mapped, the same way for the in-flight batch of http services */
+	const struct sluice_inflight *inflight_map;
+	int copy_prog;                   /* sluice_copy_counts, which fills both */
 	/* Latency samples per slot and class (summed over CPUs), read with the counters: a
 	 * histogram is read only when its count moved, and a count that moved marks the slot
 	 * changed (a tcp turn moves no other counter). */
@@ -216,6 +226,11 @@ int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untr
 /* Set the cap's thresholds of a slot, keeping its refusal counts. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
+/* The slots in [first, first + n) whose request the controller has not acknowledged, found
+ * in the kernel (the program sluice_pending_requests): a->found and a->slot filled; -errno
+ * when the program is not there or cannot run (the caller reads the slots itself). */
+int maps_pending_requests(const struct sluice_maps *m, __u32 first, __u32 n,
+			  struct sluice_pending_requests *a);
 int maps_write_ctl_request(const struct sluice_maps *m, int svc,
 			   const struct sluice_ctl_request *v);
 

@@ -42,6 +42,7 @@ struct acceptq_reader {
 	uint32_t *index;                 /* port << 16 | position in want, sorted */
 	int n;
 	struct acceptq *tmp;             /* 2n: by listener bound, and the wildcard ones */
+	int two_dumps;                   /* the kernel takes dumps by family only */
 };
 void acceptq_reader_init(struct acceptq_reader *r);
 void acceptq_reader_free(struct acceptq_reader *r);
