@@ -33,7 +33,7 @@ LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced $(BUILD)/tests/layout_drill/
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/tc_count.bpf.o \
               $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
-              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight
+              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight $(BUILD)/bench/jitlines
 FUZZ_PARSERS := config switches plan budget
 FUZZ_PARSER_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_PARSERS))
 FUZZ_BINS  := $(BUILD)/fuzz/fuzz_datapath $(FUZZ_PARSER_BINS)
@@ -117,6 +117,11 @@ $(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
 $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# Source lines of a loaded program's JIT image, for tests/bench/pktprof.sh.
+$(BUILD)/bench/jitlines: tests/bench/jitlines.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -lbpf -o $@
 
 # The in-flight accounting alone (bpf/admit.h), for its contention benchmark.
 $(BUILD)/inflight_unit.bpf.o: tests/bpf/inflight_unit.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h)
