@@ -715,7 +715,9 @@ static void test_limit_sees_an_unordered_queue(void **st)
 /* The same median, a high mean from a few slow calls (a heavy tail, or the waits of units
  * admitted before a cut) but in-flight / throughput at its unloaded value: not a queue, the
  * limit is not cut. And the other way round: in-flight high, the responses as fast as ever
- * (in-flight holding units that are not the samples' work): not cut either. */
+ * (in-flight holding units that are not the samples' work): not cut either. Nor with both
+ * high while the limit refused only a few arrivals (a burst that met the threshold, not an
+ * overload it holds back). */
 static void test_limit_mean_needs_both_estimates(void **st)
 {
 	struct service_conf sc;
@@ -725,7 +727,7 @@ static void test_limit_mean_needs_both_estimates(void **st)
 	uint64_t now = 0;
 	int opened;
 	(void)st;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		setup_sc(&sc);
 		memset(&in, 0, sizeof(in));
 		service_ctl_init(&s, &sc, &cfg, 1, 0);
@@ -735,8 +737,10 @@ static void test_limit_mean_needs_both_estimates(void **st)
 		for (int t = 0; t < 50; t++) {
 			if (k == 0)
 				unordered(&in, 30, 6, 50000, 200000, 0, 50, 15);
-			else
+			else if (k == 1)
 				unordered(&in, 30, 0, 50000, 50000, 0, 50, 24);
+			else   /* 1 refused of 31 arrivals a tick, both estimates at 1.6x */
+				unordered(&in, 30, 8, 52000, 160000, 0, 1, 24);
 			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
 		}
 		assert_int_equal(s.lim.cuts, 0);

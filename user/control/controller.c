@@ -78,8 +78,8 @@ void service_ctl_reset_baseline(struct service_ctl *s)
 }
 
 /* The latency the limit steers by for a decided window: its quantile (the median), or, in a
- * window in which the limit bound (in-flight reached it, or it refused units) and the median
- * is within the objective, the median's baseline x the rise of the mean time in the service
+ * window in which the limit bound throughout (it refused a tenth of the arrivals or more: an
+ * overload, not a burst) and the median is within the objective, the median's baseline x the rise of the mean time in the service
  * over its unloaded value, where that is higher. A median does not see the queue of a
  * backend that does not serve its queue in order: on Apache (16 workers x 50 ms, its queue
  * not FIFO) a limit of 24 kept 8 requests waiting while the median read 60 ms against a
@@ -94,8 +94,9 @@ void service_ctl_reset_baseline(struct service_ctl *s)
  * connections not yet sending, requests that end without an answer). Each is compared with
  * its own unloaded value (base_mean, base_little: the median of the same windows' values,
  * learned by the same rules), never with the median's, so a backend whose mean is naturally
- * above its median is not read as queueing. Only where the limit binds (in calm it does not
- * shape the queue) and the median is within the objective (above it the median sees the
+ * above its median is not read as queueing. Only where the limit binds throughout (in calm
+ * it does not shape the queue, and a burst of reconnections that meets a calm threshold
+ * moves both estimates for a tick or two) and the median is within the objective (above it the median sees the
  * queue already, and a blip's few calls that took ten times as long are not concurrency). */
 static double limit_signal(const struct service_ctl *s, const struct sluice_evwin_result *r,
 			   double little_us, int bound)
@@ -443,7 +444,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		bw.latency_us = r.mean_us;
 		sluice_baseline_add(&s->base_mean, &s->llp, &bw);
 		objective(s);
-		mi.latency_us = limit_signal(s, &r, little_us, bw.saturated);
+		mi.latency_us = limit_signal(s, &r, little_us,
+					     r.headroom_rej > 0 && 10 * r.headroom_rej >= r.arrivals);
 		mi.aim_us = s->aim_us;
 		mi.base_us = s->base.value_us;
 		mi.objective_us = s->objective_us;
