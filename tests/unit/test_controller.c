@@ -649,6 +649,140 @@ static void test_quantiles_held_in_calm(void **st)
 	assert_true(read_over >= ticks_over - 12); /* missed: read every tick (after a window) */
 }
 
+/* One tick of a backend that does not serve its queue in order (Apache's): n responses, `slow`
+ * of them at slow_us (the ones that waited), the rest at fast_us; `conn_ends` connections
+ * that ended (an http completion counter counts them too); L3 refused `refused` requests at
+ * its threshold; in-flight now. */
+static void unordered(struct ctl_inputs *in, uint64_t n, uint64_t slow, uint64_t fast_us,
+		      uint64_t slow_us, uint64_t conn_ends, uint64_t refused, int64_t inflight)
+{
+	traffic(in, 3, n - slow, 0, fast_us, inflight);
+	traffic(in, 3, slow, 0, slow_us, inflight);
+	in->stats[3].completed += conn_ends;
+	in->stats[3].arrivals += refused;
+	in->stats[3].rejected[SLUICE_REJ_HEADROOM] += refused;
+}
+
+/* A baseline: 5 s of 300 responses/s at 50 ms with 15 in flight (Little: 15 / 300 = 50 ms). */
+static uint64_t learn_50ms(struct service_ctl *s, const struct service_conf *sc,
+			   struct ctl_inputs *in, uint64_t now)
+{
+	struct sluice_verdict v;
+	int opened;
+
+	for (int t = 0; t < 50; t++) {
+		unordered(in, 30, 0, 50000, 50000, 0, 0, 15);
+		service_ctl_tick(s, sc, in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s->base.value_us > 45000 && s->base.value_us < 60000);
+	return now;
+}
+
+/* The limit binds on a backend whose queue is not served in order: the median stays at the
+ * baseline (most requests are served at once, a few wait long), but in-flight / throughput
+ * and the responses' mean both read 1.6x. The limit comes down to about throughput x aim
+ * (300/s x 58 ms = 17.6); the median alone held it at 24 (Apache: 22-24 for 16 workers). */
+static void test_limit_sees_an_unordered_queue(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = learn_50ms(&s, &sc, &in, now);
+	s.lim.est = 24;                          /* where the surge met it */
+	s.lim.limit = 24;
+	for (int t = 0; t < 100; t++) {
+		/* 30 responses a tick at 300/s, of which those beyond 16 workers waited (160 ms),
+		 * never half of them (the median stays at 52 ms); in-flight is what the limit
+		 * admits (Little: 24 -> 80 ms, 18 -> 60 ms) */
+		uint32_t lim = s.lim.limit;
+		uint64_t slow = lim > 28 ? 12 : lim > 16 ? (uint64_t)(lim - 16) : 0;
+
+		unordered(&in, 30, slow, 52000, 160000, 0, 50, (int64_t)lim);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_true(s.last_latency_us < s.objective_us);   /* the median: within */
+	}
+	assert_true(s.lim.cuts > 0);
+	assert_true(v.limit >= 16 && v.limit <= 20);
+}
+
+/* The same median, a high mean from a few slow calls (a heavy tail, or the waits of units
+ * admitted before a cut) but in-flight / throughput at its unloaded value: not a queue, the
+ * limit is not cut. And the other way round: in-flight high, the responses as fast as ever
+ * (in-flight holding units that are not the samples' work): not cut either. Nor with both
+ * high while the limit refused only a few arrivals (a burst that met the threshold, not an
+ * overload it holds back). */
+static void test_limit_mean_needs_both_estimates(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	for (int k = 0; k < 3; k++) {
+		setup_sc(&sc);
+		memset(&in, 0, sizeof(in));
+		service_ctl_init(&s, &sc, &cfg, 1, 0);
+		now = learn_50ms(&s, &sc, &in, 0);
+		s.lim.est = 24;
+		s.lim.limit = 24;
+		for (int t = 0; t < 50; t++) {
+			if (k == 0)
+				unordered(&in, 30, 6, 50000, 200000, 0, 50, 15);
+			else if (k == 1)
+				unordered(&in, 30, 0, 50000, 50000, 0, 50, 24);
+			else   /* 1 refused of 31 arrivals a tick, both estimates at 1.6x */
+				unordered(&in, 30, 8, 52000, 160000, 0, 1, 24);
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		}
+		assert_int_equal(s.lim.cuts, 0);
+		assert_true(v.limit >= 24);
+	}
+}
+
+/* http: the completion counter also counts connections that end; a backend that closes idle
+ * keep-alive connections while busy (Apache) reads more completions than responses while
+ * overloaded. A cut that takes away queue leaves the responses' rate as it was: the evidence
+ * floor must not read the connection ends that stopped as throughput lost and undo it. */
+static void test_http_rate_is_responses(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	uint32_t lim0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = learn_50ms(&s, &sc, &in, now);
+	s.lim.est = 28;
+	s.lim.limit = 28;
+	lim0 = 28;
+	/* a queue served in order above the objective: 30 responses a tick at 80 ms with 24 in
+	 * flight, and 10 connections ending a tick while the limit is still 28 */
+	for (int t = 0; t < 60; t++) {
+		uint32_t lim = s.lim.limit;
+		int64_t inflight = lim < 24 ? (int64_t)lim : 24;
+
+		unordered(&in, 30, 0, 75000, 75000, lim >= lim0 ? 10 : 0, 50, inflight);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.lim.cuts > 0);
+	assert_int_equal(s.lim.unhelpful, 0);
+	assert_true(v.limit < lim0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +798,9 @@ int main(void)
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
 		cmocka_unit_test(test_quantiles_held_in_calm),
+		cmocka_unit_test(test_limit_sees_an_unordered_queue),
+		cmocka_unit_test(test_limit_mean_needs_both_estimates),
+		cmocka_unit_test(test_http_rate_is_responses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

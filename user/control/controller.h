@@ -45,7 +45,13 @@ struct service_ctl {
 	 * only when a window starts or ends, or a class moved. The baseline comes first: its
 	 * ring is read and written only when a window is decided, so the tick's block (what
 	 * service_ctl_prefetch asks for) starts after it, at its value (the objective, every
-	 * tick). */
+	 * tick). base_little and base_mean, read and written with it, come before it. */
+	struct sluice_baseline base_little;  /* the same windows' in-flight / completion rate
+	                                      * (Little's law) and their samples' mean: the
+	                                      * limit's queue signal (limit_signal in
+	                                      * controller.c); kept only while sluiced runs:
+	                                      * relearned after a restart */
+	struct sluice_baseline base_mean;
 	struct sluice_baseline base;
 	struct sluice_limit_params mp;
 	struct sluice_breaker_params bp;
@@ -109,6 +115,7 @@ struct service_ctl {
 	struct sluice_l0room l0room;  /* L0's room under an adaptive limit (control/headroom.h) */
 	struct sluice_evwin win;      /* its counters every tick, its histograms last */
 	struct sluice_baseline_params blp;   /* when a window is decided */
+	struct sluice_baseline_params llp;   /* ... and base_little's, base_mean's */
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
 };
 
@@ -174,7 +181,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 13 KB (13,360 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * own 14 KB (14,504 bytes, of which a steady tick touches about 3 KB), so asking for the
  * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);

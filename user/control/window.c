@@ -45,6 +45,8 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 	w->resp_429 += sig->total.resp_429;
 	w->arrivals += sig->total.arrivals;
 	w->headroom_rej += sig->total.rejected[SLUICE_REJ_HEADROOM];
+	if (inflight > 0)
+		w->inflight_sum += (uint64_t)inflight;
 	if (inflight > (int64_t)w->peak_inflight)
 		w->peak_inflight = inflight > UINT32_MAX ? UINT32_MAX : (uint32_t)inflight;
 	w->ticks++;
@@ -61,7 +63,7 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 			 uint64_t min_samples, uint64_t now_ns, struct sluice_evwin_result *out)
 {
 	struct sluice_hist all, top;
-	uint64_t n = 0;
+	uint64_t n = 0, sum_us = 0, cnt = 0;
 	uint32_t i;
 	int c, topped = 0;
 
@@ -77,8 +79,11 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 		if (out->top_cls < 0)
 			out->top_cls = c;
 		sluice_hist_delta(&w->base[c], &cur[c], &d);
-		for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		for (i = 0; i < SLUICE_HIST_BUCKETS; i++) {
 			all.bucket[i] += d.bucket[i];
+			cnt += d.bucket[i];
+		}
+		sum_us += d.sum_us;
 		if (!topped) {
 			for (i = 0; i < SLUICE_HIST_BUCKETS; i++)
 				top.bucket[i] += d.bucket[i];
@@ -93,10 +98,12 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 	out->arrivals = w->arrivals;
 	out->headroom_rej = w->headroom_rej;
 	out->peak_inflight = w->peak_inflight;
+	out->mean_inflight = w->ticks ? (double)w->inflight_sum / (double)w->ticks : 0;
 	out->dur_ns = now_ns - w->start_ns;
 	out->active_ns = w->active_ns;
 	out->latency_us = sluice_hist_quantile_us(&all, q);
 	out->top_us = sluice_hist_quantile_us(&top, q);
+	out->mean_us = cnt ? (double)sum_us / (double)cnt : 0;
 }
 
 int sluice_evwin_signal(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,

@@ -27,6 +27,7 @@ struct sluice_evwin {
 	uint64_t cls_arrivals[SLUICE_NUM_CLASSES], cls_headroom_rej[SLUICE_NUM_CLASSES];
 	uint32_t peak_inflight;       /* highest in-flight sampled at the window's ticks */
 	uint32_t ticks;
+	uint64_t inflight_sum;        /* in-flight summed over the window's ticks */
 	/* last: the counters above are touched every tick, these only when a window starts or
 	 * is decided */
 	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
@@ -37,10 +38,12 @@ struct sluice_evwin {
 struct sluice_evwin_result {
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
 	uint32_t peak_inflight;
+	double mean_inflight;         /* in-flight averaged over the window's ticks */
 	uint64_t dur_ns;
 	uint64_t active_ns;           /* of it, the ticks that brought completions: a rate over
 				       * it is not diluted by an idle start (traffic beginning) */
 	double latency_us;            /* the service's signal: quantile q over all classes */
+	double mean_us;               /* the samples' mean over all classes (the sums) */
 	double top_us;                /* the highest busy classes: quantile q over L0, L0+L1, ...
 				       * merged from the top until min_samples (all when fewer) */
 	int top_cls;                  /* the highest class with samples, -1 when none */
