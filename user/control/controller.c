@@ -79,25 +79,26 @@ void service_ctl_reset_baseline(struct service_ctl *s)
 
 /* The latency the limit steers by for a decided window: its quantile (the median), or, in a
  * window in which the limit bound throughout (it refused a tenth of the arrivals or more: an
- * overload, not a burst) and the median is within the objective, the median's baseline x the rise of the mean time in the service
- * over its unloaded value, where that is higher. A median does not see the queue of a
- * backend that does not serve its queue in order: on Apache (16 workers x 50 ms, its queue
- * not FIFO) a limit of 24 kept 8 requests waiting while the median read 60 ms against a
- * 53 ms baseline (1.13x, within the 1.2x objective) and the gradient cut by 1 a window and
- * stopped at 22-23; L0's p99 paid 1.87x. The mean time in the service sees it whatever the
- * order: 24 in flight at 310 per second is 77 ms (1.45x), and the gradient's limit x aim /
- * latency is then the throughput x aim, the knee plus the aim's margin. Two estimates of it
- * must agree (the lower rise counts): the samples' mean (after a cut it still carries the
- * long waits of units admitted before it: a few ticks of them moved a window's mean 20 %
- * while its median and in-flight had come down) and Little's law, the window's mean
+ * overload, not a burst) and the median is within the objective, the median's baseline x the
+ * rise of the mean time in the service over its unloaded value, where that is higher. A median
+ * does not see the queue of a backend that does not serve its queue in order: on Apache (16
+ * workers x 50 ms, its queue not FIFO) a limit of 24 kept 8 requests waiting while the median
+ * read 60 ms against a 53 ms baseline (1.13x, within the 1.2x objective) and the gradient cut
+ * by 1 a window and stopped at 22-23; L0's p99 paid 1.87x. The mean time in the service sees
+ * it whatever the order: 24 in flight at 310 per second is 77 ms (1.45x), and the gradient's
+ * limit x aim / latency is then the throughput x aim, the knee plus the aim's margin. Two
+ * estimates of it must agree (the lower rise counts): the samples' mean (after a cut it still
+ * carries the long waits of units admitted before it: a few ticks of them moved a window's
+ * mean 20 % while its median and in-flight had come down) and Little's law, the window's mean
  * in-flight / its completion rate (in-flight may hold units that are not the samples' work:
- * connections not yet sending, requests that end without an answer). Each is compared with
- * its own unloaded value (base_mean, base_little: the median of the same windows' values,
- * learned by the same rules), never with the median's, so a backend whose mean is naturally
- * above its median is not read as queueing. Only where the limit binds throughout (in calm
- * it does not shape the queue, and a burst of reconnections that meets a calm threshold
- * moves both estimates for a tick or two) and the median is within the objective (above it the median sees the
- * queue already, and a blip's few calls that took ten times as long are not concurrency). */
+ * connections not yet sending, requests that end without an answer). Each is compared with its
+ * own unloaded value (base_mean, base_little: the median of the same windows' values, learned
+ * by the same rules), never with the median's, so a backend whose mean is naturally above its
+ * median is not read as queueing. Only where the limit binds throughout (in calm it does not
+ * shape the queue, and a burst of reconnections that meets a calm threshold moves both
+ * estimates for a tick or two) and the median is within the objective (above it the median
+ * sees the queue already, and a blip's few calls that took ten times as long are not
+ * concurrency). */
 static double limit_signal(const struct service_ctl *s, const struct sluice_evwin_result *r,
 			   double little_us, int bound)
 {

@@ -82,7 +82,8 @@ void attach_release(struct attach_state *st);
 int detach_all(const char *pin_dir, char *err, size_t errlen);
 
 /* The loaded object's maps and programs that are not pinned, into m: the flow GC program and
- * change counts (flowgc.h), the request scan (maps_pending_requests), the copies of `busy` and in-flight. */
+ * change counts (flowgc.h), the request scan (maps_pending_requests), the copies of `busy`
+ * and in-flight. */
 struct sluice_maps;
 void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m);
 

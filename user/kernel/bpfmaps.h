@@ -85,8 +85,8 @@ struct maps_reader {
 	 * and per slot whether this read covered it. */
 	struct sluice_inflight *busy, *busy_released;
 	unsigned char *busy_read;
-	/* `busy_copy` mapped (copy_map_len bytes, as inflight_map), when the object has it: the read copies
-	 * `busy` there in the kernel and compares from memory; NULL: batch lookups. */
+	/* `busy_copy` mapped (copy_map_len bytes, as inflight_map), when the object has it: the
+	 * read copies `busy` there in the kernel and compares from memory; NULL: batch lookups. */
 	const struct sluice_inflight *busy_map;
 	size_t copy_map_len;
 	/* `inflight_copy` mapped, the same way for the in-flight batch of http services */
