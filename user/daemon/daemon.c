@@ -378,7 +378,6 @@ static void take_switch_news(struct daemon *d)
 		d->sw.generation++;
 	}
 	d->switch_error_logged = d->sw.corrupt;
-	d->sw_gen_seen = d->sw.generation;
 	for (int k = 0; k < n->n_expired; k++) {
 		const struct sw_switch *w = &n->expired[k];
 		struct sluice_event ev;

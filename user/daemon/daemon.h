@@ -122,7 +122,6 @@ struct daemon {
 	unsigned long long ticks;                /* ticks done */
 	int switch_error_logged;
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
-	uint64_t sw_gen_seen;                    /* sw.generation as the last tick saw it */
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines: stdout */
