@@ -500,6 +500,71 @@ static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 	__sync_fetch_and_add(&inf->cls[cls & 3], d);
 }
 
+/* ---- http connections: the lower classes' connection cap (sluice_http_conn_cap) ---- */
+
+/* The class an http SYN is judged by for the connection cap: what its source and DSCP rules
+ * say, raised to the class its address's requests were given lately (addr_class). A SYN
+ * carries no header: a client that is L0 by its header is known by its address. */
+static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u32 svc,
+					    const struct pkt *p, __u64 now)
+{
+	struct class_pick pick = classify_l3(sc, svc, p);
+	struct sluice_client_key ck = { .svc = svc };
+	struct sluice_addr_class *ac;
+	__u32 cls = pick.class & 3;
+
+	if (!cls)
+		return 0;
+	pkt_addr(p, 1, ck.addr);
+	ac = bpf_map_lookup_elem(&addr_class, &ck);
+	if (ac && now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS &&
+	    (READ_ONCE(ac->class) & 3) < cls)
+		cls = READ_ONCE(ac->class) & 3;
+	return cls;
+}
+
+/* A request of class cls on a connection counted under a lower class (conn_cls): its address
+ * is remembered as cls for its next SYN. Written at most once a second an address, and only
+ * by such a request: a client whose connections are judged right at their SYN never writes. */
+static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u32 cls,
+					     __u64 now)
+{
+	struct sluice_client_key ck = { .svc = svc };
+	struct sluice_addr_class *ac, v = { .seen_ns = now, .class = cls & 3 };
+
+	__builtin_memcpy(ck.addr, addr, 16);
+	ac = bpf_map_lookup_elem(&addr_class, &ck);
+	if (ac && (READ_ONCE(ac->class) & 3) <= (cls & 3) &&
+	    now - READ_ONCE(ac->seen_ns) < 1000000000ull)
+		return;
+	if (ac && (READ_ONCE(ac->class) & 3) < (cls & 3) &&
+	    now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS)
+		v.class = READ_ONCE(ac->class) & 3; /* a higher class seen lately stands */
+	bpf_map_update_elem(&addr_class, &ck, &v, BPF_ANY);
+}
+
+/* 1 when an http connection of class cls may open: its class has no cap, or its open
+ * connections are under it. A refusal is counted in conn_cap.rejected[cls] (`connections`).
+ * Not a reservation: SYNs of one instant may all see the last place free, and none of them
+ * holds anything until its handshake completes. */
+static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *cap, __u32 svc,
+					   __u32 cls)
+{
+	struct sluice_inflight *open;
+	struct sluice_conn_cap *cc;
+	__u32 c = cap->cap[cls & 3];
+
+	if (!c)
+		return 1;
+	open = bpf_map_lookup_elem(&http_conns, &svc);
+	if (!open || READ_ONCE(open->cls[cls & 3]) < (__s64)c)
+		return 1;
+	cc = bpf_map_lookup_elem(&conn_cap, &svc);
+	if (cc)
+		__sync_fetch_and_add(&cc->rejected[cls & 3], 1);
+	return 0;
+}
+
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {
@@ -750,6 +815,7 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 	struct own_units u;
 	__u64 syn_ns;
 	__u32 w = 0;
+	__u8 conn;
 	int won = 0;
 
 	if (!f)
@@ -764,6 +830,7 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 		return 0; /* the word kept moving: left for the next ending or the GC */
 	own_units_of(f, w, &u);
 	syn_ns = f->admitted_ns; /* read before the entry may go */
+	conn = READ_ONCE(f->flags);
 	if (fin && u.conn && !u.unit)
 		flush_setup_turn(f, &u);
 	if (bpf_map_lookup_elem(&flows, key) == f)
@@ -783,6 +850,8 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 		release_client(u.svc, key->client_addr);
 	if (u.pending)
 		halfopen_fresh_done(u.svc, syn_ns, bpf_ktime_get_ns());
+	if (conn & SLUICE_FLOW_CONN_COUNTED)
+		count_unit(&http_conns, u.svc, conn >> SLUICE_FLOW_CONN_CLASS_SHIFT, -1);
 	own_bump(u.svc);
 	if (st) {
 		st->completed += u.conn + (u.unit && !u.turn);

@@ -288,6 +288,38 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } conn_cap SEC(".maps");
 
+/* http services: open connections per class (struct sluice_inflight, see
+ * sluice_http_conn_cap in sluice.h). Shared atomics: a connection moves it twice in its life.
+ * BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} http_conns SEC(".maps");
+
+/* http services: the cap on each class's open connections (struct sluice_http_conn_cap), 0 =
+ * none. Written by sluiced when it changes; pinned so that a restarted sluiced takes the caps
+ * over where it left them, and `sluicectl status` shows them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */
+	__type(key, __u32);
+	__type(value, struct sluice_http_conn_cap);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} http_conn_cap SEC(".maps");
+
+/* http services: the class a client address's requests were last given above what its
+ * connection counted under (struct sluice_addr_class), for its next SYN. LRU: losing an entry
+ * costs one connection judged by its source. Not pinned. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sluice_client_key);
+	__type(value, struct sluice_addr_class);
+} addr_class SEC(".maps");
+
 /* What the pins are: layout version and per-map layout (struct sluice_layout). Written by the
  * controller after it adopted, migrated or created the maps; never read by the data path. Its
  * own layout never changes, so every version of sluiced can read it. */

@@ -344,9 +344,19 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	hs.client_isn = isn;
 	hs.svc = svc;
 
-	/* http services admit per request (TC ingress); the connection is only tracked. */
+	/* http services admit per request (TC ingress); the connection is only tracked, and
+	 * refused only while its class's connections are capped (sluice_http_conn_cap): the
+	 * one lookup of the cap is all a SYN pays while no class is. */
 	if (sc->protocol == SLUICE_PROTO_HTTP) {
+		const struct sluice_http_conn_cap *cap = bpf_map_lookup_elem(&http_conn_cap, &svc);
+
 		hs.class = sc->default_class & 3;
+		if (cap && (cap->cap[1] | cap->cap[2] | cap->cap[3]) && controller_alive(now)) {
+			hs.class = http_syn_class(sc, svc, p, now);
+			hs.flags = SLUICE_HS_CLASSED;
+			if (!http_conn_admit(cap, svc, hs.class))
+				goto refuse_conn; /* SYN retransmits are not the requests' retries */
+		}
 		bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST);
 		return XDP_PASS;
 	}
@@ -380,6 +390,7 @@ refuse:
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
 	note_rejected_syn(seen, h, isn, st);
+refuse_conn:
 	if (sc->reject_mode == SLUICE_REJECT_DROP)
 		return XDP_DROP;
 	if (rst_belongs_to_tc(ctx))
@@ -440,16 +451,43 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
 				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);
-	} else if (sluice_rules_second(now) > sc->_pad1) {
-		/* What the source rules say of the client, once for all its requests: into the
-		 * new entry before its insert, from its own key (no packet writes it later). Not
-		 * in the rules stamp's own second: such an answer would never count. */
-		nf._pad = source_cache_of(sc, svc, key->client_addr);
+	} else {
+		__u32 conn_cls = sc->default_class & 3;
+
+		if (sluice_rules_second(now) > sc->_pad1) {
+			/* What the source rules say of the client, once for all its requests:
+			 * into the new entry before its insert, from its own key (no packet
+			 * writes it later). Not in the rules stamp's own second: such an answer
+			 * would never count. */
+			nf._pad = source_cache_of(sc, svc, key->client_addr);
+		}
+		if (nf._pad) {
+			if ((nf._pad & SLUICE_SRC_ORDER) != SLUICE_SRC_NO_RULE)
+				conn_cls = (nf._pad >> SLUICE_SRC_CLASS_SHIFT) & 3;
+		} else if (!(hs->flags & SLUICE_HS_CLASSED)) {
+			/* no answer cached (the rules' own second, a late rule): the trie */
+			struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+			struct src_answer a;
+
+			__builtin_memcpy(k.addr, key->client_addr, 16);
+			source_rule_at(&k, &a);
+			if (a.order != SLUICE_RULE_NONE)
+				conn_cls = a.class & 3;
+		}
+		/* The connection counts under the class its SYN was judged by, if it was. */
+		if (hs->flags & SLUICE_HS_CLASSED)
+			conn_cls = hs->class & 3;
+		nf.flags = SLUICE_FLOW_CONN_COUNTED | (conn_cls << SLUICE_FLOW_CONN_CLASS_SHIFT);
+		/* Counted before the insert: from the insert on a FIN may end it and give the
+		 * count back, which must never find it missing. */
+		count_unit(&http_conns, svc, conn_cls, 1);
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
 		own_bump(svc);
 		return;
 	}
+	if (nf.flags & SLUICE_FLOW_CONN_COUNTED)
+		count_unit(&http_conns, svc, nf.flags >> SLUICE_FLOW_CONN_CLASS_SHIFT, -1);
 	if (!nf.tracked_inflight)
 		return;
 	/* Table full: admitted, but not counted. */
@@ -909,6 +947,14 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	}
 	st->arrivals++;
+	{
+		__u8 fl = READ_ONCE(f->flags);
+
+		/* A class its connection was not counted under: its next SYN should know it. */
+		if ((fl & SLUICE_FLOW_CONN_COUNTED) &&
+		    (pick.class & 3) < ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3))
+			http_learn_class(svc, key.client_addr, pick.class, now);
+	}
 	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {
 		__u8 counted;
 

@@ -75,8 +75,11 @@
  *      the classes that moved, and the services that moved in one class are consecutive
  *      entries of one map (one batch), where before a batch over them copied the other
  *      three classes' entries between; a migration starts the histograms from zero (the
- *      controller sees a reset, as after an attach) */
-#define SLUICE_MAP_LAYOUT_VERSION 8
+ *      controller sees a reset, as after an attach)
+ *   9  new maps `http_conns` and `http_conn_cap` (an http service's open connections per
+ *      class and the cap on the lower classes' connections); an http flow may carry SLUICE_FLOW_CONN_COUNTED (never
+ *      set by layout 8, whose flows are adopted: they were never counted) */
+#define SLUICE_MAP_LAYOUT_VERSION 9
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -443,6 +446,12 @@ enum sluice_flow_state {
 #define SLUICE_SETUP_PENDING   (1ull << 63)  /* req_start_ns holds the first turn's latency */
 #define SLUICE_FLOW_OPAQUE     4         /* http: after a 101 or a CONNECT the bytes are another
                                           * protocol's: no request starts on the flow again */
+/* sluice_flow.flags, http: the connection counts in `http_conns` under the class in the two
+ * bits at SLUICE_FLOW_CONN_CLASS_SHIFT, and whoever ends the flow (end_flow's killer) gives it
+ * back. Both are set in the new entry before its insert and never change: the other flags are
+ * or-ed in later, which keeps them. A flow from before layout 9 has neither. */
+#define SLUICE_FLOW_CONN_COUNTED     8
+#define SLUICE_FLOW_CONN_CLASS_SHIFT 4
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit was admitted (a tcp connection: its
@@ -571,6 +580,8 @@ struct sluice_reclaim {
 #define SLUICE_HALFOPEN_TIMEOUT_NS 1000000000ull
 
 #define SLUICE_HS_SERVER_ISN  1          /* sluice_handshake.flags: server_isn is known */
+#define SLUICE_HS_CLASSED     2          /* http: class is what the SYN was judged by (the
+                                          * connection cap): the connection counts under it */
 
 struct sluice_handshake {
 	__u64 syn_ns;                    /* when the SYN was admitted */
@@ -625,6 +636,39 @@ struct sluice_inflight {
 struct sluice_conn_cap {
 	__u32 threshold[SLUICE_NUM_CLASSES];
 	__u64 rejected[SLUICE_NUM_CLASSES];
+};
+
+/* The connection cap of an http service's lower classes. Each in-kernel 429 is a connection
+ * the server accepted and then lost, and a server that holds connections in a fixed number of
+ * slots (Apache's event MPM) closes idle keep-alive connections -- the highest class's too --
+ * to make room for them: what queues ahead of L0 under an L3 flood is L3's connections, not
+ * its requests. While a class's requests are refused for lack of room, sluiced caps that
+ * class's open connections at about its share of the limit, and its SYNs beyond the cap get
+ * an RST from XDP, which costs the server nothing.
+ * Map `http_conns` (ARRAY, one per service, struct sluice_inflight, BPF): an http service's
+ * open connections per class (cls[]; total is their sum), counted when the handshake
+ * completes under the class the SYN was judged by (SLUICE_HS_CLASSED), else the class its
+ * source rule gives, else the default class; given back by whoever ends the flow, once.
+ * Map `http_conn_cap` (ARRAY, one per service, struct sluice_http_conn_cap, sluiced): a SYN
+ * of class k is refused while http_conns.cls[k] >= cap[k]; 0 = no cap (L0's is always 0).
+ * Only a class's own connections count against its cap: connections of a lower class never
+ * hold a higher one back. Refusals are counted in conn_cap.rejected[k] (reason
+ * `connections`), as a tcp service's connection cap's are. */
+struct sluice_http_conn_cap {
+	__u32 cap[SLUICE_NUM_CLASSES];
+};
+
+/* Map `addr_class` (LRU_HASH, key struct sluice_client_key, BPF): the highest class a client
+ * address's requests were given (by a header or DSCP mark from a trusted source) that is
+ * higher than its connection was counted under, and when; for SLUICE_ADDR_CLASS_TTL_NS. A SYN
+ * carries no header, so without this a client that is L0 by its header would be judged by the
+ * lower default class at its next SYN while that class is capped. Not pinned: losing an entry
+ * costs one connection judged by its source until the client's next request. */
+#define SLUICE_ADDR_CLASS_TTL_NS (60ull * 1000000000ull)
+struct sluice_addr_class {
+	__u64 seen_ns;
+	__u32 class;
+	__u32 _pad;
 };
 
 /* Map `untrusted_marks` (PERCPU_ARRAY, one per service slot, BPF): units (a tcp connection at

@@ -1294,6 +1294,120 @@ static void test_open_breaker_answers_503(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* An http service's open connections by class (http_conns) and the cap's refusals. */
+static struct sluice_inflight http_conns(struct fixture *f)
+{
+	struct sluice_inflight in;
+
+	assert_int_equal(maps_read_http_conns(&f->m, f->idx[0], &in), 0);
+	return in;
+}
+
+static unsigned long long cap_refusals(struct fixture *f, int cls)
+{
+	struct sluice_conn_cap cc;
+
+	assert_int_equal(maps_read_conn_cap(&f->m, f->idx[0], &cc), 0);
+	return (unsigned long long)cc.rejected[cls];
+}
+
+/* The SYN of rq's connection through XDP: its verdict (the frame unchanged when passed). */
+static int syn_of(struct fixture *f, const struct pkt_spec *rq)
+{
+	struct pkt_spec syn, sa, ack;
+	uint8_t buf[256];
+
+	handshake_of(rq, &syn, &sa, &ack);
+	size_t len = build_pkt(buf, &syn);
+	struct run r = harness_run(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, len, NULL);
+
+	assert_int_equal(r.err, 0);
+	if (r.ret == XDP_PASS)
+		assert_true(harness_unchanged(&r));
+	return (int)r.ret;
+}
+
+/* rq's connection ends with the client's FIN (XDP sees it after its request bytes). */
+static void client_fin(struct fixture *f, const struct pkt_spec *rq, uint32_t sent)
+{
+	struct pkt_spec fin = *rq;
+
+	fin.seq += sent, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
+	run_xdp(f, &fin);
+}
+
+/* The lower classes' connection cap: counted at the handshake under the class the SYN was
+ * judged by, given back exactly at the end, a SYN over its class's cap answered with an RST
+ * and counted, other classes (L0 by source, L0 learned from a trusted header) not held back,
+ * and nothing capped once the cap is lifted or the controller is silent. */
+static void test_connection_cap(void **state)
+{
+	struct fixture *f = *state;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 0, 2, 0 };
+	struct pkt_spec a = request("203.0.113.77", 4001, GET("/x", ""));
+	struct pkt_spec b = request("203.0.113.78", 4002, GET("/x", ""));
+	struct pkt_spec c = request("203.0.113.79", 4003, GET("/x", ""));
+	struct pkt_spec l0 = request("198.18.1.9", 4004, GET("/x", ""));
+	struct pkt_spec hi = request("203.0.113.5", 4005, GET("/x", "X-Priority: L0\r\n"));
+	struct pkt_spec hi2 = request("203.0.113.5", 4006, GET("/x", ""));
+	struct sluice_inflight n;
+
+	/* no cap: counted by class all the same (default L2; the source rule's L0) */
+	handshake(f, &a);
+	handshake(f, &l0);
+	n = http_conns(f);
+	assert_int_equal(n.cls[2], 1);
+	assert_int_equal(n.cls[0], 1);
+	assert_int_equal(n.total, 2);
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	handshake(f, &b);
+	assert_int_equal(http_conns(f).cls[2], 2);
+	/* L2 is at its cap: the next L2 SYN gets an RST from XDP, counted, nothing held */
+	assert_int_equal(syn_of(f, &c), XDP_TX);
+	assert_int_equal(cap_refusals(f, 2), 1);
+	assert_int_equal(stats(f, 2).arrivals, 0); /* a refused connection is no request */
+	assert_int_equal(http_conns(f).cls[2], 2);
+	/* L0 by its source is not held back by L2's cap */
+	struct pkt_spec l0b = request("198.18.1.10", 4007, GET("/x", ""));
+	assert_int_equal(syn_of(f, &l0b), XDP_PASS);
+	/* a client whose trusted header says L0 on a connection counted as L2 (its SYN came
+	 * before the cap): its address is remembered, and its next SYN is judged L0 */
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0 }), 0);
+	handshake(f, &hi);
+	admitted(f, &hi);
+	assert_int_equal(http_conns(f).cls[2], 3);
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	handshake(f, &hi2);
+	n = http_conns(f);
+	assert_int_equal(n.cls[2], 3);
+	assert_int_equal(n.cls[0], 2);
+	/* a connection ends: its place is free again, and the next SYN of the class passes */
+	client_fin(f, &a, 0);
+	client_fin(f, &hi, (uint32_t)hi.payload_len);
+	assert_int_equal(http_conns(f).cls[2], 1);
+	assert_int_equal(syn_of(f, &c), XDP_PASS);
+	/* with the controller silent (no heartbeat within its timeout), no cap applies */
+	handshake(f, &c);
+	assert_int_equal(http_conns(f).cls[2], 2);
+	struct pkt_spec d = request("203.0.113.80", 4008, GET("/x", ""));
+	assert_int_equal(syn_of(f, &d), XDP_TX);
+	struct sluice_globals g;
+	assert_int_equal(maps_read_globals(&f->m, &g), 0);
+	g.heartbeat_timeout_ns = 1;
+	g.heartbeat_ns = 1;
+	assert_int_equal(maps_write_globals(&f->m, &g), 0);
+	assert_int_equal(syn_of(f, &d), XDP_PASS);
+	/* every connection ends: the counts come back to exactly 0 */
+	client_fin(f, &b, 0);
+	client_fin(f, &c, 0);
+	client_fin(f, &l0, 0);
+	client_fin(f, &hi2, 0);
+	n = http_conns(f);
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		assert_int_equal(n.cls[k], 0);
+	assert_int_equal(n.total, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1313,6 +1427,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_reply_to_unverified_peers, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),

@@ -5,8 +5,9 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 7, 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them:
-# latency_hist one per-CPU entry per service and class, no latency_hist1..3; 6 and older: flow
+# pins as a layout 8, 7, 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them:
+# no http_conns or http_conn_cap; 7 and older: latency_hist one per-CPU entry per service and
+# class, no latency_hist1..3; 6 and older: flow
 # keys without the local address, the whole record in sluice_layout, no sluice_layout_ext, no
 # untrusted_marks, class_stats one per-CPU entry per service and class; 5: in-flight in the
 # shared map only, no inflight_pcpu, no conn_cap or addr_services; 4: nor
@@ -188,9 +189,11 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 7, 6, 5, 4, 3, 2 and 1, connections held ------------------------
+# --- upgrades from layouts 8, 7, 6, 5, 4, 3, 2 and 1, connections held ---------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: latency_hist with one per-CPU histogram per service and class (at
+#  - every older layout: no http_conns or http_conn_cap map (an http service's connections
+#    and their cap);
+#  - layout 7 and older: latency_hist with one per-CPU histogram per service and class (at
 #    service x 4 + class; replaced unread by the migration: the histograms start from zero),
 #    no latency_hist1..3 maps (the other classes' histograms);
 #  - layout 6 and older: flows, handshakes and rejected_syns keyed without the local address;
@@ -206,7 +209,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 7: the record as that version, without the maps it never had, the types of
+#  - layouts 2 to 8: the record as that version, without the maps it never had, the types of
 #    flows (2 to 4; and for 2, verdicts) hashed differently (7: its first 24 maps in
 #    sluice_layout, the others in sluice_layout_ext); layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
@@ -297,7 +300,8 @@ for e in json.load(open(sys.argv[1])):
 }
 # The maps layout FROM never had.
 never_had() {
-	echo latency_hist1 latency_hist2 latency_hist3
+	echo http_conns http_conn_cap
+	[ "$1" -le 7 ] && echo latency_hist1 latency_hist2 latency_hist3
 	[ "$1" -le 6 ] && echo sluice_layout_ext untrusted_marks
 	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
 	[ "$1" -le 4 ] && echo busy busy_released
@@ -351,10 +355,10 @@ hist_all_classes() {
 	bpftool map create "$PIN/latency_hist" type percpu_array key 4 value "$vsz" \
 		entries $((n * 4)) name latency_hist
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5|6|7
+as_old_layout() { # as_old_layout 1|2|3|4|5|6|7|8
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
-	hist_all_classes
+	[ "$1" -le 7 ] && hist_all_classes
 	[ "$1" -le 6 ] && class_stats_per_class
 	[ "$1" -le 5 ] && stripes_to_shared
 	# The entries of the record's continuation, before it goes (one line, maybe empty).
@@ -390,7 +394,7 @@ for e in ents:
     if (name == b"flows" and ver <= 4) or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
-# layout 7 lists its first 24 maps in sluice_layout, the others in its continuation; the
+# layouts 7 and 8 list their first 24 maps in sluice_layout, the others in its continuation; the
 # layouts before listed all of theirs in sluice_layout
 main, more = (keep[:24], keep[24:]) if ver >= 7 else (keep, [])
 out = bytearray(len(b))
@@ -430,7 +434,7 @@ upgrade() {
 	# renewed.
 	if [ "$from" -le 2 ]; then what="verdicts converted"
 	elif [ "$from" -le 4 ]; then what="flows copied"
-	elif [ "$from" = 5 ] || [ "$from" = 7 ]; then what="every other map adopted"
+	elif [ "$from" = 5 ] || [ "$from" -ge 7 ]; then what="every other map adopted"
 	else what="flow keys given their local address"; fi
 	n_copied=5
 	local carried="flows: 12 entries.*" held_how="copied under keys with their local address"
@@ -438,6 +442,9 @@ upgrade() {
 	if [ "$from" = 7 ]; then
 		n_copied=1 carried="latency_hist split by class.*" held_how="adopted"
 		keyed=""
+	fi
+	if [ "$from" = 8 ]; then
+		n_copied=0 carried="" held_how="adopted" keyed=""
 	fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
@@ -471,6 +478,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 8
 upgrade 7
 upgrade 6
 upgrade 5
@@ -520,6 +528,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 8, 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

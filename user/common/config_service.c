@@ -444,19 +444,20 @@ struct svc_arg {
 	const char *where;
 	int idx;
 	struct service_conf *s;
-	yaml_node_t *name, *port, *protocol, *reject, *max_conn;
+	yaml_node_t *name, *port, *protocol, *reject, *max_conn, *conn_cap;
 };
 
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
 	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples",
-	"max_connections", "trust_from", NULL };
+	"max_connections", "trust_from", "connection_cap", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
 static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_protocol */
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
+static const char *const conn_cap_names[] = { "auto", "off" };
 
 static bool is_ctl_key(const char *key)
 {
@@ -555,6 +556,9 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		ca.conf = s;
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, client_limit_pair, &ca);
+	} else if (!strcmp(key, "connection_cap")) {
+		if (yget_enum(d, v, key, a->where, conn_cap_names, 2, &s->connection_cap_off))
+			a->conn_cap = v;
 	} else if (!strcmp(key, "max_connections")) {
 		if (yget_int(d, v, key, a->where, 0, 1000000, &s->max_connections))
 			a->max_conn = v;
@@ -650,6 +654,10 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 		m->name[idx] = a.name;
 	m->port[idx] = a.port;
 	check_http_rules(d, n, where, s);
+	if (a.conn_cap && s->protocol != SLUICE_PROTO_HTTP)
+		ydoc_bad(d, a.conn_cap, "connection_cap", where,
+			 "needs protocol: http (a tcp service caps its connections with "
+			 "max_connections)");
 	if (a.max_conn && s->max_connections && s->protocol == SLUICE_PROTO_HTTP)
 		ydoc_bad(d, a.max_conn, "max_connections", where,
 			 "needs protocol: tcp (an http service is admitted per request; its "

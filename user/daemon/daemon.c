@@ -607,6 +607,78 @@ static void prefetch_service(struct daemon *d, int i, unsigned long long now_ns)
 	maps_reader_prefetch_slot(&d->rd, d->idx[i]);
 }
 
+/* The room class k has under verdict v, for its connection cap: its threshold (or the limit
+ * when it has none) less what the higher classes held at their peak over the last seconds
+ * (peaks): the threshold counts their requests as well, and a connection for which there is
+ * no room is a request refused with a 429 -- a connection the server accepted for nothing.
+ * 0: no room (a shut class). */
+static uint32_t class_room(const struct sluice_verdict *v, const uint32_t *peaks, int k)
+{
+	uint32_t room = v->class_threshold[k] ? v->class_threshold[k] : v->limit, above = 0;
+
+	if (v->flags & SLUICE_VERDICT_SHUT(k))
+		return 0;
+	for (int j = 0; j < k; j++)
+		above += peaks[j];
+	return room > above ? room - above : 0;
+}
+
+/* http service i: the lower classes' connection cap after this tick's verdict v. Reads the
+ * cap's refusal counts only while a cap is set (nothing else can move them), and writes the
+ * cap only when it changed. Returns 1 while a cap is set: the service is not quiet, since
+ * the cap's refusals move no counter the tick's shortcut watches. */
+static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v,
+			 const struct ctl_inputs *in, unsigned long long now_ns)
+{
+	const struct service_conf *sc = &d->cfg.services[i];
+	struct service_books *b = &d->books[i];
+	struct sluice_connshare_input ci = { .limit = v->limit, .in_flight = in->inflight.total };
+	struct sluice_conn_cap cc;
+	int any = 0;
+
+	if (d->m.http_conn_cap < 0 || sc->protocol != SLUICE_PROTO_HTTP)
+		return 0; /* a tcp service's SYNs never read the http cap */
+	if (!b->conns_adopted) {
+		struct sluice_http_conn_cap found;
+
+		b->conns_adopted = 1;
+		maps_read_http_conn_cap(&d->m, d->idx[i], &found);
+		sluice_connshare_adopt(&b->conns, found.cap, SLUICE_CONNSHARE_HOLD_NS, now_ns);
+		maps_read_conn_cap(&d->m, d->idx[i], &cc);
+		memcpy(b->conn_rejected, cc.rejected, sizeof(b->conn_rejected));
+	}
+	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
+		any |= b->conns.cap[k] != 0;
+	if (sc->connection_cap_off) {
+		if (!any)
+			return 0;
+		memset(&b->conns, 0, sizeof(b->conns)); /* the config turned it off */
+		return maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap), 0;
+	}
+	if (any && maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0) {
+		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+			ci.cap_refused[k] = cc.rejected[k] - b->conn_rejected[k];
+			b->conn_rejected[k] = cc.rejected[k];
+		}
+	}
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+		const struct sluice_class_signals *cs = &d->ctl[i].sig.cls[k];
+
+		ci.refused[k] = cs->rejected[SLUICE_REJ_HEADROOM] + cs->rejected[SLUICE_REJ_LADDER];
+		ci.share[k] = class_room(v, d->ctl[i].peaks, k);
+	}
+	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns)) {
+		if (!any && maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0)
+			memcpy(b->conn_rejected, cc.rejected, sizeof(b->conn_rejected));
+		if (maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap))
+			memset(&b->conns, 0, sizeof(b->conns)); /* not in force: start again */
+	}
+	any = 0;
+	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
+		any |= b->conns.cap[k] != 0;
+	return any;
+}
+
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
 			 uint64_t wall_s, double dt_s, double decay,
 			 const struct sluice_event_sink *host_sink)
@@ -616,7 +688,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	struct service_books *b = &d->books[i];
 	struct sluice_verdict v;
 	struct ctl_inputs in;
-	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1;
+	int opened = 0, changed = maps_reader_changed(&d->rd, d->idx[i]), same = 1, capped;
 	unsigned want;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -654,6 +726,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	daemon_ctl_requests(d, i, now_ns);
 	service_ctl_tick(&d->ctl[i], sc, &in, suppressed, now_ns, &sink, &v, &opened);
 	daemon_node_apply(d, &v);
+	capped = tick_conn_cap(d, i, &v, &in, now_ns);
 	d->node.arrivals += d->ctl[i].sig.total.arrivals;
 	d->ticked++;
 	b->ran = 1;
@@ -683,7 +756,8 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	daemon_ctl_export_tick(d, i, now_ns);
 	/* Quiet from the next tick on: nothing moved, and the controller has no timer under way
 	 * (and the in-flight it sees is its recent peak, so no older peak can expire). */
-	b->quiet = !changed && same && !in.hist_deferred && service_ctl_settled(&d->ctl[i]);
+	b->quiet = !changed && same && !in.hist_deferred && !capped &&
+		   service_ctl_settled(&d->ctl[i]);
 	for (int c = 0; b->quiet && c < SLUICE_NUM_CLASSES; c++)
 		b->quiet = d->ctl[i].peaks[c] == (uint32_t)(in.inflight.cls[c] > 0 ? in.inflight.cls[c] : 0);
 }

@@ -11,6 +11,7 @@
 #include "kernel/bpfmaps.h"
 #include "control/controller.h"
 #include "control/cascade.h"
+#include "control/connshare.h"
 #include "daemon/metrics.h"
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
@@ -68,7 +69,12 @@ struct service_books {
 	uint64_t exported_windows;               /* decided windows, and the latency signal's */
 	int exported_signal;                     /* state, at the last write */
 	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
-	                                          * histograms held, per class */
+	                                          * histograms held, per class */	/* http: the lower classes' connection cap (control/connshare.h), the cap's refusals as
+	 * conn_cap counted them at the last read, and whether the caps the map held when the
+	 * service's first tick ran were taken over (a restart, a reused slot). */
+	struct sluice_connshare conns;
+	uint64_t conn_rejected[SLUICE_NUM_CLASSES];
+	int conns_adopted;
 };
 
 struct daemon {

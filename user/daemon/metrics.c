@@ -283,15 +283,15 @@ static void render_class_gauges(FILE *b, const struct svc_ref *sv, int n)
 			sample_u(b, "sluice_class_threshold", &l, sv[i].s->cls[c].threshold);
 		}
 	family(b, "sluice_open_connections", "gauge",
-	       "tcp services: open connections of the class (what the connection cap counts).");
+	       "Open connections of the class (what the connection cap counts).");
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < SLUICE_NUM_CLASSES && sv[i].s->cls[c].open >= 0; c++) {
 			struct lbl l = { sv[i].name, c, NULL, NULL };
 			sample_d(b, "sluice_open_connections", &l, (double)sv[i].s->cls[c].open);
 		}
 	family(b, "sluice_connection_cap", "gauge",
-	       "tcp services: a SYN of the class is refused while the service's open connections "
-	       "reach this (0: no cap).");
+	       "A SYN of the class is refused while the open connections it is compared with reach "
+	       "this: a tcp service's, an http service's of the class (0: no cap).");
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < SLUICE_NUM_CLASSES && sv[i].s->cls[c].open >= 0; c++) {
 			struct lbl l = { sv[i].name, c, NULL, NULL };

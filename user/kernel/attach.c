@@ -68,6 +68,7 @@ static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "latency_hist3", 1 },
 	{ "halfopen", 1 },
 	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 }, { "untrusted_marks", 1 },
+	{ "http_conns", 1 }, { "http_conn_cap", 1 },
 };
 #define N_PER_SERVICE (sizeof(per_service) / sizeof(per_service[0]))
 

@@ -819,6 +819,26 @@ int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *thres
 	return update_opt(m->conn_cap, svc, &cc);
 }
 
+int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out)
+{
+	memset(out, 0, sizeof(*out));
+	return lookup_opt(m->http_conns, svc, out);
+}
+
+int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out)
+{
+	memset(out, 0, sizeof(*out));
+	return lookup_opt(m->http_conn_cap, svc, out);
+}
+
+int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap)
+{
+	struct sluice_http_conn_cap v;
+
+	memcpy(v.cap, cap, sizeof(v.cap));
+	return update_opt(m->http_conn_cap, svc, &v);
+}
+
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out)
 {
 	return lookup_opt(m->ctl_requests, svc, out);

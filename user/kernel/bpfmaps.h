@@ -16,6 +16,8 @@ struct sluice_maps {
 	int conn_cap, addr_services;     /* -1 when the pins predate them (layout < 6) */
 	int inflight_pcpu;               /* in-flight striped per CPU; -1 before layout 6 */
 	int untrusted_marks;             /* ignored priority marks; -1 before layout 7 */
+	int http_conns, http_conn_cap;   /* http services' open connections and their cap; -1
+	                                 * before layout 9 */
 	int latency_hist1, latency_hist2, latency_hist3;  /* L1..L3's histograms (latency_hist:
 	                                 * L0's); -1 before layout 8, whose latency_hist held
 	                                 * every class's (maps_hist_fd) */
@@ -39,7 +41,8 @@ struct sluice_maps {
  * before they existed. */
 #define SLUICE_MAP_NAMES_OPTIONAL X(ctl_state) X(ctl_requests) X(conn_cap) X(inflight_pcpu) \
 				  X(addr_services) X(untrusted_marks) X(latency_hist1) \
-				  X(latency_hist2) X(latency_hist3)
+				  X(latency_hist2) X(latency_hist3) X(http_conns) \
+				  X(http_conn_cap)
 
 /* Open every pinned map under pin_dir. Returns 0, or -errno of the first missing one (with
  * all fds closed). */
@@ -225,6 +228,11 @@ int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_
 int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untrusted *out);
 /* Set the cap's thresholds of a slot, keeping its refusal counts. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
+/* An http service's open connections per class (zeros and -ENOENT before layout 9). */
+int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
+/* Set the http connection cap of a slot, per class (0 = none); -ENOENT before layout 9. */
+int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out);
+int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
 /* The slots in [first, first + n) whose request the controller has not acknowledged, found
  * in the kernel (the program sluice_pending_requests): a->found and a->slot filled; -errno

@@ -151,6 +151,17 @@ static const char *const new_in_v8[] = {
 	NULL
 };
 
+/* The maps new in layout 9, created empty by a migration from any older layout:
+ *  - http_conns: an http service's open connections per class. Older flows never counted
+ *    themselves in it (no SLUICE_FLOW_CONN_COUNTED), so they never give a count back: zero is
+ *    exact;
+ *  - http_conn_cap: no cap; sluiced sets it where a class's requests are refused. */
+static const char *const new_in_v9[] = {
+	"http_conns",
+	"http_conn_cap",
+	NULL
+};
+
 /* The maps each layout from 6 on added, oldest first: a migration from an older layout
  * creates them empty, and refuses pins that hold one of them already. */
 static const struct {
@@ -160,6 +171,7 @@ static const struct {
 	{ 6, new_in_v6 },
 	{ 7, new_in_v7 },
 	{ 8, new_in_v8 },
+	{ 9, new_in_v9 },
 	{ 0, NULL },
 };
 /* Layout 7: maps whose entries changed shape, so no value can be carried key for key. A
@@ -222,6 +234,9 @@ static const struct layout_migration migrations[] = {
 	/* 7 -> 8: latency_hist renewed (renewed_in_v8, as from every older layout), the other
 	 * classes' histogram maps new; every other map adopted */
 	{ .from = 7, .what = "every other map adopted" },
+	/* 8 -> 9: http_conns and http_conn_cap new (empty: no older flow is counted in it),
+	 * every other map adopted */
+	{ .from = 8, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 

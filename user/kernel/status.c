@@ -171,6 +171,24 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 				s->cls[c].conn_cap = cc.threshold[c];
 				s->cls[c].conn_rejected = cc.rejected[c];
 			}
+		} else {
+			/* http: the class's open connections and the cap the controller set
+			 * on them while its requests are refused (pins from layout 9 on) */
+			struct sluice_http_conn_cap hc;
+			struct sluice_inflight conns;
+			struct sluice_conn_cap cc;
+
+			if (maps_read_http_conns(m, i, &conns) == 0) {
+				s->connections = conns.total;
+				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+					s->cls[c].open = conns.cls[c];
+			}
+			maps_read_http_conn_cap(m, i, &hc);
+			maps_read_conn_cap(m, i, &cc);
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+				s->cls[c].conn_cap = hc.cap[c];
+				s->cls[c].conn_rejected = cc.rejected[c];
+			}
 		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &s->cls[c];
@@ -414,7 +432,7 @@ static json_t *class_json(const struct class_status *cs, int c)
 		/* measured: admitted / arrivals since attach (null before the first arrival) */
 		"admitted_ratio", cs->st.arrivals ?
 			jsonio_fixed((double)cs->st.admitted / (double)cs->st.arrivals, 4) : json_null());
-	/* tcp: the class's open connections and its cap (null: no cap) */
+	/* the class's open connections and their cap (null: no cap) */
 	if (o && cs->open >= 0) {
 		json_object_set_new(o, "open_connections", json_integer((json_int_t)cs->open));
 		json_object_set_new(o, "connection_cap", cs->conn_cap ?

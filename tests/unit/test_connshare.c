@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The http connection cap of the lower classes with a fake clock: set to the class's room
+ * when its requests are refused, lowered to it, held while the cap turns SYNs away, grown only
+ * while the backend has room and the class is not refused, lifted after the hold, never on L0,
+ * and taken over from the map by a restarted sluiced. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "control/connshare.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+#define HOLD SLUICE_CONNSHARE_HOLD_NS
+#define TICK (100 * MS)
+
+static struct sluice_connshare_input busy_input(uint32_t share3, int64_t in_flight)
+{
+	struct sluice_connshare_input in = { .limit = 20, .in_flight = in_flight };
+
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		in.share[k] = 20;
+	in.share[3] = share3;
+	return in;
+}
+
+static void test_refusals_set_cap_to_room(void **st)
+{
+	struct sluice_connshare cs = { 0 };
+	struct sluice_connshare_input in = busy_input(17, 20);
+	(void)st;
+
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, 1 * S), 0);
+	assert_int_equal(cs.cap[3], 0);
+	in.refused[3] = 5;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, 1 * S + TICK), 1);
+	assert_int_equal(cs.cap[3], 17);
+	assert_int_equal(cs.cap[1] | cs.cap[2] | cs.cap[0], 0); /* only the refused class */
+	/* the room shrinks (the limit was cut): the cap follows it down */
+	in.share[3] = 12;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, 1 * S + 2 * TICK), 1);
+	assert_int_equal(cs.cap[3], 12);
+	/* a shut class keeps the floor: its demand must still reach the ladder */
+	in.share[3] = 0;
+	sluice_connshare_tick(&cs, &in, HOLD, 1 * S + 3 * TICK);
+	assert_int_equal(cs.cap[3], SLUICE_CONNSHARE_MIN);
+}
+
+static void test_l0_never_capped(void **st)
+{
+	struct sluice_connshare cs = { 0 };
+	struct sluice_connshare_input in = busy_input(10, 20);
+	(void)st;
+
+	in.refused[0] = 100;
+	in.cap_refused[0] = 100;
+	for (uint64_t t = 0; t < 5 * S; t += TICK) {
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+		assert_int_equal(cs.cap[0], 0);
+	}
+}
+
+static void test_held_while_syns_refused_then_lifted(void **st)
+{
+	struct sluice_connshare cs = { 0 };
+	struct sluice_connshare_input in = busy_input(16, 20);
+	uint64_t t = 10 * S;
+	(void)st;
+
+	in.refused[3] = 3;
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	assert_int_equal(cs.cap[3], 16);
+	/* no more 429s, but the cap keeps turning SYNs away for 30 s: it stays, unchanged (the
+	 * backend is full: in-flight 20 of 20) */
+	in.refused[3] = 0;
+	in.cap_refused[3] = 1000;
+	for (int n = 0; n < 300; n++) {
+		t += TICK;
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+		assert_int_equal(cs.cap[3], 16);
+	}
+	/* the surge ends: nothing refused; the cap stays for the hold, then goes */
+	in.cap_refused[3] = 0;
+	t += TICK;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, t), 0);
+	assert_int_equal(cs.cap[3], 16);
+	t += HOLD - 2 * TICK;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, t), 0);
+	assert_int_equal(cs.cap[3], 16);
+	t += TICK;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, t), 1);
+	assert_int_equal(cs.cap[3], 0);
+}
+
+static void test_grows_only_with_room_and_no_refusals(void **st)
+{
+	struct sluice_connshare cs = { 0 };
+	struct sluice_connshare_input in = busy_input(8, 20);
+	uint64_t t = 0;
+	uint32_t last;
+	(void)st;
+
+	in.refused[3] = 1;
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	assert_int_equal(cs.cap[3], 8);
+	/* SYNs turned away while the backend idles (in-flight 5 of 20), but the class was
+	 * refused just now: no growth for half the hold */
+	in.refused[3] = 0;
+	in.cap_refused[3] = 50;
+	in.in_flight = 5;
+	for (t = TICK; t < HOLD / 2; t += TICK) {
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+		assert_int_equal(cs.cap[3], 8);
+	}
+	/* then it grows by a quarter, at most every SLUICE_CONNSHARE_GROW_NS */
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	assert_int_equal(cs.cap[3], 10);
+	last = cs.cap[3];
+	for (uint64_t end = t + 2 * S; t < end;) {
+		t += TICK;
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+		assert_true(cs.cap[3] == last || cs.cap[3] == last + (last / 4 ? last / 4 : 1));
+		if (cs.cap[3] != last)
+			assert_true(t - cs.grown_ns[3] == 0);
+		last = cs.cap[3];
+	}
+	assert_true(cs.cap[3] >= 15 && cs.cap[3] <= 24); /* 4 steps in 2 s: 10 12 15 18 22 */
+	/* a full backend stops the growth */
+	in.in_flight = 19;
+	last = cs.cap[3];
+	for (int n = 0; n < 30; n++) {
+		t += TICK;
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+	}
+	assert_int_equal(cs.cap[3], last);
+	/* and a refusal brings it back to the room */
+	in.refused[3] = 2;
+	t += TICK;
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	assert_int_equal(cs.cap[3], 8);
+}
+
+static void test_no_growth_without_limit(void **st)
+{
+	struct sluice_connshare cs = { 0 };
+	struct sluice_connshare_input in = busy_input(6, 0);
+	uint64_t t = 0;
+	(void)st;
+
+	in.limit = 0;
+	in.refused[2] = 1;
+	in.share[2] = 6;
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	in.refused[2] = 0;
+	in.cap_refused[2] = 10;
+	for (int n = 0; n < 50; n++) {
+		t += TICK;
+		sluice_connshare_tick(&cs, &in, HOLD, t);
+	}
+	assert_int_equal(cs.cap[2], 6);
+}
+
+static void test_adopt_holds_then_lifts(void **st)
+{
+	struct sluice_connshare cs;
+	const uint32_t found[SLUICE_NUM_CLASSES] = { 7, 0, 5, 9 };
+	struct sluice_connshare_input in = busy_input(9, 3);
+	uint64_t t = 100 * S;
+	(void)st;
+
+	memset(&cs, 0xff, sizeof(cs));
+	sluice_connshare_adopt(&cs, found, HOLD, t);
+	assert_int_equal(cs.cap[0], 0); /* L0 is never capped, whatever the map said */
+	assert_int_equal(cs.cap[1], 0);
+	assert_int_equal(cs.cap[2], 5);
+	assert_int_equal(cs.cap[3], 9);
+	/* nothing refused since the restart: lifted after the hold, not at once */
+	t += TICK;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, t), 0);
+	assert_int_equal(cs.cap[3], 9);
+	t += HOLD;
+	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, t), 1);
+	assert_int_equal(cs.cap[2] | cs.cap[3], 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refusals_set_cap_to_room),
+		cmocka_unit_test(test_l0_never_capped),
+		cmocka_unit_test(test_held_while_syns_refused_then_lifted),
+		cmocka_unit_test(test_grows_only_with_room_and_no_refusals),
+		cmocka_unit_test(test_no_growth_without_limit),
+		cmocka_unit_test(test_adopt_holds_then_lifts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
