@@ -429,6 +429,31 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
+/* connection_cap: http only, auto by default, off turns the lower classes' cap off. */
+static void test_connection_cap(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"));
+	assert_int_equal(f->cfg.services[0].connection_cap_off, 0);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"
+			      "    connection_cap: off\n"));
+	assert_int_equal(f->cfg.services[0].connection_cap_off, 1);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"
+			      "    connection_cap: auto\n"));
+	assert_int_equal(f->cfg.services[0].connection_cap_off, 0);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: db\n    port: 5432\n    connection_cap: auto\n"), 1);
+	expect_error(&f->errs, 5, "needs protocol: http");
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: web\n    port: 80\n    protocol: http\n"
+				"    connection_cap: 12\n"), 1);
+	expect_error(&f->errs, 6, "connection_cap");
+}
+
 /* max_connections: the per-class shape of the cap, where it is refused, what --check warns. */
 static void test_max_connections(void **state)
 {
@@ -907,6 +932,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_max_renewals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),

@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# The connection cap of an http service's lower classes end to end: under a keep-alive L3
+# flood whose requests are refused for room, sluiced caps L3's open connections at its room,
+# a new L3 connection past the cap is refused at its SYN (connection refused, counted under
+# `connections` in status and /metrics) while L0's requests on its own connections all
+# succeed; the cap is lifted within a few seconds of the flood's end, the open-connection
+# counts come back to 0, and `connection_cap: off` turns it off.
+CLIENT_ADDRS="198.18.0.10"
+TAG=ccap
+source "$(dirname "$0")/lib.sh"
+e2e_setup
+
+CFG=$TMP/sluice.yaml
+write_cfg() { # write_cfg auto|off
+	cat > "$CFG" <<Y
+interface: s0
+control_interval_ms: 100
+metrics_address: 127.0.0.1:0
+state_dir: $TMP/state
+services:
+  - name: web
+    port: 8080
+    protocol: http
+    limit: { fixed: 8 }
+    headroom: { L0: 100, L1: 100, L2: 100, L3: 25 }
+    headroom_mode: fixed
+    default_class: L3
+    connection_cap: $1
+    classify:
+      - { source: 198.18.0.10/32, class: L0 }
+Y
+}
+write_cfg auto
+# Slow answers: an admitted L3 request holds its connection 200 ms, so a flood of new
+# arrivals needs new connections while L3's two places are taken.
+start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
+	--workers 16 --service-ms 200
+start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
+CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
+status() { $CTL status --json > "$TMP/status.json"; }
+cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]$2"; }
+lg() { json_get "$1" "d['classes']['$2']['$3']"; }
+flood() { # flood OUT: L3 at 200/s for 3 s and L0 at 10/s, keep-alive, both in the background
+	start_bg "$1.l3" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
+		--rate 200 --duration 3 --timeout-ms 3000 --quiet --class L3:1
+	L3PID=$LAST_PID
+	start_bg "$1.l0" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
+		--rate 10 --duration 3 --timeout-ms 3000 --quiet --class L0:1:src=198.18.0.10
+	L0PID=$LAST_PID
+}
+l3_capped() { status; [ "$(cls L3 "['connection_cap']")" = 2 ] && [ "$(cls L3 "['rejected_by']['connections']")" -ge 1 ]; }
+
+# --- the flood: L3's requests refused for room, then its connections capped -----------------
+flood "$TMP/on"
+wait_for 3 "L3's connections capped at 2 and a SYN refused" l3_capped
+ok $? "under the L3 flood the controller caps L3's connections at its room (cap $(cls L3 "['connection_cap']"), SYNs refused $(cls L3 "['rejected_by']['connections']"), open $(cls L3 "['open_connections']")); L0 uncapped ($(cls L0 "['connection_cap']"))" \
+	"$($CTL status)"
+mport=$(sed -n 's/.*metrics on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$SLUICED_LOG" | tail -1)
+metric=$(in_srv curl -s "http://127.0.0.1:$mport/metrics" | grep '^sluice_connection_cap{service="web",class="L3"}')
+wait $L3PID $L0PID
+refused=$(lg "$TMP/on.l3" L3 refused); h429=$(lg "$TMP/on.l3" L3 http_429); l3err=$(lg "$TMP/on.l3" L3 errors)
+l0ok=$(lg "$TMP/on.l0" L0 ok); l0sent=$(lg "$TMP/on.l0" L0 sent)
+ok $([ "$refused" -ge 1 ] && [ "$l3err" = 0 ] && echo 0 || echo 1) \
+	"an L3 connection past the cap is refused at its SYN, cleanly: $refused refused, $h429 answered 429, $l3err errors" \
+	"$(cat "$TMP/on.l3")"
+ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && echo 0 || echo 1) \
+	"L0's requests all succeed meanwhile: $l0ok of $l0sent" "$(cat "$TMP/on.l0")"
+ok $(echo "$metric" | grep -q ' 2$' && echo 0 || echo 1) "/metrics shows the cap: $metric"
+
+# --- the flood ends: the cap is lifted, every connection given back ---------------------------
+lifted() { status; [ "$(cls L3 "['connection_cap']")" = None ] && [ "$(cls L3 "['open_connections']")" = 0 ] &&
+	[ "$(cls L0 "['open_connections']")" = 0 ]; }
+wait_for 5 "the cap lifted and no connection open" lifted
+ok $? "after the flood the cap is lifted within ${WAITED_MS} ms and the open-connection counts are back to 0" \
+	"$($CTL status --json)"
+
+# --- connection_cap: off ----------------------------------------------------------------------
+write_cfg off
+kill -HUP "$SLUICED_PID"
+wait_for 3 "the reloaded config" grep -q "config reloaded" "$SLUICED_LOG"
+flood "$TMP/off"
+wait $L3PID $L0PID
+status
+ok $([ "$(lg "$TMP/off.l3" L3 refused)" = 0 ] && [ "$(cls L3 "['connection_cap']")" = None ] &&
+	[ "$(cls L3 "['rejected_by']['headroom']")" -ge 1 ] && echo 0 || echo 1) \
+	"with connection_cap: off the same flood is refused per request only ($(lg "$TMP/off.l3" L3 http_429) answered 429, $(lg "$TMP/off.l3" L3 refused) connections refused)"
+ok $(kill -0 "$SLUICED_PID" && echo 0 || echo 1) "sluiced is still running"
+finish
