@@ -643,6 +643,11 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 
 		b->conns_adopted = 1;
 		maps_read_http_conn_cap(&d->m, d->idx[i], &found);
+		if (!b->conns_keep && (found.cap[1] | found.cap[2] | found.cap[3])) {
+			/* another service's caps (a slot given to this one): not ours */
+			memset(&found, 0, sizeof(found));
+			maps_write_http_conn_cap(&d->m, d->idx[i], found.cap);
+		}
 		sluice_connshare_adopt(&b->conns, found.cap, SLUICE_CONNSHARE_HOLD_NS, now_ns);
 		maps_read_conn_cap(&d->m, d->idx[i], &cc);
 		memcpy(b->conn_rejected, cc.rejected, sizeof(b->conn_rejected));

@@ -71,10 +71,13 @@ struct service_books {
 	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
 	                                          * histograms held, per class */	/* http: the lower classes' connection cap (control/connshare.h), the cap's refusals as
 	 * conn_cap counted them at the last read, and whether the caps the map held when the
-	 * service's first tick ran were taken over (a restart, a reused slot). */
+	 * service's first tick ran were looked at. */
 	struct sluice_connshare conns;
 	uint64_t conn_rejected[SLUICE_NUM_CLASSES];
 	int conns_adopted;
+	int conns_keep;                          /* the slot's pinned controller state is this
+	                                          * service's (a restart): its caps are taken
+	                                          * over; another's are cleared */
 };
 
 struct daemon {
