@@ -580,7 +580,7 @@ static void old_latency_hist(const char *dir, unsigned slots)
 		       sluice_stat_index(1, 2), &v);
 }
 
-/* Pins as layout `from` (3 to 7) left them: the maps it never had gone, the record saying
+/* Pins as layout `from` (3 to 7) left them (layout 8's upgrade: tests/e2e/test_layout.sh): the maps it never had gone, the record saying
  * `from`, latency_hist one entry per service and class; before 7 also flow keys without the
  * local address and class_stats one entry per service and class. This build migrates them in
  * place: flows copied from 3 and 4 (its new tcp fields are zero in an older flow; 5's flows
@@ -589,15 +589,17 @@ static void old_latency_hist(const char *dir, unsigned slots)
  * layout, every other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	/* the maps new in layout 8 (the first n_v8), then 7's (n_v7), 6's (n_v6), 5's, 4's */
-	static const char *const never_had[] = { "latency_hist1", "latency_hist2",
+	/* the maps new in layout 9 (the first n_v9), then 8's (n_v8), 7's (n_v7), 6's (n_v6),
+	 * 5's, 4's */
+	static const char *const never_had[] = { "http_conns", "http_conn_cap",
+						 "latency_hist1", "latency_hist2",
 						 "latency_hist3",
 						 "sluice_layout_ext", "untrusted_marks",
 						 "conn_cap", "addr_services",
 						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
-	const int n_v8 = 3, n_v7 = 2, n_v6 = 3;
-	const int n_gone = n_v8 + (from <= 6 ? n_v7 : 0) + (from <= 5 ? n_v6 : 0) +
+	const int n_v9 = 2, n_v8 = 3, n_v7 = 2, n_v6 = 3;
+	const int n_gone = n_v9 + n_v8 + (from <= 6 ? n_v7 : 0) + (from <= 5 ? n_v6 : 0) +
 			   (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];

@@ -28,6 +28,7 @@ services:
     protocol: http
     limit: { min: 8, max: 64 }
     default_class: L3
+    connection_cap: off     # the L3 flood must reach the ladder, whose state is under test
     breaker: { error_rate: 0.02, min_calls: 20, slow_call_ms: 10000, window_s: 5 }
     classify:
       - { source: 198.18.0.10/32, class: L0 }
