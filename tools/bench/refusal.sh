@@ -21,8 +21,8 @@
 # Connection: close) for the 429s -- a flood of new clients, the case refusals exist for.
 # Why more than one rate: at a few thousand arrivals/s the server veth's NAPI kthread wakes
 # once per packet, and that wake-up and the veth hand-over are most of what an XDP refusal
-# costs; a host under a flood receives faster than that, its kthread handles packets in
-# batches, and what it pays per refusal is lower. The first rate is the quiet one (every
+# costs; a host under a flood receives faster than that, its kthread can take several
+# packets a wake-up, and what it pays per refusal is lower. The first rate is the quiet one (every
 # contender keeps up), the later ones are near or past what this host can refuse.
 # CPU per refusal: the server side's own CPU, measured on the tasks that do its work, never
 # the whole host's (on a shared machine others' work swamps a whole-host difference, and
@@ -49,9 +49,11 @@
 # 5), REFUSAL_RUNS (default 3), REFUSAL_CONTENDERS (default all four).
 # Why 20000: on the 2-vCPU VM the three 429s stop keeping up between about 6000 and 10000/s
 # (the client's own work included) and collapse above it, while sluice's RST keeps up with
-# what one client process sends up to about 40000/s; its kthread stops waking once per packet
-# from about 10000/s. 20000 is the highest rate at which the RST kept up in every run here,
-# also with other work on the host; 40000 did not always (the client fell behind).
+# what one client process sends up to about 40000/s, and its cost per refusal falls from about
+# 10000/s (more packets a wake-up of the kthread, or a CPU already awake). 20000 is the
+# highest rate at which the RST kept up in every run here, also with other work on the host;
+# at 40000 it did not always (most likely the client fell behind: the server's kthread did as
+# much work as in the runs that kept up, 1 s of 5).
 # Writes OUTDIR/refusal.txt; everything it starts is removed on any exit.
 set -u
 [ $# -eq 2 ] || { echo "usage: tools/bench/refusal.sh BUILD OUTDIR" >&2; exit 2; }
