@@ -59,9 +59,10 @@
 # PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
-# benchmarks ~25 s; the refusal cost 2 rates x 4 x 3 x (5 s + ~4 s) = ~4 minutes (223 s measured); the step scenario
-# 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) = ~150 s (measured: 26 s for one
-# contender and run), so about 34 minutes in all (the full run before it took 1871 s). With the
+# benchmarks ~25 s; the refusal cost 2 rates x 4 x 3 x (5 s + ~4 s) = ~4 minutes (223 s
+# measured); the step scenario 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) =
+# ~150 s (measured: 26 s for one contender and run), so about 35 minutes in all (the full run
+# before it took 1871 s; the one at 052d909, refusal cost at one rate, 2199 s). With the
 # earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 # Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
