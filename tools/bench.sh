@@ -30,7 +30,8 @@
 #                   time until full admission after the surge (tools/bench/surge.py).
 # 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present; docs/BENCHMARKS.md section 4).
 # 4. What one refusal costs the host: sluice's XDP RST and in-kernel 429 against HAProxy's and
-#    nginx's 429, as refusals per second per core and ratios (tools/bench/refusal.sh).
+#    nginx's 429, as refusals per second per core and ratios, at a quiet and at a flood rate of
+#    new connections (tools/bench/refusal.sh; REFUSAL_RATES, default "3000 20000").
 # Every (contender, scenario, load) step gets fresh network namespaces (198.18.0.0/24 on a
 # veth pair), a fresh server and a fresh contender; all of it, with every process the bench
 # started, is removed on any exit (trap).
@@ -58,9 +59,10 @@
 # PG_DUR=4: 430 s): an HTTP step costs its duration + about 3.2 s (namespaces, server,
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
-# benchmarks ~25 s; the refusal cost 4 x 3 x (BENCH_DUR + ~6 s) = ~3 minutes; the step scenario
-# 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) = ~150 s (measured: 26 s for one
-# contender and run), so about 34 minutes in all (the full run before it took 1871 s). With the
+# benchmarks ~25 s; the refusal cost 2 rates x 4 x 3 x (5 s + ~4 s) = ~4 minutes (223 s
+# measured); the step scenario 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) =
+# ~150 s (measured: 26 s for one contender and run), so about 35 minutes in all (the full run
+# before it took 1871 s; the one at 052d909, refusal cost at one rate, 2199 s). With the
 # earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
 # Debian's own tools first (what tools/install-deps.sh installs): a python3 found earlier on
@@ -538,7 +540,8 @@ REFTXT=""
 if has refusal "$SCENARIOS"; then
 	log "refusal cost: sluice's RST and 429 against HAProxy's and nginx's 429 (tools/bench/refusal.sh)"
 	mkdir -p "$TMP/refusal"
-	REFUSAL_DUR=${REFUSAL_DUR:-$DUR} REFUSAL_RUNS=${REFUSAL_RUNS:-$RUNS} \
+	# at most 5 s a step: two rates of four contenders must fit in about 5 minutes
+	REFUSAL_DUR=${REFUSAL_DUR:-$((DUR < 5 ? DUR : 5))} REFUSAL_RUNS=${REFUSAL_RUNS:-$RUNS} \
 		tools/bench/refusal.sh "$BUILD" "$TMP/refusal" ||
 		FAILED+=("refusal: tools/bench/refusal.sh exit $? (its log above says why)")
 	[ -s "$TMP/refusal/refusal.txt" ] && REFTXT=$TMP/refusal/refusal.txt

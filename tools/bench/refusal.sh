@@ -16,9 +16,14 @@
 #                the request is answered 429 from TC ingress and the server's side reset;
 #   haproxy-429  HAProxy answering every request `http-request deny deny_status 429`;
 #   nginx-429    nginx answering every request `return 429`.
-# The client (tools/loadgen, open loop, RATE arrivals/s for DUR s) opens a new connection per
-# arrival: mode tcp for the RST, http-new (one request, Connection: close) for the 429s -- a
-# flood of new clients, the case refusals exist for.
+# The client (tools/loadgen, open loop, evenly spaced arrivals, each rate of REFUSAL_RATES for
+# DUR s) opens a new connection per arrival: mode tcp for the RST, http-new (one request,
+# Connection: close) for the 429s -- a flood of new clients, the case refusals exist for.
+# Why more than one rate: at a few thousand arrivals/s the server veth's NAPI kthread wakes
+# once per packet, and that wake-up and the veth hand-over are most of what an XDP refusal
+# costs; a host under a flood receives faster than that, its kthread can take several
+# packets a wake-up, and what it pays per refusal is lower. The first rate is the quiet one (every
+# contender keeps up), the later ones are near or past what this host can refuse.
 # CPU per refusal: the server side's own CPU, measured on the tasks that do its work, never
 # the whole host's (on a shared machine others' work swamps a whole-host difference, and
 # subtracting the client left negative figures). Both veths receive in threaded NAPI (GRO on,
@@ -29,17 +34,33 @@
 # (/proc/PID/schedstat, ns) of the server veth's kthread + of every thread of every process in
 # the server namespace (HAProxy, nginx's workers, sluiced, the test server behind sluice's 429),
 # over a fixed count of arrivals. The client's process and its kthread are not in it. Left out
-# as well: TCP timers (delayed ACKs, TIME-WAIT) that run in softirq on any CPU. Each contender
-# is measured RUNS times; the report gives median [min-max].
-# Knobs: REFUSAL_RATE (arrivals/s, default 3000), REFUSAL_DUR (s, default 5), REFUSAL_RUNS
-# (default 3), REFUSAL_CONTENDERS (default all four).
+# as well: TCP timers (delayed ACKs, TIME-WAIT) that run in softirq on any CPU. The client
+# runs on the same CPUs as the server: at the high rates the two compete, so the rate where a
+# contender stops keeping up is this host's (client included), not the contender's alone.
+# Keeping up: a contender keeps up at a rate when it refuses at least 90 % of the arrivals
+# (a refusal = a 429, an RST to the SYN, or a refused connect; the rest are timeouts at
+# 1 s, resets, or answers). One that does not is still reported, marked "no" with the rate
+# it did refuse, its CPU per refusal (the work spent on the arrivals it never answered
+# included) and its ratio to HAProxy flagged; that is a result, not a failure, except at the
+# first (lowest) rate, where every contender is expected to keep up and one that does not is
+# broken, not busy: the script then fails. Each contender is measured RUNS times per rate; the
+# report gives median [min-max].
+# Knobs: REFUSAL_RATES (arrivals/s, ascending, default "3000 20000"), REFUSAL_DUR (s, default
+# 5), REFUSAL_RUNS (default 3), REFUSAL_CONTENDERS (default all four).
+# Why 20000: on the 2-vCPU VM the three 429s stop keeping up between about 6000 and 10000/s
+# (the client's own work included) and collapse above it, while sluice's RST keeps up with
+# what one client process sends up to about 40000/s, and its cost per refusal falls from about
+# 10000/s (more packets a wake-up of the kthread, or a CPU already awake). 20000 is the
+# highest rate at which the RST kept up in every run here, also with other work on the host;
+# at 40000 it did not always (most likely the client fell behind: the server's kthread did as
+# much work as in the runs that kept up, 1 s of 5).
 # Writes OUTDIR/refusal.txt; everything it starts is removed on any exit.
 set -u
 [ $# -eq 2 ] || { echo "usage: tools/bench/refusal.sh BUILD OUTDIR" >&2; exit 2; }
 BUILD=$(realpath -m "$1")
 OUTDIR=$(realpath -m "$2")
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
-RATE=${REFUSAL_RATE:-3000}
+RATES=${REFUSAL_RATES:-"3000 20000"}
 DUR=${REFUSAL_DUR:-5}
 RUNS=${REFUSAL_RUNS:-3}
 CONTENDERS=${REFUSAL_CONTENDERS:-"sluice-rst sluice-429 haproxy-429 nginx-429"}
@@ -205,88 +226,142 @@ server_ns() {
 	done
 	echo "$rx $pr"
 }
-client() { # client SECONDS MODE OUT: loadgen in the client namespace, its JSON on OUT
-	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode "$2" --rate "$RATE" \
-		--arrivals uniform --duration "$1" --timeout-ms 1000 --quiet > "$3"
+client() { # client RATE SECONDS MODE OUT: loadgen in the client namespace, its JSON on OUT
+	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode "$3" --rate "$1" \
+		--arrivals uniform --duration "$2" --timeout-ms 1000 --quiet > "$4"
 }
 
 NCPU=$(nproc)
+FIRST_RATE=${RATES%% *}
 : > "$TMP/rows"
-measure() { # measure WHO RUN
-	local who=$1 run=$2 mode=http-new rx0 pr0 rx1 pr1 rc=0
+# measure WHO RUN RATE: one row on TMP/rows; exit 0 when it kept up, 3 when it did not (the
+# row says so), 1 when there is no figure (the client failed, or the kthread did no work).
+measure() {
+	local who=$1 run=$2 rate=$3 mode=http-new rx0 pr0 rx1 pr1 rc=0
 	[ "$who" = sluice-rst ] && mode=tcp
-	client 1 "$mode" "$TMP/warm.json" >/dev/null 2>&1      # warm-up, not counted
+	client "$rate" 1 "$mode" "$TMP/warm.json" >/dev/null 2>&1      # warm-up, not counted
 	sleep 1   # what the warm-up left (TIME-WAIT, retransmits) settles
 	read -r rx0 pr0 < <(server_ns)
-	client "$DUR" "$mode" "$TMP/step.json" || rc=$?
+	client "$rate" "$DUR" "$mode" "$TMP/step.json" || rc=$?
 	read -r rx1 pr1 < <(server_ns)
-	python3 - "$TMP/step.json" "$who" "$run" "$((rx1 - rx0))" "$((pr1 - pr0))" "$rc" \
-		>> "$TMP/rows" <<'EOF' || { FAILED+=("$who run $run: $(tail -c 300 "$TMP/rows")"); return 1; }
+	python3 - "$TMP/step.json" "$who" "$run" "$rate" "$((rx1 - rx0))" "$((pr1 - pr0))" "$rc" \
+		>> "$TMP/rows" <<'EOF'
 import json, sys
-path, who, run, rx, procs, rc = sys.argv[1:]
+path, who, run, rate, rx, procs, rc = sys.argv[1:]
 j = [json.loads(l) for l in open(path) if l.startswith("{")]
 if not j or rc != "0":
-    print("error: %s: the client failed (exit %s)" % (who, rc)); sys.exit(1)
+    print("error: %s at %s/s: the client failed (exit %s)" % (who, rate, rc)); sys.exit(1)
 t = j[-1]["total"]
 refused = t["rejected"]
-if t["sent"] == 0 or refused < 0.9 * t["sent"]:
-    print("error: %s refused %d of %d (ok %d, errors %d): it does not refuse everything"
-          % (who, refused, t["sent"], t["ok"], t["errors"])); sys.exit(1)
 rx_s, procs_s = int(rx) / 1e9, int(procs) / 1e9
 if rx_s <= 0:
-    print("error: %s: the server veth's NAPI kthread did no work: the packets took another"
-          " path, the figure would not be the server's" % who); sys.exit(1)
-print(json.dumps({"who": who, "run": int(run), "sent": t["sent"], "refused": refused,
-                  "rx_s": rx_s, "procs_s": procs_s, "cpu_s": rx_s + procs_s}))
+    print("error: %s at %s/s: the server veth's NAPI kthread did no work: the packets took"
+          " another path, the figure would not be the server's" % (who, rate)); sys.exit(1)
+kept = t["sent"] > 0 and refused >= 0.9 * t["sent"]
+print(json.dumps({"who": who, "run": int(run), "rate": int(rate), "sent": t["sent"],
+                  "refused": refused, "refused_per_s": refused / j[-1]["duration_s"],
+                  "ok": t["ok"], "timeout": t["timeout"], "reset": t["reset"],
+                  "errors": t["errors"], "kept": kept, "rx_s": rx_s, "procs_s": procs_s,
+                  "cpu_s": rx_s + procs_s}))
+sys.exit(0 if kept else 3)
 EOF
 }
 
 for run in $(seq "$RUNS"); do
-	for who in $CONTENDERS; do
-		if ! start_contender "$who"; then
-			log "$who cannot start: $WHY"
-			FAILED+=("$who: cannot start: $WHY")
+	for rate in $RATES; do
+		for who in $CONTENDERS; do
+			if ! start_contender "$who"; then
+				log "$who cannot start: $WHY"
+				FAILED+=("$who: cannot start: $WHY")
+				teardown_ns
+				continue
+			fi
+			log "run $run: $who, $rate new connections/s for ${DUR}s"
+			measure "$who" "$run" "$rate"
+			case $? in
+			0) ;;
+			3)
+				log "  $who does not keep up at $rate/s: $(tail -1 "$TMP/rows" |
+					python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("refused %d of %d (ok %d, timeouts %d, resets %d)" % (r["refused"], r["sent"], r["ok"], r["timeout"], r["reset"]))')"
+				[ "$rate" = "$FIRST_RATE" ] &&
+					FAILED+=("$who run $run: does not refuse everything at $rate/s, the lowest rate")
+				;;
+			*)
+				log "  FAILED: $(tail -1 "$TMP/rows")"
+				FAILED+=("$who run $run at $rate/s: $(tail -1 "$TMP/rows")")
+				;;
+			esac
 			teardown_ns
-			continue
-		fi
-		log "run $run: $who, $RATE new connections/s for ${DUR}s"
-		measure "$who" "$run" || log "  FAILED: $(tail -1 "$TMP/rows")"
-		teardown_ns
+		done
 	done
 done
 
 # ------------------------------------------------------------------ report
-python3 - "$TMP/rows" "$RATE" "$DUR" "$RUNS" > "$OUTDIR/refusal.txt" <<'EOF'
+python3 - "$TMP/rows" "$RATES" "$DUR" "$RUNS" > "$OUTDIR/refusal.txt" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-rate, dur, runs = sys.argv[2], sys.argv[3], sys.argv[4]
+rates, dur, runs = [int(r) for r in sys.argv[2].split()], sys.argv[3], sys.argv[4]
 order = ("sluice-rst", "sluice-429", "haproxy-429", "nginx-429")
-by = {w: [r for r in rows if r["who"] == w] for w in order}
 def per(r):
     return r["refused"] / r["cpu_s"]
+def us(r, key):  # us per refusal; one that refused nothing (it did not keep up at all): inf
+    return 1e6 * r[key] / r["refused"] if r["refused"] else float("inf")
 def mmm(v, f):
     return "%s [%s-%s]" % (f % statistics.median(v), f % min(v), f % max(v))
-print("# refusals per core-second of the server side: %s new connections/s for %s s per run,"
-      " %s runs, each arrival refused; server CPU = the server veth's NAPI kthread (XDP, TC,"
-      " IP/TCP in and the replies out) + every thread of the server namespace's processes;"
-      " median [min-max] over the runs" % (rate, dur, runs))
-print("%-12s %4s %8s %22s %22s %22s %26s %18s" % ("contender", "runs", "refused", "us/ref",
-      "kthread_us/ref", "procs_us/ref", "refusals/core_s", "x_haproxy"))
-hap = [per(r) for r in by["haproxy-429"]]
+print("# refusals per core-second of the server side at %s new connections/s, %s s per run and"
+      " rate, %s runs, every arrival to be refused; server CPU = the server veth's NAPI kthread"
+      " (XDP, TC, IP/TCP in and the replies out) + every thread of the server namespace's"
+      " processes; the client shares the host's %s CPUs; median [min-max] over the runs"
+      % (" and ".join(map(str, rates)), dur, runs, __import__("os").cpu_count()))
+print("# kept: runs in which the contender refused >= 90 % of the arrivals; refused/s: the"
+      " refusals it did per second of arrivals; * on x_haproxy: one side did not keep up in"
+      " some run, its CPU per refusal includes the work on arrivals it never answered")
+print("%6s %-12s %8s %22s %22s %22s %20s %24s %20s" % ("rate", "contender", "kept",
+      "refused/s", "us/ref", "kthread_us/ref", "procs_us/ref", "refusals/core_s", "x_haproxy"))
+for rate in rates:
+    by = {w: [r for r in rows if r["who"] == w and r["rate"] == rate] for w in order}
+    hrs = by["haproxy-429"]
+    hap = [per(r) for r in hrs]
+    for who in order:
+        rs = by[who]
+        if not rs:
+            continue
+        p = [per(r) for r in rs]
+        ratio = "-"
+        if hap and statistics.median(hap) > 0:
+            ratio = "%.1f" % (statistics.median(p) / statistics.median(hap))
+            if len(rs) > 1 and len(hap) > 1:  # the spread: the worst against HAProxy's best, and the reverse
+                ratio += " [%.1f-%.1f]" % (min(p) / max(hap), max(p) / max(min(hap), 1e-9))
+            if who != "haproxy-429" and not all(r["kept"] for r in rs + hrs):
+                ratio += "*"
+        kept = sum(r["kept"] for r in rs)
+        print("%6d %-12s %8s %22s %22s %22s %20s %24s %20s" % (rate, who,
+              "%d/%d" % (kept, len(rs)) + ("" if kept == len(rs) else " no"),
+              mmm([r["refused_per_s"] for r in rs], "%.0f"),
+              mmm([us(r, "cpu_s") for r in rs], "%.1f"),
+              mmm([us(r, "rx_s") for r in rs], "%.1f"),
+              mmm([us(r, "procs_s") for r in rs], "%.1f"),
+              mmm(p, "%.0f"), ratio))
+# Each contender at the highest rate at which it kept up in every run: the side-by-side ratio at
+# one rate compares a busy sluice with a HAProxy past its limit, whose figure then counts
+# work on arrivals it never answered; this one compares each at its own busiest measured rate.
+print("# at its busiest: the highest rate at which the contender kept up in every run,"
+      " median refusals/core_s there, x_haproxy against HAProxy's at its own busiest rate")
+best = {}
 for who in order:
-    rs = by[who]
-    if not rs:
-        continue
-    p = [per(r) for r in rs]
-    ratio = "%.1f" % (statistics.median(p) / statistics.median(hap)) if hap else "-"
-    if hap and len(rs) > 1:   # the spread: the worst against HAProxy's best, and the reverse
-        ratio += " [%.1f-%.1f]" % (min(p) / max(hap), max(p) / min(hap))
-    print("%-12s %4d %8d %22s %22s %22s %26s %18s" % (who, len(rs),
-          statistics.median([r["refused"] for r in rs]),
-          mmm([1e6 * r["cpu_s"] / r["refused"] for r in rs], "%.1f"),
-          mmm([1e6 * r["rx_s"] / r["refused"] for r in rs], "%.1f"),
-          mmm([1e6 * r["procs_s"] / r["refused"] for r in rs], "%.1f"),
-          mmm(p, "%.0f"), ratio))
+    ok = [rate for rate in rates
+          if (rs := [r for r in rows if r["who"] == who and r["rate"] == rate])
+          and all(r["kept"] for r in rs)]
+    if ok:
+        rs = [r for r in rows if r["who"] == who and r["rate"] == ok[-1]]
+        best[who] = (ok[-1], statistics.median([per(r) for r in rs]))
+for who in order:
+    if who in best:
+        rate, v = best[who]
+        ratio = "%.1f" % (v / best["haproxy-429"][1]) if "haproxy-429" in best else "-"
+        print("#   %-12s at %6d/s: %8.0f refusals/core_s, x_haproxy %s" % (who, rate, v, ratio))
+    elif any(r["who"] == who for r in rows):
+        print("#   %-12s kept up at no rate in every run" % who)
 EOF
 cat "$OUTDIR/refusal.txt"
 if [ ${#FAILED[@]} -gt 0 ]; then
