@@ -429,22 +429,22 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
-/* connection_cap: http only, auto by default, off turns the lower classes' cap off. */
+/* connection_cap: http only, off by default, auto turns the lower classes' cap on. */
 static void test_connection_cap(void **state)
 {
 	struct fx *f = *state;
 
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap_off, 0);
+	assert_int_equal(f->cfg.services[0].connection_cap, 0);   /* off by default */
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"
 			      "    connection_cap: off\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap_off, 1);
+	assert_int_equal(f->cfg.services[0].connection_cap, 0);
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"
 			      "    connection_cap: auto\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap_off, 0);
+	assert_int_equal(f->cfg.services[0].connection_cap, 1);
 	expect_fail(f, parse(f, "interface: lo\nservices:\n"
 				"  - name: db\n    port: 5432\n    connection_cap: auto\n"), 1);
 	expect_error(&f->errs, 5, "needs protocol: http");

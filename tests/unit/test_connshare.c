@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* The http connection cap of the lower classes with a fake clock: set to the class's room
- * when its requests are refused, lowered to it, held while the cap turns SYNs away, grown only
- * while the backend has room and the class is not refused, lifted after the hold, never on L0,
- * and taken over from the map by a restarted sluiced. */
+/* The http connection cap of the lower classes with a fake clock: set to the class's share
+ * when its requests are refused, lowered to it, held while the cap turns SYNs away, following
+ * the share down at once and up paced once the class is not refused, lifted after the hold,
+ * never on L0, and taken over from the map by a restarted sluiced; the share from the room, the
+ * backend's concurrency, the higher classes and the idle connections. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,9 +17,9 @@
 #define HOLD SLUICE_CONNSHARE_HOLD_NS
 #define TICK (100 * MS)
 
-static struct sluice_connshare_input busy_input(uint32_t share3, int64_t in_flight)
+static struct sluice_connshare_input busy_input(uint32_t share3)
 {
-	struct sluice_connshare_input in = { .limit = 20, .in_flight = in_flight };
+	struct sluice_connshare_input in = { 0 };
 
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
 		in.share[k] = 20;
@@ -29,7 +30,7 @@ static struct sluice_connshare_input busy_input(uint32_t share3, int64_t in_flig
 static void test_refusals_set_cap_to_room(void **st)
 {
 	struct sluice_connshare cs = { 0 };
-	struct sluice_connshare_input in = busy_input(17, 20);
+	struct sluice_connshare_input in = busy_input(17);
 	(void)st;
 
 	assert_int_equal(sluice_connshare_tick(&cs, &in, HOLD, 1 * S), 0);
@@ -51,7 +52,7 @@ static void test_refusals_set_cap_to_room(void **st)
 static void test_l0_never_capped(void **st)
 {
 	struct sluice_connshare cs = { 0 };
-	struct sluice_connshare_input in = busy_input(10, 20);
+	struct sluice_connshare_input in = busy_input(10);
 	(void)st;
 
 	in.refused[0] = 100;
@@ -65,7 +66,7 @@ static void test_l0_never_capped(void **st)
 static void test_held_while_syns_refused_then_lifted(void **st)
 {
 	struct sluice_connshare cs = { 0 };
-	struct sluice_connshare_input in = busy_input(16, 20);
+	struct sluice_connshare_input in = busy_input(16);
 	uint64_t t = 10 * S;
 	(void)st;
 
@@ -94,10 +95,10 @@ static void test_held_while_syns_refused_then_lifted(void **st)
 	assert_int_equal(cs.cap[3], 0);
 }
 
-static void test_grows_only_with_room_and_no_refusals(void **st)
+static void test_follows_share_up_paced_and_down_at_once(void **st)
 {
 	struct sluice_connshare cs = { 0 };
-	struct sluice_connshare_input in = busy_input(8, 20);
+	struct sluice_connshare_input in = busy_input(8);
 	uint64_t t = 0;
 	uint32_t last;
 	(void)st;
@@ -105,68 +106,62 @@ static void test_grows_only_with_room_and_no_refusals(void **st)
 	in.refused[3] = 1;
 	sluice_connshare_tick(&cs, &in, HOLD, t);
 	assert_int_equal(cs.cap[3], 8);
-	/* SYNs turned away while the backend idles (in-flight 5 of 20), but the class was
-	 * refused just now: no growth for half the hold */
+	/* the share rises (the backend serves more) while the cap turns SYNs away, but the class
+	 * was refused just now: no growth for half the hold */
 	in.refused[3] = 0;
 	in.cap_refused[3] = 50;
-	in.in_flight = 5;
+	in.share[3] = 20;
 	for (t = TICK; t < HOLD / 2; t += TICK) {
 		sluice_connshare_tick(&cs, &in, HOLD, t);
 		assert_int_equal(cs.cap[3], 8);
 	}
-	/* then it grows by a quarter, at most every SLUICE_CONNSHARE_GROW_NS */
+	/* then towards it by a quarter, at most every SLUICE_CONNSHARE_GROW_NS, never past it */
 	sluice_connshare_tick(&cs, &in, HOLD, t);
 	assert_int_equal(cs.cap[3], 10);
 	last = cs.cap[3];
-	for (uint64_t end = t + 2 * S; t < end;) {
+	for (uint64_t end = t + 3 * S; t < end;) {
 		t += TICK;
 		sluice_connshare_tick(&cs, &in, HOLD, t);
-		assert_true(cs.cap[3] == last || cs.cap[3] == last + (last / 4 ? last / 4 : 1));
-		if (cs.cap[3] != last)
-			assert_true(t - cs.grown_ns[3] == 0);
+		if (cs.cap[3] != last) {
+			assert_true(cs.cap[3] == last + (last / 4 ? last / 4 : 1) || cs.cap[3] == 20);
+			assert_true(cs.grown_ns[3] == t);
+		}
 		last = cs.cap[3];
 	}
-	assert_true(cs.cap[3] >= 15 && cs.cap[3] <= 24); /* 4 steps in 2 s: 10 12 15 18 22 */
-	/* a full backend stops the growth */
-	in.in_flight = 19;
-	last = cs.cap[3];
-	for (int n = 0; n < 30; n++) {
-		t += TICK;
-		sluice_connshare_tick(&cs, &in, HOLD, t);
-	}
-	assert_int_equal(cs.cap[3], last);
-	/* and a refusal brings it back to the room */
+	assert_int_equal(cs.cap[3], 20); /* 10 12 15 18 20 */
+	/* the share falls: the cap follows at once */
+	in.share[3] = 9;
+	t += TICK;
+	sluice_connshare_tick(&cs, &in, HOLD, t);
+	assert_int_equal(cs.cap[3], 9);
+	/* and a refusal brings it to the share of the moment */
+	in.share[3] = 6;
 	in.refused[3] = 2;
 	t += TICK;
 	sluice_connshare_tick(&cs, &in, HOLD, t);
-	assert_int_equal(cs.cap[3], 8);
+	assert_int_equal(cs.cap[3], 6);
 }
 
-static void test_no_growth_without_limit(void **st)
+static void test_share(void **st)
 {
-	struct sluice_connshare cs = { 0 };
-	struct sluice_connshare_input in = busy_input(6, 0);
-	uint64_t t = 0;
 	(void)st;
-
-	in.limit = 0;
-	in.refused[2] = 1;
-	in.share[2] = 6;
-	sluice_connshare_tick(&cs, &in, HOLD, t);
-	in.refused[2] = 0;
-	in.cap_refused[2] = 10;
-	for (int n = 0; n < 50; n++) {
-		t += TICK;
-		sluice_connshare_tick(&cs, &in, HOLD, t);
-	}
-	assert_int_equal(cs.cap[2], 6);
+	/* the backend's concurrency (15 busy at once) under the room of 30, less the higher
+	 * classes' 2, plus the class's 3 idle connections */
+	assert_int_equal(sluice_connshare_share(30, 15.0, 2, 3), 16);
+	/* not known yet: the room alone */
+	assert_int_equal(sluice_connshare_share(30, 0, 2, 0), 28);
+	/* the room is the bound when it is lower */
+	assert_int_equal(sluice_connshare_share(10, 15.0, 0, 0), 10);
+	/* nothing left above the higher classes: only the idle connections */
+	assert_int_equal(sluice_connshare_share(10, 15.0, 12, 4), 4);
+	assert_int_equal(sluice_connshare_share(0, 15.0, 0, 0), 0);
 }
 
 static void test_adopt_holds_then_lifts(void **st)
 {
 	struct sluice_connshare cs;
 	const uint32_t found[SLUICE_NUM_CLASSES] = { 7, 0, 5, 9 };
-	struct sluice_connshare_input in = busy_input(9, 3);
+	struct sluice_connshare_input in = busy_input(9);
 	uint64_t t = 100 * S;
 	(void)st;
 
@@ -191,8 +186,8 @@ int main(void)
 		cmocka_unit_test(test_refusals_set_cap_to_room),
 		cmocka_unit_test(test_l0_never_capped),
 		cmocka_unit_test(test_held_while_syns_refused_then_lifted),
-		cmocka_unit_test(test_grows_only_with_room_and_no_refusals),
-		cmocka_unit_test(test_no_growth_without_limit),
+		cmocka_unit_test(test_follows_share_up_paced_and_down_at_once),
+		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_adopt_holds_then_lifts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,8 +86,9 @@ struct service_conf {
 	int headroom_set;                 /* `headroom` was written: its percentages are caps */
 	unsigned headroom_written;        /* bit k: headroom's key Lk was written */
 	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */
-	int connection_cap_off;           /* http `connection_cap: off`: the lower classes'
-	                                   * connections are never capped (default: auto) */
+	int connection_cap;               /* http `connection_cap: auto` (1): cap a lower class's
+	                                   * connections while its requests are refused; 0 (off,
+	                                   * the default): never */
 };
 
 /* The open-connection cap per class of a service (0 = no cap): L0 up to max_connections, class

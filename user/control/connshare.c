@@ -2,9 +2,6 @@
 /* The connection cap of an http service's lower classes: see connshare.h. */
 #include "control/connshare.h"
 
-/* The most a cap grows to: beyond the highest 32-bit count the map holds. */
-#define CAP_MAX 0x7fffffffu
-
 static uint32_t share_of(const struct sluice_connshare_input *in, int k)
 {
 	uint32_t s = in->share[k];
@@ -18,26 +15,25 @@ int sluice_connshare_tick(struct sluice_connshare *cs, const struct sluice_conns
 	int changed = 0;
 
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++) {
-		uint32_t was = cs->cap[k], cap = was;
+		uint32_t was = cs->cap[k], cap = was, s = share_of(in, k);
 
 		if (in->refused[k]) {
 			/* More of the class asks than it has room for: its connections at most
-			 * its room. */
-			uint32_t s = share_of(in, k);
-
+			 * its share. */
 			cap = !cap || cap > s ? s : cap;
 			cs->until_ns[k] = now_ns + hold_ns;
 			cs->refused_ns[k] = now_ns;
 		} else if (cap && in->cap_refused[k]) {
 			cs->until_ns[k] = now_ns + hold_ns;
-			/* Room left unused while the cap turns clients away: the class's open
-			 * connections are not all sending. */
-			if (in->limit && in->in_flight * 10 < (int64_t)in->limit * 9 &&
-			    now_ns - cs->refused_ns[k] >= hold_ns / 2 &&
-			    now_ns - cs->grown_ns[k] >= SLUICE_CONNSHARE_GROW_NS) {
+			if (s < cap) {
+				cap = s;
+			} else if (s > cap && now_ns - cs->refused_ns[k] >= hold_ns / 2 &&
+				   now_ns - cs->grown_ns[k] >= SLUICE_CONNSHARE_GROW_NS) {
+				/* the share grew (the backend serves more, the higher classes
+				 * hold less): towards it, a quarter at a time */
 				uint32_t step = cap / 4 ? cap / 4 : 1;
 
-				cap = cap > CAP_MAX - step ? CAP_MAX : cap + step;
+				cap = cap + step < s ? cap + step : s;
 				cs->grown_ns[k] = now_ns;
 			}
 		}
@@ -61,4 +57,17 @@ void sluice_connshare_adopt(struct sluice_connshare *cs, const uint32_t cap[SLUI
 		cs->refused_ns[k] = now_ns; /* as if refused now: no growth before it is seen */
 		cs->grown_ns[k] = now_ns;
 	}
+}
+
+uint32_t sluice_connshare_share(uint32_t room, double knee, uint32_t above, uint32_t idle)
+{
+	double busy = room;
+
+	if (knee > 0 && knee < busy)
+		busy = knee;
+	busy -= above;
+	if (busy < 0)
+		busy = 0;
+	busy += idle;
+	return busy > 1e9 ? 1000000000u : (uint32_t)busy;
 }

@@ -607,34 +607,37 @@ static void prefetch_service(struct daemon *d, int i, unsigned long long now_ns)
 	maps_reader_prefetch_slot(&d->rd, d->idx[i]);
 }
 
-/* The room class k has under verdict v, for its connection cap: its threshold (or the limit
- * when it has none) less what the higher classes held at their peak over the last seconds
- * (peaks): the threshold counts their requests as well, and a connection for which there is
- * no room is a request refused with a 429 -- a connection the server accepted for nothing.
- * 0: no room (a shut class). */
-static uint32_t class_room(const struct sluice_verdict *v, const uint32_t *peaks, int k)
-{
-	uint32_t room = v->class_threshold[k] ? v->class_threshold[k] : v->limit, above = 0;
+/* Latency samples a tick needs before its mean says whether the backend queues. */
+#define CONNSHARE_MEAN_SAMPLES 10
+/* How long the backend's best concurrency stands (control/connshare.h). */
+#define CONNSHARE_KNEE_NS (30ull * 1000000000ull)
 
+/* The room class k has under verdict v: its threshold, or the limit when it has none (0: no
+ * room, a shut class). */
+static uint32_t class_room(const struct sluice_verdict *v, int k)
+{
 	if (v->flags & SLUICE_VERDICT_SHUT(k))
 		return 0;
-	for (int j = 0; j < k; j++)
-		above += peaks[j];
-	return room > above ? room - above : 0;
+	return v->class_threshold[k] ? v->class_threshold[k] : v->limit;
 }
 
-/* http service i: the lower classes' connection cap after this tick's verdict v. Reads the
- * cap's refusal counts only while a cap is set (nothing else can move them), and writes the
- * cap only when it changed. Returns 1 while a cap is set: the service is not quiet, since
- * the cap's refusals move no counter the tick's shortcut watches. */
+/* http service i: the lower classes' connection cap after this tick's verdict v
+ * (control/connshare.h). Reads the cap's refusal counts and the open connections only while a
+ * cap is set or a class is refused for room, and writes the cap only when it changed. Returns
+ * 1 while a cap is set: the service is not quiet, since the cap's refusals move no counter the
+ * tick's shortcut watches. */
 static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v,
 			 const struct ctl_inputs *in, unsigned long long now_ns)
 {
 	const struct service_conf *sc = &d->cfg.services[i];
+	const struct service_ctl *ctl = &d->ctl[i];
 	struct service_books *b = &d->books[i];
-	struct sluice_connshare_input ci = { .limit = v->limit, .in_flight = in->inflight.total };
+	struct sluice_connshare_input ci = { 0 };
+	struct sluice_inflight open;
 	struct sluice_conn_cap cc;
-	int any = 0;
+	uint32_t above = 0;
+	double knee = 0, base_us;
+	int any = 0, refusing = 0;
 
 	if (d->m.http_conn_cap < 0 || sc->protocol != SLUICE_PROTO_HTTP)
 		return 0; /* a tcp service's SYNs never read the http cap */
@@ -654,30 +657,67 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	}
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		any |= b->conns.cap[k] != 0;
-	if (sc->connection_cap_off) {
+	if (!sc->connection_cap) {
 		if (!any)
 			return 0;
-		memset(&b->conns, 0, sizeof(b->conns)); /* the config turned it off */
+		memset(&b->conns, 0, sizeof(b->conns)); /* off (a reload turned it off) */
 		return maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap), 0;
 	}
-	if (any && maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0) {
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+		const struct sluice_class_signals *cs = &ctl->sig.cls[k];
+		int64_t x = in->inflight.cls[k] > 0 ? in->inflight.cls[k] : 0;
+
+		ci.refused[k] = cs->rejected[SLUICE_REJ_HEADROOM] + cs->rejected[SLUICE_REJ_LADDER];
+		refusing |= k && ci.refused[k];
+		/* what the higher classes hold, on average: their peak would leave a class
+		 * whose load is bursty (Poisson arrivals) room it never uses */
+		b->conn_busy_avg[k] += (x - b->conn_busy_avg[k]) * 0.1;
+	}
+	if (!any && !refusing)
+		return 0;
+	if (maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0) {
 		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-			ci.cap_refused[k] = cc.rejected[k] - b->conn_rejected[k];
+			ci.cap_refused[k] = any ? cc.rejected[k] - b->conn_rejected[k] : 0;
 			b->conn_rejected[k] = cc.rejected[k];
 		}
 	}
-	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-		const struct sluice_class_signals *cs = &d->ctl[i].sig.cls[k];
+	if (maps_read_http_conns(&d->m, d->idx[i], &open))
+		memset(&open, 0, sizeof(open));
+	/* The backend's concurrency, from a tick whose mean time in the service shows a queue
+	 * (it was saturated): its responses per second x the unloaded mean time in the service
+	 * (Little's law: how many it serves at once), averaged over such ticks; kept 30 s after
+	 * the last. From a tick without a queue it would read only
+	 * the load a cap let through, and spiral down with it. One more while this tick's mean
+	 * shows no queue. None known: the room under the limit alone (control/connshare.h). */
+	base_us = ctl->base_mean.value_us;
+	if (base_us > 0) {
+		const struct sluice_class_signals *t = &ctl->sig.total;
+		int measured = t->samples >= CONNSHARE_MEAN_SAMPLES && t->mean_us > 0;
+		int queue = measured && t->mean_us > base_us * 1.05;
 
-		ci.refused[k] = cs->rejected[SLUICE_REJ_HEADROOM] + cs->rejected[SLUICE_REJ_LADDER];
-		ci.share[k] = class_room(v, d->ctl[i].peaks, k);
+		if (queue && ctl->sig.dt_s > 0) {
+			/* responses per second (latency samples: the completion count also
+			 * counts connections that end) x the unloaded mean time in the service */
+			double k_now = (double)t->samples / ctl->sig.dt_s * base_us / 1e6;
+			int fresh = b->conn_knee > 0 && now_ns - b->conn_knee_ns <= CONNSHARE_KNEE_NS;
+
+			b->conn_knee = fresh ? b->conn_knee + (k_now - b->conn_knee) * 0.2 : k_now;
+			b->conn_knee_ns = now_ns;
+		}
+		if (b->conn_knee > 0 && now_ns - b->conn_knee_ns <= CONNSHARE_KNEE_NS)
+			knee = b->conn_knee + (measured && !queue ? 1 : 0);
 	}
-	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns)) {
-		if (!any && maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0)
-			memcpy(b->conn_rejected, cc.rejected, sizeof(b->conn_rejected));
-		if (maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap))
-			memset(&b->conns, 0, sizeof(b->conns)); /* not in force: start again */
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+		int64_t idle = open.cls[k] - in->inflight.cls[k];
+
+		if (k)
+			ci.share[k] = sluice_connshare_share(class_room(v, k), knee, above,
+							     idle > 0 ? (uint32_t)idle : 0);
+		above += (uint32_t)(b->conn_busy_avg[k] + 0.5);
 	}
+	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns) &&
+	    maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap))
+		memset(&b->conns, 0, sizeof(b->conns)); /* not in force: start again */
 	any = 0;
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		any |= b->conns.cap[k] != 0;

@@ -74,6 +74,11 @@ struct service_books {
 	 * service's first tick ran were looked at. */
 	struct sluice_connshare conns;
 	uint64_t conn_rejected[SLUICE_NUM_CLASSES];
+	double conn_knee;                        /* the backend's concurrency, as read from
+	                                          * ticks that showed a queue ... */
+	unsigned long long conn_knee_ns;         /* ... the last of them: kept for 30 s */
+	double conn_busy_avg[SLUICE_NUM_CLASSES];  /* each class's in-flight, averaged over
+	                                          * about a second of ticks */
 	int conns_adopted;
 	int conns_keep;                          /* the slot's pinned controller state is this
 	                                          * service's (a restart): its caps are taken
