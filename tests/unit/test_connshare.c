@@ -73,8 +73,8 @@ static void test_held_while_syns_refused_then_lifted(void **st)
 	in.refused[3] = 3;
 	sluice_connshare_tick(&cs, &in, HOLD, t);
 	assert_int_equal(cs.cap[3], 16);
-	/* no more 429s, but the cap keeps turning SYNs away for 30 s: it stays, unchanged (the
-	 * backend is full: in-flight 20 of 20) */
+	/* no more 429s, but the cap keeps turning SYNs away for 30 s: it stays, unchanged (its
+	 * share did not move) */
 	in.refused[3] = 0;
 	in.cap_refused[3] = 1000;
 	for (int n = 0; n < 300; n++) {

@@ -157,36 +157,27 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		s->untrusted_priority = untrusted_of(m, i);
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			s->cls[c].open = -1;
-		if (s->svc.protocol != SLUICE_PROTO_HTTP) {
+		{
+			/* The class's open connections and their cap: a tcp service's in
+			 * `inflight` under `max_connections` (conn_cap), an http service's in
+			 * `http_conns` under the cap sluiced sets while its requests are refused
+			 * (pins from layout 9 on). Refusals of either are counted in conn_cap. */
+			int http = s->svc.protocol == SLUICE_PROTO_HTTP;
+			struct sluice_http_conn_cap hc = { { 0 } };
 			struct sluice_inflight conns;
 			struct sluice_conn_cap cc;
 
-			if (maps_read_inflight(m, i, &conns) == 0) {
+			if ((http ? maps_read_http_conns(m, i, &conns) :
+				    maps_read_inflight(m, i, &conns)) == 0) {
 				s->connections = conns.total;
 				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 					s->cls[c].open = conns.cls[c];
 			}
+			if (http)
+				maps_read_http_conn_cap(m, i, &hc);
 			maps_read_conn_cap(m, i, &cc);
 			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-				s->cls[c].conn_cap = cc.threshold[c];
-				s->cls[c].conn_rejected = cc.rejected[c];
-			}
-		} else {
-			/* http: the class's open connections and the cap the controller set
-			 * on them while its requests are refused (pins from layout 9 on) */
-			struct sluice_http_conn_cap hc;
-			struct sluice_inflight conns;
-			struct sluice_conn_cap cc;
-
-			if (maps_read_http_conns(m, i, &conns) == 0) {
-				s->connections = conns.total;
-				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-					s->cls[c].open = conns.cls[c];
-			}
-			maps_read_http_conn_cap(m, i, &hc);
-			maps_read_conn_cap(m, i, &cc);
-			for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-				s->cls[c].conn_cap = hc.cap[c];
+				s->cls[c].conn_cap = http ? hc.cap[c] : cc.threshold[c];
 				s->cls[c].conn_rejected = cc.rejected[c];
 			}
 		}
