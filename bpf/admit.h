@@ -506,7 +506,7 @@ static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
  * say, raised to the class its address's requests were given lately (addr_class). A SYN
  * carries no header: a client that is L0 by its header is known by its address. */
 static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u32 svc,
-					    const struct pkt *p, __u64 now)
+					    const struct pkt *p, __u64 now, __u8 *learned)
 {
 	struct class_pick pick = classify_l3(sc, svc, p);
 	struct sluice_client_key ck = { .svc = svc };
@@ -518,14 +518,17 @@ static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u
 	pkt_addr(p, 1, ck.addr);
 	ac = bpf_map_lookup_elem(&addr_class, &ck);
 	if (ac && now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS &&
-	    (READ_ONCE(ac->class) & 3) < cls)
+	    (READ_ONCE(ac->class) & 3) < cls) {
 		cls = READ_ONCE(ac->class) & 3;
+		*learned = 1;
+	}
 	return cls;
 }
 
-/* A request of class cls on a connection counted under a lower class (conn_cls): its address
- * is remembered as cls for its next SYN. Written at most once a second an address, and only
- * by such a request: a client whose connections are judged right at their SYN never writes. */
+/* A request of class cls on a connection counted under a lower class, or under the class its
+ * address was remembered as: its address is remembered as cls for its next SYN (so a client
+ * that is L0 by its header keeps being known while it sends, not only for the minute after
+ * its first connection). Written at most once a second an address. */
 static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u32 cls,
 					     __u64 now)
 {
@@ -538,8 +541,12 @@ static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u
 	    now - READ_ONCE(ac->seen_ns) < 1000000000ull)
 		return;
 	if (ac && (READ_ONCE(ac->class) & 3) < (cls & 3) &&
-	    now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS)
-		v.class = READ_ONCE(ac->class) & 3; /* a higher class seen lately stands */
+	    now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS) {
+		/* a higher class seen lately stands, as old as it is: a lower class's request
+		 * never keeps it alive */
+		v.class = READ_ONCE(ac->class) & 3;
+		v.seen_ns = READ_ONCE(ac->seen_ns);
+	}
 	bpf_map_update_elem(&addr_class, &ck, &v, BPF_ANY);
 }
 
@@ -554,8 +561,8 @@ static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *ca
 	struct sluice_conn_cap *cc;
 	__u32 c = cap->cap[cls & 3];
 
-	if (!c)
-		return 1;
+	if (!c || !(cls & 3))
+		return 1; /* no cap, or L0: never capped, whatever the map says */
 	open = bpf_map_lookup_elem(&http_conns, &svc);
 	if (!open || READ_ONCE(open->cls[cls & 3]) < (__s64)c)
 		return 1;

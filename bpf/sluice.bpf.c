@@ -352,8 +352,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 
 		hs.class = sc->default_class & 3;
 		if (cap && (cap->cap[1] | cap->cap[2] | cap->cap[3]) && controller_alive(now)) {
-			hs.class = http_syn_class(sc, svc, p, now);
-			hs.flags = SLUICE_HS_CLASSED;
+			__u8 learned = 0;
+
+			hs.class = http_syn_class(sc, svc, p, now, &learned);
+			hs.flags = SLUICE_HS_CLASSED | (learned ? SLUICE_HS_LEARNED : 0);
 			if (!http_conn_admit(cap, svc, hs.class))
 				goto refuse_conn; /* SYN retransmits are not the requests' retries */
 		}
@@ -477,7 +479,8 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 		/* The connection counts under the class its SYN was judged by, if it was. */
 		if (hs->flags & SLUICE_HS_CLASSED)
 			conn_cls = hs->class & 3;
-		nf.flags = SLUICE_FLOW_CONN_COUNTED | (conn_cls << SLUICE_FLOW_CONN_CLASS_SHIFT);
+		nf.flags = SLUICE_FLOW_CONN_COUNTED | (conn_cls << SLUICE_FLOW_CONN_CLASS_SHIFT) |
+			   ((hs->flags & SLUICE_HS_LEARNED) ? SLUICE_FLOW_CONN_LEARNED : 0);
 		/* Counted before the insert: from the insert on a FIN may end it and give the
 		 * count back, which must never find it missing. */
 		count_unit(&http_conns, svc, conn_cls, 1);
@@ -950,9 +953,12 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	{
 		__u8 fl = READ_ONCE(f->flags);
 
-		/* A class its connection was not counted under: its next SYN should know it. */
+		/* A class its connection was not counted under, or was counted under only
+		 * because the address was remembered: its next SYN should know it. */
 		if ((fl & SLUICE_FLOW_CONN_COUNTED) &&
-		    (pick.class & 3) < ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3))
+		    ((pick.class & 3) < ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3) ||
+		     ((fl & SLUICE_FLOW_CONN_LEARNED) &&
+		      (pick.class & 3) == ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3))))
 			http_learn_class(svc, key.client_addr, pick.class, now);
 	}
 	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {

@@ -77,8 +77,9 @@
  *      three classes' entries between; a migration starts the histograms from zero (the
  *      controller sees a reset, as after an attach)
  *   9  new maps `http_conns` and `http_conn_cap` (an http service's open connections per
- *      class and the cap on the lower classes' connections); an http flow may carry SLUICE_FLOW_CONN_COUNTED (never
- *      set by layout 8, whose flows are adopted: they were never counted) */
+ *      class and the cap on the lower classes' connections); an http flow may carry
+ *      SLUICE_FLOW_CONN_COUNTED (never set by layout 8, whose flows are adopted: they were
+ *      never counted) */
 #define SLUICE_MAP_LAYOUT_VERSION 9
 
 /* Services by local address: two services may share a port on different local addresses
@@ -452,6 +453,9 @@ enum sluice_flow_state {
  * or-ed in later, which keeps them. A flow from before layout 9 has neither. */
 #define SLUICE_FLOW_CONN_COUNTED     8
 #define SLUICE_FLOW_CONN_CLASS_SHIFT 4
+/* ... and that class came from what the address's requests were given (addr_class), not from
+ * the SYN itself: its requests of that class keep the address remembered. */
+#define SLUICE_FLOW_CONN_LEARNED     0x40
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit was admitted (a tcp connection: its
@@ -582,6 +586,8 @@ struct sluice_reclaim {
 #define SLUICE_HS_SERVER_ISN  1          /* sluice_handshake.flags: server_isn is known */
 #define SLUICE_HS_CLASSED     2          /* http: class is what the SYN was judged by (the
                                           * connection cap): the connection counts under it */
+#define SLUICE_HS_LEARNED     4          /* ... raised to what its address's requests were
+                                          * given (addr_class) */
 
 struct sluice_handshake {
 	__u64 syn_ns;                    /* when the SYN was admitted */
@@ -660,10 +666,14 @@ struct sluice_http_conn_cap {
 
 /* Map `addr_class` (LRU_HASH, key struct sluice_client_key, BPF): the highest class a client
  * address's requests were given (by a header or DSCP mark from a trusted source) that is
- * higher than its connection was counted under, and when; for SLUICE_ADDR_CLASS_TTL_NS. A SYN
- * carries no header, so without this a client that is L0 by its header would be judged by the
- * lower default class at its next SYN while that class is capped. Not pinned: losing an entry
- * costs one connection judged by its source until the client's next request. */
+ * higher than its connection was counted under, and when; for SLUICE_ADDR_CLASS_TTL_NS,
+ * refreshed at most once a second by its requests of that class. A SYN carries no header, so
+ * without this a client that is L0 by its header would be judged by the lower default class at
+ * its next SYN while that class is capped. A path rule's class teaches it too (a client that
+ * asks for an L0 path is L0 at its next SYN). Not pinned: after a restart, or with the entry
+ * lost to the LRU, such a client is judged by its source until one of its requests comes on a
+ * connection it already holds -- while its default class is at its cap, not before it has one
+ * (a reason the cap is off by default: a class told apart by source rules has no such gap). */
 #define SLUICE_ADDR_CLASS_TTL_NS (60ull * 1000000000ull)
 struct sluice_addr_class {
 	__u64 seen_ns;

@@ -658,10 +658,11 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		any |= b->conns.cap[k] != 0;
 	if (!sc->connection_cap) {
-		if (!any)
+		if (!any && !b->conns_dirty)
 			return 0;
 		memset(&b->conns, 0, sizeof(b->conns)); /* off (a reload turned it off) */
-		return maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap), 0;
+		b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap) != 0;
+		return b->conns_dirty; /* not written: again at the next tick */
 	}
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 		const struct sluice_class_signals *cs = &ctl->sig.cls[k];
@@ -673,11 +674,13 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 		 * whose load is bursty (Poisson arrivals) room it never uses */
 		b->conn_busy_avg[k] += (x - b->conn_busy_avg[k]) * 0.1;
 	}
-	if (!any && !refusing)
+	if (!any && !refusing && !b->conns_dirty)
 		return 0;
 	if (maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0) {
 		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-			ci.cap_refused[k] = any ? cc.rejected[k] - b->conn_rejected[k] : 0;
+			/* a count that went back (a map made anew) moved by what it holds */
+			ci.cap_refused[k] = !any ? 0 : cc.rejected[k] >= b->conn_rejected[k] ?
+					    cc.rejected[k] - b->conn_rejected[k] : cc.rejected[k];
 			b->conn_rejected[k] = cc.rejected[k];
 		}
 	}
@@ -715,10 +718,12 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 							     idle > 0 ? (uint32_t)idle : 0);
 		above += (uint32_t)(b->conn_busy_avg[k] + 0.5);
 	}
-	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns) &&
-	    maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap))
-		memset(&b->conns, 0, sizeof(b->conns)); /* not in force: start again */
-	any = 0;
+	/* A cap not written stays to be written: the map may hold one the rule lifted, which
+	 * would otherwise refuse connections with nobody left to lift it. */
+	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns) ||
+	    b->conns_dirty)
+		b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap) != 0;
+	any = b->conns_dirty;
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		any |= b->conns.cap[k] != 0;
 	return any;

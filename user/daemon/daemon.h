@@ -80,6 +80,8 @@ struct service_books {
 	double conn_busy_avg[SLUICE_NUM_CLASSES];  /* each class's in-flight, averaged over
 	                                          * about a second of ticks */
 	int conns_adopted;
+	int conns_dirty;                         /* the map does not hold conns.cap yet (a
+	                                          * write failed): written again each tick */
 	int conns_keep;                          /* the slot's pinned controller state is this
 	                                          * service's (a restart): its caps are taken
 	                                          * over; another's are cleared */
