@@ -639,8 +639,18 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	double knee = 0, base_us;
 	int any = 0, refusing = 0;
 
-	if (d->m.http_conn_cap < 0 || sc->protocol != SLUICE_PROTO_HTTP)
-		return 0; /* a tcp service's SYNs never read the http cap */
+	if (d->m.http_conn_cap < 0)
+		return 0;
+	if (sc->protocol != SLUICE_PROTO_HTTP) {
+		/* A tcp service's SYNs never read the http cap; one left from when a reload
+		 * made the service tcp is cleared, so that it cannot apply should it become
+		 * http again. */
+		if (b->conns.cap[1] | b->conns.cap[2] | b->conns.cap[3]) {
+			memset(&b->conns, 0, sizeof(b->conns));
+			maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap);
+		}
+		return 0;
+	}
 	if (!b->conns_adopted) {
 		struct sluice_http_conn_cap found;
 
