@@ -525,27 +525,32 @@ static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u
 	return cls;
 }
 
-/* A request of class cls on a connection counted under a lower class, or under the class its
- * address was remembered as: its address is remembered as cls for its next SYN (so a client
- * that is L0 by its header keeps being known while it sends, not only for the minute after
- * its first connection). Written at most once a second an address. */
+/* Remember the address of a request of class cls for its next SYN, when the request is of a
+ * class higher than its connection was counted under (flags: the flow's), or of the class the
+ * connection was counted under only because the address was remembered (so a client that is
+ * L0 by its header stays known while it sends, not only for the minute after its first
+ * connection). Written at most once a second an address; a higher class remembered lately
+ * stands, as old as it is (a lower class's request never keeps it alive). */
 static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u32 cls,
-					     __u64 now)
+					     __u8 flags, __u64 now)
 {
 	struct sluice_client_key ck = { .svc = svc };
 	struct sluice_addr_class *ac, v = { .seen_ns = now, .class = cls & 3 };
+	__u32 conn_cls = (flags >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3;
 
+	cls &= 3;
+	if (!(flags & SLUICE_FLOW_CONN_COUNTED) || cls > conn_cls ||
+	    (cls == conn_cls && !(flags & SLUICE_FLOW_CONN_LEARNED)))
+		return;
 	__builtin_memcpy(ck.addr, addr, 16);
 	ac = bpf_map_lookup_elem(&addr_class, &ck);
-	if (ac && (READ_ONCE(ac->class) & 3) <= (cls & 3) &&
-	    now - READ_ONCE(ac->seen_ns) < 1000000000ull)
-		return;
-	if (ac && (READ_ONCE(ac->class) & 3) < (cls & 3) &&
-	    now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS) {
-		/* a higher class seen lately stands, as old as it is: a lower class's request
-		 * never keeps it alive */
-		v.class = READ_ONCE(ac->class) & 3;
-		v.seen_ns = READ_ONCE(ac->seen_ns);
+	if (ac) {
+		__u32 known = READ_ONCE(ac->class) & 3;
+		__u64 age = now - READ_ONCE(ac->seen_ns);
+
+		if ((known == cls && age < 1000000000ull) ||
+		    (known < cls && age <= SLUICE_ADDR_CLASS_TTL_NS))
+			return;
 	}
 	bpf_map_update_elem(&addr_class, &ck, &v, BPF_ANY);
 }

@@ -463,11 +463,15 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 			 * would never count. */
 			nf._pad = source_cache_of(sc, svc, key->client_addr);
 		}
-		if (nf._pad) {
+		/* The connection counts under the class its SYN was judged by, if it was; else
+		 * under its source rule's (the cached answer, or the trie when none was cached:
+		 * the rules' own second, a late rule); else under the default class. */
+		if (hs->flags & SLUICE_HS_CLASSED) {
+			conn_cls = hs->class & 3;
+		} else if (nf._pad) {
 			if ((nf._pad & SLUICE_SRC_ORDER) != SLUICE_SRC_NO_RULE)
 				conn_cls = (nf._pad >> SLUICE_SRC_CLASS_SHIFT) & 3;
-		} else if (!(hs->flags & SLUICE_HS_CLASSED)) {
-			/* no answer cached (the rules' own second, a late rule): the trie */
+		} else {
 			struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
 			struct src_answer a;
 
@@ -476,9 +480,6 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 			if (a.order != SLUICE_RULE_NONE)
 				conn_cls = a.class & 3;
 		}
-		/* The connection counts under the class its SYN was judged by, if it was. */
-		if (hs->flags & SLUICE_HS_CLASSED)
-			conn_cls = hs->class & 3;
 		nf.flags = SLUICE_FLOW_CONN_COUNTED | (conn_cls << SLUICE_FLOW_CONN_CLASS_SHIFT) |
 			   ((hs->flags & SLUICE_HS_LEARNED) ? SLUICE_FLOW_CONN_LEARNED : 0);
 		/* Counted before the insert: from the insert on a FIN may end it and give the
@@ -950,17 +951,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	}
 	st->arrivals++;
-	{
-		__u8 fl = READ_ONCE(f->flags);
-
-		/* A class its connection was not counted under, or was counted under only
-		 * because the address was remembered: its next SYN should know it. */
-		if ((fl & SLUICE_FLOW_CONN_COUNTED) &&
-		    ((pick.class & 3) < ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3) ||
-		     ((fl & SLUICE_FLOW_CONN_LEARNED) &&
-		      (pick.class & 3) == ((fl >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3))))
-			http_learn_class(svc, key.client_addr, pick.class, now);
-	}
+	http_learn_class(svc, key.client_addr, pick.class, READ_ONCE(f->flags), now);
 	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {
 		__u8 counted;
 
