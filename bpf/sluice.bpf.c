@@ -424,15 +424,31 @@ refuse_conn:
 /* The handshake of an admitted SYN completed (hs copied by the caller): the unit gets its
  * flow entry and, for tcp services, its in-flight slot. Whoever deletes the record does this,
  * so a unit is promoted once even when XDP and TC egress both see proof at the same time. */
+static __always_inline void track_flow(struct sluice_flow_key *key,
+				       const struct sluice_handshake *hs, __u64 now, __u8 state,
+				       int adopted);
+
 static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
 				    __u64 now, __u8 state)
+{
+	if (bpf_map_delete_elem(&handshakes, key) != 0)
+		return;
+	track_flow(key, hs, now, state, 0);
+}
+
+/* The flow entry of a connection, from its handshake record (promote) or from what the local
+ * stack holds (adopt_established: `adopted`, whose record is synthetic and was never counted as
+ * half-open). */
+static __always_inline void track_flow(struct sluice_flow_key *key,
+				       const struct sluice_handshake *hs, __u64 now, __u8 state,
+				       int adopted)
 {
 	struct sluice_flow nf = {};
 	const struct sluice_service *sc;
 	struct sluice_class_stats *st;
 	__u32 svc = hs->svc, cls = hs->class & 3, pending = 0;
 
-	if (svc >= SLUICE_MAX_SERVICES || bpf_map_delete_elem(&handshakes, key) != 0)
+	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
@@ -501,7 +517,9 @@ static __always_inline void promote(struct sluice_flow_key *key, const struct sl
 	own_bump(svc);
 	if (nf.client_counted)
 		release_client(svc, key->client_addr);
-	st = class_stats_of(svc, cls);
+	/* An adoption is tried again at the connection's next data: counting each try would
+	 * count one connection many times. */
+	st = adopted ? NULL : class_stats_of(svc, cls);
 	if (st)
 		st->untracked++;
 }
@@ -527,6 +545,98 @@ static __always_inline void client_ack(const struct pkt *p)
 	/* Until the server speaks on it, the flow stays SLUICE_FLOW_SYN: should the server never
 	 * have accepted it, the GC reclaims it after syn_timeout_s, not the idle timeout. */
 	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
+}
+
+/* A client's data on a 4-tuple with no flow: a connection whose handshake sluice did not see
+ * complete. It was open before sluiced attached (an operator reaching for sluice while a
+ * service drowns under keep-alive clients), or its record was pushed out of the handshake LRU
+ * (a SYN flood; or an attacker's own slow handshakes beside one, to go undecided). Left so, its
+ * requests would never be decided. The local stack is asked: a connection it holds
+ * ESTABLISHED, with this segment at exactly the next byte it expects from the client (rcv_nxt,
+ * which a blind forger does not know), is taken on as if its handshake completed now, in the
+ * class a SYN of it would have been given (tcp) or its source rule's (http). Anything else --
+ * no socket (a forged 4-tuple, a server in another network namespace), one not established, a
+ * segment elsewhere in the stream -- creates nothing.
+ * Two functions of their own, each called from the packet path (not one from the other), so
+ * that neither frame is stacked on the other over the request path's: the verifier's 512-byte
+ * bound leaves room for one at a time. */
+
+/* Where the server is (its snd_nxt) with 1 << 32 set, when the local stack holds the
+ * connection of key (a client's segment's) established and expects exactly seq next from its
+ * client; else 0. From the key, not the packet: a packet handed to a function of its own is
+ * kept in memory, where the verifier loses the family its header pointers depend on. */
+static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluice_flow_key *key,
+				       __u32 seq)
+{
+	const __u16 *w = (const __u16 *)key; /* the key's own alignment */
+	struct bpf_sock_tuple t;
+	struct bpf_tcp_sock *tp;
+	struct bpf_sock *sk;
+	__u64 found = 0;
+
+	if (!w)
+		return 0;
+	__builtin_memset(&t, 0, sizeof(t));
+	if (!(w[0] | w[1] | w[2] | w[3] | w[4]) && w[5] == 0xffff) { /* v4-mapped */
+		__builtin_memcpy(&t.ipv4.saddr, key->client_addr + 12, 4);
+		__builtin_memcpy(&t.ipv4.daddr, key->local_addr + 12, 4);
+		t.ipv4.sport = key->client_port;
+		t.ipv4.dport = key->service_port;
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, key->client_addr, 16);
+		__builtin_memcpy(t.ipv6.daddr, key->local_addr, 16);
+		t.ipv6.sport = key->client_port;
+		t.ipv6.dport = key->service_port;
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	if (!sk)
+		return 0;
+	if (sk->state == BPF_TCP_ESTABLISHED) {
+		tp = bpf_tcp_sock(sk);
+		if (tp && tp->rcv_nxt == seq)
+			found = (1ull << 32) | tp->snd_nxt;
+	}
+	bpf_sk_release(sk);
+	return found;
+}
+
+/* The flow of an established connection found by established_at: svc_cls is the service in
+ * its low 16 bits and the class (tcp services) above them. Its record is made up here and was
+ * never counted as half-open (syn_ns 0), so nothing is taken from those counts. */
+static __noinline void track_adopted(struct sluice_flow_key *key, __u32 svc_cls, __u32 seq,
+				     __u32 snd_nxt, const struct sluice_service *sc)
+{
+	struct sluice_handshake hs;
+
+	if (!key || !sc)
+		return;
+	__builtin_memset(&hs, 0, sizeof(hs));
+	hs.client_isn = seq - 1;
+	hs.server_isn = snd_nxt - 1;
+	hs.flags = SLUICE_HS_SERVER_ISN;
+	hs.svc = svc_cls & 0xffff;
+	hs.class = (svc_cls >> 16) & 3;
+	if (sc->protocol != SLUICE_PROTO_HTTP)
+		hs.client_limited = sc->client_max_in_flight || sc->client_rate;
+	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, 1);
+}
+
+/* 1 when the segment's connection now has a flow (see established_at). */
+static __always_inline int adopt_established(struct __sk_buff *skb, const struct pkt *p,
+					     struct sluice_flow_key *key, __u32 svc,
+					     const struct sluice_service *sc)
+{
+	__u32 seq = bpf_ntohl(p->tcp->seq), cls = sc->default_class & 3;
+	__u64 at;
+
+	at = established_at(skb, key, seq);
+	if (!at)
+		return 0;
+	if (sc->protocol != SLUICE_PROTO_HTTP)
+		cls = classify_l3(sc, svc, p).class & 3;
+	track_adopted(key, svc | (cls << 16), seq, (__u32)at, sc);
+	return bpf_map_lookup_elem(&flows, key) != NULL;
 }
 
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
@@ -915,8 +1025,10 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f && adopt_established(skb, p, &key, svc, sc))
+		f = bpf_map_lookup_elem(&flows, &key);
 	if (!f)
-		return TC_ACT_OK; /* no handshake seen: no flow, no slot, no decision */
+		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does; the exact one is read only for a request that is decided. */
 	touch_flow(f, coarse_now());
@@ -999,7 +1111,8 @@ refuse:
  * retransmit, not ahead of a gap, not a blind forger's) counts: it moves the client's mark,
  * and when no turn is open (the server spoke last, or nobody yet) it starts one and the flow
  * is busy. More client data before the reply belongs to the same turn. */
-static __always_inline int tcp_client_data(const struct pkt *p)
+static __always_inline int tcp_client_data(struct __sk_buff *skb, const struct pkt *p,
+					   __u32 sc_svc, const struct sluice_service *sc)
 {
 	struct sluice_flow_key key;
 	struct sluice_flow *f;
@@ -1008,6 +1121,8 @@ static __always_inline int tcp_client_data(const struct pkt *p)
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
+	if (!f && adopt_established(skb, p, &key, sc_svc, sc))
+		f = bpf_map_lookup_elem(&flows, &key);
 	if (!f || !f->tracked_inflight)
 		return TC_ACT_OK; /* no handshake seen, or untracked: nothing to measure */
 	w = READ_ONCE(f->req_active);
@@ -1090,7 +1205,7 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	if (!sc)
 		return TC_ACT_OK;
 	if (sc->protocol != SLUICE_PROTO_HTTP)
-		return tcp_client_data(&p);
+		return tcp_client_data(skb, &p, svc, sc);
 	return start_request(skb, &p, svc, sc);
 }
 

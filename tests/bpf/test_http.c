@@ -15,6 +15,8 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <linux/pkt_cls.h>
 #include <cmocka.h>
@@ -1408,6 +1410,111 @@ static void test_connection_cap(void **state)
 	assert_int_equal(n.total, 0);
 }
 
+/* A real connection on this namespace's loopback, established before anything of it went
+ * through sluice (as one open when sluiced attached, or whose handshake record a SYN flood
+ * pushed out): the server's accepted socket, the client's port, and where the server's stack
+ * is in each direction (read in TCP_REPAIR, which leaves the connection established). */
+struct live_conn {
+	int lsn, cli, srv;
+	uint16_t cport;
+	uint32_t rcv_nxt, snd_nxt;
+};
+
+static uint32_t repair_queue_seq(int fd, int queue)
+{
+	uint32_t seq = 0;
+	socklen_t len = sizeof(seq);
+
+	assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &queue, sizeof(queue)), 0);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, &len), 0);
+	return seq;
+}
+
+static struct live_conn live_connection(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(8080),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct live_conn c;
+	socklen_t len = sizeof(a);
+	int one = 1, off = 0;
+
+	c.lsn = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c.lsn >= 0);
+	setsockopt(c.lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(c.lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(c.lsn, 4), 0);
+	c.cli = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(c.cli, (struct sockaddr *)&a, sizeof(a)), 0);
+	c.srv = accept(c.lsn, NULL, NULL);
+	assert_true(c.srv >= 0);
+	assert_int_equal(getsockname(c.cli, (struct sockaddr *)&a, &len), 0);
+	c.cport = ntohs(a.sin_port);
+	assert_int_equal(setsockopt(c.srv, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)), 0);
+	c.rcv_nxt = repair_queue_seq(c.srv, TCP_RECV_QUEUE);
+	c.snd_nxt = repair_queue_seq(c.srv, TCP_SEND_QUEUE);
+	assert_int_equal(setsockopt(c.srv, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)), 0);
+	return c;
+}
+
+static void live_close(struct live_conn *c)
+{
+	close(c->cli);
+	close(c->srv);
+	close(c->lsn);
+}
+
+/* A request on a connection the local stack holds established, whose handshake sluice never
+ * saw, is decided (its flow is taken on at exactly the byte the server expects next) and
+ * ends like any other; a segment anywhere else in that stream, and one on a 4-tuple with no
+ * socket, take nothing on. */
+static void test_established_connection_adopted(void **state)
+{
+	struct fixture *f = *state;
+	struct live_conn c = live_connection();
+	struct pkt_spec rq = request("127.0.0.1", c.cport, GET("/x", "X-Priority: L1\r\n"));
+	struct pkt_spec rs, fin;
+
+	rq.dst = "127.0.0.1";
+	/* not where the server is: a blind forger's guess, or an old retransmit */
+	rq.seq = c.rcv_nxt + 100000, rq.ack = c.snd_nxt;
+	admitted(f, &rq);
+	rq.seq = c.rcv_nxt - 5000;
+	admitted(f, &rq);
+	/* the right byte on a port no socket has */
+	rq.seq = c.rcv_nxt, rq.sport = (uint16_t)(c.cport + 1);
+	admitted(f, &rq);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 2).arrivals, 0);
+
+	/* the connection's own next byte: taken on, and the request decided (the default
+	 * class L2: 127.0.0.1 is outside trust_from, so its header does not count) */
+	rq.sport = c.cport;
+	admitted(f, &rq);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(stats(f, 2).admitted, 1);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(http_conns(f).total, 1);
+	assert_int_equal(http_conns(f).cls[2], 1);
+	/* the same segment again is more of the request, not a second one */
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+
+	/* the answer ends the request; the client's FIN ends the connection */
+	rs = response("127.0.0.1", c.cport, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.src = "127.0.0.1", rs.seq = c.snd_nxt, rs.ack = c.rcv_nxt + rq.payload_len;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(stats(f, 2).completed, 1);
+	fin = rq;
+	fin.seq = c.rcv_nxt + rq.payload_len, fin.payload = NULL, fin.payload_len = 0;
+	fin.fin = 1, fin.psh = 0;
+	run_xdp(f, &fin);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(http_conns(f).total, 0);
+	live_close(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1434,6 +1541,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_source_cache_is_per_flow, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_ipv6, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_not_in_stamp_second, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_established_connection_adopted, setup, harness_teardown),
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */
