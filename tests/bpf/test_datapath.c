@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "pktbuild.h"
+#include "livesock.h"
 #include "common/config.h"
 #include "control/verdict.h"
 #include "daemon/daemon.h"
@@ -1861,6 +1862,42 @@ static long long busy_cls(struct fixture *f, int svc, int cls)
 	return in.cls[cls];
 }
 
+/* A tcp connection the local stack holds established, whose handshake sluice never saw (open
+ * before the attach, or its record pushed out by a SYN flood): its client's next query takes it
+ * on, as if its handshake completed then (the connection's slot, in the class its SYN would
+ * have had: 127.0.0.1 has no rule, so the default L3), and opens a turn; the reply ends the
+ * turn, the client's FIN the connection. A query at any other sequence number takes nothing on. */
+static void test_established_tcp_connection_adopted(void **state)
+{
+	struct fixture *f = *state;
+	struct live_conn c = live_connection(5432);
+	struct pkt_spec q = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = c.cport, .dport = 5432,
+			      .seq = c.rcv_nxt + 200000, .ack = c.snd_nxt, .ackf = 1, .psh = 1,
+			      .payload = QUERY, .payload_len = QLEN };
+	struct pkt_spec r = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = 5432, .dport = c.cport,
+			      .seq = c.snd_nxt, .ack = c.rcv_nxt + QLEN, .ackf = 1, .psh = 1,
+			      .payload = "ok\n", .payload_len = 3 };
+	struct pkt_spec fin = q;
+
+	tc_ingress(f, &q);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+	q.seq = c.rcv_nxt;
+	tc_ingress(f, &q);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(inflight_total(f, 0), 1);       /* the open connection */
+	assert_int_equal(busy_cls(f, 0, 3), 1);           /* its turn */
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	fin.seq = c.rcv_nxt + QLEN, fin.ack = c.snd_nxt + 3, fin.fin = 1, fin.psh = 0;
+	fin.payload = NULL, fin.payload_len = 0;
+	xdp(f, &fin);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(stats(f, 0, 3).untracked, 0);
+	live_close(&c);
+}
+
 /* A query, a few ms, the reply: exactly one sample, in the bucket of (reply time - the turn's
  * start as the flow recorded it), and the flow busy exactly while the turn was open. */
 static void test_turn_gives_one_sample_in_its_bucket(void **state)
@@ -2344,6 +2381,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_established_tcp_connection_adopted, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_turn_is_setup, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_single_turn_sample_at_the_end, setup, harness_teardown),

@@ -15,14 +15,13 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <linux/pkt_cls.h>
 #include <cmocka.h>
 
 #include "harness.h"
 #include "pktbuild.h"
+#include "livesock.h"
 #include "common/config.h"
 #include "control/verdict.h"
 
@@ -1410,59 +1409,6 @@ static void test_connection_cap(void **state)
 	assert_int_equal(n.total, 0);
 }
 
-/* A real connection on this namespace's loopback, established before anything of it went
- * through sluice (as one open when sluiced attached, or whose handshake record a SYN flood
- * pushed out): the server's accepted socket, the client's port, and where the server's stack
- * is in each direction (read in TCP_REPAIR, which leaves the connection established). */
-struct live_conn {
-	int lsn, cli, srv;
-	uint16_t cport;
-	uint32_t rcv_nxt, snd_nxt;
-};
-
-static uint32_t repair_queue_seq(int fd, int queue)
-{
-	uint32_t seq = 0;
-	socklen_t len = sizeof(seq);
-
-	assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &queue, sizeof(queue)), 0);
-	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, &len), 0);
-	return seq;
-}
-
-static struct live_conn live_connection(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(8080),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct live_conn c;
-	socklen_t len = sizeof(a);
-	int one = 1, off = 0;
-
-	c.lsn = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(c.lsn >= 0);
-	setsockopt(c.lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(c.lsn, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(c.lsn, 4), 0);
-	c.cli = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(c.cli, (struct sockaddr *)&a, sizeof(a)), 0);
-	c.srv = accept(c.lsn, NULL, NULL);
-	assert_true(c.srv >= 0);
-	assert_int_equal(getsockname(c.cli, (struct sockaddr *)&a, &len), 0);
-	c.cport = ntohs(a.sin_port);
-	assert_int_equal(setsockopt(c.srv, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)), 0);
-	c.rcv_nxt = repair_queue_seq(c.srv, TCP_RECV_QUEUE);
-	c.snd_nxt = repair_queue_seq(c.srv, TCP_SEND_QUEUE);
-	assert_int_equal(setsockopt(c.srv, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)), 0);
-	return c;
-}
-
-static void live_close(struct live_conn *c)
-{
-	close(c->cli);
-	close(c->srv);
-	close(c->lsn);
-}
-
 /* A request on a connection the local stack holds established, whose handshake sluice never
  * saw, is decided (its flow is taken on at exactly the byte the server expects next) and
  * ends like any other; a segment anywhere else in that stream, and one on a 4-tuple with no
@@ -1470,7 +1416,7 @@ static void live_close(struct live_conn *c)
 static void test_established_connection_adopted(void **state)
 {
 	struct fixture *f = *state;
-	struct live_conn c = live_connection();
+	struct live_conn c = live_connection(8080);
 	struct pkt_spec rq = request("127.0.0.1", c.cport, GET("/x", "X-Priority: L1\r\n"));
 	struct pkt_spec rs, fin;
 
