@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_link.h>
 
@@ -419,11 +421,23 @@ static void other_paths(const struct fam *f, int xdp, int tci, int tce, int repe
 	uint16_t sport;
 	size_t len;
 
-	/* Data with no handshake (a forged request segment): no flow, nothing decided. */
+	/* Data with no handshake (a forged request segment): no flow, nothing decided. The
+	 * socket table is asked whether the server holds such a connection (one open before the
+	 * attach would be taken on); with a server listening on the port, as in real use, the
+	 * lookup meets its listener. */
+	struct sockaddr_in la = { .sin_family = AF_INET, .sin_port = htons(8080) };
+	int lsn = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (lsn < 0 || setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lsn, (struct sockaddr *)&la, sizeof(la)) || listen(lsn, 8)) {
+		perror("bench_pktcost: a listener on port 8080");
+		exit(1);
+	}
 	sport = new_client(f, src, sizeof src);
 	struct pkt_spec s = req_of(&c, src, sport, 8080);
 	len = build_pkt(pkt, &s);
 	rep_path("tc-ingress.forged-data", tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
+	close(lsn);
 
 	/* tcp turns on one connection of `big`: a client query segment starts a turn (TC
 	 * ingress), the server's reply segment ends it (TC egress); each pair carries on from
