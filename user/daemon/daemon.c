@@ -644,12 +644,12 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	if (sc->protocol != SLUICE_PROTO_HTTP) {
 		/* A tcp service's SYNs never read the http cap; one left from when a reload
 		 * made the service tcp is cleared, so that it cannot apply should it become
-		 * http again. */
-		if (b->conns.cap[1] | b->conns.cap[2] | b->conns.cap[3]) {
-			memset(&b->conns, 0, sizeof(b->conns));
-			maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap);
-		}
-		return 0;
+		 * http again. A write that failed is tried again at the next tick. */
+		if (!(b->conns.cap[1] | b->conns.cap[2] | b->conns.cap[3]) && !b->conns_dirty)
+			return 0;
+		memset(&b->conns, 0, sizeof(b->conns));
+		b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap) != 0;
+		return b->conns_dirty;
 	}
 	if (!b->conns_adopted) {
 		struct sluice_http_conn_cap found;
@@ -657,9 +657,10 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 		b->conns_adopted = 1;
 		maps_read_http_conn_cap(&d->m, d->idx[i], &found);
 		if (!b->conns_keep && (found.cap[1] | found.cap[2] | found.cap[3])) {
-			/* another service's caps (a slot given to this one): not ours */
+			/* another service's caps (a slot given to this one): not ours; cleared,
+			 * and again at the next tick should the write fail */
 			memset(&found, 0, sizeof(found));
-			maps_write_http_conn_cap(&d->m, d->idx[i], found.cap);
+			b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], found.cap) != 0;
 		}
 		sluice_connshare_adopt(&b->conns, found.cap, SLUICE_CONNSHARE_HOLD_NS, now_ns);
 		maps_read_conn_cap(&d->m, d->idx[i], &cc);
