@@ -1408,6 +1408,76 @@ static void test_connection_cap(void **state)
 	assert_int_equal(n.total, 0);
 }
 
+/* rq's handshake with the SYN marked syn_dscp and the completing ACK ack_dscp. */
+static void handshake_marked(struct fixture *f, const struct pkt_spec *rq, uint8_t syn_dscp,
+			     uint8_t ack_dscp)
+{
+	struct pkt_spec syn, sa, ack;
+
+	handshake_of(rq, &syn, &sa, &ack);
+	syn.dscp = syn_dscp;
+	ack.dscp = ack_dscp;
+	run_xdp(f, &syn);
+	egress(f, &sa);
+	run_xdp(f, &ack);
+}
+
+/* A connection whose SYN was not judged (no class capped then) counts under the class its
+ * SYN's source and DSCP rules give, as a judged SYN would: DSCP 46 (L1, a rule ahead of the
+ * source rule 203.0.113.0/30) from a trusted source counts as L1, from an untrusted one as the
+ * default L2, behind the L0 source rule as L0; a mark on the completing ACK alone moves
+ * nothing; the same when the handshake completes by the server's first segment. */
+static void test_connection_class_unjudged_syn(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec trusted = request("203.0.113.9", 4101, GET("/x", ""));
+	struct pkt_spec untrusted = request("203.0.113.77", 4102, GET("/x", ""));
+	struct pkt_spec ack_only = request("203.0.113.10", 4103, GET("/x", ""));
+	struct pkt_spec l0 = request("198.18.1.5", 4104, GET("/x", ""));
+	struct pkt_spec judged = request("203.0.113.11", 4105, GET("/x", ""));
+	struct pkt_spec by_server = request("203.0.113.12", 4106, GET("/x", ""));
+	struct pkt_spec syn, sa, ack, first;
+	struct sluice_inflight n;
+
+	handshake_marked(f, &trusted, 46, 46);
+	assert_int_equal(http_conns(f).cls[1], 1);
+	handshake_marked(f, &untrusted, 46, 46);
+	assert_int_equal(http_conns(f).cls[2], 1);
+	handshake_marked(f, &ack_only, 0, 46);
+	assert_int_equal(http_conns(f).cls[2], 2);
+	handshake_marked(f, &l0, 46, 46);
+	assert_int_equal(http_conns(f).cls[0], 1);
+	/* judged (a class capped): the same class */
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0, 0, 9, 0 }), 0);
+	handshake_marked(f, &judged, 46, 0);
+	assert_int_equal(http_conns(f).cls[1], 2);
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0 }), 0);
+	/* completed by the server's first segment (the client's ACK lost): the SYN's mark */
+	handshake_of(&by_server, &syn, &sa, &ack);
+	syn.dscp = 46;
+	run_xdp(f, &syn);
+	egress(f, &sa);
+	first = response(by_server.src, by_server.sport, "220 hello\r\n");
+	first.ack = by_server.seq;
+	egress(f, &first);
+	n = http_conns(f);
+	assert_int_equal(n.cls[0], 1);
+	assert_int_equal(n.cls[1], 3);
+	assert_int_equal(n.cls[2], 2);
+	assert_int_equal(n.total, 6);
+	/* given back under the class each was counted under */
+	client_fin(f, &trusted, 0);
+	client_fin(f, &untrusted, 0);
+	client_fin(f, &ack_only, 0);
+	client_fin(f, &l0, 0);
+	client_fin(f, &judged, 0);
+	client_fin(f, &by_server, 0);
+	n = http_conns(f);
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		assert_int_equal(n.cls[k], 0);
+	assert_int_equal(n.total, 0);
+}
+
 /* How the connections of test_connection_cap_release end. */
 enum conn_end { END_429, END_SERVER_FIN, END_SERVER_RST, END_GC, END_CLIENT_FIN };
 
@@ -1545,6 +1615,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_release, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),
