@@ -1478,6 +1478,30 @@ static void test_connection_class_unjudged_syn(void **state)
 	assert_int_equal(n.total, 0);
 }
 
+/* With `reject: drop`, a SYN the connection cap refuses is dropped and counted, and so is
+ * each of its retransmits (they are the same packet again, and no state is kept of a refused
+ * SYN): conn_cap.rejected counts refused SYN packets, not connections; none is a request's
+ * arrival or a retransmit in the class's counts. */
+static void test_connection_cap_drop_counts_packets(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec open = request("203.0.113.77", 4201, GET("/x", ""));
+	struct pkt_spec over = request("203.0.113.78", 4202, GET("/x", ""));
+
+	reprogram(f, WEB_SERVICE_HEAD
+		  "    reject: drop\n"
+		  "    trust_from: [203.0.113.0/28]\n");
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0, 0, 1, 0 }), 0);
+	handshake(f, &open);
+	for (int i = 1; i <= 3; i++) {
+		assert_int_equal(syn_of(f, &over), XDP_DROP);
+		assert_int_equal(cap_refusals(f, 2), i);
+	}
+	assert_int_equal(stats(f, 2).arrivals, 0);
+	assert_int_equal(stats(f, 2).retransmits, 0);
+	assert_int_equal(http_conns(f).cls[2], 1);
+}
+
 /* How the connections of test_connection_cap_release end. */
 enum conn_end { END_429, END_SERVER_FIN, END_SERVER_RST, END_GC, END_CLIENT_FIN };
 
@@ -1616,6 +1640,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_release, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap_drop_counts_packets, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),
