@@ -525,6 +525,39 @@ static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u
 	return cls;
 }
 
+/* The class an http connection whose SYN was not judged (no class was capped then) counts
+ * under: what the SYN's source and DSCP rules give (a, the source's answer), as
+ * http_syn_class would have judged it. The DSCP is the SYN's own, kept in its record, never
+ * the completing segment's: a mark counts from a trusted source only, and what the SYN
+ * carried is all a SYN could have claimed, so no later segment (an ACK forged by whoever saw
+ * the SYN-ACK, a remark on the way) moves the connection into another class's count. The
+ * class the address's requests were given lately (addr_class) is not looked up here: one
+ * lookup more per connection; a client known by its header is counted under that class from
+ * its next SYN on. A record that kept no DSCP (from an older layout) counts by its source. */
+static __always_inline __u32 http_conn_class(const struct sluice_service *sc, __u32 svc,
+					     const __u8 addr[16], struct src_answer *a,
+					     const struct sluice_handshake *hs)
+{
+	struct class_pick best = { .order = SLUICE_RULE_NONE, .class = sc->default_class };
+	__u8 d;
+
+	if (a->order != SLUICE_RULE_NONE)
+		pick_rule(&best, a->order, a->class);
+	d = (hs->flags & SLUICE_HS_DSCP) ? sc->dscp_rule[hs->dscp & 63] : SLUICE_RULE_NONE;
+	if (d != SLUICE_RULE_NONE && (d >> 2) < best.order) {
+		if (a->trusted < 0) {
+			struct sluice_src_key k = { .prefixlen = 32 + 128,
+						    .svc = svc | SLUICE_SRC_TRUST };
+
+			__builtin_memcpy(k.addr, addr, 16);
+			a->trusted = bpf_map_lookup_elem(&source_rules, &k) != 0;
+		}
+		if (a->trusted)
+			pick_rule(&best, d >> 2, d & 3);
+	}
+	return best.class & 3;
+}
+
 /* Remember the address of a request of class cls for its next SYN, when the request is of a
  * class higher than its connection was counted under (flags: the flow's), or of the class the
  * connection was counted under only because the address was remembered (so a client that is

@@ -351,11 +351,15 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		const struct sluice_http_conn_cap *cap = bpf_map_lookup_elem(&http_conn_cap, &svc);
 
 		hs.class = sc->default_class & 3;
+		/* kept for a connection not judged now: it counts by its SYN's rules all the
+		 * same (promote) */
+		hs.dscp = p->dscp;
+		hs.flags = SLUICE_HS_DSCP;
 		if (cap && (cap->cap[1] | cap->cap[2] | cap->cap[3]) && controller_alive(now)) {
 			__u8 learned = 0;
 
 			hs.class = http_syn_class(sc, svc, p, now, &learned);
-			hs.flags = SLUICE_HS_CLASSED | (learned ? SLUICE_HS_LEARNED : 0);
+			hs.flags |= SLUICE_HS_CLASSED | (learned ? SLUICE_HS_LEARNED : 0);
 			if (!http_conn_admit(cap, svc, hs.class))
 				goto refuse_conn; /* SYN retransmits are not the requests' retries */
 		}
@@ -480,21 +484,23 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 			nf._pad = source_cache_of(sc, svc, key->client_addr);
 		}
 		/* The connection counts under the class its SYN was judged by, if it was; else
-		 * under its source rule's (the cached answer, or the trie when none was cached:
-		 * the rules' own second, a late rule); else under the default class. */
+		 * under the class its SYN's source and DSCP rules give (http_conn_class: the
+		 * source answer cached, or the trie when none was cached -- the rules' own
+		 * second, a late rule); else under the default class. */
 		if (hs->flags & SLUICE_HS_CLASSED) {
 			conn_cls = hs->class & 3;
-		} else if (nf._pad) {
-			if ((nf._pad & SLUICE_SRC_ORDER) != SLUICE_SRC_NO_RULE)
-				conn_cls = (nf._pad >> SLUICE_SRC_CLASS_SHIFT) & 3;
 		} else {
-			struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
 			struct src_answer a;
 
-			__builtin_memcpy(k.addr, key->client_addr, 16);
-			source_rule_at(&k, &a);
-			if (a.order != SLUICE_RULE_NONE)
-				conn_cls = a.class & 3;
+			if (nf._pad) {
+				source_answer_of_cache(nf._pad, &a);
+			} else {
+				struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc };
+
+				__builtin_memcpy(k.addr, key->client_addr, 16);
+				source_rule_at(&k, &a);
+			}
+			conn_cls = http_conn_class(sc, svc, key->client_addr, &a, hs);
 		}
 		nf.flags = SLUICE_FLOW_CONN_COUNTED | (conn_cls << SLUICE_FLOW_CONN_CLASS_SHIFT) |
 			   ((hs->flags & SLUICE_HS_LEARNED) ? SLUICE_FLOW_CONN_LEARNED : 0);

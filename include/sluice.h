@@ -588,6 +588,8 @@ struct sluice_reclaim {
                                           * connection cap): the connection counts under it */
 #define SLUICE_HS_LEARNED     4          /* ... raised to what its address's requests were
                                           * given (addr_class) */
+#define SLUICE_HS_DSCP        8          /* http: dscp holds the SYN's DSCP (a record from
+                                          * before it was kept has neither) */
 
 struct sluice_handshake {
 	__u64 syn_ns;                    /* when the SYN was admitted */
@@ -598,7 +600,8 @@ struct sluice_handshake {
 	__u8 flags;
 	__u8 client_limited;             /* the client's limits apply: count the unit against its
 	                                  * cap and take its token once the handshake completes */
-	__u8 _pad[7];
+	__u8 dscp;                       /* http: the SYN's DSCP, with SLUICE_HS_DSCP */
+	__u8 _pad[6];
 };
 
 /* Map `halfopen` (ARRAY, one per service): admitted handshakes not yet complete, and
@@ -654,7 +657,8 @@ struct sluice_conn_cap {
  * Map `http_conns` (ARRAY, one per service, struct sluice_inflight, BPF): an http service's
  * open connections per class (cls[]; total is their sum), counted when the handshake
  * completes under the class the SYN was judged by (SLUICE_HS_CLASSED), else the class its
- * source rule gives, else the default class; given back by whoever ends the flow, once.
+ * source and DSCP rules give (the SYN's DSCP, kept in its record), else the default class;
+ * given back by whoever ends the flow, once.
  * Map `http_conn_cap` (ARRAY, one per service, struct sluice_http_conn_cap, sluiced): a SYN
  * of class k is refused while http_conns.cls[k] >= cap[k]; 0 = no cap (L0's is always 0).
  * Only a class's own connections count against its cap: connections of a lower class never

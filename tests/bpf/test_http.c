@@ -1461,6 +1461,216 @@ static void test_established_connection_adopted(void **state)
 	live_close(&c);
 }
 
+/* rq's handshake with the SYN marked syn_dscp and the completing ACK ack_dscp. */
+static void handshake_marked(struct fixture *f, const struct pkt_spec *rq, uint8_t syn_dscp,
+			     uint8_t ack_dscp)
+{
+	struct pkt_spec syn, sa, ack;
+
+	handshake_of(rq, &syn, &sa, &ack);
+	syn.dscp = syn_dscp;
+	ack.dscp = ack_dscp;
+	run_xdp(f, &syn);
+	egress(f, &sa);
+	run_xdp(f, &ack);
+}
+
+/* A connection whose SYN was not judged (no class capped then) counts under the class its
+ * SYN's source and DSCP rules give, as a judged SYN would: DSCP 46 (L1, a rule ahead of the
+ * source rule 203.0.113.0/30) from a trusted source counts as L1, from an untrusted one as the
+ * default L2, behind the L0 source rule as L0; a mark on the completing ACK alone moves
+ * nothing; the same when the handshake completes by the server's first segment. */
+static void test_connection_class_unjudged_syn(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec trusted = request("203.0.113.9", 4101, GET("/x", ""));
+	struct pkt_spec untrusted = request("203.0.113.77", 4102, GET("/x", ""));
+	struct pkt_spec ack_only = request("203.0.113.10", 4103, GET("/x", ""));
+	struct pkt_spec l0 = request("198.18.1.5", 4104, GET("/x", ""));
+	struct pkt_spec judged = request("203.0.113.11", 4105, GET("/x", ""));
+	struct pkt_spec by_server = request("203.0.113.12", 4106, GET("/x", ""));
+	struct pkt_spec syn, sa, ack, first;
+	struct sluice_inflight n;
+
+	handshake_marked(f, &trusted, 46, 46);
+	assert_int_equal(http_conns(f).cls[1], 1);
+	handshake_marked(f, &untrusted, 46, 46);
+	assert_int_equal(http_conns(f).cls[2], 1);
+	handshake_marked(f, &ack_only, 0, 46);
+	assert_int_equal(http_conns(f).cls[2], 2);
+	handshake_marked(f, &l0, 46, 46);
+	assert_int_equal(http_conns(f).cls[0], 1);
+	/* judged (a class capped): the same class */
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0, 0, 9, 0 }), 0);
+	handshake_marked(f, &judged, 46, 0);
+	assert_int_equal(http_conns(f).cls[1], 2);
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0 }), 0);
+	/* completed by the server's first segment (the client's ACK lost): the SYN's mark */
+	handshake_of(&by_server, &syn, &sa, &ack);
+	syn.dscp = 46;
+	run_xdp(f, &syn);
+	egress(f, &sa);
+	first = response(by_server.src, by_server.sport, "220 hello\r\n");
+	first.ack = by_server.seq;
+	egress(f, &first);
+	n = http_conns(f);
+	assert_int_equal(n.cls[0], 1);
+	assert_int_equal(n.cls[1], 3);
+	assert_int_equal(n.cls[2], 2);
+	assert_int_equal(n.total, 6);
+	/* given back under the class each was counted under */
+	client_fin(f, &trusted, 0);
+	client_fin(f, &untrusted, 0);
+	client_fin(f, &ack_only, 0);
+	client_fin(f, &l0, 0);
+	client_fin(f, &judged, 0);
+	client_fin(f, &by_server, 0);
+	n = http_conns(f);
+	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+		assert_int_equal(n.cls[k], 0);
+	assert_int_equal(n.total, 0);
+}
+
+/* With `reject: drop`, a SYN the connection cap refuses is dropped and counted, and so is
+ * each of its retransmits (they are the same packet again, and no state is kept of a refused
+ * SYN): conn_cap.rejected counts refused SYN packets, not connections; none is a request's
+ * arrival or a retransmit in the class's counts. */
+static void test_connection_cap_drop_counts_packets(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec open = request("203.0.113.77", 4201, GET("/x", ""));
+	struct pkt_spec over = request("203.0.113.78", 4202, GET("/x", ""));
+
+	reprogram(f, WEB_SERVICE_HEAD
+		  "    reject: drop\n"
+		  "    trust_from: [203.0.113.0/28]\n");
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], (__u32[4]){ 0, 0, 1, 0 }), 0);
+	handshake(f, &open);
+	for (int i = 1; i <= 3; i++) {
+		assert_int_equal(syn_of(f, &over), XDP_DROP);
+		assert_int_equal(cap_refusals(f, 2), i);
+	}
+	assert_int_equal(stats(f, 2).arrivals, 0);
+	assert_int_equal(stats(f, 2).retransmits, 0);
+	assert_int_equal(http_conns(f).cls[2], 1);
+}
+
+/* How the connections of test_connection_cap_release end. */
+enum conn_end { END_429, END_SERVER_FIN, END_SERVER_RST, END_GC, END_CLIENT_FIN };
+
+/* Open the cap's worth of connections of L1 (cap 1, by source) and L2 (cap 2, the default
+ * class), and one of L0 (never capped), from ports base..base+3; the next SYN of L1 and of
+ * L2 is refused. */
+static void open_to_cap(struct fixture *f, uint16_t base, struct pkt_spec c[4])
+{
+	struct pkt_spec over2 = request("203.0.113.90", (uint16_t)(base + 5), GET("/x", ""));
+	struct pkt_spec over1 = request("203.0.113.2", (uint16_t)(base + 6), GET("/x", ""));
+	unsigned long long r1 = cap_refusals(f, 1), r2 = cap_refusals(f, 2);
+	struct sluice_inflight n;
+
+	c[0] = request("203.0.113.90", base, GET("/x", ""));
+	c[1] = request("203.0.113.91", (uint16_t)(base + 1), GET("/x", ""));
+	c[2] = request("203.0.113.2", (uint16_t)(base + 2), GET("/x", ""));
+	c[3] = request("198.18.1.20", (uint16_t)(base + 3), GET("/x", ""));
+	for (int i = 0; i < 4; i++)
+		handshake(f, &c[i]);
+	n = http_conns(f);
+	assert_int_equal(n.cls[0], 1);
+	assert_int_equal(n.cls[1], 1);
+	assert_int_equal(n.cls[2], 2);
+	assert_int_equal(n.cls[3], 0);
+	assert_int_equal(n.total, 4);
+	assert_int_equal(syn_of(f, &over2), XDP_TX);
+	assert_int_equal(syn_of(f, &over1), XDP_TX);
+	assert_int_equal(cap_refusals(f, 1), r1 + 1);
+	assert_int_equal(cap_refusals(f, 2), r2 + 1);
+}
+
+/* Every connection of c ends the way `how` says; with a request open on c[0] first (but for
+ * END_429, whose ending is a request). */
+static void end_all(struct fixture *f, struct pkt_spec c[4], enum conn_end how)
+{
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	struct sluice_verdict v, shut;
+
+	if (how != END_429) {
+		admitted(f, &c[0]);
+		assert_int_equal(inflight(f), 1);
+	}
+	switch (how) {
+	case END_429: /* every class shut: each request is answered 429, the server reset */
+		assert_int_equal(maps_read_verdict(&f->m, f->idx[0], &v), 0);
+		shut = v;
+		for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+			shut.flags |= SLUICE_VERDICT_SHUT(k);
+		assert_int_equal(maps_write_verdict(&f->m, f->idx[0], &shut), 0);
+		for (int i = 0; i < 4; i++) {
+			unsigned long long was = stats(f, i == 3 ? 0 : i == 2 ? 1 : 2)
+						  .rejected[SLUICE_REJ_HEADROOM];
+			struct run r = ingress(f, &c[i]);
+			const struct tcphdr *tcp = (const void *)(r.out + 34);
+
+			assert_int_equal(r.ret, TC_ACT_UNSPEC);
+			assert_int_equal(r.out_len, 54);
+			assert_true(tcp->rst);
+			assert_int_equal(stats(f, i == 3 ? 0 : i == 2 ? 1 : 2)
+					 .rejected[SLUICE_REJ_HEADROOM], was + 1);
+		}
+		assert_int_equal(maps_write_verdict(&f->m, f->idx[0], &v), 0);
+		break;
+	case END_SERVER_FIN:
+	case END_SERVER_RST:
+		for (int i = 0; i < 4; i++) {
+			struct pkt_spec e = response(c[i].src, c[i].sport, i ? "" : ok);
+
+			if (i)
+				e.psh = 0;
+			e.ack = c[i].seq + (i ? 0 : (uint32_t)c[i].payload_len);
+			if (how == END_SERVER_FIN)
+				e.fin = 1;
+			else
+				e.rst = 1;
+			egress(f, &e);
+		}
+		break;
+	case END_GC: /* silent: the GC's clock far ahead */
+		assert_int_equal(maps_gc_flows(&f->m, monotonic_ns() + 3600000000000ull,
+					       30000000000ull, 600000000000ull, NULL, NULL), 4);
+		break;
+	case END_CLIENT_FIN:
+		for (int i = 0; i < 4; i++)
+			client_fin(f, &c[i], i ? 0 : (uint32_t)c[i].payload_len);
+		break;
+	}
+}
+
+/* The connection cap's counts given back exactly, whichever way a counted connection ends: a
+ * request refused with the in-kernel 429 (the server side reset), the server's FIN (after a
+ * response) or RST, the flow GC, the client's FIN. After each, every class's count and the
+ * total are 0, no flow and no request is left, and the cap admits exactly as many again. */
+static void test_connection_cap_release(void **state)
+{
+	struct fixture *f = *state;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 1, 2, 0 };
+	static const enum conn_end ends[] = { END_429, END_SERVER_FIN, END_SERVER_RST, END_GC,
+					      END_CLIENT_FIN };
+
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	for (unsigned r = 0; r < sizeof(ends) / sizeof(ends[0]); r++) {
+		struct pkt_spec c[4];
+		struct sluice_inflight n;
+
+		open_to_cap(f, (uint16_t)(5000 + 10 * r), c);
+		end_all(f, c, ends[r]);
+		n = http_conns(f);
+		for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+			assert_int_equal(n.cls[k], 0);
+		assert_int_equal(n.total, 0);
+		assert_int_equal(flow_count(f), 0);
+		assert_int_equal(inflight(f), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1481,6 +1691,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap_release, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap_drop_counts_packets, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),

@@ -28,7 +28,7 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 		rc = ctl_slot_adopt(&d->ctl[i], sc, &slot_buf, now_ns, &why);
 		if (ctl_slot_belongs(&slot_buf, sc)) {
 			d->books[i].ctl_reset_ack = slot_buf.reset_ack;  /* done requests stay done */
-			d->books[i].conns_keep = 1;   /* and its connection caps stand */
+			d->books[i].conncap.keep = 1;   /* and its connection caps stand */
 		}
 		if (rc == 1) {
 			struct sluice_event ev;

@@ -607,11 +607,6 @@ static void prefetch_service(struct daemon *d, int i, unsigned long long now_ns)
 	maps_reader_prefetch_slot(&d->rd, d->idx[i]);
 }
 
-/* Latency samples a tick needs before its mean says whether the backend queues. */
-#define CONNSHARE_MEAN_SAMPLES 10
-/* How long the backend's best concurrency stands (control/connshare.h). */
-#define CONNSHARE_KNEE_NS (30ull * 1000000000ull)
-
 /* The room class k has under verdict v: its threshold, or the limit when it has none (0: no
  * room, a shut class). */
 static uint32_t class_room(const struct sluice_verdict *v, int k)
@@ -621,122 +616,53 @@ static uint32_t class_room(const struct sluice_verdict *v, int k)
 	return v->class_threshold[k] ? v->class_threshold[k] : v->limit;
 }
 
-/* http service i: the lower classes' connection cap after this tick's verdict v
- * (control/connshare.h). Reads the cap's refusal counts and the open connections only while a
- * cap is set or a class is refused for room, and writes the cap only when it changed. Returns
- * 1 while a cap is set: the service is not quiet, since the cap's refusals move no counter the
- * tick's shortcut watches. */
+/* http service i: the lower classes' connection cap after this tick's verdict v, decided in
+ * control/conncap.h; here only the maps are read and written, when it asks. Returns 1 while a
+ * cap is set or a write is due: the service is not quiet, since the cap's refusals move no
+ * counter the tick's shortcut watches. */
 static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v,
 			 const struct ctl_inputs *in, unsigned long long now_ns)
 {
 	const struct service_conf *sc = &d->cfg.services[i];
 	const struct service_ctl *ctl = &d->ctl[i];
-	struct service_books *b = &d->books[i];
-	struct sluice_connshare_input ci = { 0 };
+	struct sluice_conncap *c = &d->books[i].conncap;
+	struct sluice_conncap_in ci = {
+		.http = sc->protocol == SLUICE_PROTO_HTTP, .on = sc->connection_cap,
+		.base_us = ctl->base_mean.value_us, .samples = ctl->sig.total.samples,
+		.mean_us = ctl->sig.total.mean_us, .dt_s = ctl->sig.dt_s,
+	};
+	struct sluice_http_conn_cap found;
 	struct sluice_inflight open;
 	struct sluice_conn_cap cc;
-	uint32_t above = 0;
-	double knee = 0, base_us;
-	int any = 0, refusing = 0;
+	int step;
 
 	if (d->m.http_conn_cap < 0)
 		return 0;
-	if (sc->protocol != SLUICE_PROTO_HTTP) {
-		/* A tcp service's SYNs never read the http cap; one left from when a reload
-		 * made the service tcp is cleared, so that it cannot apply should it become
-		 * http again. */
-		if (b->conns.cap[1] | b->conns.cap[2] | b->conns.cap[3]) {
-			memset(&b->conns, 0, sizeof(b->conns));
-			maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap);
-		}
-		return 0;
-	}
-	if (!b->conns_adopted) {
-		struct sluice_http_conn_cap found;
-
-		b->conns_adopted = 1;
-		maps_read_http_conn_cap(&d->m, d->idx[i], &found);
-		if (!b->conns_keep && (found.cap[1] | found.cap[2] | found.cap[3])) {
-			/* another service's caps (a slot given to this one): not ours */
-			memset(&found, 0, sizeof(found));
-			maps_write_http_conn_cap(&d->m, d->idx[i], found.cap);
-		}
-		sluice_connshare_adopt(&b->conns, found.cap, SLUICE_CONNSHARE_HOLD_NS, now_ns);
-		maps_read_conn_cap(&d->m, d->idx[i], &cc);
-		memcpy(b->conn_rejected, cc.rejected, sizeof(b->conn_rejected));
-	}
-	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
-		any |= b->conns.cap[k] != 0;
-	if (!sc->connection_cap) {
-		if (!any && !b->conns_dirty)
-			return 0;
-		memset(&b->conns, 0, sizeof(b->conns)); /* off (a reload turned it off) */
-		b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap) != 0;
-		return b->conns_dirty; /* not written: again at the next tick */
-	}
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 		const struct sluice_class_signals *cs = &ctl->sig.cls[k];
-		int64_t x = in->inflight.cls[k] > 0 ? in->inflight.cls[k] : 0;
 
+		ci.room[k] = class_room(v, k);
 		ci.refused[k] = cs->rejected[SLUICE_REJ_HEADROOM] + cs->rejected[SLUICE_REJ_LADDER];
-		refusing |= k && ci.refused[k];
-		/* what the higher classes hold, on average: their peak would leave a class
-		 * whose load is bursty (Poisson arrivals) room it never uses */
-		b->conn_busy_avg[k] += (x - b->conn_busy_avg[k]) * 0.1;
+		ci.inflight[k] = in->inflight.cls[k];
 	}
-	if (!any && !refusing && !b->conns_dirty)
-		return 0;
-	if (maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0) {
-		for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-			/* a count that went back (a map made anew) moved by what it holds */
-			ci.cap_refused[k] = !any ? 0 : cc.rejected[k] >= b->conn_rejected[k] ?
-					    cc.rejected[k] - b->conn_rejected[k] : cc.rejected[k];
-			b->conn_rejected[k] = cc.rejected[k];
-		}
+	if (sluice_conncap_adopting(c, &ci)) {
+		maps_read_http_conn_cap(&d->m, d->idx[i], &found);  /* zeros when unreadable */
+		maps_read_conn_cap(&d->m, d->idx[i], &cc);
+		if (sluice_conncap_adopt(c, found.cap, cc.rejected, now_ns))
+			sluice_conncap_written(c, maps_write_http_conn_cap(&d->m, d->idx[i],
+									     c->share.cap) == 0);
 	}
-	if (maps_read_http_conns(&d->m, d->idx[i], &open))
-		memset(&open, 0, sizeof(open));
-	/* The backend's concurrency, from a tick whose mean time in the service shows a queue
-	 * (it was saturated): its responses per second x the unloaded mean time in the service
-	 * (Little's law: how many it serves at once), averaged over such ticks; kept 30 s after
-	 * the last. From a tick without a queue it would read only
-	 * the load a cap let through, and spiral down with it. One more while this tick's mean
-	 * shows no queue. None known: the room under the limit alone (control/connshare.h). */
-	base_us = ctl->base_mean.value_us;
-	if (base_us > 0) {
-		const struct sluice_class_signals *t = &ctl->sig.total;
-		int measured = t->samples >= CONNSHARE_MEAN_SAMPLES && t->mean_us > 0;
-		int queue = measured && t->mean_us > base_us * 1.05;
+	step = sluice_conncap_begin(c, &ci, now_ns);
+	if (step == SLUICE_CONNCAP_READ) {
+		int have = maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0;
 
-		if (queue && ctl->sig.dt_s > 0) {
-			/* responses per second (latency samples: the completion count also
-			 * counts connections that end) x the unloaded mean time in the service */
-			double k_now = (double)t->samples / ctl->sig.dt_s * base_us / 1e6;
-			int fresh = b->conn_knee > 0 && now_ns - b->conn_knee_ns <= CONNSHARE_KNEE_NS;
-
-			b->conn_knee = fresh ? b->conn_knee + (k_now - b->conn_knee) * 0.2 : k_now;
-			b->conn_knee_ns = now_ns;
-		}
-		if (b->conn_knee > 0 && now_ns - b->conn_knee_ns <= CONNSHARE_KNEE_NS)
-			knee = b->conn_knee + (measured && !queue ? 1 : 0);
+		maps_read_http_conns(&d->m, d->idx[i], &open);     /* zeros when unreadable */
+		step = sluice_conncap_decide(c, &ci, have ? cc.rejected : NULL, open.cls, now_ns);
 	}
-	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-		int64_t idle = open.cls[k] - in->inflight.cls[k];
-
-		if (k)
-			ci.share[k] = sluice_connshare_share(class_room(v, k), knee, above,
-							     idle > 0 ? (uint32_t)idle : 0);
-		above += (uint32_t)(b->conn_busy_avg[k] + 0.5);
-	}
-	/* A cap not written stays to be written: the map may hold one the rule lifted, which
-	 * would otherwise refuse connections with nobody left to lift it. */
-	if (sluice_connshare_tick(&b->conns, &ci, SLUICE_CONNSHARE_HOLD_NS, now_ns) ||
-	    b->conns_dirty)
-		b->conns_dirty = maps_write_http_conn_cap(&d->m, d->idx[i], b->conns.cap) != 0;
-	any = b->conns_dirty;
-	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
-		any |= b->conns.cap[k] != 0;
-	return any;
+	if (step == SLUICE_CONNCAP_WRITE)
+		sluice_conncap_written(c, maps_write_http_conn_cap(&d->m, d->idx[i],
+								     c->share.cap) == 0);
+	return sluice_conncap_held(c);
 }
 
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,

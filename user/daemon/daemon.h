@@ -11,7 +11,7 @@
 #include "kernel/bpfmaps.h"
 #include "control/controller.h"
 #include "control/cascade.h"
-#include "control/connshare.h"
+#include "control/conncap.h"
 #include "daemon/metrics.h"
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
@@ -69,22 +69,9 @@ struct service_books {
 	uint64_t exported_windows;               /* decided windows, and the latency signal's */
 	int exported_signal;                     /* state, at the last write */
 	uint64_t hist_samples[SLUICE_NUM_CLASSES];  /* latency samples the controller's last
-	                                          * histograms held, per class */	/* http: the lower classes' connection cap (control/connshare.h), the cap's refusals as
-	 * conn_cap counted them at the last read, and whether the caps the map held when the
-	 * service's first tick ran were looked at. */
-	struct sluice_connshare conns;
-	uint64_t conn_rejected[SLUICE_NUM_CLASSES];
-	double conn_knee;                        /* the backend's concurrency, as read from
-	                                          * ticks that showed a queue ... */
-	unsigned long long conn_knee_ns;         /* ... the last of them: kept for 30 s */
-	double conn_busy_avg[SLUICE_NUM_CLASSES];  /* each class's in-flight, averaged over
-	                                          * about a second of ticks */
-	int conns_adopted;
-	int conns_dirty;                         /* the map does not hold conns.cap yet (a
-	                                          * write failed): written again each tick */
-	int conns_keep;                          /* the slot's pinned controller state is this
-	                                          * service's (a restart): its caps are taken
-	                                          * over; another's are cleared */
+	                                          * histograms held, per class */
+	/* http: the lower classes' connection cap (control/conncap.h) */
+	struct sluice_conncap conncap;
 };
 
 struct daemon {

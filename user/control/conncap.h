@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* One http service's connection cap from tick to tick: what sluiced decides each tick around
+ * the rule of control/connshare.h -- the inputs it gives the rule (the backend's concurrency,
+ * the higher classes' in-flight, each class's share), when the caps are cleared, taken over or
+ * written again. Pure over its inputs and the clock: the caller reads and writes the maps when
+ * a step asks for it, so that a service with no cap and no refusal costs no map access:
+ *
+ *   if (sluice_conncap_adopting(c, in)) {       the first tick as http
+ *           read the map's caps and the cap's refusal counts (zeros when unreadable);
+ *           if (sluice_conncap_adopt(c, caps, rejected, now)) write zero caps, then
+ *                   sluice_conncap_written(c, ok);
+ *   }
+ *   step = sluice_conncap_begin(c, in, now);
+ *   if (step == SLUICE_CONNCAP_READ) {
+ *           read the cap's refusal counts (NULL when unreadable) and the open connections
+ *           (zeros when unreadable); step = sluice_conncap_decide(c, in, rejected, open, now);
+ *   }
+ *   if (step == SLUICE_CONNCAP_WRITE) write c->share.cap, then sluice_conncap_written(c, ok);
+ *   return sluice_conncap_held(c);              the service is not quiet while 1
+ */
+#ifndef SLUICE_CONNCAP_H
+#define SLUICE_CONNCAP_H
+
+#include <stdint.h>
+#include "control/connshare.h"
+
+/* Latency samples a tick needs before its mean says whether the backend queues. */
+#define SLUICE_CONNCAP_MEAN_SAMPLES 10
+/* A tick's mean time in the service above this much of the unloaded one: a queue. */
+#define SLUICE_CONNCAP_QUEUE        1.05
+/* How long the backend's concurrency read from a queued tick stands. */
+#define SLUICE_CONNCAP_KNEE_NS      (30ull * 1000000000ull)
+
+struct sluice_conncap {
+	struct sluice_connshare share;           /* the caps and the rule's timers */
+	uint64_t rejected[SLUICE_NUM_CLASSES];   /* the cap's refusals as last read (map
+	                                          * conn_cap): a tick's are the difference */
+	double knee;                             /* the backend's concurrency, as read from
+	                                          * ticks that showed a queue ... */
+	uint64_t knee_ns;                        /* ... the last of them: kept for 30 s */
+	double busy_avg[SLUICE_NUM_CLASSES];     /* each class's in-flight, averaged over
+	                                          * about a second of ticks */
+	int adopted;                             /* the map's caps were looked at */
+	int dirty;                               /* the map does not hold share.cap yet (a
+	                                          * write failed): written again each tick */
+	int keep;                                /* the slot's pinned controller state is this
+	                                          * service's (a restart): its caps are taken
+	                                          * over; another's are cleared */
+};
+
+/* A tick's inputs, none from the cap's maps. */
+struct sluice_conncap_in {
+	int http;                                /* the service is http */
+	int on;                                  /* connection_cap is set */
+	uint32_t room[SLUICE_NUM_CLASSES];       /* each class's threshold under the verdict, or
+	                                          * the limit when it has none (0: shut) */
+	uint64_t refused[SLUICE_NUM_CLASSES];    /* requests refused for room this tick
+	                                          * (headroom or ladder) */
+	int64_t inflight[SLUICE_NUM_CLASSES];    /* each class's in-flight now */
+	double base_us;                          /* the unloaded mean time in the service (0:
+	                                          * not known yet) */
+	uint64_t samples;                        /* the tick's latency samples, all classes */
+	double mean_us;                          /* their mean */
+	double dt_s;                             /* the tick's length */
+};
+
+enum { SLUICE_CONNCAP_IDLE, SLUICE_CONNCAP_READ, SLUICE_CONNCAP_WRITE };
+
+/* Whether the map's caps are to be looked at first (the service's first tick as http). */
+int sluice_conncap_adopting(const struct sluice_conncap *c, const struct sluice_conncap_in *in);
+/* Take the caps found in the map when they are the service's own (c->keep), and the cap's
+ * refusal counts as they stand. Returns 1 when the map's caps are another service's and are
+ * to be cleared (written as c->share.cap, all 0). */
+int sluice_conncap_adopt(struct sluice_conncap *c, const uint32_t cap[SLUICE_NUM_CLASSES],
+			 const __u64 rejected[SLUICE_NUM_CLASSES], uint64_t now_ns);
+/* The tick up to the map reads: SLUICE_CONNCAP_IDLE (nothing to do), _WRITE (the caps were
+ * cleared: the service is not http, or the cap was turned off), _READ (a cap is set or a class
+ * is refused: the rule runs with the map's counts). */
+int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_in *in,
+			 uint64_t now_ns);
+/* The rest of the tick: rejected is the cap's refusal counts (NULL: not read), open each
+ * class's open connections (map http_conns). Returns SLUICE_CONNCAP_WRITE when the caps are
+ * to be written, else SLUICE_CONNCAP_IDLE. */
+int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_in *in,
+			  const __u64 *rejected, const __s64 open[SLUICE_NUM_CLASSES],
+			  uint64_t now_ns);
+/* A write of c->share.cap done (ok 1) or failed (ok 0: written again at the next tick). */
+void sluice_conncap_written(struct sluice_conncap *c, int ok);
+/* 1 while a cap is set or a write is due. */
+int sluice_conncap_held(const struct sluice_conncap *c);
+
+#endif
