@@ -25,11 +25,12 @@ services:
 Y
 start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:8080 --mode http \
 	--workers 16 --service-ms 30
-# Four keep-alive connections, all open within the first bursts and then reused for 6 s: 100
+# Four keep-alive connections, all open within the first bursts and then reused (up to 15 s,
+# stopped once the checks are done; SIGINT makes it drain and report): 100
 # requests/s of 30 ms need 3 at a time, and the client never opens a fifth, so no connection
 # sluiced could see the handshake of is made while they serve.
 start_bg "$TMP/lg.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
-	--rate 100 --duration 6 --max-conns 4 --timeout-ms 3000 --quiet --class L3:1
+	--rate 100 --duration 15 --max-conns 4 --timeout-ms 3000 --quiet --class L3:1
 LGPID=$LAST_PID
 conns_open() { [ "$(in_srv ss -Htn state established "( sport = :8080 )" | wc -l)" -ge 4 ]; }
 wait_for 3 "the client's four connections open" conns_open
@@ -50,7 +51,11 @@ refused() { status; [ "$(l3 "['rejected_by']['switch']")" -ge 1 ]; }
 wait_for 3 "an L3 request refused by the switch" refused
 ok $? "a switch refuses requests on those connections: $(l3 "['rejected_by']['switch']") refused" "$($CTL status)"
 $CTL switch clear web L3 --reason adopt-test >/dev/null 2>&1
+served_again() { status; [ "$(l3 "['completed']")" -ge "$1" ]; }
+done_before=$(l3 "['completed']")
+wait_for 3 "requests served again once the switch is cleared" served_again $((done_before + 20))
 
+kill -INT $LGPID 2>/dev/null
 wait $LGPID
 h429=$(json_get "$TMP/lg.json" "d['classes']['L3']['http_429']")
 errs=$(json_get "$TMP/lg.json" "d['classes']['L3']['errors']")
