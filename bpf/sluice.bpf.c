@@ -428,24 +428,29 @@ refuse_conn:
 /* The handshake of an admitted SYN completed (hs copied by the caller): the unit gets its
  * flow entry and, for tcp services, its in-flight slot. Whoever deletes the record does this,
  * so a unit is promoted once even when XDP and TC egress both see proof at the same time. */
+/* How track_flow is called: from a handshake's completion (either protocol), or to take on a
+ * connection of the one protocol the caller was made for (a constant there, so the other
+ * protocol's code and stack fall away: see track_adopted_http / _tcp). */
+enum track_how { TRACK_PROMOTED, TRACK_ADOPTED_HTTP, TRACK_ADOPTED_TCP };
+
 static __always_inline void track_flow(struct sluice_flow_key *key,
 				       const struct sluice_handshake *hs, __u64 now, __u8 state,
-				       int adopted);
+				       enum track_how how);
 
 static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
 				    __u64 now, __u8 state)
 {
 	if (bpf_map_delete_elem(&handshakes, key) != 0)
 		return;
-	track_flow(key, hs, now, state, 0);
+	track_flow(key, hs, now, state, TRACK_PROMOTED);
 }
 
 /* The flow entry of a connection, from its handshake record (promote) or from what the local
- * stack holds (adopt_established: `adopted`, whose record is synthetic and was never counted as
+ * stack holds (adopt_established, whose record is made up and was never counted as
  * half-open). */
 static __always_inline void track_flow(struct sluice_flow_key *key,
 				       const struct sluice_handshake *hs, __u64 now, __u8 state,
-				       int adopted)
+				       enum track_how how)
 {
 	struct sluice_flow nf = {};
 	const struct sluice_service *sc;
@@ -455,11 +460,13 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	sc = bpf_map_lookup_elem(&services, &svc);
-	if (!sc)
+	if (!sc || (how != TRACK_PROMOTED &&
+		    (how == TRACK_ADOPTED_HTTP) != (sc->protocol == SLUICE_PROTO_HTTP)))
 		return;
 	init_flow(&nf, now, hs->client_isn, svc, cls, state);
 	nf.client_next = hs->client_isn + 1;
-	if (sc->protocol != SLUICE_PROTO_HTTP) {
+	if (how == TRACK_ADOPTED_TCP ||
+	    (how == TRACK_PROMOTED && sc->protocol != SLUICE_PROTO_HTTP)) {
 		nf.admitted_ns = hs->syn_ns; /* what its half-open count is matched with */
 		pending = halfopen_promoted(svc, hs->syn_ns, now) ? SLUICE_OWN_PENDING : 0;
 		take_unit(svc, cls);
@@ -468,7 +475,9 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 			nf.server_next = hs->server_isn + 1;
 			nf.flags = SLUICE_FLOW_SERVER_SEQ;
 		}
-		if (hs->client_limited)
+		/* a connection taken on counts against its client's cap too, when there is one */
+		if (hs->client_limited || (how == TRACK_ADOPTED_TCP &&
+					   (sc->client_max_in_flight || sc->client_rate)))
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
@@ -525,7 +534,7 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 		release_client(svc, key->client_addr);
 	/* An adoption is tried again at the connection's next data: counting each try would
 	 * count one connection many times. */
-	st = adopted ? NULL : class_stats_of(svc, cls);
+	st = how != TRACK_PROMOTED ? NULL : class_stats_of(svc, cls);
 	if (st)
 		st->untracked++;
 }
@@ -607,25 +616,42 @@ static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluic
 	return found;
 }
 
-/* The flow of an established connection found by established_at: svc_cls is the service in
- * its low 16 bits and the class (tcp services) above them. Its record is made up here and was
- * never counted as half-open (syn_ns 0), so nothing is taken from those counts. */
-static __noinline void track_adopted(struct sluice_flow_key *key, __u32 svc_cls, __u32 seq,
-				     __u32 snd_nxt, const struct sluice_service *sc)
+/* The flow of an established connection found by established_at, as if its handshake had
+ * completed now: its record is made up here and was never counted as half-open (syn_ns 0), so
+ * nothing is taken from those counts. One function a protocol, each of its own frame: the
+ * request path's frame and one of these must fit the verifier's 512 bytes together. */
+static __always_inline void adopted_record(struct sluice_handshake *hs, __u32 svc, __u32 cls,
+					   __u32 seq, __u32 snd_nxt)
+{
+	__builtin_memset(hs, 0, sizeof(*hs));
+	hs->client_isn = seq - 1;
+	hs->server_isn = snd_nxt - 1;
+	hs->flags = SLUICE_HS_SERVER_ISN;
+	hs->svc = svc;
+	hs->class = cls & 3;
+}
+
+static __noinline void track_adopted_http(struct sluice_flow_key *key, __u32 svc, __u32 seq,
+					  __u32 snd_nxt)
 {
 	struct sluice_handshake hs;
 
-	if (!key || !sc)
+	if (!key)
 		return;
-	__builtin_memset(&hs, 0, sizeof(hs));
-	hs.client_isn = seq - 1;
-	hs.server_isn = snd_nxt - 1;
-	hs.flags = SLUICE_HS_SERVER_ISN;
-	hs.svc = svc_cls & 0xffff;
-	hs.class = (svc_cls >> 16) & 3;
-	if (sc->protocol != SLUICE_PROTO_HTTP)
-		hs.client_limited = sc->client_max_in_flight || sc->client_rate;
-	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, 1);
+	adopted_record(&hs, svc & 0xffff, 0, seq, snd_nxt);
+	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, TRACK_ADOPTED_HTTP);
+}
+
+/* cls: the class a SYN of the connection would have been given. */
+static __noinline void track_adopted_tcp(struct sluice_flow_key *key, __u32 svc, __u32 cls,
+					 __u32 seq, __u32 snd_nxt)
+{
+	struct sluice_handshake hs;
+
+	if (!key)
+		return;
+	adopted_record(&hs, svc & 0xffff, cls, seq, snd_nxt);
+	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, TRACK_ADOPTED_TCP);
 }
 
 /* 1 when the segment's connection now has a flow (see established_at). */
@@ -641,7 +667,10 @@ static __always_inline int adopt_established(struct __sk_buff *skb, const struct
 		return 0;
 	if (sc->protocol != SLUICE_PROTO_HTTP)
 		cls = classify_l3(sc, svc, p).class & 3;
-	track_adopted(key, svc | (cls << 16), seq, (__u32)at, sc);
+	if (sc->protocol == SLUICE_PROTO_HTTP)
+		track_adopted_http(key, svc, seq, (__u32)at);
+	else
+		track_adopted_tcp(key, svc, cls, seq, (__u32)at);
 	return bpf_map_lookup_elem(&flows, key) != NULL;
 }
 
