@@ -32,10 +32,11 @@
 # socket for them), cross-checked against sluice's own count of RSTs sent (`sluicectl status
 # --json`, packets.rst_sent), which must equal those plus the ones lost at the client veth's
 # full ring (its rx_dropped; the client's kthread short of CPU at the highest rates). The
-# server CPU is counted as for the other rows, the work on lost RSTs charged to the rest; it
-# keeps up when >= 90 % of the SYNs sent came back as RSTs. Only the RST can be measured so:
-# the 429s need a completed handshake, and HAProxy and nginx answer nothing before it. Its
-# rows are reported in a table of their own, against HAProxy at HAProxy's busiest rate.
+# server CPU is counted as for the other rows. It keeps up when >= 90 % of the SYNs sent came
+# back as RSTs; not keeping up at its lowest rate fails the script, as for the others, and so
+# does a disagreement of the two counts (the figure would not be sound). Only the RST can be
+# measured so: the 429s need a completed handshake, and HAProxy and nginx answer nothing before
+# it. Its rows are reported in a table of their own, against HAProxy at HAProxy's busiest rate.
 # Why more than one rate: at a few thousand arrivals/s the server veth's NAPI kthread wakes
 # once per packet, and that wake-up and the veth hand-over are most of what an XDP refusal
 # costs; a host under a flood receives faster than that, its kthread can take several
