@@ -294,9 +294,9 @@ EOF
 
 # ------------------------------------------------------------------ the raw SYN flood
 # veth_counts: "C0_RX C0_RXDROP C0_TXDROP S0_RX S0_RXDROP RST_SENT": the client veth's
-# received packets (the RSTs), the RSTs lost on the way in (its ring full) and the SYNs it could
-# not hand over, the server veth's received packets and drops, and sluice's count of the RSTs it
-# sent (-1 when it cannot be read).
+# received packets (the RSTs), the RSTs lost on the way in (its ring full) and the SYN frames it
+# refused the sender for a moment (retried), the server veth's received packets and drops, and
+# sluice's count of the RSTs it sent (-1 when it cannot be read).
 veth_counts() {
 	local c s r
 	c=$(ip netns exec "$NS_C" cat /sys/class/net/c0/statistics/rx_packets \
