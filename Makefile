@@ -30,8 +30,8 @@ TOOL_BINS  := $(patsubst tools/%/main.c,$(BUILD)/tools/%,$(wildcard tools/*/main
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BPFT_BINS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/%,$(wildcard tests/bpf/test_*.c))
 LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced $(BUILD)/tests/layout_drill/sluicectl
-E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/tc_count.bpf.o \
-              $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
+E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/xdp_drop.bpf.o \
+              $(BUILD)/tests/tc_count.bpf.o $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
               $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight $(BUILD)/bench/jitlines
 FUZZ_PARSERS := config switches plan budget
@@ -94,7 +94,8 @@ $(BUILD)/sluice_hooks.bpf.o: bpf/sluice.bpf.c tests/bpf/hooks.h $(wildcard bpf/*
 $(BUILD)/tests/test_ownership: $(BUILD)/sluice_hooks.skel.h $(BUILD)/inflight_unit.skel.h
 
 # Test plumbing for the end-to-end tests (see the sources): pass-through XDP for the client
-# end of test veths, a counting TC filter to run beside sluice's, VLAN 100 at TC.
+# end of test veths, a counting TC filter to run beside sluice's, VLAN 100 at TC; and for the
+# refusal bench's raw SYN flood, an XDP program that drops what comes back to the client.
 $(BUILD)/tests/%.bpf.o: tests/e2e/%.bpf.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@

@@ -31,7 +31,9 @@
 # 3. PostgreSQL (tools/bench/pg.sh BUILD OUTDIR, when present; docs/BENCHMARKS.md section 4).
 # 4. What one refusal costs the host: sluice's XDP RST and in-kernel 429 against HAProxy's and
 #    nginx's 429, as refusals per second per core and ratios, at a quiet and at a flood rate of
-#    new connections (tools/bench/refusal.sh; REFUSAL_RATES, default "3000 20000").
+#    new connections (tools/bench/refusal.sh; REFUSAL_RATES, default "3000 20000"), and
+#    sluice's RST under a raw SYN flood (tools/synflood; REFUSAL_FLOOD_RATES, default
+#    "20000 100000 300000 max").
 # Every (contender, scenario, load) step gets fresh network namespaces (198.18.0.0/24 on a
 # veth pair), a fresh server and a fresh contender; all of it, with every process the bench
 # started, is removed on any exit (trap).
@@ -60,8 +62,9 @@
 # contender, 2 s warm-up, teardown), 42 steps and a 5 s capacity measurement per run:
 # 3 x (42 x 10.2 + 7) = ~1300 s; PostgreSQL 44 x PG_DUR + ~225 s = ~490 s; the micro
 # benchmarks ~25 s; the refusal cost 2 rates x 4 x 3 x (5 s + ~4 s) = ~4 minutes (223 s
-# measured); the step scenario 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) =
-# ~150 s (measured: 26 s for one contender and run), so about 35 minutes in all (the full run
+# measured) and its raw SYN flood 4 rates x 3 x (5 s + ~4 s) = ~2 minutes; the step scenario
+# 3 x 2 contenders x (STEP_PRE + BENCH_DUR + STEP_POST + ~3 s) = ~150 s (measured: 26 s for
+# one contender and run), so about 37 minutes in all (the full run
 # before it took 1871 s; the one at 052d909, refusal cost at one rate, 2199 s). With the
 # earlier defaults (8 s and 10 s) it was ~35 minutes.
 set -u
@@ -538,9 +541,10 @@ fi
 # ------------------------------------------------------------------ 5. refusal cost
 REFTXT=""
 if has refusal "$SCENARIOS"; then
-	log "refusal cost: sluice's RST and 429 against HAProxy's and nginx's 429 (tools/bench/refusal.sh)"
+	log "refusal cost: sluice's RST and 429 against HAProxy's and nginx's 429, and the RST under a raw SYN flood (tools/bench/refusal.sh)"
 	mkdir -p "$TMP/refusal"
-	# at most 5 s a step: two rates of four contenders must fit in about 5 minutes
+	# at most 5 s a step: two rates of four contenders and four of the flood must fit in about
+	# 7 minutes
 	REFUSAL_DUR=${REFUSAL_DUR:-$((DUR < 5 ? DUR : 5))} REFUSAL_RUNS=${REFUSAL_RUNS:-$RUNS} \
 		tools/bench/refusal.sh "$BUILD" "$TMP/refusal" ||
 		FAILED+=("refusal: tools/bench/refusal.sh exit $? (its log above says why)")

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # End-to-end test of the test tools on loopback: build/tools/testserver (a server of known
-# capacity) and build/tools/loadgen (an open-loop load generator). No root, no namespaces.
+# capacity) and build/tools/loadgen (an open-loop load generator); and build/tools/synflood's
+# command line (its flood is the refusal bench's, tools/bench/refusal.sh). No root, no namespaces.
 # Speaks TAP. Every process it starts is killed on exit, whatever happens; bounded in time
 # (each step is wrapped in `timeout`; about 20 s in all).
 # Usage: tests/e2e/test_tools.sh   (BUILD=build by default)
@@ -9,6 +10,7 @@ TAG=tools
 source "$(dirname "$0")/lib.sh"   # TAP ok, wait_for, TMP (no namespaces here)
 TS=$BUILD/tools/testserver
 LG=$BUILD/tools/loadgen
+SF=$BUILD/tools/synflood
 
 cleanup() {
 	# TERM first (timeout(1) passes it on to loadgen, which then stops at once), then KILL
@@ -26,10 +28,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..17"
+echo "1..19"
 
-if [ ! -x "$TS" ] || [ ! -x "$LG" ]; then
-	make -s "$TS" "$LG" >/dev/null 2>&1
+if [ ! -x "$TS" ] || [ ! -x "$LG" ] || [ ! -x "$SF" ]; then
+	make -s "$TS" "$LG" "$SF" >/dev/null 2>&1
 fi
 
 # json_get FILE SECTION KEY: a number from the loadgen JSON; SECTION is "total" or a class.
@@ -182,5 +184,24 @@ rp50=$(json_get "$TMP/mix.json" L3 reject_p50_ms)
 num_check "${l3ok:-1} == 0 && ${rp50:-0} > 0"
 ok $? "429s are counted apart with their own latency (L3 ok=${l3ok:-none} reject_p50=${rp50:-none})"
 stop_server
+
+# --- 18-19: synflood sends only within 198.18.0.0/15 and only a bounded run; checked before
+# anything is opened (no root needed)
+"$SF" --help >"$TMP/sf.help" 2>&1
+rc=$?
+grep -q -- '--count N' "$TMP/sf.help" && [ $rc -eq 0 ]
+ok $? "synflood --help prints its options and exits 0 (rc=$rc)"
+bad=""
+for args in "--dst 10.0.0.1:8080 --src 198.18.0.20 --count 1" \
+	"--dst 198.18.0.1:8080 --src 198.20.0.1 --count 1" \
+	"--dst 198.18.0.1:8080 --src 198.19.255.250 --src-count 10 --count 1" \
+	"--dst 198.18.0.1:8080 --src 198.18.0.20" \
+	"--dst 198.18.0.1:8080 --src 198.18.0.20 --count 1 --rate fast"; do
+	timeout 5 "$SF" --dev lo --dst-mac 02:00:00:00:00:01 $args >/dev/null 2>"$TMP/sf.err"
+	rc=$?
+	{ [ $rc -eq 2 ] && grep -q 'synflood: ' "$TMP/sf.err"; } || bad="$bad [$args: rc=$rc]"
+done
+[ -z "$bad" ]
+ok $? "synflood refuses addresses outside 198.18.0.0/15, a run without --count and a bad rate with exit 2$bad"
 
 [ "$FAILED" -eq 0 ]
