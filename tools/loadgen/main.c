@@ -15,6 +15,7 @@
 // Output: one JSON object on stdout at the end; optional progress lines on stderr.
 // See tools/README.md for usage.
 #include "loadgen.h"
+#define TOOL_NAME "loadgen"
 #include "../common/args.h"
 #include "../common/hostport.h"
 
@@ -45,16 +46,6 @@ int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "loadgen: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
-}
 
 
 void warn_once(int *flag, const char *fmt, ...)

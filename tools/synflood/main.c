@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#define TOOL_NAME "synflood"
 #include "../common/args.h"
 #include "../common/hostport.h"
 
@@ -66,16 +67,6 @@ static struct {
 
 static volatile sig_atomic_t stop;
 
-void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "synflood: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
-}
 
 static void fatal(const char *fmt, ...)
 {

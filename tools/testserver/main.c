@@ -15,6 +15,7 @@
 // SIGTERM/SIGINT: stop, join, print the JSON stats on stdout, exit 0.
 // See tools/README.md for usage.
 #include "testserver.h"
+#define TOOL_NAME "testserver"
 #include "../common/args.h"
 #include "../common/hostport.h"
 
@@ -69,16 +70,6 @@ void logmsg(const char *fmt, ...)
 	va_end(ap);
 }
 
-void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "testserver: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
-}
 
 int stats_json(char *buf, size_t n)
 {
