@@ -475,9 +475,13 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 			nf.server_next = hs->server_isn + 1;
 			nf.flags = SLUICE_FLOW_SERVER_SEQ;
 		}
-		/* a connection taken on counts against its client's cap too, when there is one */
-		if (hs->client_limited || (how == TRACK_ADOPTED_TCP &&
-					   (sc->client_max_in_flight || sc->client_rate)))
+		/* A connection taken on (client_limited 0) does not count against its client's
+		 * limits: they judge SYNs, and it was open before; counting it would also move
+		 * the client's token bucket at every try while the flow table is full. Its setup,
+		 * if it had one, is long past: the first turn seen is a request's. */
+		if (how == TRACK_ADOPTED_TCP)
+			nf.flags |= SLUICE_FLOW_TURNED;
+		if (hs->client_limited)
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
@@ -583,16 +587,21 @@ static __always_inline void client_ack(const struct pkt *p)
 static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluice_flow_key *key,
 				       __u32 seq)
 {
-	const __u16 *w = (const __u16 *)key; /* the key's own alignment */
+	/* read in 16-bit words, the key's own alignment */
+	const __u16 *w = (const __u16 *)key->client_addr, *l = (const __u16 *)key->local_addr;
+	int v4 = !(w[0] | w[1] | w[2] | w[3] | w[4]) && w[5] == 0xffff;
 	struct bpf_sock_tuple t;
 	struct bpf_tcp_sock *tp;
 	struct bpf_sock *sk;
 	__u64 found = 0;
 
-	if (!w)
+	/* Both v4-mapped (IPv4) or neither: an IPv6 packet from a v4-mapped source (which the
+	 * stack drops) to any address ending in the server's IPv4 one would otherwise find the
+	 * IPv4 connection and take it on under a key of its own, as many times as it likes. */
+	if (v4 != (!(l[0] | l[1] | l[2] | l[3] | l[4]) && l[5] == 0xffff))
 		return 0;
 	__builtin_memset(&t, 0, sizeof(t));
-	if (!(w[0] | w[1] | w[2] | w[3] | w[4]) && w[5] == 0xffff) { /* v4-mapped */
+	if (v4) {
 		__builtin_memcpy(&t.ipv4.saddr, key->client_addr + 12, 4);
 		__builtin_memcpy(&t.ipv4.daddr, key->local_addr + 12, 4);
 		t.ipv4.sport = key->client_port;
@@ -631,14 +640,13 @@ static __always_inline void adopted_record(struct sluice_handshake *hs, __u32 sv
 	hs->class = cls & 3;
 }
 
-static __noinline void track_adopted_http(struct sluice_flow_key *key, __u32 svc, __u32 seq,
-					  __u32 snd_nxt)
+/* cls: the service's default class (the flow's own until a request is decided). */
+static __noinline void track_adopted_http(struct sluice_flow_key *key, __u32 svc, __u32 cls,
+					  __u32 seq, __u32 snd_nxt)
 {
 	struct sluice_handshake hs;
 
-	if (!key)
-		return;
-	adopted_record(&hs, svc & 0xffff, 0, seq, snd_nxt);
+	adopted_record(&hs, svc & 0xffff, cls, seq, snd_nxt);
 	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, TRACK_ADOPTED_HTTP);
 }
 
@@ -648,30 +656,29 @@ static __noinline void track_adopted_tcp(struct sluice_flow_key *key, __u32 svc,
 {
 	struct sluice_handshake hs;
 
-	if (!key)
-		return;
 	adopted_record(&hs, svc & 0xffff, cls, seq, snd_nxt);
 	track_flow(key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_OPEN, TRACK_ADOPTED_TCP);
 }
 
-/* 1 when the segment's connection now has a flow (see established_at). */
-static __always_inline int adopt_established(struct __sk_buff *skb, const struct pkt *p,
-					     struct sluice_flow_key *key, __u32 svc,
-					     const struct sluice_service *sc)
+/* The segment's connection's flow, taken on now (see established_at), or NULL. */
+static __always_inline struct sluice_flow *adopt_established(struct __sk_buff *skb,
+							     const struct pkt *p,
+							     struct sluice_flow_key *key, __u32 svc,
+							     const struct sluice_service *sc)
 {
 	__u32 seq = bpf_ntohl(p->tcp->seq), cls = sc->default_class & 3;
 	__u64 at;
 
 	at = established_at(skb, key, seq);
 	if (!at)
-		return 0;
-	if (sc->protocol != SLUICE_PROTO_HTTP)
+		return NULL;
+	if (sc->protocol == SLUICE_PROTO_HTTP) {
+		track_adopted_http(key, svc, cls, seq, (__u32)at);
+	} else {
 		cls = classify_l3(sc, svc, p).class & 3;
-	if (sc->protocol == SLUICE_PROTO_HTTP)
-		track_adopted_http(key, svc, seq, (__u32)at);
-	else
 		track_adopted_tcp(key, svc, cls, seq, (__u32)at);
-	return bpf_map_lookup_elem(&flows, key) != NULL;
+	}
+	return bpf_map_lookup_elem(&flows, key);
 }
 
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
@@ -1060,8 +1067,11 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
-	if (!f && adopt_established(skb, p, &key, svc, sc))
-		f = bpf_map_lookup_elem(&flows, &key);
+	/* Only a request's start takes a connection on: not the middle of a body being
+	 * uploaded at the attach (a chunk that happens to read like a method would then be
+	 * decided as a request), not a tunnel's bytes; and junk costs no socket lookup. */
+	if (!f && starts_with_method(skb, p, method))
+		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
@@ -1156,8 +1166,8 @@ static __always_inline int tcp_client_data(struct __sk_buff *skb, const struct p
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
-	if (!f && adopt_established(skb, p, &key, sc_svc, sc))
-		f = bpf_map_lookup_elem(&flows, &key);
+	if (!f)
+		f = adopt_established(skb, p, &key, sc_svc, sc);
 	if (!f || !f->tracked_inflight)
 		return TC_ACT_OK; /* no handshake seen, or untracked: nothing to measure */
 	w = READ_ONCE(f->req_active);

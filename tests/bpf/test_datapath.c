@@ -1889,6 +1889,9 @@ static void test_established_tcp_connection_adopted(void **state)
 	assert_int_equal(busy_cls(f, 0, 3), 1);           /* its turn */
 	tc_egress(f, &r);
 	assert_int_equal(busy_total(f, 0), 0);
+	/* not held back as a setup turn: the connection's setup was long before */
+	struct sluice_hist h = hist(f, 0, 3);
+	assert_int_equal(samples(&h), 1);
 	fin.seq = c.rcv_nxt + QLEN, fin.ack = c.snd_nxt + 3, fin.fin = 1, fin.psh = 0;
 	fin.payload = NULL, fin.payload_len = 0;
 	xdp(f, &fin);

@@ -1426,15 +1426,29 @@ static void test_established_connection_adopted(void **state)
 	admitted(f, &rq);
 	rq.seq = c.rcv_nxt - 5000;
 	admitted(f, &rq);
-	/* the right byte on a port no socket has */
+	/* the right byte from another port: the stack has only the listener for it */
 	rq.seq = c.rcv_nxt, rq.sport = (uint16_t)(c.cport + 1);
 	admitted(f, &rq);
+	/* ... to another local address: no socket at all */
+	rq.sport = c.cport, rq.dst = "127.0.0.2";
+	admitted(f, &rq);
+	/* ... in IPv6 from the v4-mapped client to an address ending in the server's: the
+	 * IPv4 connection must not be taken on under a key of its own (one per address) */
+	rq.v6 = 1, rq.src = "::ffff:127.0.0.1", rq.dst = "2001:db8::7f00:1";
+	admitted(f, &rq);
+	rq.dst = "::ffff:127.0.0.2";
+	admitted(f, &rq);
+	rq.v6 = 0, rq.src = "127.0.0.1", rq.dst = "127.0.0.1";
 	assert_int_equal(flow_count(f), 0);
 	assert_int_equal(stats(f, 2).arrivals, 0);
 
-	/* the connection's own next byte: taken on, and the request decided (the default
-	 * class L2: 127.0.0.1 is outside trust_from, so its header does not count) */
-	rq.sport = c.cport;
+	/* a body's next bytes (no method): nothing taken on */
+	rq.payload = "xyzw: not a request\r\n", rq.payload_len = strlen(rq.payload);
+	admitted(f, &rq);
+	assert_int_equal(flow_count(f), 0);
+	/* the connection's own next byte, a request: taken on, and the request decided (the
+	 * default class L2: 127.0.0.1 is outside trust_from, so its header does not count) */
+	rq.payload = GET("/x", "X-Priority: L1\r\n"), rq.payload_len = strlen(rq.payload);
 	admitted(f, &rq);
 	assert_int_equal(flow_count(f), 1);
 	assert_int_equal(stats(f, 2).arrivals, 1);

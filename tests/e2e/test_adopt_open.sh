@@ -32,9 +32,10 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:80
 start_bg "$TMP/lg.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
 	--rate 100 --duration 15 --max-conns 4 --timeout-ms 3000 --quiet --class L3:1
 LGPID=$LAST_PID
-conns_open() { [ "$(in_srv ss -Htn state established "( sport = :8080 )" | wc -l)" -ge 4 ]; }
+conns() { in_srv ss -Htn state established "( sport = :8080 )" | awk '{print $3, $4}' | sort; }
+conns_open() { [ "$(conns | wc -l)" -ge 4 ]; }
 wait_for 3 "the client's four connections open" conns_open
-before=$(in_srv ss -Htn state established "( sport = :8080 )" | wc -l)
+before=$(conns)
 
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; kill $LGPID 2>/dev/null; finish; exit 1; }
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
@@ -42,8 +43,11 @@ status() { $CTL status --json > "$TMP/status.json"; }
 l3() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='L3'][0]$1"; }
 decided() { status; [ "$(l3 "['arrivals']")" -ge 20 ] && [ "$(l3 "['completed']")" -ge 20 ]; }
 wait_for 3 "requests on the open connections decided" decided
-ok $? "requests on the $before connections open before the attach are decided: $(l3 "['arrivals']") arrivals, $(l3 "['completed']") completed, $(json_get "$TMP/status.json" "d['flows']") flows, $(l3 "['open_connections']") open" \
-	"$($CTL status)"
+rc=$?
+# the very connections that were open before the attach, and no other, carried them
+[ "$(conns)" = "$before" ] || rc=1
+ok $rc "requests on the $(echo "$before" | wc -l) connections open before the attach (and no other) are decided: $(l3 "['arrivals']") arrivals, $(l3 "['completed']") completed, $(json_get "$TMP/status.json" "d['flows']") flows, $(l3 "['open_connections']") open" \
+	"$($CTL status)" "before: $before" "now: $(conns)"
 
 # A switch shedding all of L3: the next request on an open connection gets its 429.
 $CTL switch set web L3 --shed 100 --reason adopt-test --ttl 1m >/dev/null 2>&1
