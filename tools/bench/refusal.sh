@@ -363,64 +363,60 @@ EOF
 }
 
 FIRST_FLOOD_RATE=${FLOOD_RATES%% *}
+# step WHO RUN RATE LOWEST WHAT: start WHO, measure it at RATE (the flood row with raw SYNs),
+# say how it went (not keeping up at LOWEST, its lowest rate, is a failure), tear it down.
+# WHAT names the arrivals in the log.
+step() {
+	local who=$1 run=$2 rate=$3 lowest=$4 what=$5 rc
+	if ! start_contender "$who"; then
+		log "$who cannot start: $WHY"
+		FAILED+=("$who: cannot start: $WHY")
+		teardown_ns
+		return
+	fi
+	log "run $run: $who, $what at $rate/s for ${DUR}s"
+	if [ "$who" = sluice-rst-flood ]; then
+		measure_flood "$run" "$rate"
+	else
+		measure "$who" "$run" "$rate"
+	fi
+	rc=$?
+	case $rc in
+	0) ;;
+	3)
+		log "  $who does not keep up at $rate/s: $(tail -1 "$TMP/rows" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+if "s0_rx" in r:
+	print("%d RSTs came back for %d SYNs sent (%d reached the server, %d of the RSTs lost at the client ring)" % (r["refused"], r["sent"], r["s0_rx"], r["c0_rx_dropped"]))
+else:
+	print("refused %d of %d (ok %d, timeouts %d, resets %d)" % (r["refused"], r["sent"], r["ok"], r["timeout"], r["reset"]))')"
+		[ "$rate" = "$lowest" ] &&
+			FAILED+=("$who run $run: does not refuse everything at $rate/s, its lowest rate")
+		;;
+	4)
+		log "  FAILED: the RSTs that came back and sluice's count disagree: $(tail -1 "$TMP/rows")"
+		FAILED+=("$who run $run at $rate/s: RSTs counted at the client and by sluice disagree")
+		;;
+	*)
+		log "  FAILED: $(tail -1 "$TMP/rows")"
+		FAILED+=("$who run $run at $rate/s: $(tail -1 "$TMP/rows")")
+		;;
+	esac
+	teardown_ns
+}
+
 for run in $(seq "$RUNS"); do
 	for rate in $RATES; do
 		for who in $CONTENDERS; do
 			[ "$who" = sluice-rst-flood ] && continue   # its own rates, below
-			if ! start_contender "$who"; then
-				log "$who cannot start: $WHY"
-				FAILED+=("$who: cannot start: $WHY")
-				teardown_ns
-				continue
-			fi
-			log "run $run: $who, $rate new connections/s for ${DUR}s"
-			measure "$who" "$run" "$rate"
-			case $? in
-			0) ;;
-			3)
-				log "  $who does not keep up at $rate/s: $(tail -1 "$TMP/rows" |
-					python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("refused %d of %d (ok %d, timeouts %d, resets %d)" % (r["refused"], r["sent"], r["ok"], r["timeout"], r["reset"]))')"
-				[ "$rate" = "$FIRST_RATE" ] &&
-					FAILED+=("$who run $run: does not refuse everything at $rate/s, the lowest rate")
-				;;
-			*)
-				log "  FAILED: $(tail -1 "$TMP/rows")"
-				FAILED+=("$who run $run at $rate/s: $(tail -1 "$TMP/rows")")
-				;;
-			esac
-			teardown_ns
+			step "$who" "$run" "$rate" "$FIRST_RATE" "new connections"
 		done
 	done
 	# the raw SYN flood: the RST alone, at its own rates (see the header)
 	case " $CONTENDERS " in *" sluice-rst-flood "*) ;; *) continue ;; esac
 	for rate in $FLOOD_RATES; do
-		who=sluice-rst-flood
-		if ! start_contender "$who"; then
-			log "$who cannot start: $WHY"
-			FAILED+=("$who: cannot start: $WHY")
-			teardown_ns
-			continue
-		fi
-		log "run $run: $who, raw SYNs at $rate/s for ${DUR}s"
-		measure_flood "$run" "$rate"
-		case $? in
-		0) ;;
-		3)
-			log "  $who does not keep up at $rate/s: $(tail -1 "$TMP/rows" |
-				python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("%d RSTs came back for %d SYNs sent (%d reached the server, %d of the RSTs lost at the client ring)" % (r["refused"], r["sent"], r["s0_rx"], r["c0_rx_dropped"]))')"
-			[ "$rate" = "$FIRST_FLOOD_RATE" ] &&
-				FAILED+=("$who run $run: does not refuse everything at $rate/s, its lowest rate")
-			;;
-		4)
-			log "  FAILED: the RSTs that came back and sluice's count disagree: $(tail -1 "$TMP/rows")"
-			FAILED+=("$who run $run at $rate/s: RSTs counted at the client and by sluice disagree")
-			;;
-		*)
-			log "  FAILED: $(tail -1 "$TMP/rows")"
-			FAILED+=("$who run $run at $rate/s: $(tail -1 "$TMP/rows")")
-			;;
-		esac
-		teardown_ns
+		step sluice-rst-flood "$run" "$rate" "$FIRST_FLOOD_RATE" "raw SYNs"
 	done
 done
 
