@@ -22,8 +22,8 @@ services:
   - name: web
     port: 8080
     protocol: http
-    limit: { fixed: 8 }
-    headroom: { L0: 100, L1: 100, L2: 100, L3: 25 }
+    limit: { fixed: 20 }
+    headroom: { L0: 100, L1: 100, L2: 100, L3: 10 }
     headroom_mode: fixed
     default_class: L3
     connection_cap: $1
@@ -49,7 +49,11 @@ flood() { # flood OUT [S]: L3 at 200/s for S (3) s and L0 at 10/s, keep-alive, i
 		--rate 10 --duration "${2:-3}" --timeout-ms 3000 --quiet --class L0:1:src=198.18.0.10
 	L0PID=$LAST_PID
 }
-# The cap is L3's share: its room (2: a quarter of 8) plus its idle connections, at least 2.
+# The cap is L3's share: its room (2: a tenth of 20) plus its idle connections, at least 2.
+# (Fixed headroom compares every class with the service's total, so L0's own bursts -- 10/s of
+# 200 ms, 2 in flight on average -- must never reach the limit: with a limit of 8, one L0
+# request in 30-40 was refused in about one run of five, most likely on meeting 6 of its own
+# and L3's 2; the reason was not recorded then, it is now.)
 l3_capped() { status; [ "$(cls L3 "['connection_cap']")" != None ] && [ "$(cls L3 "['connection_cap']")" -ge 2 ] &&
 	[ "$(cls L3 "['rejected_by']['connections']")" -ge 1 ]; }
 
@@ -67,7 +71,8 @@ ok $([ "$refused" -ge 1 ] && [ "$l3err" = 0 ] && echo 0 || echo 1) \
 	"an L3 connection past the cap is refused at its SYN, cleanly: $refused refused, $h429 answered 429, $l3err errors" \
 	"$(cat "$TMP/on.l3")"
 ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && echo 0 || echo 1) \
-	"L0's requests all succeed meanwhile: $l0ok of $l0sent" "$(cat "$TMP/on.l0")"
+	"L0's requests all succeed meanwhile: $l0ok of $l0sent" "$(cat "$TMP/on.l0")" \
+	"L0 refused by: $($CTL status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print([c["rejected_by"] for c in d["services"][0]["classes"] if c["class"]=="L0"][0])')"
 ok $(echo "$metric" | grep -Eq ' [1-9][0-9]*$' && echo 0 || echo 1) "/metrics shows the cap: $metric"
 
 # --- the flood ends: the cap is lifted, every connection given back ---------------------------
