@@ -45,7 +45,17 @@ static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 
 	}
 }
 
-/* 1 when the packet's source is inside the service's trust_from (see SLUICE_SRC_TRUST). */
+/* 1 when the address (v4-mapped for IPv4) is inside the service's trust_from (see
+ * SLUICE_SRC_TRUST). */
+static __always_inline int addr_trusted(__u32 svc, const __u8 addr[16])
+{
+	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
+
+	__builtin_memcpy(k.addr, addr, 16);
+	return bpf_map_lookup_elem(&source_rules, &k) != 0;
+}
+
+/* 1 when the packet's source is inside the service's trust_from. */
 static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
 {
 	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
@@ -545,13 +555,8 @@ static __always_inline __u32 http_conn_class(const struct sluice_service *sc, __
 		pick_rule(&best, a->order, a->class);
 	d = (hs->flags & SLUICE_HS_DSCP) ? sc->dscp_rule[hs->dscp & 63] : SLUICE_RULE_NONE;
 	if (d != SLUICE_RULE_NONE && (d >> 2) < best.order) {
-		if (a->trusted < 0) {
-			struct sluice_src_key k = { .prefixlen = 32 + 128,
-						    .svc = svc | SLUICE_SRC_TRUST };
-
-			__builtin_memcpy(k.addr, addr, 16);
-			a->trusted = bpf_map_lookup_elem(&source_rules, &k) != 0;
-		}
+		if (a->trusted < 0)
+			a->trusted = addr_trusted(svc, addr);
 		if (a->trusted)
 			pick_rule(&best, d >> 2, d & 3);
 	}

@@ -468,7 +468,10 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 	if (how == TRACK_ADOPTED_TCP ||
 	    (how == TRACK_PROMOTED && sc->protocol != SLUICE_PROTO_HTTP)) {
 		nf.admitted_ns = hs->syn_ns; /* what its half-open count is matched with */
-		pending = halfopen_promoted(svc, hs->syn_ns, now) ? SLUICE_OWN_PENDING : 0;
+		/* a connection taken on was never counted as half-open: not asked (its syn_ns of
+		 * 0 would match counts started in a host's first second) */
+		pending = how == TRACK_PROMOTED && halfopen_promoted(svc, hs->syn_ns, now) ?
+			  SLUICE_OWN_PENDING : 0;
 		take_unit(svc, cls);
 		nf.tracked_inflight = 1;
 		if (hs->flags & SLUICE_HS_SERVER_ISN) {
