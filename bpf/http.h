@@ -268,8 +268,9 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	if (len < 4 || bpf_skb_load_bytes(skb, payload_off, sb->b, len) != 0)
 		return -1;
 
-	/* Path: after the method's space, within the first 16 bytes. */
-	for (int i = 1; i < 16; i++) {
+	/* Path: after the method's space, within the first 16 bytes (looked for only when a
+	 * path rule will read it). */
+	for (int i = 1; i < 16 && sc->path[0].len; i++) {
 		if (i >= len)
 			break;
 		if (sb->b[i] == ' ') {

@@ -1078,11 +1078,14 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
-	 * clock does; the exact one is read only for a request that is decided. */
-	touch_flow(f, coarse_now());
-	if (f->flags & SLUICE_FLOW_OPAQUE)
+	 * clock does for any other segment; a request that is decided reads the exact one
+	 * anyway and touches with it (one clock, not two). */
+	if (f->flags & SLUICE_FLOW_OPAQUE) {
+		touch_flow(f, coarse_now());
 		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
+	}
 	if (f->req_active || seq != f->client_next) {
+		touch_flow(f, coarse_now());
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
 			/* The client resent a request that was already answered: a retry. */
@@ -1094,15 +1097,19 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		return TC_ACT_OK;
 	}
 	if (!starts_with_method(skb, p, method)) {
+		touch_flow(f, coarse_now());
 		advance_by_client(f, seq, end);
 		return TC_ACT_OK;
 	}
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
 	 * slot (DECIDING holds nothing, so nothing ends a request before it is admitted). */
-	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0)
+	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0) {
+		touch_flow(f, coarse_now());
 		return TC_ACT_OK;
+	}
 
 	now = bpf_ktime_get_ns();
+	touch_flow(f, now);
 	request_source(f, sc, svc, &key, &src);
 	pick = classify_request(skb, sc, svc, p, &src);
 	st = class_stats_of(svc, pick.class);
