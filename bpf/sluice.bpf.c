@@ -213,10 +213,25 @@ static __always_inline __u64 *refused_slot(__u64 h)
 	return bpf_map_lookup_elem(&refused_syns, &slot);
 }
 
+/* What a refused SYN leaves in its slot: its 4-tuple's tag and its ISN. */
+static __always_inline __u64 refused_mark(__u64 h, __u32 isn)
+{
+	return (h & 0xffffffff00000000ull) | isn;
+}
+
+/* What an admitted SYN whose handshake completed leaves there: the same with the tag's top
+ * bit flipped, so that the two never read as each other. A late copy of that SYN is then
+ * known by the slot the SYN path reads anyway, without a lookup of the flow table on every
+ * new SYN (the copy's one use of it). */
+static __always_inline __u64 promoted_mark(__u64 h, __u32 isn)
+{
+	return refused_mark(h, isn) ^ (1ull << 63);
+}
+
 static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 					      struct sluice_class_stats *st)
 {
-	__u64 mark = (h & 0xffffffff00000000ull) | isn;
+	__u64 mark = refused_mark(h, isn);
 
 	if (!seen)
 		return;
@@ -312,15 +327,20 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	 * spread over 128 KiB) then overlaps the flow table's instead of following it. */
 	h = flow_key_hash(&key);
 	seen = refused_slot(h);
-	if (seen)
-		asm volatile("" : : "r"(READ_ONCE(*seen)));
-	f = bpf_map_lookup_elem(&flows, &key);
-	if (f && f->syn_seq == isn) {
-		/* Retransmit of the SYN of an established unit: same unit, count once. */
-		st = class_stats_of(svc, f->class);
-		if (st)
-			st->retransmits++;
-		return XDP_PASS;
+	/* A late copy of the SYN of a unit whose handshake completed and whose flow still
+	 * stands: the same unit, counted once. The slot says which SYNs may be one, so that a new
+	 * SYN costs no lookup of the flow table; the flow decides (a slot outlives its flow: a
+	 * replay of an old 4-tuple and ISN is judged as new). Should another 4-tuple have taken
+	 * the slot since, a copy is judged as a new SYN: the server answers it with an ACK of the
+	 * connection it holds, and a record made for it ages out (an RST for it, ignored). */
+	if (seen && READ_ONCE(*seen) == promoted_mark(h, isn)) {
+		f = bpf_map_lookup_elem(&flows, &key);
+		if (f && f->syn_seq == isn) {
+			st = class_stats_of(svc, f->class);
+			if (st)
+				st->retransmits++;
+			return XDP_PASS;
+		}
 	}
 	/* A new SYN: the retransmits above need neither the service nor the clock. */
 	sc = bpf_map_lookup_elem(&services, &svc);
@@ -440,8 +460,14 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
 				    __u64 now, __u8 state)
 {
+	__u64 h, *slot;
+
 	if (bpf_map_delete_elem(&handshakes, key) != 0)
 		return;
+	h = flow_key_hash(key);
+	slot = refused_slot(h);
+	if (slot)
+		*slot = promoted_mark(h, hs->client_isn);
 	track_flow(key, hs, now, state, TRACK_PROMOTED);
 }
 

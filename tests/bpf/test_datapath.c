@@ -656,6 +656,41 @@ static void test_syn_admitted_counted_once(void **state)
 	assert_int_equal(inflight_total(f, 0), 1);
 }
 
+/* The SYN path knows a late copy of a completed handshake's SYN by the mark its promotion
+ * left in the SYN's slot, and only the flow standing confirms it: once the connection is over,
+ * the same 4-tuple and ISN again (a replay, or a client that reuses both) is a new SYN,
+ * decided and counted as one, never let through as a copy. */
+static long long halfopen_count(struct fixture *f, int svc);
+
+static void test_syn_copy_after_flow_end_is_new(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 40007, 5432);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	struct pkt_spec synack = synack_of(&s);
+	tc_egress(f, &synack);
+	struct pkt_spec ack = s;
+	ack.syn = 0, ack.ackf = 1, ack.tcp_opts = 0, ack.seq = s.seq + 1, ack.ack = synack.seq + 1;
+	assert_int_equal(xdp(f, &ack).ret, XDP_PASS);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS); /* a late copy: the same unit */
+	assert_int_equal(stats(f, 0, 0).arrivals, 1);
+	assert_int_equal(stats(f, 0, 0).retransmits, 1);
+
+	struct pkt_spec rst = ack;
+	rst.rst = 1, rst.ackf = 0, rst.ack = 0;
+	assert_int_equal(xdp(f, &rst).ret, XDP_PASS);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS); /* the flow is gone: a new SYN */
+	assert_int_equal(stats(f, 0, 0).arrivals, 2);
+	assert_int_equal(stats(f, 0, 0).admitted, 2);
+	assert_int_equal(stats(f, 0, 0).retransmits, 1);
+	assert_int_equal(halfopen_count(f, 0), 1);
+}
+
 static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
 {
 	struct fixture *f = *state;
@@ -2354,6 +2389,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncated_and_bad_headers_pass_unchanged, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz_exact_verdicts, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
