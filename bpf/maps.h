@@ -120,7 +120,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } rejected_syns SEC(".maps");
 
-/* Recently refused SYNs, to recognise their retransmits (the retry-storm signal): a table of
+/* Recently refused SYNs, to recognise their retransmits (the retry-storm signal), and the SYNs
+ * of handshakes that completed, so that a new SYN asks the flow table only when it may be a late
+ * copy of one (promoted_mark: the tag's top bit flipped): a table of
  * slots addressed by a hash of the client's 4-tuple, each holding a 32-bit tag of that hash
  * and the SYN's ISN in one 64-bit word, so a slot is read and written in one access without a
  * lock. Two 4-tuples on one slot: the later replaces the earlier, whose retransmit then counts
@@ -128,7 +130,8 @@ struct {
  * that signal. As many slots as the LRU it replaced had entries, in 128 KiB: small enough to
  * stay in cache (with 65536 slots, 512 KiB, the slot's cache miss cost a refused SYN ~80 ns),
  * which a hash table with an insert per SYN does not. Not pinned: after a restart the first
- * retransmits of SYNs refused before it count as new. BPF. */
+ * retransmits of SYNs refused before it count as new, and a late copy of a SYN whose handshake
+ * completed before it is judged as a new SYN (as one whose slot another 4-tuple took is). BPF. */
 #define SLUICE_REFUSED_SLOTS 16384
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
