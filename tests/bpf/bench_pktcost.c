@@ -484,7 +484,8 @@ static void other_paths(const struct fam *f, int xdp, int tci, int tce, int repe
 	rep_path("tc-ingress.tcp-retransmit", tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
 }
 
-/* ---- invariance: admitted-flow packets at 1 / 4096 services, 100 / 60,000 flows ---- */
+/* ---- invariance: admitted-flow packets at 1 / 4096 services, 100 / 60,000 flows; and a new
+ * SYN, whose cost should not grow with the flows either ---- */
 
 #define INV_PORT0 20000
 
@@ -547,8 +548,9 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 
 /* Over-empty ns of the admitted-flow packets with n services and `flows` flows in the table:
  * out[0] XDP client ACK, out[1] TC ingress segment of an active request, out[2] TC egress
- * response data with no request outstanding. */
-static int invariance_point(int n, int flows, int repeat, double out[3])
+ * response data with no request outstanding; out[3] a new SYN (loops calls). */
+#define INV_PATHS 4
+static int invariance_point(int n, int flows, int repeat, int loops, double out[INV_PATHS])
 {
 	static const struct fam v4 = { "", 0, 0, "198.18.0.1" };
 	struct sluice_maps m;
@@ -605,26 +607,30 @@ static int invariance_point(int n, int flows, int repeat, double out[3])
 	run1(c.tce, pkt, len, 1, NULL);
 	snprintf(name, sizeof name, "invariance.tc-egress.response-data.svc%d.flows%d", n, flows);
 	out[2] = rep_path(name, c.tce, 1, pkt, len, repeat, TC_ACT_UNSPEC);
+	c.dport = dport;
+	snprintf(name, sizeof name, "invariance.xdp.new-syn-admitted.svc%d.flows%d", n, flows);
+	out[3] = loop_path(name, c.xdp, 0, loops, prep_new_syn, &c, XDP_PASS);
 	sluice_bpf__destroy(skel);
 	return 0;
 }
 
-static void invariance(int repeat)
+static void invariance(int repeat, int loops)
 {
 	static const int svcs[2] = { 1, 4096 }, flows[2] = { 100, 60000 };
-	static const char *what[3] = { "xdp.established-ack", "tc-ingress.request-active-segment",
-				       "tc-egress.response-data" };
-	double v[2][2][3];
+	static const char *what[INV_PATHS] = { "xdp.established-ack",
+					       "tc-ingress.request-active-segment",
+					       "tc-egress.response-data", "xdp.new-syn-admitted" };
+	double v[2][2][INV_PATHS];
 
 	for (int a = 0; a < 2; a++)
 		for (int b = 0; b < 2; b++)
-			if (invariance_point(svcs[a], flows[b], repeat, v[a][b])) {
+			if (invariance_point(svcs[a], flows[b], repeat, loops, v[a][b])) {
 				failed = 1;
 				return;
 			}
 	/* Ratio of the dearest point to the cheapest, per packet: 1.0 is no growth. Over-empty
 	 * figures of a few ns are integers from the kernel's mean: ±1 ns is resolution. */
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < INV_PATHS; k++) {
 		double lo = v[0][0][k], hi = v[0][0][k];
 
 		for (int a = 0; a < 2; a++)
@@ -762,7 +768,7 @@ int main(int argc, char **argv)
 	sluice_config_free(&cfg);
 
 	if (!getenv("BENCH_NO_INVARIANCE"))
-		invariance(repeat);
+		invariance(repeat, loops);
 	bpf_object__close(eo);
 	return failed;
 }
