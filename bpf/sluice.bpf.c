@@ -242,6 +242,48 @@ static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 	*seen = mark;
 }
 
+/* The synack_seen slot of a 4-tuple: from the client's port and the last 32 bits of its
+ * address, two multiplies (a slot shared by two 4-tuples costs only a lookup), and the clock's
+ * stamp in the slots' units (see there). */
+static __always_inline __u32 *synack_slot(const struct sluice_flow_key *key)
+{
+	const __u16 *a = (const __u16 *)key->client_addr;
+	__u32 x = (__u32)a[6] | (__u32)a[7] << 16;
+	__u32 slot = (__u32)(((__u64)x * 0x9e3779b1u + (__u64)key->client_port * 0x85ebca77u) >> 18) &
+		     (SLUICE_SYNACK_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&synack_seen, &slot);
+}
+
+static __always_inline __u32 synack_stamp(void)
+{
+	return (__u32)(bpf_jiffies64() >> SLUICE_SYNACK_UNIT_SHIFT) + 1;
+}
+
+/* The server sent a SYN-ACK on key's 4-tuple (each retransmit stamps again). */
+static __always_inline void note_synack(const struct sluice_flow_key *key)
+{
+	__u32 *v = synack_slot(key), t;
+
+	if (!v)
+		return;
+	t = synack_stamp();
+	if (READ_ONCE(*v) != t)
+		*v = t;
+}
+
+/* 1 when key's slot saw a SYN-ACK within SLUICE_SYNACK_FRESH units; 1 too when the slot cannot
+ * be read (then the table is asked, as always). */
+static __always_inline int synack_lately(const struct sluice_flow_key *key)
+{
+	__u32 *v = synack_slot(key), seen;
+
+	if (!v)
+		return 1;
+	seen = READ_ONCE(*v);
+	return seen && synack_stamp() - seen <= SLUICE_SYNACK_FRESH;
+}
+
 /* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
  * strips VLAN tags on receive (rx VLAN offload) and something above the interface takes
  * tagged traffic, so the tag a reply needs is in the skb but not in the frame XDP sees (the
@@ -574,7 +616,8 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 
 /* A client segment with no SYN, FIN or RST: the ACK that completes an admitted handshake (or
  * the first data, should that ACK be lost) carries ack = the server's ISN + 1, which only a
- * peer that received our SYN-ACK knows. */
+ * peer that received our SYN-ACK knows. Only a 4-tuple whose slot saw a SYN-ACK lately can
+ * carry one (synack_seen): any other ACK stops before the handshake table. */
 static __always_inline void client_ack(const struct pkt *p)
 {
 	struct sluice_flow_key key;
@@ -583,6 +626,8 @@ static __always_inline void client_ack(const struct pkt *p)
 	if (!p->tcp->ack)
 		return;
 	flow_key_of(p, 1, &key);
+	if (!synack_lately(&key))
+		return;
 	r = bpf_map_lookup_elem(&handshakes, &key);
 	if (!r || !(r->flags & SLUICE_HS_SERVER_ISN))
 		return;
@@ -890,6 +935,7 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		}
 		r->server_isn = bpf_ntohl(p->tcp->seq);
 		r->flags |= SLUICE_HS_SERVER_ISN;
+		note_synack(key);
 		return;
 	}
 	hs = *r;

@@ -271,6 +271,18 @@ static size_t prep_new_syn(void *vc, int i, uint8_t *pkt)
 	return build_pkt(pkt, &s);
 }
 
+/* A bare client ACK on a new 4-tuple at every call (an admitted flow's, its SYN-ACK long past:
+ * XDP keeps no state of it), so the tables it may touch are not in cache from the call before. */
+static size_t prep_cold_ack(void *vc, int i, uint8_t *pkt)
+{
+	struct ctx *c = vc;
+	uint16_t sport = new_client(c->f, c->src, sizeof(c->src));
+	struct pkt_spec s = syn_of(c, c->src, sport, c->dport);
+
+	s.syn = 0, s.ackf = 1, s.tcp_opts = 0, s.ack = 77;
+	return build_pkt(pkt, &s);
+}
+
 /* SYN and SYN-ACK untimed; the client's ACK that completes the handshake is timed. */
 static size_t prep_handshake_ack(void *vc, int i, uint8_t *pkt)
 {
@@ -614,6 +626,46 @@ static int invariance_point(int n, int flows, int repeat, int loops, double out[
 	return 0;
 }
 
+/* A client ACK of an admitted flow, one flow after another, with the handshake table empty and
+ * then full of records no one completes (as a SYN flood leaves it: only the LRU removes them):
+ * what XDP's check for a completing handshake costs every such ACK. */
+static void cold_ack_points(int loops)
+{
+	static const struct fam v4 = { "", 0, 0, "198.18.0.1" };
+	struct sluice_maps m;
+	struct sluice_bpf *skel = load_services(1, &m);
+	int fd, n = SLUICE_MAX_HANDSHAKES - 536;
+
+	if (!skel) {
+		fprintf(stderr, "bench_pktcost: cannot load the object for the cold ACKs\n");
+		failed = 1;
+		return;
+	}
+	struct ctx c = { .f = &v4, .xdp = bpf_program__fd(skel->progs.sluice_xdp_ingress),
+			 .dport = INV_PORT0 };
+
+	loop_path("xdp.cold-ack.handshakes0", c.xdp, 0, loops, prep_cold_ack, &c, XDP_PASS);
+	fd = bpf_map__fd(skel->maps.handshakes);
+	for (int i = 0; i < n; i++) {
+		struct sluice_flow_key k = { 0 };
+		struct sluice_handshake h = { .syn_ns = 1, .client_isn = 5 };
+		uint32_t a = htonl(0xc6120000u + (uint32_t)i / 60000u * 256u + 9u);
+
+		k.client_addr[10] = k.client_addr[11] = 0xff;
+		memcpy(k.client_addr + 12, &a, 4);
+		k.client_port = htons((uint16_t)(1024 + i % 60000));
+		k.service_port = htons(INV_PORT0);
+		if (bpf_map_update_elem(fd, &k, &h, BPF_NOEXIST)) {
+			fprintf(stderr, "bench_pktcost: handshake record %d of %d not stored\n", i, n);
+			failed = 1;
+			sluice_bpf__destroy(skel);
+			return;
+		}
+	}
+	loop_path("xdp.cold-ack.handshakes65000", c.xdp, 0, loops, prep_cold_ack, &c, XDP_PASS);
+	sluice_bpf__destroy(skel);
+}
+
 static void invariance(int repeat, int loops)
 {
 	static const int svcs[2] = { 1, 4096 }, flows[2] = { 100, 60000 };
@@ -769,6 +821,7 @@ int main(int argc, char **argv)
 
 	if (!getenv("BENCH_NO_INVARIANCE"))
 		invariance(repeat, loops);
+	cold_ack_points(loops);
 	bpf_object__close(eo);
 	return failed;
 }
