@@ -339,6 +339,16 @@ static __always_inline int handshake_stands(const struct sluice_handshake *r, __
 	return (r->flags & SLUICE_HS_SERVER_ISN) || now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS;
 }
 
+/* A SYN sent again for a unit already decided: counted, passed, nothing decided again. */
+static __always_inline int count_syn_retransmit(__u32 svc, __u32 cls)
+{
+	struct sluice_class_stats *st = class_stats_of(svc, cls);
+
+	if (st)
+		st->retransmits++;
+	return XDP_PASS;
+}
+
 static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc)
 {
 	const struct sluice_service *sc;
@@ -358,31 +368,22 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
 	 * pending: that table first, so the common retransmit costs one lookup. */
 	old = bpf_map_lookup_elem(&handshakes, &key);
-	if (old && old->client_isn == isn) {
-		st = class_stats_of(svc, old->class);
-		if (st)
-			st->retransmits++;
-		return XDP_PASS;
-	}
-	/* Not a pending handshake's: a new SYN, refused or not. Its refused_syns slot is read
-	 * now, to be in cache should it be refused: the slot's cache miss (a slot per 4-tuple,
-	 * spread over 128 KiB) then overlaps the flow table's instead of following it. */
+	if (old && old->client_isn == isn)
+		return count_syn_retransmit(svc, old->class);
+	/* Not a pending handshake's: a late copy of a completed one's, or a new SYN. Its
+	 * refused_syns slot tells: a late copy of the SYN of a unit whose handshake completed
+	 * and whose flow still stands is the same unit, counted once. The slot says which SYNs
+	 * may be one, so that a new SYN costs no lookup of the flow table; the flow decides (a
+	 * slot outlives its flow: a replay of an old 4-tuple and ISN is judged as new). Should
+	 * another 4-tuple have taken the slot since, a copy is judged as a new SYN: the server
+	 * answers it with an ACK of the connection it holds, and a record made for it ages out
+	 * (an RST for it, ignored). The slot is in cache then should the SYN be refused. */
 	h = flow_key_hash(&key);
 	seen = refused_slot(h);
-	/* A late copy of the SYN of a unit whose handshake completed and whose flow still
-	 * stands: the same unit, counted once. The slot says which SYNs may be one, so that a new
-	 * SYN costs no lookup of the flow table; the flow decides (a slot outlives its flow: a
-	 * replay of an old 4-tuple and ISN is judged as new). Should another 4-tuple have taken
-	 * the slot since, a copy is judged as a new SYN: the server answers it with an ACK of the
-	 * connection it holds, and a record made for it ages out (an RST for it, ignored). */
 	if (seen && READ_ONCE(*seen) == promoted_mark(h, isn)) {
 		f = bpf_map_lookup_elem(&flows, &key);
-		if (f && f->syn_seq == isn) {
-			st = class_stats_of(svc, f->class);
-			if (st)
-				st->retransmits++;
-			return XDP_PASS;
-		}
+		if (f && f->syn_seq == isn)
+			return count_syn_retransmit(svc, f->class);
 	}
 	/* A new SYN: the retransmits above need neither the service nor the clock. */
 	sc = bpf_map_lookup_elem(&services, &svc);
