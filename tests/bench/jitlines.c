@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Where each source line of a loaded BPF program starts in its JIT image: one line per line
- * record, "TAG OFFSET FILE:LINE SOURCE" (OFFSET in hex from the program's start, what perf prints
- * as bpf_prog_TAG_NAME+OFFSET). With it, samples that perf attributes to a JIT'd program can
+ * record, "TAG OFFSET FILE:LINE SOURCE" (OFFSET in hex from the start of the function the line
+ * is in, TAG that function's: what perf prints as bpf_prog_TAG_NAME+OFFSET, for the program and
+ * for each of its subprograms, global functions and bpf_loop callbacks alike). With it, samples that perf attributes to a JIT'd program can
  * be put on the source lines that take the time without a perf or bpftool built with libbfd
  * (neither is, on Debian 12). tests/bench/pktprof.sh uses it.
  *   build/bench/jitlines NAME...   (the newest loaded program of each name) */
@@ -15,10 +16,10 @@
 static int dump(int fd)
 {
 	struct bpf_prog_info info = { 0 };
-	__u32 len = sizeof(info), nl, njl, nks;
+	__u32 len = sizeof(info), nl, njl, nks, nfl, ntags, *fl;
 	struct bpf_line_info *li;
 	struct btf *btf = NULL;
-	char tag[17];
+	__u8 (*tags)[BPF_TAG_SIZE];
 	__u64 *jl, *ks;
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
@@ -26,12 +27,14 @@ static int dump(int fd)
 	nl = info.nr_line_info;
 	njl = info.nr_jited_line_info;
 	nks = info.nr_jited_ksyms;
-	for (int i = 0; i < 8; i++)
-		snprintf(tag + 2 * i, 3, "%02x", info.tag[i]);
+	nfl = info.nr_jited_func_lens;
+	ntags = info.nr_prog_tags;
 	li = calloc(nl ? nl : 1, sizeof(*li));
 	jl = calloc(njl ? njl : 1, sizeof(*jl));
 	ks = calloc(nks ? nks : 1, sizeof(*ks));
-	if (!li || !jl || !ks)
+	fl = calloc(nfl ? nfl : 1, sizeof(*fl));
+	tags = calloc(ntags ? ntags : 1, sizeof(*tags));
+	if (!li || !jl || !ks || !fl || !tags)
 		return -1;
 	if (info.btf_id)
 		btf = btf__load_from_kernel_by_id(info.btf_id);
@@ -44,24 +47,36 @@ static int dump(int fd)
 	info.jited_line_info = (unsigned long)jl;
 	info.nr_jited_ksyms = nks;
 	info.jited_ksyms = (unsigned long)ks;
+	info.nr_jited_func_lens = nfl;
+	info.jited_func_lens = (unsigned long)fl;
+	info.nr_prog_tags = ntags;
+	info.prog_tags = (unsigned long)tags;
 	len = sizeof(info);
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !nks)
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !nks || nfl != nks || ntags != nks)
 		return -1;
-	/* The main program's image starts at the first ksym; subprograms' records (at other
-	 * addresses) come out with offsets beyond it or below it, and pktprof.sh keeps only
-	 * the ones inside the program it looks at. */
+	/* Each line record's address is in one function's image: ksym k, func_len k long. */
 	for (__u32 i = 0; i < nl && i < njl; i++) {
 		const char *s = btf ? btf__name_by_offset(btf, li[i].line_off) : NULL;
 		const char *f = btf ? btf__name_by_offset(btf, li[i].file_name_off) : NULL;
 		const char *base = f && strrchr(f, '/') ? strrchr(f, '/') + 1 : f;
+		char tag[2 * BPF_TAG_SIZE + 1];
+		__u32 k = 0;
 
-		printf("%s %llx %s:%u %s\n", tag, (unsigned long long)(jl[i] - ks[0]),
+		while (k < nks && !(jl[i] >= ks[k] && jl[i] < ks[k] + fl[k]))
+			k++;
+		if (k == nks)
+			continue;
+		for (int b = 0; b < BPF_TAG_SIZE; b++)
+			snprintf(tag + 2 * b, 3, "%02x", tags[k][b]);
+		printf("%s %llx %s:%u %s\n", tag, (unsigned long long)(jl[i] - ks[k]),
 		       base && *base ? base : "?", BPF_LINE_INFO_LINE_NUM(li[i].line_col), s ? s : "");
 	}
 	btf__free(btf);
 	free(li);
 	free(jl);
 	free(ks);
+	free(fl);
+	free(tags);
 	return 0;
 }
 

@@ -7,14 +7,17 @@
 #     instruction after the one that waited, so a load that missed shows as its line or the
 #     next one).
 # Samples of other processes (other tests running the same programs) are left out.
-#   tests/bench/pktprof.sh [BUILD] PATH PROGRAM [RUNS]
+#   tests/bench/pktprof.sh [BUILD] PATH PROGRAM [RUNS] [FUNCTION]
 #   e.g. tests/bench/pktprof.sh build xdp.new-syn-admitted sluice_xdp_ingress 12
+# With FUNCTION (a subprogram of PROGRAM: a global function such as classify_payload, or a
+# bpf_loop callback), the lines are that function's own samples instead of the program's.
 # Needs perf (linux-perf) and root. A look while working, not a test.
 set -euo pipefail
 BUILD=${1:-build}
 PATH_NAME=${2:?path name, as bench_pktcost prints it}
 PROG=${3:?program name: sluice_xdp_ingress, sluice_tc_ingress or sluice_tc_egress}
 RUNS=${4:-12}
+FOCUS=${5:-}
 OUT=$(mktemp -d /tmp/pktprof.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
@@ -42,9 +45,9 @@ RUNS
 perf record -q -g -a -F 20000 -o "$OUT/perf.data" -- bash "$OUT/runs.sh" 2>/dev/null
 perf script -i "$OUT/perf.data" -F comm,ip,sym,symoff 2>/dev/null >"$OUT/script"
 
-python3 - "$OUT/lines" "$OUT/script" "$PROG" <<'EOF'
+python3 - "$OUT/lines" "$OUT/script" "$PROG" "$FOCUS" <<'EOF'
 import bisect, collections, re, sys
-lines_path, script_path, prog = sys.argv[1:4]
+lines_path, script_path, prog, focus = sys.argv[1:5]
 table = collections.defaultdict(list)
 for l in open(lines_path):
     tag, off, line, *src = l.rstrip("\n").split(" ", 3)
@@ -62,7 +65,10 @@ def sample(frames):
     i = idx[0]
     total += 1
     callee["(own)" if i == 0 else frames[i - 1][0]] += 1
-    if i:
+    if focus:
+        if not frames[0][0].endswith("_" + focus):
+            return
+    elif i:
         return
     m = re.match(r"bpf_prog_([0-9a-f]{16})_\w+", frames[0][0])
     t = table.get(m.group(1)) if m else None
@@ -92,7 +98,8 @@ print("# %d samples inside %s (bench_pktcost only), by what the program was runn
 for k, v in callee.most_common(15):
     print("%6.1f%%  %s" % (100.0 * v / total, k))
 own = sum(by_line.values())
-print("# the program's own samples (%.1f%% of the above) by source line" % (100.0 * own / total))
+print("# %s's own samples (%.1f%% of the above) by source line" %
+      (focus or "the program", 100.0 * own / total))
 for k, v in by_line.most_common(25):
     print("%6.1f%%  %s" % (100.0 * v / own, k))
 EOF
