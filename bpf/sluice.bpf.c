@@ -242,15 +242,43 @@ static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 	*seen = mark;
 }
 
-/* The synack_seen slot of a 4-tuple: from the client's port and the last 32 bits of its
- * address, two multiplies (a slot shared by two 4-tuples costs only a lookup), and the clock's
- * stamp in the slots' units (see there). */
-static __always_inline __u32 *synack_slot(const struct sluice_flow_key *key)
+/* The slot of a 4-tuple in record_made and synack_seen: from the client's port and the last 32
+ * bits of its address, two multiplies (a slot shared by two 4-tuples costs only a lookup). */
+static __always_inline __u32 tuple_slot(const struct sluice_flow_key *key)
 {
 	const __u16 *a = (const __u16 *)key->client_addr;
 	__u32 x = (__u32)a[6] | (__u32)a[7] << 16;
-	__u32 slot = (__u32)(((__u64)x * 0x9e3779b1u + (__u64)key->client_port * 0x85ebca77u) >> 18) &
-		     (SLUICE_SYNACK_SLOTS - 1);
+
+	return (__u32)(((__u64)x * 0x9e3779b1u + (__u64)key->client_port * 0x85ebca77u) >> 18) &
+	       (SLUICE_RECORD_SLOTS - 1);
+}
+
+/* A handshake record is made on key's 4-tuple now (see record_made). */
+static __always_inline void note_record(const struct sluice_flow_key *key, __u64 now)
+{
+	__u32 slot = tuple_slot(key), t = (__u32)(now >> 30) + 1, *v;
+
+	v = bpf_map_lookup_elem(&record_made, &slot);
+	if (v && READ_ONCE(*v) != t)
+		*v = t;
+}
+
+/* 1 when a record was made on key's slot within SLUICE_RECORD_FRESH units (or the slot cannot
+ * be read: then the table is asked, as always). */
+static __always_inline int record_lately(const struct sluice_flow_key *key)
+{
+	__u32 slot = tuple_slot(key), *v = bpf_map_lookup_elem(&record_made, &slot), seen;
+
+	if (!v)
+		return 1;
+	seen = READ_ONCE(*v);
+	return seen && (__u32)(coarse_now() >> 30) + 1 - seen <= SLUICE_RECORD_FRESH;
+}
+
+/* The synack_seen slot of a 4-tuple, and the clock's stamp in its units (see there). */
+static __always_inline __u32 *synack_slot(const struct sluice_flow_key *key)
+{
+	__u32 slot = tuple_slot(key);
 
 	return bpf_map_lookup_elem(&synack_seen, &slot);
 }
@@ -366,8 +394,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 
 	flow_key_of(p, 1, &key);
 	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
-	 * pending: that table first, so the common retransmit costs one lookup. */
-	old = bpf_map_lookup_elem(&handshakes, &key);
+	 * pending: that table first, so the common retransmit costs one lookup; and only when a
+	 * record was made on the 4-tuple's slot lately (record_made), so a flood's new SYNs cost
+	 * none. */
+	old = record_lately(&key) ? bpf_map_lookup_elem(&handshakes, &key) : NULL;
 	if (old && old->client_isn == isn)
 		return count_syn_retransmit(svc, old->class);
 	/* Not a pending handshake's: a late copy of a completed one's, or a new SYN. Its
@@ -426,6 +456,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			if (!http_conn_admit(cap, svc, hs.class))
 				goto refuse_conn; /* SYN retransmits are not the requests' retries */
 		}
+		note_record(&key, now);
 		bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST);
 		return XDP_PASS;
 	}
@@ -450,6 +481,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		hs.class = pick.class & 3;
 		st->admitted++;
 		/* NOEXIST: of two SYNs with different ISNs at once, the first record stands. */
+		note_record(&key, now);
 		if (bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST) == 0)
 			halfopen_add(svc, now);
 		return XDP_PASS;

@@ -692,14 +692,46 @@ static void test_syn_copy_after_flow_end_is_new(void **state)
 	assert_int_equal(halfopen_count(f, 0), 1);
 }
 
-/* Every synack_seen slot set to a stamp far in the past (1: the host's first second). */
-static void age_synack_slots(struct fixture *f)
+/* Every slot of a stamp map (synack_seen, record_made) set to a stamp far in the past (1: the
+ * host's first second). */
+static void age_slots(struct bpf_map *map)
 {
-	int fd = bpf_map__fd(f->skel->maps.synack_seen);
-	uint32_t old = 1, n = bpf_map__max_entries(f->skel->maps.synack_seen);
+	int fd = bpf_map__fd(map);
+	uint32_t old = 1, n = bpf_map__max_entries(map);
 
 	for (uint32_t k = 0; k < n; k++)
 		assert_int_equal(bpf_map_update_elem(fd, &k, &old, BPF_ANY), 0);
+}
+
+static void age_synack_slots(struct fixture *f)
+{
+	age_slots(f->skel->maps.synack_seen);
+}
+
+/* A SYN looks up the handshake table only when a record was made on its slot lately. A
+ * retransmit of an admitted SYN after the window (longer than a client's SYN retries last) is
+ * judged as a new SYN: counted as an arrival again, its record left as it was (no second
+ * half-open count), and its handshake still completes into one unit. */
+static void test_syn_retransmit_after_record_window(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec s = syn4("198.18.1.2", 40013, 5432);
+
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS); /* within the window: a retransmit */
+	assert_int_equal(stats(f, 0, 0).retransmits, 1);
+	age_slots(f->skel->maps.record_made);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, 2);
+	assert_int_equal(stats(f, 0, 0).retransmits, 1);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	struct pkt_spec synack = synack_of(&s);
+	tc_egress(f, &synack);
+	struct pkt_spec ack = client_seg(&s);
+	assert_int_equal(xdp(f, &ack).ret, XDP_PASS);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(halfopen_count(f, 0), 0);
 }
 
 /* A client ACK looks up the handshake table only when its slot saw a SYN-ACK lately. One that
@@ -2439,6 +2471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ack_long_after_synack_tracked_by_server, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_syn_retransmit_after_record_window, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
