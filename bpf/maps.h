@@ -145,7 +145,8 @@ struct {
  * retransmit of an admitted SYN, or does a record of another ISN stand?) only when its slot saw a
  * record made within SLUICE_RECORD_FRESH units, longer than a client's SYN retries last (Linux:
  * 127 s): a flood's refused SYNs, on 4-tuples no record was made for, then cost no lookup in a
- * table that holds what the flood's admitted SYNs left there. A stamp never goes back, so a
+ * table that holds what the flood's admitted SYNs left there. A stamp goes back by at most a
+ * unit (two CPUs writing at a unit's edge) and one ahead of the reader's clock reads fresh, so a
  * retransmit of an admitted SYN always finds its record while the record stands; one older than
  * the window is judged as a new SYN, as one whose record the LRU took is. Not pinned: after a
  * new load every slot reads "never", and a retransmit of a SYN admitted before it is judged
@@ -166,8 +167,9 @@ struct {
  * SYN-ACK for SLUICE_SYNACK_FRESH units does not look up `handshakes`: every client ACK of every
  * admitted flow passes XDP, and a lookup in a table a SYN flood left full of dead records cost
  * a cold ACK about 190 ns more than in an empty one (records leave only through the LRU). Two
- * 4-tuples on a slot only keep it fresh longer (a lookup, as before); a stamp never goes back,
- * so an ACK within SLUICE_SYNACK_FRESH of its own SYN-ACK always looks. One that comes later
+ * 4-tuples on a slot only keep it fresh longer (a lookup, as before); a stamp goes back by at
+ * most a unit (two CPUs writing at a unit's edge), so an ACK within SLUICE_SYNACK_FRESH - 1 of
+ * its own SYN-ACK always looks. One that comes later
  * (a round trip of 8 s or more) is not seen completing here; the server's first segment after it
  * (TC egress), or the client's first data taken on at TC ingress, tracks the connection. Not
  * pinned: after a new load every slot reads "never" until the next SYN-ACK on it, and the

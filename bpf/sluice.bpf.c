@@ -272,7 +272,8 @@ static __always_inline int record_lately(const struct sluice_flow_key *key)
 	if (!v)
 		return 1;
 	seen = READ_ONCE(*v);
-	return seen && (__u32)(coarse_now() >> 30) + 1 - seen <= SLUICE_RECORD_FRESH;
+	/* signed: a stamp another CPU wrote a unit ahead of this CPU's clock is fresh */
+	return seen && (__s32)((__u32)(coarse_now() >> 30) + 1 - seen) <= SLUICE_RECORD_FRESH;
 }
 
 /* The synack_seen slot of a 4-tuple, and the clock's stamp in its units (see there). */
@@ -309,7 +310,7 @@ static __always_inline int synack_lately(const struct sluice_flow_key *key)
 	if (!v)
 		return 1;
 	seen = READ_ONCE(*v);
-	return seen && synack_stamp() - seen <= SLUICE_SYNACK_FRESH;
+	return seen && (__s32)(synack_stamp() - seen) <= SLUICE_SYNACK_FRESH;
 }
 
 /* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
