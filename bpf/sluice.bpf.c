@@ -832,8 +832,9 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
-	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
-	 * handshake table. Flows are kept fresh from the egress side (touch_flow there). */
+	/* A packet inside a unit costs the parse, the port's array lookup and its slot's stamp
+	 * (a lookup of the handshake table only within a few seconds of a SYN-ACK on the slot).
+	 * Flows are kept fresh from the egress side (touch_flow there). */
 	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
 		client_ack(&p);
 		return XDP_PASS;
