@@ -150,26 +150,24 @@ static void test_cut_by_the_queue_while_the_rate_holds(void **st)
 	uint64_t t = set_cap(&cs, 10 * S, 22);
 	(void)st;
 
-	/* 24 in flight at 1.5x the unloaded mean: a queue of 8 (24 x (1 - 1/1.5)); a queue that
-	 * large is decided once the window is 0.2 s long */
-	t = ticks(&cs, t, 1, 320, 1.5, 2, 22, 22, 1);
+	/* 24 in flight at 1.5x the unloaded mean: a queue of 8 (24 x (1 - 1/1.5)); decided once
+	 * the window is 0.5 s long */
+	t = ticks(&cs, t, 4, 320, 1.5, 2, 22, 22, 1);
 	assert_int_equal(cs.cap[3], 22);
 	t = ticks(&cs, t, 1, 320, 1.5, 2, 22, 22, 1);
 	assert_int_equal(cs.cap[3], 14);
-	/* a small one only at 0.5 s */
-	t = ticks(&cs, t, 4, 320, 1.07, 2, 14, 14, 1);
-	assert_int_equal(cs.cap[3], 14);
-	t = ticks(&cs, t, 1, 320, 1.07, 2, 14, 14, 1);
-	assert_int_equal(cs.cap[3], 13);
 	/* 1.03x: neither queue nor spare, held */
-	t = ticks(&cs, t, 20, 320, 1.03, 2, 13, 13, 1);
+	t = ticks(&cs, t, 20, 320, 1.03, 2, 14, 14, 1);
+	assert_int_equal(cs.cap[3], 14);
+	/* a small queue: by 1 at least */
+	t = ticks(&cs, t, 5, 320, 1.05, 2, 14, 14, 1);
 	assert_int_equal(cs.cap[3], 13);
 	/* the backend answers at 0.85 of its best since the cap was set: what the mean shows is
 	 * not a queue the cap takes away (a slower service): held */
 	t = ticks(&cs, t, 20, 272, 1.2, 2, 13, 13, 1);
 	assert_int_equal(cs.cap[3], 13);
-	/* back at its rate: cut again (15 x (1 - 1/1.2) = 2.5) */
-	t = ticks(&cs, t, 2, 320, 1.2, 2, 13, 13, 1);
+	/* back at its rate: cut again */
+	t = ticks(&cs, t, 5, 320, 1.2, 2, 13, 13, 1);
 	assert_int_equal(cs.cap[3], 11);
 	/* the class holds more connections than its cap (from before it): not cut */
 	t = ticks(&cs, t, 10, 320, 1.2, 2, 14, 14, 1);
@@ -236,7 +234,7 @@ static void test_raised_only_on_spare_busy_refused(void **st)
 	t = ticks(&cs, t, 5, 300, 1.0, 2, 15, 15, 1);
 	assert_int_equal(cs.cap[3], 18);
 	/* a queue: cut (20 x (1 - 1/1.5) = 6), to what was served without one (17 less L0's 2) */
-	t = ticks(&cs, t, 2, 320, 1.5, 2, 18, 18, 1);
+	t = ticks(&cs, t, 5, 320, 1.5, 2, 18, 18, 1);
 	assert_int_equal(cs.cap[3], 15);
 	/* from now on one at a time, and only on evidence. No SYN refused: nobody wants more */
 	t = ticks(&cs, t, 10, 300, 1.0, 2, 15, 15, 0);

@@ -126,11 +126,7 @@ static void window_tick(struct sluice_connshare *cs, const struct sluice_connsha
 		cs->win_open[k] += in->open[k] > 0 ? (double)in->open[k] : 0;
 		cs->win_cap_refused[k] += in->cap_refused[k];
 	}
-	/* a large queue shows in fewer samples: such a window is decided sooner */
-	if (now_ns - cs->win_ns < SLUICE_CONNSHARE_WIN_NS &&
-	    (now_ns - cs->win_ns < SLUICE_CONNSHARE_WIN_FAST_NS ||
-	     cs->win_samples < SLUICE_CONNSHARE_WIN_SAMPLES || in->base_us <= 0 ||
-	     cs->win_sum_us <= (double)cs->win_samples * in->base_us * SLUICE_CONNSHARE_QUEUE_FAST))
+	if (now_ns - cs->win_ns < SLUICE_CONNSHARE_WIN_NS)
 		return;
 	/* too few samples for too long (or a gap in the ticks): no decision, a new window */
 	if (now_ns - cs->win_ns > SLUICE_CONNSHARE_WIN_MAX_NS) {
@@ -171,8 +167,8 @@ static void window_tick(struct sluice_connshare *cs, const struct sluice_connsha
 		} else if (q <= SLUICE_CONNSHARE_SPARE) {
 			/* below the best rate by more than half a request in service: idle
 			 * workers */
-			int idle = total > 0 && now_ns - cs->win_ns >= SLUICE_CONNSHARE_WIN_NS &&
-				   rate < cs->best_full * (1.0 - SLUICE_CONNSHARE_IDLE / total);
+			int idle = total > 0 &&
+				   rate < cs->best_rate * (1.0 - SLUICE_CONNSHARE_IDLE / total);
 
 			/* the most the backend served at once without a queue in the last
 			 * SLUICE_CONNSHARE_PROVEN_NS: at least that many workers */
@@ -188,10 +184,6 @@ static void window_tick(struct sluice_connshare *cs, const struct sluice_connsha
 		}
 		if (rate > cs->best_rate)
 			cs->best_rate = rate;
-		/* idle workers are told from full windows only: a short one's rate is too
-		 * noisy to stand as the best the next ones are held to */
-		if (rate > cs->best_full && now_ns - cs->win_ns >= SLUICE_CONNSHARE_WIN_NS)
-			cs->best_full = rate;
 	}
 	window_restart(cs, now_ns);
 }
@@ -233,7 +225,7 @@ int sluice_connshare_tick(struct sluice_connshare *cs, const struct sluice_conns
 		changed |= cs->cap[k] != was[k];
 	}
 	if (!any)
-		cs->best_rate = cs->best_full = 0;
+		cs->best_rate = 0;
 	cs->cap[0] = 0;
 	return changed;
 }

@@ -16,9 +16,7 @@
  * wait in front of L0; worse, a cap that holds the load lowers the rate it would be read from,
  * and an open loop's cap spiralled down with it (docs/CONTROLLER.md). So the cap moves on what
  * a window of ticks (at least SLUICE_CONNSHARE_WIN_NS and SLUICE_CONNSHARE_WIN_SAMPLES
- * latency samples; SLUICE_CONNSHARE_WIN_FAST_NS when its mean is above
- * SLUICE_CONNSHARE_QUEUE_FAST x the unloaded one: a large queue, as at the start of a surge,
- * shows in fewer samples, and every 0.1 s of it is a wait for L0) shows. Its mean time in the service is read against the unloaded mean, or
+ * latency samples) shows. Its mean time in the service is read against the unloaded mean, or
  * the lowest window mean of the last SLUICE_CONNSHARE_LOW_NS when that is lower (the unloaded
  * mean is learned from the first windows of a rise and can hold a request's worth of queue of
  * its own, which would hide one connection past the workers):
@@ -39,9 +37,9 @@
  *     a connection of the class wanted a worker. Until the first queue since the cap was set
  *     the cap grows by a quarter a window (it was set where the class stood when the limit
  *     first refused it, which an open loop's burst can make small). After that it grows by 1,
- *     and only on evidence of idle workers: at once when a full window's rate is below the best
- *     full window's since the cap was set by more than half a request in service
- *     (SLUICE_CONNSHARE_IDLE of the in-flight), else as a probe after `patience` such windows in a row; a probe a
+ *     and only on evidence of idle workers: at once when the window's rate is below the best
+ *     since the cap was set by more than half a request in service (SLUICE_CONNSHARE_IDLE of
+ *     the in-flight), else as a probe after `patience` such windows in a row; a probe a
  *     queue undoes within two windows doubles the patience (up to
  *     SLUICE_CONNSHARE_PATIENCE_MAX), one that holds two windows halves it. The highest
  *     class that qualifies is raised, one class a window;
@@ -63,9 +61,6 @@
 /* A decision's window: at least this long and this many latency samples ... */
 #define SLUICE_CONNSHARE_WIN_NS      500000000ull
 #define SLUICE_CONNSHARE_WIN_SAMPLES 50u
-/* ... or this long, when its mean is above QUEUE_FAST x the unloaded one ... */
-#define SLUICE_CONNSHARE_WIN_FAST_NS 200000000ull
-#define SLUICE_CONNSHARE_QUEUE_FAST  1.1
 /* ... and given up (no decision) after this long without them. */
 #define SLUICE_CONNSHARE_WIN_MAX_NS  (4ull * 1000000000ull)
 /* The window's mean over the unloaded one: above QUEUE a queue, at or below SPARE none. */
@@ -104,8 +99,7 @@ struct sluice_connshare {
 	uint64_t win_cap_refused[SLUICE_NUM_CLASSES];
 	/* what earlier windows showed */
 	double best_rate;                        /* the best response rate since a cap was
-	                                          * set (0 while none is) ... */
-	double best_full;                        /* ... of full-length windows */
+	                                          * set (0 while none is) */
 	double low_us;                           /* the lowest window mean ... */
 	uint64_t low_ns;                         /* ... and when */
 	double proven;                           /* in-flight served without a queue ... */
