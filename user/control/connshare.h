@@ -35,8 +35,8 @@
  *     its cap and its connections were all busy (on average over the window, its open
  *     connections within half of the cap and its in-flight within half of its open ones):
  *     a connection of the class wanted a worker. Until the first queue since the cap was set
- *     the cap grows by a quarter a window (it was set where the class stood when the limit
- *     first refused it, which an open loop's burst can make small). After that it grows by 1,
+ *     the cap grows by a quarter a window (it was set at the class's room when the limit first
+ *     refused it, which an open loop's burst can catch small). After that it grows by 1,
  *     and only on evidence of idle workers: at once when the window's rate is below the best
  *     since the cap was set by more than half a request in service (SLUICE_CONNSHARE_IDLE of
  *     the in-flight), else as a probe after `patience` such windows in a row; a probe a
