@@ -637,6 +637,38 @@ static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *ca
 	return 0;
 }
 
+/* 1 when a request on an http connection counted under a capped class (flags: the flow's) is
+ * to be refused because that class holds more open connections than its cap: connections
+ * opened before the cap was set, or before it was lowered. The refusal (a 429, which closes
+ * the connection) brings the class down to its cap, which then keeps the connection from
+ * coming back; without it those connections stay open for as long as their clients keep
+ * sending, and every one of them past the backend's workers is a wait in front of L0.
+ * Never a request of a class higher than its connection's, never an L0 connection's, never
+ * while the controller is silent. Counted in conn_cap.rejected[class] (`connections`). */
+static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, __u64 now)
+{
+	const struct sluice_http_conn_cap *cap;
+	struct sluice_inflight *open;
+	struct sluice_conn_cap *cc;
+	__u32 k = (flags >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3, c;
+
+	if (!(flags & SLUICE_FLOW_CONN_COUNTED) || !k || (cls & 3) < k)
+		return 0;
+	cap = bpf_map_lookup_elem(&http_conn_cap, &svc);
+	if (!cap)
+		return 0;
+	c = cap->cap[k];
+	if (!c || !controller_alive(now))
+		return 0;
+	open = bpf_map_lookup_elem(&http_conns, &svc);
+	if (!open || READ_ONCE(open->cls[k]) <= (__s64)c)
+		return 0;
+	cc = bpf_map_lookup_elem(&conn_cap, &svc);
+	if (cc)
+		__sync_fetch_and_add(&cc->rejected[k], 1);
+	return 1;
+}
+
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {

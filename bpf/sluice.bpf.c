@@ -1226,6 +1226,10 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	}
 	st->arrivals++;
 	http_learn_class(svc, key.client_addr, pick.class, READ_ONCE(f->flags), now);
+	if (http_conn_over_cap(svc, READ_ONCE(f->flags), pick.class, now)) {
+		reason = SLUICE_REJ_REASONS; /* counted in conn_cap */
+		goto refuse;
+	}
 	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {
 		__u8 counted;
 

@@ -329,6 +329,7 @@ start_contender() { # start_contender NAME: fresh namespaces, server, protection
 	nginx) start_nginx ;;
 	sluice-dayone) start_sluice dayone ;;
 	sluice-tuned) start_sluice tuned ;;
+	sluice-dayone-cap) start_sluice dayone-cap ;;
 	*) WHY="unknown contender"; false ;;
 	esac
 }

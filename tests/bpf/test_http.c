@@ -1685,6 +1685,61 @@ static void test_connection_cap_release(void **state)
 	}
 }
 
+/* Connections of a class opened before its cap was set (or lowered) are over it: a request on
+ * one of them is answered 429 (the server's side reset), counted among the cap's refusals,
+ * until the class is down to its cap; then its requests pass. A request of a higher class than
+ * its connection's is never refused for it, nor is any while the controller is silent. */
+static void test_connection_cap_trims(void **state)
+{
+	struct fixture *f = *state;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 0, 2, 0 };
+	struct pkt_spec c[5];
+	struct pkt_spec hi = request("203.0.113.6", 4110, GET("/x", "X-Priority: L0\r\n"));
+	struct sluice_globals g;
+
+	static const char *src[5] = { "203.0.113.100", "203.0.113.101", "203.0.113.102",
+				      "203.0.113.103", "203.0.113.104" };
+
+	for (int i = 0; i < 5; i++) {
+		c[i] = request(src[i], (uint16_t)(4100 + i), GET("/x", ""));
+		handshake(f, &c[i]);
+	}
+	handshake(f, &hi);
+	assert_int_equal(http_conns(f).cls[2], 6); /* the default class, L2 */
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	/* an L0 request (trusted header) on an L2 connection: not refused for L2's cap */
+	admitted(f, &hi);
+	assert_int_equal(cap_refusals(f, 2), 0);
+	/* L2's own requests: refused, each closing its connection, until L2 holds its cap */
+	for (int i = 0; i < 4; i++) {
+		struct run r = ingress(f, &c[i]);
+		const struct tcphdr *tcp = (const void *)(r.out + 34);
+
+		assert_int_equal(r.ret, TC_ACT_UNSPEC);
+		assert_int_equal(r.out_len, 54);
+		assert_true(tcp->rst);
+		assert_int_equal(cap_refusals(f, 2), (unsigned long long)(i + 1));
+		assert_int_equal(http_conns(f).cls[2], 5 - i);
+	}
+	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 0);
+	assert_int_equal(stats(f, 2).admitted, 0);
+	/* at its cap: the next passes */
+	admitted(f, &c[4]);
+	assert_int_equal(stats(f, 2).admitted, 1);
+	assert_int_equal(cap_refusals(f, 2), 4);
+	/* over the cap again (lowered to 1), with the controller silent: nothing is refused */
+	cap[2] = 1;
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	assert_int_equal(maps_read_globals(&f->m, &g), 0);
+	g.heartbeat_timeout_ns = 1;
+	g.heartbeat_ns = 1;
+	assert_int_equal(maps_write_globals(&f->m, &g), 0);
+	struct pkt_spec more = c[4];
+	more.seq += (uint32_t)c[4].payload_len;
+	admitted(f, &more);
+	assert_int_equal(cap_refusals(f, 2), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1706,6 +1761,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_release, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap_trims, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_drop_counts_packets, setup,
 						harness_teardown),

@@ -49,7 +49,7 @@ flood() { # flood OUT [S]: L3 at 200/s for S (3) s and L0 at 10/s, keep-alive, i
 		--rate 10 --duration "${2:-3}" --timeout-ms 3000 --quiet --class L0:1:src=198.18.0.10
 	L0PID=$LAST_PID
 }
-# The cap is L3's share: its room (2: a tenth of 20) plus its idle connections, at least 2.
+# The cap is set at L3's room (2: a tenth of 20), never above it, at least 2.
 # (Fixed headroom compares every class with the service's total, so L0's own bursts -- 10/s of
 # 200 ms, 2 in flight on average -- must never reach the limit: with a limit of 8, one L0
 # request in 30-40 was refused in about one run of five, most likely on meeting 6 of its own

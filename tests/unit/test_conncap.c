@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* An http service's connection cap from tick to tick (control/conncap.h) with a fake clock and
- * a fake map, driven in the order sluiced's tick drives it: the backend's concurrency read
- * only from ticks that show a queue, averaged and kept 30 s, one more while no queue shows;
- * the higher classes' average in-flight and the idle connections in a class's share; L0 never
+ * a fake map, driven in the order sluiced's tick drives it: the cap set at the class's
+ * room; the tick's latency and the map's open connections given to the
+ * rule (a queue cuts the cap, not while the class holds connections over it); L0 never
  * capped; the caps cleared when the service stops being http or the cap is turned off; a
  * failed write tried again; the map's caps taken over only when the slot is the service's;
  * the map left alone while there is no cap and no refusal. */
@@ -57,137 +57,78 @@ static int run_tick(struct sluice_conncap *c, const struct sluice_conncap_in *in
  * latency samples this tick. */
 static struct sluice_conncap_in http_in(void)
 {
-	struct sluice_conncap_in in = { .http = 1, .on = 1, .base_us = BASE_US, .dt_s = 0.1 };
+	struct sluice_conncap_in in = { .http = 1, .on = 1, .base_us = BASE_US };
 
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
 		in.room[k] = 50;
 	return in;
 }
 
-/* A tick that shows a queue: mean 20% over the unloaded one, `rate` responses per second
- * (the backend's concurrency read from it: rate x 10 ms). */
-static void queued(struct sluice_conncap_in *in, double rate)
+/* A tick of 100 ms at `rate` responses per second, its mean q x the unloaded one. */
+static void latency(struct sluice_conncap_in *in, double rate, double q)
 {
-	in->samples = (uint64_t)(rate * in->dt_s + 0.5);
-	in->mean_us = BASE_US * 1.2;
+	in->samples = (uint64_t)(rate / 10 + 0.5);
+	in->mean_us = BASE_US * q;
 }
 
-/* L3's share as the rule would take it now: the cap a refusal sets from no cap, on a copy. */
-static uint32_t share3(const struct sluice_conncap *c, const struct sluice_conncap_in *in,
-		       const struct fake_map *m, uint64_t now)
-{
-	struct sluice_conncap probe = *c;
-	struct sluice_conncap_in pin = *in;
-
-	memset(probe.share.cap, 0, sizeof(probe.share.cap));
-	pin.refused[3] = 1;
-	sluice_conncap_decide(&probe, &pin, m->rejected, m->open, now);
-	return probe.share.cap[3];
-}
-
-static void test_knee_only_from_queued_ticks(void **st)
+static void test_cap_set_at_the_room(void **st)
 {
 	struct sluice_conncap c = { .adopted = 1 };
 	struct sluice_conncap_in in = http_in();
 	struct fake_map m = { 0 };
 	(void)st;
 
+	/* refused with a room of 17: that */
+	in.room[3] = 17;
 	in.refused[3] = 1;
-	/* a tick at 1.05x the unloaded mean is no queue: nothing read, the room alone */
-	in.samples = 300;
-	in.mean_us = BASE_US * 1.05;
 	run_tick(&c, &in, &m, 1 * S);
-	assert_true(c.knee == 0);
-	assert_int_equal(c.share.cap[3], 50);
-	/* a queue, but too few samples to say so */
-	in.samples = SLUICE_CONNCAP_MEAN_SAMPLES - 1;
-	in.mean_us = BASE_US * 2;
+	assert_int_equal(c.share.cap[3], 17);
+	assert_int_equal(m.cap[3], 17);
+	/* within its room: a limit cut takes the cap down at once */
+	in.room[3] = 12;
 	run_tick(&c, &in, &m, 1 * S + TICK);
-	assert_true(c.knee == 0);
-	/* the base not known yet: nothing */
-	queued(&in, 1000);
-	in.base_us = 0;
-	run_tick(&c, &in, &m, 1 * S + 2 * TICK);
-	assert_true(c.knee == 0);
-	/* a queue: 1000 responses/s x 10 ms = 10 at once; the cap follows it down */
-	in.base_us = BASE_US;
-	run_tick(&c, &in, &m, 1 * S + 3 * TICK);
-	assert_true(c.knee > 9.999 && c.knee < 10.001);
-	assert_int_equal(c.share.cap[3], 10);
-	assert_int_equal(m.cap[3], 10);
+	assert_int_equal(m.cap[3], 12);
 }
 
-static void test_knee_averaged_and_kept_30s(void **st)
+static void test_queue_and_open_connections_reach_the_rule(void **st)
 {
 	struct sluice_conncap c = { .adopted = 1 };
 	struct sluice_conncap_in in = http_in();
 	struct fake_map m = { 0 };
-	uint64_t t = 5 * S;
+	uint64_t t = 1 * S;
 	(void)st;
 
+	in.inflight[0] = 2;
+	in.inflight[1] = in.inflight[2] = 0;
+	in.inflight[3] = 20;
+	in.room[3] = 20;
 	in.refused[3] = 1;
-	queued(&in, 2000);                      /* 20 */
 	run_tick(&c, &in, &m, t);
-	assert_int_equal(c.share.cap[3], 20);
-	queued(&in, 1000);                      /* 10: a fifth of the way, 18 */
-	run_tick(&c, &in, &m, t += TICK);
-	assert_true(c.knee > 17.999 && c.knee < 18.001);
-	assert_int_equal(c.share.cap[3], 18);
-	/* no queue seen any more: the last value stands for 30 s (plus the probe's one) */
+	assert_int_equal(m.cap[3], 20);
+	/* 22 in flight at 1.375x the unloaded mean for half a second, L3 holding its 20
+	 * connections: a queue of 6 (22 x (1 - 1/1.375)) */
+	in.refused[3] = 0;
+	m.open[0] = 2;
+	m.open[3] = 20;
+	latency(&in, 320, 1.375);
+	for (int n = 0; n < 5; n++)
+		run_tick(&c, &in, &m, t += TICK);
+	assert_int_equal(m.cap[3], 14);
+	/* the same, but L3 holds 30 connections from before its cap: not cut (its connections
+	 * over the cap are what queue, and they go one request at a time) */
+	m.open[3] = 30;
+	for (int n = 0; n < 5; n++)
+		run_tick(&c, &in, &m, t += TICK);
+	assert_int_equal(m.cap[3], 14);
+	/* without latency samples nothing moves, and the cap is held while it refuses SYNs */
 	in.samples = 0;
 	in.mean_us = 0;
-	assert_int_equal(share3(&c, &in, &m, t + SLUICE_CONNCAP_KNEE_NS), 18);
-	assert_int_equal(share3(&c, &in, &m, t + SLUICE_CONNCAP_KNEE_NS + 1), 50);
-	/* a queue after the 30 s starts the average afresh */
-	queued(&in, 1000);
-	assert_int_equal(share3(&c, &in, &m, t + SLUICE_CONNCAP_KNEE_NS + 1), 10);
-	assert_int_equal(share3(&c, &in, &m, t + SLUICE_CONNCAP_KNEE_NS - 1), 16);
-}
-
-static void test_one_more_without_queue(void **st)
-{
-	struct sluice_conncap c = { .adopted = 1 };
-	struct sluice_conncap_in in = http_in();
-	struct fake_map m = { 0 };
-	(void)st;
-
-	in.refused[3] = 1;
-	queued(&in, 1000);
-	run_tick(&c, &in, &m, 1 * S);
-	assert_int_equal(share3(&c, &in, &m, 1 * S + TICK), 10);  /* still queued: the knee */
-	in.mean_us = BASE_US;                   /* measured, no queue: one more */
-	assert_int_equal(share3(&c, &in, &m, 1 * S + TICK), 11);
-	in.samples = SLUICE_CONNCAP_MEAN_SAMPLES - 1;  /* not measured: the knee alone */
-	assert_int_equal(share3(&c, &in, &m, 1 * S + TICK), 10);
-}
-
-static void test_higher_classes_and_idle(void **st)
-{
-	struct sluice_conncap c = { .adopted = 1 };
-	struct sluice_conncap_in in = http_in();
-	struct fake_map m = { 0 };
-	(void)st;
-
-	/* L0 holds 10 in flight, L1 5: their averages move a tenth of the way each tick */
-	in.inflight[0] = 10;
-	in.inflight[1] = 5;
-	in.refused[1] = in.refused[2] = in.refused[3] = 1;
-	run_tick(&c, &in, &m, 1 * S);
-	/* averages 1.0, 0.5 (rounds up to 1), 0 */
-	assert_int_equal(c.share.cap[1], 50 - 1);
-	assert_int_equal(c.share.cap[2], 50 - 2);
-	assert_int_equal(c.share.cap[3], 50 - 2);
-	for (int n = 0; n < 100; n++)
-		run_tick(&c, &in, &m, 1 * S + (uint64_t)(n + 1) * TICK);
-	assert_int_equal(c.share.cap[1], 50 - 10);
-	assert_int_equal(c.share.cap[3], 50 - 15);
-	/* L3's idle connections (open, none in flight) come on top of its share */
-	in.inflight[3] = 2;
-	m.open[3] = 9;
-	assert_int_equal(share3(&c, &in, &m, 20 * S), 50 - 15 + 7);
-	/* under the knee, not the room */
-	queued(&in, 2000);
-	assert_int_equal(share3(&c, &in, &m, 20 * S), 20 - 15 + 7);
+	m.open[3] = 14;
+	for (int n = 0; n < 50; n++) {
+		m.rejected[3] += 5;
+		run_tick(&c, &in, &m, t += TICK);
+	}
+	assert_int_equal(m.cap[3], 14);
 }
 
 static void test_l0_never_capped_nor_read(void **st)
@@ -369,10 +310,8 @@ static void test_cap_refusals_counted_only_under_a_cap(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_knee_only_from_queued_ticks),
-		cmocka_unit_test(test_knee_averaged_and_kept_30s),
-		cmocka_unit_test(test_one_more_without_queue),
-		cmocka_unit_test(test_higher_classes_and_idle),
+		cmocka_unit_test(test_cap_set_at_the_room),
+		cmocka_unit_test(test_queue_and_open_connections_reach_the_rule),
 		cmocka_unit_test(test_l0_never_capped_nor_read),
 		cmocka_unit_test(test_cleared_when_not_http_or_off),
 		cmocka_unit_test(test_failed_write_retried),

@@ -50,57 +50,25 @@ int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_i
 		memset(&c->share, 0, sizeof(c->share));
 		return SLUICE_CONNCAP_WRITE;
 	}
-	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-		double x = in->inflight[k] > 0 ? (double)in->inflight[k] : 0;
-
-		refusing |= k && in->refused[k];
-		/* what the higher classes hold, on average: their peak would leave a class
-		 * whose load is bursty (Poisson arrivals) room it never uses */
-		c->busy_avg[k] += (x - c->busy_avg[k]) * 0.1;
-	}
+	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
+		refusing |= in->refused[k] != 0;
 	return sluice_conncap_held(c) || refusing ? SLUICE_CONNCAP_READ : SLUICE_CONNCAP_IDLE;
-}
-
-/* The backend's concurrency, from a tick whose mean time in the service shows a queue (it was
- * saturated): its responses per second x the unloaded mean time in the service (Little's law:
- * how many it serves at once), averaged over such ticks; kept 30 s after the last. From a tick
- * without a queue it would read only the load a cap let through, and spiral down with it. One
- * more while this tick's mean shows no queue. 0: none known (the room under the limit alone,
- * control/connshare.h). */
-static double knee_of(struct sluice_conncap *c, const struct sluice_conncap_in *in,
-		      uint64_t now_ns)
-{
-	int measured, queue;
-
-	if (in->base_us <= 0)
-		return 0;
-	measured = in->samples >= SLUICE_CONNCAP_MEAN_SAMPLES && in->mean_us > 0;
-	queue = measured && in->mean_us > in->base_us * SLUICE_CONNCAP_QUEUE;
-	if (queue && in->dt_s > 0) {
-		/* responses per second (latency samples: the completion count also counts
-		 * connections that end) x the unloaded mean time in the service */
-		double k_now = (double)in->samples / in->dt_s * in->base_us / 1e6;
-		int fresh = c->knee > 0 && now_ns - c->knee_ns <= SLUICE_CONNCAP_KNEE_NS;
-
-		c->knee = fresh ? c->knee + (k_now - c->knee) * 0.2 : k_now;
-		c->knee_ns = now_ns;
-	}
-	if (c->knee > 0 && now_ns - c->knee_ns <= SLUICE_CONNCAP_KNEE_NS)
-		return c->knee + (measured && !queue ? 1 : 0);
-	return 0;
 }
 
 int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_in *in,
 			  const __u64 *rejected, const __s64 open[SLUICE_NUM_CLASSES],
 			  uint64_t now_ns)
 {
-	struct sluice_connshare_input ci = { 0 };
+	struct sluice_connshare_input ci = {
+		.samples = in->samples, .mean_us = in->mean_us, .base_us = in->base_us,
+	};
 	int any = any_cap(c);
-	uint32_t above = 0;
-	double knee;
 
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 		ci.refused[k] = in->refused[k];
+		ci.room[k] = in->room[k];
+		ci.inflight[k] = in->inflight[k];
+		ci.open[k] = open[k];
 		if (!rejected)
 			continue;
 		/* the SYNs the cap refused since the last read, while one was set; a count
@@ -108,15 +76,6 @@ int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_
 		ci.cap_refused[k] = !any ? 0 : rejected[k] >= c->rejected[k] ?
 				    rejected[k] - c->rejected[k] : rejected[k];
 		c->rejected[k] = rejected[k];
-	}
-	knee = knee_of(c, in, now_ns);
-	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
-		int64_t idle = open[k] - in->inflight[k];
-
-		if (k)
-			ci.share[k] = sluice_connshare_share(in->room[k], knee, above,
-							     idle > 0 ? (uint32_t)idle : 0);
-		above += (uint32_t)(c->busy_avg[k] + 0.5);
 	}
 	/* A cap not written stays to be written: the map may hold one the rule lifted, which
 	 * would otherwise refuse connections with nobody left to lift it. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* One http service's connection cap from tick to tick: what sluiced decides each tick around
- * the rule of control/connshare.h -- the inputs it gives the rule (the backend's concurrency,
- * the higher classes' in-flight, each class's share), when the caps are cleared, taken over or
+ * the rule of control/connshare.h -- the inputs it gives the rule (the cap's refusals since
+ * the last read, each class's open connections), when the caps are cleared, taken over or
  * written again. Pure over its inputs and the clock: the caller reads and writes the maps when
  * a step asks for it, so that a service with no cap and no refusal costs no map access:
  *
@@ -24,22 +24,10 @@
 #include <stdint.h>
 #include "control/connshare.h"
 
-/* Latency samples a tick needs before its mean says whether the backend queues. */
-#define SLUICE_CONNCAP_MEAN_SAMPLES 10
-/* A tick's mean time in the service above this much of the unloaded one: a queue. */
-#define SLUICE_CONNCAP_QUEUE        1.05
-/* How long the backend's concurrency read from a queued tick stands. */
-#define SLUICE_CONNCAP_KNEE_NS      (30ull * 1000000000ull)
-
 struct sluice_conncap {
 	struct sluice_connshare share;           /* the caps and the rule's timers */
 	uint64_t rejected[SLUICE_NUM_CLASSES];   /* the cap's refusals as last read (map
 	                                          * conn_cap): a tick's are the difference */
-	double knee;                             /* the backend's concurrency, as read from
-	                                          * ticks that showed a queue ... */
-	uint64_t knee_ns;                        /* ... the last of them: kept for 30 s */
-	double busy_avg[SLUICE_NUM_CLASSES];     /* each class's in-flight, averaged over
-	                                          * about a second of ticks */
 	int adopted;                             /* the map's caps were looked at */
 	int dirty;                               /* the map does not hold share.cap yet (a
 	                                          * write failed): written again each tick */
@@ -61,7 +49,6 @@ struct sluice_conncap_in {
 	                                          * not known yet) */
 	uint64_t samples;                        /* the tick's latency samples, all classes */
 	double mean_us;                          /* their mean */
-	double dt_s;                             /* the tick's length */
 };
 
 enum { SLUICE_CONNCAP_IDLE, SLUICE_CONNCAP_READ, SLUICE_CONNCAP_WRITE };
