@@ -322,7 +322,7 @@ static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
 
 struct stripe_sum {
 	__u32 svc, me, mask;             /* mask: the classes counted */
-	__u32 first;                     /* bpf_loop's step 0 is this CPU */
+	__u32 first;                     /* the CPU bpf_loop's step 0 reads */
 	__s64 n;
 };
 
@@ -640,9 +640,11 @@ static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *ca
 /* 1 when a request on an http connection counted under a capped class (flags: the flow's) is
  * to be refused because that class holds more open connections than its cap: connections
  * opened before the cap was set, or before it was lowered. The refusal (a 429, which closes
- * the connection) brings the class down to its cap, which then keeps the connection from
- * coming back; without it those connections stay open for as long as their clients keep
- * sending, and every one of them past the backend's workers is a wait in front of L0.
+ * the connection) brings the class down to its cap (a check, not a reservation: requests
+ * decided at the same instant on several CPUs may close up to one more each), which then
+ * keeps the connection from coming back; without it those connections stay open for as long
+ * as their clients keep sending, and every one of them past the backend's workers is a wait
+ * in front of L0.
  * Never a request of a class higher than its connection's, never an L0 connection's, never
  * while the controller is silent. Counted in conn_cap.rejected[class] (`connections`). */
 static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, __u64 now)

@@ -140,50 +140,6 @@ struct {
 	__type(value, __u64);
 } refused_syns SEC(".maps");
 
-/* When a handshake record was last made on a 4-tuple of each slot (tuple_slot), in units of
- * 2^30 ns of the coarse clock, plus one (0: never). A SYN asks `handshakes` (is it the
- * retransmit of an admitted SYN, or does a record of another ISN stand?) only when its slot saw a
- * record made within SLUICE_RECORD_FRESH units, longer than a client's SYN retries last (Linux:
- * 127 s): a flood's refused SYNs, on 4-tuples no record was made for, then cost no lookup in a
- * table that holds what the flood's admitted SYNs left there. A stamp goes back by at most a
- * unit (two CPUs writing at a unit's edge) and one ahead of the reader's clock reads fresh, so a
- * retransmit of an admitted SYN always finds its record while the record stands; one older than
- * the window is judged as a new SYN, as one whose record the LRU took is. Not pinned: after a
- * new load every slot reads "never", and a retransmit of a SYN admitted before it is judged
- * again. 64 KiB, small enough to stay in cache. BPF. */
-#define SLUICE_RECORD_SLOTS 16384
-#define SLUICE_RECORD_FRESH 130
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_RECORD_SLOTS);
-	__type(key, __u32);
-	__type(value, __u32);
-} record_made SEC(".maps");
-
-/* When the server last sent a SYN-ACK on a 4-tuple of each slot (tuple_slot), in units of 256
- * jiffies, plus one (0: never): 0.26 s on a kernel of HZ 1000, 1 s at 250, 2.6 s at 100; the
- * jiffies are one load, where even the coarse clock is a helper call. A client's ACK completes
- * a handshake only about a round trip after the SYN-ACK it acknowledges, so an ACK whose slot has
- * seen no SYN-ACK for SLUICE_SYNACK_FRESH units does not look up `handshakes`: every client ACK
- * of every admitted flow passes XDP, and a lookup in a table a SYN flood left full of dead
- * records cost a cold ACK about 190 ns more than in an empty one (records leave only through
- * the LRU). Two 4-tuples on a slot only keep it fresh longer (a lookup, as before); a stamp goes
- * back by at most a unit (two CPUs writing at a unit's edge), so an ACK within
- * SLUICE_SYNACK_FRESH - 1 units of its own SYN-ACK always looks. One that comes later (a round
- * trip of 8 s or more) is not seen completing here; the server's first segment after it (TC
- * egress), or the client's first data taken on at TC ingress, tracks the connection. Not pinned:
- * after a new load every slot reads "never" until the next SYN-ACK on it, and the handshakes in
- * flight then are tracked the same way. 64 KiB, small enough to stay in cache. BPF. */
-#define SLUICE_SYNACK_SLOTS SLUICE_RECORD_SLOTS
-#define SLUICE_SYNACK_UNIT_SHIFT 8
-#define SLUICE_SYNACK_FRESH 32  /* units: 8 s at HZ 1000, 33 s at 250, 82 s at 100 */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SLUICE_SYNACK_SLOTS);
-	__type(key, __u32);
-	__type(value, __u32);
-} synack_seen SEC(".maps");
-
 /* Per-client state for the client limits (concurrency cap, token bucket). LRU: losing an
  * entry only makes that client's limits start afresh. BPF. */
 struct {

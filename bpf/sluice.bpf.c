@@ -216,16 +216,16 @@ static __always_inline __u64 *refused_slot(__u64 h)
 /* What a refused SYN leaves in its slot: its 4-tuple's tag and its ISN. */
 static __always_inline __u64 refused_mark(__u64 h, __u32 isn)
 {
-	return (h & 0xffffffff00000000ull) | isn;
+	return (h & 0x7fffffff00000000ull) | isn;
 }
 
-/* What an admitted SYN whose handshake completed leaves there: the same with the tag's top
- * bit flipped, so that the two never read as each other. A late copy of that SYN is then
+/* What an admitted SYN whose handshake completed leaves there: the same with the top bit set
+ * (a refused SYN's never has it), so that the two never read as each other. A late copy of that SYN is then
  * known by the slot the SYN path reads anyway, without a lookup of the flow table on every
  * new SYN (the copy's one use of it). */
 static __always_inline __u64 promoted_mark(__u64 h, __u32 isn)
 {
-	return refused_mark(h, isn) ^ (1ull << 63);
+	return refused_mark(h, isn) | (1ull << 63);
 }
 
 static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
@@ -240,77 +240,6 @@ static __always_inline void note_rejected_syn(__u64 *seen, __u64 h, __u32 isn,
 		return;
 	}
 	*seen = mark;
-}
-
-/* The slot of a 4-tuple in record_made and synack_seen: from the client's port and the last 32
- * bits of its address, two multiplies (a slot shared by two 4-tuples costs only a lookup). */
-static __always_inline __u32 tuple_slot(const struct sluice_flow_key *key)
-{
-	const __u16 *a = (const __u16 *)key->client_addr;
-	__u32 x = (__u32)a[6] | (__u32)a[7] << 16;
-
-	return (__u32)(((__u64)x * 0x9e3779b1u + (__u64)key->client_port * 0x85ebca77u) >> 18) &
-	       (SLUICE_RECORD_SLOTS - 1);
-}
-
-/* A handshake record is made on key's 4-tuple now (see record_made). */
-static __always_inline void note_record(const struct sluice_flow_key *key, __u64 now)
-{
-	__u32 slot = tuple_slot(key), t = (__u32)(now >> 30) + 1, *v;
-
-	v = bpf_map_lookup_elem(&record_made, &slot);
-	if (v && READ_ONCE(*v) != t)
-		*v = t;
-}
-
-/* 1 when a record was made on key's slot within SLUICE_RECORD_FRESH units (or the slot cannot
- * be read: then the table is asked, as always). */
-static __always_inline int record_lately(const struct sluice_flow_key *key)
-{
-	__u32 slot = tuple_slot(key), *v = bpf_map_lookup_elem(&record_made, &slot), seen;
-
-	if (!v)
-		return 1;
-	seen = READ_ONCE(*v);
-	/* signed: a stamp another CPU wrote a unit ahead of this CPU's clock is fresh */
-	return seen && (__s32)((__u32)(coarse_now() >> 30) + 1 - seen) <= SLUICE_RECORD_FRESH;
-}
-
-/* The synack_seen slot of a 4-tuple, and the clock's stamp in its units (see there). */
-static __always_inline __u32 *synack_slot(const struct sluice_flow_key *key)
-{
-	__u32 slot = tuple_slot(key);
-
-	return bpf_map_lookup_elem(&synack_seen, &slot);
-}
-
-static __always_inline __u32 synack_stamp(void)
-{
-	return (__u32)(bpf_jiffies64() >> SLUICE_SYNACK_UNIT_SHIFT) + 1;
-}
-
-/* The server sent a SYN-ACK on key's 4-tuple (each retransmit stamps again). */
-static __always_inline void note_synack(const struct sluice_flow_key *key)
-{
-	__u32 *v = synack_slot(key), t;
-
-	if (!v)
-		return;
-	t = synack_stamp();
-	if (READ_ONCE(*v) != t)
-		*v = t;
-}
-
-/* 1 when key's slot saw a SYN-ACK within SLUICE_SYNACK_FRESH units; 1 too when the slot cannot
- * be read (then the table is asked, as always). */
-static __always_inline int synack_lately(const struct sluice_flow_key *key)
-{
-	__u32 *v = synack_slot(key), seen;
-
-	if (!v)
-		return 1;
-	seen = READ_ONCE(*v);
-	return seen && (__s32)(synack_stamp() - seen) <= SLUICE_SYNACK_FRESH;
 }
 
 /* Interfaces (by ifindex) where a refused SYN's RST is sent from TC ingress, not XDP: the NIC
@@ -395,10 +324,8 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 
 	flow_key_of(p, 1, &key);
 	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
-	 * pending: that table first, so the common retransmit costs one lookup; and only when a
-	 * record was made on the 4-tuple's slot lately (record_made), so a flood's new SYNs cost
-	 * none. */
-	old = record_lately(&key) ? bpf_map_lookup_elem(&handshakes, &key) : NULL;
+	 * pending: that table first, so the common retransmit costs one lookup. */
+	old = bpf_map_lookup_elem(&handshakes, &key);
 	if (old && old->client_isn == isn)
 		return count_syn_retransmit(svc, old->class);
 	/* Not a pending handshake's: a late copy of a completed one's, or a new SYN. Its
@@ -457,7 +384,6 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			if (!http_conn_admit(cap, svc, hs.class))
 				goto refuse_conn; /* SYN retransmits are not the requests' retries */
 		}
-		note_record(&key, now);
 		bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST);
 		return XDP_PASS;
 	}
@@ -482,7 +408,6 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		hs.class = pick.class & 3;
 		st->admitted++;
 		/* NOEXIST: of two SYNs with different ISNs at once, the first record stands. */
-		note_record(&key, now);
 		if (bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST) == 0)
 			halfopen_add(svc, now);
 		return XDP_PASS;
@@ -536,13 +461,14 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
 				    __u64 now, __u8 state)
 {
-	__u64 h, *slot;
+	__u64 h, *slot, was;
 
 	if (bpf_map_delete_elem(&handshakes, key) != 0)
 		return;
 	h = flow_key_hash(key);
 	slot = refused_slot(h);
-	if (slot)
+	/* never over a refused SYN's mark: its retransmit is the retry-storm signal */
+	if (slot && (!(was = READ_ONCE(*slot)) || (was >> 63)))
 		*slot = promoted_mark(h, hs->client_isn);
 	track_flow(key, hs, now, state, TRACK_PROMOTED);
 }
@@ -650,8 +576,7 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 
 /* A client segment with no SYN, FIN or RST: the ACK that completes an admitted handshake (or
  * the first data, should that ACK be lost) carries ack = the server's ISN + 1, which only a
- * peer that received our SYN-ACK knows. Only a 4-tuple whose slot saw a SYN-ACK lately can
- * carry one (synack_seen): any other ACK stops before the handshake table. */
+ * peer that received our SYN-ACK knows. */
 static __always_inline void client_ack(const struct pkt *p)
 {
 	struct sluice_flow_key key;
@@ -660,8 +585,6 @@ static __always_inline void client_ack(const struct pkt *p)
 	if (!p->tcp->ack)
 		return;
 	flow_key_of(p, 1, &key);
-	if (!synack_lately(&key))
-		return;
 	r = bpf_map_lookup_elem(&handshakes, &key);
 	if (!r || !(r->flags & SLUICE_HS_SERVER_ISN))
 		return;
@@ -832,9 +755,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
-	/* A packet inside a unit costs the parse, the port's array lookup and its slot's stamp
-	 * (a lookup of the handshake table only within a few seconds of a SYN-ACK on the slot).
-	 * Flows are kept fresh from the egress side (touch_flow there). */
+	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
+	 * handshake table. Flows are kept fresh from the egress side (touch_flow there). */
 	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
 		client_ack(&p);
 		return XDP_PASS;
@@ -970,7 +892,6 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		}
 		r->server_isn = bpf_ntohl(p->tcp->seq);
 		r->flags |= SLUICE_HS_SERVER_ISN;
-		note_synack(key);
 		return;
 	}
 	hs = *r;

@@ -661,7 +661,6 @@ static void test_syn_admitted_counted_once(void **state)
  * the same 4-tuple and ISN again (a replay, or a client that reuses both) is a new SYN,
  * decided and counted as one, never let through as a copy. */
 static long long halfopen_count(struct fixture *f, int svc);
-static int pending_of(struct fixture *f, const struct pkt_spec *syn, struct sluice_handshake *h);
 
 static void test_syn_copy_after_flow_end_is_new(void **state)
 {
@@ -690,80 +689,6 @@ static void test_syn_copy_after_flow_end_is_new(void **state)
 	assert_int_equal(stats(f, 0, 0).admitted, 2);
 	assert_int_equal(stats(f, 0, 0).retransmits, 1);
 	assert_int_equal(halfopen_count(f, 0), 1);
-}
-
-/* Every slot of a stamp map (synack_seen, record_made) set to a stamp far in the past (1: the
- * host's first second). */
-static void age_slots(struct bpf_map *map)
-{
-	int fd = bpf_map__fd(map);
-	uint32_t old = 1, n = bpf_map__max_entries(map);
-
-	for (uint32_t k = 0; k < n; k++)
-		assert_int_equal(bpf_map_update_elem(fd, &k, &old, BPF_ANY), 0);
-}
-
-static void age_synack_slots(struct fixture *f)
-{
-	age_slots(f->skel->maps.synack_seen);
-}
-
-/* A SYN looks up the handshake table only when a record was made on its slot lately. A
- * retransmit of an admitted SYN after the window (longer than a client's SYN retries last) is
- * judged as a new SYN: counted as an arrival again, its record left as it was (no second
- * half-open count), and its handshake still completes into one unit. */
-static void test_syn_retransmit_after_record_window(void **state)
-{
-	struct fixture *f = *state;
-	struct pkt_spec s = syn4("198.18.1.2", 40013, 5432);
-
-	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
-	assert_int_equal(xdp(f, &s).ret, XDP_PASS); /* within the window: a retransmit */
-	assert_int_equal(stats(f, 0, 0).retransmits, 1);
-	age_slots(f->skel->maps.record_made);
-	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
-	assert_int_equal(stats(f, 0, 0).arrivals, 2);
-	assert_int_equal(stats(f, 0, 0).retransmits, 1);
-	assert_int_equal(halfopen_count(f, 0), 1);
-	struct pkt_spec synack = synack_of(&s), ack = client_seg(&s);
-	tc_egress(f, &synack);
-	assert_int_equal(xdp(f, &ack).ret, XDP_PASS);
-	assert_int_equal(flow_count(f), 1);
-	assert_int_equal(inflight_total(f, 0), 1);
-	assert_int_equal(halfopen_count(f, 0), 0);
-}
-
-/* A client ACK looks up the handshake table only when its slot saw a SYN-ACK lately. One that
- * comes after the slot went stale (a round trip longer than the slot's window) completes nothing
- * at XDP; the server's first segment on the connection (TC egress) tracks it instead, once. */
-static void test_ack_long_after_synack_tracked_by_server(void **state)
-{
-	struct fixture *f = *state;
-	struct pkt_spec s = syn4("198.18.1.2", 40011, 5432);
-	struct sluice_handshake h;
-
-	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
-	struct pkt_spec synack = synack_of(&s);
-	tc_egress(f, &synack);
-	age_synack_slots(f);
-	struct pkt_spec ack = client_seg(&s);
-	assert_int_equal(xdp(f, &ack).ret, XDP_PASS);
-	assert_int_equal(flow_count(f), 0);         /* not looked for: the slot is stale */
-	assert_int_equal(pending_of(f, &s, &h), 1);
-	assert_int_equal(inflight_total(f, 0), 0);
-
-	struct pkt_spec greet = server_reply(&s, 0, 5);
-	tc_egress(f, &greet);
-	assert_int_equal(flow_count(f), 1);
-	assert_int_equal(pending_of(f, &s, &h), 0);
-	assert_int_equal(inflight_total(f, 0), 1);
-	assert_int_equal(stats(f, 0, 0).untracked, 0);
-
-	/* A SYN-ACK stamps its slot afresh: the next handshake completes at the client's ACK. */
-	struct pkt_spec s2 = syn4("198.18.1.2", 40012, 5432);
-	assert_int_equal(connect_idle(f, &s2), XDP_PASS);
-	assert_int_equal(flow_count(f), 2);
-	assert_int_equal(inflight_total(f, 0), 2);
 }
 
 static void test_headroom_rejects_l3_first_and_rst_bytes(void **state)
@@ -2465,8 +2390,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fuzz_exact_verdicts, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),
-		cmocka_unit_test_setup_teardown(test_ack_long_after_synack_tracked_by_server, setup, harness_teardown),
-		cmocka_unit_test_setup_teardown(test_syn_retransmit_after_record_window, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
