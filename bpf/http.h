@@ -270,15 +270,17 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 
 	/* Path: after the method's space, within the first 16 bytes (looked for only when a
 	 * path rule will read it). */
-	for (int i = 1; i < 16 && sc->path[0].len; i++) {
-		if (i >= len)
-			break;
-		if (sb->b[i] == ' ') {
-			path_off = i + 1;
-			break;
+	if (sc->path[0].len) {
+		for (int i = 1; i < 16; i++) {
+			if (i >= len)
+				break;
+			if (sb->b[i] == ' ') {
+				path_off = i + 1;
+				break;
+			}
 		}
 	}
-	if (path_off && sc->path[0].len) {
+	if (path_off) {
 		struct path_cmp pc = { .buf = sb->b, .sc = sc, .off = path_off, .len = len };
 
 		bpf_loop(SLUICE_MAX_PATH_RULES * SLUICE_PATH_LEN, cmp_path_byte, &pc, 0);

@@ -220,9 +220,9 @@ static __always_inline __u64 refused_mark(__u64 h, __u32 isn)
 }
 
 /* What an admitted SYN whose handshake completed leaves there: the same with the top bit set
- * (a refused SYN's never has it), so that the two never read as each other. A late copy of that SYN is then
- * known by the slot the SYN path reads anyway, without a lookup of the flow table on every
- * new SYN (the copy's one use of it). */
+ * (a refused SYN's never has it), so that the two never read as each other. A late copy of
+ * that SYN is then known by the slot the SYN path reads anyway, without a lookup of the flow
+ * table on every new SYN (the copy's one use of it). */
 static __always_inline __u64 promoted_mark(__u64 h, __u32 isn)
 {
 	return refused_mark(h, isn) | (1ull << 63);
@@ -1108,12 +1108,9 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does for any other segment; a request that is decided reads the exact one
 	 * anyway and touches with it (one clock, not two). */
-	if (f->flags & SLUICE_FLOW_OPAQUE) {
-		touch_flow(f, coarse_now());
-		return TC_ACT_OK; /* a tunnel or an upgraded protocol: nothing to decide */
-	}
+	if (f->flags & SLUICE_FLOW_OPAQUE)
+		goto undecided; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
-		touch_flow(f, coarse_now());
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
 			/* The client resent a request that was already answered: a retry. */
@@ -1121,20 +1118,14 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			if (st)
 				st->retransmits++;
 		}
-		advance_by_client(f, seq, end);
-		return TC_ACT_OK;
+		goto not_a_start;
 	}
-	if (!starts_with_method(skb, p, method)) {
-		touch_flow(f, coarse_now());
-		advance_by_client(f, seq, end);
-		return TC_ACT_OK;
-	}
+	if (!starts_with_method(skb, p, method))
+		goto not_a_start;
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
 	 * slot (DECIDING holds nothing, so nothing ends a request before it is admitted). */
-	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0) {
-		touch_flow(f, coarse_now());
-		return TC_ACT_OK;
-	}
+	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0)
+		goto undecided;
 
 	now = bpf_ktime_get_ns();
 	touch_flow(f, now);
@@ -1192,6 +1183,11 @@ refuse:
 	 * nothing). */
 	end_flow(&key, 0, 0);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
+not_a_start:
+	advance_by_client(f, seq, end);
+undecided:
+	touch_flow(f, coarse_now());
+	return TC_ACT_OK;
 }
 
 /* Client data on a tcp service. Only data that carries on from where the client is (not a

@@ -1734,6 +1734,11 @@ static void test_connection_cap_trims(void **state)
 	g.heartbeat_timeout_ns = 1;
 	g.heartbeat_ns = 1;
 	assert_int_equal(maps_write_globals(&f->m, &g), 0);
+	/* c[4]'s request answered first: its next one is a request start, which is where the
+	 * over-cap check sits */
+	struct pkt_spec done = response(src[4], 4104, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	done.ack = c[4].seq + (uint32_t)c[4].payload_len;
+	egress(f, &done);
 	struct pkt_spec more = c[4];
 	more.seq += (uint32_t)c[4].payload_len;
 	admitted(f, &more);
