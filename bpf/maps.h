@@ -88,9 +88,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
 
-/* Admitted SYNs waiting for the handshake to complete (see sluice_handshake). LRU on purpose:
- * a record holds no capacity, so losing the oldest to a flood costs at most the tracking of a
- * connection whose handshake took longer than the flood needed to cycle the table. BPF. */
+/* Admitted SYNs waiting for the handshake to complete, as layouts before 10 kept them. No
+ * longer written: handshake_slots below does its work for less. Kept because older pins name
+ * it; sluiced moves what an older layout's programs left here into the slots at attach. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SLUICE_MAX_HANDSHAKES);
@@ -98,6 +98,20 @@ struct {
 	__type(value, struct sluice_handshake);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } handshakes SEC(".maps");
+
+/* Admitted SYNs waiting for the handshake to complete: one record per slot, addressed by the
+ * 4-tuple's hash (see sluice_handshake_slot, and bpf/handshake.h for how CPUs share a slot).
+ * A record holds no capacity: a SYN that finds its slot taken by another 4-tuple's young record
+ * goes unrecorded, and its connection is taken on at its first data. Mmapable only for the
+ * placement: its values then start on a page, so each 64-byte slot is one cache line. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_HANDSHAKE_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sluice_handshake_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} handshake_slots SEC(".maps");
 
 /* Admitted handshakes not yet complete, per service (see sluice_halfopen). BPF. */
 struct {

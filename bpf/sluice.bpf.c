@@ -26,6 +26,7 @@
 #include "admit.h"
 #include "tcp_reset.h"
 #include "http.h"
+#include "handshake.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -187,25 +188,7 @@ static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 is
  * multiplies, no chain), summed, then mixed once: spreads the 4-tuples of one client over the
  * refused_syns slots. Read in 16-bit halves, the key's own alignment (the verifier refuses a
  * stack read wider than the alignment of where it lands). */
-static __always_inline __u64 flow_key_hash(const struct sluice_flow_key *key)
-{
-	const __u16 *w = (const __u16 *)key;
-	__u64 h = 0;
-
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(*key) / 2); i += 2) {
-		__u32 x = w[i];
-
-		if (i + 1 < (int)(sizeof(*key) / 2))
-			x |= (__u32)w[i + 1] << 16;
-		h += (__u64)x * (0x9e3779b97f4a7c15ull * (__u64)(i + 1));
-	}
-	h ^= h >> 29;
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 32);
-}
-
-/* The refused_syns slot of a SYN's 4-tuple (h: flow_key_hash). */
+/* The refused_syns slot of a SYN's 4-tuple (h: sluice_flow_key_hash). */
 static __always_inline __u64 *refused_slot(__u64 h)
 {
 	__u32 slot = (__u32)h & (SLUICE_REFUSED_SLOTS - 1);
@@ -310,24 +293,27 @@ static __always_inline int count_syn_retransmit(__u32 svc, __u32 cls)
 static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 svc)
 {
 	const struct sluice_service *sc;
-	struct sluice_flow_key key;
-	struct sluice_handshake hs, *old;
+	struct sluice_flow_key key SLOT_KEY_ALIGNED;
+	struct sluice_handshake hs, old;
 	struct sluice_class_stats *st;
+	struct hs_at at;
 	__u64 h, *seen;
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
 	struct class_pick pick;
 	__u32 isn = bpf_ntohl(p->tcp->seq);
 	__u64 now;
-	int reason = 0;
+	int reason = 0, had;
 	__u32 len;
 
 	flow_key_of(p, 1, &key);
 	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
-	 * pending: that table first, so the common retransmit costs one lookup. */
-	old = bpf_map_lookup_elem(&handshakes, &key);
-	if (old && old->client_isn == isn)
-		return count_syn_retransmit(svc, old->class);
+	 * pending: its slot first, so the common retransmit costs one read of it. */
+	h = sluice_flow_key_hash(&key);
+	hs_locate(&at, h);
+	had = hs_read(&at, &key, &old);
+	if (had && old.client_isn == isn)
+		return count_syn_retransmit(svc, old.class);
 	/* Not a pending handshake's: a late copy of a completed one's, or a new SYN. Its
 	 * refused_syns slot tells: a late copy of the SYN of a unit whose handshake completed
 	 * and whose flow still stands is the same unit, counted once. The slot says which SYNs
@@ -336,7 +322,6 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	 * another 4-tuple have taken the slot since, a copy is judged as a new SYN: the server
 	 * answers it with an ACK of the connection it holds, and a record made for it ages out
 	 * (an RST for it, ignored). The slot is in cache then should the SYN be refused. */
-	h = flow_key_hash(&key);
 	seen = refused_slot(h);
 	if (seen && READ_ONCE(*seen) == promoted_mark(h, isn)) {
 		f = bpf_map_lookup_elem(&flows, &key);
@@ -350,15 +335,13 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
 	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
 	now = bpf_ktime_get_ns();
-	if (old) {
-		__u32 osvc = old->svc;
-
-		if (handshake_stands(old, now))
+	if (had) {
+		if (handshake_stands(&old, now))
 			return XDP_PASS; /* undecided: the server does not take it (see above) */
 		/* A dead record gives way, and its half-open count with it (only tcp services'
-		 * records are counted); whoever deletes it does this, once. */
-		if (bpf_map_delete_elem(&handshakes, &key) == 0 && sc->protocol != SLUICE_PROTO_HTTP)
-			halfopen_done(osvc, now);
+		 * records are counted); whoever removes it does this, once. */
+		if (hs_remove(&at) && (old.flags & SLUICE_HS_COUNTED))
+			halfopen_done(old.svc, now);
 	}
 	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;
@@ -384,7 +367,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			if (!http_conn_admit(cap, svc, hs.class))
 				goto refuse_conn; /* SYN retransmits are not the requests' retries */
 		}
-		bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST);
+		hs_write(&at, &key, &hs, now);
 		return XDP_PASS;
 	}
 
@@ -406,9 +389,10 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		}
 		/* Admitted: answered by the server, but no slot until the handshake completes. */
 		hs.class = pick.class & 3;
+		hs.flags = SLUICE_HS_COUNTED;
 		st->admitted++;
-		/* NOEXIST: of two SYNs with different ISNs at once, the first record stands. */
-		if (bpf_map_update_elem(&handshakes, &key, &hs, BPF_NOEXIST) == 0)
+		/* Of two SYNs with different ISNs at once, the first record stands. */
+		if (hs_write(&at, &key, &hs, now))
 			halfopen_add(svc, now);
 		return XDP_PASS;
 	}
@@ -458,18 +442,17 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 				       const struct sluice_handshake *hs, __u64 now, __u8 state,
 				       enum track_how how);
 
-static __always_inline void promote(struct sluice_flow_key *key, const struct sluice_handshake *hs,
-				    __u64 now, __u8 state)
+static __always_inline void promote(struct hs_at *at, struct sluice_flow_key *key,
+				    const struct sluice_handshake *hs, __u64 now, __u8 state)
 {
-	__u64 h, *slot, was;
+	__u64 *slot, was;
 
-	if (bpf_map_delete_elem(&handshakes, key) != 0)
+	if (!hs_remove(at))
 		return;
-	h = flow_key_hash(key);
-	slot = refused_slot(h);
+	slot = refused_slot(at->h);
 	/* never over a refused SYN's mark: its retransmit is the retry-storm signal */
 	if (slot && (!(was = READ_ONCE(*slot)) || (was >> 63)))
-		*slot = promoted_mark(h, hs->client_isn);
+		*slot = promoted_mark(at->h, hs->client_isn);
 	track_flow(key, hs, now, state, TRACK_PROMOTED);
 }
 
@@ -579,28 +562,29 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
  * peer that received our SYN-ACK knows. */
 static __always_inline void client_ack(const struct pkt *p)
 {
-	struct sluice_flow_key key;
-	struct sluice_handshake *r, hs;
+	struct sluice_flow_key key SLOT_KEY_ALIGNED;
+	struct sluice_handshake hs;
+	struct hs_at at;
 
 	if (!p->tcp->ack)
 		return;
 	flow_key_of(p, 1, &key);
-	r = bpf_map_lookup_elem(&handshakes, &key);
-	if (!r || !(r->flags & SLUICE_HS_SERVER_ISN))
+	hs_locate(&at, sluice_flow_key_hash(&key));
+	if (!hs_read(&at, &key, &hs) || !(hs.flags & SLUICE_HS_SERVER_ISN))
 		return;
-	hs = *r;
 	if (!seq_in_window(bpf_ntohl(p->tcp->ack_seq), hs.server_isn + 1) ||
 	    !seq_in_window(bpf_ntohl(p->tcp->seq), hs.client_isn + 1))
 		return;
 	/* Until the server speaks on it, the flow stays SLUICE_FLOW_SYN: should the server never
 	 * have accepted it, the GC reclaims it after syn_timeout_s, not the idle timeout. */
-	promote(&key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
+	promote(&at, &key, &hs, bpf_ktime_get_ns(), SLUICE_FLOW_SYN);
 }
 
 /* A client's data on a 4-tuple with no flow: a connection whose handshake sluice did not see
  * complete. It was open before sluiced attached (an operator reaching for sluice while a
- * service drowns under keep-alive clients), or its record was pushed out of the handshake LRU
- * (a SYN flood; or an attacker's own slow handshakes beside one, to go undecided). Left so, its
+ * service drowns under keep-alive clients), or its SYN found its handshake slot held by another
+ * 4-tuple's young record (a SYN flood; or an attacker's own SYNs aimed at the slot, to go
+ * undecided), or another CPU had the slot at the SYN-ACK. Left so, its
  * requests would never be decided. The local stack is asked: a connection it holds
  * ESTABLISHED, with this segment at exactly the next byte it expects from the client (rcv_nxt,
  * which a blind forger does not know), is taken on as if its handshake completed now, in the
@@ -718,9 +702,10 @@ static __always_inline struct sluice_flow *adopt_established(struct __sk_buff *s
  * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends. */
 static __always_inline void client_end(const struct pkt *p)
 {
-	struct sluice_flow_key key;
-	struct sluice_handshake *r;
+	struct sluice_flow_key key SLOT_KEY_ALIGNED;
+	struct sluice_handshake r;
 	struct sluice_flow *f;
+	struct hs_at at;
 	__u32 seq = bpf_ntohl(p->tcp->seq);
 
 	flow_key_of(p, 1, &key);
@@ -731,13 +716,10 @@ static __always_inline void client_end(const struct pkt *p)
 		return;
 	}
 	/* Gone before its handshake completed: the record goes (it held no slot). */
-	r = bpf_map_lookup_elem(&handshakes, &key);
-	if (r && seq_in_window(seq, r->client_isn + 1)) {
-		__u32 svc = r->svc;
-
-		if (bpf_map_delete_elem(&handshakes, &key) == 0)
-			halfopen_done(svc, bpf_ktime_get_ns());
-	}
+	hs_locate(&at, sluice_flow_key_hash(&key));
+	if (hs_read(&at, &key, &r) && seq_in_window(seq, r.client_isn + 1) && hs_remove(&at) &&
+	    (r.flags & SLUICE_HS_COUNTED))
+		halfopen_done(r.svc, bpf_ktime_get_ns());
 }
 
 /* xdp.frags: the program takes multi-buffer frames (a jumbo MTU), so drivers attach it natively
@@ -755,8 +737,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
-	/* A packet inside a unit costs the parse, one array lookup and one lookup of the
-	 * handshake table. Flows are kept fresh from the egress side (touch_flow there). */
+	/* A packet inside a unit costs the parse, one array lookup and one read of its
+	 * handshake slot's word. Flows are kept fresh from the egress side (touch_flow there). */
 	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
 		client_ack(&p);
 		return XDP_PASS;
@@ -870,13 +852,18 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 static __always_inline void server_handshake(const struct pkt *p, struct sluice_flow_key *key,
 					     __u64 now)
 {
-	struct sluice_handshake *r = bpf_map_lookup_elem(&handshakes, key), hs;
 	__u32 ack = bpf_ntohl(p->tcp->ack_seq);
+	struct sluice_handshake_slot *s;
+	struct sluice_handshake hs;
+	struct hs_at at;
 
-	if (!r || !p->tcp->ack)
+	if (!p->tcp->ack)
+		return;
+	hs_locate(&at, sluice_flow_key_hash(key));
+	if (!hs_read(&at, key, &hs))
 		return;
 	if (p->tcp->syn) {
-		if (ack != r->client_isn + 1) {
+		if (ack != hs.client_isn + 1) {
 			/* The server took another SYN on the 4-tuple than the record's: one let
 			 * through undecided while the record stood (handshake_stands), after the
 			 * server ignored or gave up the record's. The admission made for the 4-tuple
@@ -884,25 +871,31 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 			 * Not while the record's own SYN-ACK is under a second old: a server
 			 * answering with SYN cookies keeps no half-open state and answers a forged
 			 * SYN too; the first answered stands. */
-			if ((r->flags & SLUICE_HS_SERVER_ISN) &&
-			    now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS)
+			if ((hs.flags & SLUICE_HS_SERVER_ISN) && hs_young(hs.syn_ns, now))
 				return;
-			r->client_isn = ack - 1;
-			r->syn_ns = now;
 		}
-		r->server_isn = bpf_ntohl(p->tcp->seq);
-		r->flags |= SLUICE_HS_SERVER_ISN;
+		/* Changed in place, the slot held meanwhile; should another CPU have it, the
+		 * server's ISN goes unrecorded and the connection is taken on at its first data. */
+		if (!hs_claim(&at))
+			return;
+		s = at.slot;
+		if (ack != hs.client_isn + 1) {
+			s->client_isn = ack - 1;
+			s->syn_ns = now;
+		}
+		s->server_isn = bpf_ntohl(p->tcp->seq);
+		s->flags = hs.flags | SLUICE_HS_SERVER_ISN;
+		hs_publish(&at);
 		return;
 	}
-	hs = *r;
 	if (p->tcp->rst || p->tcp->fin) {
 		/* Refused or closed by the server before it held a slot. */
-		if (bpf_map_delete_elem(&handshakes, key) == 0)
+		if (hs_remove(&at) && (hs.flags & SLUICE_HS_COUNTED))
 			halfopen_done(hs.svc, now);
 		return;
 	}
 	if (seq_in_window(ack, hs.client_isn + 1))
-		promote(key, &hs, now, SLUICE_FLOW_OPEN);
+		promote(&at, key, &hs, now, SLUICE_FLOW_OPEN);
 }
 
 /* 1 when an http response segment is an interim (1xx) response other than 101: it does not
@@ -926,9 +919,8 @@ static __always_inline int interim_response(struct __sk_buff *skb, const struct 
 
 static __always_inline int tc_egress(struct __sk_buff *skb)
 {
-	struct sluice_flow_key key;
+	struct sluice_flow_key key SLOT_KEY_ALIGNED;
 	struct sluice_pkt_stats *ps;
-	struct sluice_handshake *r;
 	struct sluice_flow *f;
 	struct own_units u;
 	struct pkt p;
@@ -958,8 +950,8 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	if (p.tcp->syn) {
 		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
-		r = bpf_map_lookup_elem(&handshakes, &key);
-		if (p.tcp->ack && r && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1) {
+		if (p.tcp->ack && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1 &&
+		    hs_holds(sluice_flow_key_hash(&key), &key)) {
 			end_flow(&key, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}

@@ -79,8 +79,11 @@
  *   9  new maps `http_conns` and `http_conn_cap` (an http service's open connections per
  *      class and the cap on the lower classes' connections); an http flow may carry
  *      SLUICE_FLOW_CONN_COUNTED (never set by layout 8, whose flows are adopted: they were
- *      never counted) */
-#define SLUICE_MAP_LAYOUT_VERSION 9
+ *      never counted)
+ *  10  new map `handshake_slots` (pending handshakes, one cache line per slot, in place of the
+ *      LRU `handshakes`, which stays pinned and empty): sluiced moves the records an older
+ *      layout's programs left in `handshakes` into their slots when it attaches */
+#define SLUICE_MAP_LAYOUT_VERSION 10
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -560,13 +563,13 @@ struct sluice_reclaim {
 	__u64 idle_timeout_ns;
 };
 
-/* ---- Handshakes (map `handshakes`, LRU_HASH, BPF-owned) ----
+/* ---- Handshakes (map `handshake_slots` since layout 10, `handshakes` before; BPF-owned) ----
  * A SYN sluice admitted is only a record here until the peer proves it receives our packets:
  * its ACK of the server's SYN-ACK (ack = server ISN + 1, the server ISN learned from the
  * SYN-ACK at egress) or, failing that, the server's own first segment of the established
  * connection. Only then does the unit get a flow entry and, for tcp services, an in-flight
- * slot. A record holds no capacity, and the LRU lets a flood of forged SYNs push out only
- * older records, never stop a real client's SYN from being recorded. */
+ * slot. A record holds no capacity. SLUICE_MAX_HANDSHAKES: the size of the older layouts'
+ * LRU `handshakes`, kept as it was pinned. */
 #define SLUICE_MAX_HANDSHAKES 65536
 
 /* How far a segment's sequence (or acknowledgement) number may lie from what sluice expects
@@ -590,6 +593,8 @@ struct sluice_reclaim {
                                           * given (addr_class) */
 #define SLUICE_HS_DSCP        8          /* http: dscp holds the SYN's DSCP (a record from
                                           * before it was kept has neither) */
+#define SLUICE_HS_COUNTED     16         /* tcp: counted in its service's half-open count, which
+                                          * whoever removes the record gives back */
 
 struct sluice_handshake {
 	__u64 syn_ns;                    /* when the SYN was admitted */
@@ -603,6 +608,79 @@ struct sluice_handshake {
 	__u8 dscp;                       /* http: the SYN's DSCP, with SLUICE_HS_DSCP */
 	__u8 _pad[6];
 };
+
+/* ---- Handshake slots (map `handshake_slots`, ARRAY, BPF-owned) ----
+ * Where the data path keeps its pending handshakes (the records above, in the fields below):
+ * a table of slots addressed by sluice_flow_key_hash of the client's 4-tuple, one cache line
+ * each. A hash table cost a new SYN its insert (an LRU's, ~220 ns, with a walk of the bucket
+ * and a pop from the free list) and every client ACK a lookup of its 36-byte key (~40 ns, and
+ * ~280 with a table full of a SYN flood's records); a slot costs one load of the line for
+ * either. A slot holds one 4-tuple's record at a time: a SYN whose slot holds another
+ * 4-tuple's record still in its first SLUICE_HALFOPEN_TIMEOUT_NS gets none (a flood cannot
+ * push out a real client's record, as it could an LRU's oldest), and its connection is taken
+ * on at its first data like any the data path did not see complete (adopt_established); an
+ * older record gives way. The word says whether the slot holds a record and whose (the top
+ * 16 bits of the 4-tuple's hash), and is what CPUs take turns on: one compare-and-swap to
+ * SLUICE_SLOT_BUSY gives a CPU the slot to write, and the word it writes back (with a new
+ * generation) makes the record readable; one to empty removes it, and whoever does that owns
+ * what the record held (its half-open count, its promotion). A reader copies the record
+ * between two reads of the word and keeps the copy only when both are the same held word, so
+ * it never acts on half of one record and half of another. */
+#define SLUICE_HANDSHAKE_SLOTS   65536
+#define SLUICE_SLOT_BUSY         1u            /* the whole word while one CPU writes the slot */
+#define SLUICE_SLOT_HELD         2u            /* the slot holds a record */
+#define SLUICE_SLOT_GEN_ONE      4u            /* bits 2..15: the generation, moved at each write */
+#define SLUICE_SLOT_GEN_MASK     0xfffcu
+#define SLUICE_SLOT_TAG_MASK     0xffff0000u
+
+struct sluice_handshake_slot {
+	__u32 word;                      /* 0 or a generation: empty; BUSY; tag|gen|HELD: held */
+	__u32 client_isn;
+	__u32 server_isn;
+	__u16 svc;
+	__u8 class;
+	__u8 flags;                      /* SLUICE_HS_* */
+	__u64 syn_ns;
+	struct sluice_flow_key key;      /* at 24: the slot is read in 8-byte words */
+	__u8 client_limited;
+	__u8 dscp;
+	__u8 _pad[2];
+};
+_Static_assert(sizeof(struct sluice_handshake_slot) == 64, "a handshake slot is one cache line");
+
+/* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
+ * and its refused_syns slot are taken from; one definition for the data path and for
+ * sluiced, which moves an older layout's pending handshakes into their slots. Multiplies, no
+ * loop of rounds: it runs for every client packet at XDP. */
+static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key)
+{
+	const __u16 *w = (const __u16 *)key;
+	__u64 h = 0;
+
+#ifdef __clang__
+#pragma unroll
+#endif
+	for (int i = 0; i < (int)(sizeof(*key) / 2); i += 2) {
+		__u32 x = w[i];
+
+		if (i + 1 < (int)(sizeof(*key) / 2))
+			x |= (__u32)w[i + 1] << 16;
+		h += (__u64)x * (0x9e3779b97f4a7c15ull * (__u64)(i + 1));
+	}
+	h ^= h >> 29;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+static inline __u32 sluice_slot_index(__u64 h)
+{
+	return (__u32)(h >> 16) & (SLUICE_HANDSHAKE_SLOTS - 1);
+}
+
+static inline __u32 sluice_slot_tag(__u64 h)
+{
+	return (__u32)(h >> 32) & SLUICE_SLOT_TAG_MASK;
+}
 
 /* Map `halfopen` (ARRAY, one per service): admitted handshakes not yet complete, and
  * connections whose handshake completed but whose client has not sent anything yet. BPF.

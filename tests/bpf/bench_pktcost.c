@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -81,17 +82,27 @@ static int rounds = 5, failed;
 static int e_xdp, e_tc;
 static int handshakes_fd = -1;
 
-/* Empty the pending-handshake table (untimed). The new-SYN loops leave their SYNs unanswered:
- * without this, each family would start where the previous one left the table (by the last, a
- * flood's worth of records: longer bucket chains and LRU evictions on every insert), and the
- * families' figures would differ by their order, not by their code. */
+/* The pending-handshake slots of the map handshake_slots (fd), mapped; NULL on failure. */
+static struct sluice_handshake_slot *map_slots(int fd)
+{
+	void *p = mmap(NULL, SLUICE_HANDSHAKE_SLOTS * sizeof(struct sluice_handshake_slot),
+		       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Empty the pending-handshake slots (untimed). The new-SYN loops leave their SYNs unanswered:
+ * without this, each family would start where the previous one left the slots (by the last, a
+ * flood's worth of young records, which new SYNs do not replace), and the families' figures
+ * would differ by their order, not by their code. */
 static void drain_handshakes(void)
 {
-	struct sluice_flow_key k;
+	struct sluice_handshake_slot *s;
 
-	while (handshakes_fd >= 0 && bpf_map_get_next_key(handshakes_fd, NULL, &k) == 0)
-		if (bpf_map_delete_elem(handshakes_fd, &k))
-			break;
+	if (handshakes_fd < 0 || !(s = map_slots(handshakes_fd)))
+		return;
+	memset(s, 0, SLUICE_HANDSHAKE_SLOTS * sizeof(*s));
+	munmap(s, SLUICE_HANDSHAKE_SLOTS * sizeof(*s));
 }
 
 /* One BPF_PROG_TEST_RUN: mean ns per run, or -1. */
@@ -626,15 +637,16 @@ static int invariance_point(int n, int flows, int repeat, int loops, double out[
 	return 0;
 }
 
-/* A client ACK of an admitted flow, one flow after another, with the handshake table empty and
- * then full of records no one completes (as a SYN flood leaves it: only the LRU removes them):
- * what XDP's check for a completing handshake costs every such ACK. */
+/* A client ACK of an admitted flow, one flow after another, with the handshake slots empty and
+ * then 65,000 of them holding records no one completes (as a SYN flood leaves them): what XDP's
+ * check for a completing handshake costs every such ACK. */
 static void cold_ack_points(int loops)
 {
 	static const struct fam v4 = { "", 0, 0, "198.18.0.1" };
 	struct sluice_maps m;
 	struct sluice_bpf *skel = load_services(1, &m);
-	int fd, n = SLUICE_MAX_HANDSHAKES - 536;
+	int n = SLUICE_HANDSHAKE_SLOTS - 536;
+	struct sluice_handshake_slot *slots;
 
 	if (!skel) {
 		fprintf(stderr, "bench_pktcost: cannot load the object for the cold ACKs\n");
@@ -645,23 +657,34 @@ static void cold_ack_points(int loops)
 			 .dport = INV_PORT0 };
 
 	loop_path("xdp.cold-ack.handshakes0", c.xdp, 0, loops, prep_cold_ack, &c, XDP_PASS);
-	fd = bpf_map__fd(skel->maps.handshakes);
-	for (int i = 0; i < n; i++) {
+	if (!(slots = map_slots(bpf_map__fd(skel->maps.handshake_slots)))) {
+		fprintf(stderr, "bench_pktcost: cannot map the handshake slots\n");
+		failed = 1;
+		sluice_bpf__destroy(skel);
+		return;
+	}
+	/* records of other 4-tuples in n slots (their own, as the data path would place them) */
+	for (int i = 0, placed = 0; placed < n && i < 4 * n; i++) {
 		struct sluice_flow_key k = { 0 };
-		struct sluice_handshake h = { .syn_ns = 1, .client_isn = 5 };
 		uint32_t a = htonl(0xc6120000u + (uint32_t)i / 60000u * 256u + 9u);
+		struct sluice_handshake_slot *sl;
+		__u64 h;
 
 		k.client_addr[10] = k.client_addr[11] = 0xff;
 		memcpy(k.client_addr + 12, &a, 4);
 		k.client_port = htons((uint16_t)(1024 + i % 60000));
 		k.service_port = htons(INV_PORT0);
-		if (bpf_map_update_elem(fd, &k, &h, BPF_NOEXIST)) {
-			fprintf(stderr, "bench_pktcost: handshake record %d of %d not stored\n", i, n);
-			failed = 1;
-			sluice_bpf__destroy(skel);
-			return;
-		}
+		h = sluice_flow_key_hash(&k);
+		sl = &slots[sluice_slot_index(h)];
+		if (sl->word & SLUICE_SLOT_HELD)
+			continue;
+		memset(sl, 0, sizeof(*sl));
+		sl->key = k;
+		sl->syn_ns = 1, sl->client_isn = 5;
+		sl->word = sluice_slot_tag(h) | SLUICE_SLOT_HELD;
+		placed++;
 	}
+	munmap(slots, SLUICE_HANDSHAKE_SLOTS * sizeof(*slots));
 	loop_path("xdp.cold-ack.handshakes65000", c.xdp, 0, loops, prep_cold_ack, &c, XDP_PASS);
 	sluice_bpf__destroy(skel);
 }
@@ -725,7 +748,7 @@ static struct sluice_bpf *load_programmed(int loops, const struct sluice_config 
 	struct sluice_globals g = { .heartbeat_ns = monotonic_ns(),
 				    .heartbeat_timeout_ns = 3600ull * 1000000000ull };
 	maps_write_globals(m, &g);
-	handshakes_fd = bpf_map__fd(skel->maps.handshakes);
+	handshakes_fd = bpf_map__fd(skel->maps.handshake_slots);
 	/* Flows admitted in the second the rules were written in cache nothing (their answer
 	 * could come from rules still changing): on a host the rules were written long before.
 	 * Wait for the clock's next second (2^30 ns) so the loops' flows do as they would there. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 #include <linux/pkt_cls.h>
 
@@ -1549,39 +1550,77 @@ static void test_server_segment_completes_a_handshake(void **state)
 	assert_int_equal(flow_count(f), 1);
 }
 
+/* The flow key of a v4 SYN's 4-tuple. */
+static struct sluice_flow_key key_of_syn(const struct pkt_spec *syn)
+{
+	struct sluice_flow_key k = { .client_port = htons(syn->sport),
+				     .service_port = htons(syn->dport) };
+	struct in_addr a;
+
+	k.client_addr[10] = k.client_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
+	memcpy(k.client_addr + 12, &a, 4);
+	k.local_addr[10] = k.local_addr[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, syn->dst, &a), 1);
+	memcpy(k.local_addr + 12, &a, 4);
+	return k;
+}
+
+/* The slot holding the pending handshake record of the 4-tuple that syn opens, copied into
+ * *s (0 when no slot holds one). Looked for in every slot, not only in the one its hash names,
+ * so that a record written anywhere else is seen too. */
+static int pending_slot(struct fixture *f, const struct pkt_spec *syn,
+			struct sluice_handshake_slot *s, __u32 *at)
+{
+	size_t len = SLUICE_HANDSHAKE_SLOTS * sizeof(*s);
+	struct sluice_handshake_slot *v = mmap(NULL, len, PROT_READ, MAP_SHARED,
+					       bpf_map__fd(f->skel->maps.handshake_slots), 0);
+	struct sluice_flow_key k = syn->v6 ? (struct sluice_flow_key){ 0 } : key_of_syn(syn);
+	int n = 0;
+
+	assert_true(v != MAP_FAILED);
+	for (__u32 i = 0; i < SLUICE_HANDSHAKE_SLOTS; i++)
+		if ((v[i].word & SLUICE_SLOT_HELD) &&
+		    (syn->v6 ? ntohs(v[i].key.client_port) == syn->sport
+			     : !memcmp(&v[i].key, &k, sizeof(k))))
+			*s = v[i], *at = i, n++;
+	munmap(v, len);
+	assert_true(n <= 1);
+	return n;
+}
+
 /* The pending handshake record of the 4-tuple that syn opens (0 when there is none). */
 static int pending_of(struct fixture *f, const struct pkt_spec *syn, struct sluice_handshake *h)
 {
-	int fd = bpf_map__fd(f->skel->maps.handshakes), n = 0;
-	struct sluice_flow_key k, next, *prev = NULL;
+	struct sluice_handshake_slot s;
+	__u32 at;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		k = next, prev = &k;
-		if (ntohs(k.client_port) == syn->sport && bpf_map_lookup_elem(fd, &k, h) == 0)
-			n++;
-	}
-	assert_true(n <= 1);
-	return n;
+	if (!pending_slot(f, syn, &s, &at))
+		return 0;
+	memset(h, 0, sizeof(*h));
+	h->syn_ns = s.syn_ns;
+	h->client_isn = s.client_isn;
+	h->server_isn = s.server_isn;
+	h->svc = s.svc;
+	h->class = s.class;
+	h->flags = s.flags;
+	h->client_limited = s.client_limited;
+	h->dscp = s.dscp;
+	return 1;
 }
 
 /* Make the pending record of syn's 4-tuple look age_ns older (its half-open count stays in
  * the current window, so the accounting stays checkable exactly). */
 static void age_pending(struct fixture *f, const struct pkt_spec *syn, unsigned long long age_ns)
 {
-	int fd = bpf_map__fd(f->skel->maps.handshakes);
-	struct sluice_flow_key k, next, *prev = NULL;
-	struct sluice_handshake h;
+	int fd = bpf_map__fd(f->skel->maps.handshake_slots);
+	struct sluice_handshake_slot s;
+	__u32 at;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		k = next, prev = &k;
-		if (ntohs(k.client_port) != syn->sport)
-			continue;
-		assert_int_equal(bpf_map_lookup_elem(fd, &k, &h), 0);
-		h.syn_ns -= age_ns;
-		assert_int_equal(bpf_map_update_elem(fd, &k, &h, BPF_EXIST), 0);
-		return;
-	}
-	fail_msg("no pending handshake for port %u", syn->sport);
+	if (!pending_slot(f, syn, &s, &at))
+		fail_msg("no pending handshake for port %u", syn->sport);
+	s.syn_ns -= age_ns;
+	assert_int_equal(bpf_map_update_elem(fd, &at, &s, BPF_EXIST), 0);
 }
 
 static long long halfopen_count(struct fixture *f, int svc)
@@ -1726,6 +1765,78 @@ static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 	assert_int_equal(flow_count(f), 0);
 	assert_int_equal(stats(f, 0, 0).completed, 2);
+}
+
+/* The handshake slot of a v4 SYN's 4-tuple. */
+static __u32 slot_of(const struct pkt_spec *syn)
+{
+	struct sluice_flow_key k = key_of_syn(syn);
+
+	return sluice_slot_index(sluice_flow_key_hash(&k));
+}
+
+/* A SYN of another L0 client (198.18.1.100 and up) to syn's port whose 4-tuple has the same
+ * handshake slot as syn's. */
+static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn)
+{
+	static char addr[256][16];
+
+	for (int i = 100; i < 255; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "198.18.1.%d", i);
+		for (uint32_t port = 1024; port < 65536; port++) {
+			struct pkt_spec o = syn4(addr[i], (uint16_t)port, syn->dport);
+
+			if (slot_of(&o) == slot_of(syn))
+				return o;
+		}
+	}
+	fail_msg("no 4-tuple on the slot of port %u", syn->sport);
+	return *syn;
+}
+
+/* Two 4-tuples on one handshake slot (an attacker's forged SYNs can land on a real client's):
+ * the first one's young record stands, so the second's SYN is admitted but unrecorded, counted
+ * once, its retransmit decided again, and the first handshake completes and ends exactly.
+ * Once a record is no longer young, the next SYN on its slot replaces it, and the half-open
+ * count the old record held is given back with it (exactly one counted after). */
+static void test_handshake_slot_shared_by_two_4tuples(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_handshake h;
+	struct pkt_spec a = syn4("198.18.1.6", 4001, 5432), b = syn_on_slot_of(&a);
+
+	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 2);
+	assert_int_equal(pending_of(f, &a, &h), 1);
+	assert_int_equal(h.client_isn, a.seq);
+	assert_int_equal(pending_of(f, &b, &h), 0);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	/* b's retransmit has no record to be known by: decided again (admitted: room) */
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 3);
+	assert_int_equal(pending_of(f, &a, &h), 1);
+	struct pkt_spec asa = synack_of(&a);
+	tc_egress(f, &asa);
+	complete_and_close(f, &a, 1);
+	assert_int_equal(halfopen_count(f, 0), 0);
+
+	/* a record no longer young gives way to another 4-tuple's SYN, with its count */
+	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c);
+
+	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	age_pending(f, &c, 2000000000ull);
+	assert_int_equal(xdp(f, &d).ret, XDP_PASS);
+	assert_int_equal(pending_of(f, &c, &h), 0);
+	assert_int_equal(pending_of(f, &d, &h), 1);
+	assert_int_equal(h.client_isn, d.seq);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	struct pkt_spec dsa = synack_of(&d);
+	tc_egress(f, &dsa);
+	complete_and_close(f, &d, 2);
+	assert_int_equal(halfopen_count(f, 0), 0);
+	assert_int_equal(inflight_total(f, 0), 0);
 }
 
 /* ---- fail-safe verdicts ---- */
@@ -2413,6 +2524,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_handshake_slot_shared_by_two_4tuples, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,

@@ -24,6 +24,7 @@
 #include "pktbuild.h"
 #include <bpf/btf.h>
 #include "kernel/layout.h"
+#include "kernel/hsmove.h"
 
 #define SERVER4 "198.18.0.1"
 
@@ -440,6 +441,30 @@ static void test_btf_hash_sees_same_size_changes(void **state)
 
 /* A connection from src:sport to dst:5432 through skel's programs: SYN, SYN-ACK and (with
  * complete) the client's ACK. */
+static struct sluice_flow_key key_of(const char *src, const char *dst, uint16_t sport);
+
+/* Where an older layout's programs kept a pending handshake: its record moved from the slot
+ * these programs wrote into `handshakes`, under the key without the local address (dst NULL)
+ * or with it. */
+static void as_old_pending(struct sluice_bpf *skel, const char *src, const char *dst,
+			   uint16_t sport)
+{
+	struct sluice_flow_key k = key_of(src, dst, sport);
+	__u32 i = sluice_slot_index(sluice_flow_key_hash(&k));
+	int sfd = bpf_map__fd(skel->maps.handshake_slots);
+	struct sluice_handshake_slot sl, none = { 0 };
+	struct sluice_handshake r = { 0 };
+
+	assert_int_equal(bpf_map_lookup_elem(sfd, &i, &sl), 0);
+	assert_true(sl.word & SLUICE_SLOT_HELD);
+	assert_memory_equal(&sl.key, &k, sizeof(k));
+	r.syn_ns = sl.syn_ns, r.client_isn = sl.client_isn, r.server_isn = sl.server_isn;
+	r.svc = sl.svc, r.class = sl.class, r.flags = sl.flags & ~SLUICE_HS_COUNTED;
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.handshakes), &k, &r,
+					     BPF_NOEXIST), 0);
+	assert_int_equal(bpf_map_update_elem(sfd, &i, &none, BPF_EXIST), 0);
+}
+
 static void conn_at(struct sluice_bpf *skel, const char *src, const char *dst, uint16_t sport,
 		    int complete)
 {
@@ -454,6 +479,17 @@ static void conn_at(struct sluice_bpf *skel, const char *src, const char *dst, u
 	ack.syn = 0, ack.ackf = 1, ack.seq = s.seq + 1, ack.ack = SERVER_ISN(sport) + 1;
 	if (complete)
 		assert_int_equal(xdp_spec(skel, &ack), XDP_PASS);
+	else
+		as_old_pending(skel, src, dst, sport);
+}
+
+/* The ACK that completes conn_at's handshake. */
+static void ack_at(struct sluice_bpf *skel, const char *src, const char *dst, uint16_t sport)
+{
+	struct pkt_spec ack = { .src = src, .dst = dst, .sport = sport, .dport = 5432,
+				.seq = 1001u + sport, .ack = SERVER_ISN(sport) + 1, .ackf = 1 };
+
+	assert_int_equal(xdp_spec(skel, &ack), XDP_PASS);
 }
 
 static void fin_at(struct sluice_bpf *skel, const char *src, const char *dst, uint16_t sport)
@@ -595,6 +631,15 @@ static void test_migration_gives_flow_keys_their_local_address(void **state)
 	assert_true(has_key(p->nm.flows, &c));
 	assert_true(has_key(hs, &e));
 	assert_false(has_key(hs, &d));
+	/* what sluiced does once the new programs run: E's record goes into its slot (D's
+	 * was left behind), where the new programs find it: E's ACK completes its handshake */
+	assert_int_equal(hs_move_records(hs, bpf_map__fd(p->new_skel->maps.handshake_slots)), 1);
+	assert_false(has_key(hs, &e));
+	assert_false(has_key(p->nm.flows, &e));
+	ack_at(p->new_skel, "198.18.1.2", "198.18.0.7", 5);
+	assert_true(has_key(p->nm.flows, &e));
+	assert_int_equal(conns_of(&p->nm, svc7), 3);
+	fin_at(p->new_skel, "198.18.1.2", "198.18.0.7", 5);
 	assert_int_equal(count_flows(bpf_map__fd(p->new_skel->maps.rejected_syns)), 0);
 	assert_int_equal(conns_of(&p->nm, svc), 2);
 	assert_int_equal(conns_of(&p->nm, svc7), 2);

@@ -22,6 +22,8 @@
 #include "kernel/mapconfig.h"
 #include "kernel/ifaces.h"
 #include "kernel/nicinfo.h"
+#include "kernel/hsmove.h"
+#include "common/log.h"
 #include "sluice.skel.h"
 
 #define XDP_LINK_PIN "link_xdp"
@@ -537,6 +539,16 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		rc = layout_commit(&st->layout, st->skel->obj, pin_dir, err, errlen);
 		if (rc)
 			return rc;
+		/* What an older layout's programs left pending in `handshakes` goes where these
+		 * look (none after a restart of this layout: nothing writes it any more). */
+		int moved = hs_move_records(bpf_map__fd(st->skel->maps.handshakes),
+					    bpf_map__fd(st->skel->maps.handshake_slots));
+		if (moved > 0)
+			log_msg(LOG_INFO, "%d pending handshakes moved into their slots", moved);
+		else if (moved < 0)
+			log_msg(LOG_WARN, "pending handshakes of an older layout not moved: %s "
+				"(their connections are taken on at their first data)",
+				strerror(-moved));
 	}
 	if (st->n_ifaces && (start || added))
 		record_ifindex(pin_dir, st->ifaces[0].ifindex);

@@ -162,6 +162,14 @@ static const char *const new_in_v9[] = {
 	NULL
 };
 
+/* The map new in layout 10, created empty by a migration from any older layout: the pending
+ * handshakes' slots. What an older layout's programs left in `handshakes` is moved into them
+ * when the new programs are attached (maps_move_handshakes), as at every attach. */
+static const char *const new_in_v10[] = {
+	"handshake_slots",
+	NULL
+};
+
 /* The maps each layout from 6 on added, oldest first: a migration from an older layout
  * creates them empty, and refuses pins that hold one of them already. */
 static const struct {
@@ -172,6 +180,7 @@ static const struct {
 	{ 7, new_in_v7 },
 	{ 8, new_in_v8 },
 	{ 9, new_in_v9 },
+	{ 10, new_in_v10 },
 	{ 0, NULL },
 };
 /* Layout 7: maps whose entries changed shape, so no value can be carried key for key. A
@@ -237,6 +246,9 @@ static const struct layout_migration migrations[] = {
 	/* 8 -> 9: http_conns and http_conn_cap new (empty: no older flow is counted in it),
 	 * every other map adopted */
 	{ .from = 8, .what = "every other map adopted" },
+	/* 9 -> 10: handshake_slots new (its records moved in from handshakes at attach), every
+	 * other map adopted */
+	{ .from = 9, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
