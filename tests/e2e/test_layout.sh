@@ -189,9 +189,10 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 8, 7, 6, 5, 4, 3, 2 and 1, connections held ---------------------
+# --- upgrades from layouts 9, 8, 7, 6, 5, 4, 3, 2 and 1, connections held ------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
-#  - every older layout: no http_conns or http_conn_cap map (an http service's connections
+#  - every older layout: no handshake_slots map (pending handshakes were in `handshakes`);
+#  - layout 8 and older: no http_conns or http_conn_cap map (an http service's connections
 #    and their cap);
 #  - layout 7 and older: latency_hist with one per-CPU histogram per service and class (at
 #    service x 4 + class; replaced unread by the migration: the histograms start from zero),
@@ -209,7 +210,7 @@ mv "$PIN/sluice_layout_away" "$REC"
 #    all), a class admitted while in-flight < its threshold (so 0 = no room), flags bit 0
 #    only; flows with 0 where client_next is (padding then); no handshakes or halfopen map
 #    (the data path running meanwhile keeps its own);
-#  - layouts 2 to 8: the record as that version, without the maps it never had, the types of
+#  - layouts 2 to 9: the record as that version, without the maps it never had, the types of
 #    flows (2 to 4; and for 2, verdicts) hashed differently (7: its first 24 maps in
 #    sluice_layout, the others in sluice_layout_ext); layout 1: no record at all.
 # The heartbeat is fresh, as the old sluiced's last tick leaves it: the swapped-in programs
@@ -300,7 +301,8 @@ for e in json.load(open(sys.argv[1])):
 }
 # The maps layout FROM never had.
 never_had() {
-	echo http_conns http_conn_cap
+	echo handshake_slots
+	[ "$1" -le 8 ] && echo http_conns http_conn_cap
 	[ "$1" -le 7 ] && echo latency_hist1 latency_hist2 latency_hist3
 	[ "$1" -le 6 ] && echo sluice_layout_ext untrusted_marks
 	[ "$1" -le 5 ] && echo conn_cap addr_services inflight_pcpu
@@ -355,7 +357,7 @@ hist_all_classes() {
 	bpftool map create "$PIN/latency_hist" type percpu_array key 4 value "$vsz" \
 		entries $((n * 4)) name latency_hist
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5|6|7|8
+as_old_layout() { # as_old_layout 1|2|3|4|5|6|7|8|9
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
 	[ "$1" -le 7 ] && hist_all_classes
@@ -394,7 +396,7 @@ for e in ents:
     if (name == b"flows" and ver <= 4) or (name == b"verdicts" and ver <= 2):
         e[40:48] = bytes([0x2c] * 8)  # another layout, other types
     keep.append(e)
-# layouts 7 and 8 list their first 24 maps in sluice_layout, the others in its continuation; the
+# layouts 7 to 9 list their first 24 maps in sluice_layout, the others in its continuation; the
 # layouts before listed all of theirs in sluice_layout
 main, more = (keep[:24], keep[24:]) if ver >= 7 else (keep, [])
 out = bytearray(len(b))
@@ -443,7 +445,7 @@ upgrade() {
 		n_copied=1 carried="latency_hist split by class.*" held_how="adopted"
 		keyed=""
 	fi
-	if [ "$from" = 8 ]; then
+	if [ "$from" -ge 8 ]; then
 		n_copied=0 carried="" held_how="adopted" keyed=""
 	fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
@@ -478,6 +480,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 9
 upgrade 8
 upgrade 7
 upgrade 6
@@ -528,6 +531,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 8, 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 9, 8, 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

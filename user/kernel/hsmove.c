@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
-#include "hsmove.h"
+#include "kernel/hsmove.h"
 
 static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flow_key *k,
 		    const struct sluice_handshake *r)
