@@ -252,12 +252,14 @@ static __always_inline struct sluice_halfopen *halfopen_current(__u32 svc, __u64
 	return h;
 }
 
-/* A handshake ended before it completed (refused, reset, replaced). */
-static __always_inline void halfopen_done(__u32 svc, __u64 now)
+/* A handshake whose SYN was counted at syn_ns ended before it completed (refused, reset,
+ * replaced): its count is given back only while it is in the current counts (a count from a
+ * window that lapsed is gone already; giving it back would take another SYN's). */
+static __always_inline void halfopen_done(__u32 svc, __u64 syn_ns, __u64 now)
 {
-	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
+	struct sluice_halfopen *h = halfopen_current(svc, syn_ns, now);
 
-	if (h && now - h->since_ns <= SLUICE_HALFOPEN_TIMEOUT_NS && h->count > 0)
+	if (h && h->count > 0)
 		__sync_fetch_and_add(&h->count, -1);
 }
 

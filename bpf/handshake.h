@@ -8,9 +8,12 @@
  * of its 4-tuple (a SYN goes unrecorded, an ACK completes nothing and the connection is taken
  * on at its first data). Whoever swaps a held word to empty owns what the record held: its
  * promotion to a flow, its half-open count. Every write moves the word's generation, so a
- * reader whose two reads of the word agree read one record whole (on x86, whose loads keep
- * their order; elsewhere at worst a torn copy, which the sequence-number checks made on every
- * use of a record turn away). */
+ * reader whose two reads of the word agree read one record whole on x86, whose loads keep
+ * their order. On a CPU that may reorder loads (arm64) the word would need acquire loads,
+ * which this toolchain's BPF target does not have: a copy could then be torn, which the
+ * sequence-number checks of the SYN, ACK and FIN paths turn away, but a server RST's or FIN's
+ * give-back of a half-open count could go to the wrong service (a count that lapses within a
+ * second). */
 #ifndef SLUICE_BPF_HANDSHAKE_H
 #define SLUICE_BPF_HANDSHAKE_H
 
@@ -27,6 +30,15 @@ struct hs_at {
 	__u32 tag;
 	__u32 word;
 };
+
+/* The 4-tuple's hash under this host's secret (see sluice_flow_key_hash). */
+static __always_inline __u64 flow_hash(const struct sluice_flow_key *key)
+{
+	__u32 zero = 0;
+	__u64 *secret = bpf_map_lookup_elem(&flow_hash_key, &zero);
+
+	return sluice_flow_key_hash(key, secret ? *secret : 0);
+}
 
 static __always_inline void hs_locate(struct hs_at *at, __u64 h)
 {
@@ -122,31 +134,35 @@ static __always_inline void hs_publish(struct hs_at *at)
 	at->word = w;
 }
 
-/* A young record: a handshake takes a round trip, so one older than this is taken for dead.
- * Signed, as another CPU's later clock may have stamped it. */
-static __always_inline int hs_young(__u64 syn_ns, __u64 now)
+/* Whether a record stamped at syn_ns is within window of now. Signed, as another CPU's later
+ * clock may have stamped it. */
+static __always_inline int hs_within(__u64 syn_ns, __u64 now, __u64 window)
 {
-	return (__s64)(now - syn_ns) <= (__s64)SLUICE_HALFOPEN_TIMEOUT_NS;
+	return (__s64)(now - syn_ns) <= (__s64)window;
 }
 
-/* Write r as key's record into its slot: an empty one, or over another 4-tuple's record that
- * is no longer young (whose half-open count, if it was counted, is given back here). 0 when
- * the slot is busy or holds a young record: the SYN goes unrecorded (see handshake_slots). */
+/* Write r as key's record into its slot: an empty one, or over another 4-tuple's record older
+ * than SLUICE_HS_SLOT_HOLD_NS (whose half-open count, if it was counted and has not lapsed, is
+ * given back here). 0 when the slot is busy or holds a younger record: the SYN goes unrecorded
+ * (see handshake_slots). */
 static __always_inline int hs_write(struct hs_at *at, const struct sluice_flow_key *key,
 				    const struct sluice_handshake *r, __u64 now)
 {
 	struct sluice_handshake_slot *s = at->slot;
 	__u32 w, old_svc = 0, give_back = 0;
+	__u64 old_syn_ns = 0;
 
 	if (!s)
 		return 0;
 	w = READ_ONCE(s->word);
-	if (w == SLUICE_SLOT_BUSY || ((w & SLUICE_SLOT_HELD) && hs_young(READ_ONCE(s->syn_ns), now)))
+	if (w == SLUICE_SLOT_BUSY ||
+	    ((w & SLUICE_SLOT_HELD) && hs_within(READ_ONCE(s->syn_ns), now, SLUICE_HS_SLOT_HOLD_NS)))
 		return 0;
 	if (__sync_val_compare_and_swap(&s->word, w, SLUICE_SLOT_BUSY) != w)
 		return 0;
 	if (w & SLUICE_SLOT_HELD) {
 		old_svc = s->svc;
+		old_syn_ns = s->syn_ns;
 		give_back = s->flags & SLUICE_HS_COUNTED;
 	}
 	__builtin_memcpy(&s->key, key, sizeof(*key));
@@ -161,7 +177,7 @@ static __always_inline int hs_write(struct hs_at *at, const struct sluice_flow_k
 	at->word = w;
 	hs_publish(at);
 	if (give_back)
-		halfopen_done(old_svc, now);
+		halfopen_done(old_svc, old_syn_ns, now);
 	return 1;
 }
 

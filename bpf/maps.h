@@ -100,9 +100,10 @@ struct {
 } handshakes SEC(".maps");
 
 /* Admitted SYNs waiting for the handshake to complete: one record per slot, addressed by the
- * 4-tuple's hash (see sluice_handshake_slot, and bpf/handshake.h for how CPUs share a slot).
- * A record holds no capacity: a SYN that finds its slot taken by another 4-tuple's young record
- * goes unrecorded, and its connection is taken on at its first data. Mmapable only for the
+ * 4-tuple's keyed hash (see sluice_handshake_slot, and bpf/handshake.h for how CPUs share a
+ * slot). A record holds no capacity: a SYN that finds its slot taken by another 4-tuple's
+ * record under SLUICE_HS_SLOT_HOLD_NS old goes unrecorded, and its connection is taken on at
+ * its first data. Mmapable only for the
  * placement: its values then start on a page, so each 64-byte slot is one cache line. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -112,6 +113,18 @@ struct {
 	__type(value, struct sluice_handshake_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } handshake_slots SEC(".maps");
+
+/* The secret the 4-tuples' hash is keyed with (sluice_flow_key_hash): the handshake slots and
+ * refused_syns are addressed by it. Drawn by sluiced when the map is new, before the programs
+ * are attached, and kept with the pins: the slots' records stay where a new load looks for
+ * them. sluiced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flow_hash_key SEC(".maps");
 
 /* Admitted handshakes not yet complete, per service (see sluice_halfopen). BPF. */
 struct {

@@ -309,7 +309,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	flow_key_of(p, 1, &key);
 	/* A client resends its SYN while it has no SYN-ACK, that is while the handshake is
 	 * pending: its slot first, so the common retransmit costs one read of it. */
-	h = sluice_flow_key_hash(&key);
+	h = flow_hash(&key);
 	hs_locate(&at, h);
 	had = hs_read(&at, &key, &old);
 	if (had && old.client_isn == isn)
@@ -341,7 +341,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		/* A dead record gives way, and its half-open count with it (only tcp services'
 		 * records are counted); whoever removes it does this, once. */
 		if (hs_remove(&at) && (old.flags & SLUICE_HS_COUNTED))
-			halfopen_done(old.svc, now);
+			halfopen_done(old.svc, old.syn_ns, now);
 	}
 	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;
@@ -391,9 +391,11 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		hs.class = pick.class & 3;
 		hs.flags = SLUICE_HS_COUNTED;
 		st->admitted++;
-		/* Of two SYNs with different ISNs at once, the first record stands. */
-		if (hs_write(&at, &key, &hs, now))
-			halfopen_add(svc, now);
+		/* Counted whether or not it gets a record: a SYN whose slot another 4-tuple holds
+		 * is a handshake under way all the same (its count lapses with the others'). Of
+		 * two SYNs with different ISNs at once, the first record stands. */
+		halfopen_add(svc, now);
+		hs_write(&at, &key, &hs, now);
 		return XDP_PASS;
 	}
 refuse:
@@ -569,7 +571,7 @@ static __always_inline void client_ack(const struct pkt *p)
 	if (!p->tcp->ack)
 		return;
 	flow_key_of(p, 1, &key);
-	hs_locate(&at, sluice_flow_key_hash(&key));
+	hs_locate(&at, flow_hash(&key));
 	if (!hs_read(&at, &key, &hs) || !(hs.flags & SLUICE_HS_SERVER_ISN))
 		return;
 	if (!seq_in_window(bpf_ntohl(p->tcp->ack_seq), hs.server_isn + 1) ||
@@ -583,8 +585,7 @@ static __always_inline void client_ack(const struct pkt *p)
 /* A client's data on a 4-tuple with no flow: a connection whose handshake sluice did not see
  * complete. It was open before sluiced attached (an operator reaching for sluice while a
  * service drowns under keep-alive clients), or its SYN found its handshake slot held by another
- * 4-tuple's young record (a SYN flood; or an attacker's own SYNs aimed at the slot, to go
- * undecided), or another CPU had the slot at the SYN-ACK. Left so, its
+ * 4-tuple's record (a SYN flood), or another CPU had the slot at the SYN-ACK. Left so, its
  * requests would never be decided. The local stack is asked: a connection it holds
  * ESTABLISHED, with this segment at exactly the next byte it expects from the client (rcv_nxt,
  * which a blind forger does not know), is taken on as if its handshake completed now, in the
@@ -716,10 +717,10 @@ static __always_inline void client_end(const struct pkt *p)
 		return;
 	}
 	/* Gone before its handshake completed: the record goes (it held no slot). */
-	hs_locate(&at, sluice_flow_key_hash(&key));
+	hs_locate(&at, flow_hash(&key));
 	if (hs_read(&at, &key, &r) && seq_in_window(seq, r.client_isn + 1) && hs_remove(&at) &&
 	    (r.flags & SLUICE_HS_COUNTED))
-		halfopen_done(r.svc, bpf_ktime_get_ns());
+		halfopen_done(r.svc, r.syn_ns, bpf_ktime_get_ns());
 }
 
 /* xdp.frags: the program takes multi-buffer frames (a jumbo MTU), so drivers attach it natively
@@ -859,7 +860,7 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 
 	if (!p->tcp->ack)
 		return;
-	hs_locate(&at, sluice_flow_key_hash(key));
+	hs_locate(&at, flow_hash(key));
 	if (!hs_read(&at, key, &hs))
 		return;
 	if (p->tcp->syn) {
@@ -871,7 +872,8 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 			 * Not while the record's own SYN-ACK is under a second old: a server
 			 * answering with SYN cookies keeps no half-open state and answers a forged
 			 * SYN too; the first answered stands. */
-			if ((hs.flags & SLUICE_HS_SERVER_ISN) && hs_young(hs.syn_ns, now))
+			if ((hs.flags & SLUICE_HS_SERVER_ISN) &&
+			    hs_within(hs.syn_ns, now, SLUICE_HALFOPEN_TIMEOUT_NS))
 				return;
 		}
 		/* Changed in place, the slot held meanwhile; should another CPU have it, the
@@ -891,7 +893,7 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 	if (p->tcp->rst || p->tcp->fin) {
 		/* Refused or closed by the server before it held a slot. */
 		if (hs_remove(&at) && (hs.flags & SLUICE_HS_COUNTED))
-			halfopen_done(hs.svc, now);
+			halfopen_done(hs.svc, hs.syn_ns, now);
 		return;
 	}
 	if (seq_in_window(ack, hs.client_isn + 1))
@@ -951,7 +953,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		if (p.tcp->ack && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1 &&
-		    hs_holds(sluice_flow_key_hash(&key), &key)) {
+		    hs_holds(flow_hash(&key), &key)) {
 			end_flow(&key, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}

@@ -616,10 +616,10 @@ struct sluice_handshake {
  * and a pop from the free list) and every client ACK a lookup of its 36-byte key (~40 ns, and
  * ~280 with a table full of a SYN flood's records); a slot costs one load of the line for
  * either. A slot holds one 4-tuple's record at a time: a SYN whose slot holds another
- * 4-tuple's record still in its first SLUICE_HALFOPEN_TIMEOUT_NS gets none (a flood cannot
- * push out a real client's record, as it could an LRU's oldest), and its connection is taken
- * on at its first data like any the data path did not see complete (adopt_established); an
- * older record gives way. The word says whether the slot holds a record and whose (the top
+ * 4-tuple's record younger than SLUICE_HS_SLOT_HOLD_NS gets none (a flood cannot push out a
+ * real client's record, as it could an LRU's oldest), and its connection is taken on at its
+ * first data like any the data path did not see complete (adopt_established); an older
+ * record gives way. The word says whether the slot holds a record and whose (the top
  * 16 bits of the 4-tuple's hash), and is what CPUs take turns on: one compare-and-swap to
  * SLUICE_SLOT_BUSY gives a CPU the slot to write, and the word it writes back (with a new
  * generation) makes the record readable; one to empty removes it, and whoever does that owns
@@ -632,6 +632,11 @@ struct sluice_handshake {
 #define SLUICE_SLOT_GEN_ONE      4u            /* bits 2..15: the generation, moved at each write */
 #define SLUICE_SLOT_GEN_MASK     0xfffcu
 #define SLUICE_SLOT_TAG_MASK     0xffff0000u
+/* How long a record holds its slot against another 4-tuple's SYN: past a client's second SYN
+ * retransmit (Linux sends them 1 s and 3 s after the first), so that the retransmit of an
+ * admitted SYN whose SYN-ACK was lost still finds its record, counts as a retransmit and is
+ * never decided again (and perhaps refused with an RST). */
+#define SLUICE_HS_SLOT_HOLD_NS   3500000000ull
 
 struct sluice_handshake_slot {
 	__u32 word;                      /* 0 or a generation: empty; BUSY; tag|gen|HELD: held */
@@ -651,11 +656,14 @@ _Static_assert(sizeof(struct sluice_handshake_slot) == 64, "a handshake slot is 
 /* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
  * and its refused_syns slot are taken from; one definition for the data path and for
  * sluiced, which moves an older layout's pending handshakes into their slots. Multiplies, no
- * loop of rounds: it runs for every client packet at XDP. */
-static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key)
+ * loop of rounds: it runs for every client packet at XDP. Keyed with a secret (map
+ * `flow_hash_key`, drawn by sluiced when the map is new and kept with the pins): without it a
+ * client could pick, offline, source ports whose SYNs land on a slot its own unfinished SYN
+ * holds, and so go unrecorded (taken on at their first data, past its client limits). */
+static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key, __u64 secret)
 {
 	const __u16 *w = (const __u16 *)key;
-	__u64 h = 0;
+	__u64 h = secret;
 
 #ifdef __clang__
 #pragma unroll

@@ -589,9 +589,9 @@ static void old_latency_hist(const char *dir, unsigned slots)
  * layout, every other pinned map adopted, the missing maps created empty and pinned. */
 static void migrate_from(__u32 from)
 {
-	/* the map new in layout 10, the maps new in 9 (n_v9), then 8's (n_v8), 7's (n_v7),
+	/* the maps new in layout 10, the maps new in 9 (n_v9), then 8's (n_v8), 7's (n_v7),
 	 * 6's (n_v6), 5's, 4's */
-	static const char *const never_had[] = { "handshake_slots",
+	static const char *const never_had[] = { "handshake_slots", "flow_hash_key",
 						 "http_conns", "http_conn_cap",
 						 "latency_hist1", "latency_hist2",
 						 "latency_hist3",
@@ -600,7 +600,7 @@ static void migrate_from(__u32 from)
 						 "inflight_pcpu", "busy",
 						 "busy_released", "ctl_state", "ctl_requests" };
 	const int n_v9 = 2, n_v8 = 3, n_v7 = 2, n_v6 = 3;
-	const int n_gone = 1 + n_v9 + n_v8 + (from <= 6 ? n_v7 : 0) + (from <= 5 ? n_v6 : 0) +
+	const int n_gone = 2 + n_v9 + n_v8 + (from <= 6 ? n_v7 : 0) + (from <= 5 ? n_v6 : 0) +
 			   (from <= 3 ? 4 : from == 4 ? 2 : 0);
 	const char *dir = mig_dir;
 	char path[256], err[512], want[64];

@@ -1609,8 +1609,9 @@ static int pending_of(struct fixture *f, const struct pkt_spec *syn, struct slui
 	return 1;
 }
 
-/* Make the pending record of syn's 4-tuple look age_ns older (its half-open count stays in
- * the current window, so the accounting stays checkable exactly). */
+/* Make the pending record of syn's 4-tuple look age_ns older, and the service's half-open
+ * window with it (as real time would: a record more than a second old was counted in a
+ * window that has lapsed since). */
 static void age_pending(struct fixture *f, const struct pkt_spec *syn, unsigned long long age_ns)
 {
 	int fd = bpf_map__fd(f->skel->maps.handshake_slots);
@@ -1621,15 +1622,24 @@ static void age_pending(struct fixture *f, const struct pkt_spec *syn, unsigned 
 		fail_msg("no pending handshake for port %u", syn->sport);
 	s.syn_ns -= age_ns;
 	assert_int_equal(bpf_map_update_elem(fd, &at, &s, BPF_EXIST), 0);
+
+	int hfd = bpf_map__fd(f->skel->maps.halfopen);
+	struct sluice_halfopen h;
+	__u32 k = s.svc;
+
+	assert_int_equal(bpf_map_lookup_elem(hfd, &k, &h), 0);
+	h.since_ns -= age_ns;
+	assert_int_equal(bpf_map_update_elem(hfd, &k, &h, BPF_EXIST), 0);
 }
 
+/* The service's half-open count as the data path reads it: 0 once its window has lapsed. */
 static long long halfopen_count(struct fixture *f, int svc)
 {
 	struct sluice_halfopen h;
 	__u32 k = (__u32)f->idx[svc];
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.halfopen), &k, &h), 0);
-	return h.count;
+	return monotonic_ns() - h.since_ns > SLUICE_HALFOPEN_TIMEOUT_NS ? 0 : h.count;
 }
 
 /* The handshake opened by syn completes (ACK of the SYN-ACK) and the connection ends with a
@@ -1767,17 +1777,28 @@ static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 	assert_int_equal(stats(f, 0, 0).completed, 2);
 }
 
-/* The handshake slot of a v4 SYN's 4-tuple. */
-static __u32 slot_of(const struct pkt_spec *syn)
+/* The secret of the 4-tuples' hash in the fixture's maps. */
+static __u64 hash_secret(struct fixture *f)
+{
+	__u64 secret;
+	__u32 zero = 0;
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.flow_hash_key), &zero,
+					     &secret), 0);
+	return secret;
+}
+
+/* The handshake slot of a v4 SYN's 4-tuple under the hash secret. */
+static __u32 slot_of(const struct pkt_spec *syn, __u64 secret)
 {
 	struct sluice_flow_key k = key_of_syn(syn);
 
-	return sluice_slot_index(sluice_flow_key_hash(&k));
+	return sluice_slot_index(sluice_flow_key_hash(&k, secret));
 }
 
 /* A SYN of another L0 client (198.18.1.100 and up) to syn's port whose 4-tuple has the same
  * handshake slot as syn's. */
-static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn)
+static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn, __u64 secret)
 {
 	static char addr[256][16];
 
@@ -1786,7 +1807,7 @@ static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn)
 		for (uint32_t port = 1024; port < 65536; port++) {
 			struct pkt_spec o = syn4(addr[i], (uint16_t)port, syn->dport);
 
-			if (slot_of(&o) == slot_of(syn))
+			if (slot_of(&o, secret) == slot_of(syn, secret))
 				return o;
 		}
 	}
@@ -1795,15 +1816,17 @@ static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn)
 }
 
 /* Two 4-tuples on one handshake slot (an attacker's forged SYNs can land on a real client's):
- * the first one's young record stands, so the second's SYN is admitted but unrecorded, counted
- * once, its retransmit decided again, and the first handshake completes and ends exactly.
- * Once a record is no longer young, the next SYN on its slot replaces it, and the half-open
- * count the old record held is given back with it (exactly one counted after). */
+ * the first one's young record stands, so the second's SYN is admitted but unrecorded (still
+ * counted as a handshake under way, a count that lapses with the window), its retransmit
+ * decided again, and the first handshake completes and ends exactly. Once a record has held
+ * its slot for SLUICE_HS_SLOT_HOLD_NS, the next SYN on the slot replaces it, and gives back no
+ * count from a window that lapsed (it would be another SYN's). */
 static void test_handshake_slot_shared_by_two_4tuples(void **state)
 {
 	struct fixture *f = *state;
 	struct sluice_handshake h;
-	struct pkt_spec a = syn4("198.18.1.6", 4001, 5432), b = syn_on_slot_of(&a);
+	__u64 secret = hash_secret(f);
+	struct pkt_spec a = syn4("198.18.1.6", 4001, 5432), b = syn_on_slot_of(&a, secret);
 
 	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
 	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
@@ -1811,22 +1834,40 @@ static void test_handshake_slot_shared_by_two_4tuples(void **state)
 	assert_int_equal(pending_of(f, &a, &h), 1);
 	assert_int_equal(h.client_isn, a.seq);
 	assert_int_equal(pending_of(f, &b, &h), 0);
-	assert_int_equal(halfopen_count(f, 0), 1);
+	assert_int_equal(halfopen_count(f, 0), 2);
 	/* b's retransmit has no record to be known by: decided again (admitted: room) */
 	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
 	assert_int_equal(stats(f, 0, 0).admitted, 3);
+	assert_int_equal(halfopen_count(f, 0), 3);
 	assert_int_equal(pending_of(f, &a, &h), 1);
-	struct pkt_spec asa = synack_of(&a);
+	struct pkt_spec asa = synack_of(&a), aack = client_seg(&a), afin = client_seg(&a);
 	tc_egress(f, &asa);
-	complete_and_close(f, &a, 1);
-	assert_int_equal(halfopen_count(f, 0), 0);
+	xdp(f, &aack);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(flow_count(f), 1);
+	assert_int_equal(pending_of(f, &a, &h), 0);
+	assert_int_equal(halfopen_count(f, 0), 2); /* b's two */
+	afin.fin = 1;
+	xdp(f, &afin);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(stats(f, 0, 0).completed, 1);
 
 	/* a record no longer young gives way to another 4-tuple's SYN, with its count */
-	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c);
+	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c, secret);
 
 	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
-	assert_int_equal(halfopen_count(f, 0), 1);
+	assert_int_equal(halfopen_count(f, 0), 3);
+	/* c's record 2 s old: it still holds its slot */
 	age_pending(f, &c, 2000000000ull);
+	assert_int_equal(halfopen_count(f, 0), 0); /* the window lapsed */
+	assert_int_equal(xdp(f, &d).ret, XDP_PASS);
+	assert_int_equal(pending_of(f, &c, &h), 1);
+	assert_int_equal(pending_of(f, &d, &h), 0);
+	assert_int_equal(halfopen_count(f, 0), 1);
+	/* 4 s old: it gives way; the new window's count is d's alone */
+	age_pending(f, &c, 2000000000ull);
+	assert_int_equal(halfopen_count(f, 0), 0);
 	assert_int_equal(xdp(f, &d).ret, XDP_PASS);
 	assert_int_equal(pending_of(f, &c, &h), 0);
 	assert_int_equal(pending_of(f, &d, &h), 1);

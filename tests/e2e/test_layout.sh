@@ -301,7 +301,7 @@ for e in json.load(open(sys.argv[1])):
 }
 # The maps layout FROM never had.
 never_had() {
-	echo handshake_slots
+	echo handshake_slots flow_hash_key
 	[ "$1" -le 8 ] && echo http_conns http_conn_cap
 	[ "$1" -le 7 ] && echo latency_hist1 latency_hist2 latency_hist3
 	[ "$1" -le 6 ] && echo sluice_layout_ext untrusted_marks

@@ -148,6 +148,15 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 		st->skel = NULL;
 		return rc;
 	}
+	/* The 4-tuples' hash secret, before any program runs: drawn for a new map, kept from the
+	 * pins (where the slots' records were placed by it). */
+	rc = hs_secret(bpf_map__fd(st->skel->maps.flow_hash_key), &st->hash_secret);
+	if (rc) {
+		snprintf(err, errlen, "cannot set the flow hash secret: %s", strerror(-rc));
+		sluice_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return rc;
+	}
 	return layout_copy(&st->layout, err, errlen);
 }
 
@@ -542,7 +551,8 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		/* What an older layout's programs left pending in `handshakes` goes where these
 		 * look (none after a restart of this layout: nothing writes it any more). */
 		int moved = hs_move_records(bpf_map__fd(st->skel->maps.handshakes),
-					    bpf_map__fd(st->skel->maps.handshake_slots));
+					    bpf_map__fd(st->skel->maps.handshake_slots),
+					    st->hash_secret);
 		if (moved > 0)
 			log_msg(LOG_INFO, "%d pending handshakes moved into their slots", moved);
 		else if (moved < 0)

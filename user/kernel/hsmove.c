@@ -6,14 +6,27 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <bpf/bpf.h>
 #include "sluice.h"
 #include "kernel/hsmove.h"
 
-static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flow_key *k,
-		    const struct sluice_handshake *r)
+int hs_secret(int key_fd, __u64 *secret)
 {
-	__u64 h = sluice_flow_key_hash(k);
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(key_fd, &zero, secret) != 0)
+		return -errno;
+	while (!*secret)
+		if (getrandom(secret, sizeof(*secret), 0) != (ssize_t)sizeof(*secret))
+			return -errno;
+	return bpf_map_update_elem(key_fd, &zero, secret, BPF_ANY) ? -errno : 0;
+}
+
+static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flow_key *k,
+		    const struct sluice_handshake *r, __u64 secret)
+{
+	__u64 h = sluice_flow_key_hash(k, secret);
 	struct sluice_handshake_slot *s = &slots[sluice_slot_index(h)];
 	__u32 w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
 
@@ -38,23 +51,24 @@ static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flo
 	return 1;
 }
 
-int hs_move_records(int from_fd, int slots_fd)
+int hs_move_records(int from_fd, int slots_fd, __u64 secret)
 {
 	size_t len = (size_t)SLUICE_HANDSHAKE_SLOTS * sizeof(struct sluice_handshake_slot);
 	struct sluice_flow_key k, next;
 	struct sluice_handshake r;
 	struct sluice_handshake_slot *slots;
-	int moved = 0;
+	int moved = 0, left = 2 * SLUICE_MAX_HANDSHAKES;
 
 	slots = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, slots_fd, 0);
 	if (slots == MAP_FAILED)
 		return -errno;
 	/* Each record is deleted once read, so the walk always starts again at the first key:
-	 * a hash map's next key after a deleted one starts the walk over anyway. */
-	while (bpf_map_get_next_key(from_fd, NULL, &next) == 0) {
+	 * a hash map's next key after a deleted one starts the walk over anyway. Bounded: an
+	 * older program still attached somewhere would otherwise be chased record by record. */
+	while (left-- > 0 && bpf_map_get_next_key(from_fd, NULL, &next) == 0) {
 		k = next;
 		if (bpf_map_lookup_elem(from_fd, &k, &r) == 0)
-			moved += move_one(slots, &k, &r);
+			moved += move_one(slots, &k, &r, secret);
 		if (bpf_map_delete_elem(from_fd, &k) != 0 && errno != ENOENT)
 			break;
 	}

@@ -162,11 +162,13 @@ static const char *const new_in_v9[] = {
 	NULL
 };
 
-/* The map new in layout 10, created empty by a migration from any older layout: the pending
- * handshakes' slots. What an older layout's programs left in `handshakes` is moved into them
- * when the new programs are attached (maps_move_handshakes), as at every attach. */
+/* The maps new in layout 10, created empty by a migration from any older layout: the pending
+ * handshakes' slots, and the secret their 4-tuples' hash is keyed with (drawn by sluiced
+ * before the programs attach). What an older layout's programs left in `handshakes` is moved
+ * into the slots once the new programs are attached (hs_move_records, at every start). */
 static const char *const new_in_v10[] = {
 	"handshake_slots",
+	"flow_hash_key",
 	NULL
 };
 
