@@ -76,14 +76,7 @@ static __always_inline int hs_read(struct hs_at *at, const struct sluice_flow_ke
 	compiler_barrier();
 	if (!hs_key_is(s, key))
 		return 0;
-	r->syn_ns = s->syn_ns;
-	r->client_isn = s->client_isn;
-	r->server_isn = s->server_isn;
-	r->svc = s->svc;
-	r->class = s->class;
-	r->flags = s->flags;
-	r->client_limited = s->client_limited;
-	r->dscp = s->dscp;
+	sluice_slot_record(s, r);
 	compiler_barrier();
 	if (READ_ONCE(s->word) != w)
 		return 0;
@@ -165,15 +158,7 @@ static __always_inline int hs_write(struct hs_at *at, const struct sluice_flow_k
 		old_syn_ns = s->syn_ns;
 		give_back = s->flags & SLUICE_HS_COUNTED;
 	}
-	__builtin_memcpy(&s->key, key, sizeof(*key));
-	s->syn_ns = r->syn_ns;
-	s->client_isn = r->client_isn;
-	s->server_isn = r->server_isn;
-	s->svc = r->svc;
-	s->class = r->class;
-	s->flags = r->flags;
-	s->client_limited = r->client_limited;
-	s->dscp = r->dscp;
+	sluice_slot_fill(s, key, r);
 	at->word = w;
 	hs_publish(at);
 	if (give_back)

@@ -653,6 +653,37 @@ struct sluice_handshake_slot {
 };
 _Static_assert(sizeof(struct sluice_handshake_slot) == 64, "a handshake slot is one cache line");
 
+/* A slot's record as the data path passes it on (the word and key not included). */
+static inline __attribute__((always_inline)) void
+sluice_slot_record(const struct sluice_handshake_slot *s, struct sluice_handshake *r)
+{
+	r->syn_ns = s->syn_ns;
+	r->client_isn = s->client_isn;
+	r->server_isn = s->server_isn;
+	r->svc = s->svc;
+	r->class = s->class;
+	r->flags = s->flags;
+	r->client_limited = s->client_limited;
+	r->dscp = s->dscp;
+}
+
+/* A record into a slot, with its 4-tuple (the word not included: it is what makes it
+ * readable, written last). */
+static inline __attribute__((always_inline)) void
+sluice_slot_fill(struct sluice_handshake_slot *s, const struct sluice_flow_key *key,
+		 const struct sluice_handshake *r)
+{
+	__builtin_memcpy(&s->key, key, sizeof(*key));
+	s->syn_ns = r->syn_ns;
+	s->client_isn = r->client_isn;
+	s->server_isn = r->server_isn;
+	s->svc = r->svc;
+	s->class = r->class;
+	s->flags = r->flags;
+	s->client_limited = r->client_limited;
+	s->dscp = r->dscp;
+}
+
 /* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
  * and its refused_syns slot are taken from; one definition for the data path and for
  * sluiced, which moves an older layout's pending handshakes into their slots. Multiplies, no

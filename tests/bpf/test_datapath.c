@@ -1598,14 +1598,7 @@ static int pending_of(struct fixture *f, const struct pkt_spec *syn, struct slui
 	if (!pending_slot(f, syn, &s, &at))
 		return 0;
 	memset(h, 0, sizeof(*h));
-	h->syn_ns = s.syn_ns;
-	h->client_isn = s.client_isn;
-	h->server_isn = s.server_isn;
-	h->svc = s.svc;
-	h->class = s.class;
-	h->flags = s.flags;
-	h->client_limited = s.client_limited;
-	h->dscp = s.dscp;
+	sluice_slot_record(&s, h);
 	return 1;
 }
 
@@ -1994,16 +1987,9 @@ static void test_gc_reclaims_silent_flows(void **state)
 
 static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
 {
-	struct sluice_flow_key k = { .client_port = htons(syn->sport), .service_port = htons(syn->dport) };
+	struct sluice_flow_key k = key_of_syn(syn);
 	struct sluice_flow v;
-	struct in_addr a;
 
-	k.client_addr[10] = k.client_addr[11] = 0xff;
-	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
-	memcpy(k.client_addr + 12, &a, 4);
-	k.local_addr[10] = k.local_addr[11] = 0xff;
-	assert_int_equal(inet_pton(AF_INET, syn->dst, &a), 1);
-	memcpy(k.local_addr + 12, &a, 4);
 	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
 	return v;
 }
@@ -2012,16 +1998,9 @@ static struct sluice_flow flow_of(struct fixture *f, const struct pkt_spec *syn)
  * start from there. */
 static void set_turned(struct fixture *f, const struct pkt_spec *syn)
 {
-	struct sluice_flow_key k = { .client_port = htons(syn->sport), .service_port = htons(syn->dport) };
+	struct sluice_flow_key k = key_of_syn(syn);
 	struct sluice_flow v;
-	struct in_addr a;
 
-	k.client_addr[10] = k.client_addr[11] = 0xff;
-	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
-	memcpy(k.client_addr + 12, &a, 4);
-	k.local_addr[10] = k.local_addr[11] = 0xff;
-	assert_int_equal(inet_pton(AF_INET, syn->dst, &a), 1);
-	memcpy(k.local_addr + 12, &a, 4);
 	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &v), 0);
 	v.flags |= SLUICE_FLOW_TURNED;
 	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &v, BPF_EXIST), 0);

@@ -463,8 +463,8 @@ static void as_old_pending(struct sluice_bpf *skel, const char *src, const char 
 	assert_int_equal(bpf_map_lookup_elem(sfd, &i, &sl), 0);
 	assert_true(sl.word & SLUICE_SLOT_HELD);
 	assert_memory_equal(&sl.key, &k, sizeof(k));
-	r.syn_ns = sl.syn_ns, r.client_isn = sl.client_isn, r.server_isn = sl.server_isn;
-	r.svc = sl.svc, r.class = sl.class, r.flags = sl.flags & ~SLUICE_HS_COUNTED;
+	sluice_slot_record(&sl, &r);
+	r.flags &= ~SLUICE_HS_COUNTED; /* an older layout had no such flag */
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.handshakes), &k, &r,
 					     BPF_NOEXIST), 0);
 	assert_int_equal(bpf_map_update_elem(sfd, &i, &none, BPF_EXIST), 0);

@@ -4,7 +4,6 @@
  * map's memory: a slot is written only after its word was swapped from empty to busy, and
  * made readable by the word written back. */
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <bpf/bpf.h>
@@ -34,17 +33,10 @@ static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flo
 	    !__atomic_compare_exchange_n(&s->word, &w, SLUICE_SLOT_BUSY, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return 0;
-	memcpy(&s->key, k, sizeof(*k));
-	s->syn_ns = r->syn_ns;
-	s->client_isn = r->client_isn;
-	s->server_isn = r->server_isn;
-	s->svc = r->svc;
-	s->class = r->class;
+	sluice_slot_fill(s, k, r);
 	/* Older layouts counted every tcp record in its service's half-open count and kept no
 	 * flag for it; an http service's count is always zero, so giving one back is a no-op. */
 	s->flags = r->flags | SLUICE_HS_COUNTED;
-	s->client_limited = r->client_limited;
-	s->dscp = r->dscp;
 	__atomic_store_n(&s->word, sluice_slot_tag(h) |
 			 ((w + SLUICE_SLOT_GEN_ONE) & SLUICE_SLOT_GEN_MASK) | SLUICE_SLOT_HELD,
 			 __ATOMIC_RELEASE);
