@@ -483,7 +483,8 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 		nf.admitted_ns = hs->syn_ns; /* what its half-open count is matched with */
 		/* a connection taken on was never counted as half-open: not asked (its syn_ns of
 		 * 0 would match counts started in a host's first second) */
-		pending = how == TRACK_PROMOTED && halfopen_promoted(svc, hs->syn_ns, now) ?
+		pending = how == TRACK_PROMOTED && (hs->flags & SLUICE_HS_COUNTED) &&
+			  halfopen_promoted(svc, hs->syn_ns, now) ?
 			  SLUICE_OWN_PENDING : 0;
 		take_unit(svc, cls);
 		nf.tracked_inflight = 1;
@@ -882,6 +883,10 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 			return;
 		s = at.slot;
 		if (ack != hs.client_isn + 1) {
+			/* restamped: a count from a window that lapsed meanwhile would read as
+			 * the current window's, and giving it back would take another SYN's */
+			if (!halfopen_current(hs.svc, hs.syn_ns, now))
+				hs.flags &= ~SLUICE_HS_COUNTED;
 			s->client_isn = ack - 1;
 			s->syn_ns = now;
 		}

@@ -148,16 +148,16 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 		st->skel = NULL;
 		return rc;
 	}
-	/* The 4-tuples' hash secret, before any program runs: drawn for a new map, kept from the
-	 * pins (where the slots' records were placed by it). */
-	rc = hs_secret(bpf_map__fd(st->skel->maps.flow_hash_key), &st->hash_secret);
-	if (rc) {
-		snprintf(err, errlen, "cannot set the flow hash secret: %s", strerror(-rc));
-		sluice_bpf__destroy(st->skel);
-		st->skel = NULL;
+	rc = layout_copy(&st->layout, err, errlen);
+	if (rc)
 		return rc;
-	}
-	return layout_copy(&st->layout, err, errlen);
+	/* The 4-tuples' hash secret, before any program runs and after the copy (a migration
+	 * that copies the map brings the pins' secret): drawn for a new map, kept from the pins
+	 * (where the slots' records were placed by it). */
+	rc = hs_secret(bpf_map__fd(st->skel->maps.flow_hash_key), &st->hash_secret);
+	if (rc)
+		snprintf(err, errlen, "cannot set the flow hash secret: %s", strerror(-rc));
+	return rc;
 }
 
 /* ---- pinned XDP links: one per interface, "link_xdp_<ifindex>" (a single-interface layout
