@@ -60,6 +60,13 @@ static __always_inline int hs_key_is(const struct sluice_handshake_slot *s,
 		 (__u64)(a4[8] ^ b4[8]));
 }
 
+/* Whether a slot's word says it holds a record of the 4-tuple whose tag is at->tag (its key
+ * still to be compared). */
+static __always_inline int hs_word_names(const struct hs_at *at, __u32 w)
+{
+	return (w & (SLUICE_SLOT_TAG_MASK | SLUICE_SLOT_HELD)) == (at->tag | SLUICE_SLOT_HELD);
+}
+
 /* 1 with key's record copied into *r when its slot holds one (at->word then names it). A
  * packet inside an established connection ends at the first read of the word. */
 static __always_inline int hs_read(struct hs_at *at, const struct sluice_flow_key *key,
@@ -71,7 +78,7 @@ static __always_inline int hs_read(struct hs_at *at, const struct sluice_flow_ke
 	if (!s)
 		return 0;
 	w = READ_ONCE(s->word);
-	if ((w & (SLUICE_SLOT_TAG_MASK | SLUICE_SLOT_HELD)) != (at->tag | SLUICE_SLOT_HELD))
+	if (!hs_word_names(at, w))
 		return 0;
 	compiler_barrier();
 	if (!hs_key_is(s, key))
@@ -85,16 +92,13 @@ static __always_inline int hs_read(struct hs_at *at, const struct sluice_flow_ke
 }
 
 /* 1 when key's slot holds a record of it, read or not. */
-static __always_inline int hs_holds(__u64 h, const struct sluice_flow_key *key)
+static __always_inline int hs_holds(const struct sluice_flow_key *key)
 {
-	__u32 i = sluice_slot_index(h), w;
-	struct sluice_handshake_slot *s = bpf_map_lookup_elem(&handshake_slots, &i);
+	struct hs_at at;
 
-	if (!s)
-		return 0;
-	w = READ_ONCE(s->word);
-	return (w & (SLUICE_SLOT_TAG_MASK | SLUICE_SLOT_HELD)) ==
-	       (sluice_slot_tag(h) | SLUICE_SLOT_HELD) && hs_key_is(s, key);
+	hs_locate(&at, flow_hash(key));
+	return at.slot && hs_word_names(&at, READ_ONCE(at.slot->word)) &&
+	       hs_key_is(at.slot, key);
 }
 
 /* Take the record read by hs_read out of its slot: 1 for the one caller that did. */
@@ -135,15 +139,14 @@ static __always_inline int hs_within(__u64 syn_ns, __u64 now, __u64 window)
 }
 
 /* Write r as key's record into its slot: an empty one, or over another 4-tuple's record older
- * than SLUICE_HS_SLOT_HOLD_NS (whose half-open count, if it was counted and has not lapsed, is
- * given back here). 0 when the slot is busy or holds a younger record: the SYN goes unrecorded
- * (see handshake_slots). */
+ * than SLUICE_HS_SLOT_HOLD_NS (whose half-open count, if it had one, lapsed long since: a
+ * window lasts SLUICE_HALFOPEN_TIMEOUT_NS, so nothing is given back). 0 when the slot is busy
+ * or holds a younger record: the SYN goes unrecorded (see handshake_slots). */
 static __always_inline int hs_write(struct hs_at *at, const struct sluice_flow_key *key,
 				    const struct sluice_handshake *r, __u64 now)
 {
 	struct sluice_handshake_slot *s = at->slot;
-	__u32 w, old_svc = 0, give_back = 0;
-	__u64 old_syn_ns = 0;
+	__u32 w;
 
 	if (!s)
 		return 0;
@@ -153,16 +156,9 @@ static __always_inline int hs_write(struct hs_at *at, const struct sluice_flow_k
 		return 0;
 	if (__sync_val_compare_and_swap(&s->word, w, SLUICE_SLOT_BUSY) != w)
 		return 0;
-	if (w & SLUICE_SLOT_HELD) {
-		old_svc = s->svc;
-		old_syn_ns = s->syn_ns;
-		give_back = s->flags & SLUICE_HS_COUNTED;
-	}
 	sluice_slot_fill(s, key, r);
 	at->word = w;
 	hs_publish(at);
-	if (give_back)
-		halfopen_done(old_svc, old_syn_ns, now);
 	return 1;
 }
 

@@ -184,10 +184,6 @@ static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 is
 	f->state = state;
 }
 
-/* 64-bit hash of a flow key: each 32 bits times a constant of its own (independent
- * multiplies, no chain), summed, then mixed once: spreads the 4-tuples of one client over the
- * refused_syns slots. Read in 16-bit halves, the key's own alignment (the verifier refuses a
- * stack read wider than the alignment of where it lands). */
 /* The refused_syns slot of a SYN's 4-tuple (h: sluice_flow_key_hash). */
 static __always_inline __u64 *refused_slot(__u64 h)
 {
@@ -958,7 +954,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		/* A SYN-ACK for a new ISN on a live flow: the server accepted a new connection
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		if (p.tcp->ack && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1 &&
-		    hs_holds(flow_hash(&key), &key)) {
+		    hs_holds(&key)) {
 			end_flow(&key, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}

@@ -686,8 +686,10 @@ sluice_slot_fill(struct sluice_handshake_slot *s, const struct sluice_flow_key *
 
 /* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
  * and its refused_syns slot are taken from; one definition for the data path and for
- * sluiced, which moves an older layout's pending handshakes into their slots. Multiplies, no
- * loop of rounds: it runs for every client packet at XDP. Keyed with a secret (map
+ * sluiced, which moves an older layout's pending handshakes into their slots. Each 32 bits
+ * times a constant of its own (independent multiplies, no chain), summed, then mixed once: it
+ * runs for every client packet at XDP. Read in 16-bit halves, the key's own alignment (the
+ * verifier refuses a stack read wider than the alignment of where it lands). Keyed with a secret (map
  * `flow_hash_key`, drawn by sluiced when the map is new and kept with the pins): without it a
  * client could pick, offline, source ports whose SYNs land on a slot its own unfinished SYN
  * holds, and so go unrecorded (taken on at their first data, past its client limits). */
