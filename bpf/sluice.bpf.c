@@ -273,7 +273,10 @@ static __always_inline int leave_rst_to_tc(struct xdp_md *ctx)
  * SLUICE_HALFOPEN_TIMEOUT_NS is dead, and a client starting afresh replaces it. */
 static __always_inline int handshake_stands(const struct sluice_handshake *r, __u64 now)
 {
-	return (r->flags & SLUICE_HS_SERVER_ISN) || now - r->syn_ns <= SLUICE_HALFOPEN_TIMEOUT_NS;
+	/* signed (hs_within): a record another CPU stamped a moment after this one read its
+	 * clock is young, not wrapped around into dead */
+	return (r->flags & SLUICE_HS_SERVER_ISN) ||
+	       hs_within(r->syn_ns, now, SLUICE_HALFOPEN_TIMEOUT_NS);
 }
 
 /* A SYN sent again for a unit already decided: counted, passed, nothing decided again. */
