@@ -31,13 +31,14 @@ struct hs_at {
 	__u32 word;
 };
 
-/* The 4-tuple's hash under this host's secret (see sluice_flow_key_hash). */
+/* The 4-tuple's hash under this host's keys (see sluice_flow_key_hash). */
 static __always_inline __u64 flow_hash(const struct sluice_flow_key *key)
 {
+	static const struct sluice_hash_keys none;
 	__u32 zero = 0;
-	__u64 *secret = bpf_map_lookup_elem(&flow_hash_key, &zero);
+	const struct sluice_hash_keys *keys = bpf_map_lookup_elem(&flow_hash_key, &zero);
 
-	return sluice_flow_key_hash(key, secret ? *secret : 0);
+	return sluice_flow_key_hash(key, keys ? keys : &none);
 }
 
 static __always_inline void hs_locate(struct hs_at *at, __u64 h)

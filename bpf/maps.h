@@ -114,7 +114,7 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } handshake_slots SEC(".maps");
 
-/* The secret the 4-tuples' hash is keyed with (sluice_flow_key_hash): the handshake slots and
+/* The keys of the 4-tuples' hash (sluice_flow_key_hash): the handshake slots and
  * refused_syns are addressed by it. Drawn by sluiced when the map is new, before the programs
  * are attached, and kept with the pins: the slots' records stay where a new load looks for
  * them. sluiced. */
@@ -122,7 +122,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct sluice_hash_keys);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flow_hash_key SEC(".maps");
 

@@ -82,8 +82,15 @@
  *      never counted)
  *  10  new map `handshake_slots` (pending handshakes, one cache line per slot, in place of the
  *      LRU `handshakes`, which stays pinned and empty): sluiced moves the records an older
- *      layout's programs left in `handshakes` into their slots when it attaches */
-#define SLUICE_MAP_LAYOUT_VERSION 10
+ *      layout's programs left in `handshakes` into their slots when it attaches, and new map
+ *      `flow_hash_key` (the secret of the 4-tuples' hash the slots are addressed by)
+ *  11  `flow_hash_key` holds ten key words (struct sluice_hash_keys) where it held one 64-bit
+ *      secret: the 4-tuples' hash is no longer linear in the key's words. A migration from
+ *      10 replaces it and `handshake_slots` unread with empty ones: the records sit where
+ *      the old hash put them. A handshake pending across the upgrade is taken on at its
+ *      first data, as one whose SYN went unrecorded; its half-open count lapses with its
+ *      window. */
+#define SLUICE_MAP_LAYOUT_VERSION 11
 
 /* Services by local address: two services may share a port on different local addresses
  * (pods with the same containerPort). port_to_service then holds SLUICE_PORT_BY_ADDR with the
@@ -684,34 +691,52 @@ sluice_slot_fill(struct sluice_handshake_slot *s, const struct sluice_flow_key *
 	s->dscp = r->dscp;
 }
 
+/* The keys of the 4-tuples' hash (map `flow_hash_key`): ten random 32-bit words, drawn by
+ * sluiced when the map is new and kept with the pins, so the slots' records stay where a new
+ * load looks for them. */
+#define SLUICE_HASH_KEY_WORDS 10
+struct sluice_hash_keys {
+	__u32 k[SLUICE_HASH_KEY_WORDS];
+};
+
 /* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
  * and its refused_syns slot are taken from; one definition for the data path and for
- * sluiced, which moves an older layout's pending handshakes into their slots. Each 32 bits
- * times a constant of its own (independent multiplies, no chain), summed, then mixed once: it
- * runs for every client packet at XDP. Read in 16-bit halves, the key's own alignment (the
- * verifier refuses a stack read wider than the alignment of where it lands). Keyed with a secret (map
- * `flow_hash_key`, drawn by sluiced when the map is new and kept with the pins): without it a
- * client could pick, offline, source ports whose SYNs land on a slot its own unfinished SYN
- * holds, and so go unrecorded (taken on at their first data, past its client limits). */
-static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key, __u64 secret)
+ * sluiced, which moves an older layout's pending handshakes into their slots.
+ *
+ * The key's nine 32-bit words (and a zero tenth) are taken in pairs, each word plus a key
+ * word of its own, the pair's two sums multiplied into 64 bits and the five products added
+ * (NH, as in UMAC), then mixed once: five independent multiplies, cheap enough for every
+ * client packet at XDP. For two different 4-tuples, the chance over the keys that their sums
+ * agree is at most 2^-32, whatever the 4-tuples: a client cannot pick, offline, addresses or
+ * ports whose SYNs land on a slot its own unfinished SYN holds (and so go unrecorded, taken
+ * on at their first data past its client limits). A hash linear in the key's words (each
+ * word times a constant, summed) would not do, secret or not: an IPv6 client owns the low 64
+ * bits of its address, and two of its addresses whose words differ by (+7, -5) where the
+ * multipliers are (5c, 7c) sum to the same value under any secret.
+ *
+ * Read in 16-bit halves, the key's own alignment (the verifier refuses a stack read wider
+ * than the alignment of where it lands). */
+static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key,
+					 const struct sluice_hash_keys *keys)
 {
 	const __u16 *w = (const __u16 *)key;
-	__u64 h = secret;
+	const int n = (int)(sizeof(*key) / 4);   /* nine words; the tenth is zero */
+	__u64 h = 0;
 
 #ifdef __clang__
 #pragma unroll
 #endif
-	for (int i = 0; i < (int)(sizeof(*key) / 2); i += 2) {
-		__u32 x = w[i];
+	for (int i = 0; i < SLUICE_HASH_KEY_WORDS; i += 2) {
+		__u32 a = i < n ? (__u32)w[2 * i] | (__u32)w[2 * i + 1] << 16 : 0;
+		__u32 b = i + 1 < n ? (__u32)w[2 * i + 2] | (__u32)w[2 * i + 3] << 16 : 0;
 
-		if (i + 1 < (int)(sizeof(*key) / 2))
-			x |= (__u32)w[i + 1] << 16;
-		h += (__u64)x * (0x9e3779b97f4a7c15ull * (__u64)(i + 1));
+		h += (__u64)(__u32)(a + keys->k[i]) * (__u64)(__u32)(b + keys->k[i + 1]);
 	}
 	h ^= h >> 29;
 	h *= 0xff51afd7ed558ccdull;
 	return h ^ (h >> 32);
 }
+_Static_assert(sizeof(struct sluice_flow_key) == 36, "the hash takes a key of nine words");
 
 static inline __u32 sluice_slot_index(__u64 h)
 {

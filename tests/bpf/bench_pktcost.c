@@ -526,6 +526,7 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 	struct sluice_config cfg;
 	struct doc_errors errs;
 	struct sluice_bpf *skel;
+	struct sluice_hash_keys keys;   /* drawn as sluiced draws them */
 	struct bpf_map *map;
 	int *idx = calloc((size_t)n, sizeof(int));
 
@@ -546,7 +547,8 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
 	attach_size_services(skel->obj, maps_service_slots(n));
-	if (sluice_bpf__load(skel)) {
+	if (sluice_bpf__load(skel) ||
+	    hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys)) {
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}
@@ -652,8 +654,10 @@ static void cold_ack_points(int loops)
 	struct sluice_bpf *skel = load_services(1, &m);
 	int n = SLUICE_HANDSHAKE_SLOTS - 536;
 	struct sluice_handshake_slot *slots;
+	struct sluice_hash_keys keys;
+	__u32 zero = 0;
 
-	if (!skel) {
+	if (!skel || bpf_map_lookup_elem(bpf_map__fd(skel->maps.flow_hash_key), &zero, &keys)) {
 		fprintf(stderr, "bench_pktcost: cannot load the object for the cold ACKs\n");
 		failed = 1;
 		return;
@@ -679,7 +683,7 @@ static void cold_ack_points(int loops)
 		memcpy(k.client_addr + 12, &a, 4);
 		k.client_port = htons((uint16_t)(1024 + i % 60000));
 		k.service_port = htons(INV_PORT0);
-		h = sluice_flow_key_hash(&k, 0); /* the secret of a map no one wrote */
+		h = sluice_flow_key_hash(&k, &keys);
 		sl = &slots[sluice_slot_index(h)];
 		if (sl->word & SLUICE_SLOT_HELD)
 			continue;

@@ -17,6 +17,7 @@
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
+#include "kernel/hsmove.h"
 
 static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
@@ -69,6 +70,14 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 	if (sluice_bpf__load(skel)) {
 		sluice_bpf__destroy(skel);
 		return NULL;
+	}
+	{
+		struct sluice_hash_keys keys; /* drawn as sluiced draws them before attaching */
+
+		if (hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys)) {
+			sluice_bpf__destroy(skel);
+			return NULL;
+		}
 	}
 	harness_maps_of(skel->obj, m);
 	return skel;

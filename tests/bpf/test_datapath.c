@@ -1557,6 +1557,11 @@ static struct sluice_flow_key key_of_syn(const struct pkt_spec *syn)
 				     .service_port = htons(syn->dport) };
 	struct in_addr a;
 
+	if (syn->v6) {
+		assert_int_equal(inet_pton(AF_INET6, syn->src, k.client_addr), 1);
+		assert_int_equal(inet_pton(AF_INET6, syn->dst, k.local_addr), 1);
+		return k;
+	}
 	k.client_addr[10] = k.client_addr[11] = 0xff;
 	assert_int_equal(inet_pton(AF_INET, syn->src, &a), 1);
 	memcpy(k.client_addr + 12, &a, 4);
@@ -1575,14 +1580,12 @@ static int pending_slot(struct fixture *f, const struct pkt_spec *syn,
 	size_t len = SLUICE_HANDSHAKE_SLOTS * sizeof(*s);
 	struct sluice_handshake_slot *v = mmap(NULL, len, PROT_READ, MAP_SHARED,
 					       bpf_map__fd(f->skel->maps.handshake_slots), 0);
-	struct sluice_flow_key k = syn->v6 ? (struct sluice_flow_key){ 0 } : key_of_syn(syn);
+	struct sluice_flow_key k = key_of_syn(syn);
 	int n = 0;
 
 	assert_true(v != MAP_FAILED);
 	for (__u32 i = 0; i < SLUICE_HANDSHAKE_SLOTS; i++)
-		if ((v[i].word & SLUICE_SLOT_HELD) &&
-		    (syn->v6 ? ntohs(v[i].key.client_port) == syn->sport
-			     : !memcmp(&v[i].key, &k, sizeof(k))))
+		if ((v[i].word & SLUICE_SLOT_HELD) && !memcmp(&v[i].key, &k, sizeof(k)))
 			*s = v[i], *at = i, n++;
 	munmap(v, len);
 	assert_true(n <= 1);
@@ -1770,28 +1773,29 @@ static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 	assert_int_equal(stats(f, 0, 0).completed, 2);
 }
 
-/* The secret of the 4-tuples' hash in the fixture's maps. */
-static __u64 hash_secret(struct fixture *f)
+/* The keys of the 4-tuples' hash in the fixture's maps (drawn at load, as sluiced draws them). */
+static struct sluice_hash_keys hash_keys(struct fixture *f)
 {
-	__u64 secret;
+	struct sluice_hash_keys keys;
 	__u32 zero = 0;
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.flow_hash_key), &zero,
-					     &secret), 0);
-	return secret;
+					     &keys), 0);
+	return keys;
 }
 
-/* The handshake slot of a v4 SYN's 4-tuple under the hash secret. */
-static __u32 slot_of(const struct pkt_spec *syn, __u64 secret)
+/* The handshake slot of a SYN's 4-tuple under the hash keys. */
+static __u32 slot_of(const struct pkt_spec *syn, const struct sluice_hash_keys *keys)
 {
 	struct sluice_flow_key k = key_of_syn(syn);
 
-	return sluice_slot_index(sluice_flow_key_hash(&k, secret));
+	return sluice_slot_index(sluice_flow_key_hash(&k, keys));
 }
 
 /* A SYN of another L0 client (198.18.1.100 and up) to syn's port whose 4-tuple has the same
  * handshake slot as syn's. */
-static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn, __u64 secret)
+static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn,
+				      const struct sluice_hash_keys *keys)
 {
 	static char addr[256][16];
 
@@ -1800,12 +1804,82 @@ static struct pkt_spec syn_on_slot_of(const struct pkt_spec *syn, __u64 secret)
 		for (uint32_t port = 1024; port < 65536; port++) {
 			struct pkt_spec o = syn4(addr[i], (uint16_t)port, syn->dport);
 
-			if (slot_of(&o, secret) == slot_of(syn, secret))
+			if (slot_of(&o, keys) == slot_of(syn, keys))
 				return o;
 		}
 	}
 	fail_msg("no 4-tuple on the slot of port %u", syn->sport);
 	return *syn;
+}
+
+/* A hash linear in the key's words (word j times (2j + 1) times one constant, summed), as the
+ * handshake slots' hash once was: the measure of what the crafted 4-tuples below attack. */
+static __u64 linear_hash(const struct sluice_flow_key *k, __u64 secret)
+{
+	__u32 w[9];
+	__u64 h = secret;
+
+	memcpy(w, k, sizeof(w));
+	for (int j = 0; j < 9; j++)
+		h += (__u64)w[j] * (0x9e3779b97f4a7c15ull * (__u64)(2 * j + 1));
+	return h;
+}
+
+/* The IPv6 address whose third and fourth 32-bit words (the interface half, which a client
+ * owns) are the base's plus 7n and minus 5n, as text. */
+static const char *crafted_v6(char buf[INET6_ADDRSTRLEN], const char *base, __u32 n)
+{
+	__u8 a[16];
+	__u32 w2, w3;
+
+	assert_int_equal(inet_pton(AF_INET6, base, a), 1);
+	memcpy(&w2, a + 8, 4), memcpy(&w3, a + 12, 4);
+	w2 += 7 * n, w3 -= 5 * n;
+	memcpy(a + 8, &w2, 4), memcpy(a + 12, &w3, 4);
+	assert_non_null(inet_ntop(AF_INET6, a, buf, INET6_ADDRSTRLEN));
+	return buf;
+}
+
+/* A client picks, offline, addresses of its own /64 whose 4-tuples a hash linear in the key's
+ * words sums to its unfinished SYN's value under any secret: each such SYN would find its slot
+ * held and go unrecorded, taken on at its first data past its client limits. Under the keyed
+ * hash the crafted 4-tuples' hashes differ and land on slots of their own as any others do,
+ * and the crafted SYN's handshake is recorded next to the first. */
+static void test_crafted_ipv6_4tuples_get_slots_of_their_own(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_hash_keys keys = hash_keys(f);
+	static const char *base = "2001:db8:a:0:0:100:0:100";
+	char buf[INET6_ADDRSTRLEN], other[INET6_ADDRSTRLEN];
+	struct pkt_spec a = { .v6 = 1, .src = base, .dst = SERVER6, .sport = 4001, .dport = 5432,
+			      .seq = 5001, .syn = 1, .tcp_opts = 20 }, b = a;
+	struct sluice_flow_key ka = key_of_syn(&a);
+	struct sluice_handshake h;
+	int same_slot = 0, n = 1;
+
+	for (__u32 i = 1; i <= 4096; i++) {
+		b.src = crafted_v6(buf, base, i);
+		struct sluice_flow_key kb = key_of_syn(&b);
+
+		assert_true(linear_hash(&kb, 12345) == linear_hash(&ka, 12345)); /* the attack */
+		assert_true(sluice_flow_key_hash(&kb, &keys) != sluice_flow_key_hash(&ka, &keys));
+		same_slot += slot_of(&b, &keys) == slot_of(&a, &keys);
+	}
+	/* any two 4-tuples share a slot one time in 65536: 4096 pairs, 0.06 on average */
+	assert_true(same_slot <= 4);
+
+	/* on the wire: both SYNs recorded, each in its own slot (the first crafted address whose
+	 * slot is not the first's, as 65535 in 65536 are) */
+	do
+		b.src = crafted_v6(other, base, (__u32)n);
+	while (slot_of(&b, &keys) == slot_of(&a, &keys) && ++n < 16);
+	b.seq = 7001;
+	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
+	assert_int_equal(pending_of(f, &a, &h), 1);
+	assert_int_equal(h.client_isn, a.seq);
+	assert_int_equal(pending_of(f, &b, &h), 1);
+	assert_int_equal(h.client_isn, b.seq);
 }
 
 /* Two 4-tuples on one handshake slot (an attacker's forged SYNs can land on a real client's):
@@ -1818,8 +1892,8 @@ static void test_handshake_slot_shared_by_two_4tuples(void **state)
 {
 	struct fixture *f = *state;
 	struct sluice_handshake h;
-	__u64 secret = hash_secret(f);
-	struct pkt_spec a = syn4("198.18.1.6", 4001, 5432), b = syn_on_slot_of(&a, secret);
+	struct sluice_hash_keys keys = hash_keys(f);
+	struct pkt_spec a = syn4("198.18.1.6", 4001, 5432), b = syn_on_slot_of(&a, &keys);
 
 	assert_int_equal(xdp(f, &a).ret, XDP_PASS);
 	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
@@ -1847,7 +1921,7 @@ static void test_handshake_slot_shared_by_two_4tuples(void **state)
 	assert_int_equal(stats(f, 0, 0).completed, 1);
 
 	/* a record no longer young gives way to another 4-tuple's SYN, with its count */
-	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c, secret);
+	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c, &keys);
 
 	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
 	assert_int_equal(halfopen_count(f, 0), 3);
@@ -2545,6 +2619,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_handshake_slot_shared_by_two_4tuples, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_crafted_ipv6_4tuples_get_slots_of_their_own, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,

@@ -450,12 +450,12 @@ static void as_old_pending(struct sluice_bpf *skel, const char *src, const char 
 			   uint16_t sport)
 {
 	struct sluice_flow_key k = key_of(src, dst, sport);
-	__u64 secret;
+	struct sluice_hash_keys keys;
 	__u32 zero = 0;
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.flow_hash_key), &zero,
-					     &secret), 0);
-	__u32 i = sluice_slot_index(sluice_flow_key_hash(&k, secret));
+					     &keys), 0);
+	__u32 i = sluice_slot_index(sluice_flow_key_hash(&k, &keys));
 	int sfd = bpf_map__fd(skel->maps.handshake_slots);
 	struct sluice_handshake_slot sl, none = { 0 };
 	struct sluice_handshake r = { 0 };
@@ -638,16 +638,15 @@ static void test_migration_gives_flow_keys_their_local_address(void **state)
 	assert_false(has_key(hs, &d));
 	/* what sluiced does once the new programs run: E's record goes into its slot (D's
 	 * was left behind), where the new programs find it: E's ACK completes its handshake */
-	__u64 secret;
+	struct sluice_hash_keys keys, again, none = { { 0 } };
 
-	__u64 again = 0;
-
-	assert_int_equal(hs_secret(bpf_map__fd(p->new_skel->maps.flow_hash_key), &secret), 0);
-	assert_true(secret != 0); /* drawn: the map was new */
-	assert_int_equal(hs_secret(bpf_map__fd(p->new_skel->maps.flow_hash_key), &again), 0);
-	assert_true(again == secret); /* kept: a restart's sluiced finds the slots where they are */
+	assert_int_equal(hs_hash_keys(bpf_map__fd(p->new_skel->maps.flow_hash_key), &keys), 0);
+	assert_memory_not_equal(&keys, &none, sizeof(keys)); /* drawn: the map was new */
+	assert_int_equal(hs_hash_keys(bpf_map__fd(p->new_skel->maps.flow_hash_key), &again), 0);
+	/* kept: a restart's sluiced finds the slots where they are */
+	assert_memory_equal(&again, &keys, sizeof(keys));
 	assert_int_equal(hs_move_records(hs, bpf_map__fd(p->new_skel->maps.handshake_slots),
-					 secret), 1);
+					 &keys), 1);
 	assert_false(has_key(hs, &e));
 	assert_false(has_key(p->nm.flows, &e));
 	ack_at(p->new_skel, "198.18.1.2", "198.18.0.7", 5);

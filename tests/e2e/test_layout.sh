@@ -189,7 +189,7 @@ refused "$BUILD/sluiced" "pins without a record that hold a map layout 1 never h
 	"pinned maps under $PIN say layout 1, but map handshakes, which layout 1 never had, is pinned: cannot tell which layout the pins are: run \`sluicectl $flag detach\`"
 mv "$PIN/sluice_layout_away" "$REC"
 
-# --- upgrades from layouts 9, 8, 7, 6, 5, 4, 3, 2 and 1, connections held ------------------
+# --- upgrades from layouts 10, 9, 8, 7, 6, 5, 4, 3, 2 and 1, connections held ------------------
 # What an older sluiced leaves pinned, made from this build's pins (its sluiced stopped):
 #  - every older layout: no handshake_slots map (pending handshakes were in `handshakes`);
 #  - layout 8 and older: no http_conns or http_conn_cap map (an http service's connections
@@ -301,7 +301,7 @@ for e in json.load(open(sys.argv[1])):
 }
 # The maps layout FROM never had.
 never_had() {
-	echo handshake_slots flow_hash_key
+	[ "$1" -le 9 ] && echo handshake_slots flow_hash_key
 	[ "$1" -le 8 ] && echo http_conns http_conn_cap
 	[ "$1" -le 7 ] && echo latency_hist1 latency_hist2 latency_hist3
 	[ "$1" -le 6 ] && echo sluice_layout_ext untrusted_marks
@@ -357,9 +357,16 @@ hist_all_classes() {
 	bpftool map create "$PIN/latency_hist" type percpu_array key 4 value "$vsz" \
 		entries $((n * 4)) name latency_hist
 }
-as_old_layout() { # as_old_layout 1|2|3|4|5|6|7|8|9
+# Layout 10 keyed the 4-tuples' hash with one 64-bit secret: flow_hash_key of 8-byte values.
+secret_of_layout10() {
+	rm -f "$PIN/flow_hash_key"
+	bpftool map create "$PIN/flow_hash_key" type array key 4 value 8 entries 1 name flow_hash_key
+	bpftool map update pinned "$PIN/flow_hash_key" key 0 0 0 0 value 1 2 3 4 5 6 7 8
+}
+as_old_layout() { # as_old_layout 1|2|3|4|5|6|7|8|9|10
 	local gone
 	gone=$(never_had "$1" | tr '\n' ' ')
+	[ "$1" = 10 ] && secret_of_layout10
 	[ "$1" -le 7 ] && hist_all_classes
 	[ "$1" -le 6 ] && class_stats_per_class
 	[ "$1" -le 5 ] && stripes_to_shared
@@ -448,6 +455,12 @@ upgrade() {
 	if [ "$from" -ge 8 ]; then
 		n_copied=0 carried="" held_how="adopted" keyed=""
 	fi
+	# 10: flow_hash_key and handshake_slots replaced unread (counted with the copied maps)
+	local rekeyed=1
+	if [ "$from" = 10 ]; then
+		n_copied=2 carried="flow_hash_key and handshake_slots replaced by empty ones.*"
+		held_how="adopted, the hash's one secret replaced by ten key words"
+	fi
 	verdict_before=$(bpftool -j map lookup pinned "$PIN/verdicts" key 0 0 0 0 | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["value"][20:24]))')
 	prog_before=$(xdp_prog)
 	heartbeat_now
@@ -466,9 +479,14 @@ upgrade() {
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
 	for m in $(never_had "$from"); do [ -e "$PIN/$m" ] || created=0; done
+	# the hash's keys are this layout's (struct sluice_hash_keys, 40 bytes), drawn, not zero
+	[ "$(bpftool -j map show pinned "$PIN/flow_hash_key" | json_get /dev/stdin "d['bytes_value']")" = 40 ] &&
+		bpftool -j map lookup pinned "$PIN/flow_hash_key" key 0 0 0 0 |
+		python3 -c 'import json,sys; sys.exit(0 if any(int(x, 16) for x in json.load(sys.stdin)["value"]) else 1)' ||
+		rekeyed=0
 	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted$keyed" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_total)" = "$NMAPS" ] &&
-		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] &&
+		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] && [ "$rekeyed" = 1 ] &&
 		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
 		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_total) pins $(pins)"
@@ -480,6 +498,7 @@ upgrade() {
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
+upgrade 10
 upgrade 9
 upgrade 8
 upgrade 7
@@ -531,6 +550,6 @@ held_ok=$(json_get "$TMP/held.json" "d['classes']['L2']['ok']")
 status; completed=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['completed']")
 ok $([ "$held_ok" = 12 ] && [ "$(inflight)" = 0 ] && [ $((completed - completed_before)) = 12 ] &&
 	grep -q "adopted the maps under $PIN, layout $DV" "$TMP/drill2.log" && echo 0 || echo 1) \
-	"the 12 held connections complete after the upgrades from layouts 9, 8, 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
+	"the 12 held connections complete after the upgrades from layouts 10, 9, 8, 7, 6, 5, 4, 3, 2 and 1 and the drill's migration, in-flight returns to exactly 0 and they count as completed ($completed_before -> $completed: their endings found the copied flows, not the GC)" \
 	"loadgen ok $held_ok in-flight $(inflight)" "$(cat "$TMP/drill2.log")"
 finish

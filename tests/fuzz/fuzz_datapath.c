@@ -847,6 +847,20 @@ int main(int argc, char **argv)
 	fx = harness_fixture(CONFIG, max_flows, 3600ull * 1000000000ull);
 	if (!fx)
 		return 1;
+	{
+		/* The hash keys from the seed, not the kernel's random source the fixture drew
+		 * them from: the same seed places the same handshakes in the same slots. */
+		struct sluice_hash_keys keys;
+		__u32 zero = 0;
+
+		for (int i = 0; i < SLUICE_HASH_KEY_WORDS; i++)
+			keys.k[i] = rnd32();
+		if (bpf_map_update_elem(bpf_map__fd(fx->skel->maps.flow_hash_key), &zero, &keys,
+					BPF_ANY)) {
+			perror("fuzz_datapath: flow_hash_key");
+			return 1;
+		}
+	}
 	prog_xdp = bpf_program__fd(fx->skel->progs.sluice_xdp_ingress);
 	prog_tci = bpf_program__fd(fx->skel->progs.sluice_tc_ingress);
 	prog_tce = bpf_program__fd(fx->skel->progs.sluice_tc_egress);

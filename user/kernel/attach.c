@@ -151,12 +151,12 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 	rc = layout_copy(&st->layout, err, errlen);
 	if (rc)
 		return rc;
-	/* The 4-tuples' hash secret, before any program runs and after the copy (a migration
-	 * that copies the map brings the pins' secret): drawn for a new map, kept from the pins
-	 * (where the slots' records were placed by it). */
-	rc = hs_secret(bpf_map__fd(st->skel->maps.flow_hash_key), &st->hash_secret);
+	/* The 4-tuples' hash keys, before any program runs and after the copy (a migration
+	 * that copies the map brings the pins' keys): drawn for a new map, kept from the pins
+	 * (where the slots' records were placed by them). */
+	rc = hs_hash_keys(bpf_map__fd(st->skel->maps.flow_hash_key), &st->hash_keys);
 	if (rc)
-		snprintf(err, errlen, "cannot set the flow hash secret: %s", strerror(-rc));
+		snprintf(err, errlen, "cannot set the flow hash keys: %s", strerror(-rc));
 	return rc;
 }
 
@@ -552,7 +552,7 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 		 * look (none after a restart of this layout: nothing writes it any more). */
 		int moved = hs_move_records(bpf_map__fd(st->skel->maps.handshakes),
 					    bpf_map__fd(st->skel->maps.handshake_slots),
-					    st->hash_secret);
+					    &st->hash_keys);
 		if (moved > 0)
 			log_msg(LOG_INFO, "%d pending handshakes moved into their slots", moved);
 		else if (moved < 0)

@@ -36,7 +36,7 @@ struct attach_state {
 	const char *xdp_mode_used;  /* "native" | "generic" */
 	int xdp_native_errno;       /* why native attach failed before a fallback to generic */
 	int rst_at_tc;              /* refused SYNs are answered from TC (VLAN tags, see attach.c) */
-	__u64 hash_secret;          /* the 4-tuples' hash secret (map flow_hash_key) */
+	struct sluice_hash_keys hash_keys; /* the 4-tuples' hash keys (map flow_hash_key) */
 };
 
 /* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),

@@ -10,22 +10,33 @@
 #include "sluice.h"
 #include "kernel/hsmove.h"
 
-int hs_secret(int key_fd, __u64 *secret)
+static int keys_unset(const struct sluice_hash_keys *keys)
+{
+	for (int i = 0; i < SLUICE_HASH_KEY_WORDS; i++)
+		if (keys->k[i])
+			return 0;
+	return 1;
+}
+
+int hs_hash_keys(int key_fd, struct sluice_hash_keys *keys)
 {
 	__u32 zero = 0;
 
-	if (bpf_map_lookup_elem(key_fd, &zero, secret) != 0)
+	if (bpf_map_lookup_elem(key_fd, &zero, keys) != 0)
 		return -errno;
-	while (!*secret)
-		if (getrandom(secret, sizeof(*secret), 0) != (ssize_t)sizeof(*secret))
+	if (!keys_unset(keys))
+		return 0;
+	while (keys_unset(keys))
+		if (getrandom(keys, sizeof(*keys), 0) != (ssize_t)sizeof(*keys))
 			return -errno;
-	return bpf_map_update_elem(key_fd, &zero, secret, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(key_fd, &zero, keys, BPF_ANY) ? -errno : 0;
 }
 
 static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flow_key *k,
-		    const struct sluice_handshake *r, __u64 secret)
+		    const struct sluice_handshake *r,
+		    const struct sluice_hash_keys *keys)
 {
-	__u64 h = sluice_flow_key_hash(k, secret);
+	__u64 h = sluice_flow_key_hash(k, keys);
 	struct sluice_handshake_slot *s = &slots[sluice_slot_index(h)];
 	__u32 w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
 
@@ -43,7 +54,7 @@ static int move_one(struct sluice_handshake_slot *slots, const struct sluice_flo
 	return 1;
 }
 
-int hs_move_records(int from_fd, int slots_fd, __u64 secret)
+int hs_move_records(int from_fd, int slots_fd, const struct sluice_hash_keys *keys)
 {
 	size_t len = (size_t)SLUICE_HANDSHAKE_SLOTS * sizeof(struct sluice_handshake_slot);
 	struct sluice_flow_key k, next;
@@ -60,7 +71,7 @@ int hs_move_records(int from_fd, int slots_fd, __u64 secret)
 	while (left-- > 0 && bpf_map_get_next_key(from_fd, NULL, &next) == 0) {
 		k = next;
 		if (bpf_map_lookup_elem(from_fd, &k, &r) == 0)
-			moved += move_one(slots, &k, &r, secret);
+			moved += move_one(slots, &k, &r, keys);
 		if (bpf_map_delete_elem(from_fd, &k) != 0 && errno != ENOENT)
 			break;
 	}

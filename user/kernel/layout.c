@@ -202,6 +202,14 @@ static const char *const renewed_in_v7[] = { "class_stats", NULL };
  * (new_in_v8). */
 #define LAYOUT_V8 8
 static const char *const renewed_in_v8[] = { "latency_hist", NULL };
+/* Layout 11: flow_hash_key holds the hash's ten key words (it held one 64-bit secret), and the
+ * handshake slots' records sit where layout 10's hash put them, where this layout's hash does
+ * not look: both replaced unread by empty ones (new keys drawn at attach). Only layout 10 had
+ * them; from an older layout they are new maps (new_in_v10). A handshake pending across the
+ * upgrade is taken on at its first data like one whose SYN went unrecorded, and its
+ * half-open count lapses with its window (a second at most). */
+#define LAYOUT_V10 10
+static const char *const renewed_in_v11[] = { "flow_hash_key", "handshake_slots", NULL };
 
 /* Layout 5 (tcp turns): a flow keeps its size; the fields tcp did not use (the request's
  * sequence, a padding byte) now hold the server's next sequence and whether it is known, both
@@ -251,6 +259,9 @@ static const struct layout_migration migrations[] = {
 	/* 9 -> 10: handshake_slots new (its records moved in from handshakes at attach), every
 	 * other map adopted */
 	{ .from = 9, .what = "every other map adopted" },
+	/* 10 -> 11: flow_hash_key and handshake_slots renewed (renewed_in_v11), every other map
+	 * adopted */
+	{ .from = 10, .what = "every other map adopted" },
 	{ .from = 0 },  /* end of the list (version 0 never existed) */
 };
 
@@ -672,7 +683,8 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 				  (mig->copy_all || in_list(mig->copy, name) || p->slot[i].convert ||
 				   p->slot[i].rekey);
 		p->slot[i].renew = (mig->from < LAYOUT_V7 && in_list(renewed_in_v7, name)) ||
-				   (mig->from < LAYOUT_V8 && in_list(renewed_in_v8, name));
+				   (mig->from < LAYOUT_V8 && in_list(renewed_in_v8, name)) ||
+				   (mig->from == LAYOUT_V10 && in_list(renewed_in_v11, name));
 		p->slot[i].copy |= p->slot[i].renew;
 	}
 	if (check_pins(p, obj, pin_dir, have_rec ? &rec : NULL, err, errlen))
@@ -682,11 +694,13 @@ int layout_plan(struct layout_plan *p, struct bpf_object *obj, const char *pin_d
 			bpf_map__set_pin_path(p->slot[i].map, NULL); /* load creates it fresh */
 	added_note(mig, added, sizeof(added));
 	snprintf(p->note, sizeof(p->note), "migrated the maps under %s from layout %u to %u "
-		 "(%s%s%s%s)", pin_dir, p->pinned, p->version, mig->what, added,
+		 "(%s%s%s%s%s)", pin_dir, p->pinned, p->version, mig->what, added,
 		 mig->from < LAYOUT_V7 ? "; class_stats regrouped by service, its counters start "
 		 "from zero" : "",
 		 mig->from < LAYOUT_V8 ? "; latency_hist split by class, the histograms start "
-		 "from zero" : "");
+		 "from zero" : "",
+		 mig->from == LAYOUT_V10 ? "; flow_hash_key and handshake_slots replaced by empty "
+		 "ones (a new hash: handshakes pending now are taken on at their first data)" : "");
 	return 0;
 }
 
