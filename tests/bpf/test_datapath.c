@@ -2184,6 +2184,60 @@ static void test_untracked_completion_gives_its_counts_back(void **state)
 	within_window(state, setup_small_table, untracked_completion_gives_its_counts_back);
 }
 
+/* A handshake counted in a window that lapsed gives nothing back when it ends, whichever way:
+ * replaced by its client's SYN with another ISN (dead: never answered within a second), reset
+ * by its client or by the server, or completed (then not fresh either). What the counts hold
+ * then is the window running now, another SYN's, which none of them may take. */
+static void lapsed_handshake_gives_back_nothing(struct fixture *f)
+{
+	struct pkt_spec t[4], u = syn4("198.18.1.26", 5410, 5432);
+	struct sluice_handshake h;
+
+	for (int i = 0; i < 4; i++) {
+		t[i] = syn4("198.18.1.26", (uint16_t)(5401 + i), 5432);
+		assert_int_equal(xdp(f, &t[i]).ret, XDP_PASS);
+	}
+	struct pkt_spec sa3 = synack_of(&t[3]);
+	tc_egress(f, &sa3);
+	expect_halfopen(f, 0, 4, 0);
+	for (int i = 0; i < 4; i++)
+		age_pending(f, &t[i], 2000000000ull);
+	assert_int_equal(xdp(f, &u).ret, XDP_PASS);
+	expect_halfopen(f, 0, 1, 0);             /* u's window */
+
+	struct pkt_spec again = t[0];            /* t[0]'s client starts afresh */
+	again.seq = t[0].seq + 0x44444444u;
+	assert_int_equal(xdp(f, &again).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).admitted, 6);
+	assert_int_equal(pending_of(f, &t[0], &h), 1);
+	assert_int_equal(h.client_isn, again.seq);
+	expect_halfopen(f, 0, 2, 0);             /* u's and again's */
+
+	struct pkt_spec crst = client_seg(&t[1]);
+	crst.rst = 1, crst.ackf = 0, crst.ack = 0;
+	xdp(f, &crst);
+	assert_int_equal(pending_of(f, &t[1], &h), 0);
+	expect_halfopen(f, 0, 2, 0);
+
+	struct pkt_spec srst = synack_of(&t[2]);
+	srst.syn = 0, srst.rst = 1, srst.seq = 0, srst.tcp_opts = 0;
+	tc_egress(f, &srst);
+	assert_int_equal(pending_of(f, &t[2], &h), 0);
+	expect_halfopen(f, 0, 2, 0);
+
+	struct pkt_spec ack3 = client_seg(&t[3]);
+	xdp(f, &ack3);
+	assert_int_equal(pending_of(f, &t[3], &h), 0);
+	assert_int_equal(inflight_total(f, 0), 1);
+	assert_false(flow_of(f, &t[3]).req_active & SLUICE_OWN_PENDING);
+	expect_halfopen(f, 0, 2, 0);
+}
+
+static void test_lapsed_handshake_gives_back_nothing(void **state)
+{
+	within_window(state, setup, lapsed_handshake_gives_back_nothing);
+}
+
 /* ---- fail-safe verdicts ---- */
 
 /* A verdict never written (all zero) admits everything: no threshold, no shedding, breaker
@@ -2862,6 +2916,7 @@ int main(void)
 						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_untracked_completion_gives_its_counts_back,
 						setup_small_table, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_lapsed_handshake_gives_back_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
