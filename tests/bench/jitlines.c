@@ -66,10 +66,16 @@ static int dump(int fd)
 			k++;
 		if (k == nks)
 			continue;
-		for (int b = 0; b < BPF_TAG_SIZE; b++)
-			snprintf(tag + 2 * b, 3, "%02x", tags[k][b]);
-		printf("%s %llx %s:%u %s\n", tag, (unsigned long long)(jl[i] - ks[k]),
-		       base && *base ? base : "?", BPF_LINE_INFO_LINE_NUM(li[i].line_col), s ? s : "");
+		/* The program's own image is named twice in kallsyms: by its first function's tag
+		 * and by the program's (info.tag), which is the name perf shows when the program
+		 * has subprograms: its lines go under both. */
+		for (int t = 0; t < (k == 0 && memcmp(info.tag, tags[0], BPF_TAG_SIZE) ? 2 : 1); t++) {
+			for (int b = 0; b < BPF_TAG_SIZE; b++)
+				snprintf(tag + 2 * b, 3, "%02x", t ? info.tag[b] : tags[k][b]);
+			printf("%s %llx %s:%u %s\n", tag, (unsigned long long)(jl[i] - ks[k]),
+			       base && *base ? base : "?", BPF_LINE_INFO_LINE_NUM(li[i].line_col),
+			       s ? s : "");
+		}
 	}
 	btf__free(btf);
 	free(li);
