@@ -696,7 +696,7 @@ sluice_slot_fill(struct sluice_handshake_slot *s, const struct sluice_flow_key *
  * load looks for them. */
 #define SLUICE_HASH_KEY_WORDS 10
 struct sluice_hash_keys {
-	__u32 k[SLUICE_HASH_KEY_WORDS];
+	__u64 k[SLUICE_HASH_KEY_WORDS / 2];   /* each: a pair's two key words, low then high */
 };
 
 /* The hash a 4-tuple's handshake slot (the low bits past the first 16) and tag (the top 16)
@@ -730,7 +730,9 @@ static inline __u64 sluice_flow_key_hash(const struct sluice_flow_key *key,
 		__u32 a = i < n ? (__u32)w[2 * i] | (__u32)w[2 * i + 1] << 16 : 0;
 		__u32 b = i + 1 < n ? (__u32)w[2 * i + 2] | (__u32)w[2 * i + 3] << 16 : 0;
 
-		h += (__u64)(__u32)(a + keys->k[i]) * (__u64)(__u32)(b + keys->k[i + 1]);
+		__u64 k = keys->k[i / 2];   /* one load for the pair's two key words */
+
+		h += (__u64)(__u32)(a + (__u32)k) * (__u64)(__u32)(b + (__u32)(k >> 32));
 	}
 	h ^= h >> 29;
 	h *= 0xff51afd7ed558ccdull;

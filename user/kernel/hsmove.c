@@ -12,7 +12,7 @@
 
 static int keys_unset(const struct sluice_hash_keys *keys)
 {
-	for (int i = 0; i < SLUICE_HASH_KEY_WORDS; i++)
+	for (int i = 0; i < SLUICE_HASH_KEY_WORDS / 2; i++)
 		if (keys->k[i])
 			return 0;
 	return 1;
