@@ -337,10 +337,9 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	if (had) {
 		if (handshake_stands(&old, now))
 			return XDP_PASS; /* undecided: the server does not take it (see above) */
-		/* A dead record gives way, and its half-open count with it (only tcp services'
-		 * records are counted); whoever removes it does this, once. */
-		if (hs_remove(&at) && (old.flags & SLUICE_HS_COUNTED))
-			halfopen_done(old.svc, old.syn_ns, now);
+		/* A dead record gives way. It owes no half-open count: it is dead only once the
+		 * window it was counted in has lapsed, and a lapsed window's count is gone. */
+		hs_remove(&at);
 	}
 	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;

@@ -1830,8 +1830,8 @@ static void test_forged_syn_never_displaces_a_pending_handshake(void **state)
 }
 
 /* A dead handshake gives way to a client that starts afresh with a new ISN: one the server
- * never answered within a second is replaced (its half-open count goes with it: exactly one
- * stays counted); one the server answered but its client never completed stands until the
+ * never answered within a second is replaced (its half-open count lapsed with its window:
+ * exactly one, the new SYN's, stays counted); one the server answered but its client never completed stands until the
  * server itself takes the new SYN (its SYN-ACK for the new ISN), and the new connection is
  * then tracked on the admission made for the 4-tuple. */
 static void dead_handshake_gives_way_to_a_new_isn(struct fixture *f)
@@ -2028,7 +2028,8 @@ static void handshake_slot_shared_by_two_4tuples(struct fixture *f)
 	assert_int_equal(flow_count(f), 0);
 	assert_int_equal(stats(f, 0, 0).completed, 1);
 
-	/* a record no longer young gives way to another 4-tuple's SYN, with its count */
+	/* a record no longer young gives way to another 4-tuple's SYN (its count lapsed with
+	 * its window) */
 	struct pkt_spec c = syn4("198.18.1.6", 4002, 5432), d = syn_on_slot_of(&c, &keys);
 
 	assert_int_equal(xdp(f, &c).ret, XDP_PASS);
