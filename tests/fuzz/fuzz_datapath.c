@@ -848,8 +848,9 @@ int main(int argc, char **argv)
 	if (!fx)
 		return 1;
 	{
-		/* The hash keys from the seed, not the kernel's random source the fixture drew
-		 * them from: the same seed places the same handshakes in the same slots. */
+		/* The hash keys from this run's generator (rnd32), not the kernel's random source
+		 * the fixture drew them from: a replay with -s places the same handshakes in the
+		 * same slots. */
 		struct sluice_hash_keys keys;
 		__u32 zero = 0;
 
