@@ -648,12 +648,12 @@ static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *ca
  * as their clients keep sending, and every one of them past the backend's workers is a wait
  * in front of L0.
  * Never a request of a class higher than its connection's, never an L0 connection's, never
- * while the controller is silent. Counted in conn_cap.rejected[class] (`connections`). */
+ * while the controller is silent. Counted once the refusal is answered
+ * (count_conn_cap_refusal): a request that could not be answered is admitted. */
 static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, __u64 now)
 {
 	const struct sluice_http_conn_cap *cap;
 	struct sluice_inflight *open;
-	struct sluice_conn_cap *cc;
 	__u32 k = (flags >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3, c;
 
 	if (!(flags & SLUICE_FLOW_CONN_COUNTED) || !k || (cls & 3) < k)
@@ -665,12 +665,17 @@ static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, 
 	if (!c || !controller_alive(now))
 		return 0;
 	open = bpf_map_lookup_elem(&http_conns, &svc);
-	if (!open || READ_ONCE(open->cls[k]) <= (__s64)c)
-		return 0;
-	cc = bpf_map_lookup_elem(&conn_cap, &svc);
+	return open && READ_ONCE(open->cls[k]) > (__s64)c;
+}
+
+/* A request http_conn_over_cap refused, answered: counted in conn_cap.rejected under its
+ * connection's class (`connections`). */
+static __always_inline void count_conn_cap_refusal(__u32 svc, __u8 flags)
+{
+	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);
+
 	if (cc)
-		__sync_fetch_and_add(&cc->rejected[k], 1);
-	return 1;
+		__sync_fetch_and_add(&cc->rejected[(flags >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3], 1);
 }
 
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */

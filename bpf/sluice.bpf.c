@@ -1173,6 +1173,8 @@ refuse:
 	}
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
+	else if (reason == SLUICE_REJ_REASONS)
+		count_conn_cap_refusal(svc, READ_ONCE(f->flags));
 	if (ps && rc == ANSWER_SENT)
 		ps->reply_sent++;
 	/* The connection is closed on both sides now (http flows hold no connection slot): the

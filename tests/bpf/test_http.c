@@ -1745,10 +1745,39 @@ static void test_connection_cap_trims(void **state)
 	assert_int_equal(cap_refusals(f, 2), 4);
 }
 
+/* A request the connection cap refuses but that cannot be answered cleanly (here: no 429 to
+ * send) is admitted, as any refusal that cannot be answered is, and is not counted as a
+ * refusal of the cap: `connections` counts only the refusals clients saw. */
+static void test_connection_cap_unanswered_refusal_admits(void **state)
+{
+	struct fixture *f = *state;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 0, 1, 0 };
+	__u32 rk = (__u32)f->idx[0] * 2 + SLUICE_REPLY_429;
+	struct sluice_reply none = { 0 };
+	struct pkt_spec c[3];
+	static const char *src[3] = { "203.0.113.110", "203.0.113.111", "203.0.113.112" };
+
+	for (int i = 0; i < 3; i++) {
+		c[i] = request(src[i], (uint16_t)(4200 + i), GET("/x", ""));
+		handshake(f, &c[i]);
+	}
+	assert_int_equal(http_conns(f).cls[2], 3);
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(f->skel->maps.replies), &rk, &none,
+					     BPF_ANY), 0);
+	admitted(f, &c[0]);
+	assert_int_equal(cap_refusals(f, 2), 0);
+	assert_int_equal(stats(f, 2).admitted, 1);
+	assert_int_equal(stats(f, 2).untracked, 1);
+	assert_int_equal(http_conns(f).cls[2], 3); /* the connection stays open */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap_unanswered_refusal_admits, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
 						setup_small_table, harness_teardown),
