@@ -648,8 +648,9 @@ static __always_inline int http_conn_admit(const struct sluice_http_conn_cap *ca
  * as their clients keep sending, and every one of them past the backend's workers is a wait
  * in front of L0.
  * Never a request of a class higher than its connection's, never an L0 connection's, never
- * while the controller is silent. Counted once the refusal is answered
- * (count_conn_cap_refusal): a request that could not be answered is admitted. */
+ * while the controller is silent. Counted by the caller once the refusal stands
+ * (count_conn_cap_refusal): a request whose answer could not even be begun is admitted
+ * instead, and not counted. */
 static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, __u64 now)
 {
 	const struct sluice_http_conn_cap *cap;
@@ -668,8 +669,8 @@ static __always_inline int http_conn_over_cap(__u32 svc, __u8 flags, __u32 cls, 
 	return open && READ_ONCE(open->cls[k]) > (__s64)c;
 }
 
-/* A request http_conn_over_cap refused, answered: counted in conn_cap.rejected under its
- * connection's class (`connections`). */
+/* A request http_conn_over_cap refused, not admitted after all: counted in conn_cap.rejected
+ * under its connection's class (`connections`). */
 static __always_inline void count_conn_cap_refusal(__u32 svc, __u8 flags)
 {
 	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);

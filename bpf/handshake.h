@@ -34,11 +34,10 @@ struct hs_at {
 /* The 4-tuple's hash under this host's keys (see sluice_flow_key_hash). */
 static __always_inline __u64 flow_hash(const struct sluice_flow_key *key)
 {
-	static const struct sluice_hash_keys none;
 	__u32 zero = 0;
 	const struct sluice_hash_keys *keys = bpf_map_lookup_elem(&flow_hash_key, &zero);
 
-	return sluice_flow_key_hash(key, keys ? keys : &none);
+	return keys ? sluice_flow_key_hash(key, keys) : 0; /* a one-entry array: never NULL */
 }
 
 static __always_inline void hs_locate(struct hs_at *at, __u64 h)

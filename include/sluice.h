@@ -601,7 +601,9 @@ struct sluice_reclaim {
 #define SLUICE_HS_DSCP        8          /* http: dscp holds the SYN's DSCP (a record from
                                           * before it was kept has neither) */
 #define SLUICE_HS_COUNTED     16         /* tcp: counted in its service's half-open count, which
-                                          * whoever removes the record gives back */
+                                          * whoever removes the record gives back while the
+                                          * window it was counted in is current (a lapsed
+                                          * window's count is gone: nothing to give) */
 
 struct sluice_handshake {
 	__u64 syn_ns;                    /* when the SYN was admitted */

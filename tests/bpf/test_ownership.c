@@ -63,7 +63,8 @@ static int setup(void **state)
 		return -1;
 	bpf_object__for_each_map(map, h->sk->obj)
 		bpf_map__set_pin_path(map, NULL);
-	if (sluice_hooks_bpf__load(h->sk))
+	if (sluice_hooks_bpf__load(h->sk) ||
+	    harness_fixed_keys(bpf_map__fd(h->sk->maps.flow_hash_key)))
 		return -1;
 	harness_maps_of(h->sk->obj, &h->f.m);
 	if (!harness_program(&h->f, CONFIG, 3600 * S_NS))

@@ -5,8 +5,9 @@
 # map that does not match its record, an interrupted migration, or pins without a record that
 # hold maps the first layout never had make sluiced refuse with exit 1, a message that says
 # what to do, and nothing changed (same XDP program, same pins, same in-flight). Upgrades:
-# pins as a layout 8, 7, 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (all of them:
-# no http_conns or http_conn_cap; 7 and older: latency_hist one per-CPU entry per service and
+# pins as a layout 10, 9, 8, 7, 6, 5, 4, 3, 2 and then a layout 1 sluiced leaves them (10: the
+# hash's one 8-byte secret in flow_hash_key; 9 and older: no handshake_slots, no flow_hash_key;
+# 8 and older: no http_conns or http_conn_cap; 7 and older: latency_hist one per-CPU entry per service and
 # class, no latency_hist1..3; 6 and older: flow
 # keys without the local address, the whole record in sluice_layout, no sluice_layout_ext, no
 # untrusted_marks, class_stats one per-CPU entry per service and class; 5: in-flight in the

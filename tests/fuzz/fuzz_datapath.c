@@ -854,8 +854,11 @@ int main(int argc, char **argv)
 		struct sluice_hash_keys keys;
 		__u32 zero = 0;
 
-		for (int i = 0; i < SLUICE_HASH_KEY_WORDS / 2; i++)
-			keys.k[i] = (__u64)rnd32() << 32 | rnd32();
+		for (int i = 0; i < SLUICE_HASH_KEY_WORDS / 2; i++) {
+			__u64 hi = rnd32(); /* two statements: an order the compiler cannot pick */
+
+			keys.k[i] = hi << 32 | rnd32();
+		}
 		if (bpf_map_update_elem(bpf_map__fd(fx->skel->maps.flow_hash_key), &zero, &keys,
 					BPF_ANY)) {
 			perror("fuzz_datapath: flow_hash_key");

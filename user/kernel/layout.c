@@ -204,7 +204,9 @@ static const char *const renewed_in_v7[] = { "class_stats", NULL };
 static const char *const renewed_in_v8[] = { "latency_hist", NULL };
 /* Layout 11: flow_hash_key holds the hash's ten key words (it held one 64-bit secret), and the
  * handshake slots' records sit where layout 10's hash put them, where this layout's hash does
- * not look: both replaced unread by empty ones (new keys drawn at attach). Only layout 10 had
+ * not look: both replaced unread by empty ones (new keys drawn at attach). refused_syns, also
+ * addressed by the hash, is adopted: its marks under the old hash match no SYN any more, so a
+ * late copy of a SYN refused before the upgrade is decided anew. Only layout 10 had
  * them; from an older layout they are new maps (new_in_v10). A handshake pending across the
  * upgrade is taken on at its first data like one whose SYN went unrecorded, and its
  * half-open count lapses with its window (a second at most). */
