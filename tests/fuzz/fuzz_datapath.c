@@ -130,6 +130,9 @@ struct sess {
 	int synced;              /* the server answered the SYN */
 	int reset;               /* refused or reset: only closing segments follow */
 	int tainted;             /* a mutant kept the 4-tuple: close from the server side */
+	int server_moved;        /* a server mutant kept the 4-tuple: its acknowledgement, which
+	                          * sluice trusts, may have moved where sluice thinks the client
+	                          * is to anywhere, so no client segment is surely forged */
 };
 
 static struct sess sess[N_SESS];
@@ -661,7 +664,9 @@ static void mutants_of(struct sess *s, const struct frame *orig, int dir)
 		 * stack is trusted, it moves where sluice thinks the client is). */
 		if (keeps && (dir == 1 || !forged))
 			s->tainted = 1;
-		forged = forged && dir == 0;
+		forged = forged && dir == 0 && !s->server_moved;
+		if (keeps && dir == 1)
+			s->server_moved = 1;
 		if (forged)
 			snap(&before);
 		frames++, mutants++;
