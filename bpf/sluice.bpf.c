@@ -848,7 +848,8 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 /* A server segment on a 4-tuple with no flow: the server's SYN-ACK gives away its ISN (what
  * the client must acknowledge); should the client's ACK not be seen, the server's own first
  * segment of the established connection, acknowledging the client's SYN, completes it (the
- * local stack is trusted: it only speaks so on a connection it accepted). */
+ * local stack is trusted: it only speaks so on a connection it accepted, and a SYN it
+ * accepted is one it answered with the SYN-ACK seen here). */
 static __always_inline void server_handshake(const struct pkt *p, struct sluice_flow_key *key,
 					     __u64 now)
 {
@@ -899,7 +900,16 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 			halfopen_done(hs.svc, hs.syn_ns, now);
 		return;
 	}
-	if (seq_in_window(ack, hs.client_isn + 1))
+	/* Only a SYN the server answered (its SYN-ACK seen: the record holds the server's ISN)
+	 * is a connection its segments complete. A record of a SYN it never answered -- one with
+	 * FIN or RST, which its listener discards, or one on a 4-tuple whose connection is still
+	 * open or closing, answered with an ACK of that connection -- is acknowledged all the
+	 * same by that older connection's segments when it carried the client's sequence number
+	 * there (the client's FIN's: the server's data resent after its own FIN acknowledges
+	 * it): completed, it made a flow after the connection's end, holding its slot until the
+	 * GC. A connection whose SYN-ACK went unrecorded (another CPU had the slot) is taken on
+	 * at its client's first data. */
+	if ((hs.flags & SLUICE_HS_SERVER_ISN) && seq_in_window(ack, hs.client_isn + 1))
 		promote(&at, key, &hs, now, SLUICE_FLOW_OPEN);
 }
 

@@ -574,9 +574,9 @@ struct sluice_reclaim {
  * A SYN sluice admitted is only a record here until the peer proves it receives our packets:
  * its ACK of the server's SYN-ACK (ack = server ISN + 1, the server ISN learned from the
  * SYN-ACK at egress) or, failing that, the server's own first segment of the established
- * connection. Only then does the unit get a flow entry and, for tcp services, an in-flight
- * slot. A record holds no capacity. SLUICE_MAX_HANDSHAKES: the size of the older layouts'
- * LRU `handshakes`, kept as it was pinned. */
+ * connection whose SYN-ACK was seen. Only then does the unit get a flow entry and, for tcp
+ * services, an in-flight slot. A record holds no capacity. SLUICE_MAX_HANDSHAKES: the size of
+ * the older layouts' LRU `handshakes`, kept as it was pinned. */
 #define SLUICE_MAX_HANDSHAKES 65536
 
 /* How far a segment's sequence (or acknowledgement) number may lie from what sluice expects

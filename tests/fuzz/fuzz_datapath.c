@@ -21,8 +21,12 @@
  * The verdict changes per epoch (as configured, admit all, refuse all, controller silent).
  *
  * Usage: fuzz_datapath [-n FRAMES] [-s SEED] [-f MAX_FLOWS]   (SLUICE_FUZZ_SEED sets the
- * seed too). The seed is printed; the same seed replays the same frames. Exit 1 on the first
- * broken invariant, with the frame in hex. Runs in a private network namespace. */
+ * seed too). The seed is printed; the same seed replays the same frames (the programs read the
+ * real clock, so a run near a half-open window or a handshake slot's hold may still go another
+ * way). Exit 1 on the first broken invariant, with the frame in hex. Runs in a private network
+ * namespace. SLUICE_FUZZ_TRACE=<client port> prints every frame of that port's connections
+ * as it runs; set to anything (e.g. all), a failed epoch prints the frames of the connections
+ * that left something behind (see "the trace" below). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -126,6 +130,9 @@ struct sess {
 	int synced;              /* the server answered the SYN */
 	int reset;               /* refused or reset: only closing segments follow */
 	int tainted;             /* a mutant kept the 4-tuple: close from the server side */
+	int server_moved;        /* a server mutant kept the 4-tuple: its acknowledgement, which
+	                          * sluice trusts, may have moved where sluice thinks the client
+	                          * is to anywhere, so no client segment is surely forged */
 };
 
 static struct sess sess[N_SESS];
@@ -275,6 +282,105 @@ static size_t frame_l3(const struct frame *fr, int *v6)
 	return off + 2;
 }
 
+/* ---- the trace (SLUICE_FUZZ_TRACE) ----
+ * SLUICE_FUZZ_TRACE=<client port> prints every frame of the connections with that client port
+ * as it runs (genuine and mutant, each program's verdict, what moved in the counts and the
+ * flow table); any other value (e.g. "all") prints nothing as it goes. Either way every frame
+ * is kept in a ring, and the epoch's check, when it fails, prints the ring's frames of each
+ * connection whose frames left a count or a flow behind. Off, it costs nothing. */
+#define TRACE_LINES 65536
+static int tracing;
+static long trace_port = -1;
+static struct { uint16_t port; char s[248]; } trace_ring[TRACE_LINES];
+static unsigned long long trace_n;
+static const struct sess *trace_sess; /* whose frame runs now */
+static const char *trace_what = "";
+static uint64_t trace_t0;
+/* per client port, this epoch: what its frames moved (all services), and the flows */
+static long long trace_din[65536], trace_dbusy[65536], trace_dflows[65536];
+
+static void trace_line(uint16_t port, const char *fmt, ...)
+{
+	va_list ap;
+	char *l = trace_ring[trace_n % TRACE_LINES].s;
+
+	trace_ring[trace_n % TRACE_LINES].port = port;
+	trace_n++;
+	va_start(ap, fmt);
+	vsnprintf(l, sizeof(trace_ring[0].s), fmt, ap);
+	va_end(ap);
+	if ((long)port == trace_port)
+		fprintf(stderr, "%s\n", l);
+}
+
+static void trace_moves(uint16_t port, long long din, long long dbusy, int dfl)
+{
+	trace_din[port] += din, trace_dbusy[port] += dbusy, trace_dflows[port] += dfl;
+}
+
+/* The frame's addresses and TCP header in words: flags, seq, ack, and the payload it carries
+ * (with what its IP length claims, where that differs: the programs go by the claim). */
+static void frame_desc(const struct frame *fr, char *out, size_t cap)
+{
+	int v6;
+	size_t l3 = frame_l3(fr, &v6), l4;
+	const uint8_t *b = fr->b, *t;
+	char a[64], d[64];
+
+	if (l3 + (v6 ? 40 : 20) > fr->len) {
+		snprintf(out, cap, "(%zu bytes, no IP header)", fr->len);
+		return;
+	}
+	if (v6) {
+		inet_ntop(AF_INET6, b + l3 + 8, a, sizeof(a));
+		inet_ntop(AF_INET6, b + l3 + 24, d, sizeof(d));
+		l4 = l3 + 40;
+		if (b[l3 + 6] != IPPROTO_TCP) {
+			snprintf(out, cap, "[%s] -> [%s] next header %u", a, d, b[l3 + 6]);
+			return;
+		}
+	} else {
+		inet_ntop(AF_INET, b + l3 + 12, a, sizeof(a));
+		inet_ntop(AF_INET, b + l3 + 16, d, sizeof(d));
+		l4 = l3 + 4 * (b[l3] & 15);
+	}
+	if (l4 + 20 > fr->len) {
+		snprintf(out, cap, "[%s] -> [%s] (%zu bytes, TCP header cut)", a, d, fr->len);
+		return;
+	}
+	t = b + l4;
+	ssize_t doff = 4 * (t[12] >> 4), len = (ssize_t)fr->len - ((ssize_t)l4 + doff);
+	ssize_t claim = v6 ? (b[l3 + 4] << 8 | b[l3 + 5]) - doff
+			   : (b[l3 + 2] << 8 | b[l3 + 3]) - (ssize_t)(l4 - l3) - doff;
+	char cl[32] = "";
+
+	if (claim != len)
+		snprintf(cl, sizeof(cl), " (IP length claims %zd)", claim);
+	snprintf(out, cap, "[%s]:%u -> [%s]:%u %s%s%s%s%s%s seq %u ack %u len %zd%s",
+		 a, t[0] << 8 | t[1], d, t[2] << 8 | t[3],
+		 t[13] & 0x02 ? "S" : "", t[13] & 0x10 ? "A" : "", t[13] & 0x01 ? "F" : "",
+		 t[13] & 0x04 ? "R" : "", t[13] & 0x08 ? "P" : "", t[13] & ~0x1f ? "+" : "",
+		 (uint32_t)(t[4] << 24 | t[5] << 16 | t[6] << 8 | t[7]),
+		 (uint32_t)(t[8] << 24 | t[9] << 16 | t[10] << 8 | t[11]), len, cl);
+}
+
+static const char *verdict_name(int prog_is_xdp, int err, int ret)
+{
+	static char buf[16];
+
+	if (err) {
+		snprintf(buf, sizeof(buf), "err %d", err);
+		return buf;
+	}
+	if (prog_is_xdp)
+		return ret == XDP_PASS ? "pass" : ret == XDP_DROP ? "drop" : ret == XDP_TX ? "tx" : "?";
+	return ret == TC_ACT_UNSPEC ? "next" : ret == TC_ACT_SHOT ? "shot" :
+	       ret == TC_ACT_OK ? "ok" : ret == TC_ACT_REDIRECT ? "redirect" : "?";
+}
+
+static int flow_count(void);
+static int has_flow(const struct sess *s);
+
 static long long counter(int (*rd)(const struct sluice_maps *, int, struct sluice_inflight *),
 			 int svc)
 {
@@ -313,9 +419,46 @@ static int run1(int prog, const struct frame *fr, const char *what)
 {
 	struct __sk_buff ctx = { .ifindex = 1 };
 	struct sluice_pkt_stats p0 = pstats();
+	long long in0[SLUICE_MAX_SERVICES], busy0[SLUICE_MAX_SERVICES];
+	int fl0 = 0, had0 = 0;
+
+	if (tracing) {
+		for (int i = 0; i < fx->cfg.n_services; i++)
+			in0[i] = counter(maps_read_inflight, i), busy0[i] = counter(maps_read_busy, i);
+		fl0 = flow_count();
+		had0 = trace_sess && has_flow(trace_sess);
+	}
 	struct run r = harness_run(prog, fr->b, fr->len, prog == prog_xdp ? NULL : &ctx);
 
 	runs++;
+	if (tracing) {
+		char d[200], mv[160] = "";
+		size_t n = 0;
+		long long din = 0, dbusy = 0;
+		int fl1 = flow_count(), had1 = trace_sess && has_flow(trace_sess);
+		uint16_t port = trace_sess ? trace_sess->sport : 0;
+
+		for (int i = 0; i < fx->cfg.n_services; i++) {
+			long long a = counter(maps_read_inflight, i) - in0[i];
+			long long b = counter(maps_read_busy, i) - busy0[i];
+
+			if ((a || b) && n < sizeof(mv))
+				n += (size_t)snprintf(mv + n, sizeof(mv) - n, " %s in%+lld busy%+lld",
+						      fx->cfg.services[i].name, a, b);
+			din += a, dbusy += b;
+		}
+		if (fl1 != fl0 && n < sizeof(mv))
+			n += (size_t)snprintf(mv + n, sizeof(mv) - n, " flows %d->%d", fl0, fl1);
+		if (had0 != had1 && n < sizeof(mv))
+			n += (size_t)snprintf(mv + n, sizeof(mv) - n, " own flow %s",
+					      had1 ? "inserted" : "gone");
+		trace_moves(port, din, dbusy, fl1 - fl0);
+		frame_desc(fr, d, sizeof(d));
+		trace_line(port, "%llu %.3fs %s %s: %s -> %s%s", frames,
+			   (double)(monotonic_ns() - trace_t0) / 1e9, trace_what,
+			   prog == prog_xdp ? "xdp" : prog == prog_tci ? "tci" : "tce", d,
+			   verdict_name(prog == prog_xdp, r.err, r.ret), mv);
+	}
 	if (r.err) {
 		/* The kernel refuses to run a frame shorter than an Ethernet header, and a TC
 		 * frame too short for the IP header it claims. */
@@ -389,21 +532,26 @@ static void mutate(struct frame *fr, int *keeps_tuple, int *forged)
 
 	*keeps_tuple = 1;
 	*forged = 0;
+	trace_what = "mutant (unchanged)";
 	if (fr->len < l4 + 20)
 		return;
 	switch (rnd(9)) {
 	case 0: case 1: /* the next flag combination */
+		trace_what = "mutant (flags)";
 		fr->b[l4 + 13] = (uint8_t)flag_next;
 		if (++flag_next == 256)
 			flag_next = 0, flag_combos_done++;
 		break;
 	case 2: /* truncated */
+		trace_what = "mutant (truncated)";
 		fr->len = rnd((uint32_t)fr->len);
 		break;
 	case 3: /* one byte anywhere */
+		trace_what = "mutant (one byte)";
 		fr->b[rnd((uint32_t)fr->len)] = (uint8_t)rnd(256);
 		break;
 	case 4: /* a forged source (anywhere, or inside the L0 prefix) */
+		trace_what = "mutant (forged source)";
 		*keeps_tuple = 0;
 		memcpy(was, fr->b + l3 + (v6 ? 8 : 12), v6 ? 16 : 4);
 		if (v6)
@@ -419,6 +567,7 @@ static void mutate(struct frame *fr, int *keeps_tuple, int *forged)
 		*forged = memcmp(was, fr->b + l3 + (v6 ? 8 : 12), v6 ? 16 : 4) != 0;
 		break;
 	case 5: /* a blind forger's sequence and acknowledgement numbers: far from both sides' */
+		trace_what = "mutant (blind numbers)";
 		for (int i = 4; i < 12; i += 4) {
 			uint32_t v = (uint32_t)(fr->b[l4 + i] << 24 | fr->b[l4 + i + 1] << 16 |
 						fr->b[l4 + i + 2] << 8 | fr->b[l4 + i + 3]);
@@ -431,6 +580,7 @@ static void mutate(struct frame *fr, int *keeps_tuple, int *forged)
 		*forged = 1;
 		break;
 	case 6: /* IPv4 options / an IPv6 extension header in front of TCP */
+		trace_what = "mutant (options)";
 		if (!v6) {
 			size_t n = 4 * (1 + rnd(10));
 			for (size_t i = 0; i < n; i++)
@@ -467,11 +617,13 @@ static void mutate(struct frame *fr, int *keeps_tuple, int *forged)
 		}
 		break;
 	case 7: /* a second or first VLAN tag */ {
+		trace_what = "mutant (vlan tag)";
 		uint8_t tag[4] = { 0x81, 0x00, (uint8_t)rnd(16), (uint8_t)rnd(256) };
 		frame_insert(fr, 12, tag, 4);
 		break;
 	}
 	default: /* random bytes behind the TCP header */
+		trace_what = "mutant (payload bytes)";
 		for (size_t i = l4 + 20; i < fr->len; i++)
 			fr->b[i] = (uint8_t)rnd(256);
 		break;
@@ -506,12 +658,15 @@ static void mutants_of(struct sess *s, const struct frame *orig, int dir)
 		int keeps, forged;
 
 		deep_mutant = 0;
+		trace_sess = s;
 		mutate(&m, &keeps, &forged);
 		/* On the 4-tuple with numbers the peer could send (any server segment: the local
 		 * stack is trusted, it moves where sluice thinks the client is). */
 		if (keeps && (dir == 1 || !forged))
 			s->tainted = 1;
-		forged = forged && dir == 0;
+		forged = forged && dir == 0 && !s->server_moved;
+		if (keeps && dir == 1)
+			s->server_moved = 1;
 		if (forged)
 			snap(&before);
 		frames++, mutants++;
@@ -547,6 +702,8 @@ static int seg(struct sess *s, int dir, int syn, int ack, int fin, int rst, cons
 
 	sess_frame(s, dir, syn, ack, fin, rst, pl, plen, &fr);
 	frames++;
+	trace_sess = s;
+	trace_what = dir ? "server" : "client";
 	if (dir == 0) {
 		rv = run1(prog_xdp, &fr, "xdp");
 		if (rv == XDP_PASS)
@@ -661,6 +818,7 @@ static void sess_step(struct sess *s)
  * is trusted. A half-open one: the client gives up (RST at its SYN's next sequence). */
 static void sess_close_seq(struct sess *s);
 static void dump_flows(void);
+static void trace_dump(long also);
 
 static void sess_close(struct sess *s)
 {
@@ -676,10 +834,10 @@ static void sess_close(struct sess *s)
 	if (mutants != m0)
 		return; /* a mutant may carry another connection's addresses */
 	if (twin_had && !has_flow(t))
-		dump_flows(), die("twin", NULL, "closing [%s]:%u -> [%s]:%u ended the flow of its twin at [%s]:%u",
+		dump_flows(), trace_dump(s->sport), die("twin", NULL, "closing [%s]:%u -> [%s]:%u ended the flow of its twin at [%s]:%u",
 			    s->src, s->sport, s->dst, s->dport, t->dst, t->dport);
 	if (has_flow(s))
-		dump_flows(), die("close", NULL, "[%s]:%u -> [%s]:%u closed, its flow is still there",
+		dump_flows(), trace_dump(s->sport), die("close", NULL, "[%s]:%u -> [%s]:%u closed, its flow is still there",
 			    s->src, s->sport, s->dst, s->dport);
 	twins_checked += twin_had;
 }
@@ -749,6 +907,8 @@ static void truncation_sweep(void)
 
 	sess_open(&s);
 	s.dport = 8080;
+	trace_sess = NULL;
+	trace_what = "truncation sweep";
 	sess_frame(&s, (int)rnd(2), 0, 1, 0, 0, req, http_request(req, sizeof(req)), &fr);
 	for (size_t len = 0; len < fr.len; len++) {
 		cut = fr;
@@ -779,6 +939,23 @@ static void dump_flows(void)
 	}
 }
 
+/* On a failure: the ring's frames of every client port whose frames, this epoch, left a count
+ * or a flow behind (port 0: frames of no connection, the truncation sweep), and of port also. */
+static void trace_dump(long also)
+{
+	if (!tracing)
+		return;
+	for (unsigned p = 0; p < 65536; p++) {
+		if (!trace_din[p] && !trace_dbusy[p] && !trace_dflows[p] && (long)p != also)
+			continue;
+		fprintf(stderr, "trace: client port %u moved in-flight %+lld, busy %+lld, flows %+lld this epoch; its frames:\n",
+			p, trace_din[p], trace_dbusy[p], trace_dflows[p]);
+		for (unsigned long long i = trace_n > TRACE_LINES ? trace_n - TRACE_LINES : 0; i < trace_n; i++)
+			if (trace_ring[i % TRACE_LINES].port == p)
+				fprintf(stderr, "  %s\n", trace_ring[i % TRACE_LINES].s);
+	}
+}
+
 static void epoch(unsigned long long budget)
 {
 	static const char *const modes[] = { "as configured", "admit all", "refuse all",
@@ -789,6 +966,12 @@ static void epoch(unsigned long long budget)
 	set_verdicts(mode);
 	for (int i = 0; i < N_SESS; i++)
 		sess[i].live = 0;
+	if (tracing) {
+		memset(trace_din, 0, sizeof(trace_din));
+		memset(trace_dbusy, 0, sizeof(trace_dbusy));
+		memset(trace_dflows, 0, sizeof(trace_dflows));
+		trace_line(0, "epoch %llu (%s) from frame %llu", epochs, modes[mode], frames);
+	}
 	while (frames < end) {
 		struct sess *s = &sess[rnd(N_SESS)];
 
@@ -812,11 +995,11 @@ static void epoch(unsigned long long budget)
 	for (int i = 0; i < fx->cfg.n_services; i++) {
 		long long in = counter(maps_read_inflight, i), busy = counter(maps_read_busy, i);
 		if (in != 0 || busy != 0)
-			dump_flows(), die("all closed", NULL, "epoch %llu (%s): service %s in-flight %lld, busy %lld",
+			dump_flows(), trace_dump(-1), die("all closed", NULL, "epoch %llu (%s): service %s in-flight %lld, busy %lld",
 			    epochs, modes[mode], fx->cfg.services[i].name, in, busy);
 	}
 	if (fl != 0)
-		dump_flows(), die("all closed", NULL, "epoch %llu (%s): %d flows left", epochs, modes[mode], fl);
+		dump_flows(), trace_dump(-1), die("all closed", NULL, "epoch %llu (%s): %d flows left", epochs, modes[mode], fl);
 	epochs++;
 }
 
@@ -827,6 +1010,14 @@ int main(int argc, char **argv)
 	int opt;
 
 	seed = env ? strtoull(env, NULL, 0) : 20251201ull;
+	if ((env = getenv("SLUICE_FUZZ_TRACE")) && *env) {
+		char *end;
+		long port = strtol(env, &end, 0);
+
+		tracing = 1;
+		trace_port = *end ? -1 : port;
+		trace_t0 = monotonic_ns();
+	}
 	while ((opt = getopt(argc, argv, "n:s:f:")) != -1) {
 		switch (opt) {
 		case 'n': want = strtoull(optarg, NULL, 0); break;
