@@ -1255,17 +1255,25 @@ static void test_stale_heartbeat_fails_open(void **state)
 	assert_int_equal(xdp(f, &s).ret, XDP_TX);
 }
 
-static void test_full_flow_table_admits_untracked_and_drains_to_zero(void **state)
+/* db's limit raised to 100, then n L0 connections from src (client ports 1 to n) completed,
+ * each admitted: more than a 4-entry flow table holds when n > 4. */
+static void connect_ports(struct fixture *f, const char *src, uint16_t n)
 {
-	struct fixture *f = *state; /* flows table of 4 entries; quiet has limit 1, db 4 */
 	struct sluice_verdict v;
 
 	verdict_default(&f->cfg.services[0], 100, &v);
 	maps_write_verdict(&f->m, f->idx[0], &v);
-	for (uint16_t p = 1; p <= 7; p++) {
-		struct pkt_spec s = syn4("198.18.1.2", p, 5432);
+	for (uint16_t p = 1; p <= n; p++) {
+		struct pkt_spec s = syn4(src, p, 5432);
 		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
+}
+
+static void test_full_flow_table_admits_untracked_and_drains_to_zero(void **state)
+{
+	struct fixture *f = *state; /* flows table of 4 entries; quiet has limit 1, db 4 */
+
+	connect_ports(f, "198.18.1.2", 7);
 	assert_int_equal(stats(f, 0, 0).admitted, 7);
 	assert_int_equal(stats(f, 0, 0).untracked, 3);
 	assert_int_equal(inflight_total(f, 0), 4);
@@ -2328,14 +2336,7 @@ static void test_restamped_handshake_gives_back_its_own_count_only(void **state)
  * given back with the failed insert (no flow will ever carry SLUICE_OWN_PENDING for it). */
 static void untracked_completion_gives_its_counts_back(struct fixture *f)
 {
-	struct sluice_verdict v;
-
-	verdict_default(&f->cfg.services[0], 100, &v);
-	maps_write_verdict(&f->m, f->idx[0], &v);
-	for (uint16_t p = 1; p <= 4; p++) {
-		struct pkt_spec s = syn4("198.18.1.24", p, 5432);
-		assert_int_equal(connect_(f, &s), XDP_PASS);
-	}
+	connect_ports(f, "198.18.1.24", 4);
 	assert_int_equal(flow_count(f), 4);
 	expect_halfopen(f, 0, 0, 0);
 	struct pkt_spec a = syn4("198.18.1.24", 5, 5432), b = syn4("198.18.1.24", 6, 5432);
