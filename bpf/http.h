@@ -122,11 +122,12 @@ struct line_scan {
 
 enum { LS_POS, LS_INSIDE, LS_RESULT, LS_FIRST };
 
-/* One line of the scan: at a line start, the end of the headers, or the name compared in four
- * words (then the value decides, and the scan ends: 1); then the line's end is looked for 8
- * bytes at a time, up to 64 bytes per call (0: go on). */
-static __always_inline long scan_one_line(struct line_scan *ls)
+/* One bpf_loop step: at a line start, the end of the headers, or the name compared in four
+ * words (then the value decides, and the scan ends); then the line's end is looked for 8
+ * bytes at a time, up to 64 bytes per step. */
+static long scan_header_line(__u32 n, void *vctx)
 {
+	struct line_scan *ls = vctx;
 	const char *b = ls->b;
 	__u32 *st = ls->state;
 	__u32 l = st[LS_POS], len = ls->len, hlen = ls->hlen, at;
@@ -183,22 +184,6 @@ static __always_inline long scan_one_line(struct line_scan *ls)
 	return 0;
 }
 
-/* Lines per bpf_loop step: a step is a call and a return of its own, which on a host whose
- * returns go through a mitigation thunk cost more than a line's compare; a request's headers
- * up to the priority header then take one or two steps, not one per line. */
-#define SCAN_LINES_PER_STEP 4
-
-static long scan_header_line(__u32 n, void *vctx)
-{
-	struct line_scan *ls = vctx;
-
-#pragma unroll
-	for (int i = 0; i < SCAN_LINES_PER_STEP; i++)
-		if (scan_one_line(ls))
-			return 1;
-	return 0;
-}
-
 /* Class from the header named sc->header in b[0 .. len), -1 when none, or SCAN_FALLBACK for
  * the byte machine (a value that opens with 8 or more blanks). */
 static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
@@ -218,9 +203,8 @@ static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
 	sb->scan_state[LS_INSIDE] = 0;
 	sb->scan_state[LS_RESULT] = -1;
 	sb->scan_state[LS_FIRST] = 1;   /* the request line is no header */
-	/* A line takes at least 2 bytes (a line of 1 ends the headers): 130 lines see all. */
-	bpf_loop((SLUICE_SCAN_LEN / 2 + 2 + SCAN_LINES_PER_STEP - 1) / SCAN_LINES_PER_STEP,
-		 scan_header_line, &ls, 0);
+	/* A line takes at least 2 bytes (a line of 1 ends the headers): 130 steps see all. */
+	bpf_loop(SLUICE_SCAN_LEN / 2 + 2, scan_header_line, &ls, 0);
 	return (int)sb->scan_state[LS_RESULT];
 }
 
@@ -355,22 +339,6 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 	return best;
 }
 
-/* The first n bytes of the payload (n a constant, at most payload_len) into b: 0, or nonzero
- * when they cannot be read. Read in place when they are in the linear part (they mostly are:
- * tc_parse pulled the first bytes in), not through a helper call; else copied out. */
-static __always_inline int payload_head(struct __sk_buff *skb, const struct pkt *p, void *b,
-					__u32 n)
-{
-	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
-	__u32 off = p->payload_off;
-
-	if (off < 0x8000 && data + off + n <= data_end) {
-		__builtin_memcpy(b, data + off, n);
-		return 0;
-	}
-	return bpf_skb_load_bytes(skb, off, b, n);
-}
-
 /* ---- response status ---- */
 
 /* Status code of a response's first segment ("HTTP/1.x NNN"), or 0 when there is none. */
@@ -378,7 +346,7 @@ static __always_inline int response_status(struct __sk_buff *skb, const struct p
 {
 	char s[12];
 
-	if (p->payload_len < sizeof(s) || payload_head(skb, p, s, sizeof(s)))
+	if (p->payload_len < sizeof(s) || bpf_skb_load_bytes(skb, p->payload_off, s, sizeof(s)))
 		return 0;
 	if (s[0] != 'H' || s[1] != 'T' || s[2] != 'T' || s[3] != 'P' || s[4] != '/' || s[8] != ' ')
 		return 0;

@@ -1008,9 +1008,9 @@ static __always_inline int starts_with_method(struct __sk_buff *skb, const struc
 	if (p->payload_len < 4)
 		return 0;
 	if (p->payload_len >= 8) {
-		if (payload_head(skb, p, b, 8))
+		if (bpf_skb_load_bytes(skb, p->payload_off, b, 8))
 			return 0;
-	} else if (payload_head(skb, p, b, 4)) {
+	} else if (bpf_skb_load_bytes(skb, p->payload_off, b, 4)) {
 		return 0;
 	}
 #pragma unroll
