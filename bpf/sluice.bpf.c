@@ -849,7 +849,8 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
  * the client must acknowledge); should the client's ACK not be seen, the server's own first
  * segment of the established connection, acknowledging the client's SYN, completes it (the
  * local stack is trusted: it only speaks so on a connection it accepted, and a SYN it
- * accepted is one it answered with the SYN-ACK seen here). */
+ * accepted is one it answered with a SYN-ACK seen here; one whose record that SYN-ACK could
+ * not update, another CPU holding the slot, is taken on at its client's first data). */
 static __always_inline void server_handshake(const struct pkt *p, struct sluice_flow_key *key,
 					     __u64 now)
 {

@@ -664,7 +664,9 @@ static void mutants_of(struct sess *s, const struct frame *orig, int dir)
 		 * stack is trusted, it moves where sluice thinks the client is). */
 		if (keeps && (dir == 1 || !forged))
 			s->tainted = 1;
-		forged = forged && dir == 0 && !s->server_moved;
+		/* only a mutant on the 4-tuple a server mutant moved is exempt: a forged source
+		 * lands on another 4-tuple, whose client mark nothing moved */
+		forged = forged && dir == 0 && !(keeps && s->server_moved);
 		if (keeps && dir == 1)
 			s->server_moved = 1;
 		if (forged)
