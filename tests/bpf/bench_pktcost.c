@@ -38,6 +38,7 @@
 #include "common/config.h"
 #include "control/verdict.h"
 #include "kernel/attach.h"
+#include "kernel/hsmove.h"
 
 static const char *CONFIG =
 	"interface: lo\n"

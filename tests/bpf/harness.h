@@ -17,7 +17,6 @@
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
-#include "kernel/hsmove.h"
 
 static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
