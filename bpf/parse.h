@@ -58,7 +58,9 @@ struct pkt {
  * packets over 64 KiB) says "the rest of the frame"; IPv6 may also carry a hop-by-hop jumbo
  * option, skipped like any hop-by-hop header (it counts in ext_hdrs and is one of the
  * SLUICE_MAX_EXT_HDRS the walk follows). Such a packet is parsed with its length taken from
- * the frame, never called malformed, and decided like any other. */
+ * the frame, never called malformed, and decided like any other. A length field that says more
+ * than the frame holds is malformed: the host drops such a packet (a truncated one), so sluice
+ * must not count it, start a request on it or end a connection by it. */
 static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u32 frame_len,
 						 struct pkt *p)
 {
@@ -111,7 +113,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			tot = frame_len - p->l3_off;
 			p->big = 1;
 		}
-		if (tot < ihl)
+		if (tot < ihl || tot > frame_len - p->l3_off)
 			return PKT_MALFORMED;
 		p->ip4 = ip;
 		p->v6 = 0;
@@ -132,10 +134,14 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		nexthdr = ip6->nexthdr;
 		cur = ip6 + 1;
 		l4_len = bpf_ntohs(ip6->payload_len);
-		if (!l4_len && frame_len >= p->l3_off + sizeof(*ip6)) {
+		if (frame_len < p->l3_off + sizeof(*ip6))
+			return PKT_MALFORMED;
+		if (!l4_len) {
 			l4_len = frame_len - p->l3_off - sizeof(*ip6);
 			p->big = 1;
 		}
+		if (l4_len > frame_len - p->l3_off - sizeof(*ip6))
+			return PKT_MALFORMED;
 #pragma unroll
 		for (int i = 0; i < SLUICE_MAX_EXT_HDRS; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
@@ -214,10 +220,11 @@ struct pkt_offs {
 
 /* The common frame in a few loads: Ethernet with at most one 802.1Q tag, then IPv4 without
  * options or IPv6 without extension headers, then a TCP header that fits what the IP length
- * says. 1 with o filled (what parse_frame finds for such a frame), 0 for anything else, which
- * parse_frame then walks in full (its many exits also cost every packet a copy of a zeroed
- * struct pkt, as clang compiles them). */
-static __always_inline int parse_plain_tcp(void *data, void *data_end, struct pkt_offs *o)
+ * says, and an IP length that fits frame_len. 1 with o filled (what parse_frame finds for such a
+ * frame), 0 for anything else, which parse_frame then walks in full (its many exits also cost
+ * every packet a copy of a zeroed struct pkt, as clang compiles them). */
+static __always_inline int parse_plain_tcp(void *data, void *data_end, __u32 frame_len,
+					   struct pkt_offs *o)
 {
 	struct ethhdr *eth = data;
 	__u32 l3 = sizeof(*eth), l4, l4_len, doff;
@@ -244,7 +251,7 @@ static __always_inline int parse_plain_tcp(void *data, void *data_end, struct pk
 		    (ip4->frag_off & bpf_htons(0x1fff)))
 			return 0;
 		l4_len = bpf_ntohs(ip4->tot_len);
-		if (l4_len < sizeof(*ip4))
+		if (l4_len < sizeof(*ip4) || l3 + l4_len > frame_len)
 			return 0; /* BIG TCP's 0, or malformed */
 		l4_len -= sizeof(*ip4);
 		l4 = l3 + sizeof(*ip4);
@@ -256,8 +263,8 @@ static __always_inline int parse_plain_tcp(void *data, void *data_end, struct pk
 		if ((void *)(ip6 + 1) > data_end || ip6->version != 6 || ip6->nexthdr != IPPROTO_TCP)
 			return 0;
 		l4_len = bpf_ntohs(ip6->payload_len);
-		if (!l4_len)
-			return 0; /* BIG TCP */
+		if (!l4_len || l3 + sizeof(*ip6) + l4_len > frame_len)
+			return 0; /* BIG TCP, or malformed */
 		l4 = l3 + sizeof(*ip6);
 		o->dscp = ((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4)) >> 2;
 		o->v6 = 1;
@@ -301,13 +308,15 @@ static __always_inline enum pkt_kind parse_to_offs(void *data, void *data_end, _
  * open, each followed by the whole rest of the program (that multiplied load time by four).
  * The common frame first (parse_plain_tcp); the full walk in functions of its own, so that
  * what clang sets up for it is not paid by the common frame. */
+/* A multi-buffer frame (xdp.frags) is longer than its first buffer: its length is asked for
+ * here, off the common frame's path, which compares with the first buffer's. */
 __attribute__((noinline))
 int parse_xdp_full(struct xdp_md *ctx, struct pkt_offs *o)
 {
 	if (!ctx || !o)
 		return PKT_MALFORMED;
 	return parse_to_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end,
-			     ctx->data_end - ctx->data, o);
+			     bpf_xdp_get_buff_len(ctx), o);
 }
 
 __attribute__((noinline))
@@ -323,7 +332,8 @@ int parse_xdp_offs(struct xdp_md *ctx, struct pkt_offs *o)
 {
 	if (!ctx || !o)
 		return PKT_MALFORMED;
-	if (parse_plain_tcp((void *)(long)ctx->data, (void *)(long)ctx->data_end, o))
+	if (parse_plain_tcp((void *)(long)ctx->data, (void *)(long)ctx->data_end,
+			    ctx->data_end - ctx->data, o))
 		return PKT_TCP;
 	return parse_xdp_full(ctx, o);
 }
@@ -333,7 +343,7 @@ int parse_skb_offs(struct __sk_buff *skb, struct pkt_offs *o)
 {
 	if (!skb || !o)
 		return PKT_MALFORMED;
-	if (parse_plain_tcp((void *)(long)skb->data, (void *)(long)skb->data_end, o))
+	if (parse_plain_tcp((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, o))
 		return PKT_TCP;
 	return parse_skb_full(skb, o);
 }

@@ -699,8 +699,10 @@ static __always_inline struct sluice_flow *adopt_established(struct __sk_buff *s
 /* A client FIN or RST ends a unit only when it is the client's own: its sequence number where
  * the client is (RFC 5961: a blind forger does not know it). Where the client is may not be
  * known (client_next 0: a flow carried over from an older layout, until the server speaks):
- * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends. */
-static __always_inline void client_end(const struct pkt *p)
+ * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends.
+ * handshake_only: a segment that ends a handshake under way but no connection (a SYN that
+ * carries FIN: a connection answers it with a challenge ACK and goes on). */
+static __always_inline void client_end(const struct pkt *p, int handshake_only)
 {
 	struct sluice_flow_key key SLOT_KEY_ALIGNED;
 	struct sluice_handshake r;
@@ -711,7 +713,7 @@ static __always_inline void client_end(const struct pkt *p)
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (!f->client_next || seq_in_window(seq, f->client_next))
+		if (!handshake_only && (!f->client_next || seq_in_window(seq, f->client_next)))
 			end_flow(&key, 0, 1);
 		return;
 	}
@@ -745,14 +747,20 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	}
 	if ((ps = pkt_counters()))
 		ps->service++;
-	if (p.tcp->syn && !p.tcp->ack)
-		return handle_syn(ctx, &p, svc);
-	if (p.tcp->syn)
+	/* A SYN is judged as the kernel takes it. With RST it is an RST: in every state the kernel
+	 * resets a connection or a handshake at the client's sequence on it, so it ends the unit
+	 * as one (were it judged as a SYN, a client could reset its own connection unseen and
+	 * leave its unit held). With FIN it opens nothing: a listener discards it and a connection
+	 * answers it with a challenge ACK; only a handshake under way drops on it. */
+	if (p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
+		if (!p.tcp->ack)
+			return handle_syn(ctx, &p, svc);
 		return XDP_PASS; /* SYN-ACK towards a service port: not ours to judge */
+	}
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
 		return XDP_PASS;
-	client_end(&p);
+	client_end(&p, p.tcp->syn && !p.tcp->rst);
 	return XDP_PASS;
 }
 

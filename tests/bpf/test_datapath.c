@@ -396,8 +396,10 @@ static void fz_tcp(struct fz_frame *fr, uint16_t dport, int syn, int ack)
 	fz_bytes(fr->b + fr->l4 + 14, 2);                                           /* window */
 	fz_bytes(fr->b + fr->l4 + 18, 2);                                           /* urgent */
 	fz_bytes(fr->b + fr->l4 + 20, (size_t)s.tcp_opts);                          /* options */
-	/* Flags: FIN RST PSH URG ECE CWR at random; SYN and ACK as the class says. */
-	uint8_t fl = (uint8_t)(fz(256) & ~0x12u);
+	/* Flags: FIN RST PSH URG ECE CWR at random; SYN and ACK as the class says. A SYN carries
+	 * no FIN or RST: with either the kernel does not take it as a SYN, and neither does XDP
+	 * (test_syn_with_rst_or_fin_is_judged_as_the_kernel_takes_it). */
+	uint8_t fl = (uint8_t)(fz(256) & ~(syn ? 0x17u : 0x12u));
 	fr->b[fr->l4 + 13] = (uint8_t)(fl | (syn ? 0x02 : 0) | (ack ? 0x10 : 0));
 }
 
@@ -1952,6 +1954,130 @@ static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 	within_window(state, setup, dead_handshake_gives_way_to_a_new_isn);
 }
 
+/* The frame of s with its IP length field saying `extra` bytes more than the frame holds (the
+ * IPv4 header checksum kept right), run through prog: a truncated packet, which the host drops. */
+static struct run run_claiming_more(struct fixture *f, int prog_fd, const struct pkt_spec *s,
+				    uint16_t extra)
+{
+	uint8_t buf[512];
+	size_t len = build_pkt(buf, s), l3 = s->vlan ? 18 : 14;
+	uint8_t *ip = buf + l3;
+	(void)f;
+
+	if (s->v6) {
+		uint16_t pl = (uint16_t)(ip[4] << 8 | ip[5]) + extra;
+		ip[4] = (uint8_t)(pl >> 8), ip[5] = (uint8_t)pl;
+	} else {
+		uint16_t tot = (uint16_t)(ip[2] << 8 | ip[3]) + extra;
+		uint32_t sum = 0;
+
+		ip[2] = (uint8_t)(tot >> 8), ip[3] = (uint8_t)tot;
+		ip[10] = ip[11] = 0;
+		for (size_t k = 0; k < (size_t)(ip[0] & 0xf) * 4; k += 2)
+			sum += (uint32_t)(ip[k] << 8 | ip[k + 1]);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		ip[10] = (uint8_t)(~sum >> 8), ip[11] = (uint8_t)~sum;
+	}
+	struct run r = run_prog(prog_fd, buf, len);
+	assert_true(harness_unchanged(&r));
+	return r;
+}
+
+/* A frame shorter than its IP length says is dropped by the host as truncated, so it moves
+ * nothing here: no SYN record, no turn, no connection ended; it passes, counted malformed. */
+static void test_ip_length_beyond_the_frame_moves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	int xdp_fd = bpf_program__fd(f->skel->progs.sluice_xdp_ingress);
+	int tci_fd = bpf_program__fd(f->skel->progs.sluice_tc_ingress);
+	unsigned long long malformed = pstats(f).malformed;
+	struct pkt_spec conn[2] = {
+		syn4("198.18.1.2", 720, 5432),
+		{ .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 721, .dport = 5432,
+		  .seq = 77, .syn = 1, .tcp_opts = 20 },
+	};
+	struct sluice_handshake h;
+
+	for (int v = 0; v < 2; v++) {
+		const struct pkt_spec *s = &conn[v];
+
+		for (uint16_t extra = 1; extra <= 1000; extra *= 10) {
+			assert_int_equal(run_claiming_more(f, xdp_fd, s, extra).ret, XDP_PASS);
+			assert_false(pending_of(f, s, &h));
+			malformed++;
+		}
+		assert_int_equal(connect_idle(f, s), XDP_PASS);
+		assert_int_equal(inflight_total(f, 0), 1);
+
+		struct pkt_spec q = client_query(s), fin = idle_fin(s), rst = idle_fin(s);
+		rst.fin = 0, rst.rst = 1, rst.ackf = 0, rst.ack = 0;
+		assert_int_equal(run_claiming_more(f, tci_fd, &q, 1).ret, TC_ACT_UNSPEC);
+		assert_int_equal(busy_total(f, 0), 0);
+		assert_int_equal(run_claiming_more(f, xdp_fd, &fin, 1).ret, XDP_PASS);
+		assert_int_equal(run_claiming_more(f, xdp_fd, &rst, 1).ret, XDP_PASS);
+		assert_int_equal(inflight_total(f, 0), 1);
+		malformed += 2; /* XDP counts; TC ingress sees what XDP passed and counts nothing */
+
+		/* The same segments as sent open a turn and end the connection. */
+		tc_ingress(f, &q);
+		assert_int_equal(busy_total(f, 0), 1);
+		struct pkt_spec rq = server_reply(s, 0, 8), end = client_fin(s);
+		tc_egress(f, &rq);
+		assert_int_equal(busy_total(f, 0), 0);
+		xdp(f, &end);
+		assert_int_equal(inflight_total(f, 0), 0);
+		assert_int_equal(flow_count(f), 0);
+	}
+	assert_int_equal(pstats(f).malformed, malformed);
+}
+
+/* A SYN is judged as the kernel takes it. With RST it is an RST: the kernel resets a
+ * connection at the client's sequence on it, so the unit ends (judged as a SYN it stayed
+ * held, with nothing at the server: a client could reset its own connections unseen and keep
+ * their capacity). With FIN it opens nothing and ends no connection (a listener discards it,
+ * a connection answers a challenge ACK); it drops a handshake under way, as the kernel drops
+ * the request. */
+static void test_syn_with_rst_or_fin_is_judged_as_the_kernel_takes_it(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 730, 5432), b = syn4("198.18.1.2", 731, 5432);
+	struct sluice_handshake h;
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 1);
+	for (int ack = 0; ack < 2; ack++) {
+		struct pkt_spec synfin = client_fin(&a);
+		synfin.syn = 1, synfin.ackf = ack, synfin.ack = ack ? synfin.ack : 0;
+		assert_int_equal(xdp(f, &synfin).ret, XDP_PASS);
+		assert_int_equal(inflight_total(f, 0), 1);
+		assert_int_equal(flow_count(f), 1);
+		assert_false(pending_of(f, &a, &h));
+	}
+	struct pkt_spec synrst = client_rst(&a);
+	synrst.syn = 1;
+	assert_int_equal(xdp(f, &synrst).ret, XDP_PASS);
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+	assert_false(pending_of(f, &a, &h));
+
+	/* A new 4-tuple: neither opens a handshake. */
+	struct pkt_spec nf = b, nr = b;
+	nf.fin = 1, nr.rst = 1;
+	assert_int_equal(xdp(f, &nf).ret, XDP_PASS);
+	assert_int_equal(xdp(f, &nr).ret, XDP_PASS);
+	assert_false(pending_of(f, &b, &h));
+
+	/* A handshake under way: SYN|FIN in its window drops it. */
+	assert_int_equal(xdp(f, &b).ret, XDP_PASS);
+	assert_true(pending_of(f, &b, &h));
+	nf.seq = b.seq + 1;
+	assert_int_equal(xdp(f, &nf).ret, XDP_PASS);
+	assert_false(pending_of(f, &b, &h));
+	assert_int_equal(inflight_total(f, 0), 0);
+	assert_int_equal(flow_count(f), 0);
+}
+
 /* The keys of the 4-tuples' hash in the fixture's maps (drawn at load, as sluiced draws them). */
 static struct sluice_hash_keys hash_keys(struct fixture *f)
 {
@@ -3056,6 +3182,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_non_service_passes_untouched, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_and_bad_headers_pass_unchanged, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_ip_length_beyond_the_frame_moves_nothing, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_syn_with_rst_or_fin_is_judged_as_the_kernel_takes_it, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz_exact_verdicts, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),

@@ -817,7 +817,8 @@ static void sess_step(struct sess *s)
 /* Close the way TCP does: FINs both ways (either side first), or an RST from either side.
  * A connection a mutant touched on its own 4-tuple (it may have moved sluice's idea of the
  * client's sequence the way only a peer on the path could) ends from the server side, which
- * is trusted. A half-open one: the client gives up (RST at its SYN's next sequence). */
+ * is trusted. A half-open one: the client gives up (RST at its SYN's next sequence). A client's
+ * RST carries SYN at random: the kernel resets on a SYN|RST too, and so must sluice. */
 static void sess_close_seq(struct sess *s);
 static void dump_flows(void);
 static void trace_dump(long also);
@@ -847,7 +848,7 @@ static void sess_close(struct sess *s)
 static void sess_close_seq(struct sess *s)
 {
 	if (!s->synced) {
-		seg(s, 0, 0, 0, 0, 1, NULL, 0);
+		seg(s, 0, (int)rnd(2), 0, 0, 1, NULL, 0);
 	} else if (s->reset) {
 		seg(s, 0, 0, 1, 1, 0, NULL, 0);
 		seg(s, 1, 0, 0, 0, 1, NULL, 0);
@@ -860,8 +861,8 @@ static void sess_close_seq(struct sess *s)
 			s->snext++;
 			seg(s, 0, 0, 1, 0, 0, NULL, 0);
 			break;
-		case 1: /* client RST */
-			seg(s, 0, 0, 0, 0, 1, NULL, 0);
+		case 1: /* client RST, or SYN|RST (the kernel resets on it as well) */
+			seg(s, 0, (int)rnd(2), 0, 0, 1, NULL, 0);
 			break;
 		case 2: /* server FIN first */
 			seg(s, 1, 0, 1, 1, 0, NULL, 0);
