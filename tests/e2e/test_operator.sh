@@ -46,6 +46,20 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:80
 	--workers 8 --service-ms 1 --mode-file "$TMP/mode"
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 
+# A second sluiced on the same pins (a unit started twice, a manual run beside the DaemonSet's)
+# waits before it reads them, naming the first one's pid, and SIGTERM ends it at once; the
+# first runs on.
+start_bg "$TMP/second.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
+second_pid=$LAST_PID
+wait_for 5 "the second sluiced's wait in its log" \
+	grep -q "another sluiced (pid $SLUICED_PID) runs on the pin dir $PIN: .*waiting" "$TMP/second.log"
+waited=$?
+kill -TERM "$second_pid"; wait "$second_pid"; second_rc=$?
+ok $([ "$waited" = 0 ] && [ "$second_rc" = 0 ] && ! grep -q '"to":"attached"' "$TMP/second.log" &&
+	kill -0 "$SLUICED_PID" 2>/dev/null && echo 0 || echo 1) \
+	"a second sluiced on the same pin dir waits with the first one's pid, touches nothing, and SIGTERM ends it (exit 0); the first runs on" \
+	"exit $second_rc" "$(cat "$TMP/second.log")"
+
 CTL=$BUILD/sluicectl
 OUT= ERR= RC=
 # ctl ARGS...: sluicectl with NO flags and none of SLUICE_STATE_DIR / SLUICE_PIN_DIR /
@@ -349,9 +363,13 @@ grep -q '"reason":"INC-8 stalled disk"' "$TMP/fifo.out" && grep -q '"command":"s
 ok $? "once the log is readable again the queued records arrive in order" "$(cat "$TMP/fifo.out")"
 
 # --- a new sluiced takes over the record and socket; the old one leaving does not remove them -
+# The new one waits for the pin dir until the old one has stopped (kernel/pinlock.h).
 old_pid=$SLUICED_PID
-start_sluiced "$CFG"
+start_bg "$TMP/new.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
+SLUICED_PID=$LAST_PID
+wait_for 5 "the new sluiced's wait" grep -q "pid $old_pid) runs on the pin dir" "$TMP/new.log"
 kill -TERM "$old_pid"; wait "$old_pid" 2>/dev/null
+wait_for 5 "the new sluiced's \"attached\" event" grep -q '"to":"attached"' "$TMP/new.log"
 ctl switch set web L1 --shed 100 --reason "INC-10 after the handover" --ttl 1m
 [ "$RC" -eq 0 ] && [ -S "$SLUICE_RUN_DIR/sluiced.sock" ] &&
 	[ "$(json_get "$SLUICE_RUN_DIR/sluiced.json" "d['pid']")" = "$SLUICED_PID" ] &&

@@ -287,9 +287,14 @@ int main(int argc, char **argv)
 	if (wfd < 0)
 		log_warn("no link change notifications (%s): new interfaces are found by the "
 			 "rescan every %llu s", strerror(-wfd), IFACE_RESCAN_NS / 1000000000ull);
-	if (attach_load(&at, d.cfg.pin_dir, d.cfg.n_services, err, sizeof(err)) ||
-	    attach_config(&at, d.cfg.pin_dir, (const char (*)[IF_NAMESIZE])d.cfg.ifspecs,
-			  d.cfg.n_ifspecs, d.cfg.xdp_mode, 1, err, sizeof(err)) < 0) {
+	rc = attach_load(&at, d.cfg.pin_dir, d.cfg.n_services, err, sizeof(err));
+	if (rc == -EINTR) {
+		/* stopped while another sluiced held the pins: nothing was touched */
+		log_info("%s", err);
+		return 0;
+	}
+	if (rc || attach_config(&at, d.cfg.pin_dir, (const char (*)[IF_NAMESIZE])d.cfg.ifspecs,
+				d.cfg.n_ifspecs, d.cfg.xdp_mode, 1, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		attach_release(&at);
 		return 1;

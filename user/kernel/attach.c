@@ -23,6 +23,7 @@
 #include "kernel/ifaces.h"
 #include "kernel/nicinfo.h"
 #include "kernel/hsmove.h"
+#include "kernel/pinlock.h"
 #include "common/log.h"
 #include "sluice.skel.h"
 
@@ -113,9 +114,15 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 
 	memset(st, 0, sizeof(*st));
 	st->xdp_link_fd = -1;
+	st->pin_lock_fd = -1;
 	rc = ensure_bpffs_dir(pin_dir, err, errlen);
 	if (rc)
 		return rc;
+	/* Before anything is read from the pins: a second sluiced waits here, untouched. */
+	rc = pin_dir_lock(pin_dir, PIN_LOCK_WAIT_FOREVER, err, errlen);
+	if (rc < 0)
+		return rc;
+	st->pin_lock_fd = rc;
 	st->skel = sluice_bpf__open_opts(&opts);
 	if (!st->skel) {
 		rc = -errno;
@@ -589,6 +596,9 @@ const char *attach_xdp_mode(int ifindex, unsigned long long netns_ino)
 
 void attach_release(struct attach_state *st)
 {
+	if (st->pin_lock_fd >= 0)
+		close(st->pin_lock_fd);
+	st->pin_lock_fd = -1;
 	if (st->xdp_link_fd >= 0)
 		close(st->xdp_link_fd);
 	st->xdp_link_fd = -1;

@@ -37,9 +37,11 @@ struct attach_state {
 	int xdp_native_errno;       /* why native attach failed before a fallback to generic */
 	int rst_at_tc;              /* refused SYNs are answered from TC (VLAN tags, see attach.c) */
 	struct sluice_hash_keys hash_keys; /* the 4-tuples' hash keys (map flow_hash_key) */
+	int pin_lock_fd;            /* the pin dir's lock (kernel/pinlock.h), held until release */
 };
 
 /* Open and load the BPF object with maps pinned under pin_dir (created on bpffs if needed),
+ * once no other sluiced holds the pin dir (kernel/pinlock.h: waits for it to stop),
  * the per-service maps sized for n_services (maps_service_slots), or as pinned when the pins
  * hold that many; smaller pins are carried into bigger maps (layout_plan's grow). On failure
  * returns -errno and a message in err. */
