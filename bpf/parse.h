@@ -122,6 +122,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		l4_len = tot - ihl;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = cur;
+		__u32 ip_len, ip_room;
 		__u8 nexthdr;
 
 		if ((void *)(ip6 + 1) > data_end)
@@ -136,12 +137,12 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		l4_len = bpf_ntohs(ip6->payload_len);
 		if (frame_len < p->l3_off + sizeof(*ip6))
 			return PKT_MALFORMED;
+		ip_room = frame_len - p->l3_off - sizeof(*ip6);
 		if (!l4_len) {
-			l4_len = frame_len - p->l3_off - sizeof(*ip6);
+			l4_len = ip_room;
 			p->big = 1;
 		}
-		if (l4_len > frame_len - p->l3_off - sizeof(*ip6))
-			return PKT_MALFORMED;
+		ip_len = l4_len;
 #pragma unroll
 		for (int i = 0; i < SLUICE_MAX_EXT_HDRS; i++) {
 			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
@@ -180,6 +181,10 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			return PKT_DEEP;
 		if (nexthdr != IPPROTO_TCP)
 			return PKT_OTHER;
+		/* checked once the packet is known to be TCP, as for IPv4: a truncated packet of
+		 * another protocol is not sluice's, not a malformed one */
+		if (ip_len > ip_room)
+			return PKT_MALFORMED;
 	} else {
 		return PKT_OTHER;
 	}

@@ -760,6 +760,9 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	sc = bpf_map_lookup_elem(&services, &svc);
 	if (!sc)
 		return XDP_PASS;
+	/* A host firewall may drop what conntrack calls invalid (a SYN with RST, an RST out of
+	 * its window) after sluice ended the unit here: the connection is then taken on again at
+	 * its client's next data (adopt_established), a short miscount and never a break. */
 	client_end(&p, p.tcp->syn && !p.tcp->rst);
 	return XDP_PASS;
 }
@@ -910,9 +913,9 @@ static __always_inline void server_handshake(const struct pkt *p, struct sluice_
 		return;
 	}
 	/* Only a SYN the server answered (its SYN-ACK seen: the record holds the server's ISN)
-	 * is a connection its segments complete. A record of a SYN it never answered -- one with
-	 * FIN or RST, which its listener discards, or one on a 4-tuple whose connection is still
-	 * open or closing, answered with an ACK of that connection -- is acknowledged all the
+	 * is a connection its segments complete. A record of a SYN it never answered -- one on
+	 * a 4-tuple whose connection is still open or closing, answered with an ACK of that
+	 * connection (a SYN with FIN or RST makes no record: sluice_xdp_ingress) -- is acknowledged all the
 	 * same by that older connection's segments when it carried the client's sequence number
 	 * there (the client's FIN's: the server's data resent after its own FIN acknowledges
 	 * it): completed, it made a flow after the connection's end, holding its slot until the

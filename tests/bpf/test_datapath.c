@@ -400,6 +400,11 @@ static void fz_tcp(struct fz_frame *fr, uint16_t dport, int syn, int ack)
 	 * no FIN or RST: with either the kernel does not take it as a SYN, and neither does XDP
 	 * (test_syn_with_rst_or_fin_is_judged_as_the_kernel_takes_it). */
 	uint8_t fl = (uint8_t)(fz(256) & ~(syn ? 0x17u : 0x12u));
+
+	/* ... and a segment of the no-SYN class that carries FIN or RST may carry SYN as well:
+	 * not a SYN to the kernel, nor to XDP */
+	if (!syn && (fl & 0x05) && fz(2))
+		fl |= 0x02;
 	fr->b[fr->l4 + 13] = (uint8_t)(fl | (syn ? 0x02 : 0) | (ack ? 0x10 : 0));
 }
 

@@ -362,8 +362,9 @@ rm -f "$AUDIT"; mv "$AUDIT.kept" "$AUDIT"
 grep -q '"reason":"INC-8 stalled disk"' "$TMP/fifo.out" && grep -q '"command":"switch clear"' "$TMP/fifo.out"
 ok $? "once the log is readable again the queued records arrive in order" "$(cat "$TMP/fifo.out")"
 
-# --- a new sluiced takes over the record and socket; the old one leaving does not remove them -
-# The new one waits for the pin dir until the old one has stopped (kernel/pinlock.h).
+# --- a handover: the new sluiced, started first, waits for the pin dir until the old one has
+# stopped (kernel/pinlock.h), then publishes its own record and socket (that the old one's exit
+# removes only its own record is test_opproto's) -
 old_pid=$SLUICED_PID
 start_bg "$TMP/new.log" $IN_SRV "$BUILD/sluiced" --config "$CFG" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
@@ -374,7 +375,7 @@ ctl switch set web L1 --shed 100 --reason "INC-10 after the handover" --ttl 1m
 [ "$RC" -eq 0 ] && [ -S "$SLUICE_RUN_DIR/sluiced.sock" ] &&
 	[ "$(json_get "$SLUICE_RUN_DIR/sluiced.json" "d['pid']")" = "$SLUICED_PID" ] &&
 	[ "$(code -H 'X-Priority: L1')" = 429 ]
-ok $? "the old sluiced exiting leaves the new one's record and socket: a change still goes through" \
+ok $? "a handover: the new sluiced takes over the pins, the record and the socket once the old one stops; a change goes through it" \
 	"exit $RC" "$OUT" "$ERR" "$(ls -la "$SLUICE_RUN_DIR")"
 kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 [ ! -e "$SLUICE_RUN_DIR/sluiced.json" ] && [ ! -e "$SLUICE_RUN_DIR/sluiced.sock" ]

@@ -151,7 +151,10 @@ static void rescan_interfaces(struct daemon *d, struct attach_state *at)
 static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops,
 		     struct attach_state *at, int wfd)
 {
-	int running = 1, reload_pending = 0, links_changed = 0;
+	/* The first tick looks at the config once: an edit made after it was read and before
+	 * its directory was watched (while the programs loaded, or while another sluiced held
+	 * the pins) is applied then; an unchanged file costs a read and a compare. */
+	int running = 1, reload_pending = 1, links_changed = 0;
 	unsigned long long next_rescan = monotonic_ns() + IFACE_RESCAN_NS;
 	unsigned long long interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 	unsigned long long next = monotonic_ns();
