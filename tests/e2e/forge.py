@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Forged TCP segments from a raw socket, at a bounded rate and count (the attack tests):
 #   forge.py KIND DST PORT COUNT RATE SOURCES [TUPLES_FILE]
-# KIND: syn | data (ACK|PSH with a request line, no handshake) | rst | fin.
+# KIND: syn | data (ACK|PSH with a request line, no handshake) | rst | fin | synrst (SYN|RST).
 # SOURCES: a prefix "A.B.C.D/N" to draw forged sources from, or "tuples" to take
 # "src sport seq" lines from TUPLES_FILE (segments on real connections, with a sequence number
-# at least 2^30 away from seq: out of any window, what a blind forger sends almost always).
+# at least 2^30 away from seq: out of any window, what a blind forger sends almost always), or
+# "own" to take them from TUPLES_FILE at exactly seq (the client itself, which knows it).
 # Prints how many were sent. Sequence numbers are random: what a blind forger has.
 import ipaddress, random, socket, struct, sys, time
 
@@ -32,9 +33,9 @@ def segment(src, dst, sport, dport, flags, payload, seq=None):
 def main():
     kind, dst, port, count, rate, sources = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
         int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-    flags = {"syn": 0x02, "data": 0x18, "rst": 0x04, "fin": 0x11}[kind]
+    flags = {"syn": 0x02, "data": 0x18, "rst": 0x04, "fin": 0x11, "synrst": 0x06}[kind]
     payload = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if kind == "data" else b""
-    if sources == "tuples":
+    if sources in ("tuples", "own"):
         tuples = [l.split() for l in open(sys.argv[7]) if l.strip()]
     else:
         net = ipaddress.ip_network(sources)
@@ -42,10 +43,11 @@ def main():
     start, sent = time.monotonic(), 0
     for i in range(count):
         seq = None
-        if sources == "tuples":
+        if sources in ("tuples", "own"):
             t = tuples[i % len(tuples)]
             src, sport = t[0], int(t[1])
-            seq = (int(t[2]) + (1 << 30) + random.getrandbits(31)) & 0xffffffff
+            seq = int(t[2]) if sources == "own" else \
+                (int(t[2]) + (1 << 30) + random.getrandbits(31)) & 0xffffffff
         else:
             src = str(net[random.randrange(1, net.num_addresses - 1)])
             sport = random.randrange(1024, 65535)

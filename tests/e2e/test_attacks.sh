@@ -4,7 +4,8 @@
 # SYN floods at 10,000/s from inside the L0 prefix and from random sources while real L0
 # clients connect (every one of them admitted); forged data segments with no handshake (no
 # connection, no request, no flow held); forged RST/FIN at blind sequence numbers on real
-# connections (nothing released); and after all of it an overload of real connections is still
+# connections (nothing released); a client's own SYN|RST at its sequence (the server's kernel
+# drops the connection on it, and sluice releases it); and after all of it an overload of real connections is still
 # shed (the floods never filled the flow table or switched shedding off). kill -9 of the
 # controller under load: test_restart.sh.
 CLIENT_ADDRS="198.18.1.10 198.18.0.20"
@@ -117,6 +118,23 @@ kill "$HPID"; wait "$HPID" 2>/dev/null
 conns_zero() { status; [ "$(svc 0 connections)" -eq 0 ]; }
 wait_for 5 "the 10 connections to be released" conns_zero
 ok $? "closing them releases all 10: connections $(svc 0 connections)"
+
+# --- a client resets its own connections with SYN|RST at its sequence: the server's kernel
+# takes it as an RST (it checks RST before SYN) and drops the connection without a word, so
+# sluice must end the units there and then (judged as a SYN, they stayed held, with nothing at
+# the server, until the GC's idle timeout) -----------------------------------------------
+: > "$TMP/tuples"
+start_bg "$TMP/hold.out" $IN_CLI python3 "$HOLD" $SRV_IP "$TMP/tuples"
+HPID=$LAST_PID
+wait_for 5 "10 connections to be open" grep -q open "$TMP/hold.out"
+status; before=$(svc 0 connections)
+n=$(forge synrst $SRV_IP 7000 10 1000 own "$TMP/tuples")
+srv_conns() { in_srv ss -Htn state established '( sport = :7000 )' | wc -l; }
+released() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(srv_conns)" -eq 0 ]; }
+wait_for 3 "the reset connections to be released" released
+ok $([ "$before" -eq 10 ] && [ "$n" -eq 10 ] && released && echo 0 || echo 1) \
+	"$n SYN|RST segments at each client's own sequence: the server dropped its 10 connections ($(srv_conns) left) and sluice released them ($before open before, $(svc 0 connections) after)"
+kill "$HPID"; wait "$HPID" 2>/dev/null
 
 # --- after the floods, shedding is still on for established traffic --------------------
 echo "service_ms=3000" > "$MODE"
