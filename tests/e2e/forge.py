@@ -7,7 +7,7 @@
 # "src sport seq" lines from TUPLES_FILE (segments on real connections, with a sequence number
 # at least 2^30 away from seq: out of any window, what a blind forger sends almost always), or
 # "own" to take them from TUPLES_FILE at exactly seq (the client itself, which knows it).
-# Prints how many were sent. Sequence numbers are random: what a blind forger has.
+# Prints how many were sent. Sequence numbers are random (what a blind forger has), but with "own".
 import ipaddress, random, socket, struct, sys, time
 
 def csum(b):

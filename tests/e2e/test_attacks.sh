@@ -124,9 +124,9 @@ ok $? "closing them releases all 10: connections $(svc 0 connections)"
 # sluice must end the units there and then (judged as a SYN, they stayed held, with nothing at
 # the server, until the GC's idle timeout) -----------------------------------------------
 : > "$TMP/tuples"
-start_bg "$TMP/hold.out" $IN_CLI python3 "$HOLD" $SRV_IP "$TMP/tuples"
+start_bg "$TMP/hold2.out" $IN_CLI python3 "$HOLD" $SRV_IP "$TMP/tuples"
 HPID=$LAST_PID
-wait_for 5 "10 connections to be open" grep -q open "$TMP/hold.out"
+wait_for 5 "10 connections to be open" grep -q open "$TMP/hold2.out"
 status; before=$(svc 0 connections)
 n=$(forge synrst $SRV_IP 7000 10 1000 own "$TMP/tuples")
 srv_conns() { in_srv ss -Htn state established '( sport = :7000 )' | wc -l; }
