@@ -1961,13 +1961,11 @@ static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 
 /* The frame of s with its IP length field saying `extra` bytes more than the frame holds (the
  * IPv4 header checksum kept right), run through prog: a truncated packet, which the host drops. */
-static struct run run_claiming_more(struct fixture *f, int prog_fd, const struct pkt_spec *s,
-				    uint16_t extra)
+static struct run run_claiming_more(int prog_fd, const struct pkt_spec *s, uint16_t extra)
 {
 	uint8_t buf[512];
 	size_t len = build_pkt(buf, s), l3 = s->vlan ? 18 : 14;
 	uint8_t *ip = buf + l3;
-	(void)f;
 
 	if (s->v6) {
 		uint16_t pl = (uint16_t)(ip[4] << 8 | ip[5]) + extra;
@@ -2008,7 +2006,7 @@ static void test_ip_length_beyond_the_frame_moves_nothing(void **state)
 		const struct pkt_spec *s = &conn[v];
 
 		for (uint16_t extra = 1; extra <= 1000; extra *= 10) {
-			assert_int_equal(run_claiming_more(f, xdp_fd, s, extra).ret, XDP_PASS);
+			assert_int_equal(run_claiming_more(xdp_fd, s, extra).ret, XDP_PASS);
 			assert_false(pending_of(f, s, &h));
 			malformed++;
 		}
@@ -2017,10 +2015,10 @@ static void test_ip_length_beyond_the_frame_moves_nothing(void **state)
 
 		struct pkt_spec q = client_query(s), fin = idle_fin(s), rst = idle_fin(s);
 		rst.fin = 0, rst.rst = 1, rst.ackf = 0, rst.ack = 0;
-		assert_int_equal(run_claiming_more(f, tci_fd, &q, 1).ret, TC_ACT_UNSPEC);
+		assert_int_equal(run_claiming_more(tci_fd, &q, 1).ret, TC_ACT_UNSPEC);
 		assert_int_equal(busy_total(f, 0), 0);
-		assert_int_equal(run_claiming_more(f, xdp_fd, &fin, 1).ret, XDP_PASS);
-		assert_int_equal(run_claiming_more(f, xdp_fd, &rst, 1).ret, XDP_PASS);
+		assert_int_equal(run_claiming_more(xdp_fd, &fin, 1).ret, XDP_PASS);
+		assert_int_equal(run_claiming_more(xdp_fd, &rst, 1).ret, XDP_PASS);
 		assert_int_equal(inflight_total(f, 0), 1);
 		malformed += 2; /* XDP counts; TC ingress sees what XDP passed and counts nothing */
 

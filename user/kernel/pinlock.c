@@ -58,38 +58,54 @@ static void holder_text(int fd, char *out, size_t len)
 		snprintf(out, len, "another sluiced");
 }
 
+/* The directory locked must still be the one at the path: one removed while this process
+ * waited (`sluicectl detach`) and made again by another sluiced is another directory, with a
+ * lock of its own. */
+static int still_at_path(int fd, const char *pin_dir)
+{
+	struct stat held, now_at;
+
+	return !fstat(fd, &held) && !stat(pin_dir, &now_at) && held.st_dev == now_at.st_dev &&
+	       held.st_ino == now_at.st_ino;
+}
+
 int pin_dir_lock(const char *pin_dir, unsigned wait_ms, char *err, size_t errlen)
 {
 	struct timespec nap = { 0, 20 * 1000000L };
-	int fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	unsigned long long waited = 0, said = 0;
-	struct stat held, now_at;
 	char who[64];
 
-	if (fd < 0) {
-		int e = errno;
+	for (;;) {
+		int fd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), e, stop;
 
-		snprintf(err, errlen, "cannot open the pin dir %s: %s", pin_dir, strerror(e));
-		return -e;
-	}
-	while (flock(fd, LOCK_EX | LOCK_NB)) {
-		int e = errno;
-
-		if (e == EINTR)
+		if (fd < 0) {
+			e = errno;
+			snprintf(err, errlen, "cannot open the pin dir %s: %s", pin_dir, strerror(e));
+			return -e;
+		}
+		if (!flock(fd, LOCK_EX | LOCK_NB)) {
+			if (still_at_path(fd, pin_dir)) {
+				if (said)
+					log_info("took over the pin dir %s after %llu ms", pin_dir, waited);
+				return fd;
+			}
+			close(fd); /* replaced while waited for: the new one's lock is the one */
 			continue;
-		if (e != EWOULDBLOCK) {
+		}
+		e = errno;
+		if (e != EWOULDBLOCK && e != EINTR) {
 			snprintf(err, errlen, "cannot lock the pin dir %s: %s", pin_dir, strerror(e));
 			close(fd);
 			return -e;
 		}
-		if ((wait_ms != PIN_LOCK_WAIT_FOREVER && waited >= wait_ms) || asked_to_stop()) {
+		stop = asked_to_stop();
+		if (stop || (wait_ms != PIN_LOCK_WAIT_FOREVER && waited >= wait_ms)) {
 			holder_text(fd, who, sizeof(who));
 			snprintf(err, errlen, "%s runs on the pin dir %s: two would write the same maps; "
-				 "%s", who, pin_dir, asked_to_stop() ?
-				 "asked to stop while waiting for it" :
+				 "%s", who, pin_dir, stop ? "asked to stop while waiting for it" :
 				 "stop it first, or give this one its own --pin-dir");
 			close(fd);
-			return asked_to_stop() ? -EINTR : -EWOULDBLOCK;
+			return stop ? -EINTR : -EWOULDBLOCK;
 		}
 		if (waited >= said) {
 			holder_text(fd, who, sizeof(who));
@@ -97,30 +113,8 @@ int pin_dir_lock(const char *pin_dir, unsigned wait_ms, char *err, size_t errlen
 				 "(%llu s so far)", who, pin_dir, waited / 1000);
 			said = waited + 60000;
 		}
+		close(fd);
 		nanosleep(&nap, NULL);
 		waited += 20;
 	}
-	/* The directory locked must still be the one at the path: one removed while this
-	 * process waited (`sluicectl detach`) and made again by another sluiced is another
-	 * directory, with a lock of its own. */
-	if (fstat(fd, &held) || stat(pin_dir, &now_at) || held.st_dev != now_at.st_dev ||
-	    held.st_ino != now_at.st_ino) {
-		close(fd);
-		if (asked_to_stop()) {
-			snprintf(err, errlen, "the pin dir %s was replaced while waiting for it; asked "
-				 "to stop", pin_dir);
-			return -EINTR;
-		}
-		if (wait_ms == PIN_LOCK_WAIT_FOREVER)
-			return pin_dir_lock(pin_dir, wait_ms, err, errlen);
-		if (waited >= wait_ms) {
-			snprintf(err, errlen, "the pin dir %s was replaced while waiting for it",
-				 pin_dir);
-			return -ESTALE;
-		}
-		return pin_dir_lock(pin_dir, wait_ms - (unsigned)waited, err, errlen);
-	}
-	if (said)
-		log_info("took over the pin dir %s after %llu ms", pin_dir, waited);
-	return fd;
 }
