@@ -135,6 +135,59 @@ static __always_inline __u64 coarse_now(void)
 	return c->ns;
 }
 
+/* What TC egress last found on an http server socket (socket storage, so that it goes with the
+ * socket and costs no lookup of the flow table): the ack its last data segment that went the
+ * whole way carried, a segment that left no request open on the flow. A request opens at TC
+ * ingress on client bytes the server's stack has not received yet, and every segment the
+ * server sends once it has them acknowledges them: so a data segment carrying the same ack has
+ * nothing to end and nothing to advance, and stops here. The jiffies bound the memo's age: a
+ * segment goes the whole way at least every SLUICE_MEMO_JIFFIES (64 ms to 640 ms with HZ 1000
+ * to 100), which keeps the flow's last-seen fresh for the GC (it needs seconds) and makes up
+ * for a request that a retransmit of bytes the server had already acknowledged opened in the
+ * instant before the memo was written. Not pinned: a new program starts with no memo, so
+ * every socket's next segment goes the whole way. */
+struct egress_memo {
+	__u64 jiffies;                   /* when it was written */
+	__u32 ack;                       /* the segment's ack, as on the wire */
+	__u32 _pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct egress_memo);
+} egress_memo SEC(".maps");
+
+#define SLUICE_MEMO_JIFFIES 64
+
+/* 1 when an http server's data segment may stop before the flow table: a plain data segment
+ * (no SYN, FIN or RST) of a socket whose memo holds its ack and is young. */
+static __always_inline int response_data_settled(struct __sk_buff *skb, const struct pkt *p)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct egress_memo *m;
+
+	if (!sk || !p->payload_len || !p->tcp->ack || p->tcp->syn || p->tcp->fin || p->tcp->rst)
+		return 0;
+	m = bpf_sk_storage_get(&egress_memo, sk, 0, 0);
+	return m && m->ack == p->tcp->ack_seq && bpf_jiffies64() - m->jiffies < SLUICE_MEMO_JIFFIES;
+}
+
+/* After a data segment went the whole way and left no request open: its ack, remembered. */
+static __always_inline void settle_response_data(struct __sk_buff *skb, const struct pkt *p)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct egress_memo *m;
+
+	if (!sk)
+		return;
+	m = bpf_sk_storage_get(&egress_memo, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!m)
+		return; /* no memory for it: every segment goes the whole way, as before */
+	m->ack = p->tcp->ack_seq;
+	m->jiffies = bpf_jiffies64();
+}
+
 /* Last-seen at most once a second (the GC needs seconds, not a write per packet). */
 static __always_inline void touch_flow(struct sluice_flow *f, __u64 now)
 {
@@ -952,7 +1005,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	struct own_units u;
 	struct pkt p;
 	__u64 now;
-	int svc;
+	int svc, settled;
 
 	if (tc_parse(skb, &p) != PKT_TCP)
 		return TC_ACT_OK;
@@ -964,6 +1017,8 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if ((ps = pkt_counters()))
 		ps->service++;
+	if (response_data_settled(skb, &p))
+		return TC_ACT_OK;
 
 	flow_key_of(&p, 0, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
@@ -989,18 +1044,25 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		advance_by_server(f, bpf_ntohl(p.tcp->ack_seq));
 	/* A response that carries FIN (Connection: close) still ends its request first; so does
 	 * a tcp reply its turn. */
+	settled = 0;
 	if (!p.payload_len)
 		;
 	else if (!f->tracked_inflight && interim_response(skb, &p, f))
 		; /* 100 Continue, 102, 103: the final response is still to come */
-	else if ((!f->tracked_inflight || server_data_new(f, &p)) && own_take_open(f, &u)) {
-		/* what is given back is what the word held, whatever this path expected (the
-		 * plain read in own_take_open first: response data with no request open, the
-		 * common case, takes no locked instruction) */
-		if (u.turn)
-			end_turn(f, &u, now = bpf_ktime_get_ns());
-		else
-			end_request(skb, &p, f, &key, &u, now = bpf_ktime_get_ns());
+	else {
+		if ((!f->tracked_inflight || server_data_new(f, &p)) && own_take_open(f, &u)) {
+			/* what is given back is what the word held, whatever this path expected
+			 * (the plain read in own_take_open first: response data with no request
+			 * open, the common case, takes no locked instruction) */
+			if (u.turn)
+				end_turn(f, &u, now = bpf_ktime_get_ns());
+			else
+				end_request(skb, &p, f, &key, &u, now = bpf_ktime_get_ns());
+		}
+		/* Nothing open on an http flow now. A tcp flow's segments all go the whole way:
+		 * its turn ends at the server's new data, which a retransmit carrying a new ack
+		 * is not, and only each segment's seq keeps that mark. */
+		settled = !f->tracked_inflight;
 	}
 	if (p.tcp->rst || p.tcp->fin) {
 		end_flow(&key, p.tcp->rst, 1);
@@ -1009,6 +1071,8 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	if (f->state != SLUICE_FLOW_OPEN)
 		f->state = SLUICE_FLOW_OPEN; /* the server speaks on it: its socket is established */
 	touch_flow(f, now ? now : coarse_now());
+	if (settled)
+		settle_response_data(skb, &p);
 	return TC_ACT_OK;
 }
 
