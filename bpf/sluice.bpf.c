@@ -1348,6 +1348,49 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/* Generic XDP that had to copy a frame first (a cloned, paged or headroom-short skb: most
+ * are) leaves the copy with a MAC header length of 0, so TC ingress sees it from its IP header
+ * while its Ethernet header lies just before, out of view: the parse then finds no IPv4 or
+ * IPv6 at all (every request passed undecided), or worse, reads the IP header as Ethernet.
+ * Such a frame is told by its first byte (an IP version where a MAC address would start, and
+ * the one the kernel parsed), then exactly: the bytes at the MAC header differ from those at
+ * data (they are one and the same in every other frame), data is where the network header is,
+ * and the MAC header's type names the frame's protocol. Its 14 bytes are put back in view
+ * (bpf_skb_change_head pushes them again and makes them the MAC header, as the kernel had them
+ * before the copy; the same bytes are written back): from there every path reads it like any
+ * other frame, and the hook, which pulls what is then the MAC header's length, hands the stack
+ * the frame as it came. 1 when done. */
+static __always_inline int show_lost_mac_header(struct __sk_buff *skb)
+{
+	__u8 *b = (void *)(long)skb->data;
+	__u8 eth[ETH_HLEN], at[ETH_HLEN], net[4];
+	__u16 proto;
+	int differ = 0;
+
+	if ((void *)(b + 1) > (void *)(long)skb->data_end)
+		return 0;
+	if (!((b[0] >> 4 == 4 && skb->protocol == bpf_htons(ETH_P_IP)) ||
+	      (b[0] >> 4 == 6 && skb->protocol == bpf_htons(ETH_P_IPV6))))
+		return 0;
+	if (bpf_skb_load_bytes_relative(skb, 0, eth, ETH_HLEN, BPF_HDR_START_MAC) ||
+	    bpf_skb_load_bytes_relative(skb, 0, net, sizeof(net), BPF_HDR_START_NET) ||
+	    bpf_skb_load_bytes(skb, 0, at, ETH_HLEN))
+		return 0;
+#pragma unroll
+	for (int i = 0; i < ETH_HLEN; i++)
+		differ |= eth[i] ^ at[i];
+	__builtin_memcpy(&proto, eth + 12, sizeof(proto));
+	if (!differ || proto != skb->protocol || net[0] != at[0] || net[1] != at[1] ||
+	    net[2] != at[2] || net[3] != at[3])
+		return 0;
+	if (bpf_skb_change_head(skb, ETH_HLEN, 0))
+		return 0;
+	/* cannot fail on the linear bytes just made: the header stays zeroed otherwise, which
+	 * the stack past this hook does not read for an IP frame */
+	bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0);
+	return 1;
+}
+
 static __always_inline int tc_ingress(struct __sk_buff *skb)
 {
 	const struct sluice_service *sc;
@@ -1355,6 +1398,7 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	struct pkt p;
 	int svc;
 
+	show_lost_mac_header(skb);
 	kind = tc_parse(skb, &p);
 	if (kind == PKT_DEEP)
 		return TC_ACT_SHOT; /* as XDP does; reached only without it */

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* TC egress's memo of an http server socket (egress_memo, socket storage): with it, a response
- * data segment whose ack the last whole look at the flow already saw stops before the flow
- * table. Test runs cannot show it (each run has a socket of its own), so these tests attach
- * the programs to the loopback of a private network namespace and talk over real sockets:
- *   - every request of a keep-alive connection is still ended by its own response, however
- *     many segments each response takes and whatever the memo held;
- *   - a 100 Continue leaves the memo alone, so the final response, which carries the same ack,
- *     still ends the request;
- *   - the memo holds the ack the server's stack is at, and a tcp service's socket gets none
- *     (its turns end at the server's new data, which only each segment's seq tells). */
+/* The programs attached to the loopback of a private network namespace as sluiced attaches
+ * them (XDP in generic mode, as on any device whose driver has no native XDP; TC on both
+ * sides), with real sockets: what test runs cannot show.
+ *   - Generic XDP copies most frames before its program runs (loopback's are all clones), and
+ *     the copy reaches TC ingress with its MAC header out of view: requests are still decided
+ *     there, and a refused one still gets its 429 on the wire.
+ *   - TC egress's memo of an http server socket (egress_memo, socket storage): with it, a
+ *     response data segment whose ack the last whole look at the flow already saw stops before
+ *     the flow table. Each test run has a socket of its own, so only real sockets show it:
+ *     every request of a keep-alive connection is still ended by its own response, however many
+ *     segments each response takes; a 100 Continue leaves the memo alone, so the final
+ *     response, which carries the same ack, still ends the request; the memo holds the ack the
+ *     server's stack is at, and a tcp service's socket gets none (its turns end at the
+ *     server's new data, which only each segment's seq tells). */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +23,7 @@
 #include <sched.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <linux/if_link.h>
 #include <cmocka.h>
 
 #include "harness.h"
@@ -26,6 +31,7 @@
 
 #define WEB_PORT 8080
 #define DB_PORT 5432
+#define FULL_PORT 8081
 
 static const char *CONFIG =
 	"interface: lo\n"
@@ -35,14 +41,18 @@ static const char *CONFIG =
 	"    protocol: http\n"
 	"    limit: { fixed: 64 }\n"
 	"    default_class: L0\n"
+	"  - name: full\n"          /* one request at a time: the next is refused */
+	"    port: 8081\n"
+	"    protocol: http\n"
+	"    limit: { fixed: 1 }\n"
+	"    default_class: L0\n"
 	"  - name: db\n"
 	"    port: 5432\n"
 	"    protocol: tcp\n"
 	"    limit: { fixed: 64 }\n"
 	"    default_class: L0\n";
 
-/* The TC programs on lo. No XDP: the connections are taken on from the kernel's socket table
- * at their first request, as ones open before sluiced attached. The namespace goes with the
+/* The three programs on lo (XDP generic: lo has no driver mode). The namespace goes with the
  * process, and the attachments with it. */
 static int setup(void **state)
 {
@@ -55,6 +65,9 @@ static int setup(void **state)
 	if (!f || !lo)
 		return -1;
 	*state = f;
+	if (bpf_xdp_attach(lo, bpf_program__fd(f->skel->progs.sluice_xdp_ingress),
+			   XDP_FLAGS_SKB_MODE, NULL))
+		return -1;
 	if (bpf_tc_hook_create(&hook) && errno != EEXIST)
 		return -1;
 	hook.attach_point = BPF_TC_INGRESS;
@@ -72,6 +85,7 @@ static int teardown(void **state)
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = lo,
 		    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
 
+	bpf_xdp_detach(lo, XDP_FLAGS_SKB_MODE, NULL);
 	bpf_tc_hook_destroy(&hook);
 	return harness_teardown(state);
 }
@@ -84,12 +98,17 @@ static long long inflight(struct fixture *f, int svc)
 	return in.total;
 }
 
-static unsigned long long completed(struct fixture *f)
+static struct sluice_class_stats l0_stats(struct fixture *f, int svc)
 {
 	struct sluice_class_stats st;
 
-	assert_int_equal(maps_read_class_stats(&f->m, f->idx[0], 0, &st), 0);
-	return st.completed;
+	assert_int_equal(maps_read_class_stats(&f->m, f->idx[svc], 0, &st), 0);
+	return st;
+}
+
+static unsigned long long completed(struct fixture *f)
+{
+	return l0_stats(f, 0).completed;
 }
 
 static void send_all(int fd, const char *s)
@@ -135,6 +154,23 @@ static struct conn connect_to(uint16_t port)
 	setsockopt(c.srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(c.cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return c;
+}
+
+/* A second connection to c's listener. */
+static struct conn another(const struct conn *c)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	struct conn n = { .lsn = c->lsn };
+	int one = 1;
+
+	assert_int_equal(getsockname(c->lsn, (struct sockaddr *)&a, &len), 0);
+	n.cli = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(n.cli, (struct sockaddr *)&a, sizeof(a)), 0);
+	n.srv = accept(c->lsn, NULL, NULL);
+	assert_true(n.srv >= 0);
+	setsockopt(n.srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return n;
 }
 
 static void conn_close(struct conn *c)
@@ -243,9 +279,49 @@ static void test_tcp_service_socket_has_no_memo(void **state)
 	conn_close(&c);
 }
 
+/* Before sluice put the MAC header back in view, TC ingress parsed generic XDP's copies as
+ * frames of no protocol it knew: no request was decided, none refused. */
+static void test_requests_decided_after_generic_xdp(void **state)
+{
+	struct fixture *f = *state;
+	struct conn c = connect_to(WEB_PORT), held = connect_to(FULL_PORT), cut = another(&held);
+	char buf[256];
+	ssize_t n;
+
+	for (int r = 1; r <= 3; r++) {
+		send_all(c.cli, REQ);
+		drain(c.srv, sizeof(REQ) - 1);
+		assert_int_equal(inflight(f, 0), 1);
+		send_all(c.srv, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+		drain(c.cli, 38);
+		assert_int_equal(inflight(f, 0), 0);
+	}
+	assert_int_equal(l0_stats(f, 0).arrivals, 3);
+	assert_int_equal(l0_stats(f, 0).admitted, 3);
+	assert_int_equal(completed(f), 3);
+
+	/* One request holds the only slot; the next, on another connection, gets the 429. */
+	send_all(held.cli, REQ);
+	drain(held.srv, sizeof(REQ) - 1);
+	assert_int_equal(inflight(f, 1), 1);
+	send_all(cut.cli, REQ);
+	n = recv(cut.cli, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 12);
+	buf[n] = 0;
+	assert_memory_equal(buf, "HTTP/1.1 429", 12);
+	assert_int_equal(l0_stats(f, 1).arrivals, 2);
+	assert_int_equal(inflight(f, 1), 1);
+	close(cut.cli);
+	close(cut.srv);
+	conn_close(&held);
+	conn_close(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_requests_decided_after_generic_xdp, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_each_request_ended_by_its_own_response, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_interim_response_leaves_the_memo, setup,
@@ -266,5 +342,5 @@ int main(void)
 	ifr.ifr_flags |= IFF_UP;
 	ioctl(s, SIOCSIFFLAGS, &ifr);
 	close(s);
-	return cmocka_run_group_tests_name("egress_memo", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("loopback", tests, NULL, NULL);
 }
