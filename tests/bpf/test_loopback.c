@@ -79,12 +79,28 @@ static int setup(void **state)
 	return bpf_tc_attach(&hook, &out) ? -1 : 0;
 }
 
+/* Every socket a test opens, closed at its teardown (also when an assert cut the test short:
+ * a listener left open would fail the next test's bind). */
+static int open_fds[32], n_open;
+
+static int track(int fd)
+{
+	if (fd >= 0 && n_open < (int)(sizeof(open_fds) / sizeof(open_fds[0])))
+		open_fds[n_open++] = fd;
+	return fd;
+}
+
 static int teardown(void **state)
 {
 	int lo = (int)if_nametoindex("lo");
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = lo,
 		    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
 
+	/* in the order opened: each client closes before its server side, which so closes
+	 * passively and keeps nothing on the port */
+	for (int i = 0; i < n_open; i++)
+		close(open_fds[i]);
+	n_open = 0;
 	bpf_xdp_detach(lo, XDP_FLAGS_SKB_MODE, NULL);
 	bpf_tc_hook_destroy(&hook);
 	return harness_teardown(state);
@@ -141,14 +157,14 @@ static struct conn connect_to(uint16_t port)
 	struct conn c;
 	int one = 1;
 
-	c.lsn = socket(AF_INET, SOCK_STREAM, 0);
+	c.lsn = track(socket(AF_INET, SOCK_STREAM, 0));
 	assert_true(c.lsn >= 0);
 	setsockopt(c.lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	assert_int_equal(bind(c.lsn, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(c.lsn, 4), 0);
-	c.cli = socket(AF_INET, SOCK_STREAM, 0);
+	c.cli = track(socket(AF_INET, SOCK_STREAM, 0));
 	assert_int_equal(connect(c.cli, (struct sockaddr *)&a, sizeof(a)), 0);
-	c.srv = accept(c.lsn, NULL, NULL);
+	c.srv = track(accept(c.lsn, NULL, NULL));
 	assert_true(c.srv >= 0);
 	/* each write its own segment */
 	setsockopt(c.srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -165,19 +181,12 @@ static struct conn another(const struct conn *c)
 	int one = 1;
 
 	assert_int_equal(getsockname(c->lsn, (struct sockaddr *)&a, &len), 0);
-	n.cli = socket(AF_INET, SOCK_STREAM, 0);
+	n.cli = track(socket(AF_INET, SOCK_STREAM, 0));
 	assert_int_equal(connect(n.cli, (struct sockaddr *)&a, sizeof(a)), 0);
-	n.srv = accept(c->lsn, NULL, NULL);
+	n.srv = track(accept(c->lsn, NULL, NULL));
 	assert_true(n.srv >= 0);
 	setsockopt(n.srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return n;
-}
-
-static void conn_close(struct conn *c)
-{
-	close(c->cli);
-	close(c->srv);
-	close(c->lsn);
 }
 
 /* The memo of the server's socket: 0, or -ENOENT when it has none. */
@@ -231,7 +240,6 @@ static void test_each_request_ended_by_its_own_response(void **state)
 		assert_int_equal(inflight(f, 0), 0);
 		assert_int_equal(completed(f), (unsigned long long)r);
 	}
-	conn_close(&c);
 }
 
 static void test_interim_response_leaves_the_memo(void **state)
@@ -259,7 +267,6 @@ static void test_interim_response_leaves_the_memo(void **state)
 	send_all(c.srv, fin);
 	assert_int_equal(inflight(f, 0), 0);
 	assert_int_equal(completed(f), 2);
-	conn_close(&c);
 }
 
 static void test_tcp_service_socket_has_no_memo(void **state)
@@ -276,7 +283,6 @@ static void test_tcp_service_socket_has_no_memo(void **state)
 		drain(c.cli, 6);
 	}
 	assert_int_equal(memo_of(f, c.srv, &ack), -ENOENT);
-	conn_close(&c);
 }
 
 /* Before sluice put the MAC header back in view, TC ingress parsed generic XDP's copies as
@@ -311,10 +317,6 @@ static void test_requests_decided_after_generic_xdp(void **state)
 	assert_memory_equal(buf, "HTTP/1.1 429", 12);
 	assert_int_equal(l0_stats(f, 1).arrivals, 2);
 	assert_int_equal(inflight(f, 1), 1);
-	close(cut.cli);
-	close(cut.srv);
-	conn_close(&held);
-	conn_close(&c);
 }
 
 int main(void)
