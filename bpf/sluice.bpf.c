@@ -1076,21 +1076,29 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...). Its
- * first 8 bytes are left in b (zero past a shorter payload) for is_connect. */
+/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...), or is
+ * a method token cut short: nothing but 1 to 7 capitals, the segment ending before the space
+ * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
+ * end: were a token cut before its space no start, its request would go to the server
+ * undecided, past the shedding, as would every request of a client that always cut them so.
+ * Such a request is decided on what its first segment shows (no header, no path: its source
+ * and DSCP rules, else the default class). Its first 8 bytes are left in b (zero past a
+ * shorter payload) for is_connect. */
 static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p,
 					      char b[8])
 {
-	if (p->payload_len < 4)
+	__u32 n = p->payload_len;
+
+	if (!n)
 		return 0;
-	if (p->payload_len >= 8) {
-		if (bpf_skb_load_bytes(skb, p->payload_off, b, 8))
-			return 0;
-	} else if (bpf_skb_load_bytes(skb, p->payload_off, b, 4)) {
+	if (n > 8)
+		n = 8;
+	if (bpf_skb_load_bytes(skb, p->payload_off, b, n))
 		return 0;
-	}
 #pragma unroll
 	for (int i = 0; i < 8; i++) {
+		if (i >= n)
+			return 1; /* a token cut short by the segment's end */
 		if (b[i] == ' ')
 			return i > 0;
 		if (b[i] < 'A' || b[i] > 'Z')
@@ -1127,13 +1135,14 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 	st->completed++; /* admitted, and over with its connection */
 }
 
-/* 1 when the request is a CONNECT (b: its first 8 bytes, from starts_with_method). */
+/* 1 when the request is a CONNECT (b: its first 8 bytes, from starts_with_method), its space
+ * in this segment or the token cut short before it. */
 static __always_inline int is_connect(const struct pkt *p, const char b[8])
 {
-	if (p->payload_len < 8)
+	if (p->payload_len < 7)
 		return 0;
 	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
-	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
+	       b[5] == 'C' && b[6] == 'T' && (p->payload_len == 7 || b[7] == ' ');
 }
 
 /* What the source rules say of a request's client: the flow's cached answer when it counts

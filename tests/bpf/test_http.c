@@ -650,6 +650,75 @@ static ssize_t capture_reply(int s, uint8_t *buf, size_t cap)
 	return -1;
 }
 
+/* A client chooses where its segments end. One that cuts its request before the method's space
+ * ("GET" | " /x HTTP/1.1 ...") still has it decided at the first segment (its source rules or
+ * the default class: no header is in view), and refused when its class has no room: before,
+ * neither segment read as a start and every such request went to the server undecided. */
+static void test_request_cut_before_its_space_is_decided(void **state)
+{
+	struct fixture *f = *state;
+	static const char *heads[] = { "GET", "POST", "G", "OPTIONS" };
+	struct pkt_spec rq = request("203.0.113.9", 1600, GET("/x", ""));
+	uint32_t seq;
+
+	handshake(f, &rq);
+	seq = rq.seq;
+	for (int i = 0; i < 4; i++) {
+		struct pkt_spec head = rq, rest = rq, rs;
+		const char *tail = " /x HTTP/1.1\r\nHost: t\r\n\r\n";
+
+		head.seq = seq;
+		head.payload = heads[i];
+		head.payload_len = strlen(heads[i]);
+		admitted(f, &head);
+		assert_int_equal(stats(f, 2).arrivals, (unsigned long long)i + 1);
+		assert_int_equal(inflight(f), 1);
+		rest.seq = seq + (uint32_t)head.payload_len;
+		rest.payload = tail;
+		rest.payload_len = strlen(tail);
+		admitted(f, &rest); /* the same request */
+		assert_int_equal(stats(f, 2).arrivals, (unsigned long long)i + 1);
+		seq = rest.seq + (uint32_t)rest.payload_len;
+		rs = response("203.0.113.9", 1600, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+		rs.ack = seq;
+		egress(f, &rs);
+		assert_int_equal(inflight(f), 0);
+	}
+	/* Not a token cut short: lower case, a digit, CR LF, nine capitals. */
+	static const char *not_heads[] = { "get", "GE1", "\r\n", "ABCDEFGHI" };
+	for (int i = 0; i < 4; i++) {
+		struct pkt_spec junk = rq;
+
+		junk.seq = seq;
+		junk.payload = not_heads[i];
+		junk.payload_len = strlen(not_heads[i]);
+		admitted(f, &junk);
+		seq += (uint32_t)junk.payload_len;
+	}
+	assert_int_equal(stats(f, 2).arrivals, 4);
+	assert_int_equal(inflight(f), 0);
+
+	/* With L2 full (75 % of 8 = 6), an L2 client that cuts its request so has it refused at
+	 * the first segment: a 429 to the client, the segment turned into an RST to the server. */
+	for (uint16_t p = 0; p < 6; p++) {
+		struct pkt_spec r2 = request("203.0.113.9", (uint16_t)(3100 + p), GET("/y", ""));
+
+		handshake(f, &r2);
+		admitted(f, &r2);
+	}
+	assert_int_equal(inflight(f), 6);
+	struct pkt_spec cut = request("203.0.113.9", 3200, "GET");
+	handshake(f, &cut);
+	struct run r = ingress(f, &cut);
+	const struct tcphdr *tcp = (const void *)(r.out + 34);
+
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(inflight(f), 6);
+	assert_int_equal(r.out_len, 54);
+	assert_true(tcp->rst);
+}
+
 static void test_refused_request_gets_429_and_server_rst(void **state)
 {
 	struct fixture *f = *state;
@@ -1786,6 +1855,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_cut_before_its_space_is_decided, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),

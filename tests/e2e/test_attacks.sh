@@ -5,8 +5,9 @@
 # clients connect (every one of them admitted); forged data segments with no handshake (no
 # connection, no request, no flow held); forged RST/FIN at blind sequence numbers on real
 # connections (nothing released); a client's own SYN|RST at its sequence (the server's kernel
-# drops the connection on it, and sluice releases it); and after all of it an overload of real connections is still
-# shed (the floods never filled the flow table or switched shedding off). kill -9 of the
+# drops the connection on it, and sluice releases it); after all of it an overload of real
+# connections is still shed (the floods never filled the flow table or switched shedding off);
+# and a client that cuts its requests before the method's space is shed all the same. kill -9 of the
 # controller under load: test_restart.sh.
 CLIENT_ADDRS="198.18.1.10 198.18.0.20"
 TAG=atk
@@ -166,4 +167,28 @@ ok $([ "$l3_ok" -le 11 ] && [ "$l3_ref" -ge $((l3_sent - 11)) ] && echo 0 || ech
 zero() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(svc 0 in_flight)" -eq 0 ]; }
 wait_for 8 "every connection to be released" zero
 ok $? "in-flight returns to exactly 0: connections $(svc 0 connections), busy $(svc 0 in_flight)"
+
+# --- a client that cuts its request before the method's space is still shed -------------
+# Its first segment is the method alone ("GET", then " / HTTP/1.1..."): it is decided there,
+# and with its class shed it is answered 429 at once. Before, neither segment read as a
+# request's start and the request went to the server undecided.
+"$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$CFG" \
+	switch set web L2 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
+shed_l2() { status; [ "$(json_get "$TMP/status.json" "[c for c in d['services'][1]['classes'] if c['class']=='L2'][0]['switch_shed']")" = 1.0 ]; }
+wait_for 3 "the L2 switch in the verdict map" shed_l2
+answers=$(in_cli python3 -c "
+import socket
+out = []
+for cut in (b'GET', b'POST', b'G'):
+    c = socket.create_connection(('$SRV_IP', 8080), timeout=2)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.sendall(cut)
+    try:
+        out.append(c.recv(64).split(b'\\r\\n')[0].decode())
+    except Exception as e:
+        out.append(type(e).__name__)
+    c.close()
+print('|'.join(out))")
+ok $([[ "$answers" == "HTTP/1.1 429 "*"|HTTP/1.1 429 "*"|HTTP/1.1 429 "* ]] && echo 0 || echo 1) \
+	"requests cut before the method's space are decided at their first segment: $answers"
 finish
