@@ -4,7 +4,8 @@
  * sides), with real sockets: what test runs cannot show.
  *   - Generic XDP copies most frames before its program runs (loopback's are all clones), and
  *     the copy reaches TC ingress with its MAC header out of view: requests are still decided
- *     there, and a refused one still gets its 429 on the wire.
+ *     there, a refused one still gets its 429 on the wire, and tcp turns are still seen; a
+ *     SYN refused at XDP gets its RST (XDP_TX in generic mode).
  *   - TC egress's memo of an http server socket (egress_memo, socket storage): with it, a
  *     response data segment whose ack the last whole look at the flow already saw stops before
  *     the flow table. Each test run has a socket of its own, so only real sockets show it:
@@ -46,6 +47,14 @@ static const char *CONFIG =
 	"    protocol: http\n"
 	"    limit: { fixed: 1 }\n"
 	"    default_class: L0\n"
+	"  - name: shut\n"          /* every connection refused at its SYN */
+	"    port: 7001\n"
+	"    protocol: tcp\n"
+	"    reject: rst\n"
+	"    limit: { fixed: 8 }\n"
+	"    headroom: { L0: 100, L1: 100, L2: 100, L3: 0 }\n"
+	"    headroom_mode: fixed\n"
+	"    default_class: L3\n"
 	"  - name: db\n"
 	"    port: 5432\n"
 	"    protocol: tcp\n"
@@ -283,6 +292,12 @@ static void test_tcp_service_socket_has_no_memo(void **state)
 		drain(c.cli, 6);
 	}
 	assert_int_equal(memo_of(f, c.srv, &ack), -ENOENT);
+	/* and its turns were seen (a connection's first is held back as its setup) */
+	struct sluice_svc_stats all;
+
+	assert_int_equal(maps_read_svc_stats(&f->m, f->idx[3], &all), 0);
+	assert_int_equal(all.samples[0], 2);
+	assert_int_equal(inflight(f, 3), 1); /* a tcp service's in-flight: its open connection */
 }
 
 /* Before sluice put the MAC header back in view, TC ingress parsed generic XDP's copies as
@@ -319,6 +334,28 @@ static void test_requests_decided_after_generic_xdp(void **state)
 	assert_int_equal(inflight(f, 1), 1);
 }
 
+/* A SYN refused at XDP in generic mode: its RST goes back out of the device (XDP_TX), and the
+ * client's connect fails at once. */
+static void test_refused_syn_answered_in_generic_mode(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7001),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sluice_pkt_stats ps;
+	int lsn = track(socket(AF_INET, SOCK_STREAM, 0)), cli, one = 1;
+
+	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lsn, 4), 0);
+	for (int i = 0; i < 3; i++) {
+		cli = track(socket(AF_INET, SOCK_STREAM, 0));
+		assert_int_equal(connect(cli, (struct sockaddr *)&a, sizeof(a)), -1);
+		assert_int_equal(errno, ECONNREFUSED);
+	}
+	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
+	assert_int_equal(ps.rst_sent, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +366,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interim_response_leaves_the_memo, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_service_socket_has_no_memo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
+						teardown),
 	};
 	struct ifreq ifr = { 0 };
 	int s;
