@@ -321,6 +321,28 @@ static void test_requests_decided_after_generic_xdp(void **state)
 	assert_int_equal(l0_stats(f, 0).admitted, 3);
 	assert_int_equal(completed(f), 3);
 
+	/* IPv6 alike (::1). */
+	{
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(WEB_PORT),
+					   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		int one = 1, l6 = track(socket(AF_INET6, SOCK_STREAM, 0)), c6, s6;
+
+		setsockopt(l6, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(l6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		assert_int_equal(bind(l6, (struct sockaddr *)&a6, sizeof(a6)), 0);
+		assert_int_equal(listen(l6, 4), 0);
+		c6 = track(socket(AF_INET6, SOCK_STREAM, 0));
+		assert_int_equal(connect(c6, (struct sockaddr *)&a6, sizeof(a6)), 0);
+		s6 = track(accept(l6, NULL, NULL));
+		assert_true(s6 >= 0);
+		send_all(c6, REQ);
+		drain(s6, sizeof(REQ) - 1);
+		assert_int_equal(inflight(f, 0), 1);
+		send_all(s6, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+		assert_int_equal(inflight(f, 0), 0);
+		assert_int_equal(l0_stats(f, 0).arrivals, 4);
+	}
+
 	/* One request holds the only slot; the next, on another connection, gets the 429. */
 	send_all(held.cli, REQ);
 	drain(held.srv, sizeof(REQ) - 1);
