@@ -179,7 +179,7 @@ static __always_inline void settle_response_data(struct __sk_buff *skb, const st
 	struct bpf_sock *sk = skb->sk;
 	struct egress_memo *m;
 
-	if (!sk)
+	if (!sk || !p->tcp->ack)
 		return;
 	m = bpf_sk_storage_get(&egress_memo, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!m)
@@ -1077,10 +1077,12 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 }
 
 /* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...), or is
- * a method token cut short: nothing but 1 to 7 capitals, the segment ending before the space
+ * a method token cut short: nothing but 3 to 7 capitals, the segment ending before the space
  * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
  * end: were a token cut before its space no start, its request would go to the server
  * undecided, past the shedding, as would every request of a client that always cut them so.
+ * A cut anywhere else leaves a token that starts the next segment ("GE" | "T /x ..."): a
+ * fragment of 1 or 2 capitals (a zero-window probe carries one byte) starts nothing.
  * Such a request is decided on what its first segment shows (no header, no path: its source
  * and DSCP rules, else the default class). Its first 8 bytes are left in b for is_connect,
  * spaces past a shorter payload: the segment's end reads as the token's (one scan of 8 known
@@ -1100,7 +1102,7 @@ static __always_inline int starts_with_method(struct __sk_buff *skb, const struc
 #pragma unroll
 	for (int i = 0; i < 8; i++) {
 		if (b[i] == ' ')
-			return i > 0;
+			return i >= 3 || (i > 0 && i < n);
 		if (b[i] < 'A' || b[i] > 'Z')
 			return 0;
 	}
@@ -1359,26 +1361,38 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
  * are) leaves the copy with a MAC header length of 0, so TC ingress sees it from its IP header
  * while its Ethernet header lies just before, out of view: the parse then finds no IPv4 or
  * IPv6 at all (every request passed undecided), or worse, reads the IP header as Ethernet.
- * Such a frame is told by its first byte (an IP version where a MAC address would start, and
- * the one the kernel parsed), then exactly: the bytes at the MAC header differ from those at
- * data (they are one and the same in every other frame), data is where the network header is,
- * and the MAC header's type names the frame's protocol. Its 14 bytes are put back in view
- * (bpf_skb_change_head pushes them again and makes them the MAC header, as the kernel had them
- * before the copy; the same bytes are written back): from there every path reads it like any
- * other frame, and the hook, which pulls what is then the MAC header's length, hands the stack
- * the frame as it came. 1 when done. */
+ * Such a frame is told first by what is at data, in direct reads: an IP version where a MAC
+ * address would start, the one the kernel parsed, and an IP length that is the frame's (up to
+ * the few bytes of Ethernet padding a short frame keeps until IP trims it). A frame whose MAC
+ * header is in view passes that only when its destination MAC happens to read so. Then
+ * exactly: the bytes at the MAC header differ from those at data (they are one and the same
+ * in every other frame), data is where the network header is, and the MAC header's type
+ * names the frame's protocol. Its 14 bytes are put back in view (bpf_skb_change_head pushes
+ * them again and makes them the MAC header, as the kernel had them before the copy; the same
+ * bytes are written back): from there every path reads it like any other frame, and the hook,
+ * which pulls what is then the MAC header's length, hands the stack the frame as it came.
+ * 1 when done, 0 when the frame is not such a one (or could not be put right: it goes on as it
+ * came), -1 when its header was pushed but not written back (it must not go on with a zeroed
+ * MAC header, which a bridge or macvlan above would read). */
+#define SLUICE_ETH_PAD_MAX 6             /* 46-byte minimum payload, 40 bytes of IP and TCP */
 static __always_inline int show_lost_mac_header(struct __sk_buff *skb)
 {
 	__u8 *b = (void *)(long)skb->data;
 	__u8 eth[ETH_HLEN], at[ETH_HLEN], net[4];
+	__u32 ip_len, len = skb->len;
 	__u16 proto;
 	int differ = 0;
 
-	if ((void *)(b + 1) > (void *)(long)skb->data_end)
+	if ((void *)(b + 6) > (void *)(long)skb->data_end)
 		return 0;
-	if (!((b[0] >> 4 == 4 && skb->protocol == bpf_htons(ETH_P_IP)) ||
-	      (b[0] >> 4 == 6 && skb->protocol == bpf_htons(ETH_P_IPV6))))
+	if (b[0] >> 4 == 4 && skb->protocol == bpf_htons(ETH_P_IP))
+		ip_len = (__u32)b[2] << 8 | b[3];
+	else if (b[0] >> 4 == 6 && skb->protocol == bpf_htons(ETH_P_IPV6))
+		ip_len = ((__u32)b[4] << 8 | b[5]) + 40;
+	else
 		return 0;
+	if (ip_len > len || len - ip_len > SLUICE_ETH_PAD_MAX)
+		return 0; /* BIG TCP's length 0 among them: generic XDP takes no such frame */
 	if (bpf_skb_load_bytes_relative(skb, 0, eth, ETH_HLEN, BPF_HDR_START_MAC) ||
 	    bpf_skb_load_bytes_relative(skb, 0, net, sizeof(net), BPF_HDR_START_NET) ||
 	    bpf_skb_load_bytes(skb, 0, at, ETH_HLEN))
@@ -1392,10 +1406,7 @@ static __always_inline int show_lost_mac_header(struct __sk_buff *skb)
 		return 0;
 	if (bpf_skb_change_head(skb, ETH_HLEN, 0))
 		return 0;
-	/* cannot fail on the linear bytes just made: the header stays zeroed otherwise, which
-	 * the stack past this hook does not read for an IP frame */
-	bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0);
-	return 1;
+	return bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0) ? -1 : 1;
 }
 
 static __always_inline int tc_ingress(struct __sk_buff *skb)
@@ -1405,7 +1416,15 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	struct pkt p;
 	int svc;
 
-	show_lost_mac_header(skb);
+	if (show_lost_mac_header(skb) < 0) {
+		/* not seen to happen (the head was just made writable): counted as a frame
+		 * sluice could not read, and dropped rather than passed with a zeroed header */
+		struct sluice_pkt_stats *ps = pkt_counters();
+
+		if (ps)
+			ps->malformed++;
+		return TC_ACT_SHOT;
+	}
 	kind = tc_parse(skb, &p);
 	if (kind == PKT_DEEP)
 		return TC_ACT_SHOT; /* as XDP does; reached only without it */

@@ -653,11 +653,12 @@ static ssize_t capture_reply(int s, uint8_t *buf, size_t cap)
 /* A client chooses where its segments end. One that cuts its request before the method's space
  * ("GET" | " /x HTTP/1.1 ...") still has it decided at the first segment (its source rules or
  * the default class: no header is in view), and refused when its class has no room: before,
- * neither segment read as a start and every such request went to the server undecided. */
+ * neither segment read as a start and every such request went to the server undecided. One or
+ * two capitals alone start nothing ("GE" | "T /x ..." starts at its second segment). */
 static void test_request_cut_before_its_space_is_decided(void **state)
 {
 	struct fixture *f = *state;
-	static const char *heads[] = { "GET", "POST", "G", "OPTIONS" };
+	static const char *heads[] = { "GET", "POST", "PUT", "OPTIONS" };
 	struct pkt_spec rq = request("203.0.113.9", 1600, GET("/x", ""));
 	uint32_t seq;
 
@@ -684,9 +685,10 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 		egress(f, &rs);
 		assert_int_equal(inflight(f), 0);
 	}
-	/* Not a token cut short: lower case, a digit, CR LF, nine capitals. */
-	static const char *not_heads[] = { "get", "GE1", "\r\n", "ABCDEFGHI" };
-	for (int i = 0; i < 4; i++) {
+	/* Not a token cut short: lower case, a digit, CR LF, nine capitals, one or two capitals
+	 * (a zero-window probe's byte; a token cut there starts the next segment). */
+	static const char *not_heads[] = { "get", "GE1", "\r\n", "ABCDEFGHI", "G", "GE" };
+	for (int i = 0; i < 6; i++) {
 		struct pkt_spec junk = rq;
 
 		junk.seq = seq;
@@ -984,6 +986,28 @@ static void test_interim_upgrade_and_connect(void **state)
 		assert_int_equal(inflight(f), 0);
 		assert_int_equal(flow_count(f), 2 + i);
 	}
+
+	/* A CONNECT cut before its space ("CONNECT" | " db.internal:5432 ...") is one too. */
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	struct pkt_spec o = request("203.0.113.5", 6300, "CONNECT");
+	struct pkt_spec rest = o;
+	handshake(f, &o);
+	admitted(f, &o);
+	assert_int_equal(inflight(f), 1);
+	rest.seq += (uint32_t)o.payload_len;
+	rest.payload = " db.internal:5432 HTTP/1.1\r\nHost: db.internal\r\n\r\n";
+	rest.payload_len = strlen(rest.payload);
+	admitted(f, &rest);
+	struct pkt_spec a = answer_to(&rest, 0, reply[1]);
+	egress(f, &a);
+	assert_int_equal(inflight(f), 0);
+	maps_write_verdict(&f->m, f->idx[0], &shut);
+	uint64_t arrivals = stats(f, 2).arrivals;
+	struct pkt_spec next = request("203.0.113.5", 6300, GET("/x", ""));
+	next.seq = rest.seq + (uint32_t)rest.payload_len;
+	admitted(f, &next);                          /* the tunnel's bytes: not decided */
+	assert_int_equal(stats(f, 2).arrivals, arrivals);
+	assert_int_equal(inflight(f), 0);
 }
 
 /* No 429/503 goes to a peer that has not proved it receives our packets: with every class

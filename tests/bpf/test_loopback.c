@@ -61,40 +61,21 @@ static const char *CONFIG =
 	"    limit: { fixed: 64 }\n"
 	"    default_class: L0\n";
 
-/* The three programs on lo (XDP generic: lo has no driver mode). The namespace goes with the
- * process, and the attachments with it. */
-static int setup(void **state)
-{
-	struct fixture *f = harness_fixture(CONFIG, 0, 3600000000000ull);
-	int lo = (int)if_nametoindex("lo");
-	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = lo, .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, in);
-	LIBBPF_OPTS(bpf_tc_opts, out);
-
-	if (!f || !lo)
-		return -1;
-	*state = f;
-	if (bpf_xdp_attach(lo, bpf_program__fd(f->skel->progs.sluice_xdp_ingress),
-			   XDP_FLAGS_SKB_MODE, NULL))
-		return -1;
-	if (bpf_tc_hook_create(&hook) && errno != EEXIST)
-		return -1;
-	hook.attach_point = BPF_TC_INGRESS;
-	in.prog_fd = bpf_program__fd(f->skel->progs.sluice_tc_ingress);
-	if (bpf_tc_attach(&hook, &in))
-		return -1;
-	hook.attach_point = BPF_TC_EGRESS;
-	out.prog_fd = bpf_program__fd(f->skel->progs.sluice_tc_egress);
-	return bpf_tc_attach(&hook, &out) ? -1 : 0;
-}
-
 /* Every socket a test opens, closed at its teardown (also when an assert cut the test short:
  * a listener left open would fail the next test's bind). */
 static int open_fds[32], n_open;
 
+/* Each socket is tracked, and waits at most 2 s for anything: a regression fails its test
+ * instead of hanging it. */
 static int track(int fd)
 {
-	if (fd >= 0 && n_open < (int)(sizeof(open_fds) / sizeof(open_fds[0])))
+	struct timeval tv = { .tv_sec = 2 };
+
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (n_open < (int)(sizeof(open_fds) / sizeof(open_fds[0])))
 		open_fds[n_open++] = fd;
 	return fd;
 }
@@ -114,6 +95,38 @@ static int teardown(void **state)
 	bpf_tc_hook_destroy(&hook);
 	return harness_teardown(state);
 }
+
+/* The three programs on lo (XDP generic: lo has no driver mode). The namespace goes with the
+ * process, and the attachments with it; a setup that fails undoes what it did, since cmocka
+ * runs no teardown after it. */
+static int setup(void **state)
+{
+	struct fixture *f = harness_fixture(CONFIG, 0, 3600000000000ull);
+	int lo = (int)if_nametoindex("lo");
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = lo, .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, in);
+	LIBBPF_OPTS(bpf_tc_opts, out);
+
+	if (!f || !lo)
+		return -1;
+	*state = f;
+	if (bpf_xdp_attach(lo, bpf_program__fd(f->skel->progs.sluice_xdp_ingress),
+			   XDP_FLAGS_SKB_MODE, NULL) ||
+	    (bpf_tc_hook_create(&hook) && errno != EEXIST))
+		goto undo;
+	hook.attach_point = BPF_TC_INGRESS;
+	in.prog_fd = bpf_program__fd(f->skel->progs.sluice_tc_ingress);
+	if (bpf_tc_attach(&hook, &in))
+		goto undo;
+	hook.attach_point = BPF_TC_EGRESS;
+	out.prog_fd = bpf_program__fd(f->skel->progs.sluice_tc_egress);
+	if (bpf_tc_attach(&hook, &out) == 0)
+		return 0;
+undo:
+	teardown(state);
+	return -1;
+}
+
 
 static long long inflight(struct fixture *f, int svc)
 {
@@ -371,6 +384,8 @@ static void test_refused_syn_answered_in_generic_mode(void **state)
 	assert_int_equal(listen(lsn, 4), 0);
 	for (int i = 0; i < 3; i++) {
 		cli = track(socket(AF_INET, SOCK_STREAM, 0));
+		/* one SYN retry: without the RST the connect times out in 3 s, not 2 minutes */
+		setsockopt(cli, IPPROTO_TCP, TCP_SYNCNT, &one, sizeof(one));
 		assert_int_equal(connect(cli, (struct sockaddr *)&a, sizeof(a)), -1);
 		assert_int_equal(errno, ECONNREFUSED);
 	}
