@@ -1003,6 +1003,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	struct sluice_pkt_stats *ps;
 	struct sluice_flow *f;
 	struct own_units u;
+	const struct sluice_service *sc;
 	struct pkt p;
 	__u64 now;
 	int svc, settled;
@@ -1017,7 +1018,9 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if ((ps = pkt_counters()))
 		ps->service++;
-	if (response_data_settled(skb, &p))
+	/* only http sockets hold a memo: a tcp service's segments do not ask for one */
+	sc = bpf_map_lookup_elem(&services, &svc);
+	if (sc && sc->protocol == SLUICE_PROTO_HTTP && response_data_settled(skb, &p))
 		return TC_ACT_OK;
 
 	flow_key_of(&p, 0, &key);
