@@ -5,7 +5,8 @@
  *   - Generic XDP copies most frames before its program runs (loopback's are all clones), and
  *     the copy reaches TC ingress with its MAC header out of view: requests are still decided
  *     there, a refused one still gets its 429 on the wire, and tcp turns are still seen; a
- *     SYN refused at XDP gets its RST (XDP_TX in generic mode).
+ *     SYN refused at XDP gets its RST (XDP_TX in generic mode, or from TC ingress when the
+ *     device's RSTs are left to TC).
  *   - TC egress's memo of an http server socket (egress_memo, socket storage): with it, a
  *     response data segment whose ack the last whole look at the flow already saw stops before
  *     the flow table. Each test run has a socket of its own, so only real sockets show it:
@@ -393,6 +394,32 @@ static void test_refused_syn_answered_in_generic_mode(void **state)
 	assert_int_equal(ps.rst_sent, 3);
 }
 
+/* The same with the device's RSTs left to TC ingress (as for a NIC that strips VLAN tags): XDP
+ * marks the SYN in its metadata and passes it, and TC, which sees the frame only once its MAC
+ * header is back in view, reads the mark there and sends the RST. */
+static void test_refused_syn_answered_from_tc_in_generic_mode(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7001),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sluice_pkt_stats ps;
+	__u32 lo = if_nametoindex("lo"), one = 1;
+	int lsn = track(socket(AF_INET, SOCK_STREAM, 0)), cli, yes = 1;
+
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(f->skel->maps.syn_reply_tc), &lo, &one, 0),
+			 0);
+	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lsn, 4), 0);
+	cli = track(socket(AF_INET, SOCK_STREAM, 0));
+	setsockopt(cli, IPPROTO_TCP, TCP_SYNCNT, &yes, sizeof(yes));
+	assert_int_equal(connect(cli, (struct sockaddr *)&a, sizeof(a)), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
+	assert_int_equal(ps.rst_sent, 1);
+	assert_int_equal(ps.reply_failed, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +432,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tcp_service_socket_has_no_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_refused_syn_answered_from_tc_in_generic_mode,
+						setup, teardown),
 	};
 	struct ifreq ifr = { 0 };
 	int s;
