@@ -1904,16 +1904,7 @@ int main(void)
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */
-	if (unshare(CLONE_NEWNET) != 0) {
-		perror("unshare(CLONE_NEWNET)");
+	if (harness_private_loopback())
 		return 1;
-	}
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	struct ifreq ifr = { 0 };
-	strcpy(ifr.ifr_name, "lo");
-	ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	ioctl(s, SIOCSIFFLAGS, &ifr);
-	close(s);
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

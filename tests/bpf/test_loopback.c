@@ -173,18 +173,37 @@ struct conn {
 	int lsn, cli, srv;
 };
 
+/* A listener on 127.0.0.1:port; a its address. */
+static int listener(uint16_t port, struct sockaddr_in *a)
+{
+	int fd = track(socket(AF_INET, SOCK_STREAM, 0)), one = 1;
+
+	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* A connection to a client that sends only one SYN more after the first: connect's result,
+ * errno on failure (without an RST it times out in 3 s, not in 2 minutes). */
+static int connect_once(const struct sockaddr_in *a)
+{
+	int cli = track(socket(AF_INET, SOCK_STREAM, 0)), one = 1;
+
+	setsockopt(cli, IPPROTO_TCP, TCP_SYNCNT, &one, sizeof(one));
+	return connect(cli, (const struct sockaddr *)a, sizeof(*a)) ? errno : 0;
+}
+
 static struct conn connect_to(uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a;
 	struct conn c;
 	int one = 1;
 
-	c.lsn = track(socket(AF_INET, SOCK_STREAM, 0));
-	assert_true(c.lsn >= 0);
-	setsockopt(c.lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(c.lsn, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(c.lsn, 4), 0);
+	c.lsn = listener(port, &a);
 	c.cli = track(socket(AF_INET, SOCK_STREAM, 0));
 	assert_int_equal(connect(c.cli, (struct sockaddr *)&a, sizeof(a)), 0);
 	c.srv = track(accept(c.lsn, NULL, NULL));
@@ -375,21 +394,12 @@ static void test_requests_decided_after_generic_xdp(void **state)
 static void test_refused_syn_answered_in_generic_mode(void **state)
 {
 	struct fixture *f = *state;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7001),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sluice_pkt_stats ps;
-	int lsn = track(socket(AF_INET, SOCK_STREAM, 0)), cli, one = 1;
+	struct sockaddr_in a;
 
-	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(lsn, 4), 0);
-	for (int i = 0; i < 3; i++) {
-		cli = track(socket(AF_INET, SOCK_STREAM, 0));
-		/* one SYN retry: without the RST the connect times out in 3 s, not 2 minutes */
-		setsockopt(cli, IPPROTO_TCP, TCP_SYNCNT, &one, sizeof(one));
-		assert_int_equal(connect(cli, (struct sockaddr *)&a, sizeof(a)), -1);
-		assert_int_equal(errno, ECONNREFUSED);
-	}
+	listener(7001, &a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(connect_once(&a), ECONNREFUSED);
 	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
 	assert_int_equal(ps.rst_sent, 3);
 }
@@ -400,21 +410,14 @@ static void test_refused_syn_answered_in_generic_mode(void **state)
 static void test_refused_syn_answered_from_tc_in_generic_mode(void **state)
 {
 	struct fixture *f = *state;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7001),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sluice_pkt_stats ps;
+	struct sockaddr_in a;
 	__u32 lo = if_nametoindex("lo"), one = 1;
-	int lsn = track(socket(AF_INET, SOCK_STREAM, 0)), cli, yes = 1;
 
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(f->skel->maps.syn_reply_tc), &lo, &one, 0),
 			 0);
-	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(lsn, 4), 0);
-	cli = track(socket(AF_INET, SOCK_STREAM, 0));
-	setsockopt(cli, IPPROTO_TCP, TCP_SYNCNT, &yes, sizeof(yes));
-	assert_int_equal(connect(cli, (struct sockaddr *)&a, sizeof(a)), -1);
-	assert_int_equal(errno, ECONNREFUSED);
+	listener(7001, &a);
+	assert_int_equal(connect_once(&a), ECONNREFUSED);
 	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
 	assert_int_equal(ps.rst_sent, 1);
 	assert_int_equal(ps.reply_failed, 0);
@@ -435,19 +438,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_from_tc_in_generic_mode,
 						setup, teardown),
 	};
-	struct ifreq ifr = { 0 };
-	int s;
 
-	/* A private netns: its loopback is the test's alone. */
-	if (unshare(CLONE_NEWNET) != 0) {
-		perror("unshare(CLONE_NEWNET)");
+	if (harness_private_loopback())
 		return 1;
-	}
-	s = socket(AF_INET, SOCK_DGRAM, 0);
-	strcpy(ifr.ifr_name, "lo");
-	ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	ioctl(s, SIOCSIFFLAGS, &ifr);
-	close(s);
 	return cmocka_run_group_tests_name("loopback", tests, NULL, NULL);
 }
