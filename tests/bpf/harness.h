@@ -5,13 +5,8 @@
 #define SLUICE_TEST_HARNESS_H
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "sluice.skel.h"
@@ -34,32 +29,6 @@ static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 
 /* m filled from a loaded object of the data path (the product build or a test build): its
  * maps, the GC's program, the sizes. */
-/* A private network namespace for the calling process, its loopback up: what the test sends
- * (real sockets, 429 replies cloned to the test skb's device) stays the test's alone, and goes
- * with the process. 0, or -1 with the reason on stderr. */
-static inline int harness_private_loopback(void)
-{
-	struct ifreq ifr = { 0 };
-	int s, rc;
-
-	if (unshare(CLONE_NEWNET) != 0) {
-		perror("unshare(CLONE_NEWNET)");
-		return -1;
-	}
-	s = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s < 0)
-		return -1;
-	strcpy(ifr.ifr_name, "lo");
-	rc = ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (rc == 0)
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	if (rc)
-		perror("bringing lo up");
-	close(s);
-	return rc ? -1 : 0;
-}
-
 static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 {
 	struct bpf_program *gc = bpf_object__find_program_by_name(obj, "sluice_reclaim");

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "netns.h"
 #include "pktbuild.h"
 #include "livesock.h"
 #include "common/config.h"
@@ -1904,7 +1905,7 @@ int main(void)
 	};
 
 	/* A private netns whose loopback receives the redirected replies. */
-	if (harness_private_loopback())
+	if (private_loopback())
 		return 1;
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

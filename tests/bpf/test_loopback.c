@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "netns.h"
 #include "livesock.h"
 
 #define WEB_PORT 8080
@@ -439,7 +440,7 @@ int main(void)
 						setup, teardown),
 	};
 
-	if (harness_private_loopback())
+	if (private_loopback())
 		return 1;
 	return cmocka_run_group_tests_name("loopback", tests, NULL, NULL);
 }
