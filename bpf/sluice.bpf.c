@@ -1080,12 +1080,12 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 }
 
 /* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...), or is
- * a method token cut short: nothing but 3 to 7 capitals, the segment ending before the space
+ * a method token cut short: nothing but 1 to 7 capitals, the segment ending before the space
  * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
- * end: were a token cut before its space no start, its request would go to the server
- * undecided, past the shedding, as would every request of a client that always cut them so.
- * A cut anywhere else leaves a token that starts the next segment ("GE" | "T /x ..."): a
- * fragment of 1 or 2 capitals (a zero-window probe carries one byte) starts nothing.
+ * end: were a token cut short no start, its request would go to the server undecided, past
+ * the shedding, as would every request of a client that always cut them so ("GE" | "T" |
+ * " /x ..." leaves no segment that reads as a whole token). A zero-window probe's one byte
+ * of a request is that request's first byte: deciding there is deciding the request.
  * Such a request is decided on what its first segment shows (no header, no path: its source
  * and DSCP rules, else the default class). Its first 8 bytes are left in b for is_connect,
  * spaces past a shorter payload: the segment's end reads as the token's (one scan of 8 known
@@ -1105,7 +1105,7 @@ static __always_inline int starts_with_method(struct __sk_buff *skb, const struc
 #pragma unroll
 	for (int i = 0; i < 8; i++) {
 		if (b[i] == ' ')
-			return i >= 3 || (i > 0 && i < n);
+			return i > 0;
 		if (b[i] < 'A' || b[i] > 'Z')
 			return 0;
 	}
@@ -1365,9 +1365,9 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
  * while its Ethernet header lies just before, out of view: the parse then finds no IPv4 or
  * IPv6 at all (every request passed undecided), or worse, reads the IP header as Ethernet.
  * Such a frame is told first by what is at data, in direct reads: an IP version where a MAC
- * address would start, the one the kernel parsed, and an IP length that is the frame's (up to
- * the few bytes of Ethernet padding a short frame keeps until IP trims it). A frame whose MAC
- * header is in view passes that only when its destination MAC happens to read so. Then
+ * address would start, the one the kernel parsed, and an IP length within the frame. A frame
+ * whose MAC header is in view passes that only when its destination MAC happens to read so
+ * (a sixteenth of MACs by their first byte, then a length below the frame's). Then
  * exactly: the bytes at the MAC header differ from those at data (they are one and the same
  * in every other frame), data is where the network header is, and the MAC header's type
  * names the frame's protocol. Its 14 bytes are put back in view (bpf_skb_change_head pushes
@@ -1377,7 +1377,6 @@ static __always_inline int rst_at_tc(struct __sk_buff *skb, struct pkt *p)
  * 1 when done, 0 when the frame is not such a one (or could not be put right: it goes on as it
  * came), -1 when its header was pushed but not written back (it must not go on with a zeroed
  * MAC header, which a bridge or macvlan above would read). */
-#define SLUICE_ETH_PAD_MAX 6             /* 46-byte minimum payload, 40 bytes of IP and TCP */
 static __always_inline int show_lost_mac_header(struct __sk_buff *skb)
 {
 	__u8 *b = (void *)(long)skb->data;
@@ -1394,8 +1393,10 @@ static __always_inline int show_lost_mac_header(struct __sk_buff *skb)
 		ip_len = ((__u32)b[4] << 8 | b[5]) + 40;
 	else
 		return 0;
-	if (ip_len > len || len - ip_len > SLUICE_ETH_PAD_MAX)
-		return 0; /* BIG TCP's length 0 among them: generic XDP takes no such frame */
+	/* The IP length, when it is one (0 is BIG TCP's "the rest of the frame"), fits the
+	 * frame; bytes after it (padding, a trailer the stack trims) do not count against it. */
+	if (ip_len > len)
+		return 0;
 	if (bpf_skb_load_bytes_relative(skb, 0, eth, ETH_HLEN, BPF_HDR_START_MAC) ||
 	    bpf_skb_load_bytes_relative(skb, 0, net, sizeof(net), BPF_HDR_START_NET) ||
 	    bpf_skb_load_bytes(skb, 0, at, ETH_HLEN))

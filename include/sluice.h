@@ -870,7 +870,10 @@ struct sluice_svc_stats {
 
 /* Map `pkt_stats` (PERCPU_ARRAY, one entry): what the parser saw. */
 struct sluice_pkt_stats {
-	__u64 malformed;                 /* truncated / garbage headers: passed untouched */
+	__u64 malformed;                 /* truncated / garbage headers: passed untouched (the
+	                                  * one exception, never seen: a frame generic XDP
+	                                  * copied whose MAC header TC could not write back,
+	                                  * dropped) */
 	__u64 service;                   /* service packets the data path acted on: SYN/FIN/RST in,
 	                                  * data/SYN/FIN/RST out (bare ACKs, data in, and
 	                                  * non-service packets are not counted: that path stays

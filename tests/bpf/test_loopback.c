@@ -103,13 +103,13 @@ static int teardown(void **state)
  * runs no teardown after it. */
 static int setup(void **state)
 {
-	struct fixture *f = harness_fixture(CONFIG, 0, 3600000000000ull);
 	int lo = (int)if_nametoindex("lo");
+	struct fixture *f = lo ? harness_fixture(CONFIG, 0, 3600000000000ull) : NULL;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = lo, .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, in);
 	LIBBPF_OPTS(bpf_tc_opts, out);
 
-	if (!f || !lo)
+	if (!f)
 		return -1;
 	*state = f;
 	if (bpf_xdp_attach(lo, bpf_program__fd(f->skel->progs.sluice_xdp_ingress),
@@ -188,8 +188,8 @@ static int listener(uint16_t port, struct sockaddr_in *a)
 	return fd;
 }
 
-/* A connection to a client that sends only one SYN more after the first: connect's result,
- * errno on failure (without an RST it times out in 3 s, not in 2 minutes). */
+/* A connection from a client that sends one SYN retry at most: 0, or connect's errno
+ * (without an answer it gives up after the 2 s every tracked socket waits, not 2 minutes). */
 static int connect_once(const struct sockaddr_in *a)
 {
 	int cli = track(socket(AF_INET, SOCK_STREAM, 0)), one = 1;
@@ -422,6 +422,11 @@ static void test_refused_syn_answered_from_tc_in_generic_mode(void **state)
 	assert_int_equal(maps_read_pkt_stats(&f->m, &ps), 0);
 	assert_int_equal(ps.rst_sent, 1);
 	assert_int_equal(ps.reply_failed, 0);
+	/* It was TC's RST, not XDP's: with TC ingress gone, XDP passes the marked SYN on and the
+	 * connection is made. */
+	LIBBPF_OPTS(bpf_tc_hook, in, .ifindex = (int)lo, .attach_point = BPF_TC_INGRESS);
+	assert_int_equal(bpf_tc_hook_destroy(&in), 0);
+	assert_int_equal(connect_once(&a), 0);
 }
 
 int main(void)

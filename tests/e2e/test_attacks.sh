@@ -179,7 +179,7 @@ wait_for 3 "the L2 switch in the verdict map" shed_l2
 answers=$(in_cli python3 -c "
 import socket
 out = []
-for cut in (b'GET', b'POST', b'PUT'):
+for cut in (b'GET', b'POST', b'G'):
     c = socket.create_connection(('$SRV_IP', 8080), timeout=2)
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c.sendall(cut)
