@@ -26,11 +26,14 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
 #include <cmocka.h>
 
 #include "harness.h"
 #include "netns.h"
 #include "livesock.h"
+#include "pktbuild.h"
 
 #define WEB_PORT 8080
 #define DB_PORT 5432
@@ -429,6 +432,39 @@ static void test_refused_syn_answered_from_tc_in_generic_mode(void **state)
 	assert_int_equal(connect_once(&a), 0);
 }
 
+/* A frame may carry bytes past its IP length (a trailer the stack trims): a request in such a
+ * frame, after generic XDP copied it, is still seen. The request is sent as the client would
+ * (its sequence numbers read in repair mode) through a packet socket, with 16 bytes after it. */
+static void test_request_with_a_trailer_seen_after_generic_xdp(void **state)
+{
+	struct fixture *f = *state;
+	struct conn c = connect_to(WEB_PORT);
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex("lo"),
+				  .sll_halen = ETH_ALEN };
+	struct sockaddr_in ca;
+	socklen_t alen = sizeof(ca);
+	uint8_t frame[512];
+	int one = 1, off = 0, ps = track(socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)));
+	size_t len;
+
+	assert_true(ps >= 0);
+	assert_int_equal(getsockname(c.cli, (struct sockaddr *)&ca, &alen), 0);
+	assert_int_equal(setsockopt(c.cli, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)), 0);
+	struct pkt_spec rq = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = ntohs(ca.sin_port),
+			       .dport = WEB_PORT, .seq = repair_queue_seq(c.cli, TCP_SEND_QUEUE),
+			       .ack = repair_queue_seq(c.cli, TCP_RECV_QUEUE), .ackf = 1, .psh = 1,
+			       .payload = REQ, .payload_len = sizeof(REQ) - 1 };
+	assert_int_equal(setsockopt(c.cli, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)), 0);
+	len = build_pkt(frame, &rq);
+	memset(frame, 0, 12);            /* lo's own address: a frame for this host */
+	memset(frame + len, 0xee, 16);   /* the trailer */
+	assert_int_equal(sendto(ps, frame, len + 16, 0, (struct sockaddr *)&to, sizeof(to)),
+			 (ssize_t)(len + 16));
+	drain(c.srv, sizeof(REQ) - 1);
+	assert_int_equal(l0_stats(f, 0).arrivals, 1);
+	assert_int_equal(inflight(f, 0), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +475,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interim_response_leaves_the_memo, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_service_socket_has_no_memo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_with_a_trailer_seen_after_generic_xdp,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_from_tc_in_generic_mode,
