@@ -133,8 +133,12 @@ n=$(forge synrst $SRV_IP 7000 10 1000 own "$TMP/tuples")
 srv_conns() { in_srv ss -Htn state established '( sport = :7000 )' | wc -l; }
 released() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(srv_conns)" -eq 0 ]; }
 wait_for 3 "the reset connections to be released" released
+# (Seen once in about a dozen runs: one connection left at the server, sluice's count 0. What
+# is left, and where each client was, go with a failure.)
 ok $([ "$before" -eq 10 ] && [ "$n" -eq 10 ] && released && echo 0 || echo 1) \
-	"$n SYN|RST segments at each client's own sequence: the server dropped its 10 connections ($(srv_conns) left) and sluice released them ($before open before, $(svc 0 connections) after)"
+	"$n SYN|RST segments at each client's own sequence: the server dropped its 10 connections ($(srv_conns) left) and sluice released them ($before open before, $(svc 0 connections) after)" \
+	"server side: $(in_srv ss -Htni '( sport = :7000 )')" "client side: $(in_cli ss -Htni '( dport = :7000 )')" \
+	"the clients' sequences: $(cat "$TMP/tuples")"
 kill "$HPID"; wait "$HPID" 2>/dev/null
 
 # --- after the floods, shedding is still on for established traffic --------------------
