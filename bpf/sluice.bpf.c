@@ -160,14 +160,20 @@ struct {
 
 #define SLUICE_MEMO_JIFFIES 64
 
-/* 1 when an http server's data segment may stop before the flow table: a plain data segment
- * (no SYN, FIN or RST) of a socket whose memo holds its ack and is young. */
+/* 1 for a segment the memo may answer for: data with ACK, no SYN, FIN or RST. */
+static __always_inline int plain_data(const struct pkt *p)
+{
+	return p->payload_len && p->tcp->ack && !p->tcp->syn && !p->tcp->fin && !p->tcp->rst;
+}
+
+/* 1 when a plain data segment of an http server socket may stop before the flow table: its
+ * socket's memo holds its ack and is young. */
 static __always_inline int response_data_settled(struct __sk_buff *skb, const struct pkt *p)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct egress_memo *m;
 
-	if (!sk || !p->payload_len || !p->tcp->ack || p->tcp->syn || p->tcp->fin || p->tcp->rst)
+	if (!sk)
 		return 0;
 	m = bpf_sk_storage_get(&egress_memo, sk, 0, 0);
 	return m && m->ack == p->tcp->ack_seq && bpf_jiffies64() - m->jiffies < SLUICE_MEMO_JIFFIES;
@@ -1018,9 +1024,10 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if ((ps = pkt_counters()))
 		ps->service++;
-	/* only http sockets hold a memo: a tcp service's segments do not ask for one */
-	sc = bpf_map_lookup_elem(&services, &svc);
-	if (sc && sc->protocol == SLUICE_PROTO_HTTP && response_data_settled(skb, &p))
+	/* only http sockets hold a memo: a tcp service's segments, and control segments, do not
+	 * ask for one (nor look the service up) */
+	if (plain_data(&p) && (sc = bpf_map_lookup_elem(&services, &svc)) &&
+	    sc->protocol == SLUICE_PROTO_HTTP && response_data_settled(skb, &p))
 		return TC_ACT_OK;
 
 	flow_key_of(&p, 0, &key);
