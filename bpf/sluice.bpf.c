@@ -231,6 +231,8 @@ static __always_inline int advance_by_client(struct sluice_flow *f, __u32 seq, _
 	return 0;
 }
 
+#include "client_memo.h"
+
 /* A flow entry for a new unit (the caller sets what only it knows: tracking, client count). */
 static __always_inline void init_flow(struct sluice_flow *f, __u64 now, __u32 isn, __u32 svc,
 				      __u32 cls, __u8 state)
@@ -1207,11 +1209,12 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
+	client_memo_write_back(&key, f);
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does for any other segment; a request that is decided reads the exact one
 	 * anyway and touches with it (one clock, not two). */
 	if (f->flags & SLUICE_FLOW_OPAQUE)
-		goto undecided; /* a tunnel or an upgraded protocol: nothing to decide */
+		goto not_a_start; /* a tunnel or an upgraded protocol: nothing to decide */
 	if (f->req_active || seq != f->client_next) {
 		/* More of the request in flight (body, pipelining), or not where the client is. */
 		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
@@ -1291,6 +1294,7 @@ not_a_start:
 	advance_by_client(f, seq, end);
 undecided:
 	touch_flow(f, coarse_now());
+	client_memo_take(&key, f);
 	return TC_ACT_OK;
 }
 
@@ -1455,6 +1459,8 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (sc->protocol != SLUICE_PROTO_HTTP)
 		return tcp_client_data(skb, &p, svc, sc);
+	if (client_data_followed(skb, &p))
+		return TC_ACT_OK; /* more of what this CPU follows: no request can start in it */
 	return start_request(skb, &p, svc, sc);
 }
 

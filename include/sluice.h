@@ -584,6 +584,23 @@ struct sluice_reclaim {
  * a real peer's segments after ones sluice did not follow still fit. */
 #define SLUICE_SEQ_WINDOW     (1u << 20)
 
+/* ---- TC ingress's memo of the http client it last followed on a CPU (map `client_memo`,
+ * per-CPU, BPF-owned, not pinned; bpf/client_memo.h says how it stays exact) ---- */
+struct sluice_client_memo {
+	struct sluice_flow_key key;      /* the client's flow */
+	__u32 next;                      /* its next sequence number, as followed on this CPU */
+	__u64 admitted_ns;               /* the flow entry's: which connection on the 4-tuple */
+	__u64 jiffies;                   /* when it was taken from the entry */
+	__u32 synced;                    /* the entry's client_next then (next == synced: nothing
+	                                  * to write back) */
+	__u32 valid;
+};
+_Static_assert(sizeof(struct sluice_client_memo) == 64, "one cache line");
+
+/* The most client data the memo follows between write-backs: the flow entry's client_next
+ * stays well inside the window a client FIN or RST is checked against. */
+#define SLUICE_MEMO_BYTES     (SLUICE_SEQ_WINDOW / 4)
+
 /* Admitted handshakes not yet complete are a budget of their own: up to
  * limit / SLUICE_HALFOPEN_SHARE of them count against the headroom of L1..L3 (a burst of SYNs
  * inside one round trip is partly held back there), none against L0's: forged SYNs can take

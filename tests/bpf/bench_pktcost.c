@@ -77,6 +77,8 @@ static const char *CONFIG =
 static const char REQ[] = "GET /item HTTP/1.1\r\nHost: bench\r\nUser-Agent: loadgen\r\n"
 			  "Accept: */*\r\nX-Priority: L3\r\n\r\n";
 static const char RESP[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+/* A request body's segment: JSON, as an API client uploads it. */
+static const char BODY[] = "{\"id\": 42, \"items\": [1, 2, 3], \"note\": \"more of the body\"}";
 
 static uint8_t outbuf[2048];
 static int rounds = 5, failed;
@@ -398,6 +400,16 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	len = build_pkt(pkt, &s);
 	run1(tci, pkt, len, 1, NULL);
 	rep_path(NAME("tc-ingress.request-active-segment"), tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
+	/* More of that request: its body, the segment after the start (the first run moves the
+	 * client on, the rest resend it). */
+	{
+		struct pkt_spec b = s;
+
+		b.seq = s.seq + s.payload_len, b.payload = BODY, b.payload_len = sizeof(BODY) - 1;
+		len = build_pkt(pkt, &b);
+		run1(tci, pkt, len, 1, NULL);
+		rep_path(NAME("tc-ingress.request-body-segment"), tci, 1, pkt, len, repeat, TC_ACT_UNSPEC);
+	}
 
 	/* SYN retransmit: the same 4-tuple again and again (the first run admits). */
 	sport = new_client(f, src, sizeof src);

@@ -1884,6 +1884,170 @@ static void test_connection_cap_unanswered_refusal_admits(void **state)
 	assert_int_equal(http_conns(f).cls[2], 3); /* the connection stays open */
 }
 
+/* ---- TC ingress's memo of the client it follows on this CPU (bpf/client_memo.h) ----
+ * The suite runs on one CPU (main), so every segment meets the same memo. */
+
+static struct sluice_flow flow_of(struct fixture *f, const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = flow_key(src, sport);
+	struct sluice_flow fl;
+
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+	return fl;
+}
+
+/* The client's next segment after prev, carrying text. */
+static struct pkt_spec after(const struct pkt_spec *prev, const char *text)
+{
+	struct pkt_spec b = *prev;
+
+	b.seq = prev->seq + (uint32_t)prev->payload_len, b.payload = text;
+	b.payload_len = strlen(text);
+	return b;
+}
+
+#define POST_UP "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 24\r\n\r\n"
+
+/* An upload whose server answers before it has read the body (an early 413, say): the body's
+ * segments after the first move only the memo; the client's next request starts where the
+ * client really is, and is decided there. */
+static void test_body_followed_then_next_request_decided(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.20", 1700, POST_UP);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}"),
+			b3 = after(&b2, "{\"c\": 3}");
+	admitted(f, &b1);
+	admitted(f, &b2);
+	admitted(f, &b3);
+	/* The memo took the client at b1's end and followed it: the entry was not touched. */
+	assert_int_equal(flow_of(f, "203.0.113.20", 1700).client_next, b1.seq + b1.payload_len);
+	struct pkt_spec rs = response("203.0.113.20", 1700, "HTTP/1.1 413 Too Large\r\n\r\n");
+	rs.ack = rq.seq + (uint32_t)rq.payload_len;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	struct pkt_spec next = after(&b3, GET("/x", ""));
+	admitted(f, &next);
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_of(f, "203.0.113.20", 1700).client_next, next.seq + next.payload_len);
+}
+
+/* Another client's segment takes the memo over only after what it followed is written back. */
+static void test_memo_written_back_when_taken_over(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = request("203.0.113.21", 1710, POST_UP);
+	struct pkt_spec b = request("203.0.113.22", 1720, POST_UP);
+
+	handshake(f, &a);
+	handshake(f, &b);
+	admitted(f, &a);
+	struct pkt_spec a1 = after(&a, "{\"a\": 1}"), a2 = after(&a1, "{\"b\": 2}");
+	admitted(f, &a1);
+	admitted(f, &a2);
+	assert_int_equal(flow_of(f, "203.0.113.21", 1710).client_next, a1.seq + a1.payload_len);
+	admitted(f, &b); /* a request start takes no memo */
+	assert_int_equal(flow_of(f, "203.0.113.21", 1710).client_next, a1.seq + a1.payload_len);
+	struct pkt_spec b1 = after(&b, "{\"a\": 1}");
+	admitted(f, &b1); /* b's body: the memo follows b from here, a's is written back */
+	assert_int_equal(flow_of(f, "203.0.113.21", 1710).client_next, a2.seq + a2.payload_len);
+	assert_int_equal(flow_of(f, "203.0.113.22", 1720).client_next, b1.seq + b1.payload_len);
+	struct pkt_spec rs = response("203.0.113.21", 1710, "HTTP/1.1 413 Too Large\r\n\r\n");
+	rs.ack = a.seq + (uint32_t)a.payload_len;
+	egress(f, &rs);
+	struct pkt_spec next = after(&a2, GET("/x", ""));
+	admitted(f, &next);
+	assert_int_equal(stats(f, 2).arrivals, 3);
+}
+
+/* What the memo followed of one connection never goes into a later one on the same 4-tuple
+ * (here even with the same initial sequence, where the old position is one the new client
+ * could reach). */
+static void test_memo_not_written_into_a_later_connection(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.23", 1730, POST_UP);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}");
+	admitted(f, &b1);
+	admitted(f, &b2);
+	client_fin(f, &b2, (uint32_t)b2.payload_len);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight(f), 0);
+	usleep(1000); /* a later SYN: the new entry's admission time differs */
+	handshake(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_of(f, "203.0.113.23", 1730).client_next, rq.seq + rq.payload_len);
+}
+
+/* A long upload: the entry never lags the client by more than SLUICE_MEMO_BYTES, so the
+ * client's FIN after more than the FIN/RST window of body (1 MiB) still ends the flow. */
+static void test_long_upload_ends_at_the_clients_fin(void **state)
+{
+	struct fixture *f = *state;
+	static char chunk[901];
+	struct pkt_spec rq = request("203.0.113.24", 1740, POST_UP), last = rq;
+
+	memset(chunk, 'x', sizeof(chunk) - 1);
+	handshake(f, &rq);
+	admitted(f, &rq);
+	for (int i = 0; i < 1300; i++) {
+		last = after(&last, chunk);
+		admitted(f, &last);
+		uint32_t lag = last.seq + (uint32_t)last.payload_len -
+			       flow_of(f, "203.0.113.24", 1740).client_next;
+		assert_true(lag <= SLUICE_MEMO_BYTES);
+	}
+	assert_true(last.seq + last.payload_len - rq.seq > SLUICE_SEQ_WINDOW);
+	client_fin(f, &last, (uint32_t)last.payload_len);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* A memo SLUICE_MEMO_JIFFIES old answers nothing: the segment goes the whole way and keeps
+ * the flow's last-seen fresh for the GC. */
+static void test_old_memo_leaves_last_seen_to_the_whole_way(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.25", 1750, POST_UP);
+	struct sluice_flow_key k = flow_key("203.0.113.25", 1750);
+	int ncpu = libbpf_num_possible_cpus();
+	struct sluice_client_memo *memo;
+	uint32_t zero = 0;
+	struct sluice_flow fl;
+
+	assert_true(ncpu > 0);
+	memo = calloc((size_t)ncpu, sizeof(*memo));
+	assert_non_null(memo);
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}");
+	admitted(f, &b1);
+	fl = flow_of(f, "203.0.113.25", 1750);
+	fl.last_seen_ns = monotonic_ns() - 10000000000ull; /* 10 s idle */
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+	/* Every CPU's memo as it is, but taken at jiffies 0. */
+	int fd = bpf_map__fd(f->skel->maps.client_memo);
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, memo), 0);
+	for (int c = 0; c < ncpu; c++)
+		memo[c].jiffies = 0;
+	assert_int_equal(bpf_map_update_elem(fd, &zero, memo, BPF_ANY), 0);
+	free(memo);
+	unsigned long long before = monotonic_ns();
+	admitted(f, &b2);
+	fl = flow_of(f, "203.0.113.25", 1750);
+	assert_true(fl.last_seen_ns + 100000000ull >= before);
+	assert_int_equal(fl.client_next, b2.seq + b2.payload_len);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1920,10 +2084,29 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_source_cache_ipv6, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_not_in_stamp_second, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_established_connection_adopted, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_body_followed_then_next_request_decided, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_memo_written_back_when_taken_over, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_memo_not_written_into_a_later_connection, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_long_upload_ends_at_the_clients_fin, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_old_memo_leaves_last_seen_to_the_whole_way, setup,
+						harness_teardown),
 	};
+	cpu_set_t one;
 
 	/* A private netns whose loopback receives the redirected replies. */
 	if (private_loopback())
 		return 1;
+	/* One CPU for the whole suite: TC ingress keeps a memo per CPU (bpf/client_memo.h), and
+	 * a test's segments must meet the same one however the scheduler moves the process. */
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	if (sched_setaffinity(0, sizeof(one), &one)) {
+		perror("sched_setaffinity");
+		return 1;
+	}
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

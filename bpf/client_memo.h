@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* TC ingress's memo of the last http client it followed on this CPU.
+ *
+ * Most client data on an http connection is not a request's start: the body of an upload, the
+ * rest of a long header, a tunnel's bytes. All TC ingress does with such a segment is move the
+ * flow's client_next (where a next request must start) and keep its last-seen fresh, and the
+ * flow lookup that needs is most of what the segment costs. A connection's segments come in on
+ * one CPU (the NIC hashes the 4-tuple to a queue), one after another: so this CPU remembers
+ * where the client it last followed is, and a segment of that client that carries on from
+ * there (or is the last one again) moves only the memo, not the flow entry.
+ *
+ * What keeps the flow entry right:
+ * - Only a segment whose first byte is no capital letter is answered here. A request starts
+ *   with a method (capitals), so a segment that might start one always takes the whole way,
+ *   and that way first writes what the memo followed back into the entry: the start is
+ *   checked against where the client really is.
+ * - The memo is taken over by another client's segment only after it is written back (one
+ *   more flow lookup, only for a memo that followed something).
+ * - It is written back at least every SLUICE_MEMO_BYTES of client data and every
+ *   SLUICE_MEMO_JIFFIES: the entry's client_next stays within the window a client FIN or RST
+ *   is checked against at XDP (SLUICE_SEQ_WINDOW, four times as much), and its last-seen as
+ *   fresh as the whole way keeps it.
+ * - A write-back goes only into the entry the memo was taken from (its admission time tells a
+ *   later connection on the same 4-tuple from it), and only forwards.
+ * Each CPU has its own memo (a per-CPU array), so no other CPU writes it: a connection whose
+ * segments move between CPUs (the queue mapping changed) writes back from the memo it leaves
+ * at its next way through there, or is put right by the server's next ack (TC egress), as a
+ * segment ahead of a gap is. Not pinned: a new program starts with empty memos, and what an
+ * old one had followed and not written back is made up by the server's acks the same way. */
+#ifndef SLUICE_CLIENT_MEMO_H
+#define SLUICE_CLIENT_MEMO_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_client_memo);
+} client_memo SEC(".maps");
+
+static __always_inline struct sluice_client_memo *client_memo_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&client_memo, &zero);
+}
+
+static __always_inline int same_flow_key(const struct sluice_flow_key *a,
+					 const struct sluice_flow_key *b)
+{
+	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
+	__u32 d = 0;
+
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*a) / 4); i++)
+		d |= x[i] ^ y[i];
+	return !d;
+}
+
+/* 1 when the segment's first byte cannot begin a method (nor, unreadable, anything). */
+static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
+{
+	__u32 off = p->payload_off;
+	__u8 *b, c;
+
+	/* The offset bounded below 64 KiB with room for the byte, or the verifier grants the
+	 * read no range (headers end far below that). */
+	if (off > 0x7fff)
+		return 0;
+	b = (void *)(long)skb->data + off;
+	if ((void *)(b + 1) <= (void *)(long)skb->data_end)
+		c = *b;
+	else if (bpf_skb_load_bytes(skb, off, &c, 1))
+		return 0;
+	return c < 'A' || c > 'Z';
+}
+
+/* 1 when the segment is answered by this CPU's memo: plain client data (no SYN, FIN or RST)
+ * whose first byte is no capital, carrying on from where the memo's client is or resending its
+ * last bytes, young and near enough its last write-back. The memo then moves; the flow entry
+ * is not looked up. */
+static __always_inline int client_data_followed(struct __sk_buff *skb, const struct pkt *p)
+{
+	struct sluice_flow_key key;
+	struct sluice_client_memo *m;
+	__u32 seq, end;
+
+	if (!plain_data(p))
+		return 0;
+	m = client_memo_here();
+	if (!m || !m->valid)
+		return 0;
+	seq = bpf_ntohl(p->tcp->seq);
+	end = seq + p->payload_len;
+	if (seq != m->next && end != m->next)
+		return 0;
+	if (end - m->synced > SLUICE_MEMO_BYTES ||
+	    bpf_jiffies64() - m->jiffies >= SLUICE_MEMO_JIFFIES)
+		return 0;
+	if (!no_method_byte(skb, p))
+		return 0;
+	flow_key_of(p, 1, &key);
+	if (!same_flow_key(&key, &m->key))
+		return 0;
+	m->next = end;
+	return 1;
+}
+
+/* Forwards only, and only as far as a client segment could move it. */
+static __always_inline void client_next_to(struct sluice_flow *f, __u32 next)
+{
+	__u32 d = next - f->client_next;
+
+	if (d && d <= SLUICE_SEQ_WINDOW)
+		f->client_next = next;
+}
+
+/* Before the whole way decides anything on flow f (key): what the memo followed of that client
+ * goes into the entry. Then the memo is empty; the whole way takes it again at its end. */
+static __always_inline void client_memo_write_back(const struct sluice_flow_key *key,
+						   struct sluice_flow *f)
+{
+	struct sluice_client_memo *m = client_memo_here();
+
+	if (!m || !m->valid || !same_flow_key(key, &m->key))
+		return;
+	if (m->next != m->synced && m->admitted_ns == f->admitted_ns)
+		client_next_to(f, m->next);
+	m->valid = 0;
+}
+
+/* At the end of the whole way for a segment that started nothing: the memo follows this
+ * client from here, once what it followed of another client is back in that one's entry. */
+static __always_inline void client_memo_take(const struct sluice_flow_key *key,
+					     const struct sluice_flow *f)
+{
+	struct sluice_client_memo *m = client_memo_here();
+	struct sluice_flow *old;
+
+	if (!m)
+		return;
+	if (m->valid && m->next != m->synced && !same_flow_key(key, &m->key)) {
+		old = bpf_map_lookup_elem(&flows, &m->key);
+		if (old && old->admitted_ns == m->admitted_ns)
+			client_next_to(old, m->next);
+	}
+	__builtin_memcpy(&m->key, key, sizeof(*key));
+	m->next = m->synced = f->client_next;
+	m->admitted_ns = f->admitted_ns;
+	m->jiffies = bpf_jiffies64();
+	m->valid = 1;
+}
+
+#endif
