@@ -10,8 +10,8 @@
  * there (or is the last one again) moves only the memo, not the flow entry.
  *
  * What keeps the flow entry right:
- * - Only a segment whose first byte is no capital letter is answered here. A request starts
- *   with a method (capitals), so a segment that might start one always takes the whole way,
+ * - Only a segment whose first byte can begin no request is answered here (not a method's
+ *   character, not CR or LF): a segment that might start one always takes the whole way,
  *   and that way first writes what the memo followed back into the entry: the start is
  *   checked against where the client really is.
  * - The memo is taken over by another client's segment only after it is written back (one
@@ -56,7 +56,8 @@ static __always_inline int same_flow_key(const struct sluice_flow_key *a,
 	return !d;
 }
 
-/* 1 when the segment's first byte cannot begin a method (nor, unreadable, anything). */
+/* 1 when the segment's first byte can begin no request: not a method's, not a blank line's
+ * (0 too when it cannot be read). */
 static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
 {
 	__u32 off = p->payload_off;
@@ -71,7 +72,7 @@ static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pk
 		c = *b;
 	else if (bpf_skb_load_bytes(skb, off, &c, 1))
 		return 0;
-	return c < 'A' || c > 'Z';
+	return !method_char(c) && c != '\r' && c != '\n';
 }
 
 /* 1 when the segment is answered by this CPU's memo: plain client data (no SYN, FIN or RST)

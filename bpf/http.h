@@ -309,6 +309,78 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	return ignored | (best.order << 8) | best.class;
 }
 
+/* A character of a method token as servers read one: capitals, '_' and '-' (nginx; a method
+ * it does not know it answers or passes on, so such a request is a request too). */
+static __always_inline int method_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+}
+
+/* Whether a client segment at the client's next sequence, with no request open, starts one:
+ * its payload opens with an HTTP method token ("GET ", "POST ", ...), or is a method token
+ * cut short: nothing but 1 to 7 method characters, the segment ending before the space
+ * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
+ * end: were a token cut short no start, its request would go to the server undecided, past
+ * the shedding, as would every request of a client that always cut them so ("GE" | "T" |
+ * " /x ..." leaves no segment that reads as a whole token). A zero-window probe's one byte of
+ * a request is that request's first byte: deciding there is deciding the request. Such a
+ * request is decided on what its first segment shows (no header, no path: its source and
+ * DSCP rules, else the default class).
+ * Blank lines before the request line: servers skip them (nginx any number, Apache ten), so a
+ * request sent after a CR LF is a request all the same (and was one more way past the
+ * shedding). The method is read after them, and the classification reads from there too
+ * (the skip in the result). A segment that leads with more than SLUICE_BLANK_READ of them
+ * starts a request with its method out of view; one of blank lines only starts none (the
+ * bytes after them, at the client's next sequence, are looked at next).
+ * A function of its own, verified once: inlined at its two callers, it doubled the paths of
+ * TC ingress the verifier walks. Returns TOKEN_* bits, 0 for no start. */
+#define TOKEN_START      1
+#define TOKEN_CONNECT    2       /* a CONNECT (cut short before its space too): a tunnel follows */
+#define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */
+#define SLUICE_BLANK_READ 16
+__attribute__((noinline))
+int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
+{
+	__u32 n = len > SLUICE_BLANK_READ ? SLUICE_BLANK_READ : len, k = SLUICE_BLANK_READ;
+	char b[SLUICE_BLANK_READ];
+
+	if (!skb || !n)
+		return 0;
+	__builtin_memset(b, ' ', sizeof(b)); /* past the payload: reads as the token's end */
+	if (bpf_skb_load_bytes(skb, off, b, n))
+		return 0;
+	if (b[0] == '\r' || b[0] == '\n') {
+#pragma unroll
+		for (int i = SLUICE_BLANK_READ - 1; i >= 0; i--)
+			if (b[i] != '\r' && b[i] != '\n')
+				k = i;
+		if (k >= len)
+			return 0; /* blank lines only (the fill past a short payload is no blank) */
+		if (k >= SLUICE_BLANK_READ)
+			return TOKEN_START | SLUICE_BLANK_READ << TOKEN_SKIP_SHIFT;
+		/* the method after them, from the packet again (k is not known to the verifier
+		 * as a constant: a load is cheaper to prove than a variable index) */
+		__builtin_memset(b, ' ', 8);
+		if (bpf_skb_load_bytes(skb, off + k, b, len - k > 8 ? 8 : len - k))
+			return 0;
+	} else {
+		k = 0;
+	}
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		if (b[i] == ' ') {
+			if (!i)
+				return 0;
+			return TOKEN_START | k << TOKEN_SKIP_SHIFT |
+			       (b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' &&
+				b[4] == 'E' && b[5] == 'C' && b[6] == 'T' && b[7] == ' ' ? TOKEN_CONNECT : 0);
+		}
+		if (!method_char(b[i]))
+			return 0;
+	}
+	return 0;
+}
+
 /* Source/DSCP rules, then the payload's, given what the trie says of the source (a: from the
  * flow's cache, or its source rule just looked up). The priority header counts only from a
  * trusted source (anyone can write one): for any other the header rule is left out and the
@@ -317,7 +389,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 							  const struct sluice_service *sc,
 							  __u32 svc, const struct pkt *p,
-							  struct src_answer *a)
+							  __u32 skip, struct src_answer *a)
 {
 	struct class_pick best = classify_l3_with(sc, svc, p, a);
 	__u32 bound = best.order;
@@ -327,7 +399,8 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 	 * matched) needs the source's trust: the payload scan does not look for it otherwise. */
 	if (sc->header_order < best.order && !source_trust_of(a, svc, p))
 		bound |= 0x100;
-	r = classify_payload(skb, svc, p->payload_off, p->payload_len, bound);
+	/* skip: blank lines before the request line (starts_with_method) */
+	r = classify_payload(skb, svc, p->payload_off + skip, p->payload_len - skip, bound);
 
 	if (r >= 0 && (r & PAYLOAD_HEADER_IGNORED) && sc->header_order < best.ignored)
 		best.ignored = sc->header_order;

@@ -1088,39 +1088,6 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* 1 when the segment's payload opens with an HTTP method token ("GET ", "POST ", ...), or is
- * a method token cut short: nothing but 1 to 7 capitals, the segment ending before the space
- * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
- * end: were a token cut short no start, its request would go to the server undecided, past
- * the shedding, as would every request of a client that always cut them so ("GE" | "T" |
- * " /x ..." leaves no segment that reads as a whole token). A zero-window probe's one byte
- * of a request is that request's first byte: deciding there is deciding the request.
- * Such a request is decided on what its first segment shows (no header, no path: its source
- * and DSCP rules, else the default class). Its first 8 bytes are left in b for is_connect,
- * spaces past a shorter payload: the segment's end reads as the token's (one scan of 8 known
- * bytes, as for a whole token, keeps the verifier's paths as few). */
-static __always_inline int starts_with_method(struct __sk_buff *skb, const struct pkt *p,
-					      char b[8])
-{
-	__u32 n = p->payload_len;
-
-	if (!n)
-		return 0;
-	if (n > 8)
-		n = 8;
-	__builtin_memset(b, ' ', 8);
-	if (bpf_skb_load_bytes(skb, p->payload_off, b, n))
-		return 0;
-#pragma unroll
-	for (int i = 0; i < 8; i++) {
-		if (b[i] == ' ')
-			return i > 0;
-		if (b[i] < 'A' || b[i] > 'Z')
-			return 0;
-	}
-	return 0;
-}
-
 /* An admitted request becomes the flow's: its token (service, class, client count) goes into
  * the ownership word by compare-and-swap from DECIDING. Should the flow have ended meanwhile
  * (a server FIN or RST, the GC, while this CPU decided: the word is DEAD, or the entry was
@@ -1147,14 +1114,6 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 		release_client(svc, key->client_addr);
 	own_bump(svc);
 	st->completed++; /* admitted, and over with its connection */
-}
-
-/* 1 when the request is a CONNECT (b: its first 8 bytes from starts_with_method, spaces past
- * the payload: a CONNECT cut short before its space reads as one too). */
-static __always_inline int is_connect(const char b[8])
-{
-	return b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
-	       b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
 }
 
 /* What the source rules say of a request's client: the flow's cached answer when it counts
@@ -1196,7 +1155,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct class_pick pick;
 	struct src_answer src;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
-	char method[8] = {};
+	__u32 tok;
 	__u64 now;
 	int reason = 0, rc;
 
@@ -1205,7 +1164,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	/* Only a request's start takes a connection on: not the middle of a body being
 	 * uploaded at the attach (a chunk that happens to read like a method would then be
 	 * decided as a request), not a tunnel's bytes; and junk costs no socket lookup. */
-	if (!f && starts_with_method(skb, p, method))
+	if (!f && (request_token(skb, p->payload_off, p->payload_len) & TOKEN_START))
 		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
@@ -1225,7 +1184,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		}
 		goto not_a_start;
 	}
-	if (!starts_with_method(skb, p, method))
+	tok = request_token(skb, p->payload_off, p->payload_len);
+	if (!(tok & TOKEN_START))
 		goto not_a_start;
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
 	 * slot (DECIDING holds nothing, so nothing ends a request before it is admitted). */
@@ -1235,7 +1195,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	now = bpf_ktime_get_ns();
 	touch_flow(f, now);
 	request_source(f, sc, svc, &key, &src);
-	pick = classify_request(skb, sc, svc, p, &src);
+	pick = classify_request(skb, sc, svc, p, tok >> TOKEN_SKIP_SHIFT, &src);
 	st = class_stats_of(svc, pick.class);
 	if (!st) {
 		__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, 0);
@@ -1256,7 +1216,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 			goto refuse;
 		}
 		st->admitted++;
-		if (is_connect(method))
+		if (tok & TOKEN_CONNECT)
 			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
 		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;

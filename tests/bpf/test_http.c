@@ -740,6 +740,71 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 	assert_true(tcp->rst);
 }
 
+/* One request on the client's connection at seq (text), answered and ended; returns where the
+ * client is after it. */
+static uint32_t one_request(struct fixture *f, const struct pkt_spec *conn, uint32_t seq,
+			    const char *text)
+{
+	struct pkt_spec rq = *conn, rs;
+
+	rq.seq = seq, rq.payload = text, rq.payload_len = strlen(text);
+	admitted(f, &rq);
+	seq += (uint32_t)rq.payload_len;
+	rs = response("203.0.113.10", conn->sport, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = seq;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	return seq;
+}
+
+/* Servers skip blank lines before a request line (nginx any number, Apache ten): a request
+ * sent after them is decided, and classified on what follows them. Method characters are
+ * capitals, '_' and '-'. */
+static void test_blank_lines_before_the_request_line(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.10", 1610, GET("/x", ""));
+	char many[64 + sizeof(GET("/x", ""))] = "";
+	uint32_t seq = rq.seq;
+
+	handshake(f, &rq);
+	seq = one_request(f, &rq, seq, "\r\n" GET("/x", ""));
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	/* classified after them: /pay is L0 by path (read within the first 16 bytes) */
+	seq = one_request(f, &rq, seq, "\r\n\r\n\r\n\r\n\r\n\r\n\r\n" GET("/pay", ""));
+	assert_int_equal(stats(f, 0).arrivals, 1);
+	/* blank lines alone start nothing; the request after them does */
+	seq = one_request(f, &rq, seq, "\r\n");
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	seq = one_request(f, &rq, seq, GET("/x", ""));
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	/* more of them than are read: a start all the same */
+	for (int i = 0; i < 20; i++)
+		strcat(many, "\r\n");
+	strcat(many, GET("/x", ""));
+	seq = one_request(f, &rq, seq, many);
+	assert_int_equal(stats(f, 2).arrivals, 3);
+	seq = one_request(f, &rq, seq, "X_Y-Z /x HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(stats(f, 2).arrivals, 4);
+	/* With L2 full (75 % of 8 = 6), such a request is refused at its first segment. */
+	for (uint16_t p = 0; p < 6; p++) {
+		struct pkt_spec r2 = request("203.0.113.10", (uint16_t)(3300 + p), GET("/y", ""));
+
+		handshake(f, &r2);
+		admitted(f, &r2);
+	}
+	struct pkt_spec blank = request("203.0.113.10", 3400, "\r\n" GET("/y", ""));
+	handshake(f, &blank);
+	struct run r = ingress(f, &blank);
+	const struct tcphdr *tcp = (const void *)(r.out + 34);
+
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(inflight(f), 6);
+	assert_int_equal(r.out_len, 54);
+	assert_true(tcp->rst);
+}
+
 static void test_refused_request_gets_429_and_server_rst(void **state)
 {
 	struct fixture *f = *state;
@@ -1929,7 +1994,7 @@ static void test_body_followed_then_next_request_decided(void **state)
 	rs.ack = rq.seq + (uint32_t)rq.payload_len;
 	egress(f, &rs);
 	assert_int_equal(inflight(f), 0);
-	struct pkt_spec next = after(&b3, GET("/x", ""));
+	struct pkt_spec next = after(&b3, "\r\n" GET("/x", "")); /* a blank line first */
 	admitted(f, &next);
 	assert_int_equal(stats(f, 2).arrivals, 2);
 	assert_int_equal(inflight(f), 1);
@@ -2063,6 +2128,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_cut_before_its_space_is_decided, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_blank_lines_before_the_request_line, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
