@@ -317,15 +317,16 @@ static __always_inline int method_char(char c)
 }
 
 /* Whether a client segment at the client's next sequence, with no request open, starts one:
- * its payload opens with an HTTP method token ("GET ", "POST ", ...), or is a method token
- * cut short: nothing but 1 to 7 method characters, the segment ending before the space
- * ("GET", then " /x HTTP/1.1..." in the next segment). A client chooses where its segments
- * end: were a token cut short no start, its request would go to the server undecided, past
- * the shedding, as would every request of a client that always cut them so ("GE" | "T" |
- * " /x ..." leaves no segment that reads as a whole token). A zero-window probe's one byte of
- * a request is that request's first byte: deciding there is deciding the request. Such a
- * request is decided on what its first segment shows (no header, no path: its source and
- * DSCP rules, else the default class).
+ * its payload opens with an HTTP method token ("GET ", "PROPFIND ", up to 23 characters: the
+ * longest registered method, UPDATEREDIRECTREF, has 17), or is a method token cut short:
+ * nothing but method characters, the segment ending before the space ("GET", then " /x
+ * HTTP/1.1..." in the next segment). A client chooses where its segments end: were a token
+ * cut short no start, its request would go to the server undecided, past the shedding, as
+ * would every request of a client that always cut them so ("GE" | "T" | " /x ..." leaves no
+ * segment that reads as a whole token). A zero-window probe's one byte of a request is that
+ * request's first byte: deciding there is deciding the request. Such a request is decided on
+ * what its first segment shows (no header, no path: its source and DSCP rules, else the
+ * default class).
  * Blank lines before the request line: servers skip them (nginx any number, Apache ten), so a
  * request sent after a CR LF is a request all the same (and was one more way past the
  * shedding). The method is read after them, and the classification reads from there too
@@ -338,11 +339,12 @@ static __always_inline int method_char(char c)
 #define TOKEN_CONNECT    2       /* a CONNECT (cut short before its space too): a tunnel follows */
 #define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */
 #define SLUICE_BLANK_READ 16
+#define SLUICE_TOKEN_READ 24     /* a method and its space */
 __attribute__((noinline))
 int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
 {
-	__u32 n = len > SLUICE_BLANK_READ ? SLUICE_BLANK_READ : len, k = SLUICE_BLANK_READ;
-	char b[SLUICE_BLANK_READ];
+	__u32 n = len > SLUICE_TOKEN_READ ? SLUICE_TOKEN_READ : len, k = SLUICE_BLANK_READ;
+	char b[SLUICE_TOKEN_READ];
 
 	if (!skb || !n)
 		return 0;
@@ -360,14 +362,15 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
 			return TOKEN_START | SLUICE_BLANK_READ << TOKEN_SKIP_SHIFT;
 		/* the method after them, from the packet again (k is not known to the verifier
 		 * as a constant: a load is cheaper to prove than a variable index) */
-		__builtin_memset(b, ' ', 8);
-		if (bpf_skb_load_bytes(skb, off + k, b, len - k > 8 ? 8 : len - k))
+		__builtin_memset(b, ' ', sizeof(b));
+		n = len - k > SLUICE_TOKEN_READ ? SLUICE_TOKEN_READ : len - k;
+		if (bpf_skb_load_bytes(skb, off + k, b, n))
 			return 0;
 	} else {
 		k = 0;
 	}
 #pragma unroll
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < SLUICE_TOKEN_READ; i++) {
 		if (b[i] == ' ') {
 			if (!i)
 				return 0;

@@ -308,7 +308,9 @@ static void test_classification(void **state)
 		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2, 0, 0 },          /* bad value */
 		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1, 0, 0 },          /* no method */
 		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", -1, 0, 0 },                   /* no method */
-		{ "203.0.113.5", "GETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 },               /* too long */
+		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 }, /* too long */
+		{ "203.0.113.5", "PROPFIND /x HTTP/1.1\r\n\r\n", 2, 0, 0 },         /* 8 letters */
+		{ "203.0.113.5", "UPDATEREDIRECTREF /x HTTP/1.1\r\n\r\n", 2, 0, 0 }, /* 17 */
 		{ "203.0.113.5", GET("/x", "X-Priority: 0\r\n"), 0, 0, 0 },           /* bare digit */
 		{ "203.0.113.5", GET("/x", ""), 1, 0, 46 },                      /* DSCP, trusted */
 		/* Outside trust_from: the header is ignored, the other rules decide; counted
@@ -705,8 +707,9 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 		egress(f, &rs);
 		assert_int_equal(inflight(f), 0);
 	}
-	/* Not a token cut short: lower case, a digit, CR LF, nine capitals. */
-	static const char *not_heads[] = { "get", "GE1", "\r\n", "ABCDEFGHI" };
+	/* Not a token cut short: lower case, a digit, CR LF, 24 capitals (longer than any
+	 * method sluice reads). */
+	static const char *not_heads[] = { "get", "GE1", "\r\n", "ABCDEFGHIJKLMNOPQRSTUVWX" };
 	for (int i = 0; i < 4; i++) {
 		struct pkt_spec junk = rq;
 
