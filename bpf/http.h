@@ -246,6 +246,7 @@ static long cmp_path_byte(__u32 k, void *vctx)
  * decided is then looked for all the same, and when found PAYLOAD_HEADER_IGNORED is set in
  * the result (with order SLUICE_RULE_NONE when no other payload rule matched). A header that
  * is not in the first segment is not seen: the caller's default stands. */
+#define SLUICE_TOKEN_READ 24     /* a method and its space: the longest registered, 17 */
 #define PAYLOAD_HEADER_IGNORED (1 << 16)
 __attribute__((noinline))
 int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 payload_len,
@@ -268,10 +269,10 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	if (len < 4 || bpf_skb_load_bytes(skb, payload_off, sb->b, len) != 0)
 		return -1;
 
-	/* Path: after the method's space, within the first 16 bytes (looked for only when a
+	/* Path: after the method's space, where request_token reads it (looked for only when a
 	 * path rule will read it). */
 	if (sc->path[0].len) {
-		for (int i = 1; i < 16; i++) {
+		for (int i = 1; i < SLUICE_TOKEN_READ; i++) {
 			if (i >= len)
 				break;
 			if (sb->b[i] == ' ') {
@@ -339,7 +340,6 @@ static __always_inline int method_char(char c)
 #define TOKEN_CONNECT    2       /* a CONNECT (cut short before its space too): a tunnel follows */
 #define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */
 #define SLUICE_BLANK_READ 16
-#define SLUICE_TOKEN_READ 24     /* a method and its space */
 __attribute__((noinline))
 int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
 {

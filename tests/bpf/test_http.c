@@ -311,6 +311,7 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 }, /* too long */
 		{ "203.0.113.5", "PROPFIND /x HTTP/1.1\r\n\r\n", 2, 0, 0 },         /* 8 letters */
 		{ "203.0.113.5", "UPDATEREDIRECTREF /x HTTP/1.1\r\n\r\n", 2, 0, 0 }, /* 17 */
+		{ "203.0.113.5", "BASELINE-CONTROL /pay HTTP/1.1\r\n\r\n", 0, 0, 0 }, /* its path */
 		{ "203.0.113.5", GET("/x", "X-Priority: 0\r\n"), 0, 0, 0 },           /* bare digit */
 		{ "203.0.113.5", GET("/x", ""), 1, 0, 46 },                      /* DSCP, trusted */
 		/* Outside trust_from: the header is ignored, the other rules decide; counted
