@@ -21,12 +21,22 @@
  *   is checked against at XDP (SLUICE_SEQ_WINDOW, four times as much), and its last-seen as
  *   fresh as the whole way keeps it.
  * - A write-back goes only into the entry the memo was taken from (its admission time tells a
- *   later connection on the same 4-tuple from it), and only forwards.
- * Each CPU has its own memo (a per-CPU array), so no other CPU writes it: a connection whose
- * segments move between CPUs (the queue mapping changed) writes back from the memo it leaves
- * at its next way through there, or is put right by the server's next ack (TC egress), as a
- * segment ahead of a gap is. Not pinned: a new program starts with empty memos, and what an
- * old one had followed and not written back is made up by the server's acks the same way. */
+ *   later connection on the same 4-tuple from it), and only while the entry still lies
+ *   between where the memo took it and where the memo got to (forwards, and never from a
+ *   memo the entry has moved past since).
+ * - A new connection's entry (XDP, at its handshake) clears this CPU's memo of the 4-tuple,
+ *   so the memo never answers for a later connection's bytes (one taken on at TC ingress,
+ *   adopt_established, writes back first and so clears it too).
+ * Each CPU has its own memo (a per-CPU array), so no other CPU writes it. A connection whose
+ * segments move to another CPU (RFS following a thread, the queue mapping changed, a client on
+ * a veth that moves itself) finds its entry behind, where the old CPU's memo left it: its
+ * first segment there lies ahead of the entry, and a segment ahead by at most
+ * SLUICE_MEMO_BYTES reads every CPU's memo of the 4-tuple (bpf_map_lookup_percpu_elem) and
+ * writes back what they followed, so the segment carries on from there. Not pinned: at a new
+ * program, what the old one had followed and not written back (at most SLUICE_MEMO_BYTES per
+ * CPU, one connection per CPU) is made up only by the server's next data (its ack), like a
+ * segment ahead of a gap: until then that connection's next request start is not seen as
+ * one, and its client's FIN or RST counts only within the window of where the entry is. */
 #ifndef SLUICE_CLIENT_MEMO_H
 #define SLUICE_CLIENT_MEMO_H
 
@@ -72,7 +82,7 @@ static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pk
 		c = *b;
 	else if (bpf_skb_load_bytes(skb, off, &c, 1))
 		return 0;
-	return !method_char(c) && c != '\r' && c != '\n';
+	return !method_char(c, 0) && c != '\r' && c != '\n';
 }
 
 /* 1 when the segment is answered by this CPU's memo: plain client data (no SYN, FIN or RST)
@@ -106,13 +116,16 @@ static __always_inline int client_data_followed(struct __sk_buff *skb, const str
 	return 1;
 }
 
-/* Forwards only, and only as far as a client segment could move it. */
-static __always_inline void client_next_to(struct sluice_flow *f, __u32 next)
+/* What memo m followed of flow f goes into f's entry: only f's own connection's memo, and only
+ * while the entry lies between where the memo took it (synced) and where it got to (next), in
+ * sequence space (so never back, and never from a memo the entry has moved past since). */
+static __always_inline void client_memo_apply(const struct sluice_client_memo *m,
+					      struct sluice_flow *f)
 {
-	__u32 d = next - f->client_next;
+	__u32 at = f->client_next;
 
-	if (d && d <= SLUICE_SEQ_WINDOW)
-		f->client_next = next;
+	if (m->admitted_ns == f->admitted_ns && m->next - at <= m->next - m->synced)
+		f->client_next = m->next;
 }
 
 /* Before the whole way decides anything on flow f (key): what the memo followed of that client
@@ -124,8 +137,7 @@ static __always_inline void client_memo_write_back(const struct sluice_flow_key 
 
 	if (!m || !m->valid || !same_flow_key(key, &m->key))
 		return;
-	if (m->next != m->synced && m->admitted_ns == f->admitted_ns)
-		client_next_to(f, m->next);
+	client_memo_apply(m, f);
 	m->valid = 0;
 }
 
@@ -141,14 +153,61 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 		return;
 	if (m->valid && m->next != m->synced && !same_flow_key(key, &m->key)) {
 		old = bpf_map_lookup_elem(&flows, &m->key);
-		if (old && old->admitted_ns == m->admitted_ns)
-			client_next_to(old, m->next);
+		if (old)
+			client_memo_apply(m, old);
 	}
 	__builtin_memcpy(&m->key, key, sizeof(*key));
 	m->next = m->synced = f->client_next;
 	m->admitted_ns = f->admitted_ns;
 	m->jiffies = bpf_jiffies64();
 	m->valid = 1;
+}
+
+/* A new connection on the 4-tuple: this CPU's memo of the earlier one goes. */
+static __always_inline void client_memo_forget(const struct sluice_flow_key *key)
+{
+	struct sluice_client_memo *m = client_memo_here();
+
+	if (m && m->valid && same_flow_key(key, &m->key))
+		m->valid = 0;
+}
+
+struct memo_search {
+	const struct sluice_flow_key *key;
+	struct sluice_flow *f;
+	__u32 me;
+};
+
+static long memo_search_cpu(__u32 cpu, void *ctx)
+{
+	struct memo_search *s = ctx;
+	struct sluice_client_memo *m;
+
+	if (cpu == s->me)
+		return 0;
+	m = bpf_map_lookup_percpu_elem(&client_memo, &(__u32){ 0 }, cpu);
+	if (!m)
+		return 1; /* past the last CPU */
+	if (m->valid && same_flow_key(s->key, &m->key))
+		client_memo_apply(m, s->f);
+	return 0;
+}
+
+/* A segment of flow f that lies ahead of its entry by at most SLUICE_MEMO_BYTES: its
+ * connection may have come from another CPU, whose memo followed it there. What every other
+ * CPU's memo of it followed goes into the entry (a memo being moved on meanwhile is read as it
+ * is: what it says is where the client was, and only forwards from the entry counts). Costs a
+ * lookup per CPU, paid only for such a segment: one per move of a connection, a reordered
+ * segment, or a forger's that lands in that range of the sequence space. */
+static __always_inline void client_memo_gather(const struct sluice_flow_key *key,
+					       struct sluice_flow *f, __u32 seq)
+{
+	struct memo_search s = { .key = key, .f = f, .me = bpf_get_smp_processor_id() };
+	__u32 ahead = seq - f->client_next;
+
+	if (!ahead || ahead > SLUICE_MEMO_BYTES)
+		return;
+	bpf_loop(SLUICE_MAX_CPUS, memo_search_cpu, &s, 0);
 }
 
 #endif

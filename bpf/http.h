@@ -310,11 +310,18 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 	return ignored | (best.order << 8) | best.class;
 }
 
-/* A character of a method token as servers read one: capitals, '_' and '-' (nginx; a method
- * it does not know it answers or passes on, so such a request is a request too). */
-static __always_inline int method_char(char c)
+/* A character of a method token: any token character (RFC 9110), as some servers take them
+ * (Go's net/http hands "get" or "m3!" to its handler, nginx passes on methods it does not
+ * know); strict: capitals, '_' and '-' only, as nginx parses a method. */
+static __always_inline int method_char(char c, int strict)
 {
-	return (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+	if ((c >= 'A' && c <= 'Z') || c == '_' || c == '-')
+		return 1;
+	if (strict)
+		return 0;
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '!' || c == '#' ||
+	       c == '$' || c == '%' || c == '&' || c == '\'' || c == '*' || c == '+' || c == '.' ||
+	       c == '^' || c == '`' || c == '|' || c == '~';
 }
 
 /* Whether a client segment at the client's next sequence, with no request open, starts one:
@@ -334,6 +341,9 @@ static __always_inline int method_char(char c)
  * (the skip in the result). A segment that leads with more than SLUICE_BLANK_READ of them
  * starts a request with its method out of view; one of blank lines only starts none (the
  * bytes after them, at the client's next sequence, are looked at next).
+ * strict: capitals, '_' and '-' only, for a connection sluice takes on in the middle (a body
+ * uploaded across the attach, whose chunk reads like a request less often so); otherwise any
+ * token character.
  * A function of its own, verified once: inlined at its two callers, it doubled the paths of
  * TC ingress the verifier walks. Returns TOKEN_* bits, 0 for no start. */
 #define TOKEN_START      1
@@ -341,7 +351,7 @@ static __always_inline int method_char(char c)
 #define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */
 #define SLUICE_BLANK_READ 16
 __attribute__((noinline))
-int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
+int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 {
 	__u32 n = len > SLUICE_TOKEN_READ ? SLUICE_TOKEN_READ : len, k = SLUICE_BLANK_READ;
 	char b[SLUICE_TOKEN_READ];
@@ -378,7 +388,7 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len)
 			       (b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' &&
 				b[4] == 'E' && b[5] == 'C' && b[6] == 'T' && b[7] == ' ' ? TOKEN_CONNECT : 0);
 		}
-		if (!method_char(b[i]))
+		if (!method_char(b[i], strict))
 			return 0;
 	}
 	return 0;
@@ -397,6 +407,14 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 	struct class_pick best = classify_l3_with(sc, svc, p, a);
 	__u32 bound = best.order;
 	int r;
+
+	/* More blank lines than request_token reads before the request line: no client needs
+	 * them, and behind them the path is out of view (a path rule's lower class dodged):
+	 * the lowest class, whatever the other rules say. */
+	if (skip >= SLUICE_BLANK_READ) {
+		best.class = 3;
+		return best;
+	}
 
 	/* Only a header rule that could still decide (before every source and DSCP rule that
 	 * matched) needs the source's trust: the payload scan does not look for it otherwise. */

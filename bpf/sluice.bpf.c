@@ -599,6 +599,7 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
 		own_bump(svc);
+		client_memo_forget(key); /* an earlier connection's, on this 4-tuple */
 		return;
 	}
 	if (nf.flags & SLUICE_FLOW_CONN_COUNTED)
@@ -1164,11 +1165,12 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	/* Only a request's start takes a connection on: not the middle of a body being
 	 * uploaded at the attach (a chunk that happens to read like a method would then be
 	 * decided as a request), not a tunnel's bytes; and junk costs no socket lookup. */
-	if (!f && (request_token(skb, p->payload_off, p->payload_len) & TOKEN_START))
+	if (!f && (request_token(skb, p->payload_off, p->payload_len, 1) & TOKEN_START))
 		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
 	client_memo_write_back(&key, f);
+	client_memo_gather(&key, f, seq);
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does for any other segment; a request that is decided reads the exact one
 	 * anyway and touches with it (one clock, not two). */
@@ -1184,7 +1186,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		}
 		goto not_a_start;
 	}
-	tok = request_token(skb, p->payload_off, p->payload_len);
+	tok = request_token(skb, p->payload_off, p->payload_len, 0);
 	if (!(tok & TOKEN_START))
 		goto not_a_start;
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
