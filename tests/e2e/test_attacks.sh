@@ -200,6 +200,11 @@ ok $([[ "$answers" == "HTTP/1.1 429 "*"|HTTP/1.1 429 "*"|HTTP/1.1 429 "* ]] && e
 # --- a client that sends blank lines before its request line is still shed ---------------
 # Servers skip them (nginx any number, Apache ten), so the request behind them is one. Before,
 # a segment that opened with CR LF read as no request's start and went to the server undecided.
+# More than 16 blank bytes put a request in L3 (its path out of view): L3 is shed too.
+"$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$CFG" \
+	switch set web L3 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
+shed_l3() { status; [ "$(json_get "$TMP/status.json" "[c for c in d['services'][1]['classes'] if c['class']=='L3'][0]['switch_shed']")" = 1.0 ]; }
+wait_for 3 "the L3 switch in the verdict map" shed_l3
 answers=$(in_cli python3 -c "
 import socket
 out = []
