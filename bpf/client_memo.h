@@ -24,9 +24,9 @@
  *   later connection on the same 4-tuple from it), and only while the entry still lies
  *   between where the memo took it and where the memo got to (forwards, and never from a
  *   memo the entry has moved past since).
- * - A new connection's entry (XDP, at its handshake) clears this CPU's memo of the 4-tuple,
- *   so the memo never answers for a later connection's bytes (one taken on at TC ingress,
- *   adopt_established, writes back first and so clears it too).
+ * - A new connection's SYN (at TC ingress, on the CPU its data will meet, RPS or not) clears
+ *   this CPU's memo of the 4-tuple, so the memo never answers for a later connection's bytes
+ *   (one taken on at TC ingress, adopt_established, writes back first and so clears it too).
  * Each CPU has its own memo (a per-CPU array), so no other CPU writes it. A connection whose
  * segments move to another CPU (RFS following a thread, the queue mapping changed, a client on
  * a veth that moves itself) finds its entry behind, where the old CPU's memo left it: its
@@ -86,7 +86,7 @@ static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pk
 }
 
 /* 1 when the segment is answered by this CPU's memo: plain client data (no SYN, FIN or RST)
- * whose first byte is no capital, carrying on from where the memo's client is or resending its
+ * whose first byte can begin no request, carrying on from where the memo's client is or resending its
  * last bytes, young and near enough its last write-back. The memo then moves; the flow entry
  * is not looked up. */
 static __always_inline int client_data_followed(struct __sk_buff *skb, const struct pkt *p)
@@ -116,29 +116,42 @@ static __always_inline int client_data_followed(struct __sk_buff *skb, const str
 	return 1;
 }
 
-/* What memo m followed of flow f goes into f's entry: only f's own connection's memo, and only
- * while the entry lies between where the memo took it (synced) and where it got to (next), in
- * sequence space (so never back, and never from a memo the entry has moved past since). */
-static __always_inline void client_memo_apply(const struct sluice_client_memo *m,
-					      struct sluice_flow *f)
+/* What a memo followed of flow f goes into f's entry: only f's own connection's memo (its
+ * admission time), only while the entry lies between where the memo took it (synced) and where
+ * it got to (next), in sequence space (so never back, and never from a memo the entry has moved
+ * past since), and never more than the memo may follow (a memo read from another CPU while it
+ * is being written can pair one take's next with another's synced: such a pair reads as far
+ * more). limit: the memo's next may not lie past it either (the segment that made the caller
+ * look; the entry's own position plus the window for a write-back from this CPU). */
+static __always_inline void client_memo_apply(__u32 next, __u32 synced, __u64 admitted_ns,
+					      struct sluice_flow *f, __u32 limit)
 {
 	__u32 at = f->client_next;
 
-	if (m->admitted_ns == f->admitted_ns && m->next - at <= m->next - m->synced)
-		f->client_next = m->next;
+	if (admitted_ns == f->admitted_ns && next - synced <= SLUICE_MEMO_BYTES &&
+	    next - at <= next - synced && limit - next <= limit - at)
+		f->client_next = next;
 }
 
 /* Before the whole way decides anything on flow f (key): what the memo followed of that client
- * goes into the entry. Then the memo is empty; the whole way takes it again at its end. */
-static __always_inline void client_memo_write_back(const struct sluice_flow_key *key,
-						   struct sluice_flow *f)
+ * goes into the entry. Then the memo is empty; the whole way takes it again at its end.
+ * 1 when there is no need to gather the other CPUs' memos: this CPU's memo was taken at the
+ * entry's very position, followed nothing since and is young, so this CPU went the whole way
+ * for that client last, a moment ago (a segment behind a loss: the first of them gathered
+ * already). */
+static __always_inline int client_memo_write_back(const struct sluice_flow_key *key,
+						  struct sluice_flow *f)
 {
 	struct sluice_client_memo *m = client_memo_here();
+	int here;
 
 	if (!m || !m->valid || !same_flow_key(key, &m->key))
-		return;
-	client_memo_apply(m, f);
+		return 0;
+	here = m->next == m->synced && m->synced == f->client_next &&
+	       bpf_jiffies64() - m->jiffies < SLUICE_MEMO_JIFFIES;
+	client_memo_apply(m->next, m->synced, m->admitted_ns, f, f->client_next + SLUICE_SEQ_WINDOW);
 	m->valid = 0;
+	return here;
 }
 
 /* At the end of the whole way for a segment that started nothing: the memo follows this
@@ -154,7 +167,8 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 	if (m->valid && m->next != m->synced && !same_flow_key(key, &m->key)) {
 		old = bpf_map_lookup_elem(&flows, &m->key);
 		if (old)
-			client_memo_apply(m, old);
+			client_memo_apply(m->next, m->synced, m->admitted_ns, old,
+					  old->client_next + SLUICE_SEQ_WINDOW);
 	}
 	__builtin_memcpy(&m->key, key, sizeof(*key));
 	m->next = m->synced = f->client_next;
@@ -163,50 +177,99 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 	m->valid = 1;
 }
 
-/* A new connection on the 4-tuple: this CPU's memo of the earlier one goes. */
-static __always_inline void client_memo_forget(const struct sluice_flow_key *key)
+/* A new connection on the 4-tuple (its SYN, at TC ingress: on the CPU its data will meet,
+ * RPS or not): this CPU's memo of the earlier one goes. */
+static __always_inline void client_memo_forget(const struct pkt *p)
 {
 	struct sluice_client_memo *m = client_memo_here();
+	struct sluice_flow_key key;
 
-	if (m && m->valid && same_flow_key(key, &m->key))
+	if (!m || !m->valid || m->key.client_port != p->tcp->source)
+		return; /* the common case: no key to build */
+	flow_key_of(p, 1, &key);
+	if (same_flow_key(&key, &m->key))
 		m->valid = 0;
 }
 
 struct memo_search {
 	const struct sluice_flow_key *key;
 	struct sluice_flow *f;
-	__u32 me;
+	__u32 me, seq;
 };
 
 static long memo_search_cpu(__u32 cpu, void *ctx)
 {
 	struct memo_search *s = ctx;
 	struct sluice_client_memo *m;
+	__u32 next, synced;
+	__u64 admitted_ns;
 
 	if (cpu == s->me)
 		return 0;
 	m = bpf_map_lookup_percpu_elem(&client_memo, &(__u32){ 0 }, cpu);
 	if (!m)
 		return 1; /* past the last CPU */
-	if (m->valid && same_flow_key(s->key, &m->key))
-		client_memo_apply(m, s->f);
+	if (!READ_ONCE(m->valid) || !same_flow_key(s->key, &m->key))
+		return 0;
+	/* once each: that CPU may be moving its memo on meanwhile (apply bounds what a torn
+	 * read can pair) */
+	next = READ_ONCE(m->next);
+	synced = READ_ONCE(m->synced);
+	admitted_ns = READ_ONCE(m->admitted_ns);
+	client_memo_apply(next, synced, admitted_ns, s->f, s->seq);
 	return 0;
 }
 
+/* Gathers a CPU may start per jiffy: what a client that keeps its segments ahead of a gap on
+ * many connections can make each CPU spend reading the others' memos. */
+#define SLUICE_MEMO_GATHERS 4
+
+struct memo_budget {
+	__u64 jiffies;
+	__u32 used;
+	__u32 _pad;
+};
+/* Per CPU: the jiffy it last gathered in and how many gathers it started in it. Not pinned. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct memo_budget);
+} memo_budget SEC(".maps");
+
 /* A segment of flow f that lies ahead of its entry by at most SLUICE_MEMO_BYTES: its
  * connection may have come from another CPU, whose memo followed it there. What every other
- * CPU's memo of it followed goes into the entry (a memo being moved on meanwhile is read as it
- * is: what it says is where the client was, and only forwards from the entry counts). Costs a
- * lookup per CPU, paid only for such a segment: one per move of a connection, a reordered
- * segment, or a forger's that lands in that range of the sequence space. */
+ * CPU's memo of it followed, up to this segment, goes into the entry. Costs a lookup per CPU,
+ * paid only for such a segment that this CPU did not just go the whole way for
+ * (client_memo_write_back): once per move of a connection, once per loss or reordering (the
+ * segments after the first behind it pay nothing), a segment behind a gap while another client
+ * holds this CPU's memo, or a forger's that lands in that range of the sequence space; and at
+ * most SLUICE_MEMO_GATHERS times per jiffy on a CPU. Not exact (what another CPU followed then
+ * waits for the server's next data, its ack, as after a loss) for a connection that moves away
+ * and comes back within SLUICE_MEMO_JIFFIES of its last whole way on a CPU, nor when the CPU's
+ * gathers for the jiffy are spent. */
 static __always_inline void client_memo_gather(const struct sluice_flow_key *key,
 					       struct sluice_flow *f, __u32 seq)
 {
-	struct memo_search s = { .key = key, .f = f, .me = bpf_get_smp_processor_id() };
-	__u32 ahead = seq - f->client_next;
+	struct memo_search s = { .key = key, .f = f, .me = bpf_get_smp_processor_id(),
+				 .seq = seq };
+	__u32 ahead = seq - f->client_next, zero = 0;
+	struct memo_budget *b;
+	__u64 j;
 
 	if (!ahead || ahead > SLUICE_MEMO_BYTES)
 		return;
+	b = bpf_map_lookup_elem(&memo_budget, &zero);
+	if (!b)
+		return;
+	j = bpf_jiffies64();
+	if (b->jiffies != j) {
+		b->jiffies = j;
+		b->used = 0;
+	}
+	if (b->used >= SLUICE_MEMO_GATHERS)
+		return;
+	b->used++;
 	bpf_loop(SLUICE_MAX_CPUS, memo_search_cpu, &s, 0);
 }
 

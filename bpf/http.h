@@ -338,7 +338,7 @@ static __always_inline int method_char(char c, int strict)
  * Blank lines before the request line: servers skip them (nginx any number, Apache ten), so a
  * request sent after a CR LF is a request all the same (and was one more way past the
  * shedding). The method is read after them, and the classification reads from there too
- * (the skip in the result). A segment that leads with more than SLUICE_BLANK_READ of them
+ * (the skip in the result). A segment that leads with SLUICE_BLANK_READ of them or more
  * starts a request with its method out of view; one of blank lines only starts none (the
  * bytes after them, at the client's next sequence, are looked at next).
  * strict: capitals, '_' and '-' only, for a connection sluice takes on in the middle (a body
@@ -355,6 +355,7 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 {
 	__u32 n = len > SLUICE_TOKEN_READ ? SLUICE_TOKEN_READ : len, k = SLUICE_BLANK_READ;
 	char b[SLUICE_TOKEN_READ];
+	int loose = 0;                   /* a character nginx would not take in a method */
 
 	if (!skb || !n)
 		return 0;
@@ -384,12 +385,21 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 		if (b[i] == ' ') {
 			if (!i)
 				return 0;
+			/* A method of other token characters than nginx's ("get", "m3!") is taken
+			 * only with a request target after it (origin "/", "*", absolute "http"),
+			 * or the segment's end there: text ("hello world", a log line) is not. */
+			if (loose && i + 1 < SLUICE_TOKEN_READ && b[i + 1] != '/' &&
+			    b[i + 1] != '*' && b[i + 1] != 'h' && b[i + 1] != 'H' && b[i + 1] != ' ')
+				return 0;
+			if (loose && i + 1 >= SLUICE_TOKEN_READ)
+				return 0;
 			return TOKEN_START | k << TOKEN_SKIP_SHIFT |
 			       (b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' &&
 				b[4] == 'E' && b[5] == 'C' && b[6] == 'T' && b[7] == ' ' ? TOKEN_CONNECT : 0);
 		}
 		if (!method_char(b[i], strict))
 			return 0;
+		loose |= !method_char(b[i], 1);
 	}
 	return 0;
 }
@@ -408,9 +418,9 @@ static __always_inline struct class_pick classify_request(struct __sk_buff *skb,
 	__u32 bound = best.order;
 	int r;
 
-	/* More blank lines than request_token reads before the request line: no client needs
-	 * them, and behind them the path is out of view (a path rule's lower class dodged):
-	 * the lowest class, whatever the other rules say. */
+	/* As many blank bytes as request_token reads before the request line (16) or more: no
+	 * client needs them, and behind them the path is out of view (a path rule's lower class
+	 * dodged): the lowest class, whatever the other rules say. */
 	if (skip >= SLUICE_BLANK_READ) {
 		best.class = 3;
 		return best;

@@ -599,7 +599,6 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 	}
 	if (bpf_map_update_elem(&flows, key, &nf, BPF_NOEXIST) == 0) {
 		own_bump(svc);
-		client_memo_forget(key); /* an earlier connection's, on this 4-tuple */
 		return;
 	}
 	if (nf.flags & SLUICE_FLOW_CONN_COUNTED)
@@ -1169,8 +1168,8 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
-	client_memo_write_back(&key, f);
-	client_memo_gather(&key, f, seq);
+	if (!client_memo_write_back(&key, f))
+		client_memo_gather(&key, f, seq);
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does for any other segment; a request that is decided reads the exact one
 	 * anyway and touches with it (one clock, not two). */
@@ -1410,8 +1409,11 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	svc = service_of(p.tcp->dest, &p, 1);
 	if (svc < 0)
 		return TC_ACT_OK;
-	if (p.tcp->syn && !p.tcp->ack && marked_rst_at_tc(skb))
-		return rst_at_tc(skb, &p);
+	if (p.tcp->syn && !p.tcp->ack) {
+		if (marked_rst_at_tc(skb))
+			return rst_at_tc(skb, &p);
+		client_memo_forget(&p); /* a new connection: no earlier one's memo answers it */
+	}
 	/* Only data can start a request or a turn: bare ACKs and control segments stop before
 	 * any map. */
 	if (!p.payload_len || p.tcp->syn || p.tcp->rst)

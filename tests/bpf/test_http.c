@@ -121,6 +121,7 @@ static void handshake(struct fixture *f, const struct pkt_spec *rq)
 
 	handshake_of(rq, &syn, &sa, &ack);
 	run_xdp(f, &syn);
+	admitted(f, &syn); /* and on through TC ingress, as the stack passes it */
 	struct run r = run_tc(bpf_program__fd(f->skel->progs.sluice_tc_egress), &sa);
 	assert_int_equal(r.ret, TC_ACT_UNSPEC);
 	assert_true(harness_unchanged(&r));
@@ -309,6 +310,9 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1, 0, 0 },          /* no method */
 		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", 2, 0, 0 },   /* any token: Go takes it */
 		{ "203.0.113.5", "m3! /x HTTP/1.1\r\n\r\n", 2, 0, 0 },
+		{ "203.0.113.5", "get http://t/x HTTP/1.1\r\n\r\n", 2, 0, 0 },      /* absolute */
+		{ "203.0.113.5", "hello world, more text", -1, 0, 0 },   /* no target: not a request */
+		{ "203.0.113.5", "2026-12-03 12:00 INFO up", -1, 0, 0 },
 		{ "203.0.113.5", "{\"get\": 1} /x", -1, 0, 0 },                       /* no token */
 		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 }, /* too long */
 		{ "203.0.113.5", "PROPFIND /x HTTP/1.1\r\n\r\n", 2, 0, 0 },         /* 8 letters */
@@ -2179,9 +2183,9 @@ static void test_connection_moving_cpu_gathers_the_memo(void **state)
 	assert_int_equal(inflight(f), 1);
 }
 
-/* A later connection on the same 4-tuple never meets the earlier one's memo, however it ended
- * (the server's FIN at egress: the new entry clears it; the client's FIN at XDP: cleared
- * there), even with its data at exactly the memo's position. */
+/* A later connection on the same 4-tuple never meets the earlier one's memo, however the
+ * earlier one ended (the server's FIN at egress, the client's at XDP): the new connection's
+ * SYN at TC ingress clears it, even with the new data at exactly the memo's position. */
 static void test_later_connection_not_answered_by_the_memo(void **state)
 {
 	struct fixture *f = *state;
