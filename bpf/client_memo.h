@@ -66,6 +66,24 @@ static __always_inline int same_flow_key(const struct sluice_flow_key *a,
 	return !d;
 }
 
+/* 1 when memo m is of the packet's flow (a client segment's), read in place: no key is built
+ * on TC ingress's stack, which is near its bound. The key: the client's address (v4-mapped
+ * for IPv4), its port, the service port, the local address. */
+static __always_inline int memo_is_of(const struct sluice_client_memo *m, const struct pkt *p)
+{
+	const __u32 *k = (const __u32 *)&m->key;
+
+	if (m->key.client_port != p->tcp->source || m->key.service_port != p->tcp->dest)
+		return 0;
+	if (!p->v6)
+		return !k[0] && !k[1] && k[2] == bpf_htonl(0xffff) && k[3] == p->ip4->saddr &&
+		       !k[5] && !k[6] && k[7] == bpf_htonl(0xffff) && k[8] == p->ip4->daddr;
+	const __u32 *a = p->ip6->saddr.in6_u.u6_addr32, *b = p->ip6->daddr.in6_u.u6_addr32;
+
+	return k[0] == a[0] && k[1] == a[1] && k[2] == a[2] && k[3] == a[3] &&
+	       k[5] == b[0] && k[6] == b[1] && k[7] == b[2] && k[8] == b[3];
+}
+
 /* 1 when the segment's first byte can begin no request: not a method's, not a blank line's
  * (0 too when it cannot be read). */
 static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
@@ -91,7 +109,6 @@ static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pk
  * is not looked up. */
 static __always_inline int client_data_followed(struct __sk_buff *skb, const struct pkt *p)
 {
-	struct sluice_flow_key key;
 	struct sluice_client_memo *m;
 	__u32 seq, end;
 
@@ -107,10 +124,7 @@ static __always_inline int client_data_followed(struct __sk_buff *skb, const str
 	if (end - m->synced > SLUICE_MEMO_BYTES ||
 	    bpf_jiffies64() - m->jiffies >= SLUICE_MEMO_JIFFIES)
 		return 0;
-	if (!no_method_byte(skb, p))
-		return 0;
-	flow_key_of(p, 1, &key);
-	if (!same_flow_key(&key, &m->key))
+	if (!no_method_byte(skb, p) || !memo_is_of(m, p))
 		return 0;
 	m->next = end;
 	return 1;
@@ -136,9 +150,9 @@ static __always_inline void client_memo_apply(__u32 next, __u32 synced, __u64 ad
 /* Before the whole way decides anything on flow f (key): what the memo followed of that client
  * goes into the entry. Then the memo is empty; the whole way takes it again at its end.
  * 1 when there is no need to gather the other CPUs' memos: this CPU's memo was taken at the
- * entry's very position, followed nothing since and is young, so this CPU went the whole way
- * for that client last, a moment ago (a segment behind a loss: the first of them gathered
- * already). */
+ * entry's very position by a whole way that gathered (or had no need to), followed nothing
+ * since and is young, so this CPU went the whole way for that client last, a moment ago (a
+ * segment behind a loss: the first of them gathered already). */
 static __always_inline int client_memo_write_back(const struct sluice_flow_key *key,
 						  struct sluice_flow *f)
 {
@@ -147,7 +161,7 @@ static __always_inline int client_memo_write_back(const struct sluice_flow_key *
 
 	if (!m || !m->valid || !same_flow_key(key, &m->key))
 		return 0;
-	here = m->next == m->synced && m->synced == f->client_next &&
+	here = m->gathered && m->next == m->synced && m->synced == f->client_next &&
 	       bpf_jiffies64() - m->jiffies < SLUICE_MEMO_JIFFIES;
 	client_memo_apply(m->next, m->synced, m->admitted_ns, f, f->client_next + SLUICE_SEQ_WINDOW);
 	m->valid = 0;
@@ -157,7 +171,7 @@ static __always_inline int client_memo_write_back(const struct sluice_flow_key *
 /* At the end of the whole way for a segment that started nothing: the memo follows this
  * client from here, once what it followed of another client is back in that one's entry. */
 static __always_inline void client_memo_take(const struct sluice_flow_key *key,
-					     const struct sluice_flow *f)
+					     const struct sluice_flow *f, int gathered)
 {
 	struct sluice_client_memo *m = client_memo_here();
 	struct sluice_flow *old;
@@ -174,21 +188,26 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 	m->next = m->synced = f->client_next;
 	m->admitted_ns = f->admitted_ns;
 	m->jiffies = bpf_jiffies64();
+	m->gathered = gathered;
 	m->valid = 1;
 }
 
 /* A new connection on the 4-tuple (its SYN, at TC ingress: on the CPU its data will meet,
- * RPS or not): this CPU's memo of the earlier one goes. */
+ * RPS or not): this CPU's memo of the earlier one goes, after what it followed is written
+ * back should that connection's entry still stand. */
 static __always_inline void client_memo_forget(const struct pkt *p)
 {
 	struct sluice_client_memo *m = client_memo_here();
-	struct sluice_flow_key key;
+	struct sluice_flow *f;
 
-	if (!m || !m->valid || m->key.client_port != p->tcp->source)
-		return; /* the common case: no key to build */
-	flow_key_of(p, 1, &key);
-	if (same_flow_key(&key, &m->key))
-		m->valid = 0;
+	if (!m || !m->valid || !memo_is_of(m, p))
+		return;
+	/* Written back first: a SYN on a live connection's 4-tuple (anyone can send one) must
+	 * not lose what the memo followed of it. */
+	if (m->next != m->synced && (f = bpf_map_lookup_elem(&flows, &m->key)))
+		client_memo_apply(m->next, m->synced, m->admitted_ns, f,
+				  f->client_next + SLUICE_SEQ_WINDOW);
+	m->valid = 0;
 }
 
 struct memo_search {
@@ -239,7 +258,9 @@ struct {
 
 /* A segment of flow f that lies ahead of its entry by at most SLUICE_MEMO_BYTES: its
  * connection may have come from another CPU, whose memo followed it there. What every other
- * CPU's memo of it followed, up to this segment, goes into the entry. Costs a lookup per CPU,
+ * CPU's memo of it followed, up to this segment's end (a resend of the last bytes followed
+ * elsewhere counts), goes into the entry. 0 when it could not look (the budget), so that the
+ * next such segment looks again. Costs a lookup per CPU,
  * paid only for such a segment that this CPU did not just go the whole way for
  * (client_memo_write_back): once per move of a connection, once per loss or reordering (the
  * segments after the first behind it pay nothing), a segment behind a gap while another client
@@ -248,29 +269,30 @@ struct {
  * waits for the server's next data, its ack, as after a loss) for a connection that moves away
  * and comes back within SLUICE_MEMO_JIFFIES of its last whole way on a CPU, nor when the CPU's
  * gathers for the jiffy are spent. */
-static __always_inline void client_memo_gather(const struct sluice_flow_key *key,
-					       struct sluice_flow *f, __u32 seq)
+static __always_inline int client_memo_gather(const struct sluice_flow_key *key,
+					      struct sluice_flow *f, __u32 seq, __u32 end)
 {
 	struct memo_search s = { .key = key, .f = f, .me = bpf_get_smp_processor_id(),
-				 .seq = seq };
+				 .seq = end };
 	__u32 ahead = seq - f->client_next, zero = 0;
 	struct memo_budget *b;
 	__u64 j;
 
 	if (!ahead || ahead > SLUICE_MEMO_BYTES)
-		return;
+		return 1; /* at the entry, or further than any memo follows: nothing to gather */
 	b = bpf_map_lookup_elem(&memo_budget, &zero);
 	if (!b)
-		return;
+		return 0;
 	j = bpf_jiffies64();
 	if (b->jiffies != j) {
 		b->jiffies = j;
 		b->used = 0;
 	}
 	if (b->used >= SLUICE_MEMO_GATHERS)
-		return;
+		return 0; /* spent: the next such segment tries again */
 	b->used++;
 	bpf_loop(SLUICE_MAX_CPUS, memo_search_cpu, &s, 0);
+	return 1;
 }
 
 #endif

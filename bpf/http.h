@@ -346,6 +346,38 @@ static __always_inline int method_char(char c, int strict)
  * token character.
  * A function of its own, verified once: inlined at its two callers, it doubled the paths of
  * TC ingress the verifier walks. Returns TOKEN_* bits, 0 for no start. */
+/* 1 when the bytes at off (len of them) begin a request target: origin ("/"), asterisk
+ * ("*"), absolute (a scheme and ':' within the first 8 bytes), or they end before that is
+ * told (a request cut short: decided). A function of its own, verified once: its offset is
+ * known only at each length of the method before it. */
+__attribute__((noinline))
+int request_target(struct __sk_buff *skb, __u32 off, __u32 len)
+{
+	__u32 m = len > 8 ? 8 : len;
+	char b[8];
+
+	if (!skb || !m)
+		return 1;
+	__builtin_memset(b, ' ', sizeof(b));
+	if (bpf_skb_load_bytes(skb, off, b, m))
+		return 0;
+	if (b[0] == '/' || b[0] == '*')
+		return 1;
+#pragma unroll
+	for (int j = 0; j < 8; j++) {
+		char c = b[j];
+
+		if ((__u32)j >= m)
+			return 1; /* cut short: decided */
+		if (c == ':')
+			return j > 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (j > 0 && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))))
+			return 0;
+	}
+	return 1; /* a scheme longer than read: decided */
+}
+
 #define TOKEN_START      1
 #define TOKEN_CONNECT    2       /* a CONNECT (cut short before its space too): a tunnel follows */
 #define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */
@@ -380,28 +412,29 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 	} else {
 		k = 0;
 	}
+	int sp = -1, connect;
+
 #pragma unroll
 	for (int i = 0; i < SLUICE_TOKEN_READ; i++) {
 		if (b[i] == ' ') {
 			if (!i)
 				return 0;
-			/* A method of other token characters than nginx's ("get", "m3!") is taken
-			 * only with a request target after it (origin "/", "*", absolute "http"),
-			 * or the segment's end there: text ("hello world", a log line) is not. */
-			if (loose && i + 1 < SLUICE_TOKEN_READ && b[i + 1] != '/' &&
-			    b[i + 1] != '*' && b[i + 1] != 'h' && b[i + 1] != 'H' && b[i + 1] != ' ')
-				return 0;
-			if (loose && i + 1 >= SLUICE_TOKEN_READ)
-				return 0;
-			return TOKEN_START | k << TOKEN_SKIP_SHIFT |
-			       (b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' &&
-				b[4] == 'E' && b[5] == 'C' && b[6] == 'T' && b[7] == ' ' ? TOKEN_CONNECT : 0);
+			sp = i;
+			break;
 		}
 		if (!method_char(b[i], strict))
 			return 0;
 		loose |= !method_char(b[i], 1);
 	}
-	return 0;
+	if (sp < 0)
+		return 0;
+	connect = b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
+		  b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
+	/* A method of other token characters than nginx's ("get", "m3!") is taken only with a
+	 * request target after it (request_target): text ("hello world", a log line) is not. */
+	if (loose && k + sp + 1 < len && !request_target(skb, off + k + sp + 1, len - k - sp - 1))
+		return 0;
+	return TOKEN_START | k << TOKEN_SKIP_SHIFT | (connect ? TOKEN_CONNECT : 0);
 }
 
 /* Source/DSCP rules, then the payload's, given what the trie says of the source (a: from the

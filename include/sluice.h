@@ -593,7 +593,10 @@ struct sluice_client_memo {
 	__u64 jiffies;                   /* when it was taken from the entry */
 	__u32 synced;                    /* the entry's client_next then (next == synced: nothing
 	                                  * to write back) */
-	__u32 valid;
+	__u8 valid;
+	__u8 gathered;                   /* the whole way that took it found the entry as every
+	                                  * CPU's memo has it (or had no need to look) */
+	__u16 _pad;
 };
 _Static_assert(sizeof(struct sluice_client_memo) == 64, "one cache line");
 

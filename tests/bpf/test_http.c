@@ -313,6 +313,10 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "get http://t/x HTTP/1.1\r\n\r\n", 2, 0, 0 },      /* absolute */
 		{ "203.0.113.5", "hello world, more text", -1, 0, 0 },   /* no target: not a request */
 		{ "203.0.113.5", "2026-12-03 12:00 INFO up", -1, 0, 0 },
+		{ "203.0.113.5", "hello how are you", -1, 0, 0 },
+		{ "203.0.113.5", "get x:/a HTTP/1.1\r\n\r\n", 2, 0, 0 },      /* any scheme */
+		{ "203.0.113.5", "M-SEARCH * HTTP/1.1\r\n\r\n", 2, 0, 0 },
+		{ "203.0.113.5", "options * HTTP/1.1\r\n\r\n", 2, 0, 0 },
 		{ "203.0.113.5", "{\"get\": 1} /x", -1, 0, 0 },                       /* no token */
 		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 }, /* too long */
 		{ "203.0.113.5", "PROPFIND /x HTTP/1.1\r\n\r\n", 2, 0, 0 },         /* 8 letters */
@@ -2166,17 +2170,21 @@ static void test_connection_moving_cpu_gathers_the_memo(void **state)
 	handshake(f, &rq);
 	admitted(f, &rq);
 	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}"),
-			b3 = after(&b2, "{\"c\": 3}");
+			b3 = after(&b2, "{\"c\": 3}"), b4 = after(&b3, "{\"d\": 4}");
 	admitted(f, &b1);
-	admitted(f, &b2); /* followed by home's memo only */
+	admitted(f, &b2);
+	admitted(f, &b3); /* b2, b3 followed by home's memo only */
 	assert_int_equal(flow_of(f, "203.0.113.26", 1760).client_next, b1.seq + b1.payload_len);
 	run_on(other);
+	/* first there: a resend of the last bytes home followed (a loss probe), ahead of the
+	 * entry: what home followed is gathered, up to the segment's end */
 	admitted(f, &b3);
 	assert_int_equal(flow_of(f, "203.0.113.26", 1760).client_next, b3.seq + b3.payload_len);
+	admitted(f, &b4); /* followed there now */
 	struct pkt_spec rs = response("203.0.113.26", 1760, "HTTP/1.1 413 Too Large\r\n\r\n");
 	rs.ack = rq.seq + (uint32_t)rq.payload_len;
 	egress(f, &rs);
-	struct pkt_spec next = after(&b3, GET("/x", ""));
+	struct pkt_spec next = after(&b4, GET("/x", ""));
 	admitted(f, &next);
 	run_on(home);
 	assert_int_equal(stats(f, 2).arrivals, 2);
@@ -2216,6 +2224,32 @@ static void test_later_connection_not_answered_by_the_memo(void **state)
 		assert_int_equal(flow_of(f, "203.0.113.27", port).client_next,
 				 data.seq + data.payload_len);
 	}
+}
+
+/* A SYN on a live connection's 4-tuple (anyone can send one) clears the memo of it only after
+ * writing back what the memo followed: the client's next request is still decided. */
+static void test_forged_syn_keeps_what_the_memo_followed(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.28", 1780, POST_UP);
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}");
+	admitted(f, &b1);
+	admitted(f, &b2); /* followed by the memo only */
+	struct pkt_spec syn = rq;
+	syn.payload = NULL, syn.payload_len = 0, syn.psh = 0, syn.ackf = 0, syn.ack = 0;
+	syn.syn = 1, syn.seq = 77777, syn.tcp_opts = 20;
+	run_xdp(f, &syn);
+	admitted(f, &syn);
+	assert_int_equal(flow_of(f, "203.0.113.28", 1780).client_next, b2.seq + b2.payload_len);
+	struct pkt_spec rs = response("203.0.113.28", 1780, "HTTP/1.1 413 Too Large\r\n\r\n");
+	rs.ack = rq.seq + (uint32_t)rq.payload_len;
+	egress(f, &rs);
+	struct pkt_spec next = after(&b2, GET("/x", ""));
+	admitted(f, &next);
+	assert_int_equal(stats(f, 2).arrivals, 2);
 }
 
 int main(void)
@@ -2269,6 +2303,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_moving_cpu_gathers_the_memo, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_later_connection_not_answered_by_the_memo, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_syn_keeps_what_the_memo_followed, setup,
 						harness_teardown),
 	};
 	cpu_set_t one;
