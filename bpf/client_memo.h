@@ -259,8 +259,8 @@ struct {
 /* A segment of flow f that lies ahead of its entry by at most SLUICE_MEMO_BYTES: its
  * connection may have come from another CPU, whose memo followed it there. What every other
  * CPU's memo of it followed, up to this segment's end (a resend of the last bytes followed
- * elsewhere counts), goes into the entry. 0 when it could not look (the budget), so that the
- * next such segment looks again. Costs a lookup per CPU,
+ * elsewhere counts), goes into the entry. 1 when it looked; 0 when it did not (no need, or the
+ * budget), so that the next segment ahead of the entry looks. Costs a lookup per CPU,
  * paid only for such a segment that this CPU did not just go the whole way for
  * (client_memo_write_back): once per move of a connection, once per loss or reordering (the
  * segments after the first behind it pay nothing), a segment behind a gap while another client
@@ -279,7 +279,7 @@ static __always_inline int client_memo_gather(const struct sluice_flow_key *key,
 	__u64 j;
 
 	if (!ahead || ahead > SLUICE_MEMO_BYTES)
-		return 1; /* at the entry, or further than any memo follows: nothing to gather */
+		return 0; /* nothing looked at: the next segment ahead of the entry looks */
 	b = bpf_map_lookup_elem(&memo_budget, &zero);
 	if (!b)
 		return 0;

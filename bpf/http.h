@@ -368,14 +368,14 @@ int request_target(struct __sk_buff *skb, __u32 off, __u32 len)
 		char c = b[j];
 
 		if ((__u32)j >= m)
-			return 1; /* cut short: decided */
+			return 1; /* the segment ends before it is told: decided */
 		if (c == ':')
 			return j > 0;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (j > 0 && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))))
 			return 0;
 	}
-	return 1; /* a scheme longer than read: decided */
+	return 0; /* 8 letters and no ':': a word ("everybody"), not a scheme (http, https, ws) */
 }
 
 #define TOKEN_START      1

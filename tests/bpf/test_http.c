@@ -314,6 +314,7 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "hello world, more text", -1, 0, 0 },   /* no target: not a request */
 		{ "203.0.113.5", "2026-12-03 12:00 INFO up", -1, 0, 0 },
 		{ "203.0.113.5", "hello how are you", -1, 0, 0 },
+		{ "203.0.113.5", "hello everybody here", -1, 0, 0 },    /* 8 letters, no ':' */
 		{ "203.0.113.5", "get x:/a HTTP/1.1\r\n\r\n", 2, 0, 0 },      /* any scheme */
 		{ "203.0.113.5", "M-SEARCH * HTTP/1.1\r\n\r\n", 2, 0, 0 },
 		{ "203.0.113.5", "options * HTTP/1.1\r\n\r\n", 2, 0, 0 },
@@ -664,6 +665,30 @@ static ssize_t capture_reply(int s, uint8_t *buf, size_t cap)
 	return -1;
 }
 
+/* L2 filled (75 % of 8 = 6) by requests from src at ports base..base+5, then text sent as the
+ * first segment of a new connection from base + 100: refused there, a 429 to the client and
+ * the segment turned into an RST to the server. */
+static void l2_full_then_refused(struct fixture *f, const char *src, uint16_t base, const char *text)
+{
+	for (uint16_t p = 0; p < 6; p++) {
+		struct pkt_spec r2 = request(src, (uint16_t)(base + p), GET("/y", ""));
+
+		handshake(f, &r2);
+		admitted(f, &r2);
+	}
+	assert_int_equal(inflight(f), 6);
+	struct pkt_spec first = request(src, (uint16_t)(base + 100), text);
+	handshake(f, &first);
+	struct run r = ingress(f, &first);
+	const struct tcphdr *tcp = (const void *)(r.out + 34);
+
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(inflight(f), 6);
+	assert_int_equal(r.out_len, 54);
+	assert_true(tcp->rst);
+}
+
 /* A client chooses where its segments end. One that cuts its request before the method's space
  * ("GET" | " /x HTTP/1.1 ...") still has it decided at the first segment (its source rules or
  * the default class: no header is in view), and refused when its class has no room: before,
@@ -735,23 +760,7 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 
 	/* With L2 full (75 % of 8 = 6), an L2 client that cuts its request so has it refused at
 	 * the first segment: a 429 to the client, the segment turned into an RST to the server. */
-	for (uint16_t p = 0; p < 6; p++) {
-		struct pkt_spec r2 = request("203.0.113.9", (uint16_t)(3100 + p), GET("/y", ""));
-
-		handshake(f, &r2);
-		admitted(f, &r2);
-	}
-	assert_int_equal(inflight(f), 6);
-	struct pkt_spec cut = request("203.0.113.9", 3200, "GET");
-	handshake(f, &cut);
-	struct run r = ingress(f, &cut);
-	const struct tcphdr *tcp = (const void *)(r.out + 34);
-
-	assert_int_equal(r.ret, TC_ACT_UNSPEC);
-	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 1);
-	assert_int_equal(inflight(f), 6);
-	assert_int_equal(r.out_len, 54);
-	assert_true(tcp->rst);
+	l2_full_then_refused(f, "203.0.113.9", 3100, "GET");
 }
 
 /* One request on the client's connection at seq (text), answered and ended; returns where the
@@ -803,22 +812,7 @@ static void test_blank_lines_before_the_request_line(void **state)
 	seq = one_request(f, &rq, seq, "X_Y-Z /x HTTP/1.1\r\nHost: t\r\n\r\n");
 	assert_int_equal(stats(f, 2).arrivals, 3);
 	/* With L2 full (75 % of 8 = 6), such a request is refused at its first segment. */
-	for (uint16_t p = 0; p < 6; p++) {
-		struct pkt_spec r2 = request("203.0.113.10", (uint16_t)(3300 + p), GET("/y", ""));
-
-		handshake(f, &r2);
-		admitted(f, &r2);
-	}
-	struct pkt_spec blank = request("203.0.113.10", 3400, "\r\n" GET("/y", ""));
-	handshake(f, &blank);
-	struct run r = ingress(f, &blank);
-	const struct tcphdr *tcp = (const void *)(r.out + 34);
-
-	assert_int_equal(r.ret, TC_ACT_UNSPEC);
-	assert_int_equal(stats(f, 2).rejected[SLUICE_REJ_HEADROOM], 1);
-	assert_int_equal(inflight(f), 6);
-	assert_int_equal(r.out_len, 54);
-	assert_true(tcp->rst);
+	l2_full_then_refused(f, "203.0.113.10", 3300, "\r\n" GET("/y", ""));
 }
 
 static void test_refused_request_gets_429_and_server_rst(void **state)
@@ -1991,6 +1985,35 @@ static struct pkt_spec after(const struct pkt_spec *prev, const char *text)
 	return b;
 }
 
+/* The server answers rq early, before it read the body (an early 413: its ack covers rq's head
+ * only), and the client's next request (text) follows its last body segment: returns that
+ * request as sent. */
+static struct pkt_spec answer_early_then_next(struct fixture *f, const struct pkt_spec *rq,
+					      const struct pkt_spec *last, const char *text)
+{
+	struct pkt_spec rs = response(rq->src, rq->sport, "HTTP/1.1 413 Too Large\r\n\r\n");
+	struct pkt_spec next = after(last, text);
+
+	rs.ack = rq->seq + (uint32_t)rq->payload_len;
+	egress(f, &rs);
+	admitted(f, &next);
+	return next;
+}
+
+/* An upload on this CPU: its head rq admitted, then b[0..2] sent (b[1], b[2] followed by this
+ * CPU's memo only); b[3] comes next. */
+static void upload_followed_here(struct fixture *f, struct pkt_spec *rq, struct pkt_spec b[4])
+{
+	static const char *body[4] = { "{\"a\": 1}", "{\"b\": 2}", "{\"c\": 3}", "{\"d\": 4}" };
+
+	handshake(f, rq);
+	admitted(f, rq);
+	for (int i = 0; i < 4; i++)
+		b[i] = after(i ? &b[i - 1] : rq, body[i]);
+	for (int i = 0; i < 3; i++)
+		admitted(f, &b[i]);
+}
+
 #define POST_UP "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 24\r\n\r\n"
 
 /* An upload whose server answers before it has read the body (an early 413, say): the body's
@@ -2010,13 +2033,8 @@ static void test_body_followed_then_next_request_decided(void **state)
 	admitted(f, &b3);
 	/* The memo took the client at b1's end and followed it: the entry was not touched. */
 	assert_int_equal(flow_of(f, "203.0.113.20", 1700).client_next, b1.seq + b1.payload_len);
-	struct pkt_spec rs = response("203.0.113.20", 1700, "HTTP/1.1 413 Too Large\r\n\r\n");
-	rs.ack = rq.seq + (uint32_t)rq.payload_len;
-	egress(f, &rs);
-	assert_int_equal(inflight(f), 0);
-	struct pkt_spec next = after(&b3, "\r\n" GET("/x", "")); /* a blank line first */
-	admitted(f, &next);
-	assert_int_equal(stats(f, 2).arrivals, 2);
+	struct pkt_spec next = answer_early_then_next(f, &rq, &b3, "\r\n" GET("/x", ""));
+	assert_int_equal(stats(f, 2).arrivals, 2); /* decided, behind a blank line too */
 	assert_int_equal(inflight(f), 1);
 	assert_int_equal(flow_of(f, "203.0.113.20", 1700).client_next, next.seq + next.payload_len);
 }
@@ -2041,36 +2059,40 @@ static void test_memo_written_back_when_taken_over(void **state)
 	admitted(f, &b1); /* b's body: the memo follows b from here, a's is written back */
 	assert_int_equal(flow_of(f, "203.0.113.21", 1710).client_next, a2.seq + a2.payload_len);
 	assert_int_equal(flow_of(f, "203.0.113.22", 1720).client_next, b1.seq + b1.payload_len);
-	struct pkt_spec rs = response("203.0.113.21", 1710, "HTTP/1.1 413 Too Large\r\n\r\n");
-	rs.ack = a.seq + (uint32_t)a.payload_len;
-	egress(f, &rs);
-	struct pkt_spec next = after(&a2, GET("/x", ""));
-	admitted(f, &next);
+	answer_early_then_next(f, &a, &a2, GET("/x", ""));
 	assert_int_equal(stats(f, 2).arrivals, 3);
 }
 
 /* What the memo followed of one connection never goes into a later one on the same 4-tuple
- * (here even with the same initial sequence, where the old position is one the new client
- * could reach). */
+ * (here with the new connection's first byte where the old memo was taken, so that only the
+ * admission time tells them apart). */
 static void test_memo_not_written_into_a_later_connection(void **state)
 {
 	struct fixture *f = *state;
-	struct pkt_spec rq = request("203.0.113.23", 1730, POST_UP);
+	struct pkt_spec rq = request("203.0.113.23", 1730, POST_UP), b[4];
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(f->skel->maps.client_memo);
+	struct sluice_client_memo *memo = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*memo));
+	uint32_t zero = 0;
 
-	handshake(f, &rq);
-	admitted(f, &rq);
-	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}");
-	admitted(f, &b1);
-	admitted(f, &b2);
-	client_fin(f, &b2, (uint32_t)b2.payload_len);
+	assert_non_null(memo);
+	upload_followed_here(f, &rq, b);
+	client_fin(f, &b[2], (uint32_t)b[2].payload_len);
 	assert_int_equal(flow_count(f), 0);
 	assert_int_equal(inflight(f), 0);
+	/* The memo as the old connection left it, put back after the new handshake: as if the
+	 * new SYN had met another CPU's TC ingress (its clearing is tested on its own). */
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, memo), 0);
 	usleep(1000); /* a later SYN: the new entry's admission time differs */
-	handshake(f, &rq);
-	admitted(f, &rq);
+	/* its first byte where the memo was taken: inside what the memo followed */
+	struct pkt_spec again = rq;
+	again.seq = b[1].seq;
+	handshake(f, &again);
+	assert_int_equal(bpf_map_update_elem(fd, &zero, memo, BPF_ANY), 0);
+	free(memo);
+	admitted(f, &again);
 	assert_int_equal(stats(f, 2).arrivals, 2);
 	assert_int_equal(inflight(f), 1);
-	assert_int_equal(flow_of(f, "203.0.113.23", 1730).client_next, rq.seq + rq.payload_len);
+	assert_int_equal(flow_of(f, "203.0.113.23", 1730).client_next, again.seq + again.payload_len);
 }
 
 /* A long upload: the entry never lags the client by more than SLUICE_MEMO_BYTES, so the
@@ -2081,7 +2103,7 @@ static void test_long_upload_ends_at_the_clients_fin(void **state)
 	static char chunk[901];
 	struct pkt_spec rq = request("203.0.113.24", 1740, POST_UP), last = rq;
 
-	memset(chunk, 'x', sizeof(chunk) - 1);
+	memset(chunk, '[', sizeof(chunk) - 1); /* no token character: the memo follows it */
 	handshake(f, &rq);
 	admitted(f, &rq);
 	for (int i = 0; i < 1300; i++) {
@@ -2147,13 +2169,11 @@ static void run_on(int cpu)
 /* A connection that moves to another CPU mid-body: its first segment there lies ahead of the
  * entry, where the first CPU's memo left it; what that memo followed is gathered, and the
  * client's next request is decided where it starts. */
-static void test_connection_moving_cpu_gathers_the_memo(void **state)
+/* A CPU this thread may run on other than home, or skips the test (one CPU: nothing moves). */
+static int other_cpu(int home)
 {
-	struct fixture *f = *state;
-	int home = sched_getcpu(), other = -1;
-	cpu_set_t all;
+	int other = -1;
 
-	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
 	for (int c = 0; c < libbpf_num_possible_cpus() && other < 0; c++) {
 		cpu_set_t one;
 
@@ -2164,16 +2184,17 @@ static void test_connection_moving_cpu_gathers_the_memo(void **state)
 	}
 	run_on(home);
 	if (other < 0)
-		skip(); /* one CPU: nothing can move */
-	struct pkt_spec rq = request("203.0.113.26", 1760, POST_UP);
+		skip();
+	return other;
+}
 
-	handshake(f, &rq);
-	admitted(f, &rq);
-	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}"),
-			b3 = after(&b2, "{\"c\": 3}"), b4 = after(&b3, "{\"d\": 4}");
-	admitted(f, &b1);
-	admitted(f, &b2);
-	admitted(f, &b3); /* b2, b3 followed by home's memo only */
+static void test_connection_moving_cpu_gathers_the_memo(void **state)
+{
+	struct fixture *f = *state;
+	int home = sched_getcpu(), other = other_cpu(home);
+	struct pkt_spec rq = request("203.0.113.26", 1760, POST_UP), b[4];
+	struct pkt_spec b1 = (upload_followed_here(f, &rq, b), b[0]), b3 = b[2], b4 = b[3];
+
 	assert_int_equal(flow_of(f, "203.0.113.26", 1760).client_next, b1.seq + b1.payload_len);
 	run_on(other);
 	/* first there: a resend of the last bytes home followed (a loss probe), ahead of the
@@ -2181,14 +2202,29 @@ static void test_connection_moving_cpu_gathers_the_memo(void **state)
 	admitted(f, &b3);
 	assert_int_equal(flow_of(f, "203.0.113.26", 1760).client_next, b3.seq + b3.payload_len);
 	admitted(f, &b4); /* followed there now */
-	struct pkt_spec rs = response("203.0.113.26", 1760, "HTTP/1.1 413 Too Large\r\n\r\n");
-	rs.ack = rq.seq + (uint32_t)rq.payload_len;
-	egress(f, &rs);
-	struct pkt_spec next = after(&b4, GET("/x", ""));
-	admitted(f, &next);
+	answer_early_then_next(f, &rq, &b4, GET("/x", ""));
 	run_on(home);
 	assert_int_equal(stats(f, 2).arrivals, 2);
 	assert_int_equal(inflight(f), 1);
+}
+
+/* A move whose first segment on the new CPU is a resend at the entry (a retransmit timeout's):
+ * nothing is ahead yet, so nothing is gathered then; the next segment, ahead of the entry,
+ * gathers what the first CPU followed. */
+static void test_resend_at_the_entry_after_a_move(void **state)
+{
+	struct fixture *f = *state;
+	int home = sched_getcpu(), other = other_cpu(home);
+	struct pkt_spec rq = request("203.0.113.29", 1790, POST_UP), b[4];
+	struct pkt_spec b2 = (upload_followed_here(f, &rq, b), b[1]), b4 = b[3];
+
+	run_on(other);
+	admitted(f, &b2); /* at the entry: it moves the entry on, nothing to gather */
+	admitted(f, &b4); /* ahead of the entry: home's memo gathered */
+	assert_int_equal(flow_of(f, "203.0.113.29", 1790).client_next, b4.seq + b4.payload_len);
+	answer_early_then_next(f, &rq, &b4, GET("/x", ""));
+	run_on(home);
+	assert_int_equal(stats(f, 2).arrivals, 2);
 }
 
 /* A later connection on the same 4-tuple never meets the earlier one's memo, however the
@@ -2233,22 +2269,17 @@ static void test_forged_syn_keeps_what_the_memo_followed(void **state)
 	struct fixture *f = *state;
 	struct pkt_spec rq = request("203.0.113.28", 1780, POST_UP);
 
-	handshake(f, &rq);
-	admitted(f, &rq);
-	struct pkt_spec b1 = after(&rq, "{\"a\": 1}"), b2 = after(&b1, "{\"b\": 2}");
-	admitted(f, &b1);
-	admitted(f, &b2); /* followed by the memo only */
+	struct pkt_spec b[4];
+
+	upload_followed_here(f, &rq, b);
+	struct pkt_spec b2 = b[2]; /* the last followed */
 	struct pkt_spec syn = rq;
 	syn.payload = NULL, syn.payload_len = 0, syn.psh = 0, syn.ackf = 0, syn.ack = 0;
 	syn.syn = 1, syn.seq = 77777, syn.tcp_opts = 20;
 	run_xdp(f, &syn);
 	admitted(f, &syn);
 	assert_int_equal(flow_of(f, "203.0.113.28", 1780).client_next, b2.seq + b2.payload_len);
-	struct pkt_spec rs = response("203.0.113.28", 1780, "HTTP/1.1 413 Too Large\r\n\r\n");
-	rs.ack = rq.seq + (uint32_t)rq.payload_len;
-	egress(f, &rs);
-	struct pkt_spec next = after(&b2, GET("/x", ""));
-	admitted(f, &next);
+	answer_early_then_next(f, &rq, &b2, GET("/x", ""));
 	assert_int_equal(stats(f, 2).arrivals, 2);
 }
 
@@ -2305,6 +2336,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_later_connection_not_answered_by_the_memo, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_keeps_what_the_memo_followed, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_resend_at_the_entry_after_a_move, setup,
 						harness_teardown),
 	};
 	cpu_set_t one;

@@ -173,50 +173,50 @@ zero() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(svc 0 in_flight)" -eq 
 wait_for 8 "every connection to be released" zero
 ok $? "in-flight returns to exactly 0: connections $(svc 0 connections), busy $(svc 0 in_flight)"
 
-# --- a client that cuts its request before the method's space is still shed -------------
-# Its first segment is the method alone ("GET", then " / HTTP/1.1..."): it is decided there,
-# and with its class shed it is answered 429 at once. Before, neither segment read as a
-# request's start and the request went to the server undecided.
-"$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$CFG" \
-	switch set web L2 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
-shed_l2() { status; [ "$(json_get "$TMP/status.json" "[c for c in d['services'][1]['classes'] if c['class']=='L2'][0]['switch_shed']")" = 1.0 ]; }
-wait_for 3 "the L2 switch in the verdict map" shed_l2
-answers=$(in_cli python3 -c "
+# Sheds all of class $1 of the web service with the operator switch, and waits until the
+# verdict map has it.
+shed_all_of() {
+	"$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$CFG" \
+		switch set web "$1" --shed 100 --reason "e2e test" --ttl 1m >/dev/null
+	shed_there() { status; [ "$(json_get "$TMP/status.json" "[c for c in d['services'][1]['classes'] if c['class']=='$1'][0]['switch_shed']")" = 1.0 ]; }
+	wait_for 3 "the $1 switch in the verdict map" shed_there
+}
+
+# The first line of the answer to each payload (a Python expression of a list of bytes; GET is
+# a whole request), each sent alone on a connection of its own with TCP_NODELAY, joined with
+# '|'; an exception's name where no answer came within 2 s.
+first_answer_lines() {
+	in_cli python3 -c "
 import socket
+GET = b'GET / HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n'
 out = []
-for cut in (b'GET', b'POST', b'G'):
+for data in ($1):
     c = socket.create_connection(('$SRV_IP', 8080), timeout=2)
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    c.sendall(cut)
+    c.sendall(data)
     try:
         out.append(c.recv(64).split(b'\\r\\n')[0].decode())
     except Exception as e:
         out.append(type(e).__name__)
     c.close()
-print('|'.join(out))")
+print('|'.join(out))"
+}
+
+# --- a client that cuts its request before the method's space is still shed -------------
+# Its first segment is the method alone ("GET", then " / HTTP/1.1..."): it is decided there,
+# and with its class shed it is answered 429 at once. Before, neither segment read as a
+# request's start and the request went to the server undecided.
+shed_all_of L2
+answers=$(first_answer_lines "b'GET', b'POST', b'G'")
 ok $([[ "$answers" == "HTTP/1.1 429 "*"|HTTP/1.1 429 "*"|HTTP/1.1 429 "* ]] && echo 0 || echo 1) \
 	"requests cut before the method's space are decided at their first segment: $answers"
 
 # --- a client that sends blank lines before its request line is still shed ---------------
 # Servers skip them (nginx any number, Apache ten), so the request behind them is one. Before,
 # a segment that opened with CR LF read as no request's start and went to the server undecided.
-# More than 16 blank bytes put a request in L3 (its path out of view): L3 is shed too.
-"$BUILD/sluicectl" --pin-dir "$PIN" --state-dir "$TMP/state" --config "$CFG" \
-	switch set web L3 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
-shed_l3() { status; [ "$(json_get "$TMP/status.json" "[c for c in d['services'][1]['classes'] if c['class']=='L3'][0]['switch_shed']")" = 1.0 ]; }
-wait_for 3 "the L3 switch in the verdict map" shed_l3
-answers=$(in_cli python3 -c "
-import socket
-out = []
-for lead in (b'\\r\\n', b'\\n\\n', b'\\r\\n' * 20):
-    c = socket.create_connection(('$SRV_IP', 8080), timeout=2)
-    c.sendall(lead + b'GET / HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n')
-    try:
-        out.append(c.recv(64).split(b'\\r\\n')[0].decode())
-    except Exception as e:
-        out.append(type(e).__name__)
-    c.close()
-print('|'.join(out))")
+# 16 blank bytes or more put a request in L3 (its path out of view): L3 is shed too.
+shed_all_of L3
+answers=$(first_answer_lines 'b"\r\n" + GET, b"\n\n" + GET, b"\r\n" * 20 + GET')
 ok $([[ "$answers" == "HTTP/1.1 429 "*"|HTTP/1.1 429 "*"|HTTP/1.1 429 "* ]] && echo 0 || echo 1) \
 	"requests after blank lines are decided: $answers"
 finish
