@@ -10,7 +10,7 @@
  * there (or is the last one again) moves only the memo, not the flow entry.
  *
  * What keeps the flow entry right:
- * - Only a segment whose first byte can begin no request is answered here (not a method's
+ * - Only a segment whose first byte can begin no request is answered here (not a token
  *   character, not CR or LF): a segment that might start one always takes the whole way,
  *   and that way first writes what the memo followed back into the entry: the start is
  *   checked against where the client really is.
@@ -25,14 +25,17 @@
  *   between where the memo took it and where the memo got to (forwards, and never from a
  *   memo the entry has moved past since).
  * - A new connection's SYN (at TC ingress, on the CPU its data will meet, RPS or not) clears
- *   this CPU's memo of the 4-tuple, so the memo never answers for a later connection's bytes
- *   (one taken on at TC ingress, adopt_established, writes back first and so clears it too).
+ *   this CPU's memo of the 4-tuple, after writing it back should that connection's entry
+ *   still stand (a SYN on a live 4-tuple may be anyone's), so the memo never answers for a
+ *   later connection's bytes (one taken on at TC ingress, adopt_established, writes back
+ *   first and so clears it too).
  * Each CPU has its own memo (a per-CPU array), so no other CPU writes it. A connection whose
  * segments move to another CPU (RFS following a thread, the queue mapping changed, a client on
  * a veth that moves itself) finds its entry behind, where the old CPU's memo left it: its
  * first segment there lies ahead of the entry, and a segment ahead by at most
  * SLUICE_MEMO_BYTES reads every CPU's memo of the 4-tuple (bpf_map_lookup_percpu_elem) and
- * writes back what they followed, so the segment carries on from there. Not pinned: at a new
+ * writes back what they followed, so the segment carries on from there (client_memo_gather
+ * says when, and what bounds its cost). Not pinned: at a new
  * program, what the old one had followed and not written back (at most SLUICE_MEMO_BYTES per
  * CPU, one connection per CPU) is made up only by the server's next data (its ack), like a
  * segment ahead of a gap: until then that connection's next request start is not seen as

@@ -324,28 +324,6 @@ static __always_inline int method_char(char c, int strict)
 	       c == '^' || c == '`' || c == '|' || c == '~';
 }
 
-/* Whether a client segment at the client's next sequence, with no request open, starts one:
- * its payload opens with an HTTP method token ("GET ", "PROPFIND ", up to 23 characters: the
- * longest registered method, UPDATEREDIRECTREF, has 17), or is a method token cut short:
- * nothing but method characters, the segment ending before the space ("GET", then " /x
- * HTTP/1.1..." in the next segment). A client chooses where its segments end: were a token
- * cut short no start, its request would go to the server undecided, past the shedding, as
- * would every request of a client that always cut them so ("GE" | "T" | " /x ..." leaves no
- * segment that reads as a whole token). A zero-window probe's one byte of a request is that
- * request's first byte: deciding there is deciding the request. Such a request is decided on
- * what its first segment shows (no header, no path: its source and DSCP rules, else the
- * default class).
- * Blank lines before the request line: servers skip them (nginx any number, Apache ten), so a
- * request sent after a CR LF is a request all the same (and was one more way past the
- * shedding). The method is read after them, and the classification reads from there too
- * (the skip in the result). A segment that leads with SLUICE_BLANK_READ of them or more
- * starts a request with its method out of view; one of blank lines only starts none (the
- * bytes after them, at the client's next sequence, are looked at next).
- * strict: capitals, '_' and '-' only, for a connection sluice takes on in the middle (a body
- * uploaded across the attach, whose chunk reads like a request less often so); otherwise any
- * token character.
- * A function of its own, verified once: inlined at its two callers, it doubled the paths of
- * TC ingress the verifier walks. Returns TOKEN_* bits, 0 for no start. */
 /* 1 when the bytes at off (len of them) begin a request target: origin ("/"), asterisk
  * ("*"), absolute (a scheme and ':' within the first 8 bytes), or they end before that is
  * told (a request cut short: decided). A function of its own, verified once: its offset is
@@ -378,6 +356,28 @@ int request_target(struct __sk_buff *skb, __u32 off, __u32 len)
 	return 0; /* 8 letters and no ':': a word ("everybody"), not a scheme (http, https, ws) */
 }
 
+/* Whether a client segment at the client's next sequence, with no request open, starts one:
+ * its payload opens with an HTTP method token ("GET ", "PROPFIND ", up to 23 characters: the
+ * longest registered method, UPDATEREDIRECTREF, has 17), or is a method token cut short:
+ * nothing but method characters, the segment ending before the space ("GET", then " /x
+ * HTTP/1.1..." in the next segment). A client chooses where its segments end: were a token
+ * cut short no start, its request would go to the server undecided, past the shedding, as
+ * would every request of a client that always cut them so ("GE" | "T" | " /x ..." leaves no
+ * segment that reads as a whole token). A zero-window probe's one byte of a request is that
+ * request's first byte: deciding there is deciding the request. Such a request is decided on
+ * what its first segment shows (no header, no path: its source and DSCP rules, else the
+ * default class).
+ * Blank lines before the request line: servers skip them (nginx any number, Apache ten), so a
+ * request sent after a CR LF is a request all the same (and was one more way past the
+ * shedding). The method is read after them, and the classification reads from there too
+ * (the skip in the result). A segment that leads with SLUICE_BLANK_READ of them or more
+ * starts a request with its method out of view; one of blank lines only starts none (the
+ * bytes after them, at the client's next sequence, are looked at next).
+ * strict: capitals, '_' and '-' only, for a connection sluice takes on in the middle (a body
+ * uploaded across the attach, whose chunk reads like a request less often so); otherwise any
+ * token character.
+ * A function of its own, verified once: inlined at its two callers, it doubled the paths of
+ * TC ingress the verifier walks. Returns TOKEN_* bits, 0 for no start. */
 #define TOKEN_START      1
 #define TOKEN_CONNECT    2       /* a CONNECT (cut short before its space too): a tunnel follows */
 #define TOKEN_SKIP_SHIFT 8       /* the CR and LF bytes before the method */

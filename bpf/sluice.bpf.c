@@ -1141,10 +1141,6 @@ static __always_inline void request_source(struct sluice_flow *f, const struct s
 	source_rule_at(&k, a);
 }
 
-/* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
- * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
- * (after the handshake, or after the previous request's bytes), with a method token: data
- * anywhere else (no handshake, a body, a retransmit, a forged segment) starts nothing. */
 /* "GET " and "POST " read in place: what request_token would say of them (a start, nothing
  * skipped, no CONNECT) without its call, whose return costs the most on a host whose returns
  * go through a mitigation thunk. 0 for anything else, request_token then reads it. */
@@ -1165,6 +1161,10 @@ static __always_inline __u32 common_method(struct __sk_buff *skb, const struct p
 	return 0;
 }
 
+/* Start of a request on an http service: classify, admit, or answer 429/503. A request starts
+ * only on a flow whose handshake sluice saw complete, at the sequence number the client is at
+ * (after the handshake, or after the previous request's bytes), with a method token: data
+ * anywhere else (no handshake, a body, a retransmit, a forged segment) starts nothing. */
 static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, __u32 svc,
 					 const struct sluice_service *sc)
 {
