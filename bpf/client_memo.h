@@ -89,19 +89,30 @@ static __always_inline int memo_is_of(const struct sluice_client_memo *m, const 
 
 /* 1 when the segment's first byte can begin no request: not a method's, not a blank line's
  * (0 too when it cannot be read). */
-static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
+/* The payload's first n bytes where the program may read them in place, or NULL (not in the
+ * linear part: the caller loads them). The offset is bounded below 64 KiB with room for the
+ * bytes, or the verifier grants the read no range (headers end far below that). */
+static __always_inline __u8 *payload_in_place(struct __sk_buff *skb, const struct pkt *p,
+					      __u32 n)
 {
 	__u32 off = p->payload_off;
-	__u8 *b, c;
+	__u8 *b;
 
-	/* The offset bounded below 64 KiB with room for the byte, or the verifier grants the
-	 * read no range (headers end far below that). */
-	if (off > 0x7fff)
-		return 0;
+	if (off > 0x7fff || p->payload_len < n)
+		return NULL;
 	b = (void *)(long)skb->data + off;
-	if ((void *)(b + 1) <= (void *)(long)skb->data_end)
+	if ((void *)(b + n) > (void *)(long)skb->data_end)
+		return NULL;
+	return b;
+}
+
+static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
+{
+	__u8 *b = payload_in_place(skb, p, 1), c;
+
+	if (b)
 		c = *b;
-	else if (bpf_skb_load_bytes(skb, off, &c, 1))
+	else if (bpf_skb_load_bytes(skb, p->payload_off, &c, 1))
 		return 0;
 	return !method_char(c, 0) && c != '\r' && c != '\n';
 }
@@ -150,6 +161,14 @@ static __always_inline void client_memo_apply(__u32 next, __u32 synced, __u64 ad
 		f->client_next = next;
 }
 
+/* A memo of this CPU into flow f's entry (no segment bounds it: the window a client segment
+ * could move the entry by does). */
+static __always_inline void client_memo_write(const struct sluice_client_memo *m,
+					      struct sluice_flow *f)
+{
+	client_memo_apply(m->next, m->synced, m->admitted_ns, f, f->client_next + SLUICE_SEQ_WINDOW);
+}
+
 /* Before the whole way decides anything on flow f (key): what the memo followed of that client
  * goes into the entry. Then the memo is empty; the whole way takes it again at its end.
  * 1 when there is no need to gather the other CPUs' memos: this CPU's memo was taken at the
@@ -166,7 +185,7 @@ static __always_inline int client_memo_write_back(const struct sluice_flow_key *
 		return 0;
 	here = m->gathered && m->next == m->synced && m->synced == f->client_next &&
 	       bpf_jiffies64() - m->jiffies < SLUICE_MEMO_JIFFIES;
-	client_memo_apply(m->next, m->synced, m->admitted_ns, f, f->client_next + SLUICE_SEQ_WINDOW);
+	client_memo_write(m, f);
 	m->valid = 0;
 	return here;
 }
@@ -184,8 +203,7 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 	if (m->valid && m->next != m->synced && !same_flow_key(key, &m->key)) {
 		old = bpf_map_lookup_elem(&flows, &m->key);
 		if (old)
-			client_memo_apply(m->next, m->synced, m->admitted_ns, old,
-					  old->client_next + SLUICE_SEQ_WINDOW);
+			client_memo_write(m, old);
 	}
 	__builtin_memcpy(&m->key, key, sizeof(*key));
 	m->next = m->synced = f->client_next;
@@ -208,8 +226,7 @@ static __always_inline void client_memo_forget(const struct pkt *p)
 	/* Written back first: a SYN on a live connection's 4-tuple (anyone can send one) must
 	 * not lose what the memo followed of it. */
 	if (m->next != m->synced && (f = bpf_map_lookup_elem(&flows, &m->key)))
-		client_memo_apply(m->next, m->synced, m->admitted_ns, f,
-				  f->client_next + SLUICE_SEQ_WINDOW);
+		client_memo_write(m, f);
 	m->valid = 0;
 }
 

@@ -1146,13 +1146,9 @@ static __always_inline void request_source(struct sluice_flow *f, const struct s
  * go through a mitigation thunk. 0 for anything else, request_token then reads it. */
 static __always_inline __u32 common_method(struct __sk_buff *skb, const struct pkt *p)
 {
-	__u32 off = p->payload_off;
-	__u8 *b;
+	__u8 *b = payload_in_place(skb, p, 5);
 
-	if (off > 0x7fff)
-		return 0; /* see no_method_byte */
-	b = (void *)(long)skb->data + off;
-	if ((void *)(b + 5) > (void *)(long)skb->data_end || p->payload_len < 5)
+	if (!b)
 		return 0;
 	if (b[0] == 'G' && b[1] == 'E' && b[2] == 'T' && b[3] == ' ')
 		return TOKEN_START;
