@@ -259,21 +259,13 @@ static long memo_search_cpu(__u32 cpu, void *ctx)
 	return 0;
 }
 
-/* Gathers a CPU may start per jiffy: what a client that keeps its segments ahead of a gap on
- * many connections can make each CPU spend reading the others' memos. */
-#define SLUICE_MEMO_GATHERS 4
-
-struct memo_budget {
-	__u64 jiffies;
-	__u32 used;
-	__u32 _pad;
-};
-/* Per CPU: the jiffy it last gathered in and how many gathers it started in it. Not pinned. */
+/* Per CPU: the jiffy it last gathered in and how many gathers it started in it
+ * (SLUICE_MEMO_GATHERS a jiffy). Not pinned. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct memo_budget);
+	__type(value, struct sluice_memo_budget);
 } memo_budget SEC(".maps");
 
 /* A segment of flow f that lies ahead of its entry by at most SLUICE_MEMO_BYTES: its
@@ -295,7 +287,7 @@ static __always_inline int client_memo_gather(const struct sluice_flow_key *key,
 	struct memo_search s = { .key = key, .f = f, .me = bpf_get_smp_processor_id(),
 				 .seq = end };
 	__u32 ahead = seq - f->client_next, zero = 0;
-	struct memo_budget *b;
+	struct sluice_memo_budget *b;
 	__u64 j;
 
 	if (!ahead || ahead > SLUICE_MEMO_BYTES)

@@ -604,6 +604,17 @@ _Static_assert(sizeof(struct sluice_client_memo) == 64, "one cache line");
  * stays well inside the window a client FIN or RST is checked against. */
 #define SLUICE_MEMO_BYTES     (SLUICE_SEQ_WINDOW / 4)
 
+/* Gathers of the other CPUs' memos a CPU may start per jiffy (map `memo_budget`, per-CPU,
+ * BPF-owned, not pinned): what a client that keeps its segments ahead of a gap on many
+ * connections can make each CPU spend reading the others' memos. */
+#define SLUICE_MEMO_GATHERS   4
+
+struct sluice_memo_budget {
+	__u64 jiffies;                   /* the jiffy this CPU last started a gather in */
+	__u32 used;                      /* gathers started in it */
+	__u32 _pad;
+};
+
 /* Admitted handshakes not yet complete are a budget of their own: up to
  * limit / SLUICE_HALFOPEN_SHARE of them count against the headroom of L1..L3 (a burst of SYNs
  * inside one round trip is partly held back there), none against L0's: forged SYNs can take

@@ -2236,6 +2236,63 @@ static void test_resend_at_the_entry_after_a_move(void **state)
 	assert_int_equal(stats(f, 2).arrivals, 2);
 }
 
+/* With the gathers this CPU may start in the jiffy spent (SLUICE_MEMO_GATHERS), the first
+ * segment of a moved connection that lies ahead of its entry reads no other CPU's memo and
+ * leaves the entry where it was; the next segment ahead of the entry, with gathers to spare,
+ * reads them, so the client's next request is still decided where it starts. */
+static void test_spent_gathers_tried_again(void **state)
+{
+	struct fixture *f = *state;
+	int home = sched_getcpu(), other = other_cpu(home), ncpu = libbpf_num_possible_cpus();
+	int bfd = bpf_map__fd(f->skel->maps.memo_budget), mfd = bpf_map__fd(f->skel->maps.client_memo);
+	struct sluice_memo_budget *bud = calloc((size_t)ncpu, sizeof(*bud));
+	struct sluice_client_memo *memo = calloc((size_t)ncpu, sizeof(*memo));
+	uint32_t zero = 0;
+	int refused = 0;
+
+	assert_non_null(bud);
+	assert_non_null(memo);
+	/* The spent budget names a jiffy, the one home's memo was taken in; should the clock
+	 * tick before the segment meets it, the data path starts a fresh budget and gathers, and
+	 * the test takes another connection. */
+	for (int attempt = 0; attempt < 50 && !refused; attempt++) {
+		uint16_t port = (uint16_t)(1800 + attempt);
+		struct pkt_spec rq = request("203.0.113.31", port, POST_UP), b[4];
+
+		run_on(home);
+		upload_followed_here(f, &rq, b);
+		assert_int_equal(bpf_map_lookup_elem(mfd, &zero, memo), 0);
+		uint64_t jiffy = memo[home].jiffies;
+
+		run_on(other);
+		assert_int_equal(bpf_map_lookup_elem(bfd, &zero, bud), 0);
+		bud[other].jiffies = jiffy;
+		bud[other].used = SLUICE_MEMO_GATHERS;
+		assert_int_equal(bpf_map_update_elem(bfd, &zero, bud, BPF_ANY), 0);
+		admitted(f, &b[2]); /* ahead of the entry (home followed b[1] and b[2]) */
+		assert_int_equal(bpf_map_lookup_elem(bfd, &zero, bud), 0);
+		if (bud[other].jiffies != jiffy)
+			continue; /* a tick came first: it gathered */
+		refused = 1;
+		assert_int_equal(bud[other].used, SLUICE_MEMO_GATHERS);
+		assert_int_equal(flow_of(f, "203.0.113.31", port).client_next,
+				 b[0].seq + b[0].payload_len);
+		/* gathers to spare again: the next segment ahead of the entry reads home's memo */
+		memset(bud, 0, (size_t)ncpu * sizeof(*bud));
+		assert_int_equal(bpf_map_update_elem(bfd, &zero, bud, BPF_ANY), 0);
+		admitted(f, &b[3]);
+		assert_int_equal(flow_of(f, "203.0.113.31", port).client_next,
+				 b[3].seq + b[3].payload_len);
+		uint64_t before = stats(f, 2).arrivals;
+		answer_early_then_next(f, &rq, &b[3], GET("/x", ""));
+		assert_int_equal(stats(f, 2).arrivals, before + 1);
+	}
+	run_on(home);
+	free(bud);
+	free(memo);
+	assert_true(refused);
+}
+
 /* A later connection on the same 4-tuple never meets the earlier one's memo, however the
  * earlier one ended (the server's FIN at egress, the client's at XDP): the new connection's
  * SYN at TC ingress clears it, even with the new data at exactly the memo's position. */
@@ -2347,6 +2404,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_syn_keeps_what_the_memo_followed, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_resend_at_the_entry_after_a_move, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_spent_gathers_tried_again, setup,
 						harness_teardown),
 	};
 	cpu_set_t one;
