@@ -99,7 +99,8 @@ refused() {
 	local bin=$1 what=$2 want=$3 before_prog before_pins before_in out rc
 	before_prog=$(xdp_prog); before_pins=$(pins); before_in=$(inflight)
 	out=$(timeout 20 $IN_SRV "$bin" --config "$CFG" --pin-dir "$PIN" 2>&1); rc=$?
-	ok $([ $rc -eq 1 ] && echo "$out" | grep -qF -- "$want" && [ "$(xdp_prog)" = "$before_prog" ] &&
+	ok $([ $rc -eq 1 ] && echo "$out" | grep -qF -- "$want" && [ -n "$before_prog" ] &&
+	     [ -n "$before_in" ] && [ "$(xdp_prog)" = "$before_prog" ] &&
 		[ "$(pins)" = "$before_pins" ] && [ "$(tc_filters)" = 2 ] &&
 		[ "$(inflight)" = "$before_in" ] && echo 0 || echo 1) \
 		"$what: exit $rc, says what to do, XDP program $before_prog kept, pins, TC filters and in-flight ($before_in) unchanged" \

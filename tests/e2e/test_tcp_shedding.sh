@@ -97,7 +97,7 @@ echo "service_ms=1" > "$MODE"
 l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_ref=$(lg "$TMP/l3.json" L3 refused)
 l3_sent=$(lg "$TMP/l3.json" L3 sent); l3_rej99=$(lg "$TMP/l3.json" L3 reject_p99_ms)
 l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)
-ok $([ "$l3_ok" -le 10 ] && [ "$l3_ref" -ge $((l3_sent - 10)) ] && echo 0 || echo 1) \
+ok $([ "$l3_sent" -ge 180 ] && [ "$l3_ok" -le 10 ] && [ "$l3_ref" -ge $((l3_sent - 10)) ] && echo 0 || echo 1) \
 	"L3 over its headroom is refused: $l3_ok ok, $l3_ref refused of $l3_sent"
 rej_fast() { python3 -c "import sys; sys.exit(0 if $l3_rej99 < 50 else 1)"; }
 remeasure_rej() { # a second sample of refusal latency: L3 refused by a switch, same RST path
