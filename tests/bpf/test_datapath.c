@@ -1144,18 +1144,22 @@ static void test_client_token_bucket(void **state)
 	assert_int_equal(connect_(f, &other), XDP_PASS);
 	assert_int_equal(stats(f, 3, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
 	usleep(1100000);
-	struct pkt_spec later = syn4("198.18.1.2", 10, 7001);
-	assert_int_equal(connect_(f, &later), XDP_PASS);
+	set_heartbeat(f, 0); /* the controller alive: the bucket, not fail-open, decides */
+	struct pkt_spec later = syn4("198.18.1.2", 10, 7001), again = syn4("198.18.1.2", 11, 7001);
+	assert_int_equal(connect_(f, &later), XDP_PASS);   /* the token that came back */
+	assert_int_equal(connect_(f, &again), XDP_TX);     /* and no other yet */
 }
 
 static void test_client_limits_off_when_controller_silent(void **state)
 {
 	struct fixture *f = *state;
 
+	/* Completed connections, not bare SYNs: only a completed handshake counts against a
+	 * client's cap (2 here), so SYNs alone would pass with the controller alive too. */
 	set_heartbeat(f, 2000000000ull);
 	for (uint16_t p = 1; p <= 4; p++) {
 		struct pkt_spec s = syn4("198.18.1.2", p, 7000);
-		assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
 	}
 }
 
@@ -1944,7 +1948,6 @@ static void dead_handshake_gives_way_to_a_new_isn(struct fixture *f)
 	ack.ack = fsa.seq + 1;
 	xdp(f, &ack);
 	assert_int_equal(inflight_total(f, 0), 1);
-	assert_int_equal(halfopen_count(f, 0), 0);
 	assert_int_equal(pending_of(f, &t, &h), 0);
 	struct pkt_spec fin = ack;
 	fin.fin = 1;
@@ -2235,14 +2238,12 @@ static void handshake_slot_shared_by_two_4tuples(struct fixture *f)
 	assert_int_equal(in_window(halfopen_count(f, 0)), 3);
 	/* c's record 2 s old: it still holds its slot */
 	age_pending(f, &c, 2000000000ull);
-	assert_int_equal(halfopen_count(f, 0), 0); /* the window lapsed */
 	assert_int_equal(xdp(f, &d).ret, XDP_PASS);
 	assert_int_equal(pending_of(f, &c, &h), 1);
 	assert_int_equal(pending_of(f, &d, &h), 0);
 	assert_int_equal(in_window(halfopen_count(f, 0)), 1);
 	/* 4 s old: it gives way; the new window's count is d's alone */
 	age_pending(f, &c, 2000000000ull);
-	assert_int_equal(halfopen_count(f, 0), 0);
 	assert_int_equal(xdp(f, &d).ret, XDP_PASS);
 	assert_int_equal(pending_of(f, &c, &h), 0);
 	assert_int_equal(pending_of(f, &d, &h), 1);

@@ -270,8 +270,9 @@ static void test_headroom_caps_and_status(void **st)
 }
 
 /* The listen queue alone: held connections that do not grow, below half the backlog, are
- * not saturation; growth held for a window is; one empty tick ends it; the ladder is told
- * once per window. */
+ * not saturation; a queue that has held connections for a window and grows is (at once when
+ * it already held them that long, not before a window from an empty queue); one empty tick
+ * ends it; the ladder is told once per window. */
 static void test_listen_queue_rule(void **st)
 {
 	struct sluice_listenq q;
@@ -282,10 +283,10 @@ static void test_listen_queue_rule(void **st)
 	sluice_listenq_init(&q);
 	for (int t = 0; t < 30; t++)                   /* 3 waiting, steady: a busy backend */
 		assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 0);
-	for (int t = 0; t < 9; t++) {                  /* growing, but not yet for a window */
-		in.queued++;
+	for (int t = 0; t < 9; t++) {                  /* held for a window already: growing is */
+		in.queued++;                           /* saturation from its first tick */
 		now += 100 * MS;
-		assert_int_equal(sluice_listenq_tick(&q, &in, S, now, NULL), now - q.since_ns >= S);
+		assert_int_equal(sluice_listenq_tick(&q, &in, S, now, NULL), 1);
 	}
 	in.queued++;
 	assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 1);
@@ -296,6 +297,20 @@ static void test_listen_queue_rule(void **st)
 	in.queued = 0;                                 /* accepted everything: over at once */
 	assert_int_equal(sluice_listenq_tick(&q, &in, S, now += 100 * MS, NULL), 0);
 	assert_int_equal(sluice_listenq_overload(&q, S, now + 2 * S, &x), 0);
+	/* from an empty queue, growing at once: not before it has held connections for a window
+	 * (every tick from the first non-empty one, 100 ms apart: the 11th is a second on) */
+	{
+		struct sluice_listenq g;
+		struct sluice_listenq_input gi = { .have = 1, .queued = 0, .backlog = 64 };
+		uint64_t gt = 0;
+
+		sluice_listenq_init(&g);
+		assert_int_equal(sluice_listenq_tick(&g, &gi, S, gt += 100 * MS, NULL), 0);
+		for (int t = 1; t <= 11; t++) {
+			gi.queued++;
+			assert_int_equal(sluice_listenq_tick(&g, &gi, S, gt += 100 * MS, NULL), t == 11);
+		}
+	}
 	/* over half the backlog for a window counts even when it stopped growing */
 	in.queued = 40;
 	for (int t = 0; t < 11; t++)
