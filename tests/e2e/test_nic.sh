@@ -143,8 +143,25 @@ link=$(in_srv ip -d link show s0 | grep -o 'xdpgeneric\|prog/xdp ' | head -1)
 ok $([ "$mode" = native ] && [ "$link" = "prog/xdp " ] && grep -q "xdp native" "$SLUICED_LOG" &&
 	! grep -q GENERIC "$SLUICED_LOG" && echo 0 || echo 1) \
 	"auto mode on a 9000-MTU veth attaches native XDP (status: $mode; ip link: $link)" "$(cat "$SLUICED_LOG")"
-ok $(! grep -q "answered from TC" "$SLUICED_LOG" && echo 0 || echo 1) \
-	"with nothing on top of s0, XDP itself answers refused SYNs"
+# A SYN of bulk's L3, shed by a switch, must be refused by sluice (its RST count moves: nothing
+# listens on 7000 yet, so the kernel would refuse it as well) without sluiced having chosen TC
+# to answer.
+bulk_shed_is() { status; [ "$(json_get "$TMP/status.json" "d['services'][1]['classes'][3]['switch_shed'] == $1")" = True ]; }
+$IN_SRV $CTL --config "$TMP/jumbo.yaml" switch set bulk L3 --shed 100 --reason "e2e test" --ttl 1m >/dev/null
+wait_for 3 "the bulk L3 switch in the verdict map" bulk_shed_is 1
+status; rst0=$(json_get "$TMP/status.json" "d['packets']['rst_sent']")
+syn_end=$(in_cli python3 -c "
+import socket
+try:
+    socket.create_connection(('$SRV_IP', 7000), timeout=3).close(); print('connected')
+except ConnectionRefusedError: print('refused')
+except OSError as e: print(type(e).__name__)")
+status; rst1=$(json_get "$TMP/status.json" "d['packets']['rst_sent']")
+$IN_SRV $CTL --config "$TMP/jumbo.yaml" switch clear bulk L3 --reason "e2e test" >/dev/null
+wait_for 3 "the bulk L3 switch cleared" bulk_shed_is 0
+ok $([ "$syn_end" = refused ] && [ $((rst1 - rst0)) -ge 1 ] && ! grep -q "answered from TC" "$SLUICED_LOG" &&
+	echo 0 || echo 1) \
+	"with nothing on top of s0, XDP itself answers a refused SYN ($syn_end; rst_sent $rst0 -> $rst1)"
 # A bulk transfer from the client to a tcp service, 1 MiB in frames up to 9000 bytes.
 start_bg "$TMP/sink.log" $IN_SRV python3 -c "
 import socket
