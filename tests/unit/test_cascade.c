@@ -86,8 +86,13 @@ static void test_resume_by_operator_and_timeout(void **st)
 	assert_int_equal(sluice_cascade_tick(&c, &p, 3600 * S, &sink), 0);
 	assert_string_equal(evcap_last(&e)->to, "armed");
 	assert_string_equal(evcap_last(&e)->why, "alice");
-	/* the old openings are forgotten: one more opening does not re-trigger */
-	assert_int_equal(sluice_cascade_record_open(&c, &p, "s", 3600 * S + 1, NULL), 0);
+	/* the old openings are forgotten: one more opening, while they are still inside the
+	 * 10 s window, does not re-trigger */
+	sluice_cascade_init(&c);
+	trigger(&c, &p, 0);
+	sluice_cascade_clear(&c, 1 * S, "alice", &sink);
+	assert_int_equal(sluice_cascade_record_open(&c, &p, "s", 1 * S, NULL), 0);
+	assert_int_equal(c.last_count, 1);
 
 	p.suspend_s = 300;
 	sluice_cascade_init(&c);
@@ -95,6 +100,13 @@ static void test_resume_by_operator_and_timeout(void **st)
 	assert_int_equal(sluice_cascade_tick(&c, &p, 1000 * S + 299 * S, &sink), 1);
 	assert_int_equal(sluice_cascade_tick(&c, &p, 1000 * S + 300 * S + 500 * MS, &sink), 0);
 	assert_string_equal(evcap_last(&e)->why, "suspend_elapsed");
+	/* so are they after the suspension elapsed, even when it is shorter than the window */
+	p.suspend_s = 1;
+	sluice_cascade_init(&c);
+	trigger(&c, &p, 2000 * S);
+	assert_int_equal(sluice_cascade_tick(&c, &p, 2001 * S + 500 * MS, &sink), 0);
+	assert_int_equal(sluice_cascade_record_open(&c, &p, "s", 2001 * S + 500 * MS, NULL), 0);
+	assert_int_equal(c.last_count, 1);
 }
 
 static void test_breakers_suppressed_after_trigger(void **st)

@@ -307,6 +307,36 @@ static void test_cap_refusals_counted_only_under_a_cap(void **st)
 	assert_int_equal(c.share.cap[3], 50);
 }
 
+/* refusals the map counted while no cap was set (between a lift and the next cap) do not
+ * count as the cap's: the re-set cap is not raised on them */
+static void test_refusals_between_caps_not_the_caps(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = http_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	in.refused[3] = 1;
+	in.inflight[3] = 50;
+	m.open[3] = 50;
+	latency(&in, 320, 1.0);
+	run_tick(&c, &in, &m, t);
+	assert_int_equal(m.cap[3], 50);
+	in.refused[3] = 0;
+	while (c.share.cap[3])
+		run_tick(&c, &in, &m, t += TICK);
+	m.rejected[3] += 500;               /* counted with no cap set */
+	run_tick(&c, &in, &m, t += TICK);
+	in.refused[3] = 1;                  /* capped again */
+	run_tick(&c, &in, &m, t += TICK);
+	in.refused[3] = 0;
+	for (int n = 0; n < 6; n++) {        /* a window closes: no queue, no raise */
+		run_tick(&c, &in, &m, t += TICK);
+		assert_int_equal(m.cap[3], 50);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_failed_write_retried),
 		cmocka_unit_test(test_adopts_only_own_slot),
 		cmocka_unit_test(test_cap_refusals_counted_only_under_a_cap),
+		cmocka_unit_test(test_refusals_between_caps_not_the_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

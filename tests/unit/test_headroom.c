@@ -46,6 +46,9 @@ static void test_reserves_burst_margin_of_busy_classes(void **st)
 	/* margin is 25% of a large peak: L0 peak 80 -> 20 kept free */
 	thr(200, 80, 0, 0, 0, o);
 	assert_int_equal(o[1], 180);
+	/* below the 10% cap (40 of 400), so the 25% itself shows */
+	thr(400, 80, 0, 0, 0, o);
+	assert_int_equal(o[1], 380);
 }
 
 static void test_busy_higher_classes_win(void **st)

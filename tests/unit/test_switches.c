@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 
 #include "common/duration.h"
 #include "ops/switches.h"
@@ -452,9 +455,19 @@ static void test_switch_lock(void **state)
 {
 	struct ctx *c = *state;
 	char err[200];
-	int fd = sw_lock(c->path, err, sizeof(err));
+	char lp[160];
+	int fd = sw_lock(c->path, err, sizeof(err)), other;
 	assert_true(fd >= 0);
+	/* held: another open file description of the lock file cannot take it */
+	snprintf(lp, sizeof(lp), "%s.lock", c->path);
+	other = open(lp, O_RDWR);
+	assert_true(other >= 0);
+	assert_int_equal(flock(other, LOCK_EX | LOCK_NB), -1);
+	assert_int_equal(errno, EWOULDBLOCK);
 	sw_unlock(fd);
+	/* released: it can */
+	assert_int_equal(flock(other, LOCK_EX | LOCK_NB), 0);
+	close(other);
 }
 
 int main(void)
