@@ -115,9 +115,11 @@ tally() {
 	}'
 }
 
+ran=0
 run_suite() {
 	local name=$1; shift
 	[ -n "$FILTER" ] && [[ "$name" != *"$FILTER"* ]] && return
+	ran=$((ran + 1))
 	echo "# suite: $name"
 	local out rc counts p f s t0=$SECONDS
 	out=$(timeout 300 "$@" 2>&1); rc=$?
@@ -155,12 +157,23 @@ for t in "$BUILD"/tests/test_*; do
 	run_suite "$(basename "$t")" "$t"
 done
 for d in $TEST_SCRIPT_DIRS; do
+	# a relative path is the repository's: run from elsewhere, the suites would silently go
+	if [ ! -d "$d" ]; then
+		echo "not ok - suite folder $d not found (run tests/run.sh from the repository's top)"
+		failed=$((failed + 1)); failed_names+=("$d")
+		continue
+	fi
 	for t in "$d"/test_*.sh; do
 		[ -f "$t" ] || continue
 		run_suite "$(basename "$t")" bash "$t"
 	done
 done
 
+# A run that ran nothing (a filter that matches no suite, a build without tests) is no pass.
+if [ "$ran" -eq 0 ]; then
+	echo "not ok - no suite ran (filter '${FILTER}', $BUILD/tests, $TEST_SCRIPT_DIRS)"
+	failed=$((failed + 1))
+fi
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -18,7 +18,7 @@ case_() {
 	mkdir -p "$dir/build/tests" "$dir/scripts"
 	printf '%s\n' "$output" > "$dir/out.txt"
 	printf 'cat %q\nexit %d\n' "$dir/out.txt" "$exit_code" > "$dir/scripts/test_fake.sh"
-	out=$(TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
+	out=$(SUITE= TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
 	last=$(tail -n1 <<<"$out")
 	[ "$last" = "$want" ] && [ "$rc" -eq "$want_rc" ] &&
 		{ [ -z "$text" ] || grep -qF -- "$text" <<<"$out"; }
@@ -65,9 +65,28 @@ dir=$TMP/crash
 mkdir -p "$dir/build/tests" "$dir/scripts"
 printf '#!/bin/sh\necho 1..1\necho "ok 1 - a"\nkill -SEGV $$\n' > "$dir/build/tests/test_crash"
 chmod +x "$dir/build/tests/test_crash"
-out=$(TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
+out=$(SUITE= TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
 [ "$(tail -n1 <<<"$out")" = "1 passed, 1 failed, 0 skipped" ] && [ "$rc" -ne 0 ] &&
 	grep -q "test_crash exited 139 without reporting a failure" <<<"$out"
 ok $? "an executable suite killed by SIGSEGV is a failure" "rc $rc" "$(sed 's/^/  /' <<<"$out")"
+
+# A run in which no suite ran is no pass: a filter that matches nothing, or a build and script
+# folder without suites; a script folder that is not there (run.sh started elsewhere) fails.
+dir=$TMP/none
+mkdir -p "$dir/build/tests" "$dir/scripts"
+out=$(SUITE= TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" 2>&1); rc=$?
+[ "$(tail -n1 <<<"$out")" = "0 passed, 1 failed, 0 skipped" ] && [ "$rc" -ne 0 ] &&
+	grep -q "no suite ran" <<<"$out"
+ok $? "a run with no suite at all fails" "rc $rc" "$(sed 's/^/  /' <<<"$out")"
+printf '1..1\nok 1 - a\n' > "$dir/out.txt"
+printf 'cat %q\n' "$dir/out.txt" > "$dir/scripts/test_fake.sh"
+out=$(SUITE= TEST_SCRIPT_DIRS=$dir/scripts tests/run.sh "$dir/build" test_no_such_suite 2>&1); rc=$?
+[ "$(tail -n1 <<<"$out")" = "0 passed, 1 failed, 0 skipped" ] && [ "$rc" -ne 0 ] &&
+	grep -q "no suite ran (filter 'test_no_such_suite'" <<<"$out"
+ok $? "a filter that matches no suite fails" "rc $rc" "$(sed 's/^/  /' <<<"$out")"
+out=$(SUITE= TEST_SCRIPT_DIRS="$dir/scripts $dir/not-there" tests/run.sh "$dir/build" 2>&1); rc=$?
+[ "$(tail -n1 <<<"$out")" = "1 passed, 1 failed, 0 skipped" ] && [ "$rc" -ne 0 ] &&
+	grep -q "suite folder $dir/not-there not found" <<<"$out"
+ok $? "a suite folder that is not there fails" "rc $rc" "$(sed 's/^/  /' <<<"$out")"
 
 finish
