@@ -428,13 +428,30 @@ if ver >= 7:
 	rec_write "$(cat "$TMP/rec$1")"
 }
 
+# Latency samples in L2's histogram of service slot 0 (latency_hist2: per CPU, the buckets
+# then the sum), 0 when the map is not pinned (layouts before 8 had none).
+hist2() {
+	bpftool -j map lookup pinned "$PIN/latency_hist2" key 0 0 0 0 2>/dev/null | python3 -c '
+import json, struct, sys
+try:
+    cpus = json.load(sys.stdin)["values"]
+except Exception:
+    print(0); sys.exit()
+n = 0
+for c in cpus:
+    b = bytes(int(x, 16) for x in c["value"])
+    n += sum(struct.unpack("<%dQ" % (len(b) // 8 - 1), b[:len(b) - 8]))
+print(n)'
+}
+
 # upgrade FROM: the pins as layout FROM left them, then this build's sluiced: migrated, held
 # connections kept, and connections made from the moment its programs are swapped in (the
 # XDP link runs another program) all admitted.
 upgrade() {
-	local from=$1 verdict_before prog_before what n_copied created=1
+	local from=$1 verdict_before prog_before prog_after what n_copied created=1 h0 h1 attached
 	held_open "the upgrade from layout $from"
 	as_old_layout "$from"
+	h0=$(hist2)
 	# 1 and 2: verdicts and flows through their converters; 3 and 4: flows copied.
 	# 5: only layout 6's maps are new. From every one of them: flows, handshakes (1 and 2 had
 	# none) and rejected_syns copied under keys with the local address, which the held
@@ -472,11 +489,13 @@ upgrade() {
 		bpftool link show pinned "$PIN/$(xdp_pin)" | grep -q " prog $prog_before\b" || break
 		kill -0 "$SLUICED_PID" 2>/dev/null || break
 	done
+	prog_after=$(xdp_prog)
 	# Right after the swap: 100 connections at 1000/s, each must be admitted and answered.
 	$IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform \
 		--rate 1000 --max-requests 100 --timeout-ms 3000 --quiet --class L2:1:src=198.18.0.20 \
 		> "$TMP/after$from.json" 2>/dev/null
 	wait_for 5 "the layout $from upgrade's attached event" grep -q '"to":"attached"' "$TMP/up$from.log"
+	attached=$?
 	local ok_after rej_after
 	ok_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['ok']")
 	rej_after=$(json_get "$TMP/after$from.json" "d['classes']['L2']['refused']")
@@ -489,14 +508,17 @@ upgrade() {
 	ok $(grep -q "migrated the maps under $PIN from layout $from to $V ($what.*$carried$n_copied maps copied, $((NMAPS - n_copied)) adopted$keyed" "$TMP/up$from.log" &&
 		[ "$(rec_u32 0)" = "$V" ] && [ "$(rec_u32 4)" = 0 ] && [ "$(rec_total)" = "$NMAPS" ] &&
 		[ "$(inflight)" = 12 ] && [ "$created" = 1 ] && [ "$rekeyed" = 1 ] &&
-		[ "$(tc_filters)" = 2 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight)" \
+		[ "$(tc_filters)" = 2 ] && [ "$attached" = 0 ] && kill -0 "$SLUICED_PID" 2>/dev/null &&
+		[ -n "$prog_after" ] && [ "$prog_after" != "$prog_before" ] && echo 0 || echo 1) \
+		"upgrade from layout $from: $what, 12 held flows $held_how, new maps created ($(never_had "$from" | tr '\n' ' ')), $((NMAPS - n_copied)) maps adopted, record $V, in-flight $(inflight), attached and running, program $prog_before -> $prog_after" \
 		"$(cat "$TMP/up$from.log")" "record version $(rec_u32 0) maps $(rec_total) pins $(pins)"
 	# their latency samples land in L2's own histogram map (latency_hist2), which status reads
 	local p50_after
 	status; p50_after=$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['p50_us']")
-	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && [ "$p50_after" -gt 0 ] && echo 0 || echo 1) \
-		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused), L2's latency histogram counts their turns (p50 $p50_after us)" \
+	h1=$(hist2)
+	ok $([ "$ok_after" = 100 ] && [ "$rej_after" = 0 ] && [ "$p50_after" -gt 0 ] &&
+	     [ $((h1 - h0)) -ge 100 ] && echo 0 || echo 1) \
+		"upgrade from layout $from: the 100 connections made from the swap on are all admitted ($ok_after ok, $rej_after refused), L2's latency histogram counts their turns ($h0 -> $h1 samples, p50 $p50_after us)" \
 		"$(cat "$TMP/after$from.json")" "layout $from verdict's admit_prob[L0] bytes were: $verdict_before"
 	stop_sluiced
 }
@@ -532,7 +554,7 @@ ok $(grep -q "migrated the maps under $PIN from layout $V to $DV (rehearsal.*flo
 	"migration $V -> $DV: 12 flows copied into a fresh map (id $flows_id_before -> $flows_id_after), program swapped on the same XDP link ($link_after), in-flight $(inflight), record $DV" \
 	"$(cat "$TMP/drill.log")" "version $(rec_u32 0) link $link_before/$link_after prog $prog_before/$(xdp_prog)"
 status
-ok $([ "$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['admitted']")" = "$before" ] && echo 0 || echo 1) \
+ok $([ -n "$before" ] && [ "$(json_get "$TMP/status.json" "d['services'][0]['classes'][2]['admitted']")" = "$before" ] && echo 0 || echo 1) \
 	"counters carried over (L2 admitted $before)"
 
 # A sluiced of layout V on the migrated pins: refused, the drill's data path untouched.
