@@ -44,10 +44,16 @@ done
 
 flat=$(find "$USER_DIR" -maxdepth 1 -name '*.[ch]' | wc -l)
 ok $([ "$flat" -eq 0 ] && echo 0 || echo 1) "no source file directly in $USER_DIR/ (every file has a layer)"
+# A folder beside the six is no layer; a folder inside one would be out of the check's view.
+check "$USER_DIR" '*'; ok $? "every folder under $USER_DIR/ is a known layer and keeps the order"
+nested=$(find "$USER_DIR" -mindepth 3 -name '*.[ch]')
+ok $([ -z "$nested" ] && echo 0 || echo 1) "no source file below a layer folder's top level" "$nested"
 
 # The map layer must not know the configuration format.
-grep -q '#include "common/config.h"' "$USER_DIR/kernel/bpfmaps.h" "$USER_DIR/kernel/bpfmaps.c"
-ok $([ $? -ne 0 ] && echo 0 || echo 1) "kernel/bpfmaps (map I/O) does not include common/config.h"
+# (grep: 1 is "not there"; 2, a file missing, is no pass)
+grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"common/config\.h"' \
+	"$USER_DIR/kernel/bpfmaps.h" "$USER_DIR/kernel/bpfmaps.c"
+ok $([ $? -eq 1 ] && echo 0 || echo 1) "kernel/bpfmaps (map I/O) does not include common/config.h"
 
 # The checker itself goes red on an upward, a sideways and an unnamed include.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
