@@ -675,15 +675,21 @@ t0=$(now_ms)
 kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; rc=$?
 dt=$(($(now_ms) - t0))
 pins=$(ls "$PIN" 2>/dev/null | wc -l)
+# The next pod comes with a limit nothing has written yet (175): read from the pins, 150 would
+# be the old pod's, whether or not the next one applied its config.
+mkdir -p "$TMP/v5"
+sed 's/limit: { fixed: 150 }/limit: { fixed: 175 }/' "$TMP/v2/sluice.yaml" > "$TMP/v5/sluice.yaml"
+cm_publish "$CFGDIR" 5 "$TMP/v5/sluice.yaml"
 start_bg "$TMP/sluiced2.log" $IN_SRV setpriv --bounding-set "$bset" --inh-caps=-all --no-new-privs -- \
 	"$BUILD/sluiced" --config "$CFGDIR/sluice.yaml" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 # (the old heartbeat is still fresh for heartbeat_timeout_ms: wait for the new process itself)
 wait_for 5 "the next sluiced to attach" attached_or_gone "$TMP/sluiced2.log"
+wait_for 2 "the next pod's limit" limit_is 175
 l4=$(svc_limit postgres)
 ok $([ $rc -eq 0 ] && [ $dt -lt 10000 ] && [ "$pins" -gt 0 ] && grep -q 'attached to s0 (xdp adopted)' "$TMP/sluiced2.log" &&
 	kill -0 "$SLUICED_PID" 2>/dev/null && "$BUILD/sluicectl" --pin-dir "$PIN" status --json | grep -q '"controller_alive":true' &&
-	[ "$l4" = 150 ] && echo 0 || echo 1) \
+	grep -q 'fixed: 175' "$TMP/v5/sluice.yaml" && [ "$l4" = 175 ] && echo 0 || echo 1) \
 	"SIGTERM: exit $rc in $dt ms (< terminationGracePeriodSeconds), $pins pins left; the next pod adopts them (limit $l4)" \
 	"$(tail -3 "$TMP/sluiced2.log")"
 finish
