@@ -13,7 +13,10 @@
 #  - the plan must be there exactly once, first or last, and must equal the number of test
 #    lines seen; a missing, repeated, misplaced or wrong plan is one more failure;
 #  - a suite that exits non-zero without reporting a failure (a crash) is a failure, and so
-#    is a suite that ran nothing.
+#    is a suite that ran nothing;
+#  - a run in which no suite ran at all (a filter that matches none, a build without tests)
+#    is a failure, and so is a suite folder that is not there (relative folders are the
+#    repository's: run this from its top).
 # Every failure that no "not ok" line explains is printed as a "not ok - ..." line saying why.
 # The exit status is non-zero when anything failed.
 #
