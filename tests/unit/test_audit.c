@@ -238,6 +238,7 @@ static void test_json_strict(void **state)
 	char err[200];
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
 		json_t *v = jsonio_parse(bad[i], strlen(bad[i]), err, sizeof(err));
 		if (v)
 			fail_msg("accepted bad JSON: %s", bad[i]);

@@ -78,7 +78,12 @@ static void test_keys_through_yaml(void **st)
 	assert_int_equal(parse_svc("    limit_algorithm: vegas\n"), -1);
 	assert_non_null(strstr(errs.e[0].msg, "gradient"));
 	assert_int_equal(parse_svc("    min_samples: 0\n"), -1);
+	assert_int_equal(errs.e[0].line, 6);
+	assert_non_null(strstr(errs.e[0].msg, "min_samples"));
+	assert_non_null(strstr(errs.e[0].msg, "from 1 to 100000"));
 	assert_int_equal(parse_svc("    latency_slo: 0.5x\n"), -1);
+	assert_int_equal(errs.e[0].line, 6);
+	assert_non_null(strstr(errs.e[0].msg, ">= 1x"));
 }
 
 static void test_key_function(void **st)

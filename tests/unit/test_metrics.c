@@ -503,6 +503,8 @@ static void test_without_extra(void **st)
 	check_exposition(t);
 	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L3\"} 0.5");
 	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L3\"} 1");
+	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L0\"} 0");   /* admit 1: no shed */
+	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L0\"} 0");
 	/* fixed point from the verdict: 19660 / 65536 */
 	assert_true(fabs(value_of(t, "sluice_breaker_admit_ratio{service=\"web\"}") - 0.3) < 1e-4);
 	assert_no_line_prefix(t, "sluice_effective_request_ratio{service=\"web\"}");

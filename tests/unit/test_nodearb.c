@@ -195,9 +195,9 @@ static void test_missing_pressure_file_disables(void **st)
 	daemon_node_configure(&d, 1);
 	assert_int_equal(d.node.on, 1);
 	d.node.arb.admit[3] = ONE / 2;
-	v.shed_prob[3] = ONE / 2;      /* the service's ladder admits half */
+	v.shed_prob[3] = ONE / 4;      /* the service's ladder admits 3/4 (not 1/2: shed != admit) */
 	daemon_node_apply(&d, &v);
-	assert_int_equal(v.shed_prob[3], ONE - ONE / 4);
+	assert_int_equal(v.shed_prob[3], ONE - 3 * ONE / 8);   /* admits 3/4 * 1/2 */
 	daemon_node_close(&d);
 	fclose(d.events);
 }

@@ -43,13 +43,13 @@ static void snapshot(struct status_snapshot *s)
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &sv->cls[c];
 		cs->st.arrivals = c == 3 ? 0 : 10 + c;
-		cs->st.admitted = cs->st.arrivals / 2;
+		cs->st.admitted = cs->st.arrivals / 4;  /* not 1/2: admitted != refused */
 		cs->st.rejected[SLUICE_REJ_HEADROOM] = 2;
 		cs->p50_us = 1234.6;
 		cs->p99_us = 9999.4;
-		cs->admit_prob = 0.5;
+		cs->admit_prob = 0.25;                 /* not 0.5: p and 1 - p must differ */
 		cs->switch_admit = 1;
-		cs->rate_per_s = -1;
+		cs->rate_per_s = c == 2 ? 12.5 : -1;
 		cs->error_rate = 1.0 / 3;
 	}
 }
@@ -89,17 +89,21 @@ static void test_status_json_keys_and_types(void **state)
 	assert_string_equal(json_string_value(at(v, "services.0.protocol")), "http");
 	assert_string_equal(json_string_value(at(v, "services.0.breaker.state")), "half_open");
 	assert_true(json_is_real(at(v, "services.0.breaker.step")));
+	assert_true(json_real_value(at(v, "services.0.breaker.step")) == 0.25);   /* admits 1/4 */
 	assert_string_equal(json_string_value(at(v, "services.0.classes.2.class")), "L2");
 	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.arrivals")), 12);
 	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.rejected")), 2);
 	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.rejected_by.headroom")), 2);
 	assert_int_equal(json_integer_value(at(v, "services.0.classes.2.p50_us")), 1235);
 	assert_true(json_is_real(at(v, "services.0.classes.2.admit_prob")));
+	assert_true(json_real_value(at(v, "services.0.classes.2.admit_prob")) == 0.25);
 	assert_true(json_is_real(at(v, "services.0.classes.2.switch_shed")));
+	assert_true(json_real_value(at(v, "services.0.classes.2.switch_shed")) == 0.0);
 	assert_true(json_is_real(at(v, "services.0.classes.2.rate_per_s")));
+	assert_true(json_real_value(at(v, "services.0.classes.2.rate_per_s")) == 12.5);
 	assert_true(json_real_value(at(v, "services.0.classes.2.error_rate")) == 0.3333);
-	/* measured admitted / arrivals: 6 of 12, and null while nothing arrived */
-	assert_true(json_real_value(at(v, "services.0.classes.2.admitted_ratio")) == 0.5);
+	/* measured admitted / arrivals: 3 of 12, and null while nothing arrived */
+	assert_true(json_real_value(at(v, "services.0.classes.2.admitted_ratio")) == 0.25);
 	assert_true(json_is_null(at(v, "services.0.classes.3.admitted_ratio")));
 	/* keys are added, never removed: every class carries at least these */
 	{
