@@ -168,6 +168,18 @@ static void check_big(struct fixture *f, int v6, int jumbo)
 	r = run_frame(tce_fd(f), b, len, 1);
 	assert_int_equal(r.ret, TC_ACT_UNSPEC);
 	assert_int_equal(malformed(f), 0);
+	{	/* the server's answer, in a BIG TCP frame too, ends the request (TC egress) */
+		static const char rsp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+		struct pkt_spec an = rq;
+
+		an.src = rq.dst, an.dst = rq.src, an.sport = rq.dport, an.dport = rq.sport;
+		an.seq = rq.ack, an.ack = rq.seq + rq.payload_len;
+		an.payload = rsp, an.payload_len = sizeof(rsp) - 1;
+		len = big_frame(b, &an, jumbo);
+		r = run_frame(tce_fd(f), b, len, 1);
+		assert_int_equal(r.ret, TC_ACT_UNSPEC);
+		assert_int_equal(inflight(f), 0);
+	}
 }
 
 /* A refused request in a BIG TCP IPv6 packet with the jumbo hop-by-hop option is decided like

@@ -894,6 +894,8 @@ static void set_verdicts(int mode)
 		if (mode == 1 || mode == 2)
 			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 				v.class_threshold[c] = mode == 1 ? 1000000 : 0;
+		if (mode == 2)
+			sluice_verdict_mark_shut(&v); /* 0 is "no threshold": shut says "no room" */
 		maps_write_verdict(&fx->m, fx->idx[i], &v);
 	}
 	if (mode == 3)
