@@ -87,8 +87,6 @@ static __always_inline int memo_is_of(const struct sluice_client_memo *m, const 
 	       k[5] == b[0] && k[6] == b[1] && k[7] == b[2] && k[8] == b[3];
 }
 
-/* 1 when the segment's first byte can begin no request: not a method's, not a blank line's
- * (0 too when it cannot be read). */
 /* The payload's first n bytes where the program may read them in place, or NULL (not in the
  * linear part: the caller loads them). The offset is bounded below 64 KiB with room for the
  * bytes, or the verifier grants the read no range (headers end far below that). */
@@ -106,6 +104,8 @@ static __always_inline __u8 *payload_in_place(struct __sk_buff *skb, const struc
 	return b;
 }
 
+/* 1 when the segment's first byte can begin no request: not a token character, not a blank
+ * line's (0 too when it cannot be read). */
 static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pkt *p)
 {
 	__u8 *b = payload_in_place(skb, p, 1), c;
@@ -118,9 +118,9 @@ static __always_inline int no_method_byte(struct __sk_buff *skb, const struct pk
 }
 
 /* 1 when the segment is answered by this CPU's memo: plain client data (no SYN, FIN or RST)
- * whose first byte can begin no request, carrying on from where the memo's client is or resending its
- * last bytes, young and near enough its last write-back. The memo then moves; the flow entry
- * is not looked up. */
+ * whose first byte can begin no request, carrying on from where the memo's client is or
+ * resending its last bytes, young and near enough its last write-back. The memo then moves;
+ * the flow entry is not looked up. */
 static __always_inline int client_data_followed(struct __sk_buff *skb, const struct pkt *p)
 {
 	struct sluice_client_memo *m;

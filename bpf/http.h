@@ -422,9 +422,11 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 			sp = i;
 			break;
 		}
-		if (!method_char(b[i], strict))
-			return 0;
-		loose |= !method_char(b[i], 1);
+		if (!method_char(b[i], 1)) {     /* one test for the common capitals */
+			if (strict || !method_char(b[i], 0))
+				return 0;
+			loose = 1;
+		}
 	}
 	if (sp < 0)
 		return 0;
