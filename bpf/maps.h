@@ -404,7 +404,7 @@ struct {
 struct scan_buf {
 	char b[SLUICE_SCAN_LEN];
 	char tail[64];   /* the word-wise header scan reads up to 64 bytes past any start < 256 */
-	__u32 scan_state[4]; /* its state between bpf_loop steps (struct line_scan) */
+	__u32 scan_state[4]; /* the header scans' state between bpf_loop steps (LS_*, BS_*) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
