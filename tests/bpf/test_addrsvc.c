@@ -129,6 +129,16 @@ static void test_egress_by_source_address(void **state)
 	r = harness_run(fd, buf, build_pkt(buf, &sa), NULL);
 	assert_int_equal(r.ret, TC_ACT_UNSPEC);
 	assert_int_equal(service_pkts(f), before + 1);
+	/* :80 from an address with no service of its own: the port-only one (any) */
+	sa.src = "198.18.0.9", sa.sport = 80;
+	r = harness_run(fd, buf, build_pkt(buf, &sa), NULL);
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(service_pkts(f), before + 2);
+	/* and :82, a port-only service, from any address */
+	sa.src = "198.18.0.77", sa.sport = 82;
+	r = harness_run(fd, buf, build_pkt(buf, &sa), NULL);
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(service_pkts(f), before + 3);
 }
 
 static int prog(struct fixture *f, int which)

@@ -395,20 +395,23 @@ static void test_classification(void **state)
  * (any case) then ':'; blanks and "L" before the value are skipped and its first other
  * character decides (0..3, anything else: none); the empty line or the end of the bytes ends
  * the search. -1 when there is none. */
-static int ref_header_class(const char *t, size_t n, const char *name)
+static int ref_header_class(const char *t, size_t n, const char *name, int *skipped)
 {
 	size_t hl = strlen(name), len = n < 256 ? n : 256;
 	long pos = -1, line_len = 0;
 	int in_value = 0;
 
+	*skipped = 0;
 	for (size_t i = 0; i < len; i++) {
 		char c = t[i];
 
 		if (c >= 'A' && c <= 'Z')
 			c += 'a' - 'A';
 		if (in_value) {
-			if (c == ' ' || c == '\t' || c == 'l')
+			if (c == ' ' || c == '\t' || c == 'l') {
+				++*skipped;
 				continue;
+			}
 			return c >= '0' && c <= '3' ? c - '0' : -1;
 		}
 		if (c == '\n') {
@@ -448,7 +451,7 @@ static void test_header_scan_matches_reference(void **state)
 	const int np = (int)(sizeof(pieces) / sizeof(pieces[0]));
 	uint32_t seed = 12345;
 	char text[600];
-	int agree = 0, with_header = 0;
+	int with_header = 0, by_bytes = 0;
 
 	for (int i = 0; i < 604; i++) {
 		size_t n = 0;
@@ -475,11 +478,14 @@ static void test_header_scan_matches_reference(void **state)
 		seed = seed * 1103515245u + 12345u;
 		if ((seed >> 16) % 3 && i >= 4)
 			n += (size_t)snprintf(text + n, sizeof text - n, "\r\n");
-		int want = ref_header_class(text, n, "x-priority");
+		int skipped, want = ref_header_class(text, n, "x-priority", &skipped);
 		int cls = want >= 0 ? want : 2;            /* the default class otherwise */
 		uint64_t before[4];
 
 		with_header += want >= 0;
+		/* a value after 8 or more blanks is the byte machine's (the word-wise scan
+		 * hands it over, SCAN_FALLBACK) */
+		by_bytes += want >= 0 && skipped >= 8;
 		for (int c = 0; c < 4; c++)
 			before[c] = stats(f, c).arrivals;
 		struct pkt_spec rq = request("203.0.113.7", (uint16_t)(20000 + i), text);
@@ -494,7 +500,6 @@ static void test_header_scan_matches_reference(void **state)
 				fail();
 			}
 		}
-		agree++;
 		struct pkt_spec fin = rq;
 		fin.seq += (uint32_t)rq.payload_len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
 		admitted(f, &fin);
@@ -503,9 +508,12 @@ static void test_header_scan_matches_reference(void **state)
 					   build_pkt(buf, &fin), NULL);
 		assert_int_equal(x.err, 0);
 	}
-	/* The generator is not degenerate: both outcomes are common. */
+	/* The generator is not degenerate: both outcomes are common, and the byte machine
+	 * decides some. */
 	assert_true(with_header > 100 && with_header < 500);
-	assert_int_equal(agree, 604);
+	assert_true(by_bytes >= 10);
+	print_message("# %d of 604 requests carry the header, %d decided by the byte machine\n",
+		      with_header, by_bytes);
 	assert_int_equal(inflight(f), 0);
 }
 

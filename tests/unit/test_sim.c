@@ -774,6 +774,9 @@ static void test_tcp_l0_connect_under_flood(void **st)
 	assert_true(flood.ok == 1.0);
 	assert_int_equal(flood.min_admit0, SLUICE_PROB_ONE);
 	assert_true(flood.l3_ok < 0.5);                  /* most of the flood is still shed */
+	/* as an http service (each unit a request) the same holds */
+	assert_true(http.ok == 1.0);
+	assert_true(http.l3_ok < 0.5);
 }
 
 /* The end-to-end controller scenario (tests/e2e/test_controller.sh) on a loaded host: 8
