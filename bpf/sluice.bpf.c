@@ -1185,6 +1185,14 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		f = adopt_established(skb, p, &key, svc, sc);
 	if (!f)
 		return TC_ACT_OK; /* no connection the stack holds: no flow, no slot, no decision */
+	/* A resend of bytes the entry already has the client past, while its word is taken (a
+	 * request open, being decided, or the flow ended): it can start nothing (a request
+	 * starts only where the client is, on an idle word) and moves nothing, so neither the
+	 * memos nor the clock are worth reading. An entry behind the client (a memo holds the
+	 * rest) only sends more segments the whole way. A resend on an idle word goes on: it
+	 * may be the retry of an answered request, which is counted. */
+	if (READ_ONCE(f->req_active) && (__s32)(end - READ_ONCE(f->client_next)) <= 0)
+		return TC_ACT_OK;
 	gathered = client_memo_write_back(&key, f) || client_memo_gather(&key, f, seq, end);
 	/* Last-seen needs seconds (a client uploading a long body is not idle): the coarse
 	 * clock does for any other segment; a request that is decided reads the exact one

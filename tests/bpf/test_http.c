@@ -2136,6 +2136,43 @@ static void test_long_upload_ends_at_the_clients_fin(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* A resend of a request's start while the request is open (a retransmit timeout's, a loss
+ * probe's) is neither a new request nor a retry: counted nowhere, it moves nothing. A resend
+ * that carries the start and bytes past it still moves the client on; once the request is
+ * answered, a resend is a retry. */
+static void test_resend_of_an_open_request(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.31", 1810, POST_UP);
+	uint32_t at = rq.seq + (uint32_t)rq.payload_len;
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	for (int i = 0; i < 3; i++)
+		admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(stats(f, 2).retransmits, 0);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_of(f, "203.0.113.31", 1810).client_next, at);
+
+	struct pkt_spec more = rq;
+	more.payload = POST_UP "{\"a\": 1}";
+	more.payload_len = strlen(more.payload);
+	admitted(f, &more);
+	assert_int_equal(flow_of(f, "203.0.113.31", 1810).client_next,
+			 rq.seq + (uint32_t)more.payload_len);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(inflight(f), 1);
+
+	struct pkt_spec rs = response("203.0.113.31", 1810, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = rq.seq + (uint32_t)more.payload_len;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(stats(f, 2).retransmits, 1);
+}
+
 /* A memo SLUICE_MEMO_JIFFIES old answers nothing: the segment goes the whole way and keeps
  * the flow's last-seen fresh for the GC. */
 static void test_old_memo_leaves_last_seen_to_the_whole_way(void **state)
@@ -2371,6 +2408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_without_handshake_creates_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_only_at_the_expected_sequence, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_resend_of_an_open_request, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_cut_before_its_space_is_decided, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_blank_lines_before_the_request_line, setup,
