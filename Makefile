@@ -111,9 +111,9 @@ $(BUILD)/tests/layout_drill/sluicectl: $(BUILD)/user/cli/sluicectl.o
 $(LAYOUT_DRILL): $(BUILD)/tests/layout_drill/layout.o $(LIB)
 	$(CC) $(CFLAGS) $(filter-out $(LIB),$^) $(LIB) $(LIBS) -o $@
 
-$(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c
+$(BUILD)/bench/empty_xdp.bpf.o: tests/bpf/empty_xdp.bpf.c tests/bpf/stream_ctl.h
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(CLANG) $(BPF_CFLAGS) -Itests/bpf -c $< -o $@
 
 $(BUILD)/bench/bench_pktcost: tests/bpf/bench_pktcost.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)

@@ -4,6 +4,7 @@
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include "stream_ctl.h"
 
 SEC("xdp")
 int empty_xdp(struct xdp_md *ctx)
@@ -22,12 +23,6 @@ int empty_tc(struct __sk_buff *skb)
  * (stream_target[0]: sluice's XDP program, or empty_xdp_frags for the baseline). So a new
  * SYN is timed as a burst brings them, one after another on a CPU whose shared tables are
  * warm, and not only one per system call, where every table is cold again. */
-struct stream_ctl {
-	__u32 sport_off; /* the TCP source port's offset in the frame */
-	__u16 base;      /* the first port */
-	__u16 next;      /* runs so far */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

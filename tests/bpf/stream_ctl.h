@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The control of the baseline object's new-connection stream (empty_xdp.bpf.c stream_xdp),
+ * written by tests/bpf/bench_pktcost.c before each stream: one definition for both sides. */
+#ifndef SLUICE_BENCH_STREAM_CTL_H
+#define SLUICE_BENCH_STREAM_CTL_H
+#include <linux/types.h>
+
+struct stream_ctl {
+	__u32 sport_off; /* the TCP source port's offset in the frame */
+	__u16 base;      /* the first port */
+	__u16 next;      /* runs so far */
+};
+
+#endif
