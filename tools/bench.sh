@@ -52,6 +52,8 @@
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
 #   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
 #                    (default 4) and STEP_POST (default 11) seconds around the surge
+#   BENCH_SLUICED_ARGS extra sluiced options for the sluice contenders (e.g. -v: the limit's probes
+#                    and other debug events in the logs the bench keeps)
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
 #   BENCH_OUT        output directory (default docs/results); with the default, the results
 #                    section of docs/BENCHMARKS.md is regenerated from the run
@@ -313,7 +315,8 @@ start_nginx() {
 start_sluice() { # start_sluice dayone|tuned
 	start_apache $SRV_IP:8080 || return 1
 	fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml"
-	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN"
+	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN" \
+		${BENCH_SLUICED_ARGS:-}
 	sluice_up "$LAST_PID" && return 0
 	WHY="sluiced: $(why "$TMP/sluiced.log")"
 	return 1
@@ -330,6 +333,7 @@ start_contender() { # start_contender NAME: fresh namespaces, server, protection
 	sluice-dayone) start_sluice dayone ;;
 	sluice-tuned) start_sluice tuned ;;
 	sluice-dayone-cap) start_sluice dayone-cap ;;
+	sluice-dayone-nocap) start_sluice dayone-nocap ;;
 	*) WHY="unknown contender"; false ;;
 	esac
 }

@@ -429,22 +429,26 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
-/* connection_cap: http only, off by default, auto turns the lower classes' cap on. */
+/* connection_cap: http only; churn by default, off and auto as written. */
 static void test_connection_cap(void **state)
 {
 	struct fx *f = *state;
 
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, 0);   /* off by default */
+	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_CHURN);   /* the default */
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"
 			      "    connection_cap: off\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, 0);
+	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_OFF);
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"
 			      "    connection_cap: auto\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, 1);
+	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_AUTO);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"
+			      "    connection_cap: churn\n"));
+	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_CHURN);
 	expect_fail(f, parse(f, "interface: lo\nservices:\n"
 				"  - name: db\n    port: 5432\n    connection_cap: auto\n"), 1);
 	expect_error(&f->errs, 5, "needs protocol: http");

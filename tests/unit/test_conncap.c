@@ -5,7 +5,8 @@
  * rule (a queue cuts the cap, not while the class holds connections over it); L0 never
  * capped; the caps cleared when the service stops being http or the cap is turned off; a
  * failed write tried again; the map's caps taken over only when the slot is the service's;
- * the map left alone while there is no cap and no refusal. */
+ * the map left alone while there is no cap and no refusal; in churn mode (the default) the
+ * rule runs only while the refusals churn connections. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -338,6 +339,123 @@ static void test_refusals_between_caps_not_the_caps(void **st)
 	}
 }
 
+/* Churn mode (rule in conncap.h): a tick of 100 ms with `refused` requests of L3 refused
+ * for room and `syn` more SYNs refused by the cap (the map's count), at 310 responses/s. */
+static void churn_tick(struct sluice_conncap *c, struct sluice_conncap_in *in,
+		       struct fake_map *m, uint64_t refused, uint64_t syn, uint64_t now)
+{
+	in->refused[3] = refused;
+	m->rejected[3] += syn;
+	run_tick(c, in, m, now);
+}
+
+static struct sluice_conncap_in churn_in(void)
+{
+	struct sluice_conncap_in in = http_in();
+
+	in.on = CONN_CAP_CHURN;
+	in.dt_ns = TICK;
+	in.inflight[3] = 16;
+	latency(&in, 310, 1.0);             /* 31 responses a tick */
+	return in;
+}
+
+/* A closed loop's churn (4,000 refusals a tick, 129 per response) sets the cap at the second
+ * tick in a row, not the first; a tick without churn between two breaks the run. */
+static void test_churn_sets_the_cap_on_the_second_tick(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = churn_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	churn_tick(&c, &in, &m, 4000, 0, t);
+	assert_int_equal(m.cap[3], 0);
+	churn_tick(&c, &in, &m, 0, 0, t += TICK);      /* nothing refused: the run is broken */
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_equal(m.cap[3], 0);
+	churn_tick(&c, &in, &m, 500, 0, t += TICK);    /* 16 per response: not churn */
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_equal(m.cap[3], 0);
+	assert_int_equal(m.writes, 0);
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_equal(m.cap[3], 50);
+	assert_int_equal(c.share.cap[3], 50);
+}
+
+/* An open loop's refusals (280 a tick, 9 per response) never set a cap, for 30 s; nor do
+ * refusals that outnumber the responses 50 to 1 but come 500 a second (below the rate at
+ * which the churn costs the backend anything worth a cap). */
+static void test_open_loop_and_slow_refusals_set_no_cap(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = churn_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	for (int n = 0; n < 300; n++)
+		churn_tick(&c, &in, &m, 280, 0, t += TICK);
+	latency(&in, 10, 1.0);              /* 1 response a tick */
+	for (int n = 0; n < 300; n++)
+		churn_tick(&c, &in, &m, 50, 0, t += TICK);
+	assert_int_equal(m.writes, 0);
+	assert_int_equal(c.share.cap[3], 0);
+	assert_true(m.reads > 0);           /* the refusals were looked at */
+}
+
+/* Once capped, the churn goes on as SYNs the cap refuses (no more 429s): the cap holds for as
+ * long; when the clients turn to an open loop's rate (300 SYNs a tick, under 20 per response)
+ * the cap is lifted within 2 s and a tick although refusals go on, and is not set again. */
+static void test_churn_cap_held_by_refused_syns_lifted_without_churn(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = churn_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S, calm;
+	(void)st;
+
+	m.open[3] = 16;
+	churn_tick(&c, &in, &m, 4000, 0, t);
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_not_equal(m.cap[3], 0);
+	for (int n = 0; n < 100; n++) {                /* 10 s of refused SYNs only */
+		churn_tick(&c, &in, &m, 0, 10000, t += TICK);
+		assert_int_not_equal(m.cap[3], 0);
+	}
+	calm = t;
+	while (m.cap[3] && t < calm + 10 * S)
+		churn_tick(&c, &in, &m, 100, 200, t += TICK);
+	assert_int_equal(m.cap[3], 0);
+	assert_true(t <= calm + SLUICE_CONNSHARE_HOLD_NS + TICK);
+	assert_true(t > calm + SLUICE_CONNSHARE_HOLD_NS - TICK);
+	for (int n = 0; n < 50; n++)
+		churn_tick(&c, &in, &m, 100, 200, t += TICK);
+	assert_int_equal(m.cap[3], 0);
+}
+
+/* A restarted sluiced that takes over its caps holds them as the gate would (2 s), and lifts
+ * them without churn. */
+static void test_churn_adopted_caps_held_then_lifted(void **st)
+{
+	struct sluice_conncap c = { .keep = 1 };
+	struct sluice_conncap_in in = churn_in();
+	struct fake_map m = { .cap = { 0, 0, 0, 12 } };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	churn_tick(&c, &in, &m, 0, 0, t);
+	assert_int_equal(m.cap[3], 12);
+	assert_int_equal(c.share.cap[3], 12);
+	churn_tick(&c, &in, &m, 200, 0, t += TICK);
+	assert_int_equal(m.cap[3], 12);
+	while (m.cap[3] && t < 10 * S)
+		churn_tick(&c, &in, &m, 200, 0, t += TICK);
+	assert_int_equal(m.cap[3], 0);
+	assert_true(t >= 1 * S + SLUICE_CONNSHARE_HOLD_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +467,10 @@ int main(void)
 		cmocka_unit_test(test_adopts_only_own_slot),
 		cmocka_unit_test(test_cap_refusals_counted_only_under_a_cap),
 		cmocka_unit_test(test_refusals_between_caps_not_the_caps),
+		cmocka_unit_test(test_churn_sets_the_cap_on_the_second_tick),
+		cmocka_unit_test(test_open_loop_and_slow_refusals_set_no_cap),
+		cmocka_unit_test(test_churn_cap_held_by_refused_syns_lifted_without_churn),
+		cmocka_unit_test(test_churn_adopted_caps_held_then_lifted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,10 +86,12 @@ struct service_conf {
 	int headroom_set;                 /* `headroom` was written: its percentages are caps */
 	unsigned headroom_written;        /* bit k: headroom's key Lk was written */
 	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */
-	int connection_cap;               /* http `connection_cap: auto` (1): cap a lower class's
-	                                   * connections while its requests are refused; 0 (off,
-	                                   * the default): never */
+	int connection_cap;               /* http, CONN_CAP_*: when a lower class's connections are
+	                                   * capped (control/conncap.h) */
 };
+
+/* service_conf.connection_cap, in the order of the config's names */
+enum { CONN_CAP_OFF = 0, CONN_CAP_AUTO = 1, CONN_CAP_CHURN = 2 };
 
 /* The open-connection cap per class of a service (0 = no cap): L0 up to max_connections, class
  * k up to max(1, max_connections x headroom[k] / 100), all compared with the service's open

@@ -21,6 +21,10 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	 * the loop's feedback delay, so the hold can be short: ten steps (L2 and L3 from off) fit
 	 * in 5 s. */
 	s->recovery_step_s = 0.5;
+	/* an http lower class's connections are capped only while its refusals churn them
+	 * (control/conncap.h): a cap costs an open loop goodput, the churn costs a closed loop
+	 * more */
+	s->connection_cap = CONN_CAP_CHURN;
 }
 
 /* "12.5" -> 12.5 with nothing after the number but `suffix`. */

@@ -457,7 +457,8 @@ static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
 static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_protocol */
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
-static const char *const conn_cap_names[] = { "off", "auto" };  /* = service_conf.connection_cap */
+/* = service_conf.connection_cap (CONN_CAP_*) */
+static const char *const conn_cap_names[] = { "off", "auto", "churn" };
 
 static bool is_ctl_key(const char *key)
 {
@@ -557,7 +558,7 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
 			ymap_each(d, v, sub, client_limit_pair, &ca);
 	} else if (!strcmp(key, "connection_cap")) {
-		if (yget_enum(d, v, key, a->where, conn_cap_names, 2, &s->connection_cap))
+		if (yget_enum(d, v, key, a->where, conn_cap_names, 3, &s->connection_cap))
 			a->conn_cap = v;
 	} else if (!strcmp(key, "max_connections")) {
 		if (yget_int(d, v, key, a->where, 0, 1000000, &s->max_connections))

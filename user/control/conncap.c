@@ -33,6 +33,9 @@ int sluice_conncap_adopt(struct sluice_conncap *c, const uint32_t cap[SLUICE_NUM
 	/* another service's caps (a slot given to this one): not ours, cleared */
 	sluice_connshare_adopt(&c->share, foreign ? none : cap, SLUICE_CONNSHARE_HOLD_NS, now_ns);
 	memcpy(c->rejected, rejected, sizeof(c->rejected));
+	/* caps taken over were set under churn (or auto): the gate holds them as the rule does */
+	c->churn_ticks = 0;
+	c->churn_until_ns = any_cap(c) ? now_ns + SLUICE_CONNSHARE_HOLD_NS : 0;
 	return foreign;
 }
 
@@ -41,7 +44,7 @@ int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_i
 {
 	int refusing = 0;
 
-	if (!in->http || !in->on) {
+	if (!in->http || in->on == CONN_CAP_OFF) {
 		/* A tcp service's SYNs never read the http cap; one left from when a reload made
 		 * the service tcp is cleared, so that it cannot apply should it become http
 		 * again. Off (a reload turned it off): cleared too. */
@@ -52,7 +55,31 @@ int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_i
 	}
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		refusing |= in->refused[k] != 0;
-	return sluice_conncap_held(c) || refusing ? SLUICE_CONNCAP_READ : SLUICE_CONNCAP_IDLE;
+	if (sluice_conncap_held(c) || refusing)
+		return SLUICE_CONNCAP_READ;
+	c->churn_ticks = 0;                  /* a tick with no refusal breaks a churn's run */
+	return SLUICE_CONNCAP_IDLE;
+}
+
+/* Churn mode: whether the rule runs this tick (rule in conncap.h). cap_refused are the SYNs the
+ * cap refused this tick. */
+static int churn_gate(struct sluice_conncap *c, const struct sluice_conncap_in *in,
+		      const uint64_t cap_refused[SLUICE_NUM_CLASSES], uint64_t now_ns)
+{
+	uint64_t refusals = 0;
+	int churning;
+
+	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
+		refusals += in->refused[k] + cap_refused[k];
+	churning = in->dt_ns > 0 &&
+		   (double)refusals >= SLUICE_CONNCAP_CHURN_RATIO * (double)in->samples &&
+		   (double)refusals * 1e9 >= SLUICE_CONNCAP_CHURN_MIN_RATE * (double)in->dt_ns;
+	c->churn_ticks = churning ? c->churn_ticks + 1 : 0;
+	if (churning && (c->churn_until_ns || c->churn_ticks >= SLUICE_CONNCAP_CHURN_TICKS))
+		c->churn_until_ns = now_ns + SLUICE_CONNSHARE_HOLD_NS;
+	if (c->churn_until_ns && now_ns >= c->churn_until_ns)
+		c->churn_until_ns = 0;
+	return c->churn_until_ns != 0;
 }
 
 int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_in *in,
@@ -76,6 +103,14 @@ int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_
 		ci.cap_refused[k] = !any ? 0 : rejected[k] >= c->rejected[k] ?
 				    rejected[k] - c->rejected[k] : rejected[k];
 		c->rejected[k] = rejected[k];
+	}
+	if (in->on == CONN_CAP_CHURN && !churn_gate(c, in, ci.cap_refused, now_ns)) {
+		/* no churn: no cap starts, and one set under churn is lifted */
+		if (any) {
+			memset(&c->share, 0, sizeof(c->share));
+			return SLUICE_CONNCAP_WRITE;
+		}
+		return c->dirty ? SLUICE_CONNCAP_WRITE : SLUICE_CONNCAP_IDLE;
 	}
 	/* A cap not written stays to be written: the map may hold one the rule lifted, which
 	 * would otherwise refuse connections with nobody left to lift it. */

@@ -17,11 +17,29 @@
  *   }
  *   if (step == SLUICE_CONNCAP_WRITE) write c->share.cap, then sluice_conncap_written(c, ok);
  *   return sluice_conncap_held(c);              the service is not quiet while 1
+ *
+ * When (the service's connection_cap):
+ *   auto    the rule runs whenever a lower class is refused for room (headroom or ladder);
+ *   churn   (the default) only while the refusals churn connections: each in-kernel 429
+ *           closes its connection, so a client that sends again at once makes the backend
+ *           accept and lose a connection per refusal (on Apache, 16 workers x 50 ms, a
+ *           keep-alive closed loop at 10x made 37,000-42,000 of them a second, and the goodput
+ *           fell to 77.8-89.8 % of capacity; capped, the same clients cost one RST from XDP
+ *           per try and the goodput was 98.8-99.1 %). A cap also costs: clients that send
+ *           each request on the first free connection (an open loop) lost 2.6-9 points of
+ *           goodput under it at 3.5x and 10x, where they were refused 750-2,800 times a
+ *           second, 2.4-9 times the responses. So the rule starts only on two ticks in a row
+ *           whose refusals (requests for room, and SYNs the cap refused) number at least
+ *           SLUICE_CONNCAP_CHURN_RATIO (20) times the tick's responses and at least
+ *           SLUICE_CONNCAP_CHURN_MIN_RATE (1000) a second, and runs until such ticks have
+ *           been absent for SLUICE_CONNSHARE_HOLD_NS (2 s): then the caps are lifted;
+ *   off     never.
  */
 #ifndef SLUICE_CONNCAP_H
 #define SLUICE_CONNCAP_H
 
 #include <stdint.h>
+#include "common/config.h"
 #include "control/connshare.h"
 
 struct sluice_conncap {
@@ -34,12 +52,20 @@ struct sluice_conncap {
 	int keep;                                /* the slot's pinned controller state is this
 	                                          * service's (a restart): its caps are taken
 	                                          * over; another's are cleared */
+	/* churn mode's gate */
+	uint32_t churn_ticks;                    /* churning ticks in a row */
+	uint64_t churn_until_ns;                 /* the rule runs until then (0: gate closed) */
 };
+
+#define SLUICE_CONNCAP_CHURN_RATIO 20        /* refusals per response that churn */
+#define SLUICE_CONNCAP_CHURN_MIN_RATE 1000   /* ... and per second at least */
+#define SLUICE_CONNCAP_CHURN_TICKS 2         /* ticks in a row that open the gate */
 
 /* A tick's inputs, none from the cap's maps. */
 struct sluice_conncap_in {
 	int http;                                /* the service is http */
-	int on;                                  /* connection_cap is set */
+	int on;                                  /* connection_cap (CONN_CAP_*) */
+	uint64_t dt_ns;                          /* the tick's length (churn's rate) */
 	uint32_t room[SLUICE_NUM_CLASSES];       /* each class's threshold under the verdict, or
 	                                          * the limit when it has none (0: shut) */
 	uint64_t refused[SLUICE_NUM_CLASSES];    /* requests refused for room this tick
