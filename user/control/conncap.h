@@ -23,10 +23,10 @@
  *   churn   (the default) only while the refusals churn connections: each in-kernel 429
  *           closes its connection, so a client that sends again at once makes the backend
  *           accept and lose a connection per refusal (on Apache, 16 workers x 50 ms, a
- *           keep-alive closed loop at 10x made 37,000-42,000 of them a second, and the goodput
+ *           keep-alive closed loop at 10x made 39,000-42,000 of them a second, and the goodput
  *           fell to 77.8-89.8 % of capacity; capped, the same clients cost one RST from XDP
  *           per try and the goodput was 98.8-99.1 %). A cap also costs: clients that send
- *           each request on the first free connection (an open loop) lost 2.6-9 points of
+ *           each request on the first free connection (an open loop) lost 2.6-9.2 points of
  *           goodput under it at 3.5x and 10x, where they were refused 750-2,800 times a
  *           second, 2.4-9 times the responses. So the rule starts only on two ticks in a row
  *           whose refusals (requests for room, and SYNs the cap refused) number at least

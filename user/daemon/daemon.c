@@ -629,7 +629,8 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	struct sluice_conncap_in ci = {
 		.http = sc->protocol == SLUICE_PROTO_HTTP, .on = sc->connection_cap,
 		.base_us = ctl->base_mean.value_us, .samples = ctl->sig.total.samples,
-		.mean_us = ctl->sig.total.mean_us, /* the signals' span: the refusals' */
+		.mean_us = ctl->sig.total.mean_us,
+		/* the span of the signals, whose refusals the churn gate counts */
 		.dt_ns = ctl->sig.dt_s > 0 ? (uint64_t)(ctl->sig.dt_s * 1e9) : 0,
 	};
 	struct sluice_http_conn_cap found;
