@@ -6,13 +6,18 @@
 # `connections` in status and /metrics) while L0's requests on its own connections all
 # succeed; the cap is lifted within a few seconds of the flood's end, the open-connection
 # counts come back to 0, and `connection_cap: off` by a reload mid-flood lifts it at once.
+# With the key left out (the default, churn): a flood refused at 200/s (about 10 refusals per
+# response) sets no cap, one at 4000/s (each 429 a connection the server accepted and lost,
+# hundreds per response) does, and L0 is served throughout.
 CLIENT_ADDRS="198.18.0.10"
 TAG=ccap
 source "$(dirname "$0")/lib.sh"
 e2e_setup
 
 CFG=$TMP/sluice.yaml
-write_cfg() { # write_cfg auto|off
+write_cfg() { # write_cfg auto|off|churn|default (the key left out)
+	local key="connection_cap: $1"
+	[ "$1" = default ] && key="# connection_cap: the default"
 	cat > "$CFG" <<Y
 interface: s0
 control_interval_ms: 100
@@ -26,7 +31,7 @@ services:
     headroom: { L0: 100, L1: 100, L2: 100, L3: 10 }
     headroom_mode: fixed
     default_class: L3
-    connection_cap: $1
+    $key
     classify:
       - { source: 198.18.0.10/32, class: L0 }
 Y
@@ -41,9 +46,10 @@ CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
 status() { $CTL status --json > "$TMP/status.json"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]$2"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
-flood() { # flood OUT [S]: L3 at 200/s for S (3) s and L0 at 10/s, keep-alive, in the background
+flood() { # flood OUT [S] [RATE]: L3 at RATE (200)/s for S (3) s and L0 at 10/s, keep-alive, in
+	   # the background
 	start_bg "$1.l3" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
-		--rate 200 --duration "${2:-3}" --timeout-ms 3000 --quiet --class L3:1
+		--rate "${3:-200}" --duration "${2:-3}" --timeout-ms 3000 --quiet --class L3:1
 	L3PID=$LAST_PID
 	start_bg "$1.l0" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
 		--rate 10 --duration "${2:-3}" --timeout-ms 3000 --quiet --class L0:1:src=198.18.0.10
@@ -103,5 +109,42 @@ head_d=$(( $(cls L3 "['rejected_by']['headroom']") - head_before ))
 ok $([ "$capped_before" = 0 ] && [ "$lifted" = 0 ] && [ "$conn_d" = 0 ] && [ "$head_d" -ge 1 ] &&
 	[ "$(cls L3 "['connection_cap']")" = None ] && echo 0 || echo 1) \
 	"connection_cap: off by a reload mid-flood lifts the cap at once; from then on the flood is refused per request only ($head_d answered 429, $conn_d connections refused)"
+
+# --- the default (churn): a cap only while the refusals churn connections --------------------
+reload_to() { # reload_to MODE
+	local n
+	n=$(grep -c "config reloaded" "$SLUICED_LOG")
+	write_cfg "$1"
+	kill -HUP "$SLUICED_PID"
+	wait_for 3 "the reloaded config" eval '[ "$(grep -c "config reloaded" "$SLUICED_LOG")" -gt "$n" ]'
+}
+reload_to default
+status
+conn_before=$(cls L3 "['rejected_by']['connections']"); head_before=$(cls L3 "['rejected_by']['headroom']")
+flood "$TMP/calm" 3 200
+ever_capped=0
+while kill -0 "$L3PID" 2>/dev/null; do
+	status
+	[ "$(cls L3 "['connection_cap']")" != None ] && ever_capped=1
+	sleep 0.2
+done
+wait $L3PID $L0PID
+status
+conn_d=$(( $(cls L3 "['rejected_by']['connections']") - conn_before ))
+head_d=$(( $(cls L3 "['rejected_by']['headroom']") - head_before ))
+ok $([ "$ever_capped" = 0 ] && [ "$conn_d" = 0 ] && [ "$head_d" -ge 100 ] && echo 0 || echo 1) \
+	"default (churn): L3 refused at 200/s ($head_d answered 429) is never capped ($conn_d SYNs refused)"
+flood "$TMP/churn" 4 4000
+wait_for 3 "L3's connections capped under churn" l3_capped
+ok $? "default (churn): L3 refused at 4000/s is capped (cap $(cls L3 "['connection_cap']"), SYNs refused $(cls L3 "['rejected_by']['connections']"))" \
+	"$($CTL status)"
+wait $L3PID $L0PID
+l0ok=$(lg "$TMP/churn.l0" L0 ok); l0sent=$(lg "$TMP/churn.l0" L0 sent); l3err=$(lg "$TMP/churn.l3" L3 errors)
+ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && [ "$l3err" = 0 ] && echo 0 || echo 1) \
+	"default (churn): L0's requests all succeed meanwhile ($l0ok of $l0sent), L3's refusals are clean ($l3err errors)" \
+	"$(cat "$TMP/churn.l0")" "$(cat "$TMP/churn.l3")"
+wait_for 5 "the cap lifted and no connection open" lifted
+ok $? "default (churn): the cap is lifted within ${WAITED_MS} ms of the flood's end, every count back to 0" \
+	"$($CTL status --json)"
 ok $(kill -0 "$SLUICED_PID" && echo 0 || echo 1) "sluiced is still running"
 finish
