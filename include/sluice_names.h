@@ -76,7 +76,8 @@
 	X(DAEMON,      "daemon")       /* sluiced attached / stopped */                        \
 	X(METRICS,     "metrics")      /* the /metrics endpoint */                             \
 	X(ACCEPT_QUEUE, "accept_queue") /* a service's listen queue over half its backlog */  \
-	X(NODE,        "node")         /* node-wide arbitration: a class cut or restored */
+	X(NODE,        "node")         /* node-wide arbitration: a class cut or restored */    \
+	X(CONNECTION_CAP, "connection_cap") /* churn opened or closed an http cap's gate */
 
 /* Helpers for the tables above. */
 #define SLUICE_X_COUNT(...)  + 1                  /* 0 TABLE(SLUICE_X_COUNT) = member count */

@@ -135,15 +135,18 @@ head_d=$(( $(cls L3 "['rejected_by']['headroom']") - head_before ))
 ok $([ "$ever_capped" = 0 ] && [ "$conn_d" = 0 ] && [ "$head_d" -ge 100 ] && echo 0 || echo 1) \
 	"default (churn): L3 refused at 200/s ($head_d answered 429) is never capped ($conn_d SYNs refused)"
 flood "$TMP/churn" 4 4000
-wait_for 3 "L3's connections capped under churn" l3_capped
-ok $? "default (churn): L3 refused at 4000/s is capped (cap $(cls L3 "['connection_cap']"), SYNs refused $(cls L3 "['rejected_by']['connections']"))" \
+gate_event() { grep '"machine":"connection_cap"' "$SLUICED_LOG" | grep -c "\"to\":\"$1\""; }
+capped_churn() { l3_capped && [ "$(gate_event churn)" -ge 1 ]; }
+wait_for 3 "L3's connections capped under churn, and the event that says why" capped_churn
+ok $? "default (churn): L3 refused at 4000/s is capped, an event says why ($(grep '"machine":"connection_cap"' "$SLUICED_LOG" | head -1)) (cap $(cls L3 "['connection_cap']"), SYNs refused $(cls L3 "['rejected_by']['connections']"))" \
 	"$($CTL status)"
 wait $L3PID $L0PID
 l0ok=$(lg "$TMP/churn.l0" L0 ok); l0sent=$(lg "$TMP/churn.l0" L0 sent); l3err=$(lg "$TMP/churn.l3" L3 errors)
 ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && [ "$l3err" = 0 ] && echo 0 || echo 1) \
 	"default (churn): L0's requests all succeed meanwhile ($l0ok of $l0sent), L3's refusals are clean ($l3err errors)" \
 	"$(cat "$TMP/churn.l0")" "$(cat "$TMP/churn.l3")"
-wait_for 5 "the cap lifted and no connection open" lifted
+lifted_gated() { lifted && [ "$(gate_event gated)" -ge 1 ]; }
+wait_for 5 "the cap lifted, no connection open, the gate's closing reported" lifted_gated
 ok $? "default (churn): the cap is lifted within ${WAITED_MS} ms of the flood's end, every count back to 0" \
 	"$($CTL status --json)"
 ok $(kill -0 "$SLUICED_PID" && echo 0 || echo 1) "sluiced is still running"

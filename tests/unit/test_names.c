@@ -285,7 +285,8 @@ static void test_event_levels_and_kinds(void **st)
 {
 	static const char *const levels[] = { "info", "debug", "alert" };
 	static const char *const kinds[] = { "breaker", "aimd", "ladder", "cascade", "retry_storm",
-		"switch", "switches", "flows", "config", "daemon", "metrics", "accept_queue" };
+		"switch", "switches", "flows", "config", "daemon", "metrics", "accept_queue", "node",
+		"connection_cap" };
 	int nl = MEMBERS(SLUICE_EV_LEVEL_TABLE);
 	struct sluice_event ev;
 	char line[512], want[128];

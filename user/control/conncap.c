@@ -71,6 +71,8 @@ static int churn_gate(struct sluice_conncap *c, const struct sluice_conncap_in *
 
 	for (int k = 1; k < SLUICE_NUM_CLASSES; k++)
 		refusals += in->refused[k] + cap_refused[k];
+	c->churn_refusals = refusals;
+	c->churn_samples = in->samples;
 	churning = in->dt_ns > 0 &&
 		   (double)refusals >= SLUICE_CONNCAP_CHURN_RATIO * (double)in->samples &&
 		   (double)refusals * 1e9 >= SLUICE_CONNCAP_CHURN_MIN_RATE * (double)in->dt_ns;

@@ -55,6 +55,8 @@ struct sluice_conncap {
 	/* churn mode's gate */
 	uint32_t churn_ticks;                    /* churning ticks in a row */
 	uint64_t churn_until_ns;                 /* the rule runs until then (0: gate closed) */
+	uint64_t churn_refusals;                 /* the last tick's refusals and responses, for */
+	uint64_t churn_samples;                  /* the event of the gate's opening */
 };
 
 #define SLUICE_CONNCAP_CHURN_RATIO 20        /* refusals per response that churn */

@@ -616,6 +616,24 @@ static uint32_t class_room(const struct sluice_verdict *v, int k)
 	return v->class_threshold[k] ? v->class_threshold[k] : v->limit;
 }
 
+/* The churn gate of an http service's connection cap opened or closed (control/conncap.h): an
+ * operator who sees SYNs refused under reason `connections` learns why from this line. */
+static void report_churn_gate(struct daemon *d, const struct service_conf *sc,
+			      const struct sluice_conncap *c, unsigned long long now_ns)
+{
+	struct sluice_event_sink sink = daemon_sink(d, sc->name);
+	struct sluice_event ev;
+	int open = c->churn_until_ns != 0;
+
+	sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sc->name, SLUICE_EVM_CONNECTION_CAP,
+			  open ? "gated" : "churn", open ? "churn" : "gated",
+			  open ? "refusals_churn_connections" : "churn_ended");
+	sluice_event_num(&ev, "refusals", (double)c->churn_refusals);
+	sluice_event_num(&ev, "responses", (double)c->churn_samples);
+	sluice_event_num(&ev, "ratio_min", SLUICE_CONNCAP_CHURN_RATIO);
+	sluice_event_emit(&sink, &ev);
+}
+
 /* http service i: the lower classes' connection cap after this tick's verdict v, decided in
  * control/conncap.h; here only the maps are read and written, when it asks. Returns 1 while a
  * cap is set or a write is due: the service is not quiet, since the cap's refusals move no
@@ -636,7 +654,7 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	struct sluice_http_conn_cap found;
 	struct sluice_inflight open;
 	struct sluice_conn_cap cc;
-	int step;
+	int step, gate_was = c->churn_until_ns != 0;
 
 	if (d->m.http_conn_cap < 0)
 		return 0;
@@ -664,6 +682,8 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	if (step == SLUICE_CONNCAP_WRITE)
 		sluice_conncap_written(c, maps_write_http_conn_cap(&d->m, d->idx[i],
 								     c->share.cap) == 0);
+	if (sc->connection_cap == CONN_CAP_CHURN && gate_was != (c->churn_until_ns != 0))
+		report_churn_gate(d, sc, c, now_ns);
 	return sluice_conncap_held(c);
 }
 
