@@ -49,7 +49,9 @@
 #                    than the default set writes docs/results/bench-DATE-SCENARIOS.* and does not
 #                    touch the README's and docs/BENCHMARKS.md's results sections.
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
-#   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned")
+#   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned"; also
+#                    sluice-dayone-cap and sluice-dayone-nocap: day one with connection_cap auto
+#                    and off, for the A/B of the default churn gate)
 #   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
 #                    (default 4) and STEP_POST (default 11) seconds around the surge
 #   BENCH_SLUICED_ARGS extra sluiced options for the sluice contenders (e.g. -v: the limit's probes
