@@ -53,7 +53,8 @@ def lg_class(c, secs):
             "latency_of": "successes",
             "detail": {k: c.get(k, 0) for k in ("http_429", "http_503", "refused", "reset", "eof",
                                                 "timeout", "other_status", "other_error",
-                                                "unfinished")}}
+                                                "unfinished", "retried", "lost_on_retry",
+                                                "lost_on_fresh", "stale_dropped")}}
 
 
 try:

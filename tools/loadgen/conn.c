@@ -108,6 +108,8 @@ void conn_send(struct conn *c, int64_t now)
 			dispatch(r, now);
 		} else if (r) {
 			r->conn = NULL;
+			if (r->retries)
+				classes[r->cls].s.lost_on_retry++;
 			req_finish(r, err == ECONNREFUSED ? O_REFUSED : O_RESET, 0, now);
 		}
 		return;
@@ -190,13 +192,33 @@ void conn_open(struct req *r, int64_t now)
 		c->state = C_CONNECTING;
 }
 
+// Whether an idle keep-alive connection was closed by the server (or sent something nobody
+// asked for) in a way this loop has not yet read: its FIN may wait in the socket behind other
+// events. Checked before reuse, as libcurl checks a pooled connection: a server that closes
+// all its idle connections at once (Apache's event MPM does while every worker is busy) would
+// otherwise have a request sent on one and its retry on the next.
+static bool idle_conn_closed(const struct conn *c)
+{
+	char b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 // Gives a request a connection: an idle keep-alive one of its class, a new one, or a place
 // in the class's pending list when --max-conns connections are open.
 void dispatch(struct req *r, int64_t now)
 {
 	struct klass *k = &classes[r->cls];
-	if (opt.mode == M_KEEPALIVE && !list_empty(&k->idle)) {
+	// A retry (its reused connection closed before any answer) goes on a new connection, as
+	// HAProxy retries on one: the server that closed one idle connection may be closing
+	// them all, and a new connection is not idle in its keep-alive queue.
+	while (opt.mode == M_KEEPALIVE && !r->retries && !list_empty(&k->idle)) {
 		struct conn *c = container_of(k->idle.next, struct conn, link);
+		if (idle_conn_closed(c)) {
+			k->s.stale_dropped++;
+			conn_close(c);
+			continue;
+		}
 		list_del(&c->link);
 		c->req = r;
 		r->conn = c;
@@ -354,6 +376,12 @@ void conn_failed(struct conn *c, int err, int64_t now)
 		} else if (connecting) {
 			req_finish(r, connect_outcome(err), 0, now);
 		} else {
+			if (err == 0 || err == ECONNRESET || err == EPIPE) {
+				if (r->retries)
+					classes[r->cls].s.lost_on_retry++;
+				else if (!reused)
+					classes[r->cls].s.lost_on_fresh++;
+			}
 			req_finish(r, err == 0 ? O_EOF : err == ETIMEDOUT ? O_TIMEOUT
 				      : (err == ECONNRESET || err == EPIPE) ? O_RESET : O_OTHER,
 				   0, now);

@@ -83,7 +83,9 @@ extern const char *mode_names[];
 
 struct stats {
 	uint64_t sent, ok, h429, h503, other_status, refused, reset, eof, timeout, other_error,
-		unfinished, retried;
+		unfinished, retried,
+		lost_on_retry, lost_on_fresh, // of reset + eof: on a request's retry, on a new connection
+		stale_dropped;                 // idle connections found closed before reuse
 	uint64_t status[600];
 	struct hist ok_h, rej_h;
 };

@@ -68,6 +68,9 @@ void stats_merge(struct stats *t, const struct stats *s)
 	t->other_error += s->other_error;
 	t->unfinished += s->unfinished;
 	t->retried += s->retried;
+	t->lost_on_retry += s->lost_on_retry;
+	t->lost_on_fresh += s->lost_on_fresh;
+	t->stale_dropped += s->stale_dropped;
 	for (int i = 0; i < 600; i++)
 		t->status[i] += s->status[i];
 	h_merge(&t->ok_h, &s->ok_h);
@@ -101,13 +104,16 @@ void print_stats(FILE *f, const struct stats *s, double dur)
 		"{\"sent\":%llu,\"ok\":%llu,\"http_429\":%llu,\"http_503\":%llu,"
 		"\"other_status\":%llu,\"refused\":%llu,\"reset\":%llu,\"eof\":%llu,"
 		"\"timeout\":%llu,\"other_error\":%llu,\"unfinished\":%llu,\"retried\":%llu,"
+		"\"lost_on_retry\":%llu,\"lost_on_fresh\":%llu,\"stale_dropped\":%llu,"
 		"\"errors\":%llu,\"rejected\":%llu,\"ok_rate\":%.2f",
 		(unsigned long long)s->sent, (unsigned long long)s->ok, (unsigned long long)s->h429,
 		(unsigned long long)s->h503, (unsigned long long)s->other_status,
 		(unsigned long long)s->refused, (unsigned long long)s->reset,
 		(unsigned long long)s->eof, (unsigned long long)s->timeout,
 		(unsigned long long)s->other_error, (unsigned long long)s->unfinished,
-		(unsigned long long)s->retried, (unsigned long long)errors,
+		(unsigned long long)s->retried, (unsigned long long)s->lost_on_retry,
+		(unsigned long long)s->lost_on_fresh, (unsigned long long)s->stale_dropped,
+		(unsigned long long)errors,
 		(unsigned long long)(s->h429 + s->h503 + s->refused),
 		dur > 0 ? s->ok / dur : 0.0);
 	print_pcts(f, "", &s->ok_h);
