@@ -456,6 +456,32 @@ static void test_churn_adopted_caps_held_then_lifted(void **st)
 	assert_true(t >= 1 * S + SLUICE_CONNSHARE_HOLD_NS);
 }
 
+/* A reload from churn to auto and back while the gate was open: back in churn mode the gate
+ * starts closed, so one churning tick does not hold a cap (two in a row set it again). */
+static void test_churn_gate_closed_after_a_mode_change(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = churn_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	m.open[3] = 16;
+	churn_tick(&c, &in, &m, 4000, 0, t);
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_not_equal(m.cap[3], 0);
+	assert_int_not_equal(c.churn_until_ns, 0);
+	in.on = CONN_CAP_AUTO;                          /* reloaded to auto */
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_equal(c.churn_until_ns, 0);
+	in.on = CONN_CAP_CHURN;                         /* and back to churn */
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_equal(c.churn_until_ns, 0);
+	assert_int_equal(m.cap[3], 0);
+	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
+	assert_int_not_equal(m.cap[3], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_open_loop_and_slow_refusals_set_no_cap),
 		cmocka_unit_test(test_churn_cap_held_by_refused_syns_lifted_without_churn),
 		cmocka_unit_test(test_churn_adopted_caps_held_then_lifted),
+		cmocka_unit_test(test_churn_gate_closed_after_a_mode_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

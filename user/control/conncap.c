@@ -44,6 +44,12 @@ int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_i
 {
 	int refusing = 0;
 
+	if (in->on != CONN_CAP_CHURN) {
+		/* the gate is churn mode's alone: a reload back to churn starts it closed, to be
+		 * opened by two churning ticks then as at any other time */
+		c->churn_ticks = 0;
+		c->churn_until_ns = 0;
+	}
 	if (!in->http || in->on == CONN_CAP_OFF) {
 		/* A tcp service's SYNs never read the http cap; one left from when a reload made
 		 * the service tcp is cleared, so that it cannot apply should it become http

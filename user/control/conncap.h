@@ -32,7 +32,8 @@
  *           whose refusals (requests for room, and SYNs the cap refused) number at least
  *           SLUICE_CONNCAP_CHURN_RATIO (20) times the tick's responses and at least
  *           SLUICE_CONNCAP_CHURN_MIN_RATE (1000) a second, and runs until such ticks have
- *           been absent for SLUICE_CONNSHARE_HOLD_NS (2 s): then the caps are lifted;
+ *           been absent for SLUICE_CONNSHARE_HOLD_NS (2 s): then the caps are lifted (a
+ *           reload into churn from another mode starts with the gate closed);
  *   off     never.
  */
 #ifndef SLUICE_CONNCAP_H
