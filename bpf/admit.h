@@ -203,7 +203,17 @@ static __always_inline int controller_alive(__u64 now)
 
 	if (!g || !g->heartbeat_ns)
 		return 0;
-	return now - g->heartbeat_ns <= g->heartbeat_timeout_ns;
+	/* signed: a SYN reads the coarse clock, up to a tick behind the one the heartbeat was
+	 * stamped with, and a heartbeat "from the future" is a fresh one */
+	return (__s64)(now - g->heartbeat_ns) <= (__s64)g->heartbeat_timeout_ns;
+}
+
+/* Whether svc's half-open counts have lapsed: started over SLUICE_HALFOPEN_TIMEOUT_NS before
+ * now. Signed: a SYN reads the coarse clock (a tick behind the exact one), and another CPU may
+ * have started the counts a moment after this one read its clock: the counts are current. */
+static __always_inline int halfopen_lapsed(const struct sluice_halfopen *h, __u64 now)
+{
+	return (__s64)(now - READ_ONCE(h->since_ns)) > (__s64)SLUICE_HALFOPEN_TIMEOUT_NS;
 }
 
 /* Admitted handshakes of svc that count against L1..L3's headroom now (see sluice_halfopen),
@@ -215,7 +225,7 @@ static __always_inline __s64 halfopen_pending(__u32 svc, __u64 now, __u32 limit,
 	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
 	__s64 n, f, cap = limit / SLUICE_HALFOPEN_SHARE;
 
-	if (!h || now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS)
+	if (!h || halfopen_lapsed(h, now))
 		return 0;
 	n = h->count;
 	f = with_fresh ? h->fresh : 0;
@@ -229,7 +239,7 @@ static __always_inline void halfopen_add(__u32 svc, __u64 now)
 
 	if (!h)
 		return;
-	if (now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS) {
+	if (halfopen_lapsed(h, now)) {
 		/* Lapsed: start afresh. Racing CPUs may lose a count here: the error is towards
 		 * admitting, and lasts one timeout at most. */
 		h->since_ns = now;
@@ -247,7 +257,7 @@ static __always_inline struct sluice_halfopen *halfopen_current(__u32 svc, __u64
 {
 	struct sluice_halfopen *h = bpf_map_lookup_elem(&halfopen, &svc);
 
-	if (!h || now - h->since_ns > SLUICE_HALFOPEN_TIMEOUT_NS || (__s64)(syn_ns - h->since_ns) < 0)
+	if (!h || halfopen_lapsed(h, now) || (__s64)(syn_ns - h->since_ns) < 0)
 		return NULL;
 	return h;
 }
@@ -551,7 +561,7 @@ static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u
 		return 0;
 	pkt_addr(p, 1, ck.addr);
 	ac = bpf_map_lookup_elem(&addr_class, &ck);
-	if (ac && now - READ_ONCE(ac->seen_ns) <= SLUICE_ADDR_CLASS_TTL_NS &&
+	if (ac && (__s64)(now - READ_ONCE(ac->seen_ns)) <= (__s64)SLUICE_ADDR_CLASS_TTL_NS &&
 	    (READ_ONCE(ac->class) & 3) < cls) {
 		cls = READ_ONCE(ac->class) & 3;
 		*learned = 1;
@@ -744,7 +754,9 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 		__u64 tau = t * (sc->client_burst > 1 ? sc->client_burst - 1 : 0);
 		__u64 tat = c->tat_ns;
 
-		if (tat > now + tau) {
+		/* a SYN's clock is the coarse one, up to a tick behind: its check gives the tick
+		 * (the token is taken on the exact clock when the handshake completes) */
+		if (tat > now + tau + (take ? 0 : SLUICE_COARSE_TICK_NS)) {
 			if (*counted)
 				__sync_fetch_and_add(&c->in_flight, -1);
 			*counted = 0;

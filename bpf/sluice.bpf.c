@@ -393,8 +393,11 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	if (!sc)
 		return XDP_PASS;
 	/* A SYN with a new ISN on a live flow never ends it: anyone can send one. Should the
-	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old. */
-	now = bpf_ktime_get_ns();
+	 * server accept it as a new connection, its SYN-ACK (seen at egress) ends the old.
+	 * The coarse clock: what a SYN times (a handshake's second, a window's, the controller's
+	 * heartbeat) needs no better than a tick, and the exact clock's read was a sixth of what
+	 * a new SYN cost (every comparison of the two is signed, see SLUICE_COARSE_TICK_NS). */
+	now = bpf_ktime_get_coarse_ns();
 	if (had) {
 		if (handshake_stands(&old, now))
 			return XDP_PASS; /* undecided: the server does not take it (see above) */

@@ -623,6 +623,10 @@ struct sluice_memo_budget {
  * second), so forged SYNs hold nothing for long. */
 #define SLUICE_HALFOPEN_SHARE 4
 #define SLUICE_HALFOPEN_TIMEOUT_NS 1000000000ull
+/* The longest the coarse clock (bpf_ktime_get_coarse_ns, read by a new SYN) lags the exact one:
+ * a tick, 10 ms at the lowest HZ. Checks that read it against exact stamps are signed, or give
+ * this much where a lag would refuse. */
+#define SLUICE_COARSE_TICK_NS 10000000ull
 
 #define SLUICE_HS_SERVER_ISN  1          /* sluice_handshake.flags: server_isn is known */
 #define SLUICE_HS_CLASSED     2          /* http: class is what the SYN was judged by (the

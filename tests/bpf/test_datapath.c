@@ -1266,6 +1266,26 @@ static void test_stale_heartbeat_fails_open(void **state)
 	assert_int_equal(xdp(f, &s).ret, XDP_TX);
 }
 
+/* A heartbeat stamped after the SYN read its clock (sluiced's exact clock, a moment ahead of the
+ * coarse one a SYN reads) is a fresh one: the verdicts apply, nothing fails open. Red when the
+ * age is taken unsigned (it wraps around to "silent for ever"). */
+static void test_heartbeat_ahead_of_the_syn_clock_is_alive(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_globals g = { .heartbeat_ns = monotonic_ns() + 20000000ull,
+				    .heartbeat_timeout_ns = 1000000000ull };
+
+	assert_int_equal(maps_write_globals(&f->m, &g), 0);
+	for (uint16_t p = 1; p <= 2; p++) {
+		struct pkt_spec s = syn4("203.0.113.9", p, 5432); /* L3: 2 slots */
+		assert_int_equal(connect_(f, &s), XDP_PASS);
+	}
+	struct pkt_spec s = syn4("203.0.113.9", 3, 5432);
+	assert_int_equal(xdp(f, &s).ret, XDP_TX);
+	assert_int_equal(stats(f, 0, 3).fail_open, 0);
+	assert_int_equal(stats(f, 0, 3).admitted, 2);
+}
+
 /* db's limit raised to 100, then n L0 connections from src (client ports 1 to n) completed,
  * each admitted: more than a 4-entry flow table holds when n > 4. */
 static void connect_ports(struct fixture *f, const char *src, uint16_t n)
@@ -3204,6 +3224,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_carried_over_flow_without_client_next_still_ends, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_heartbeat_fails_open, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_ahead_of_the_syn_clock_is_alive, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_flood_never_fills_the_limit, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_ack_completes_no_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_fin_rst_outside_window_release_nothing, setup, harness_teardown),
