@@ -201,11 +201,15 @@ static __always_inline int controller_alive(__u64 now)
 	__u32 zero = 0;
 	struct sluice_globals *g = bpf_map_lookup_elem(&globals, &zero);
 
+	__s64 age;
+
 	if (!g || !g->heartbeat_ns)
 		return 0;
-	/* signed: a SYN reads the coarse clock, up to a tick behind the one the heartbeat was
-	 * stamped with, and a heartbeat "from the future" is a fresh one */
-	return (__s64)(now - g->heartbeat_ns) <= (__s64)g->heartbeat_timeout_ns;
+	/* Signed: a SYN reads the coarse clock, up to a tick behind the one the heartbeat was
+	 * stamped with, and a heartbeat a moment "from the future" is a fresh one. One further
+	 * ahead than that was not stamped on this host's clock: a doubt, so not alive. */
+	age = (__s64)(now - g->heartbeat_ns);
+	return age <= (__s64)g->heartbeat_timeout_ns && age >= -2 * (__s64)SLUICE_COARSE_TICK_NS;
 }
 
 /* Whether svc's half-open counts have lapsed: started over SLUICE_HALFOPEN_TIMEOUT_NS before

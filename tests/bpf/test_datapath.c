@@ -1268,11 +1268,12 @@ static void test_stale_heartbeat_fails_open(void **state)
 
 /* A heartbeat stamped after the SYN read its clock (sluiced's exact clock, a moment ahead of the
  * coarse one a SYN reads) is a fresh one: the verdicts apply, nothing fails open. Red when the
- * age is taken unsigned (it wraps around to "silent for ever"). */
+ * age is taken unsigned (it wraps around to "silent for ever"). One an hour ahead was not
+ * stamped on this clock: the data path fails open, as for a silent controller. */
 static void test_heartbeat_ahead_of_the_syn_clock_is_alive(void **state)
 {
 	struct fixture *f = *state;
-	struct sluice_globals g = { .heartbeat_ns = monotonic_ns() + 20000000ull,
+	struct sluice_globals g = { .heartbeat_ns = monotonic_ns() + 5000000ull,
 				    .heartbeat_timeout_ns = 1000000000ull };
 
 	assert_int_equal(maps_write_globals(&f->m, &g), 0);
@@ -1284,6 +1285,11 @@ static void test_heartbeat_ahead_of_the_syn_clock_is_alive(void **state)
 	assert_int_equal(xdp(f, &s).ret, XDP_TX);
 	assert_int_equal(stats(f, 0, 3).fail_open, 0);
 	assert_int_equal(stats(f, 0, 3).admitted, 2);
+
+	g.heartbeat_ns = monotonic_ns() + 3600ull * 1000000000ull;
+	assert_int_equal(maps_write_globals(&f->m, &g), 0);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 3).fail_open, 1);
 }
 
 /* db's limit raised to 100, then n L0 connections from src (client ports 1 to n) completed,
