@@ -37,7 +37,7 @@ import socket, sys, threading, time
 ls = socket.socket()
 ls.bind(("127.0.0.1", 0))
 ls.listen(512)
-open(sys.argv[1], "w").write(str(ls.getsockname()[1]))
+print(ls.getsockname()[1], flush=True)   # listening: the script reads this line
 stats = {"conns": 0, "closed_unanswered": 0}
 def serve(c):
     n, buf = 0, b""
@@ -66,9 +66,10 @@ while time.time() < deadline:
     stats["conns"] += 1
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 EOF
-python3 "$TMP/srv.py" "$TMP/port" & SRV=$!
-for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
-PORT=$(cat "$TMP/port" 2>/dev/null)
+# Its first line is the port, printed once it listens: read with a deadline, no polling.
+coproc SRVP { exec python3 "$TMP/srv.py"; }
+SRV=$SRVP_PID PORT=
+read -r -t 10 -u "${SRVP[0]}" PORT || PORT=
 ok $([ -n "$PORT" ] && echo 0 || echo 1) "the closing server listens (port ${PORT:-none})"
 
 "$LG" --target "127.0.0.1:$PORT" --mode http-keepalive --rate 200 --duration 1.5 \
