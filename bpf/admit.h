@@ -708,16 +708,18 @@ static __always_inline void client_key_of(__u32 svc, const __u8 addr[16],
 	sluice_client_addr(k->addr);
 }
 
-/* The client's entry in `clients`, created empty when it has none; NULL only if the map
- * cannot hold it (the caller then does not limit the client). */
-static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16])
+/* The client's entry in `clients`, created empty when it has none and create is set; NULL
+ * when it has none (create 0) or the map cannot hold it (the caller then does not limit the
+ * client). */
+static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 addr[16],
+							  int create)
 {
 	struct sluice_client_key k = {};
 	struct sluice_client *c, nc = {};
 
 	client_key_of(svc, addr, &k);
 	c = bpf_map_lookup_elem(&clients, &k);
-	if (c)
+	if (c || !create)
 		return c;
 	bpf_map_update_elem(&clients, &k, &nc, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&clients, &k);
@@ -728,8 +730,11 @@ static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 
  * go on. take = 1 (a request): the unit is counted against the cap (*counted = 1) and takes
  * its token now. take = 0 (a SYN): both are only checked, *counted = 1 says the limits apply,
  * and client_take counts the unit once its handshake completes: a SYN forged in a client's
- * name uses up nothing of that client's. Off, or on any doubt (no map entry, controller
- * silent), the client is not limited. */
+ * name uses up nothing of that client's. Nor does a SYN make an entry: a client with none
+ * has nothing counted and passes, and its entry is made when its handshake completes. An
+ * entry made per SYN let a flood from forged sources (anyone can send one) push every real
+ * client's entry out of the LRU, and with it the connections counted against its cap. Off,
+ * or on any doubt (no room in the map, controller silent), the client is not limited. */
 static __always_inline int admit_client(const struct sluice_service *sc, __u32 svc,
 					const __u8 addr[16], __u64 now, __u8 *counted, int take)
 {
@@ -739,9 +744,11 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 	*counted = 0;
 	if ((!max && !rate) || !controller_alive(now))
 		return 1;
-	c = client_entry(svc, addr);
-	if (!c)
+	c = client_entry(svc, addr, take);
+	if (!c) {
+		*counted = !take; /* nothing counted yet: the handshake's completion counts it */
 		return 1;
+	}
 	if (max) {
 		if (!take) {
 			if (c->in_flight >= (__s64)max)
@@ -779,7 +786,7 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 static __always_inline int client_take(const struct sluice_service *sc, __u32 svc,
 				       const __u8 addr[16], __u64 now)
 {
-	struct sluice_client *c = client_entry(svc, addr);
+	struct sluice_client *c = client_entry(svc, addr, 1);
 
 	if (!c)
 		return 0;
@@ -789,6 +796,26 @@ static __always_inline int client_take(const struct sluice_service *sc, __u32 sv
 		c->tat_ns = (tat > now ? tat : now) + 1000000000ull / sc->client_rate;
 	}
 	if (!sc->client_max_in_flight)
+		return 0;
+	__sync_fetch_and_add(&c->in_flight, 1);
+	return 1;
+}
+
+/* A connection taken on at its data (no handshake record: open before sluiced attached, or
+ * its SYN met a slot another 4-tuple's record held, as under a SYN flood) counts against its
+ * client's cap like one whose handshake was seen: otherwise a flood of forged SYNs that fills
+ * the handshake slots would let every client past its cap. Never refused (the connection is
+ * the server's already) and its token not taken (it arrived long before, or was judged at
+ * its SYN). Returns 1 when it now counts against the cap. */
+static __always_inline int client_hold(const struct sluice_service *sc, __u32 svc,
+				       const __u8 addr[16])
+{
+	struct sluice_client *c;
+
+	if (!sc->client_max_in_flight)
+		return 0;
+	c = client_entry(svc, addr, 1);
+	if (!c)
 		return 0;
 	__sync_fetch_and_add(&c->in_flight, 1);
 	return 1;

@@ -554,14 +554,16 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 			nf.server_next = hs->server_isn + 1;
 			nf.flags = SLUICE_FLOW_SERVER_SEQ;
 		}
-		/* A connection taken on (client_limited 0) does not count against its client's
-		 * limits: they judge SYNs, and it was open before; counting it would also move
-		 * the client's token bucket at every try while the flow table is full. Its setup,
-		 * if it had one, is long past: the first turn seen is a request's. */
-		if (how == TRACK_ADOPTED_TCP)
+		/* A connection taken on counts against its client's cap (client_hold), not its
+		 * token bucket: that judges SYNs, and taking a token at every try while the flow
+		 * table is full would move it many times for one connection. Its setup, if it
+		 * had one, is long past: the first turn seen is a request's. */
+		if (how == TRACK_ADOPTED_TCP) {
 			nf.flags |= SLUICE_FLOW_TURNED;
-		if (hs->client_limited)
+			nf.client_counted = client_hold(sc, svc, key->client_addr);
+		} else if (hs->client_limited) {
 			nf.client_counted = client_take(sc, svc, key->client_addr, now);
+		}
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
 				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);

@@ -33,17 +33,14 @@ static inline uint32_t repair_queue_seq(int fd, int queue)
 	return seq;
 }
 
-static inline struct live_conn live_connection(uint16_t port)
+/* A listener on this namespace's loopback at port (the loopback brought up first: a fresh
+ * namespace has it down). */
+static inline int live_listen(uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct live_conn c;
-	socklen_t len = sizeof(a);
-	int one = 1, off = 0;
-
-	/* the namespace's loopback up (a fresh namespace has it down) */
 	struct ifreq ifr = { 0 };
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	int s = socket(AF_INET, SOCK_DGRAM, 0), lsn, one = 1;
 
 	assert_true(s >= 0);
 	strcpy(ifr.ifr_name, "lo");
@@ -51,14 +48,27 @@ static inline struct live_conn live_connection(uint16_t port)
 	ifr.ifr_flags |= IFF_UP;
 	assert_int_equal(ioctl(s, SIOCSIFFLAGS, &ifr), 0);
 	close(s);
-	c.lsn = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(c.lsn >= 0);
-	setsockopt(c.lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(c.lsn, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(c.lsn, 4), 0);
+	lsn = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(lsn >= 0);
+	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lsn, 4), 0);
+	return lsn;
+}
+
+/* One more connection to listener lsn (at port); its lsn is -1 (the caller owns the
+ * listener). */
+static inline struct live_conn live_connect(int lsn, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct live_conn c = { .lsn = -1 };
+	socklen_t len = sizeof(a);
+	int one = 1, off = 0;
+
 	c.cli = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(c.cli, (struct sockaddr *)&a, sizeof(a)), 0);
-	c.srv = accept(c.lsn, NULL, NULL);
+	c.srv = accept(lsn, NULL, NULL);
 	assert_true(c.srv >= 0);
 	assert_int_equal(getsockname(c.cli, (struct sockaddr *)&a, &len), 0);
 	c.cport = ntohs(a.sin_port);
@@ -69,11 +79,21 @@ static inline struct live_conn live_connection(uint16_t port)
 	return c;
 }
 
+static inline struct live_conn live_connection(uint16_t port)
+{
+	int lsn = live_listen(port);
+	struct live_conn c = live_connect(lsn, port);
+
+	c.lsn = lsn;
+	return c;
+}
+
 static inline void live_close(struct live_conn *c)
 {
 	close(c->cli);
 	close(c->srv);
-	close(c->lsn);
+	if (c->lsn >= 0)
+		close(c->lsn);
 }
 
 #endif

@@ -1125,6 +1125,53 @@ static void test_client_limits_key_ipv6_by_64(void **state)
 	assert_int_equal(connect_(f, &v4b), XDP_PASS);
 }
 
+/* Entries in the `clients` map. */
+static int client_entries(struct fixture *f)
+{
+	struct sluice_client_key k, next;
+	int n = 0;
+
+	if (bpf_map_get_next_key(f->m.clients, NULL, &next))
+		return 0;
+	do {
+		k = next;
+		n++;
+	} while (!bpf_map_get_next_key(f->m.clients, &k, &next));
+	return n;
+}
+
+/* A flood of SYNs from forged sources (70,000 addresses, more than the `clients` LRU holds)
+ * makes no client entry, so it cannot push a real client's out of the LRU and with it the
+ * connections counted against that client's cap: the client at its cap of two stays refused
+ * a third. (With an entry made per SYN, the flood evicted it and the third got in.) */
+static void test_forged_sources_never_evict_a_client(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec a = syn4("198.18.1.2", 1, 7000), b = syn4("198.18.1.2", 2, 7000);
+	struct pkt_spec c = syn4("198.18.1.2", 3, 7000);
+	unsigned long long admitted0 = stats(f, 2, 0).admitted;
+	char src[32];
+	int passed = 0;
+
+	assert_int_equal(connect_(f, &a), XDP_PASS);
+	assert_int_equal(connect_(f, &b), XDP_PASS);
+	assert_int_equal(client_entries(f), 1);
+	for (uint32_t i = 0; i < 70000; i++) {
+		uint32_t addr = (198u << 24 | 18u << 16 | 16u << 8) + i; /* 198.18.16.0 on */
+
+		snprintf(src, sizeof(src), "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff,
+			 (addr >> 8) & 0xff, addr & 0xff);
+		struct pkt_spec s = syn4(src, (uint16_t)(1024 + (i & 0x7fff)), 7000);
+		passed += xdp(f, &s).ret == XDP_PASS;
+	}
+	/* The flood reached the client check: every SYN admitted, none counted. */
+	assert_int_equal(passed, 70000);
+	assert_int_equal(stats(f, 2, 0).admitted - admitted0, 2 + 70000);
+	assert_int_equal(connect_(f, &c), XDP_TX); /* still at its cap */
+	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
+	assert_int_equal(client_entries(f), 1);
+}
+
 static void test_client_token_bucket(void **state)
 {
 	struct fixture *f = *state;
@@ -2761,6 +2808,43 @@ static void test_established_tcp_connection_adopted(void **state)
 	live_close(&c);
 }
 
+/* Connections sluice never saw the handshake of (open when sluiced attached, or whose SYN met
+ * a slot another 4-tuple's record held, as under a flood of forged SYNs) count against their
+ * client's cap once taken on at their data: 127.0.0.1 with three of them on "tenant" (cap 2)
+ * is refused a fourth, and admitted again once they end. (Not counted, a flood that filled the
+ * handshake slots let every client past its cap.) */
+static void test_adopted_connections_count_against_the_client_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct live_conn c[3];
+	struct pkt_spec syn = syn4("127.0.0.1", 1000, 7000);
+	int lsn = live_listen(7000);
+
+	for (int i = 0; i < 3; i++) {
+		c[i] = live_connect(lsn, 7000);
+		struct pkt_spec q = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = c[i].cport,
+				      .dport = 7000, .seq = c[i].rcv_nxt, .ack = c[i].snd_nxt,
+				      .ackf = 1, .psh = 1, .payload = QUERY, .payload_len = QLEN };
+		tc_ingress(f, &q);
+	}
+	assert_int_equal(flow_count(f), 3);
+	assert_int_equal(inflight_total(f, 2), 3);
+	assert_int_equal(xdp(f, &syn).ret, XDP_TX); /* at its cap: refused */
+	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
+	for (int i = 0; i < 3; i++) {
+		struct pkt_spec fin = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = c[i].cport,
+					.dport = 7000, .seq = c[i].rcv_nxt + QLEN,
+					.ack = c[i].snd_nxt, .ackf = 1, .fin = 1 };
+		xdp(f, &fin);
+		live_close(&c[i]);
+	}
+	close(lsn);
+	assert_int_equal(flow_count(f), 0);
+	assert_int_equal(inflight_total(f, 2), 0);
+	syn.sport = 1001, syn.seq = 2001;
+	assert_int_equal(xdp(f, &syn).ret, XDP_PASS); /* every count given back */
+}
+
 /* A query, a few ms, the reply: exactly one sample, in the bucket of (reply time - the turn's
  * start as the flow recorded it), and the flow busy exactly while the turn was open. */
 static void test_turn_gives_one_sample_in_its_bucket(void **state)
@@ -3225,6 +3309,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_token_bucket, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_sources_never_evict_a_client, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_limits_key_ipv6_by_64, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_limits_off_when_controller_silent, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fin_rst_end_units_exactly_once, setup, harness_teardown),
@@ -3261,6 +3346,7 @@ int main(void)
 						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_established_tcp_connection_adopted, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_adopted_connections_count_against_the_client_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_turn_is_setup, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_single_turn_sample_at_the_end, setup, harness_teardown),
