@@ -54,7 +54,11 @@ def lg_class(c, secs):
             "detail": {k: c.get(k, 0) for k in ("http_429", "http_503", "refused", "reset", "eof",
                                                 "timeout", "other_status", "other_error",
                                                 "unfinished", "retried", "lost_on_retry",
-                                                "lost_on_fresh", "stale_dropped")}}
+                                                "lost_on_fresh", "stale_dropped",
+                                                "ok_new_conn")},
+            # successes answered on a connection opened for them (no idle keep-alive one)
+            "new_conn_p50_ms": c.get("new_conn_p50_ms"),
+            "new_conn_p99_ms": c.get("new_conn_p99_ms")}
 
 
 try:

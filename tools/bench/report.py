@@ -19,6 +19,9 @@ median over the runs):
   L0 retried %  L0 requests that needed the client's retry on a new connection (their reused
                 keep-alive connection closed before any answer; tools/loadgen counts them,
                 wrk does not: "-"), % of L0 attempts: the part of "L0 ok" a retry saved
+  L0 new conn % L0 successes answered on a connection the client opened for them (no idle
+                keep-alive connection was left: the server had closed them), % of L0 successes
+                (tools/loadgen only)
   CPU/rej us    whole-host busy CPU (all CPUs, softirq included, from /proc/stat) during the
                 step / rejections seen by the clients; not shown under 100 rejections
 """
@@ -33,7 +36,7 @@ SCEN = {"http-closed": "HTTP, closed loop (wrk, keep-alive; LOAD x workers clien
 METRICS = [("goodput", "goodput %", "%.1f"), ("l0ok", "L0 ok %", "%.2f"),
            ("p50x", "L0 p50 x", "%.2f"), ("p99x", "L0 p99 x", "%.2f"),
            ("tput", "L0 tput %", "%.1f"), ("l0retry", "L0 retried %", "%.2f"),
-           ("cpurej", "CPU/rej us", "%.0f")]
+           ("l0new", "L0 new conn %", "%.1f"), ("cpurej", "CPU/rej us", "%.0f")]
 # What the project aims for at each load (the same for every contender; "-" = no goal).
 GOALS = {3.5: {"goodput": (">=", 97.0), "l0ok": (">=", 100.0), "p99x": ("<=", 1.2)},
          10.0: {"goodput": (">=", 90.0)}}
@@ -64,10 +67,13 @@ def step_metrics(r, base, cap):
          "l0ok": 100.0 * l0["ok"] / l0["attempts"] if l0.get("attempts") else None,
          "p50x": ratio(l0.get("p50_ms"), b.get("p50_ms")),
          "p99x": ratio(l0.get("p99_ms"), b.get("p99_ms")),
-         "tput": None, "cpurej": None, "l0retry": None}
+         "tput": None, "cpurej": None, "l0retry": None, "l0new": None}
     retried = (l0.get("detail") or {}).get("retried")
     if retried is not None and l0.get("attempts"):
         m["l0retry"] = 100.0 * retried / l0["attempts"]
+    on_new = (l0.get("detail") or {}).get("ok_new_conn")
+    if on_new is not None and l0.get("ok"):
+        m["l0new"] = 100.0 * on_new / l0["ok"]
     t = ratio(l0.get("ok_rps"), b.get("ok_rps"))
     m["tput"] = 100.0 * t if t is not None else None
     if r["rejected"] >= 100:

@@ -44,7 +44,12 @@ void req_finish(struct req *r, int outcome, int status, int64_t now)
 	if (status > 0 && status < 600)
 		s->status[status]++;
 	switch (outcome) {
-	case O_OK: s->ok++; h_add(&s->ok_h, us); break;
+	case O_OK:
+		s->ok++;
+		h_add(&s->ok_h, us);
+		if (r->on_new_conn)
+			h_add(&s->ok_new_h, us);
+		break;
 	case O_429: s->h429++; h_add(&s->rej_h, us); break;
 	case O_503: s->h503++; h_add(&s->rej_h, us); break;
 	case O_STATUS: s->other_status++; break;
@@ -180,6 +185,7 @@ void conn_open(struct req *r, int64_t now)
 	c->cls = r->cls;
 	c->req = r;
 	r->conn = c;
+	r->on_new_conn = true;
 	nconns++;
 	conn_opened_total++;
 	c->events = EPOLLOUT | EPOLLIN | EPOLLRDHUP;
@@ -222,6 +228,7 @@ void dispatch(struct req *r, int64_t now)
 		list_del(&c->link);
 		c->req = r;
 		r->conn = c;
+		r->on_new_conn = false;
 		c->woff = 0;
 		conn_send(c, now);
 		return;

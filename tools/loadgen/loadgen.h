@@ -88,6 +88,7 @@ struct stats {
 		stale_dropped;                 // idle connections found closed before reuse
 	uint64_t status[600];
 	struct hist ok_h, rej_h;
+	struct hist ok_new_h; // of ok_h: requests answered on a connection opened for them
 };
 
 struct klass {
@@ -125,6 +126,7 @@ struct conn {
 struct req {
 	int cls;
 	int retries;
+	bool on_new_conn; // sent on a connection opened for it (not an idle keep-alive one)
 	int64_t start, deadline; // ns, CLOCK_MONOTONIC; start = scheduled arrival
 	struct conn *conn;
 	struct link tlink; // outstanding FIFO (deadline order)

@@ -75,6 +75,7 @@ void stats_merge(struct stats *t, const struct stats *s)
 		t->status[i] += s->status[i];
 	h_merge(&t->ok_h, &s->ok_h);
 	h_merge(&t->rej_h, &s->rej_h);
+	h_merge(&t->ok_new_h, &s->ok_new_h);
 }
 
 void print_pcts(FILE *f, const char *prefix, const struct hist *h)
@@ -118,6 +119,8 @@ void print_stats(FILE *f, const struct stats *s, double dur)
 		dur > 0 ? s->ok / dur : 0.0);
 	print_pcts(f, "", &s->ok_h);
 	print_pcts(f, "reject_", &s->rej_h);
+	fprintf(f, ",\"ok_new_conn\":%llu", (unsigned long long)s->ok_new_h.n);
+	print_pcts(f, "new_conn_", &s->ok_new_h);
 	fprintf(f, ",\"status\":{");
 	bool first = true;
 	for (int i = 0; i < 600; i++)
