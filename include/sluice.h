@@ -746,7 +746,7 @@ struct sluice_hash_keys {
  * client packet at XDP. For two different 4-tuples, the chance over the keys that their sums
  * agree is at most 2^-32, whatever the 4-tuples: a client cannot pick, offline, addresses or
  * ports whose SYNs land on a slot its own unfinished SYN holds (and so go unrecorded, taken
- * on at their first data past its client limits). A hash linear in the key's words (each
+ * on at their first data past its client's token bucket). A hash linear in the key's words (each
  * word times a constant, summed) would not do, secret or not: an IPv6 client owns the low 64
  * bits of its address, and two of its addresses whose words differ by (+7, -5) where the
  * multipliers are (5c, 7c) sum to the same value under any secret.
