@@ -1117,8 +1117,8 @@ int main(int argc, char **argv)
 	printf("fuzz_datapath: %llu closes of a connection whose twin (same client address and port, other local address) had a flow: the twin's flow stayed\n",
 	       twins_checked);
 	/* The client cap's check at the end of each epoch means something only if the cap
-	 * was met: with db2's cap of 1, it is (16-35 SYNs refused in runs of 100,000 frames,
-	 * in five runs, -s 1 to -s 5). */
+	 * was met: with db2's cap of 1, it is (16-35 SYNs refused per 100,000 frames in five
+	 * runs, -s 1 to -s 5). */
 	unsigned long long client_refused = 0;
 	for (int i = 0; i < fx->cfg.n_services; i++)
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
