@@ -729,7 +729,7 @@ static __always_inline struct sluice_client *client_entry(__u32 svc, const __u8 
  * (GCRA: a unit may start no earlier than tat - burst tolerance). Returns 1 when the unit may
  * go on. take = 1 (a request): the unit is counted against the cap (*counted = 1) and takes
  * its token now. take = 0 (a SYN): both are only checked, *counted = 1 says the limits apply,
- * and client_take counts the unit once its handshake completes: a SYN forged in a client's
+ * and client_count counts the unit once its handshake completes: a SYN forged in a client's
  * name uses up nothing of that client's. Nor does a SYN make an entry: a client with none
  * has nothing counted and passes, and its entry is made when its handshake completes. An
  * entry made per SYN let a flood from forged sources (anyone can send one) push every real
@@ -781,41 +781,31 @@ static __always_inline int admit_client(const struct sluice_service *sc, __u32 s
 	return 1;
 }
 
-/* A unit admitted at its SYN completed its handshake: count it against its client's cap and
- * take its token. Returns 1 when it now counts against the cap. */
-static __always_inline int client_take(const struct sluice_service *sc, __u32 svc,
-				       const __u8 addr[16], __u64 now)
+/* A connection is now the client's: count it against its client's cap (returns 1 when it
+ * now counts) and, with token, take its token. token 1: a unit admitted at its SYN completed
+ * its handshake. token 0: a connection taken on at its data (no handshake
+ * record: open before sluiced attached, or its SYN met a slot another 4-tuple's record held,
+ * as under a SYN flood) counts against the cap like one whose handshake was seen, or a flood
+ * of forged SYNs that fills the handshake slots would let every client past its cap; never
+ * refused (the connection is the server's already) and its token not taken (it arrived long
+ * before, or was judged at its SYN; taking one at each try while the flow table is full would
+ * move the bucket many times for one connection). */
+static __always_inline int client_count(const struct sluice_service *sc, __u32 svc,
+					const __u8 addr[16], __u64 now, int token)
 {
-	struct sluice_client *c = client_entry(svc, addr, 1);
+	struct sluice_client *c;
 
+	if (!sc->client_max_in_flight && !(token && sc->client_rate))
+		return 0;
+	c = client_entry(svc, addr, 1);
 	if (!c)
 		return 0;
-	if (sc->client_rate) {
+	if (token && sc->client_rate) {
 		__u64 tat = c->tat_ns;
 
 		c->tat_ns = (tat > now ? tat : now) + 1000000000ull / sc->client_rate;
 	}
 	if (!sc->client_max_in_flight)
-		return 0;
-	__sync_fetch_and_add(&c->in_flight, 1);
-	return 1;
-}
-
-/* A connection taken on at its data (no handshake record: open before sluiced attached, or
- * its SYN met a slot another 4-tuple's record held, as under a SYN flood) counts against its
- * client's cap like one whose handshake was seen: otherwise a flood of forged SYNs that fills
- * the handshake slots would let every client past its cap. Never refused (the connection is
- * the server's already) and its token not taken (it arrived long before, or was judged at
- * its SYN). Returns 1 when it now counts against the cap. */
-static __always_inline int client_hold(const struct sluice_service *sc, __u32 svc,
-				       const __u8 addr[16])
-{
-	struct sluice_client *c;
-
-	if (!sc->client_max_in_flight)
-		return 0;
-	c = client_entry(svc, addr, 1);
-	if (!c)
 		return 0;
 	__sync_fetch_and_add(&c->in_flight, 1);
 	return 1;

@@ -554,16 +554,14 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 			nf.server_next = hs->server_isn + 1;
 			nf.flags = SLUICE_FLOW_SERVER_SEQ;
 		}
-		/* A connection taken on counts against its client's cap (client_hold), not its
-		 * token bucket: that judges SYNs, and taking a token at every try while the flow
-		 * table is full would move it many times for one connection. Its setup, if it
-		 * had one, is long past: the first turn seen is a request's. */
-		if (how == TRACK_ADOPTED_TCP) {
+		/* A connection taken on counts against its client's cap, not its token bucket
+		 * (client_count). Its setup, if it had one, is long past: the first turn seen is
+		 * a request's. */
+		if (how == TRACK_ADOPTED_TCP)
 			nf.flags |= SLUICE_FLOW_TURNED;
-			nf.client_counted = client_hold(sc, svc, key->client_addr);
-		} else if (hs->client_limited) {
-			nf.client_counted = client_take(sc, svc, key->client_addr, now);
-		}
+		if (how == TRACK_ADOPTED_TCP || hs->client_limited)
+			nf.client_counted = client_count(sc, svc, key->client_addr, now,
+							 how != TRACK_ADOPTED_TCP);
 		/* The word owns the connection from the insert on. */
 		nf.req_active = sluice_own_tag(svc, cls) | SLUICE_OWN_CONN | pending |
 				(nf.client_counted ? SLUICE_OWN_CLIENT : 0);
