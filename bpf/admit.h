@@ -325,6 +325,40 @@ static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
 	return n;
 }
 
+/* CPUs the in-flight estimate's bound counts; 0 until sluice_publish_stripes has put every
+ * CPU's stripe into it, and while 0 every take near a threshold or not reads all the stripes.
+ * Per load, like the estimate. */
+volatile __u32 sluice_estimate_cpus;
+
+/* Publish this CPU's unpublished change of (svc, cls), at a take, once it reaches the batch
+ * either way (struct sluice_inflight_est), so that no CPU's unpublished change exceeds
+ * SLUICE_STRIPE_BATCH past the take that made it. The same amount goes to the estimate first
+ * and to this CPU's published share after, each atomically: whatever interleaves (the GC's
+ * program in process context interrupted by a packet's on this CPU, or the tick's fold from
+ * another CPU), the estimate never holds less than the shares. A function of its own, called
+ * without a branch around it: verified once (inlined, its branch added a sixth to what the
+ * verifier walks for TC ingress). */
+__attribute__((noinline))
+int sluice_stripe_publish(__u32 svc, __u32 cls)
+{
+	const struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+	struct sluice_inflight *pub = bpf_map_lookup_elem(&inflight_pub, &svc);
+	struct sluice_inflight_est *est;
+	__s64 d;
+
+	if (!own || !pub)
+		return 0;
+	d = READ_ONCE(own->cls[cls & 3]) - READ_ONCE(pub->cls[cls & 3]);
+	if (d < SLUICE_STRIPE_BATCH && d > -SLUICE_STRIPE_RELEASE_BATCH)
+		return 0;
+	est = bpf_map_lookup_elem(&inflight_est, &svc);
+	if (!est)
+		return 0;
+	__sync_fetch_and_add(&est->cls[cls & 3], d);
+	__sync_fetch_and_add(&pub->cls[cls & 3], d);
+	return 1;
+}
+
 /* Add d to this CPU's stripe of (svc, cls) in `inflight_pcpu`. Atomic although no other CPU
  * writes the stripe: a program in process context (the GC's) may be interrupted by one in
  * softirq on the same CPU. */
@@ -334,6 +368,24 @@ static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
 
 	if (s)
 		__sync_fetch_and_add(&s->cls[cls & 3], d);
+}
+
+/* One unit taken on this CPU's stripe without a threshold (failing open, a connection slot)
+ * and published when due, as every take is: the estimate's bound holds only while no CPU
+ * holds more than a batch of takes unpublished. */
+static __always_inline void stripe_take(__u32 svc, __u32 cls)
+{
+	stripe_add(svc, cls, 1);
+	sluice_stripe_publish(svc, cls);
+}
+
+/* One unit given back on this CPU's stripe. It publishes nothing itself: it only lowers the
+ * true count, which the estimate may run above; the next take on this CPU publishes it once it
+ * is a batch, and the tick's read of the counts (sluice_copy_counts) folds in what CPUs that
+ * only give back have left. */
+static __always_inline void stripe_give_back(__u32 svc, __u32 cls)
+{
+	stripe_add(svc, cls, -1);
 }
 
 struct stripe_sum {
@@ -385,27 +437,156 @@ static __always_inline void sum_stripes(struct stripe_sum *s)
  * The take is a full-barrier read-modify-write and every other stripe is read after it, so of
  * two CPUs racing for the last slot the later one sees the earlier's take: the bound is as
  * exact as with one shared counter. */
-static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio,
+/* An upper bound of what the other CPUs' stripes of svc hold in the classes of mask (m of
+ * them), from the estimate and this CPU's published share; -1 when the estimate is off. A
+ * function of its own, verified once, like sluice_publish_change. */
+__attribute__((noinline))
+__s64 sluice_others_at_most(__u32 svc, __u32 mask, __u32 m, __u32 cpus)
+{
+	const struct sluice_inflight_est *est;
+	const struct sluice_inflight *pub;
+	__s64 n;
+
+	if (!cpus || cpus > SLUICE_MAX_CPUS)
+		return -1;
+	est = bpf_map_lookup_elem(&inflight_est, &svc);
+	pub = bpf_map_lookup_elem(&inflight_pub, &svc);
+	if (!est || !pub)
+		return -1;
+	n = (__s64)(cpus - 1) * SLUICE_STRIPE_BATCH * m;
+	/* without a branch per class: each one doubles what the verifier walks after it */
+#pragma unroll
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++)
+		n += (READ_ONCE(est->cls[j]) - READ_ONCE(pub->cls[j])) &
+		     -(__s64)((mask >> j) & 1);
+	return n;
+}
+
+/* Take one slot of (svc, cls) on this CPU's stripe and return the in-flight it is compared
+ * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
+ * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
+ * With no threshold (thr 0) nothing is compared and nothing else is read. Far below thr, the
+ * other CPUs' share is bounded from the estimate (others_at_most) and their stripes are not
+ * read; otherwise they are: the take is a full-barrier read-modify-write and every other stripe
+ * is read after it, so of two CPUs racing for the last slot the later one sees the earlier's
+ * take, and the bound is as exact as with one shared counter. */
+static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio, __u32 thr,
 				       const struct sluice_inflight *base,
 				       const struct sluice_inflight *rel)
 {
 	struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
-	struct stripe_sum s = { .svc = svc, .me = bpf_get_smp_processor_id(),
-				.mask = prio ? (2u << cls) - 1 : 15u };
-	__s64 n;
+	__u32 mask = prio ? (2u << cls) - 1 : 15u;
+	/* Read before the take's barrier: a CPU that sees the estimate on then reads it whole. */
+	__u32 cpus = sluice_estimate_cpus;
+	__s64 n, others;
 
 	if (!own)
 		return 0;
 	n = __sync_fetch_and_add(&own->cls[cls], 1);
+	sluice_stripe_publish(svc, cls);
+	if (!thr)
+		return 0;
 	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
-		if (!(s.mask & (1u << j)))
+		if (!(mask & (1u << j)))
 			continue;
 		if (j != cls)
 			n += own->cls[j];
 		n += base->cls[j] - (rel ? rel->cls[j] : 0);
 	}
-	sum_stripes(&s);
-	return n + s.n;
+	others = sluice_others_at_most(svc, mask, prio ? cls + 1 : SLUICE_NUM_CLASSES, cpus);
+	if (others >= 0 && n + others < (__s64)thr)
+		return n + others;
+	{
+		struct stripe_sum s = { .svc = svc, .me = bpf_get_smp_processor_id(), .mask = mask };
+
+		sum_stripes(&s);
+		return n + s.n;
+	}
+}
+
+/* ---- Filling the in-flight estimate (sluice_publish_stripes) ---- */
+
+/* Publish the whole unpublished change of one CPU's stripe (own, its share pub) from any CPU:
+ * what sluice_publish_stripes does for every stripe once, and the tick's read of the counts
+ * for the services it reads (sluice_copy_counts), so that what a CPU gave back without taking
+ * since does not keep the estimate high. Racing the CPU's own publish, both may add the same
+ * change: the estimate and the share get it twice alike, which leaves the share above the
+ * stripe (the bound only looser) until that CPU's next publish evens it. */
+static __always_inline void fold_stripe(const struct sluice_inflight *own,
+					struct sluice_inflight *pub,
+					struct sluice_inflight_est *est)
+{
+#pragma unroll
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__s64 d = READ_ONCE(own->cls[c]) - READ_ONCE(pub->cls[c]);
+
+		if (d) {
+			__sync_fetch_and_add(&est->cls[c], d);
+			__sync_fetch_and_add(&pub->cls[c], d);
+		}
+	}
+}
+
+struct publish_walk {
+	__u32 cpus, slots, published;
+	int failed;
+};
+
+/* 1 past the last possible CPU (the per-CPU map has a value for each). */
+static long count_cpu(__u32 cpu, struct publish_walk *w)
+{
+	__u32 zero = 0;
+
+	if (!bpf_map_lookup_percpu_elem(&inflight_pcpu, &zero, cpu))
+		return 1;
+	w->cpus = cpu + 1;
+	return 0;
+}
+
+/* Publish CPU (i mod cpus)'s whole unpublished change of slot (i / cpus), every class; 1 past
+ * the last slot. */
+static long publish_one(__u32 i, struct publish_walk *w)
+{
+	__u32 svc = i / w->cpus, cpu = i % w->cpus;
+	struct sluice_inflight *own = bpf_map_lookup_percpu_elem(&inflight_pcpu, &svc, cpu);
+	struct sluice_inflight *pub = bpf_map_lookup_percpu_elem(&inflight_pub, &svc, cpu);
+	struct sluice_inflight_est *est = bpf_map_lookup_elem(&inflight_est, &svc);
+
+	if (!own && cpu == 0) {
+		w->slots = svc;
+		return 1;
+	}
+	if (!own || !pub || !est) {
+		w->failed = 1;
+		return 1;
+	}
+	fold_stripe(own, pub, est);
+	w->published++;
+	return 0;
+}
+
+/* Put every CPU's stripe of every slot into the estimate, then turn it on. Until then a CPU
+ * that took nothing since this load may hold any amount unpublished (its stripe is older than
+ * the estimate), which the bound could not allow for. Run once, after the programs are
+ * attached and any migration has merged its counts into the stripes; running it again is
+ * harmless. */
+static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
+{
+	struct publish_walk w = { 0 };
+
+	arg->slots = arg->cpus = arg->published = 0;
+	bpf_loop(SLUICE_MAX_CPUS, count_cpu, &w, 0);
+	if (!w.cpus || w.cpus >= SLUICE_MAX_CPUS)
+		return 0; /* more CPUs than the bound counts: the estimate stays off */
+	bpf_loop(1 << 23, publish_one, &w, 0);
+	if (w.failed || !w.slots || w.published != w.slots * w.cpus)
+		return 0;
+	/* after every publish above (each a full barrier) */
+	sluice_estimate_cpus = w.cpus;
+	arg->slots = w.slots;
+	arg->cpus = w.cpus;
+	arg->published = w.published;
+	return 0;
 }
 
 /* Decide one unit of (svc, cls). take = 1 (an http request): on admit one in-flight slot is
@@ -474,7 +655,7 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		return 1;
 	}
 	/* Reserve first, then check: two CPUs cannot both take the last slot. */
-	in_use = take_slot(svc, cls, prio, inf, rel);
+	in_use = take_slot(svc, cls, prio, thr, inf, rel);
 	if (thr && in_use >= (__s64)thr) {
 		*reason = SLUICE_REJ_HEADROOM;
 		goto undo;
@@ -485,12 +666,12 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 	}
 	return 1;
 undo:
-	stripe_add(svc, cls, -1);
+	stripe_give_back(svc, cls);
 	own_bump(svc);
 	return 0;
 take:
 	if (take)
-		stripe_add(svc, cls, 1);
+		stripe_take(svc, cls);
 	return 1;
 }
 
@@ -696,7 +877,7 @@ static __always_inline void count_conn_cap_refusal(__u32 svc, __u8 flags)
 /* Take one in-flight slot of (svc, cls) for a unit already admitted (a completed handshake). */
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {
-	stripe_add(svc, cls, 1);
+	stripe_take(svc, cls);
 }
 
 /* The key of a client in `clients` (an IPv6 client is its /64: sluice_client_addr). */
@@ -825,7 +1006,7 @@ static __always_inline void release_client(__u32 svc, const __u8 addr[16])
 /* Give back one in-flight slot of (svc, cls). */
 static __always_inline void release_unit(__u32 svc, __u32 cls)
 {
-	stripe_add(svc, cls, -1);
+	stripe_give_back(svc, cls);
 }
 
 /* What an ownership word holds (see SLUICE_OWN_* in sluice.h). A word without the tag comes

@@ -199,6 +199,24 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } inflight_pcpu SEC(".maps");
 
+/* The in-flight estimate and each CPU's published share of it (include/sluice.h: struct
+ * sluice_inflight_est): what lets a take far below its threshold skip the other CPUs'
+ * stripes. Not pinned: each load makes its own, and sluice_publish_stripes fills it before
+ * any take relies on it; sized like the services. BPF. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight_est);
+} inflight_est SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct sluice_inflight);
+} inflight_pub SEC(".maps");
+
 /* Units released by the controller's flow GC; effective in-flight = inflight - released.
  * Controller only (so neither side races the other's writes). */
 struct {

@@ -1566,12 +1566,15 @@ static long copy_busy_at(__u32 i, struct sluice_copy_counts *a)
 struct stripes_of {
 	__u32 svc;
 	struct sluice_inflight *sum;
+	struct sluice_inflight_est *est;
 };
 
-/* One CPU's stripe of a service into its sum, as user space adds them (the total too). */
+/* One CPU's stripe of a service into its sum, as user space adds them (the total too), and its
+ * unpublished change into the in-flight estimate (fold_stripe). */
 static long add_stripe(__u32 cpu, struct stripes_of *s)
 {
 	const struct sluice_inflight *x = bpf_map_lookup_percpu_elem(&inflight_pcpu, &s->svc, cpu);
+	struct sluice_inflight *pub;
 
 	if (!x)
 		return 1; /* past the last CPU */
@@ -1582,6 +1585,9 @@ static long add_stripe(__u32 cpu, struct stripes_of *s)
 		s->sum->cls[c] += v;
 		s->sum->total += v;
 	}
+	pub = bpf_map_lookup_percpu_elem(&inflight_pub, &s->svc, cpu);
+	if (pub && s->est)
+		fold_stripe(x, pub, s->est);
 	return 0;
 }
 
@@ -1591,7 +1597,7 @@ static long copy_inflight_at(__u32 i, struct sluice_copy_counts *a)
 	__u32 k = a->first + i;
 	const struct sluice_inflight *src = bpf_map_lookup_elem(&inflight, &k);
 	struct sluice_inflight *dst = bpf_map_lookup_elem(&inflight_copy, &k), sum;
-	struct stripes_of s = { .svc = k, .sum = &sum };
+	struct stripes_of s = { .svc = k, .sum = &sum, .est = bpf_map_lookup_elem(&inflight_est, &k) };
 
 	if (!src || !dst)
 		return 1;
@@ -1617,4 +1623,12 @@ int sluice_copy_counts(struct sluice_copy_counts *arg)
 		bpf_loop(a.n, copy_inflight_at, &a, 0);
 	arg->copied = a.copied;
 	return 0;
+}
+
+/* Fill the in-flight estimate and turn it on (struct sluice_publish_stripes): sluiced runs it
+ * once after attaching. */
+SEC("syscall")
+int sluice_publish_stripes(struct sluice_publish_stripes *arg)
+{
+	return publish_stripes(arg);
 }

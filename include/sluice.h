@@ -376,6 +376,17 @@ struct sluice_copy_counts {
 	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
 };
 
+/* Context of the syscall program sluice_publish_stripes, which sluiced runs once after its
+ * programs are attached (and after any migration has merged the old programs' counts): it puts
+ * every CPU's stripe of every service slot into the in-flight estimate and then lets takes use
+ * it (struct sluice_inflight_est). */
+struct sluice_publish_stripes {
+	__u32 slots;                     /* out: service slots published (the maps' size) */
+	__u32 cpus;                      /* out: CPUs published, 0 when the estimate stays off */
+	__u32 published;                 /* out: (slot, CPU) stripes published */
+	__u32 pad;
+};
+
 /* ---- Layout record (map `sluice_layout`, one entry, written by sluiced) ----
  * What the pins under the pin dir are: the layout version and, per pinned map, its type, sizes
  * and a hash of its key and value types as the BPF object's BTF describes them (field names,
@@ -815,6 +826,24 @@ struct sluice_halfopen {
 struct sluice_inflight {
 	__s64 total;
 	__s64 cls[SLUICE_NUM_CLASSES];
+};
+
+/* Map `inflight_est` (ARRAY, one per service, not pinned: each load makes and fills its own):
+ * per class, the sum of what every CPU has published of its stripe of `inflight_pcpu`; map
+ * `inflight_pub` (PERCPU_ARRAY, the same struct sluice_inflight, total unused, not pinned):
+ * how much of this CPU's stripe that is. A CPU publishes the change of its stripe whenever it
+ * reaches SLUICE_STRIPE_BATCH either way, adding the same amount to both, so at any moment no
+ * other CPU holds more than SLUICE_STRIPE_BATCH unpublished per class, and
+ *     estimate - own published + own stripe + (CPUs - 1) x SLUICE_STRIPE_BATCH per class
+ * is an upper bound of the true in-flight. A take whose bound is below its threshold is
+ * admitted without reading the other CPUs' stripes (their lines are what CPUs fight over); a
+ * take near its threshold reads them all, as before, so the admission bound stays exact. One
+ * cache line per service, so two services' publishes never share one. */
+#define SLUICE_STRIPE_BATCH 4
+#define SLUICE_STRIPE_RELEASE_BATCH 16
+struct sluice_inflight_est {
+	__s64 cls[SLUICE_NUM_CLASSES];
+	__s64 pad[4];
 };
 
 /* Map `conn_cap` (ARRAY, one per service): the open-connection cap of a tcp service, for

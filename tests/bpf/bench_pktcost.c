@@ -637,7 +637,8 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 		bpf_map__set_pin_path(map, NULL);
 	attach_size_services(skel->obj, maps_service_slots(n));
 	if (sluice_bpf__load(skel) ||
-	    hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys)) {
+	    hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys) ||
+	    harness_publish_stripes(skel->obj, "sluice_publish_stripes") <= 0) {
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}

@@ -36,3 +36,18 @@ int unit_take(struct xdp_md *ctx)
 {
 	return admit_one() ? XDP_PASS : XDP_DROP;
 }
+
+/* One unit given back (taken by unit_take, maybe on another CPU). */
+SEC("xdp")
+int unit_release(struct xdp_md *ctx)
+{
+	release_unit(0, 2);
+	return XDP_PASS;
+}
+
+/* The in-flight estimate filled and turned on, as sluiced does after attaching. */
+SEC("syscall")
+int publish(struct sluice_publish_stripes *arg)
+{
+	return publish_stripes(arg);
+}

@@ -64,7 +64,8 @@ static int setup(void **state)
 	bpf_object__for_each_map(map, h->sk->obj)
 		bpf_map__set_pin_path(map, NULL);
 	if (sluice_hooks_bpf__load(h->sk) ||
-	    harness_fixed_keys(bpf_map__fd(h->sk->maps.flow_hash_key)))
+	    harness_fixed_keys(bpf_map__fd(h->sk->maps.flow_hash_key)) ||
+	    harness_publish_stripes(h->sk->obj, "sluice_publish_stripes") <= 0)
 		return -1;
 	harness_maps_of(h->sk->obj, &h->f.m);
 	if (!harness_program(&h->f, CONFIG, 3600 * S_NS))
@@ -465,46 +466,212 @@ static void *take_many(void *arg)
 	return NULL;
 }
 
-static void test_striped_admission_bound_is_exact(void **state)
+/* The inflight_unit object loaded unpinned, service 0 with every class's threshold thr, a
+ * fresh heartbeat; the in-flight estimate on (as sluiced runs) or off. */
+static struct inflight_unit_bpf *unit_load(__u32 thr, int estimate, struct sluice_maps *m)
 {
 	struct inflight_unit_bpf *sk = inflight_unit_bpf__open();
-	struct sluice_verdict v = { .limit = 700 };
+	struct sluice_verdict v = { .limit = thr };
 	struct sluice_globals g = { .heartbeat_timeout_ns = 3600 * S_NS };
-	struct sluice_inflight in;
-	struct sluice_maps m;
 	struct bpf_map *map;
-	int n = (int)sysconf(_SC_NPROCESSORS_ONLN), total = 0;
 
 	assert_non_null(sk);
 	bpf_object__for_each_map(map, sk->obj)
 		bpf_map__set_pin_path(map, NULL);
 	assert_int_equal(inflight_unit_bpf__load(sk), 0);
-	assert_int_equal(harness_maps_of(sk->obj, &m), 0);
+	assert_int_equal(harness_maps_of(sk->obj, m), 0);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		v.class_threshold[c] = 700;
+		v.class_threshold[c] = thr;
 	g.heartbeat_ns = monotonic_ns();
-	assert_int_equal(maps_write_verdict(&m, 0, &v), 0);
-	assert_int_equal(maps_write_globals(&m, &g), 0);
+	assert_int_equal(maps_write_verdict(m, 0, &v), 0);
+	assert_int_equal(maps_write_globals(m, &g), 0);
+	if (estimate)
+		assert_int_equal(harness_publish_stripes(sk->obj, "publish"),
+				 libbpf_num_possible_cpus());
+	return sk;
+}
+
+/* prog run n times on CPU cpu from this thread: how many passed (XDP_PASS). */
+static int run_on(int prog_fd, int cpu, int n)
+{
+	unsigned char pkt[64] = { 0 };
+	cpu_set_t set, old;
+	int passed = 0;
+
+	sched_getaffinity(0, sizeof(old), &old);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+	for (int i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt, .data_size_in = sizeof(pkt),
+			    .repeat = 1);
+		assert_int_equal(bpf_prog_test_run_opts(prog_fd, &o), 0);
+		passed += o.retval == XDP_PASS;
+	}
+	sched_setaffinity(0, sizeof(old), &old);
+	return passed;
+}
+
+/* CPU cpu's stripe of service 0, class 2, written from user space as a pin from an older
+ * load would hold it (every other CPU's 0). */
+static void set_stripe(struct inflight_unit_bpf *sk, int cpu, __s64 n)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct sluice_inflight v[ncpus];
+	__u32 zero = 0;
+
+	memset(v, 0, sizeof(v));
+	v[cpu].cls[2] = n;
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(sk->maps.inflight_pcpu), &zero, v, BPF_ANY), 0);
+}
+
+static void test_striped_admission_bound_is_exact(void **state)
+{
+	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
 	if (n > 8)
 		n = 8;
-	struct taker t[8];
-	pthread_barrier_t go;
-	pthread_barrier_init(&go, NULL, (unsigned)n);
-	for (int i = 0; i < n; i++)
-		t[i] = (struct taker){ .cpu = i, .fd = bpf_program__fd(sk->progs.unit_take), .go = &go };
-	pthread_t th[8];
-	for (int i = 0; i < n; i++)
-		pthread_create(&th[i], NULL, take_many, &t[i]);
-	for (int i = 0; i < n; i++) {
-		pthread_join(th[i], NULL);
-		total += t[i].admitted;
+	/* near its threshold a take reads every stripe whether the estimate is on or not */
+	for (int estimate = 0; estimate < 2; estimate++) {
+		struct sluice_inflight in;
+		struct sluice_maps m;
+		struct inflight_unit_bpf *sk = unit_load(700, estimate, &m);
+		struct taker t[8];
+		pthread_t th[8];
+		pthread_barrier_t go;
+		int total = 0;
+
+		pthread_barrier_init(&go, NULL, (unsigned)n);
+		for (int i = 0; i < n; i++)
+			t[i] = (struct taker){ .cpu = i, .fd = bpf_program__fd(sk->progs.unit_take),
+					       .go = &go };
+		for (int i = 0; i < n; i++)
+			pthread_create(&th[i], NULL, take_many, &t[i]);
+		for (int i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+			total += t[i].admitted;
+		}
+		pthread_barrier_destroy(&go);
+		assert_int_equal(total, 700);
+		assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
+		assert_int_equal(in.total, 700);
+		assert_int_equal(in.cls[2], 700);
+		inflight_unit_bpf__destroy(sk);
 	}
-	pthread_barrier_destroy(&go);
-	assert_int_equal(total, 700);
-	assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
-	assert_int_equal(in.total, 700);
-	assert_int_equal(in.cls[2], 700);
+}
+
+/* Far below its threshold a take trusts the estimate and reads no other CPU's stripe: with an
+ * amount on CPU 1 that was never published (forged from user space after the estimate was
+ * filled), takes on CPU 0 are admitted exactly while their own count plus the bound's
+ * allowance for the other CPUs, (CPUs - 1) x batch x 4 classes, stays below the threshold,
+ * and from there the take reads every stripe and sees CPU 1's amount. */
+static void test_far_below_threshold_reads_no_other_stripe(void **state)
+{
+	int cpus = libbpf_num_possible_cpus();
+	__u32 allowance = (__u32)(cpus - 1) * SLUICE_STRIPE_BATCH * SLUICE_NUM_CLASSES;
+	struct sluice_maps m;
+	struct inflight_unit_bpf *sk;
+
+	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	sk = unit_load(allowance + 44, 1, &m);
+	set_stripe(sk, 1, 1000000);
+	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 44);
 	inflight_unit_bpf__destroy(sk);
+	/* the same with the estimate off: every take reads CPU 1's stripe */
+	sk = unit_load(allowance + 44, 0, &m);
+	set_stripe(sk, 1, 1000000);
+	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 0);
+	inflight_unit_bpf__destroy(sk);
+}
+
+/* A stripe older than the estimate (a pin from an earlier load) is in it once it is filled:
+ * 50 units on CPU 1 from before, a threshold of 60, and CPU 0 gets exactly 10. */
+static void test_estimate_counts_stripes_older_than_it(void **state)
+{
+	struct sluice_maps m;
+	struct sluice_inflight in;
+	struct inflight_unit_bpf *sk;
+
+	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	sk = unit_load(60, 0, &m);
+	set_stripe(sk, 1, 50);
+	assert_true(harness_publish_stripes(sk->obj, "publish") >= 2);
+	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 10);
+	assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
+	assert_int_equal(in.total, 60);
+	inflight_unit_bpf__destroy(sk);
+}
+
+/* Units taken on one CPU and given back on another: the taker publishes as it goes, the CPU
+ * that only gives back publishes nothing itself, so the estimate runs above the true count
+ * (never below it) until the fold that the tick's read of the counts does from any CPU
+ * (sluice_publish_stripes here, sluice_copy_counts in sluiced: test_tick_read_folds_stripes)
+ * brings it to exactly the stripes' sum. In-flight is exactly 0 throughout. */
+static void test_estimate_follows_takes_and_releases_on_other_cpus(void **state)
+{
+	int cpus = libbpf_num_possible_cpus();
+	struct sluice_inflight in, pub[cpus];
+	struct sluice_inflight_est est;
+	struct sluice_maps m;
+	struct inflight_unit_bpf *sk;
+	__u32 zero = 0;
+
+	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	sk = unit_load(1u << 30, 1, &m);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 1000), 1000);
+		assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_release), 1, 1000), 1000);
+	}
+	assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
+	assert_int_equal(in.total, 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(sk->maps.inflight_pub), &zero, pub), 0);
+	assert_true(pub[0].cls[2] > 3000 - SLUICE_STRIPE_BATCH);
+	assert_int_equal(pub[1].cls[2], 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(sk->maps.inflight_est), &zero, &est), 0);
+	assert_true(est.cls[2] > 3000 - SLUICE_STRIPE_BATCH);
+	assert_true(harness_publish_stripes(sk->obj, "publish") >= 2);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(sk->maps.inflight_est), &zero, &est), 0);
+	assert_int_equal(est.cls[2], 0);
+	inflight_unit_bpf__destroy(sk);
+}
+
+/* The tick's read of an http service's in-flight (sluice_copy_counts) folds every CPU's
+ * unpublished change into the estimate: stripes of +7 on CPU 0 and -5 on CPU 1, nothing
+ * published, read as 2 and leave the estimate at exactly 2, each CPU's share at its stripe. */
+static void test_tick_read_folds_stripes(void **state)
+{
+	struct hfix *h = *state;
+	int cpus = libbpf_num_possible_cpus();
+	struct sluice_inflight v[cpus], pub[cpus];
+	struct sluice_inflight_est est;
+	__u32 k = (__u32)h->f.idx[0];
+	struct sluice_copy_counts a = { .first = k, .n = 1, .what = SLUICE_COPY_INFLIGHT };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+	struct sluice_inflight in;
+
+	if (cpus < 2)
+		skip();
+	memset(v, 0, sizeof(v));
+	v[0].cls[1] = 7;
+	v[1].cls[1] = -5;
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
+	assert_int_equal(est.cls[1], 0);
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(h->sk->progs.sluice_copy_counts), &o), 0);
+	assert_int_equal(a.copied, 1);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_copy), &k, &in), 0);
+	assert_int_equal(in.cls[1], 2);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
+	assert_int_equal(est.cls[1], 2);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_pub), &k, pub), 0);
+	assert_int_equal(pub[0].cls[1], 7);
+	assert_int_equal(pub[1].cls[1], -5);
+	/* back to nothing in flight, as the fixture's teardown checks */
+	memset(v, 0, sizeof(v));
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
 }
 
 int main(void)
@@ -518,6 +685,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reconcile_exact_and_only_at_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conn_cap_exact_under_every_ending, setup, teardown),
 		cmocka_unit_test(test_striped_admission_bound_is_exact),
+		cmocka_unit_test(test_far_below_threshold_reads_no_other_stripe),
+		cmocka_unit_test(test_estimate_counts_stripes_older_than_it),
+		cmocka_unit_test(test_estimate_follows_takes_and_releases_on_other_cpus),
+		cmocka_unit_test_setup_teardown(test_tick_read_folds_stripes, setup, teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */

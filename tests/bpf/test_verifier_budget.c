@@ -4,7 +4,10 @@
  * walk: a change that doubled TC ingress's walk (71,632 -> 197,977 instructions) doubled the
  * load (0.33 -> 0.6-0.7 s) and let a kill -9 restart outlast the 1 s heartbeat timeout, so the
  * data path failed open for a moment. The budgets are about 1.5x today's walks on the kernel
- * the tests run on: a change that needs more says so here, with the load time it costs. */
+ * the tests run on: a change that needs more says so here, with the load time it costs.
+ * TC ingress: 100,012 -> 110,791 with the in-flight estimate (a take's publish and its fast
+ * bound, 2026-12-04); this test's whole run, which loads the object once, 219-245 ms -> 235-283
+ * ms (5 alternating runs each): budget 110,000 -> 125,000. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -33,7 +36,7 @@ static void test_data_path_walks_within_budget(void **state)
 	(void)state;
 	assert_non_null(skel);
 	walk_within(skel->progs.sluice_xdp_ingress, 75000);
-	walk_within(skel->progs.sluice_tc_ingress, 110000);
+	walk_within(skel->progs.sluice_tc_ingress, 125000);
 	walk_within(skel->progs.sluice_tc_egress, 180000);
 	sluice_bpf__destroy(skel);
 }

@@ -174,5 +174,7 @@ ok $([ "$umark" = 1 ] && echo 0 || echo 1) "/metrics: sluice_untrusted_priority_
 leaked=$(in_srv ss -Htn state established state close-wait '( sport = :8080 )' | wc -l)
 ok $([ "$leaked" = 0 ] && echo 0 || echo 1) "no ESTABLISHED or CLOSE-WAIT server sockets left ($leaked)" \
 	"$(in_srv ss -tan)"
+ok $(grep -q 'in-flight estimate on ([0-9]* CPUs)' "$SLUICED_LOG" && echo 0 || echo 1) \
+	"sluiced turned the in-flight estimate on after attaching" "$(grep -i estimate "$SLUICED_LOG")"
 ok $(kill -0 $SLUICED_PID && echo 0 || echo 1) "sluiced is still running"
 finish

@@ -311,6 +311,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	attach_flow_handles(&at, &d.m);
+	rc = attach_publish_stripes(&at, err, sizeof(err));
+	if (rc > 0)
+		log_info("in-flight estimate on (%d CPUs): a request far below its threshold reads "
+			 "no other CPU's count", rc);
+	else
+		log_warn("%s", err);
 	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;
