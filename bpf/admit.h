@@ -431,15 +431,9 @@ static __always_inline void sum_stripes(struct stripe_sum *s)
 	bpf_loop(SLUICE_MAX_CPUS - STRIPES_OPEN_CODED, stripe_sum_one, s, 0);
 }
 
-/* Take one slot of (svc, cls) on this CPU's stripe and return the in-flight it is compared
- * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
- * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
- * The take is a full-barrier read-modify-write and every other stripe is read after it, so of
- * two CPUs racing for the last slot the later one sees the earlier's take: the bound is as
- * exact as with one shared counter. */
 /* An upper bound of what the other CPUs' stripes of svc hold in the classes of mask (m of
  * them), from the estimate and this CPU's published share; -1 when the estimate is off. A
- * function of its own, verified once, like sluice_publish_change. */
+ * function of its own, verified once, like sluice_stripe_publish. */
 __attribute__((noinline))
 __s64 sluice_others_at_most(__u32 svc, __u32 mask, __u32 m, __u32 cpus)
 {
@@ -466,7 +460,7 @@ __s64 sluice_others_at_most(__u32 svc, __u32 mask, __u32 m, __u32 cpus)
  * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
  * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
  * With no threshold (thr 0) nothing is compared and nothing else is read. Far below thr, the
- * other CPUs' share is bounded from the estimate (others_at_most) and their stripes are not
+ * other CPUs' share is bounded from the estimate (sluice_others_at_most) and their stripes are not
  * read; otherwise they are: the take is a full-barrier read-modify-write and every other stripe
  * is read after it, so of two CPUs racing for the last slot the later one sees the earlier's
  * take, and the bound is as exact as with one shared counter. */
