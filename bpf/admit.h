@@ -334,7 +334,7 @@ volatile __u32 sluice_estimate_cpus;
  * either way (struct sluice_inflight_est), so that no CPU's unpublished change exceeds
  * SLUICE_STRIPE_BATCH past the take that made it. The same amount goes to the estimate first
  * and to this CPU's published share after, each atomically: whatever interleaves (the GC's
- * program in process context interrupted by a packet's on this CPU, or the tick's fold from
+ * program in process context interrupted by a packet's on this CPU, or sluiced's fold from
  * another CPU), the estimate never holds less than the shares. A function of its own, called
  * without a branch around it: verified once (inlined, its branch added a sixth to what the
  * verifier walks for TC ingress). */
@@ -381,8 +381,8 @@ static __always_inline void stripe_take(__u32 svc, __u32 cls)
 
 /* One unit given back on this CPU's stripe. It publishes nothing itself: it only lowers the
  * true count, which the estimate may run above; the next take on this CPU publishes it once it
- * is a batch, and the tick's read of the counts (sluice_copy_counts) folds in what CPUs that
- * only give back have left. */
+ * is a batch, and sluiced folds in what CPUs that only give back have left (once a second, and
+ * at a tick's in-kernel read of the counts: fold_stripe). */
 static __always_inline void stripe_give_back(__u32 svc, __u32 cls)
 {
 	stripe_add(svc, cls, -1);
@@ -561,9 +561,9 @@ static long publish_one(__u32 i, struct publish_walk *w)
 
 /* Put every CPU's stripe of every slot into the estimate, then turn it on. Until then a CPU
  * that took nothing since this load may hold any amount unpublished (its stripe is older than
- * the estimate), which the bound could not allow for. Run once, after the programs are
- * attached and any migration has merged its counts into the stripes; running it again is
- * harmless. */
+ * the estimate), which the bound could not allow for. Run after the programs are attached and
+ * any migration has merged its counts into the stripes, then again once a second to fold in
+ * what CPUs that only give back left: each run is the same walk, harmless at any time. */
 static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
 {
 	struct publish_walk w = { 0 };

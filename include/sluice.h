@@ -376,10 +376,10 @@ struct sluice_copy_counts {
 	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
 };
 
-/* Context of the syscall program sluice_publish_stripes, which sluiced runs once after its
- * programs are attached (and after any migration has merged the old programs' counts): it puts
- * every CPU's stripe of every service slot into the in-flight estimate and then lets takes use
- * it (struct sluice_inflight_est). */
+/* Context of the syscall program sluice_publish_stripes, which sluiced runs after its programs
+ * are attached (and after any migration has merged the old programs' counts) and then once a
+ * second: it puts every CPU's unpublished change of every service slot into the in-flight
+ * estimate and then lets takes use it (struct sluice_inflight_est). */
 struct sluice_publish_stripes {
 	__u32 slots;                     /* out: service slots published (the maps' size) */
 	__u32 cpus;                      /* out: CPUs published, 0 when the estimate stays off */

@@ -45,7 +45,10 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 	{
 		struct bpf_program *cb = bpf_object__find_program_by_name(obj, "sluice_copy_counts");
 
+		struct bpf_program *pb = bpf_object__find_program_by_name(obj, "sluice_publish_stripes");
+
 		m->copy_prog = cb ? bpf_program__fd(cb) : -1;
+		m->publish_prog = pb ? bpf_program__fd(pb) : -1;
 		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
 		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 	}

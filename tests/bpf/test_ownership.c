@@ -674,6 +674,30 @@ static void test_tick_read_folds_stripes(void **state)
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
 }
 
+/* sluiced's fold once a second (maps_fold_estimate), for services whose in-flight the tick read
+ * with a lookup of its own: stripes of +9 on CPU 0 and -6 on CPU 1, nothing published, leave
+ * the estimate at exactly 3 and keep it on. */
+static void test_daemon_fold_publishes_what_cpus_gave_back(void **state)
+{
+	struct hfix *h = *state;
+	int cpus = libbpf_num_possible_cpus();
+	struct sluice_inflight v[cpus];
+	struct sluice_inflight_est est;
+	__u32 k = (__u32)h->f.idx[0];
+
+	if (cpus < 2)
+		skip();
+	memset(v, 0, sizeof(v));
+	v[0].cls[3] = 9;
+	v[1].cls[3] = -6;
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	assert_int_equal(maps_fold_estimate(&h->f.m), cpus);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
+	assert_int_equal(est.cls[3], 3);
+	memset(v, 0, sizeof(v));
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +713,8 @@ int main(void)
 		cmocka_unit_test(test_estimate_counts_stripes_older_than_it),
 		cmocka_unit_test(test_estimate_follows_takes_and_releases_on_other_cpus),
 		cmocka_unit_test_setup_teardown(test_tick_read_folds_stripes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_fold_publishes_what_cpus_gave_back, setup,
+						teardown),
 	};
 
 	/* Replies may be redirected: keep them inside a private network namespace. */

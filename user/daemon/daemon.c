@@ -857,6 +857,8 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			daemon_event(d, SLUICE_EVM_FLOWS, "open", "corrected",
 				     "in-flight corrected from the flow table", "", SLUICE_EV_ALERT);
 		}
+		/* what CPUs that only gave units back left unpublished, into the estimate */
+		maps_fold_estimate(&d->m);
 		d->last_gc_ns = now_ns;
 	}
 	if (__atomic_load_n(&d->mx_asked, __ATOMIC_ACQUIRE))

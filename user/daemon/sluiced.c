@@ -311,12 +311,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	attach_flow_handles(&at, &d.m);
-	rc = attach_publish_stripes(&at, err, sizeof(err));
+	/* Now that the programs are attached and any migration has merged its counts. */
+	rc = maps_fold_estimate(&d.m);
 	if (rc > 0)
 		log_info("in-flight estimate on (%d CPUs): a request far below its threshold reads "
 			 "no other CPU's count", rc);
 	else
-		log_warn("%s", err);
+		log_warn("the in-flight estimate stays off (%s): every admission reads every CPU's "
+			 "count", rc < 0 ? "its program cannot run" : "more CPUs or service slots than it walks");
 	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;

@@ -681,25 +681,7 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->own_ops = st->skel ? bpf_map__fd(st->skel->maps.own_ops) : -1;
 	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
 	m->copy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_counts) : -1;
+	m->publish_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_publish_stripes) : -1;
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
-}
-
-int attach_publish_stripes(const struct attach_state *st, char *err, size_t errlen)
-{
-	struct sluice_publish_stripes a = { 0 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
-
-	if (!st->skel) {
-		snprintf(err, errlen, "no programs loaded");
-		return 0;
-	}
-	if (bpf_prog_test_run_opts(bpf_program__fd(st->skel->progs.sluice_publish_stripes), &o)) {
-		snprintf(err, errlen, "cannot run sluice_publish_stripes: %s", strerror(errno));
-		return 0;
-	}
-	if (!a.cpus)
-		snprintf(err, errlen, "the in-flight estimate stays off (more CPUs or service slots "
-			 "than it can walk): every admission reads every CPU's count");
-	return (int)a.cpus;
 }

@@ -90,10 +90,4 @@ int detach_all(const char *pin_dir, char *err, size_t errlen);
 struct sluice_maps;
 void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m);
 
-/* Fill the data path's in-flight estimate and turn it on (struct sluice_publish_stripes), once
- * the programs are attached and any migration is merged. Returns the CPUs it counts (> 0), or
- * 0 when it stays off (every take then reads every CPU's stripe, as it always may), and says
- * why in err. */
-int attach_publish_stripes(const struct attach_state *st, char *err, size_t errlen);
-
 #endif

@@ -938,3 +938,13 @@ int maps_batch_flush(struct maps_batch *b)
 	}
 	return (int)done;
 }
+
+int maps_fold_estimate(const struct sluice_maps *m)
+{
+	struct sluice_publish_stripes a = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+	if (m->publish_prog < 0 || bpf_prog_test_run_opts(m->publish_prog, &o))
+		return -1;
+	return (int)a.cpus;
+}

@@ -24,9 +24,10 @@ struct sluice_maps {
 	/* Not pinned, from the loaded object only (sluiced, tests; -1 otherwise): the flow GC's
 	 * program, the data path's change counts (flowgc.h), the request scan
 	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
-	 * that fills them (read through mappings by maps_reader_read). Never closed by
-	 * maps_close. */
+	 * that fills them (read through mappings by maps_reader_read), and the program that
+	 * fills the in-flight estimate (maps_fold_estimate). Never closed by maps_close. */
 	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
+	int publish_prog;
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -205,6 +206,14 @@ int maps_add_stripes(const struct sluice_maps *m, __u32 first, __u32 n, void *bu
 /* In-flight as admission sees it: BPF's count minus what the controller's GC released.
  * http: requests; tcp: open connections (for a connection cap). */
 int maps_read_inflight(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
+
+/* Fold every CPU's unpublished in-flight change of every service slot into the data path's
+ * in-flight estimate (sluice_publish_stripes; bpf/admit.h) and keep it on: what a CPU that
+ * only gives back units leaves unpublished would otherwise keep the estimate above the true
+ * count, and takes near their threshold read every CPU's count. sluiced runs it once a second;
+ * the tick's in-kernel copy of many services' in-flight folds them as well. Returns the CPUs
+ * the estimate counts, 0 when it is off, -1 when the program cannot run. */
+int maps_fold_estimate(const struct sluice_maps *m);
 /* tcp: connections with a turn open (the concurrency of a tcp service), net of the GC's. */
 int maps_read_busy(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
 /* The concurrency the controller limits: requests (http) or busy connections (tcp). */
