@@ -512,17 +512,23 @@ static int run_on(int prog_fd, int cpu, int n)
 	return passed;
 }
 
-/* CPU cpu's stripe of service 0, class 2, written from user space as a pin from an older
- * load would hold it (every other CPU's 0). */
-static void set_stripe(struct inflight_unit_bpf *sk, int cpu, __s64 n)
+/* The stripes of slot k, class cls, written from user space as a pin from an older load (or a
+ * CPU that never published) would hold them: on_cpu0 on CPU 0, on_cpu1 on CPU 1, 0 elsewhere. */
+static void write_stripes(int map_fd, __u32 k, int cls, __s64 on_cpu0, __s64 on_cpu1)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	struct sluice_inflight v[ncpus];
-	__u32 zero = 0;
 
 	memset(v, 0, sizeof(v));
-	v[cpu].cls[2] = n;
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(sk->maps.inflight_pcpu), &zero, v, BPF_ANY), 0);
+	v[0].cls[cls] = on_cpu0;
+	v[1].cls[cls] = on_cpu1;
+	assert_int_equal(bpf_map_update_elem(map_fd, &k, v, BPF_ANY), 0);
+}
+
+/* CPU 1's stripe of service 0, class 2 (the inflight_unit object's). */
+static void set_stripe(struct inflight_unit_bpf *sk, __s64 n)
+{
+	write_stripes(bpf_map__fd(sk->maps.inflight_pcpu), 0, 2, 0, n);
 }
 
 static void test_striped_admission_bound_is_exact(void **state)
@@ -575,12 +581,12 @@ static void test_far_below_threshold_reads_no_other_stripe(void **state)
 	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		skip();
 	sk = unit_load(allowance + 44, 1, &m);
-	set_stripe(sk, 1, 1000000);
+	set_stripe(sk, 1000000);
 	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 44);
 	inflight_unit_bpf__destroy(sk);
 	/* the same with the estimate off: every take reads CPU 1's stripe */
 	sk = unit_load(allowance + 44, 0, &m);
-	set_stripe(sk, 1, 1000000);
+	set_stripe(sk, 1000000);
 	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 0);
 	inflight_unit_bpf__destroy(sk);
 }
@@ -596,7 +602,7 @@ static void test_estimate_counts_stripes_older_than_it(void **state)
 	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		skip();
 	sk = unit_load(60, 0, &m);
-	set_stripe(sk, 1, 50);
+	set_stripe(sk, 50);
 	assert_true(harness_publish_stripes(sk->obj, "publish") >= 2);
 	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 10);
 	assert_int_equal(maps_read_inflight(&m, 0, &in), 0);
@@ -645,7 +651,7 @@ static void test_tick_read_folds_stripes(void **state)
 {
 	struct hfix *h = *state;
 	int cpus = libbpf_num_possible_cpus();
-	struct sluice_inflight v[cpus], pub[cpus];
+	struct sluice_inflight pub[cpus];
 	struct sluice_inflight_est est;
 	__u32 k = (__u32)h->f.idx[0];
 	struct sluice_copy_counts a = { .first = k, .n = 1, .what = SLUICE_COPY_INFLIGHT };
@@ -654,10 +660,7 @@ static void test_tick_read_folds_stripes(void **state)
 
 	if (cpus < 2)
 		skip();
-	memset(v, 0, sizeof(v));
-	v[0].cls[1] = 7;
-	v[1].cls[1] = -5;
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 1, 7, -5);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
 	assert_int_equal(est.cls[1], 0);
 	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(h->sk->progs.sluice_copy_counts), &o), 0);
@@ -669,9 +672,8 @@ static void test_tick_read_folds_stripes(void **state)
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_pub), &k, pub), 0);
 	assert_int_equal(pub[0].cls[1], 7);
 	assert_int_equal(pub[1].cls[1], -5);
-	/* back to nothing in flight, as the fixture's teardown checks */
-	memset(v, 0, sizeof(v));
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	/* back to nothing in flight */
+	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 1, 0, 0);
 }
 
 /* sluiced's fold once a second (maps_fold_estimate), for services whose in-flight the tick read
@@ -681,21 +683,16 @@ static void test_daemon_fold_publishes_what_cpus_gave_back(void **state)
 {
 	struct hfix *h = *state;
 	int cpus = libbpf_num_possible_cpus();
-	struct sluice_inflight v[cpus];
 	struct sluice_inflight_est est;
 	__u32 k = (__u32)h->f.idx[0];
 
 	if (cpus < 2)
 		skip();
-	memset(v, 0, sizeof(v));
-	v[0].cls[3] = 9;
-	v[1].cls[3] = -6;
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 3, 9, -6);
 	assert_int_equal(maps_fold_estimate(&h->f.m), cpus);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
 	assert_int_equal(est.cls[3], 3);
-	memset(v, 0, sizeof(v));
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(h->sk->maps.inflight_pcpu), &k, v, BPF_ANY), 0);
+	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 3, 0, 0);
 }
 
 int main(void)
