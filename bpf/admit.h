@@ -330,33 +330,56 @@ static __always_inline __s64 in_use_of(const struct sluice_inflight *inf,
  * Per load, like the estimate. */
 volatile __u32 sluice_estimate_cpus;
 
-/* Publish this CPU's unpublished change of (svc, cls), at a take, once it reaches the batch
- * either way (struct sluice_inflight_est), so that no CPU's unpublished change exceeds
- * SLUICE_STRIPE_BATCH past the take that made it. The same amount goes to the estimate first
- * and to this CPU's published share after, each atomically: whatever interleaves (the GC's
- * program in process context interrupted by a packet's on this CPU, or sluiced's fold from
- * another CPU), the estimate never holds less than the shares. A function of its own, called
- * without a branch around it: verified once (inlined, its branch added a sixth to what the
- * verifier walks for TC ingress). */
+/* Move d of a CPU's change of class c into the estimate: to the estimate first, then to the
+ * CPU's published share, each atomically, so that whatever interleaves (the GC's program in
+ * process context interrupted by a packet's on the same CPU, or sluiced's fold from another
+ * CPU) the estimate never holds less than the shares. */
+static __always_inline void move_to_estimate(struct sluice_inflight_est *est,
+					     struct sluice_inflight *pub, __u32 c, __s64 d)
+{
+	__sync_fetch_and_add(&est->cls[c & 3], d);
+	__sync_fetch_and_add(&pub->cls[c & 3], d);
+}
+
+/* Publish this CPU's unpublished change of class cls (own: its stripe, pub: its share) once it
+ * reaches the batch either way (struct sluice_inflight_est), so that no CPU's unpublished
+ * change exceeds SLUICE_STRIPE_BATCH past the take that made it. */
+static __always_inline void publish_if_due(const struct sluice_inflight *own,
+					   struct sluice_inflight *pub,
+					   struct sluice_inflight_est *est, __u32 cls)
+{
+	__s64 d = READ_ONCE(own->cls[cls & 3]) - READ_ONCE(pub->cls[cls & 3]);
+
+	if (d >= SLUICE_STRIPE_BATCH || d <= -SLUICE_STRIPE_RELEASE_BATCH)
+		move_to_estimate(est, pub, cls, d);
+}
+
+/* A take's work on the estimate, after its add to this CPU's stripe of (svc, cls): publish the
+ * change when due, and return an upper bound of what the other CPUs' stripes of svc hold in
+ * the classes of mask (m of them), from the estimate and this CPU's share; -1 when the
+ * estimate is off (cpus 0: not filled yet, or a take with no threshold, which needs no bound).
+ * A function of its own, called without a branch around it: verified once (inlined, its
+ * branches added a sixth to what the verifier walks for TC ingress), and one call a take. */
 __attribute__((noinline))
-int sluice_stripe_publish(__u32 svc, __u32 cls)
+__s64 sluice_take_estimate(__u32 svc, __u32 cls, __u32 mask, __u32 m, __u32 cpus)
 {
 	const struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
 	struct sluice_inflight *pub = bpf_map_lookup_elem(&inflight_pub, &svc);
-	struct sluice_inflight_est *est;
-	__s64 d;
+	struct sluice_inflight_est *est = bpf_map_lookup_elem(&inflight_est, &svc);
+	__s64 n;
 
-	if (!own || !pub)
-		return 0;
-	d = READ_ONCE(own->cls[cls & 3]) - READ_ONCE(pub->cls[cls & 3]);
-	if (d < SLUICE_STRIPE_BATCH && d > -SLUICE_STRIPE_RELEASE_BATCH)
-		return 0;
-	est = bpf_map_lookup_elem(&inflight_est, &svc);
-	if (!est)
-		return 0;
-	__sync_fetch_and_add(&est->cls[cls & 3], d);
-	__sync_fetch_and_add(&pub->cls[cls & 3], d);
-	return 1;
+	if (!own || !pub || !est)
+		return -1;
+	publish_if_due(own, pub, est, cls);
+	if (!cpus || cpus > SLUICE_MAX_CPUS)
+		return -1;
+	n = (__s64)(cpus - 1) * SLUICE_STRIPE_BATCH * m;
+	/* without a branch per class: each one doubles what the verifier walks after it */
+#pragma unroll
+	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++)
+		n += (READ_ONCE(est->cls[j]) - READ_ONCE(pub->cls[j])) &
+		     -(__s64)((mask >> j) & 1);
+	return n;
 }
 
 /* Add d to this CPU's stripe of (svc, cls) in `inflight_pcpu`. Atomic although no other CPU
@@ -376,7 +399,7 @@ static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
 static __always_inline void stripe_take(__u32 svc, __u32 cls)
 {
 	stripe_add(svc, cls, 1);
-	sluice_stripe_publish(svc, cls);
+	sluice_take_estimate(svc, cls, 0, 0, 0);
 }
 
 /* One unit given back on this CPU's stripe. It publishes nothing itself: it only lowers the
@@ -431,36 +454,11 @@ static __always_inline void sum_stripes(struct stripe_sum *s)
 	bpf_loop(SLUICE_MAX_CPUS - STRIPES_OPEN_CODED, stripe_sum_one, s, 0);
 }
 
-/* An upper bound of what the other CPUs' stripes of svc hold in the classes of mask (m of
- * them), from the estimate and this CPU's published share; -1 when the estimate is off. A
- * function of its own, verified once, like sluice_stripe_publish. */
-__attribute__((noinline))
-__s64 sluice_others_at_most(__u32 svc, __u32 mask, __u32 m, __u32 cpus)
-{
-	const struct sluice_inflight_est *est;
-	const struct sluice_inflight *pub;
-	__s64 n;
-
-	if (!cpus || cpus > SLUICE_MAX_CPUS)
-		return -1;
-	est = bpf_map_lookup_elem(&inflight_est, &svc);
-	pub = bpf_map_lookup_elem(&inflight_pub, &svc);
-	if (!est || !pub)
-		return -1;
-	n = (__s64)(cpus - 1) * SLUICE_STRIPE_BATCH * m;
-	/* without a branch per class: each one doubles what the verifier walks after it */
-#pragma unroll
-	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++)
-		n += (READ_ONCE(est->cls[j]) - READ_ONCE(pub->cls[j])) &
-		     -(__s64)((mask >> j) & 1);
-	return n;
-}
-
 /* Take one slot of (svc, cls) on this CPU's stripe and return the in-flight it is compared
  * with, before it: the classes 0..cls with priority counting, else all, over every stripe,
  * plus what older layouts counted in the shared `inflight` (base), net of the GC's releases.
  * With no threshold (thr 0) nothing is compared and nothing else is read. Far below thr, the
- * other CPUs' share is bounded from the estimate (sluice_others_at_most) and their stripes are not
+ * other CPUs' share is bounded from the estimate (sluice_take_estimate) and their stripes are not
  * read; otherwise they are: the take is a full-barrier read-modify-write and every other stripe
  * is read after it, so of two CPUs racing for the last slot the later one sees the earlier's
  * take, and the bound is as exact as with one shared counter. */
@@ -477,7 +475,8 @@ static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio, __u32 thr
 	if (!own)
 		return 0;
 	n = __sync_fetch_and_add(&own->cls[cls], 1);
-	sluice_stripe_publish(svc, cls);
+	others = sluice_take_estimate(svc, cls, mask, prio ? cls + 1 : SLUICE_NUM_CLASSES,
+				      thr ? cpus : 0);
 	if (!thr)
 		return 0;
 	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {
@@ -487,7 +486,6 @@ static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio, __u32 thr
 			n += own->cls[j];
 		n += base->cls[j] - (rel ? rel->cls[j] : 0);
 	}
-	others = sluice_others_at_most(svc, mask, prio ? cls + 1 : SLUICE_NUM_CLASSES, cpus);
 	if (others >= 0 && n + others < (__s64)thr)
 		return n + others;
 	{
@@ -514,10 +512,8 @@ static __always_inline void fold_stripe(const struct sluice_inflight *own,
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		__s64 d = READ_ONCE(own->cls[c]) - READ_ONCE(pub->cls[c]);
 
-		if (d) {
-			__sync_fetch_and_add(&est->cls[c], d);
-			__sync_fetch_and_add(&pub->cls[c], d);
-		}
+		if (d)
+			move_to_estimate(est, pub, c, d);
 	}
 }
 
@@ -568,7 +564,7 @@ static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
 {
 	struct publish_walk w = { 0 };
 
-	arg->slots = arg->cpus = arg->published = 0;
+	arg->cpus = 0;
 	bpf_loop(SLUICE_MAX_CPUS, count_cpu, &w, 0);
 	if (!w.cpus || w.cpus >= SLUICE_MAX_CPUS)
 		return 0; /* more CPUs than the bound counts: the estimate stays off */
@@ -577,9 +573,7 @@ static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
 		return 0;
 	/* after every publish above (each a full barrier) */
 	sluice_estimate_cpus = w.cpus;
-	arg->slots = w.slots;
 	arg->cpus = w.cpus;
-	arg->published = w.published;
 	return 0;
 }
 

@@ -381,9 +381,7 @@ struct sluice_copy_counts {
  * second: it puts every CPU's unpublished change of every service slot into the in-flight
  * estimate and then lets takes use it (struct sluice_inflight_est). */
 struct sluice_publish_stripes {
-	__u32 slots;                     /* out: service slots published (the maps' size) */
 	__u32 cpus;                      /* out: CPUs published, 0 when the estimate stays off */
-	__u32 published;                 /* out: (slot, CPU) stripes published */
 	__u32 pad;
 };
 

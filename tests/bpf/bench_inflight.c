@@ -143,17 +143,24 @@ static double run_on_cpu0(int prog_fd, unsigned n)
 	return w.err ? -1 : w.ns;
 }
 
+/* The maps of the loaded object that reading in-flight and the estimate's program need. */
+static void unit_maps(struct inflight_unit_bpf *sk, struct sluice_maps *m)
+{
+	memset(m, -1, sizeof(*m));
+	m->ncpus = libbpf_num_possible_cpus();
+	m->inflight = bpf_map__fd(sk->maps.inflight);
+	m->inflight_released = bpf_map__fd(sk->maps.inflight_released);
+	m->inflight_pcpu = bpf_map__fd(sk->maps.inflight_pcpu);
+	m->publish_prog = bpf_program__fd(sk->progs.sluice_publish_stripes);
+}
+
 /* In-flight of service 0 as admission sees it: the shared count and the per-CPU stripes. */
 static long long inflight_now(struct inflight_unit_bpf *sk)
 {
 	struct sluice_maps m;
 	struct sluice_inflight in;
 
-	memset(&m, -1, sizeof(m));
-	m.ncpus = libbpf_num_possible_cpus();
-	m.inflight = bpf_map__fd(sk->maps.inflight);
-	m.inflight_released = bpf_map__fd(sk->maps.inflight_released);
-	m.inflight_pcpu = bpf_map__fd(sk->maps.inflight_pcpu);
+	unit_maps(sk, &m);
 	if (maps_read_inflight(&m, 0, &in))
 		return -1000000;
 	return in.total;
@@ -166,17 +173,17 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The estimate on (filled by the object's program, as sluiced does after attaching) or off. */
+/* The estimate on (filled as sluiced does after attaching: maps_fold_estimate) or off. */
 static int set_estimate(struct inflight_unit_bpf *sk, int on)
 {
-	struct sluice_publish_stripes a = { 0 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+	struct sluice_maps m;
 
 	if (!on) {
 		sk->bss->sluice_estimate_cpus = 0;
 		return 0;
 	}
-	if (bpf_prog_test_run_opts(bpf_program__fd(sk->progs.publish), &o) || !a.cpus) {
+	unit_maps(sk, &m);
+	if (maps_fold_estimate(&m) <= 0) {
 		fprintf(stderr, "cannot turn the in-flight estimate on\n");
 		return -1;
 	}

@@ -637,8 +637,7 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 		bpf_map__set_pin_path(map, NULL);
 	attach_size_services(skel->obj, maps_service_slots(n));
 	if (sluice_bpf__load(skel) ||
-	    hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys) ||
-	    harness_publish_stripes(skel->obj, "sluice_publish_stripes") <= 0) {
+	    hs_hash_keys(bpf_map__fd(skel->maps.flow_hash_key), &keys)) {
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}
@@ -647,7 +646,9 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 	SLUICE_MAP_NAMES
 	SLUICE_MAP_NAMES_OPTIONAL
 #undef X
-	if (maps_learn_sizes(m) || maps_assign_indices(m, &cfg, idx) ||
+	m->publish_prog = bpf_program__fd(skel->progs.sluice_publish_stripes);
+	if (maps_fold_estimate(m) <= 0 || /* the estimate on, as sluiced runs */
+	    maps_learn_sizes(m) || maps_assign_indices(m, &cfg, idx) ||
 	    maps_program_services(m, &cfg, idx)) {
 		sluice_bpf__destroy(skel);
 		return NULL;

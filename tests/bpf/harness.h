@@ -72,20 +72,6 @@ static inline int harness_fixed_keys(int key_fd)
 	return bpf_map_update_elem(key_fd, &zero, &keys, BPF_ANY) ? -errno : 0;
 }
 
-/* Run the object's program that fills the in-flight estimate and turns it on, as sluiced does
- * after attaching (prog_name: "sluice_publish_stripes" in the data path's objects): the CPUs
- * it counts, 0 when it stayed off, -1 when it could not run. */
-static inline int harness_publish_stripes(struct bpf_object *obj, const char *prog_name)
-{
-	struct bpf_program *p = bpf_object__find_program_by_name(obj, prog_name);
-	struct sluice_publish_stripes a = { 0 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
-
-	if (!p || bpf_prog_test_run_opts(bpf_program__fd(p), &o))
-		return -1;
-	return (int)a.cpus;
-}
-
 /* Open and load the skeleton with every map unpinned; flows table sized max_flows (0 = default). */
 static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_maps *m)
 {
@@ -105,11 +91,11 @@ static inline struct sluice_bpf *harness_load(unsigned max_flows, struct sluice_
 		return NULL;
 	}
 	if (harness_fixed_keys(bpf_map__fd(skel->maps.flow_hash_key)) ||
-	    harness_publish_stripes(skel->obj, "sluice_publish_stripes") <= 0) {
+	    harness_maps_of(skel->obj, m) ||
+	    maps_fold_estimate(m) <= 0) { /* the estimate on, as sluiced runs */
 		sluice_bpf__destroy(skel);
 		return NULL;
 	}
-	harness_maps_of(skel->obj, m);
 	return skel;
 }
 

@@ -47,7 +47,7 @@ int unit_release(struct xdp_md *ctx)
 
 /* The in-flight estimate filled and turned on, as sluiced does after attaching. */
 SEC("syscall")
-int publish(struct sluice_publish_stripes *arg)
+int sluice_publish_stripes(struct sluice_publish_stripes *arg)
 {
 	return publish_stripes(arg);
 }

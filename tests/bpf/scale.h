@@ -93,8 +93,7 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 		fprintf(stderr, "cannot load the BPF object sized for %d services\n", n);
 		goto fail;
 	}
-	if (harness_maps_of(s->skel->obj, &s->d->m) ||
-	    harness_publish_stripes(s->skel->obj, "sluice_publish_stripes") <= 0)
+	if (harness_maps_of(s->skel->obj, &s->d->m) || maps_fold_estimate(&s->d->m) <= 0)
 		goto fail;
 	s->d->events = fopen("/dev/null", "w");
 	if (daemon_init(s->d, monotonic_ns(), err, sizeof(err))) {
