@@ -54,6 +54,7 @@
 #                    and off, for the A/B of the default churn gate)
 #   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
 #                    (default 4) and STEP_POST (default 11) seconds around the surge
+#   STEP_KEEP        a directory: keep each step run's loadgen trace and /metrics samples there
 #   BENCH_SLUICED_ARGS extra sluiced options for the sluice contenders (e.g. -v: the limit's probes
 #                    and other debug events in the logs the bench keeps)
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
@@ -82,6 +83,7 @@ RUNS=${BENCH_RUNS:-3}
 DEFAULT_SCENARIOS="micro http-closed http-open step pg refusal"
 SCENARIOS=${BENCH_SCENARIOS:-$DEFAULT_SCENARIOS}
 STEP_CONTENDERS=${STEP_CONTENDERS:-"haproxy sluice-dayone"}
+STEP_KEEP=${STEP_KEEP:-}
 STEP_PRE=${STEP_PRE:-4}
 STEP_POST=${STEP_POST:-11}
 LOADS=${BENCH_LOADS:-"2 3.5 10"}
@@ -429,6 +431,9 @@ step_run() {
 	python3 tools/bench/surge.py record "$d/trace" "$d/status" "$t0" "$STEP_PRE" "$DUR" \
 		"$STEP_POST" "$CAP" "$who" "$run" "$REV" "$DIRTY" "$DATE" >> "$RAW" ||
 		FAILED+=("$who step run $run: cannot read the trace")
+	# the raw trace and status samples, for a look at what one run's tail is made of
+	[ -z "$STEP_KEEP" ] || { mkdir -p "$STEP_KEEP" &&
+		cp "$d/trace" "$STEP_KEEP/$who-$run.trace" && cp "$d/status" "$STEP_KEEP/$who-$run.status"; }
 }
 
 # calibrate RUN: capacity of Apache alone (closed loop, 2 x WORKERS connections), then L0 alone

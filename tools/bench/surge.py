@@ -49,11 +49,13 @@ def record(a):
     trace, status, t0, pre, surge, post, cap, who, run, commit, dirty, date = a  # noqa
     t0, pre, surge, post, cap = float(t0), float(pre), float(surge), float(post), float(cap)
     step_ms, end_ms, all_ms = 1000 * pre, 1000 * (pre + surge), 1000 * (pre + surge + post)
-    reqs = []
+    reqs, newc = [], []
     for line in open(trace):
         f = line.split()
-        if len(f) == 5:
+        if len(f) >= 5:
             reqs.append((float(f[0]), f[1], int(f[2]), int(f[4]) / 1000.0))
+            # whether it went on a connection opened for it (traces before that field: None)
+            newc.append(int(f[5]) if len(f) >= 6 else None)
     base = [lat for t, c, o, lat in reqs if o == 0 and step_ms - 2000 <= t < step_ms]
     base_l0 = [lat for t, c, o, lat in reqs if o == 0 and c == "L0" and t < step_ms]
     obj = OBJ_RATIO * pct(base, 0.99) if base else None
@@ -95,6 +97,12 @@ def record(a):
             break
         admit = (b - ns) * BIN_MS / 1000.0
     surge_ok = [lat for t, c, o, lat in reqs if o == 0 and step_ms <= t < end_ms]
+    # the surge's admitted requests by the connection they went on: one opened for them, or
+    # an idle keep-alive one (a server may serve these in a different order)
+    by_conn = {0: [], 1: []}
+    for (t, c, o, lat), n in zip(reqs, newc):
+        if o == 0 and step_ms <= t < end_ms and n is not None:
+            by_conn[n].append(lat)
     l0 = [(o, lat) for t, c, o, lat in reqs if c == "L0" and step_ms <= t < end_ms]
     l0_ok = [lat for o, lat in l0 if o == 0]
     rec = {"kind": "surge", "who": who, "run": int(run), "pre_s": pre, "surge_s": surge,
@@ -102,6 +110,10 @@ def record(a):
            "objective_ms": obj, "p99_back_s": settle, "p99_rest_ms": rest99, "full_s": full,
            "no_refusal_s": admit,
            "surge_p99_ms": pct(surge_ok, 0.99),
+           "surge_p99_reused_ms": pct(by_conn[0], 0.99),
+           "surge_p99_new_conn_ms": pct(by_conn[1], 0.99),
+           "surge_new_conn_pct": (100.0 * len(by_conn[1]) / (len(by_conn[0]) + len(by_conn[1]))
+                                  if by_conn[0] or by_conn[1] else None),
            "surge_goodput_pct": 100.0 * len(surge_ok) / surge / cap if cap else None,
            "surge_l0_ok_pct": 100.0 * len(l0_ok) / len(l0) if l0 else None,
            "surge_l0_p99_x": (pct(l0_ok, 0.99) / pct(base_l0, 0.99)) if l0_ok and base_l0 else None,
@@ -188,6 +200,11 @@ def agg(vals, fmt):
     return out + (", %d never" % miss if miss else "")
 
 
+def agg_known(vals, fmt):
+    """agg() of a figure older records do not have (or no request of the kind): '-' then"""
+    return "-" if all(x is None for x in vals) else agg(vals, fmt)
+
+
 def table(a):
     recs = [json.loads(l) for l in open(a[0]) if l.startswith("{")]
     recs = [r for r in recs if r.get("kind") == "surge"]
@@ -205,7 +222,8 @@ def table(a):
                "commit " + r0["commit"] + (" (dirty)" if r0.get("dirty") == "true" else ""),
                r0["slices"], r0["bin_ms"]))
     cols = ["contender", "objective ms", "p99 back s (goal <= 1)", "p99 after ms",
-            "full admission s (goal <= 10)", "no refusal s", "surge p99 ms", "slices over", "surge goodput %", "L0 ok %", "L0 p99 x", "limit end",
+            "full admission s (goal <= 10)", "no refusal s", "surge p99 ms",
+            "surge p99 reused / new conn ms", "on new conn %", "slices over", "surge goodput %", "L0 ok %", "L0 p99 x", "limit end",
             "ladder full s"]
     rows = []
     for w in who:
@@ -217,6 +235,9 @@ def table(a):
                      agg([r["full_s"] for r in rs], "%.2f"),
                      agg([r.get("no_refusal_s") for r in rs], "%.2f"),
                      agg([r["surge_p99_ms"] for r in rs], "%.1f"),
+                     agg_known([r.get("surge_p99_reused_ms") for r in rs], "%.1f") + " / " +
+                     agg_known([r.get("surge_p99_new_conn_ms") for r in rs], "%.1f"),
+                     agg_known([r.get("surge_new_conn_pct") for r in rs], "%.0f"),
                      agg([r["slices_over"] for r in rs], "%.0f"),
                      agg([r["surge_goodput_pct"] for r in rs], "%.1f"),
                      agg([r["surge_l0_ok_pct"] for r in rs], "%.2f"),
@@ -240,7 +261,9 @@ def table(a):
                     "the end of the surge to the first slice after which every request succeeds; "
                     "no refusal: the same for the contender's refusals only (429, 503, connection "
                     "refused or reset; not the server's EOFs on idle keep-alive connections or "
-                    "timeouts); "
+                    "timeouts); surge p99 reused / new conn: the surge's admitted requests that "
+                    "went on an idle keep-alive connection / on one opened for them, and the "
+                    "share of the latter; "
                     "'never': not within the run; n/a: the peer has no adaptive limit or "
                     "ladder.\n")
 

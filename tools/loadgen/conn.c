@@ -60,9 +60,11 @@ void req_finish(struct req *r, int outcome, int status, int64_t now)
 	case O_UNFINISHED: s->unfinished++; break;
 	default: s->other_error++; break;
 	}
-	if (opt.trace) // arrival (ms into the run), class, outcome, HTTP status, latency (us)
-		fprintf(opt.trace, "%.3f %s %d %d %llu\n", (r->start - run_t0) / 1e6,
-			classes[r->cls].name, outcome, status, (unsigned long long)us);
+	if (opt.trace) // arrival (ms into the run), class, outcome, HTTP status, latency (us),
+		       // 1 when sent on a connection opened for it
+		fprintf(opt.trace, "%.3f %s %d %d %llu %d\n", (r->start - run_t0) / 1e6,
+			classes[r->cls].name, outcome, status, (unsigned long long)us,
+			r->on_new_conn ? 1 : 0);
 	if (r->conn)
 		r->conn->req = NULL;
 	list_del(&r->tlink);
