@@ -471,6 +471,63 @@ static void test_tcp_l0_not_held_to_the_limit(void **st)
 	assert_int_equal(v.class_threshold[0], v.limit);
 }
 
+/* A few connections waiting to be accepted are not saturation, in any limit or headroom mode:
+ * L0 alone (a database's clients connecting per transaction, 3 busy at their unloaded 2 ms),
+ * the listen queue holding 1 to 4 of 124 and growing within each window (saturated by the
+ * listen-queue rule). With a fixed limit and fixed headroom (the operator's L0 100 %, L3 75 %)
+ * the ladder used to cut L0 on it; it is not cut in 30 s, for tcp nor for http with the
+ * day-one adaptive limit. Once the queue passes a quarter of the backlog, L0 is cut as the
+ * last resort. */
+static void test_l0_not_cut_for_a_few_waiting_connections(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now;
+	int opened, t, sat, mode;
+	(void)st;
+	for (mode = 0; mode < 2; mode++) {
+		setup_sc(&sc);
+		if (mode == 0) {                         /* tcp, as the operator wrote it */
+			sc.protocol = SLUICE_PROTO_TCP;
+			sc.limit_fixed = 36;
+			sc.headroom[0] = 100;
+			sc.headroom[1] = 90;
+			sc.headroom[2] = 75;
+			sc.headroom[3] = 75;
+			sc.headroom_set = 1;
+			sc.headroom_written = 0xf;
+			sc.headroom_mode = HEADROOM_FIXED;
+		}
+		memset(&in, 0, sizeof(in));
+		in.listen.have = 1;
+		in.listen.backlog = 124;
+		service_ctl_init(&s, &sc, &cfg, 1, 0);
+		now = 0;
+		for (t = 1; t <= 100; t++) {             /* the baseline */
+			traffic(&in, 0, 20, 0, 2000, 3);
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		}
+		for (t = 0, sat = 0; t < 300; t++) {
+			traffic(&in, 0, 20, 0, 2000, 3);
+			in.listen.queued = 1 + (uint32_t)(t / 10) % 4;
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+			sat += s.lq.saturated;
+			assert_int_equal(sluice_prob_complement(v.shed_prob[0]), ONE);
+			assert_false(v.flags & SLUICE_VERDICT_SHUT(0));
+		}
+		assert_true(sat > 0);                    /* the rule did call it saturated */
+		for (t = 1; t <= 40; t++) {              /* now it heads for overflow */
+			traffic(&in, 0, 20, 0, 2000, 3);
+			in.listen.queued += 2;
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		}
+		assert_true(s.lq.saturated);
+		assert_true(sluice_prob_complement(v.shed_prob[0]) < ONE);
+	}
+}
+
 /* L0 under an adaptive limit (the e2e scenario's shape): the backend serves 400/s, L0 asks
  * for 120/s of it, the lower classes overload it (80 ms answers against a 40 ms objective),
  * so the limit is cut below what L0 alone holds. Fills s and v after `ticks` ticks from
@@ -809,6 +866,7 @@ int main(void)
 		cmocka_unit_test(test_dead_time_after_a_cut),
 		cmocka_unit_test(test_l0_alone_not_cut_unless_saturated),
 		cmocka_unit_test(test_tcp_l0_not_held_to_the_limit),
+		cmocka_unit_test(test_l0_not_cut_for_a_few_waiting_connections),
 		cmocka_unit_test(test_headroom_caps_and_status),
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
