@@ -158,10 +158,10 @@ static void tcp_l0_threshold(const struct service_ctl *s, struct sluice_verdict 
  * connections waiting to be accepted are not saturation, whatever the limit and headroom
  * modes: a database that forks per connection keeps L0's own reconnecting clients there (2 to
  * 5 of a backlog of 124 with 8 clients connecting per transaction; with a fixed limit and
- * fixed headroom the ladder cut L0 to 78 % on 3 of them and 6 of 330 L0 connections were
- * refused with no other traffic at all), and refusing them makes none faster. Past a quarter
- * (where the listen-queue overload is the ladder's full step) the queue heads for overflow:
- * dropped handshakes, clients waiting a second for their retransmitted SYN. For a tcp service
+ * fixed headroom the ladder cut L0 to 78 % on 3 of them, with no other traffic at all), and
+ * refusing them makes none faster. Past a quarter (where the listen-queue overload is the
+ * ladder's full step) the queue heads for overflow: dropped handshakes, clients waiting a
+ * second for their retransmitted SYN. For a tcp service
  * whose L0 the limit does not hold, L0's busy connections above the limit are not saturation
  * either (the limit no longer binds L0): only the queue is. */
 static int l0_spared(const struct service_ctl *s, const struct service_conf *sc, int queue_sat)
