@@ -8,7 +8,8 @@
 # counted as the server's failure, when a real client (HAProxy to its servers, browsers)
 # would have it answered. Successes answered on a connection opened for them are counted apart
 # (ok_new_conn, new_conn_p50/p99_ms), here and against a plain keep-alive server, where
-# most requests reuse a connection. Loopback only, no root. Emits TAP.
+# most requests reuse a connection; `--trace` marks the same requests, one by one (the bench's
+# step splits its tail by them). Loopback only, no root. Emits TAP.
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 cd "$(dirname "$0")/../.." || exit 1
@@ -80,7 +81,8 @@ ok $([ -n "$PORT" ] && [ -n "$KPORT" ] && echo 0 || echo 1) \
 	"the server listens (ports ${PORT:-none} and ${KPORT:-none})"
 
 "$LG" --target "127.0.0.1:$PORT" --mode http-keepalive --rate 200 --duration 1.5 \
-	--timeout-ms 1000 --seed 3 --quiet --class L0:1 > "$TMP/lg.json" 2> "$TMP/lg.err"
+	--timeout-ms 1000 --seed 3 --quiet --class L0:1 --trace "$TMP/lg.trace" \
+	> "$TMP/lg.json" 2> "$TMP/lg.err"
 rc=$?
 get() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['classes']['L0'][sys.argv[2]])" "${2:-$TMP/lg.json}" "$1" 2>/dev/null; }
 sent=$(get sent) okn=$(get ok) err=$(get errors) retr=$(get retried) eof=$(get eof)
@@ -100,7 +102,8 @@ ok $([ "${onnew:-x}" = "${okn:-y}" ] && echo 0 || echo 1) \
 # The plain keep-alive server: requests go on the idle connections; only the first request of
 # each connection the client opened is answered on a new one.
 "$LG" --target "127.0.0.1:$KPORT" --mode http-keepalive --rate 200 --duration 1 \
-	--timeout-ms 1000 --seed 3 --quiet --class L0:1 > "$TMP/lgk.json" 2> "$TMP/lgk.err"
+	--timeout-ms 1000 --seed 3 --quiet --class L0:1 --trace "$TMP/lgk.trace" \
+	> "$TMP/lgk.json" 2> "$TMP/lgk.err"
 rc=$?
 kok=$(get ok "$TMP/lgk.json") knew=$(get ok_new_conn "$TMP/lgk.json")
 kp99=$(get new_conn_p99_ms "$TMP/lgk.json")
@@ -108,6 +111,17 @@ ok $([ $rc = 0 ] && [ "${kok:-0}" -ge 100 ] && [ "${knew:-0}" -ge 1 ] &&
 	[ "$((${knew:-0} * 4))" -lt "${kok:-0}" ] && [ "${kp99:-None}" != None ] && echo 0 || echo 1) \
 	"on a keep-alive server most successes reuse a connection: $knew of $kok on a new one (p99 $kp99 ms)" \
 	"$(cat "$TMP/lgk.err" "$TMP/lgk.json" 2>/dev/null)"
+
+# The trace marks the same requests: its last field is 1 for a request sent on a connection
+# opened for it. Its successes so marked are the report's ok_new_conn, and so are the others.
+tcount() { awk -v n="$2" '$3 == 0 && NF == 6 && $6 == n' "$1" | wc -l; }
+for run in "lg:$okn:$onnew" "lgk:$kok:$knew"; do
+	IFS=: read -r f all new <<< "$run"
+	tnew=$(tcount "$TMP/$f.trace" 1) told=$(tcount "$TMP/$f.trace" 0)
+	ok $([ "$tnew" = "${new:-x}" ] && [ "$((tnew + told))" = "${all:-x}" ] && echo 0 || echo 1) \
+		"$f: the trace marks $tnew successes on a new connection and $told on a reused one (the report: $new of $all)" \
+		"$(head -3 "$TMP/$f.trace" 2>/dev/null)"
+done
 
 echo "1..$N"
 [ "$FAILED" -eq 0 ]
