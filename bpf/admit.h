@@ -341,34 +341,35 @@ static __always_inline void move_to_estimate(struct sluice_inflight_est *est,
 	__sync_fetch_and_add(&pub->cls[c & 3], d);
 }
 
-/* Publish this CPU's unpublished change of class cls (own: its stripe, pub: its share) once it
- * reaches the batch either way (struct sluice_inflight_est), so that no CPU's unpublished
- * change exceeds SLUICE_STRIPE_BATCH past the take that made it. */
-static __always_inline void publish_if_due(const struct sluice_inflight *own,
-					   struct sluice_inflight *pub,
+/* Publish this CPU's unpublished change of class cls (own: its stripe's count, pub: its share)
+ * once it reaches the batch either way (struct sluice_inflight_est), so that no CPU's
+ * unpublished change exceeds SLUICE_STRIPE_BATCH past the take that made it. */
+static __always_inline void publish_if_due(__s64 own, struct sluice_inflight *pub,
 					   struct sluice_inflight_est *est, __u32 cls)
 {
-	__s64 d = READ_ONCE(own->cls[cls & 3]) - READ_ONCE(pub->cls[cls & 3]);
+	__s64 d = own - READ_ONCE(pub->cls[cls & 3]);
 
 	if (d >= SLUICE_STRIPE_BATCH || d <= -SLUICE_STRIPE_RELEASE_BATCH)
 		move_to_estimate(est, pub, cls, d);
 }
 
-/* A take's work on the estimate, after its add to this CPU's stripe of (svc, cls): publish the
- * change when due, and return an upper bound of what the other CPUs' stripes of svc hold in
- * the classes of mask (m of them), from the estimate and this CPU's share; -1 when the
- * estimate is off (cpus 0: not filled yet, or a take with no threshold, which needs no bound).
- * A function of its own, called without a branch around it: verified once (inlined, its
- * branches added a sixth to what the verifier walks for TC ingress), and one call a take. */
+/* A take's work on the estimate, after its add to this CPU's stripe of (svc, cls), which left
+ * the stripe's count at own: publish the change when due, and return an upper bound of what
+ * the other CPUs' stripes of svc hold in the classes of mask, from the estimate and this CPU's
+ * share; -1 when the estimate is off (cpus 0: not filled yet, or a take with no threshold,
+ * which needs no bound). The stripe's count comes from the take's own add, not a second
+ * lookup. A function of its own, called without a branch around it: verified once (inlined,
+ * its branches added a sixth to what the verifier walks for TC ingress), and one call a take. */
 __attribute__((noinline))
-__s64 sluice_take_estimate(__u32 svc, __u32 cls, __u32 mask, __u32 m, __u32 cpus)
+__s64 sluice_take_estimate(__u32 svc, __u32 cls, __s64 own, __u32 mask, __u32 cpus)
 {
-	const struct sluice_inflight *own = bpf_map_lookup_elem(&inflight_pcpu, &svc);
 	struct sluice_inflight *pub = bpf_map_lookup_elem(&inflight_pub, &svc);
 	struct sluice_inflight_est *est = bpf_map_lookup_elem(&inflight_est, &svc);
+	/* the classes counted: a CPU holds at most a batch unpublished in each */
+	__u32 m = (mask & 1) + (mask >> 1 & 1) + (mask >> 2 & 1) + (mask >> 3 & 1);
 	__s64 n;
 
-	if (!own || !pub || !est)
+	if (!pub || !est)
 		return -1;
 	publish_if_due(own, pub, est, cls);
 	if (!cpus || cpus > SLUICE_MAX_CPUS)
@@ -398,8 +399,10 @@ static __always_inline void stripe_add(__u32 svc, __u32 cls, __s64 d)
  * holds more than a batch of takes unpublished. */
 static __always_inline void stripe_take(__u32 svc, __u32 cls)
 {
-	stripe_add(svc, cls, 1);
-	sluice_take_estimate(svc, cls, 0, 0, 0);
+	struct sluice_inflight *s = bpf_map_lookup_elem(&inflight_pcpu, &svc);
+
+	if (s)
+		sluice_take_estimate(svc, cls, __sync_fetch_and_add(&s->cls[cls & 3], 1) + 1, 0, 0);
 }
 
 /* One unit given back on this CPU's stripe. It publishes nothing itself: it only lowers the
@@ -475,8 +478,7 @@ static __always_inline __s64 take_slot(__u32 svc, __u32 cls, int prio, __u32 thr
 	if (!own)
 		return 0;
 	n = __sync_fetch_and_add(&own->cls[cls], 1);
-	others = sluice_take_estimate(svc, cls, mask, prio ? cls + 1 : SLUICE_NUM_CLASSES,
-				      thr ? cpus : 0);
+	others = sluice_take_estimate(svc, cls, n + 1, mask, thr ? cpus : 0);
 	if (!thr)
 		return 0;
 	for (__u32 j = 0; j < SLUICE_NUM_CLASSES; j++) {

@@ -161,9 +161,9 @@ static void tcp_l0_threshold(const struct service_ctl *s, struct sluice_verdict 
  * fixed headroom the ladder cut L0 to 78 % on 3 of them, with no other traffic at all), and
  * refusing them makes none faster. Past a quarter (where the listen-queue overload is the
  * ladder's full step) the queue heads for overflow: dropped handshakes, clients waiting a
- * second for their retransmitted SYN. For a tcp service
- * whose L0 the limit does not hold, L0's busy connections above the limit are not saturation
- * either (the limit no longer binds L0): only the queue is. */
+ * second for their retransmitted SYN. For a tcp service whose L0 the limit does not hold,
+ * L0's busy connections above the limit are not saturation either (the limit no longer binds
+ * L0): only the queue is. */
 static int l0_spared(const struct service_ctl *s, const struct service_conf *sc, int queue_sat)
 {
 	int queue_full = queue_sat && 4ull * s->lq.last > s->lq.backlog;
