@@ -141,6 +141,18 @@ static void test_warnings(void **st)
 				   "    target_latency_ms: 20\n"), 0);
 	assert_int_equal(config_warnings(&cfg, &w), 3);   /* fixed limit has a written target */
 	assert_true(has(&w, "slow_call_ms (10)"));
+	/* the classic aimd under a learned 1.2x objective grows only below 0.84 x the
+	 * baseline; with a written latency, or 1.5x (band 1.05 x), nothing to say */
+	assert_int_equal(parse_svc("    limit_algorithm: aimd\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "limit_algorithm aimd grows only while the median is below 0.7 x "
+			    "the objective, here 0.84 x the learned baseline"));
+	assert_int_equal(parse_svc("    limit_algorithm: aimd\n    latency_slo: 60ms\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    limit_algorithm: aimd\n    latency_slo: 1.5x\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    limit_algorithm: gradient\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
 	/* header / dscp rules without trust_from: inert, said so; with it, nothing to say */
 	assert_int_equal(parse_svc("    latency_slo: 50ms\n    classify:\n"
 				   "      - { header: X-Priority, class: from-header }\n"), 0);

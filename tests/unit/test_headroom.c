@@ -98,7 +98,7 @@ static void test_written_percentages_are_caps(void **st)
 	(void)st;
 	/* written: each class at most its percentage of the limit, in adaptive mode too */
 	sluice_headroom_params_from_pct(pct, &p);
-	p.caps = 1;
+	p.caps = 0xf;
 	sluice_headroom_thresholds(36, &p, peak, o);
 	assert_int_equal(o[0], 36);
 	assert_int_equal(o[1], 32);
@@ -121,6 +121,15 @@ static void test_written_percentages_are_caps(void **st)
 	peak[1] = 0;
 	sluice_headroom_thresholds(36, &p, peak, o);
 	assert_int_equal(o[3], 33);
+	/* only L3 written (headroom: { L3: 50 }): L1 and L2 keep the work-conserving room, not
+	 * the 90 % and 75 % nobody wrote */
+	p.pct[1] = 90;
+	p.pct[2] = 75;
+	p.caps = 1u << 3;
+	sluice_headroom_thresholds(36, &p, peak, o);
+	assert_int_equal(o[1], 35);
+	assert_int_equal(o[2], 34);
+	assert_int_equal(o[3], 18);
 }
 
 static void test_peak_tracker(void **st)

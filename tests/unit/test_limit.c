@@ -326,6 +326,12 @@ static void test_from_conf(void **st)
 	sluice_limit_params_from_conf(&sc, &p);
 	assert_int_equal(p.algorithm, SLUICE_LIMIT_AIMD);
 	assert_int_equal(p.max, 2);
+	/* `aimd` written in a config is the classic rule: the 0.7 x objective band, no gate */
+	assert_int_equal(p.classic_band, 1);
+	assert_true(p.aimd_gate == 0);
+	sc.limit_algorithm = LIMIT_ALG_GRADIENT;
+	sluice_limit_params_from_conf(&sc, &p);
+	assert_int_equal(p.classic_band, 0);
 }
 
 /* ---- baseline ---- */

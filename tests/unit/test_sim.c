@@ -39,9 +39,9 @@ static void use_alg(struct sim *s, int alg)
 {
 	s->sc.limit_algorithm = alg == ALG_GRADIENT ? LIMIT_ALG_GRADIENT : LIMIT_ALG_AIMD;
 	sim_start(s);
-	if (alg == ALG_CLASSIC) {               /* no utilisation gate, the 0.7 x target band */
-		s->ctl.mp.aimd_gate = 0;
-		s->ctl.mp.classic_band = 1;
+	if (alg == ALG_AIMD) {                  /* `aimd` from a config is the classic rule */
+		s->ctl.mp.aimd_gate = 0.8;
+		s->ctl.mp.classic_band = 0;
 	}
 }
 

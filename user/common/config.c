@@ -62,7 +62,7 @@ void sluice_config_defaults(struct sluice_config *out)
 	out->syn_timeout_s = 30;
 	out->cascade.max_opens = 5;
 	out->cascade.window_s = 10;
-	out->cascade.suspend_s = 300;
+	out->cascade.suspend_s = 0;   /* operators decide when breakers may open again */
 	out->retry_storm.ratio = 0.2;
 	out->retry_storm.windows = 3;
 	out->node.cpu_pressure_pct = 40;

@@ -102,7 +102,7 @@ void service_conn_cap(const struct service_conf *s, unsigned threshold[SLUICE_NU
 struct cascade_conf {
 	int max_opens;                    /* 5: the 6th opening within window_s suspends */
 	double window_s;                  /* 10 */
-	double suspend_s;                 /* 300: automatic resume after this; 0 = operator only */
+	double suspend_s;                 /* 0 = operator only (default); > 0: resume after this */
 };
 
 struct retry_storm_conf {

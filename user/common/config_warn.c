@@ -80,6 +80,14 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 			n = warn(out, n, s->line, "service '%s': a fixed limit with a learned latency "
 				 "objective: the baseline is learned at whatever load the fixed limit "
 				 "admits; write latency_slo as a latency (e.g. 50ms)", s->name);
+		if (s->limit_algorithm == LIMIT_ALG_AIMD && !s->limit_fixed && obj == 0 &&
+		    0.7 * (s->latency_slo_ratio >= 1 ? s->latency_slo_ratio : 1.2) <= 1)
+			n = warn(out, n, s->line, "service '%s': limit_algorithm aimd grows only while "
+				 "the median is below 0.7 x the objective, here %.2f x the learned "
+				 "baseline (its unloaded median), which a service seldom shows: after a "
+				 "cut the limit seldom grows back; write latency_slo as a latency, or "
+				 "use gradient", s->name,
+				 0.7 * (s->latency_slo_ratio >= 1 ? s->latency_slo_ratio : 1.2));
 		if (s->aimd_window_ms < cfg->control_interval_ms)
 			n = warn(out, n, s->line, "service '%s': aimd_window_ms (%d) is shorter than "
 				 "control_interval_ms (%d): a window cannot end between two ticks",

@@ -7,7 +7,7 @@ void sluice_cascade_params_default(struct sluice_cascade_params *p)
 {
 	p->max_opens = 5;
 	p->window_s = 10;
-	p->suspend_s = 300;
+	p->suspend_s = 0;
 }
 
 void sluice_cascade_params_from_conf(const struct cascade_conf *cc, struct sluice_cascade_params *p)

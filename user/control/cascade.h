@@ -18,7 +18,7 @@
 struct sluice_cascade_params {
 	uint32_t max_opens;           /* 5 */
 	double window_s;              /* 10 */
-	double suspend_s;             /* 300; 0 = until an operator clears it */
+	double suspend_s;             /* 0 (default) = until an operator clears it */
 };
 
 struct sluice_cascade {

@@ -25,7 +25,8 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	sluice_breaker_params_from_conf(&sc->breaker, &s->bp);
 	sluice_ladder_params_from_conf(sc, &s->lp);
 	sluice_headroom_params_from_pct(sc->headroom, &s->hp);
-	s->hp.caps = sc->headroom_set;
+	/* only the keys written cap their class (a caller that did not say which: all of them) */
+	s->hp.caps = !sc->headroom_set ? 0 : sc->headroom_written ? sc->headroom_written : 0xf;
 	sluice_retrystorm_params_from_conf(&cfg->retry_storm, &s->rp);
 	s->fixed_headroom = sc->headroom_mode == HEADROOM_FIXED;
 	s->l0_written = sc->headroom_set && ((sc->headroom_written & 1) || sc->headroom[0] < 100);

@@ -44,7 +44,7 @@ void sluice_headroom_thresholds(uint32_t limit, const struct sluice_headroom_par
 
 		if (p->pct[k] == 0)
 			t = 0;
-		else if (p->caps && p->pct[k] < 100) {
+		else if ((p->caps >> k & 1) && p->pct[k] < 100) {
 			uint64_t cap = (uint64_t)limit * p->pct[k] / 100;
 			if (cap < 1)
 				cap = 1;

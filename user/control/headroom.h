@@ -4,11 +4,11 @@
  * fast but wastes what L0 does not use; here each threshold comes from measured demand:
  *   threshold[k] = limit - sum over j < k of (peak[j] + margin(peak[j]))
  *   margin(x)    = max(margin_min, min(x x margin_pct / 100, limit x margin_cap_pct / 100))
- * made non-increasing in k (a lower class never gets more room than a higher one). With
- * `caps` (the config wrote its percentages) threshold[k] is also at most
- * max(1, limit x headroom[k] / 100): a written percentage is honoured in every mode; without
- * it the allocation is work-conserving (a lower class uses what the higher ones leave, minus
- * their burst margin). peak[j] is class j's recent peak in-flight, tracked by
+ * made non-increasing in k (a lower class never gets more room than a higher one). For each
+ * class k in `caps` (the config wrote its percentage) threshold[k] is also at most
+ * max(1, limit x headroom[k] / 100): a written percentage is honoured in every mode; a class
+ * whose percentage was not written is allocated work-conserving (it uses what the higher ones
+ * leave, minus their burst margin), even when another class's was written. peak[j] is class j's recent peak in-flight, tracked by
  * struct sluice_peak over a sliding window of one-second buckets. */
 #ifndef SLUICE_HEADROOM_H
 #define SLUICE_HEADROOM_H
@@ -23,7 +23,7 @@ struct sluice_headroom_params {
 	uint32_t margin_pct;                /* 25 */
 	uint32_t margin_min;                /* 2 */
 	uint32_t margin_cap_pct;            /* 10 */
-	int caps;                           /* the percentages were written: caps */
+	unsigned caps;                      /* bit k: class k's percentage was written: a cap */
 };
 
 void sluice_headroom_params_default(struct sluice_headroom_params *p);

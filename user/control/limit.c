@@ -42,6 +42,13 @@ void sluice_limit_params_from_conf(const struct service_conf *sc, struct sluice_
 	/* auto = gradient: chosen by the closed-loop simulations in tests/unit/test_sim.c */
 	p->algorithm = sc->limit_algorithm == LIMIT_ALG_AIMD ? SLUICE_LIMIT_AIMD :
 		       SLUICE_LIMIT_GRADIENT;
+	/* `aimd` in a config is the textbook rule its users know and compare against: +1 below
+	 * 0.7 x the objective, no utilisation gate. The gated variant stays for the simulations
+	 * that chose the gradient over it (docs/CONTROLLER.md). */
+	if (p->algorithm == SLUICE_LIMIT_AIMD) {
+		p->classic_band = 1;
+		p->aimd_gate = 0;
+	}
 }
 
 static double clampd(const struct sluice_limit_params *p, double v)

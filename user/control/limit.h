@@ -28,7 +28,8 @@
  *   that binds while the backend serves what it admits within the aim is below the knee: it
  *   grows by sqrt(limit) per tick instead of per window, so following the demand down does
  *   not throttle a healthy service whose load rises for long
- * aimd (the classic rule with a utilisation gate):
+ * aimd (`limit_algorithm: aimd` is the classic rule: classic_band, no gate; the gated
+ * variant, measured against the gradient in the simulations, is aimd_gate 0.8 and the aim):
  *   latency > objective        -> limit x 0.5
  *   latency < grow_below, full window, the limit refused units or peak in-flight >=
  *   aimd_gate (0.8) x limit     -> limit + 1
