@@ -1125,8 +1125,13 @@ static __always_inline void flush_setup_turn(struct sluice_flow *f, const struct
  * A turn cut short gives no latency sample; a connection (tcp) or a request (http) counts as
  * completed. fin: the ending is a FIN or RST seen on the wire, so a connection that had a single
  * turn gives that turn's held-back sample (flush_setup_turn); only the killer does, with the
- * word it swapped out, so the sample is given once and only by a flow that really ended. */
-static __always_inline int end_flow(struct sluice_flow_key *key, int server_reset, int fin)
+ * word it swapped out, so the sample is given once and only by a flow that really ended.
+ * keep_open: a client's FIN, which closes only its sending side: a request or turn open (or
+ * being decided) still runs at the server, so the flow is left to end with it and the server's
+ * own close (returns 0); otherwise a client could half-close after each request and have it
+ * run uncounted. */
+static __always_inline int end_flow(struct sluice_flow_key *key, int server_reset, int fin,
+				    int keep_open)
 {
 	struct sluice_flow *f = bpf_map_lookup_elem(&flows, key);
 	struct sluice_class_stats *st;
@@ -1142,6 +1147,8 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 		w = READ_ONCE(f->req_active);
 		if ((w & SLUICE_OWN_STATE) == SLUICE_OWN_DEAD)
 			return 0; /* someone else ended it first */
+		if (keep_open && (w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE)
+			return 0; /* a unit still runs: it ends by its answer */
 		won = __sync_val_compare_and_swap(&f->req_active, w, SLUICE_OWN_DEAD) == w;
 	}
 	if (!won)

@@ -624,7 +624,10 @@ static __always_inline void track_flow(struct sluice_flow_key *key,
 
 /* A client segment with no SYN, FIN or RST: the ACK that completes an admitted handshake (or
  * the first data, should that ACK be lost) carries ack = the server's ISN + 1, which only a
- * peer that received our SYN-ACK knows. */
+ * peer that received our SYN-ACK knows. Exactly that: the listener answers any other ack
+ * with an RST, and a client that took a flow with one (ISN + 2) would have that RST counted
+ * against the service as a server error, as often as it likes. A connection that the kernel
+ * did complete without sluice seeing it is taken on at its first data (adopt_established). */
 static __always_inline void client_ack(const struct pkt *p)
 {
 	struct sluice_flow_key key SLOT_KEY_ALIGNED;
@@ -637,7 +640,7 @@ static __always_inline void client_ack(const struct pkt *p)
 	hs_locate(&at, flow_hash(&key));
 	if (!hs_read(&at, &key, &hs) || !(hs.flags & SLUICE_HS_SERVER_ISN))
 		return;
-	if (!seq_in_window(bpf_ntohl(p->tcp->ack_seq), hs.server_isn + 1) ||
+	if (bpf_ntohl(p->tcp->ack_seq) != hs.server_isn + 1 ||
 	    !seq_in_window(bpf_ntohl(p->tcp->seq), hs.client_isn + 1))
 		return;
 	/* Until the server speaks on it, the flow stays SLUICE_FLOW_SYN: should the server never
@@ -764,6 +767,17 @@ static __always_inline struct sluice_flow *adopt_established(struct __sk_buff *s
  * the client is (RFC 5961: a blind forger does not know it). Where the client is may not be
  * known (client_next 0: a flow carried over from an older layout, until the server speaks):
  * then the FIN/RST is taken as the client's, as that layout did, so the unit still ends.
+ * A FIN ends an idle flow only: it closes the client's sending side, and what it asked still
+ * runs at the server (end_flow's keep_open); the flow then ends with the server's close, so a
+ * client cannot half-close after each request to have it run uncounted. A FIN that carries
+ * data ends nothing here: the data may start a request (TC decides it on this flow), and the
+ * server's close follows.
+ * What a client can still do to its own connection: an RST inside the window but not at the
+ * byte the stack expects (answered with a challenge ACK), or one with a wrong checksum
+ * (dropped), ends the unit here while the connection goes on; its next data takes it on again
+ * (adopt_established). Neither is told apart here: the stack's rcv_nxt may not yet count data
+ * of the same receive batch (GRO, a socket's backlog), and traffic from a local namespace
+ * carries partial checksums (offload) that only the stack completes.
  * handshake_only: a segment that ends a handshake under way but no connection (a SYN that
  * carries FIN: a connection answers it with a challenge ACK and goes on). */
 static __always_inline void client_end(const struct pkt *p, int handshake_only)
@@ -773,12 +787,15 @@ static __always_inline void client_end(const struct pkt *p, int handshake_only)
 	struct sluice_flow *f;
 	struct hs_at at;
 	__u32 seq = bpf_ntohl(p->tcp->seq);
+	int fin_only = p->tcp->fin && !p->tcp->rst;
 
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (!handshake_only && (!f->client_next || seq_in_window(seq, f->client_next)))
-			end_flow(&key, 0, 1);
+		if (handshake_only || (fin_only && p->payload_len))
+			return;
+		if (!f->client_next || seq_in_window(seq, f->client_next))
+			end_flow(&key, 0, 1, fin_only);
 		return;
 	}
 	/* Gone before its handshake completed: the record goes (it held no slot). */
@@ -1049,7 +1066,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		 * on this 4-tuple, so the old one is over (only the server can say so). */
 		if (p.tcp->ack && bpf_ntohl(p.tcp->ack_seq) != f->syn_seq + 1 &&
 		    hs_holds(&key)) {
-			end_flow(&key, 0, 0);
+			end_flow(&key, 0, 0, 0);
 			server_handshake(&p, &key, bpf_ktime_get_ns());
 		}
 		return TC_ACT_OK;
@@ -1080,7 +1097,7 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 		settled = !f->tracked_inflight;
 	}
 	if (p.tcp->rst || p.tcp->fin) {
-		end_flow(&key, p.tcp->rst, 1);
+		end_flow(&key, p.tcp->rst, 1, 0);
 		return TC_ACT_OK;
 	}
 	if (f->state != SLUICE_FLOW_OPEN)
@@ -1276,7 +1293,7 @@ refuse:
 	/* The connection is closed on both sides now (http flows hold no connection slot): the
 	 * flow ends like any other, through its ownership word (still DECIDING: it holds
 	 * nothing). */
-	end_flow(&key, 0, 0);
+	end_flow(&key, 0, 0, 0);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
 not_a_start:
 	advance_by_client(f, seq, end);
@@ -1500,7 +1517,7 @@ int sluice_reclaim(struct sluice_reclaim *a)
 	if (!((f->state == SLUICE_FLOW_SYN && now > f->admitted_ns + a->syn_timeout_ns) ||
 	      now > f->last_seen_ns + a->idle_timeout_ns))
 		return 0; /* it spoke since the GC's scan */
-	if (end_flow(&key, 0, 0))
+	if (end_flow(&key, 0, 0, 0))
 		a->result = SLUICE_RECLAIM_ENDED;
 	return 0;
 }

@@ -49,7 +49,7 @@ static __always_inline void sluice_test_hook(__u32 point, struct sluice_flow_key
 		return;
 	svc = f->svc;
 	cls = f->class & 3;
-	end_flow(key, 0, 1);
+	end_flow(key, 0, 1, 0);
 	if (h->action != SLUICE_HOOK_END_REUSE || svc >= SLUICE_MAX_SERVICES)
 		return;
 	/* as promote() makes a tcp connection's flow: the slot first, then the entry */

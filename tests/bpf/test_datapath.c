@@ -204,6 +204,16 @@ static struct pkt_spec client_rst(const struct pkt_spec *syn)
 	return s;
 }
 
+/* connect_'s query answered (its turn ends), then the client's FIN: the usual end of a
+ * connection. (A FIN while the query still runs ends nothing: the server still works on it.) */
+static void answered_then_fin(struct fixture *f, const struct pkt_spec *syn)
+{
+	struct pkt_spec r = server_reply(syn, 0, 3), fin = client_fin(syn);
+
+	tc_egress(f, &r);
+	xdp(f, &fin);
+}
+
 /* A connection as a real client makes it: SYN (XDP), the server's SYN-ACK (TC egress), the
  * client's ACK of it (XDP). Returns the SYN's verdict; only an admitted SYN goes on. */
 static int connect_idle(struct fixture *f, const struct pkt_spec *syn)
@@ -1037,8 +1047,7 @@ static void test_client_concurrency_cap(void **state)
 	assert_int_equal(stats(f, 2, 0).rejected[SLUICE_REJ_CLIENT_LIMIT], 1);
 	assert_int_equal(inflight_total(f, 2), 3);
 	/* One of the client's connections ends: it may connect again. */
-	struct pkt_spec fin = client_fin(&a);
-	xdp(f, &fin);
+	answered_then_fin(f, &a);
 	c.sport = 5;
 	assert_int_equal(connect_(f, &c), XDP_PASS);
 }
@@ -1221,12 +1230,16 @@ static void test_fin_rst_end_units_exactly_once(void **state)
 	connect_(f, &b);
 	assert_int_equal(inflight_total(f, 0), 2);
 
-	/* Client FIN on a: -1. Server FIN on a afterwards: nothing more. */
+	/* Client FIN on a while its query runs: a half-close, the server still works on it, so
+	 * nothing ends. The server's FIN then ends it: -1; a second one: nothing more. */
 	struct pkt_spec fin = client_fin(&a);
 	assert_int_equal(xdp(f, &fin).ret, XDP_PASS);
-	assert_int_equal(inflight_total(f, 0), 1);
+	assert_int_equal(inflight_total(f, 0), 2);
+	assert_int_equal(busy_total(f, 0), 2);
 	struct pkt_spec sfin = { .src = SERVER4, .dst = "198.18.1.2", .sport = 5432, .dport = 100,
 				 .fin = 1, .ackf = 1 };
+	assert_int_equal(tc_egress(f, &sfin).ret, TC_ACT_UNSPEC);
+	assert_int_equal(inflight_total(f, 0), 1);
 	assert_int_equal(tc_egress(f, &sfin).ret, TC_ACT_UNSPEC);
 	assert_int_equal(inflight_total(f, 0), 1);
 
@@ -1272,8 +1285,8 @@ static void test_carried_over_flow_without_client_next_still_ends(void **state)
 	forget_client_next(f);
 	assert_int_equal(inflight_total(f, 0), 2);
 
-	/* a: the client sent 3 GB since sluice last followed it; its FIN ends the unit. */
-	struct pkt_spec fin = client_fin(&a);
+	/* a: the client sent 3 GB since sluice last followed it; its RST ends the unit. */
+	struct pkt_spec fin = client_rst(&a);
 	fin.seq += 0xb0000000u;
 	xdp(f, &fin);
 	assert_int_equal(inflight_total(f, 0), 1);
@@ -1447,8 +1460,7 @@ static void test_forged_syn_flood_never_fills_the_limit(void **state)
 	struct pkt_spec over = syn4("198.18.1.78", 62000, 5432);
 	assert_int_equal(xdp(f, &over).ret, XDP_TX); /* the limit is the real clients' */
 	/* Every real connection closes: in-flight is exactly 0, whatever the flood left. */
-	struct pkt_spec fin = client_fin(&l3);
-	xdp(f, &fin);
+	answered_then_fin(f, &l3);
 	for (uint16_t p = 0; p < 3; p++) {
 		struct pkt_spec l0 = syn4("198.18.1.77", l0_port[p], 5432);
 		struct pkt_spec rst = client_rst(&l0);
@@ -1511,8 +1523,7 @@ static void test_table_full_attempt_keeps_shedding_on(void **state)
 	/* Every real connection ends through its flow: exactly 0 left. */
 	for (uint16_t p = 0; p < 4; p++) {
 		struct pkt_spec l0 = syn4("198.18.1.50", (uint16_t)(100 + p), 5432);
-		struct pkt_spec fin = client_fin(&l0);
-		xdp(f, &fin);
+		answered_then_fin(f, &l0);
 	}
 	assert_int_equal(inflight_total(f, 0), 0);
 	assert_int_equal(flow_count(f), 0);
@@ -1536,6 +1547,10 @@ static void test_forged_ack_completes_no_handshake(void **state)
 	xdp(f, &bad);
 	bad.ack = sa.seq;                              /* one short: not an ACK of the SYN-ACK */
 	xdp(f, &bad);
+	bad.ack = sa.seq + 2;   /* one past: the listener answers it with an RST, which would
+				 * then count as the server's error */
+	xdp(f, &bad);
+	assert_int_equal(flow_count(f), 0);
 	bad = ack;
 	bad.seq = s.seq + 1 + SLUICE_SEQ_WINDOW;       /* the right ack, a wrong sequence */
 	xdp(f, &bad);
@@ -1610,8 +1625,7 @@ static void test_syn_with_new_isn_never_ends_a_live_flow(void **state)
 	assert_int_equal(connect_(f, &fresh), XDP_PASS);
 	assert_int_equal(stats(f, 0, 0).completed, 1);
 	assert_int_equal(inflight_total(f, 0), 1);
-	struct pkt_spec fin = client_fin(&fresh);
-	xdp(f, &fin);
+	answered_then_fin(f, &fresh);
 	assert_int_equal(inflight_total(f, 0), 0);
 }
 
@@ -2636,8 +2650,7 @@ static void test_all_zero_verdict_admits(void **state)
 	assert_int_equal(stats(f, 0, 3).fail_open, 0); /* admitted by the verdict, not fail-open */
 	for (uint16_t p = 1; p <= 40; p++) {
 		struct pkt_spec s = syn4(p % 2 ? "203.0.113.9" : "198.18.7.1", p, 5432);
-		struct pkt_spec fin = client_fin(&s);
-		xdp(f, &fin);
+		answered_then_fin(f, &s);
 	}
 	assert_int_equal(inflight_total(f, 0), 0);
 }
@@ -2791,6 +2804,8 @@ static void test_established_tcp_connection_adopted(void **state)
 	assert_int_equal(inflight_total(f, 0), 0);
 	q.seq = c.rcv_nxt;
 	tc_ingress(f, &q);
+	/* ... and the query really reaches the server's socket (its rcv_nxt moves past it) */
+	assert_int_equal(write(c.cli, QUERY, QLEN), (ssize_t)QLEN);
 	assert_int_equal(flow_count(f), 1);
 	assert_int_equal(inflight_total(f, 0), 1);       /* the open connection */
 	assert_int_equal(busy_cls(f, 0, 3), 1);           /* its turn */
@@ -2826,6 +2841,14 @@ static void test_adopted_connections_count_against_the_client_cap(void **state)
 				      .dport = 7000, .seq = c[i].rcv_nxt, .ack = c[i].snd_nxt,
 				      .ackf = 1, .psh = 1, .payload = QUERY, .payload_len = QLEN };
 		tc_ingress(f, &q);
+		/* the query reaches the server's socket too, and its answer ends the turn: the
+		 * client's FIN below is then where the stack expects it, on an idle connection */
+		assert_int_equal(write(c[i].cli, QUERY, QLEN), (ssize_t)QLEN);
+		struct pkt_spec r = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = 7000,
+				      .dport = c[i].cport, .seq = c[i].snd_nxt,
+				      .ack = c[i].rcv_nxt + QLEN, .ackf = 1, .psh = 1,
+				      .payload = "ok\n", .payload_len = 3 };
+		tc_egress(f, &r);
 	}
 	assert_int_equal(flow_count(f), 3);
 	assert_int_equal(inflight_total(f, 2), 3);
@@ -3044,8 +3067,8 @@ static void test_idle_pooled_connections_hold_no_capacity(void **state)
 	assert_int_equal(xdp(f, &c[5]).ret, XDP_PASS);
 }
 
-/* Turns cut short by a client FIN, a server RST or the GC give their busy count back exactly
- * once, with no sample. */
+/* Turns cut short by a client RST, a server RST or the GC give their busy count back exactly
+ * once, with no sample; a client FIN (a half-close) cuts nothing short. */
 static void test_busy_released_when_flows_end_mid_turn(void **state)
 {
 	struct fixture *f = *state;
@@ -3057,7 +3080,10 @@ static void test_busy_released_when_flows_end_mid_turn(void **state)
 	connect_(f, &c);
 	assert_int_equal(busy_total(f, 0), 3);
 	struct pkt_spec fin = client_fin(&a);
-	xdp(f, &fin);
+	xdp(f, &fin);                    /* a half-close: the turn still runs */
+	assert_int_equal(busy_total(f, 0), 3);
+	struct pkt_spec rst = client_rst(&a);
+	xdp(f, &rst);
 	assert_int_equal(busy_total(f, 0), 2);
 	struct pkt_spec srst = server_reply(&b, 0, 0);
 	srst.payload = NULL, srst.psh = 0, srst.rst = 1;
@@ -3153,6 +3179,18 @@ static void test_turn_random_conversations_end_with_busy_zero(void **state)
 			p = client_seg(&m[i].syn);
 			p.seq = m[i].cnext, p.fin = ev == 7, p.rst = ev == 9;
 			xdp(f, &p);
+			if (ev == 7 && m[i].open) {
+				/* a half-close: the turn still runs, until the server closes */
+				long long w = 0;
+
+				for (int j = 0; j < NF; j++)
+					w += m[j].live && m[j].open && m[j].cls == m[i].cls;
+				if (busy_cls(f, 0, m[i].cls) != w)
+					fail_msg("step %d: a client FIN ended an open turn", step);
+				p = server_reply(&m[i].syn, m[i].snext - (SERVER_ISN(m[i].syn.sport) + 1), 0);
+				p.payload = NULL, p.psh = 0, p.ack = m[i].cnext + 1, p.fin = 1;
+				tc_egress(f, &p);
+			}
 			m[i].live = 0;
 		} else if (ev == 8 || ev == 10 || ev == 11) { /* server FIN or RST */
 			p = server_reply(&m[i].syn, m[i].snext - (SERVER_ISN(m[i].syn.sport) + 1), 0);

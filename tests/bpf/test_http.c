@@ -113,6 +113,20 @@ static struct run run_xdp(struct fixture *f, const struct pkt_spec *s)
 	return r;
 }
 
+/* The server's FIN on the connection of client segment c, acknowledging it (and a FIN it
+ * carries): a connection whose client half-closed ends with it, request or not. */
+static void server_closes(struct fixture *f, const struct pkt_spec *c)
+{
+	struct pkt_spec s = { .v6 = c->v6, .vlan = c->vlan, .src = c->dst, .dst = c->src,
+			      .sport = c->dport, .dport = c->sport, .seq = c->ack,
+			      .ack = c->seq + (uint32_t)c->payload_len + (c->fin ? 1 : 0),
+			      .ackf = 1, .fin = 1 };
+	struct run r = run_tc(bpf_program__fd(f->skel->progs.sluice_tc_egress), &s);
+
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_true(harness_unchanged(&r));
+}
+
 /* The handshake of the connection a request segment belongs to, as a real client makes it:
  * SYN at seq - 1 (XDP), the server's SYN-ACK at ack - 1 (TC egress), the client's ACK (XDP). */
 static void handshake(struct fixture *f, const struct pkt_spec *rq)
@@ -229,6 +243,49 @@ static unsigned long long ten_seconds_ago(void)
 
 /* Last-seen is what the idle GC goes by: a client sending a long body (the server answering
  * with bare ACKs only) and a server sending a long response both keep their flow fresh. */
+/* A client that half-closes after its request (FIN, as HTTP/1.0 tools do, or an attacker
+ * hoping to have its request run uncounted) does not end it: the server still works on it.
+ * The request holds its slot until its response; the flow ends with the server's FIN. A FIN
+ * that carries the request itself starts it (on the flow, not ended first). */
+static void test_client_fin_leaves_the_request_running(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.5", 1010, GET("/x", ""));
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(inflight(f), 1);
+	struct pkt_spec fin = rq;
+	fin.seq += rq.payload_len, fin.payload = NULL, fin.payload_len = 0, fin.psh = 0, fin.fin = 1;
+	run_xdp(f, &fin);
+	admitted(f, &fin);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_count(f), 1);
+	struct pkt_spec rs = response("203.0.113.5", 1010, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = fin.seq + 1;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(stats(f, 2).completed, 1);
+	struct pkt_spec sfin = rs;
+	sfin.seq += (uint32_t)rs.payload_len, sfin.payload = NULL, sfin.payload_len = 0;
+	sfin.psh = 0, sfin.fin = 1;
+	egress(f, &sfin);
+	assert_int_equal(flow_count(f), 0);
+
+	/* request and FIN in one segment */
+	struct pkt_spec one = request("203.0.113.5", 1011, GET("/y", ""));
+	handshake(f, &one);
+	one.fin = 1;
+	run_xdp(f, &one);
+	admitted(f, &one);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	assert_int_equal(stats(f, 2).untracked, 0);
+	rs.dport = 1011, rs.ack = one.seq + (uint32_t)one.payload_len + 1;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+}
+
 static void test_data_keeps_flow_fresh(void **state)
 {
 	struct fixture *f = *state;
@@ -374,7 +431,8 @@ static void test_classification(void **state)
 				    (unsigned long long)(untrusted(f) - marks), cases[i].ignored);
 			fail();
 		}
-		/* The client vanishes mid-request: FIN ends the request, nothing leaks. */
+		/* The client vanishes mid-request: its FIN and the server's close end the request,
+		 * nothing leaks. */
 		struct pkt_spec fin = rq;
 		fin.seq += (uint32_t)rq.payload_len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
 		admitted(f, &fin);
@@ -383,6 +441,7 @@ static void test_classification(void **state)
 		struct run x = harness_run(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, len, NULL);
 		assert_int_equal(x.err, 0);
 		assert_int_equal(x.ret, XDP_PASS);
+		server_closes(f, &fin);
 		assert_true(harness_unchanged(&x));
 	}
 	assert_int_equal(inflight(f), 0);
@@ -507,6 +566,7 @@ static void test_header_scan_matches_reference(void **state)
 		struct run x = harness_run(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf,
 					   build_pkt(buf, &fin), NULL);
 		assert_int_equal(x.err, 0);
+		server_closes(f, &fin);
 	}
 	/* The generator is not degenerate: both outcomes are common, and the byte machine
 	 * decides some. */
@@ -622,7 +682,8 @@ static void test_request_only_at_the_expected_sequence(void **state)
 	admitted(f, &next);
 	assert_int_equal(stats(f, 2).arrivals, 2);
 	assert_int_equal(inflight(f), 1);
-	/* A forged RST beyond the window ends nothing; the client's FIN ends the request. */
+	/* A forged RST beyond the window ends nothing; the client's FIN and then the server's
+	 * close end the request. */
 	struct pkt_spec rst = next;
 	rst.payload_len = 0, rst.psh = 0, rst.rst = 1, rst.seq += (uint32_t)next.payload_len + SLUICE_SEQ_WINDOW;
 	run_xdp(f, &rst);
@@ -631,6 +692,8 @@ static void test_request_only_at_the_expected_sequence(void **state)
 	struct pkt_spec fin = next;
 	fin.payload_len = 0, fin.psh = 0, fin.fin = 1, fin.seq += (uint32_t)next.payload_len;
 	run_xdp(f, &fin);
+	assert_int_equal(inflight(f), 1);
+	server_closes(f, &fin);
 	assert_int_equal(inflight(f), 0);
 	assert_int_equal(flow_count(f), 0);
 }
@@ -1539,6 +1602,7 @@ static void client_fin(struct fixture *f, const struct pkt_spec *rq, uint32_t se
 
 	fin.seq += sent, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
 	run_xdp(f, &fin);
+	server_closes(f, &fin);
 }
 
 /* The lower classes' connection cap: counted at the handshake under the class the SYN was
@@ -1667,6 +1731,8 @@ static void test_established_connection_adopted(void **state)
 	/* the same segment again is more of the request, not a second one */
 	admitted(f, &rq);
 	assert_int_equal(stats(f, 2).arrivals, 1);
+	/* the request reaches the server's socket too (its rcv_nxt moves past it) */
+	assert_int_equal(write(c.cli, rq.payload, rq.payload_len), (ssize_t)rq.payload_len);
 
 	/* the answer ends the request; the client's FIN ends the connection */
 	rs = response("127.0.0.1", c.cport, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
@@ -2403,6 +2469,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
 						setup_small_table, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_client_fin_leaves_the_request_running, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_keeps_flow_fresh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
