@@ -3,7 +3,11 @@
  * IPv4 (past its options), IPv6 (past hop-by-hop, routing, destination-options and fragment
  * headers), TCP. The first fragment of a fragmented TCP segment carries the TCP header and is
  * judged like any segment; later fragments carry none and pass (without their first they are
- * never reassembled).
+ * never reassembled). A first fragment too short to be judged -- its TCP header, or the first
+ * bytes of its data (where a request's method is), in the fragments after it -- is PKT_DEEP,
+ * dropped at ingress: were it passed, the host would put the segment back together and take a
+ * request or a SYN sluice never saw (no stack splits a segment that early: a link's MTU of 68
+ * still leaves a first fragment 48 bytes of TCP, IPv6's 1280 far more).
  * Every header access is bounds-checked against data_end; anything that does not parse is
  * PKT_MALFORMED and the caller passes it untouched. Works on direct packet pointers, so the
  * same code serves xdp_md (headers in the first buffer) and __sk_buff (TC pulls headers into
@@ -23,8 +27,13 @@
 #endif
 
 /* PKT_DEEP: an IPv6 chain of more extension headers than SLUICE_MAX_EXT_HDRS, which sluice
- * cannot follow to its end: were it passed, a client could put any segment beyond judgement. */
+ * cannot follow to its end, or a first fragment too short to judge (SLUICE_FRAG_MIN_DATA):
+ * were it passed, a client could put any segment beyond judgement. */
 enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP };
+
+/* Bytes of TCP data a first fragment must carry besides the TCP header: a request's method
+ * ("OPTIONS ", "CONNECT " are the longest) is judged from them. */
+#define SLUICE_FRAG_MIN_DATA 8
 
 #define SLUICE_MAX_EXT_HDRS 4
 
@@ -68,6 +77,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 	void *cur;
 	__u16 proto;
 	__u32 l4_len;
+	int first_frag = 0;
 
 	if ((void *)(eth + 1) > data_end)
 		return PKT_MALFORMED;
@@ -107,6 +117,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		/* Fragments other than the first carry no TCP header: nothing to judge. */
 		if (ip->frag_off & bpf_htons(0x1fff))
 			return PKT_OTHER;
+		first_frag = !!(ip->frag_off & bpf_htons(0x2000));   /* more fragments */
 
 		tot = bpf_ntohs(ip->tot_len);
 		if (!tot && frame_len > p->l3_off) {
@@ -171,6 +182,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 				return PKT_MALFORMED;
 			if (*fo & bpf_htons(0xfff8))
 				return PKT_OTHER; /* not the first fragment */
+			first_frag = !!(*fo & bpf_htons(1));              /* M: more to come */
 
 			nexthdr = fh->nexthdr;
 			cur += 8;
@@ -192,10 +204,16 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 	struct tcphdr *tcp = cur;
 	__u32 doff;
 
+	if (first_frag && l4_len < sizeof(*tcp) + SLUICE_FRAG_MIN_DATA)
+		return PKT_DEEP;
 	if ((void *)(tcp + 1) > data_end)
 		return PKT_MALFORMED;
 	doff = tcp->doff * 4;
-	if (doff < sizeof(*tcp) || doff > l4_len)
+	if (doff < sizeof(*tcp))
+		return PKT_MALFORMED;
+	if (first_frag && doff + SLUICE_FRAG_MIN_DATA > l4_len)
+		return PKT_DEEP;
+	if (doff > l4_len)
 		return PKT_MALFORMED;
 	p->tcp = tcp;
 	p->l4_off = cur - data;
@@ -253,7 +271,7 @@ static __always_inline int parse_plain_tcp(void *data, void *data_end, __u32 fra
 		struct iphdr *ip4 = (void *)ip;
 
 		if ((void *)(ip4 + 1) > data_end || ip[0] != 0x45 || ip4->protocol != IPPROTO_TCP ||
-		    (ip4->frag_off & bpf_htons(0x1fff)))
+		    (ip4->frag_off & bpf_htons(0x3fff)))   /* any fragment: the full walk */
 			return 0;
 		l4_len = bpf_ntohs(ip4->tot_len);
 		if (l4_len < sizeof(*ip4) || l3 + l4_len > frame_len)

@@ -129,6 +129,14 @@ static struct run tc_ingress(struct fixture *f, const struct pkt_spec *s)
 	return r;
 }
 
+/* TC ingress's verdict alone, for frames it may drop. */
+static int tc_ingress_ret(struct fixture *f, const struct pkt_spec *s)
+{
+	uint8_t buf[512];
+
+	return run_prog(bpf_program__fd(f->skel->progs.sluice_tc_ingress), buf, build_pkt(buf, s)).ret;
+}
+
 static struct pkt_spec syn4(const char *src, uint16_t sport, uint16_t dport)
 {
 	struct pkt_spec s = { .src = src, .dst = SERVER4, .sport = sport, .dport = dport,
@@ -859,9 +867,10 @@ static void check_rst_without_options(const uint8_t *in, size_t in_len, const st
 }
 
 /* Packets with IPv4 options or IPv6 extension headers (hop-by-hop, destination options,
- * routing, a first fragment) are decided like any other: admitted ones hold their slot,
- * refused ones are answered with an RST. Later fragments carry no TCP header and pass;
- * a chain of more extension headers than the parser follows is dropped. */
+ * routing) are decided like any other: admitted ones hold their slot, refused ones are
+ * answered with an RST. Later fragments carry no TCP header and pass; a chain of more
+ * extension headers than the parser follows is dropped. (First fragments:
+ * test_first_fragments_judged_or_dropped.) */
 static void test_ip_options_and_ext_headers_decided(void **state)
 {
 	struct fixture *f = *state;
@@ -869,7 +878,7 @@ static void test_ip_options_and_ext_headers_decided(void **state)
 	struct pkt_spec a4 = syn4("203.0.113.9", 1, 5432);
 	struct pkt_spec a6 = { .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 2,
 			       .dport = 5432, .seq = 50, .syn = 1, .tcp_opts = 20,
-			       .ext = "HDRF", .frag = 1 };
+			       .ext = "HDR" };
 	a4.ip_opts = 8;
 	assert_int_equal(connect_(f, &a4), XDP_PASS);
 	assert_int_equal(connect_(f, &a6), XDP_PASS);
@@ -906,6 +915,54 @@ static void test_ip_options_and_ext_headers_decided(void **state)
 	deep.ext = "HDDR"; /* four are followed */
 	assert_int_equal(xdp(f, &deep).ret, XDP_TX);
 	assert_int_equal(inflight_total(f, 0), 2);
+}
+
+/* A first fragment of a TCP segment (more fragments to come) is judged like any segment when
+ * it holds the TCP header and the first bytes of data: a SYN so split is admitted or refused
+ * as any. One too short to judge -- the TCP header cut, or no data past it -- is dropped,
+ * IPv4 and IPv6 alike: passed, the host would put the segment back together from the later
+ * fragments and take a SYN (or a request) sluice never judged, as often as a client likes. */
+static void test_first_fragments_judged_or_dropped(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t buf[512];
+
+	/* the whole header and 8 bytes of data (a SYN with data, split): judged, admitted */
+	struct pkt_spec ok4 = syn4("198.18.1.2", 21, 5432);
+	ok4.frag = 1, ok4.payload = "12345678", ok4.payload_len = 8;
+	assert_int_equal(xdp(f, &ok4).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, 1);
+	struct pkt_spec ok6 = { .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 22,
+				.dport = 5432, .seq = 50, .syn = 1, .ext = "F", .frag = 1,
+				.payload = "12345678", .payload_len = 8 };
+	assert_int_equal(xdp(f, &ok6).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 3).arrivals, 1);
+
+	/* the header and no data, or fewer than 8 bytes: dropped, judged nowhere */
+	unsigned long long malformed = pstats(f).malformed;
+	struct pkt_spec bare4 = ok4, bare6 = ok6;
+	bare4.sport = 23, bare4.payload_len = 0;
+	bare6.sport = 24, bare6.payload_len = 4;
+	assert_int_equal(xdp(f, &bare4).ret, XDP_DROP);
+	assert_int_equal(xdp(f, &bare6).ret, XDP_DROP);
+	assert_int_equal(tc_ingress_ret(f, &bare4), TC_ACT_SHOT);
+	/* the TCP header itself cut at 8 bytes (ports and sequence number only) */
+	struct pkt_spec cut = ok4;
+	cut.sport = 25, cut.payload_len = 0;
+	size_t len = build_pkt(buf, &cut);
+	struct iphdr *ip = (struct iphdr *)(buf + 14);
+	ip->tot_len = htons(20 + 8);
+	len = 14 + 20 + 8;
+	struct run r = run_prog(bpf_program__fd(f->skel->progs.sluice_xdp_ingress), buf, len);
+	assert_int_equal(r.ret, XDP_DROP);
+	assert_int_equal(pstats(f).malformed, malformed + 3);
+	assert_int_equal(stats(f, 0, 0).arrivals, 1);
+	assert_int_equal(stats(f, 0, 3).arrivals, 1);
+	/* a segment that is not a fragment is judged as before, data or not */
+	struct pkt_spec whole = ok4;
+	whole.sport = 26, whole.frag = 0, whole.payload_len = 0;
+	assert_int_equal(xdp(f, &whole).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, 2);
 }
 
 static void test_v6_vlan_dscp_classified_and_rst(void **state)
@@ -3340,6 +3397,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_admitted_counted_once, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_first_fragments_judged_or_dropped, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, harness_teardown),
