@@ -71,6 +71,8 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 	for (int i = 0; i < cfg->n_services; i++) {
 		const struct service_conf *s = &cfg->services[i];
 		double obj = written_objective_ms(s);
+		/* the classic aimd's growth band (0.7 x the objective) in units of the baseline */
+		double aimd_band = 0.7 * (s->latency_slo_ratio >= 1 ? s->latency_slo_ratio : 1.2);
 
 		if (obj > 0 && s->breaker.slow_call_ms < obj)
 			n = warn(out, n, s->line, "service '%s': breaker slow_call_ms (%d) is below the "
@@ -81,13 +83,12 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 				 "objective: the baseline is learned at whatever load the fixed limit "
 				 "admits; write latency_slo as a latency (e.g. 50ms)", s->name);
 		if (s->limit_algorithm == LIMIT_ALG_AIMD && !s->limit_fixed && obj == 0 &&
-		    0.7 * (s->latency_slo_ratio >= 1 ? s->latency_slo_ratio : 1.2) <= 1)
+		    aimd_band <= 1)
 			n = warn(out, n, s->line, "service '%s': limit_algorithm aimd grows only while "
 				 "the median is below 0.7 x the objective, here %.2f x the learned "
 				 "baseline (its unloaded median), which a service seldom shows: after a "
 				 "cut the limit seldom grows back; write latency_slo as a latency, or "
-				 "use gradient", s->name,
-				 0.7 * (s->latency_slo_ratio >= 1 ? s->latency_slo_ratio : 1.2));
+				 "use gradient", s->name, aimd_band);
 		if (s->aimd_window_ms < cfg->control_interval_ms)
 			n = warn(out, n, s->line, "service '%s': aimd_window_ms (%d) is shorter than "
 				 "control_interval_ms (%d): a window cannot end between two ticks",

@@ -169,9 +169,7 @@ static int l0_spared(const struct service_ctl *s, const struct service_conf *sc,
 {
 	int queue_full = queue_sat && 4ull * s->lq.last > s->lq.backlog;
 
-	if (tcp_l0_unheld(s, sc))
-		return !queue_full;
-	return !queue_full && !s->saturated;
+	return !queue_full && (tcp_l0_unheld(s, sc) || !s->saturated);
 }
 
 /* L0's threshold from its room under an adaptive limit (control/headroom.h): at the limit's
