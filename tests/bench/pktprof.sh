@@ -10,7 +10,9 @@
 #   tests/bench/pktprof.sh [BUILD] PATH PROGRAM [RUNS] [FUNCTION]
 #   e.g. tests/bench/pktprof.sh build xdp.new-syn-admitted sluice_xdp_ingress 12
 # With FUNCTION (a subprogram of PROGRAM: a global function such as classify_payload, or a
-# bpf_loop callback), the lines are that function's own samples instead of the program's.
+# bpf_loop callback), the lines are that function's own samples instead of the program's; with
+# caller:FUNCTION (a helper or kernel function it calls, e.g. caller:lookup_nulls_elem_raw),
+# that function's samples by the program's line that called it.
 # Needs perf (linux-perf) and root. A look while working, not a test.
 set -euo pipefail
 BUILD=${1:-build}
@@ -65,17 +67,23 @@ def sample(frames):
     i = idx[0]
     total += 1
     callee["(own)" if i == 0 else frames[i - 1][0]] += 1
-    if focus:
+    at = frames[0]
+    if focus.startswith("caller:"):
+        # samples inside a kernel function or helper, put on the program's line that called it
+        if i == 0 or frames[i - 1][0] != focus[7:]:
+            return
+        at = (frames[i][0], frames[i][1] - 1)
+    elif focus:
         if not frames[0][0].endswith("_" + focus):
             return
     elif i:
         return
-    m = re.match(r"bpf_prog_([0-9a-f]{16})_\w+", frames[0][0])
+    m = re.match(r"bpf_prog_([0-9a-f]{16})_\w+", at[0])
     t = table.get(m.group(1)) if m else None
     if not t:
-        by_line["(no line table for %s)" % frames[0][0]] += 1
+        by_line["(no line table for %s)" % at[0]] += 1
         return
-    k = bisect.bisect_right([r[0] for r in t], frames[0][1]) - 1
+    k = bisect.bisect_right([r[0] for r in t], at[1]) - 1
     by_line["%s %s" % (t[k][1], t[k][2].strip()[:90]) if k >= 0 else "?"] += 1
 
 frames, comm = [], None

@@ -237,6 +237,96 @@ static double stream_path(const char *name, int xdp, const uint8_t *pkt, size_t 
 	return best - ebest;
 }
 
+/* The TC stream (empty_xdp.bpf.c stream_tc): its program and the program it tail-calls. */
+static int e_stream_tc = -1, e_stream_target_tc = -1;
+
+static double stream_tc_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
+			     uint16_t base, int n, int *rv)
+{
+	struct stream_ctl c = { .sport_off = off, .base = base, .next = 0 };
+	uint32_t zero = 0;
+
+	if (bpf_map_update_elem(e_stream_target_tc, &zero, &target, BPF_ANY) ||
+	    bpf_map_update_elem(e_stream_ctl, &zero, &c, BPF_ANY))
+		return -1;
+	return run1(e_stream_tc, pkt, len, n, rv);
+}
+
+/* Requests admitted so far, every service and class, every CPU (untimed). */
+static int class_stats_fd = -1;
+
+static unsigned long long admitted_total(void)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned long long sum = 0;
+	struct sluice_svc_stats *v;
+
+	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return 0;
+	for (uint32_t svc = 0; svc < SLUICE_MIN_SERVICE_SLOTS; svc++) {
+		if (bpf_map_lookup_elem(class_stats_fd, &svc, v))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
+				sum += v[c].cls[k].admitted;
+	}
+	free(v);
+	return sum;
+}
+
+/* Untimed set-up of a TC stream: n connections from one client, ports base .. base + n - 1,
+ * each ready for the packet written to pkt (its source port the stream's to rewrite, at *off). */
+typedef size_t (*stream_prep_fn)(void *ctx, const char *src, uint16_t base, int n, uint8_t *pkt,
+				 uint32_t *off);
+
+/* A request start in every run of one call: n requests back to back, each on its own
+ * established connection (best of `rounds` calls, each on connections of its own, against the
+ * same stream into the empty program). Each call must admit n requests: else it timed
+ * something other than request starts. */
+static double stream_tc_path(const char *name, int tci, int n, stream_prep_fn prep, void *ctx,
+			     int v6)
+{
+	double best = -1, ebest = -1, d;
+	int rv = -1;
+	uint8_t pkt[512];
+
+	if (skipped(name))
+		return 0;
+	if (e_stream_tc < 0 || class_stats_fd < 0) {
+		fprintf(stderr, "bench_pktcost: path %s not timed: the baseline object has no "
+			"stream_tc\n", name);
+		return 0;
+	}
+	for (int r = 0; r < rounds; r++) {
+		char src[48];
+		uint32_t off = 0;
+		unsigned long long before;
+		size_t len;
+
+		/* a client address no loop path uses: its 4-tuples are the stream's alone */
+		if (v6)
+			snprintf(src, sizeof src, "2001:2::ff00:%x", (unsigned)r + 1);
+		else
+			snprintf(src, sizeof src, "198.19.250.%u", (unsigned)r + 1);
+		len = prep(ctx, src, 20000, n, pkt, &off);
+		if ((d = stream_tc_call(e_tc, pkt, len, off, 20000, n, NULL)) >= 0 &&
+		    (ebest < 0 || d < ebest))
+			ebest = d;
+		before = admitted_total();
+		if ((d = stream_tc_call(tci, pkt, len, off, 20000, n, &rv)) >= 0 &&
+		    (best < 0 || d < best))
+			best = d;
+		if (admitted_total() - before < (unsigned long long)n) {
+			fprintf(stderr, "bench_pktcost: path %s admitted %llu requests of %d\n", name,
+				admitted_total() - before, n);
+			failed = 1;
+		}
+	}
+	check_ret(name, rv, TC_ACT_UNSPEC);
+	report(name, best, ebest);
+	return best - ebest;
+}
+
 /* A path that needs a fresh packet or state every call: prep() does the untimed setup of
  * call i and builds the packet to time. Best round mean of `rounds` rounds of loops/rounds
  * calls each. */
@@ -416,6 +506,50 @@ static size_t prep_keepalive(void *vc, int i, uint8_t *pkt)
 	return build_pkt(pkt, &s);
 }
 
+/* The streams' connections: every one at the same sequence numbers, so that one request
+ * packet, its source port rewritten, is the next request on each. */
+static size_t prep_stream_start(void *vc, const char *src, uint16_t base, int n, uint8_t *pkt,
+				uint32_t *off)
+{
+	struct ctx *c = vc;
+	struct pkt_spec s = req_of(c, src, base, c->dport);
+
+	s.seq = 5000;
+	for (int i = 0; i < n; i++) {
+		s.sport = (uint16_t)(base + i);
+		handshake(c, &s);
+	}
+	s.sport = base;
+	*off = (uint32_t)(ETH_HLEN + (c->f->vlan ? 4 : 0) + (c->f->v6 ? 40 : 20));
+	return build_pkt(pkt, &s);
+}
+
+/* Keep-alive: each connection's first request answered first (untimed). */
+static size_t prep_stream_keepalive(void *vc, const char *src, uint16_t base, int n,
+				    uint8_t *pkt, uint32_t *off)
+{
+	struct ctx *c = vc;
+	struct pkt_spec s = req_of(c, src, base, c->dport);
+	struct pkt_spec rs = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = c->f->server,
+			       .dst = src, .sport = c->dport, .ackf = 1, .psh = 1,
+			       .payload = RESP, .payload_len = sizeof(RESP) - 1 };
+	uint8_t b[512];
+
+	s.seq = 5000;
+	rs.seq = s.ack, rs.ack = s.seq + (uint32_t)s.payload_len;
+	for (int i = 0; i < n; i++) {
+		s.sport = rs.dport = (uint16_t)(base + i);
+		handshake(c, &s);
+		run1(c->tci, b, build_pkt(b, &s), 1, NULL);
+		run1(c->tce, b, build_pkt(b, &rs), 1, NULL);
+	}
+	s.sport = base;
+	s.seq += (uint32_t)s.payload_len;
+	s.ack += (uint32_t)rs.payload_len;
+	*off = (uint32_t)(ETH_HLEN + (c->f->vlan ? 4 : 0) + (c->f->v6 ? 40 : 20));
+	return build_pkt(pkt, &s);
+}
+
 /* Every path of the table for one address family / framing. */
 static void family_paths(const struct fam *f, int xdp, int tci, int tce, int repeat, int loops)
 {
@@ -503,6 +637,11 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	loop_path(NAME("tc-ingress.request-start"), tci, 1, loops, prep_request, &c, TC_ACT_UNSPEC);
 	loop_path(NAME("tc-ingress.request-start-keepalive"), tci, 1, loops, prep_keepalive, &c,
 		  TC_ACT_UNSPEC);
+	/* The same two, a busy queue's worth back to back. */
+	stream_tc_path(NAME("tc-ingress.request-start-stream"), tci, loops / rounds,
+		       prep_stream_start, &c, f->v6);
+	stream_tc_path(NAME("tc-ingress.request-start-keepalive-stream"), tci, loops / rounds,
+		       prep_stream_keepalive, &c, f->v6);
 
 	/* SYN refused with an RST (XDP_TX): service `tiny` holds its one slot (a connection
 	 * whose query is unanswered: busy; an idle one would hold nothing). */
@@ -829,7 +968,7 @@ static struct sluice_bpf *load_programmed(int loops, const struct sluice_config 
 					  struct sluice_maps *m)
 {
 	int idx[SLUICE_MIN_SERVICE_SLOTS];
-	struct sluice_bpf *skel = harness_load((unsigned)(6 * loops + 4096), m);
+	struct sluice_bpf *skel = harness_load((unsigned)(8 * loops + 4096), m);
 
 	if (!skel) {
 		fprintf(stderr, "bench_pktcost: cannot load the sluice BPF object\n");
@@ -849,6 +988,7 @@ static struct sluice_bpf *load_programmed(int loops, const struct sluice_config 
 				    .heartbeat_timeout_ns = 3600ull * 1000000000ull };
 	maps_write_globals(m, &g);
 	handshakes_fd = bpf_map__fd(skel->maps.handshake_slots);
+	class_stats_fd = bpf_map__fd(skel->maps.class_stats);
 	/* Flows admitted in the second the rules were written in cache nothing (their answer
 	 * could come from rules still changing): on a host the rules were written long before.
 	 * Wait for the clock's next second (2^30 ns) so the loops' flows do as they would there. */
@@ -904,6 +1044,12 @@ int main(int argc, char **argv)
 			e_stream_ctl = bpf_object__find_map_fd_by_name(eo, "stream_ctl");
 			e_stream_target = bpf_object__find_map_fd_by_name(eo, "stream_target");
 		}
+		sp = bpf_object__find_program_by_name(eo, "stream_tc");
+		if (sp) {
+			e_stream_tc = bpf_program__fd(sp);
+			e_stream_target_tc = bpf_object__find_map_fd_by_name(eo, "stream_target_tc");
+			e_stream_ctl = bpf_object__find_map_fd_by_name(eo, "stream_ctl");
+		}
 	}
 
 	if (sluice_config_parse(CONFIG, strlen(CONFIG), "bench", &cfg, &errs)) {
@@ -939,6 +1085,7 @@ int main(int argc, char **argv)
 		add_pkt_stats(&m, &ps);
 		sluice_bpf__destroy(skel);
 		handshakes_fd = -1;
+		class_stats_fd = -1;
 	}
 	printf("# counters: rst_sent=%llu reply_sent=%llu reply_failed=%llu\n",
 	       (unsigned long long)ps.rst_sent, (unsigned long long)ps.reply_sent,

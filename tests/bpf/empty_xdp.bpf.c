@@ -4,6 +4,7 @@
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "stream_ctl.h"
 
 SEC("xdp")
@@ -57,6 +58,33 @@ int stream_xdp(struct xdp_md *ctx)
 	p[1] = port & 0xff;
 	bpf_tail_call(ctx, &stream_target, 0);
 	return XDP_ABORTED;
+}
+
+/* The same stream for TC programs (stream_target_tc[0]: sluice's TC ingress program, or
+ * empty_tc for the baseline): requests on as many established connections, one after another,
+ * as a busy NIC queue brings them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} stream_target_tc SEC(".maps");
+
+SEC("tc")
+int stream_tc(struct __sk_buff *skb)
+{
+	struct stream_ctl *c;
+	__u32 zero = 0;
+	__be16 port;
+
+	c = bpf_map_lookup_elem(&stream_ctl, &zero);
+	if (!c)
+		return TC_ACT_SHOT;
+	port = bpf_htons((__u16)(c->base + c->next++));
+	if (bpf_skb_store_bytes(skb, c->sport_off & 127, &port, sizeof(port), 0))
+		return TC_ACT_SHOT;
+	bpf_tail_call(skb, &stream_target_tc, 0);
+	return TC_ACT_SHOT;
 }
 
 /* The baseline of a stream: its frame rewrite and tail call cost the same on both sides. */
