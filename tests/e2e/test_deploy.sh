@@ -592,16 +592,16 @@ start_bg "$TMP/sluiced.log" $IN_SRV setpriv --bounding-set "$bset" --inh-caps=-a
 	"$BUILD/sluiced" --config "$CFGDIR/sluice.yaml" --pin-dir "$PIN"
 SLUICED_PID=$LAST_PID
 alive_or_gone() {
-	"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null | grep -q '"controller_alive":true' ||
+	"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates 2>/dev/null | grep -q '"controller_alive":true' ||
 		! kill -0 "$SLUICED_PID" 2>/dev/null
 }
 wait_for 5 "sluiced to attach and write its heartbeat" alive_or_gone
 # (status reads interface names in sluiced's namespace; from elsewhere it lists "#IFINDEX")
-attached=$($IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null |
+attached=$($IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates 2>/dev/null |
 	python3 -c 'import json,sys; print(",".join(json.load(sys.stdin).get("interfaces", [])))')
 ok $([ "$attached" = s0 ] && echo 0 || echo 1) \
 	"the shipped interfaces: [auto] attaches to s0, the interface of the default route ($attached)"
-"$BUILD/sluicectl" --pin-dir "$PIN" status --json 2>/dev/null | grep -q '"controller_alive":true' &&
+"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates 2>/dev/null | grep -q '"controller_alive":true' &&
 	kill -0 "$SLUICED_PID" 2>/dev/null; up=$?
 capeff=$(awk '/^CapEff/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
 nnp=$(awk '/^NoNewPrivs/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
@@ -610,7 +610,7 @@ ok $([ $up -eq 0 ] && [ "$nnp" = 1 ] && [ $((0x${capeff:-0} & ~(1 << 12 | 1 << 2
 	"$(tail -5 "$TMP/sluiced.log")"
 [ $up -eq 0 ] || { finish; exit 1; }
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json" 2>/dev/null; }
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json" 2>/dev/null; }
 svc_limit() { status; json_get "$TMP/status.json" "[s for s in d['services'] if s['name']=='$1'][0]['limit']" 2>/dev/null; }
 PORT=$(sed -n 's/.*metrics on .* (port \([0-9]*\)).*/\1/p' "$TMP/sluiced.log" | head -1)
 scrape() { $IN_SRV curl -s --max-time 2 "http://127.0.0.1:$PORT/metrics" > "$TMP/metrics.txt"; }
@@ -688,7 +688,7 @@ wait_for 5 "the next sluiced to attach" attached_or_gone "$TMP/sluiced2.log"
 wait_for 2 "the next pod's limit" limit_is 175
 l4=$(svc_limit postgres)
 ok $([ $rc -eq 0 ] && [ $dt -lt 10000 ] && [ "$pins" -gt 0 ] && grep -q 'attached to s0 (xdp adopted)' "$TMP/sluiced2.log" &&
-	kill -0 "$SLUICED_PID" 2>/dev/null && "$BUILD/sluicectl" --pin-dir "$PIN" status --json | grep -q '"controller_alive":true' &&
+	kill -0 "$SLUICED_PID" 2>/dev/null && "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates | grep -q '"controller_alive":true' &&
 	grep -q 'fixed: 175' "$TMP/v5/sluice.yaml" && [ "$l4" = 175 ] && echo 0 || echo 1) \
 	"SIGTERM: exit $rc in $dt ms (< terminationGracePeriodSeconds), $pins pins left; the next pod adopts them (limit $l4)" \
 	"$(tail -3 "$TMP/sluiced2.log")"

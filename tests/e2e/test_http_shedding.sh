@@ -37,7 +37,7 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:80
 	--workers 16 --service-ms 20
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
-status() { $CTL status --json > "$TMP/status.json"; }
+status() { $CTL status --json --no-rates > "$TMP/status.json"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 shed_is() { # shed_is CLASS RATIO: the verdict map holds this switch shed ratio for the class
@@ -100,12 +100,21 @@ sleep 1.5   # part of the scenario: sample the rate in the middle of the 3 s flo
 # The rate comes from two snapshots 250 ms apart: a short window on a busy machine, so the
 # check gets one more measurement (still inside the flood) before it fails.
 rate_ok() {
-	status
+	$CTL status --json > "$TMP/status.json"
 	rate3=$(cls L3 rate_per_s)
 	python3 -c "import sys; sys.exit(0 if 200 <= $rate3 <= 400 else 1)"
 }
 retry_once rate_ok
 ok $? "sluicectl status reports the L3 request rate while it runs: $rate3/s (offered 300/s)$RETRY_NOTE"
+# --no-rates answers from one snapshot: the counters as ever, no rate (-1, the table's "-").
+status
+nr3=$(cls L3 rate_per_s); arr3=$(cls L3 arrivals)
+$CTL status --no-rates > "$TMP/norates.txt"
+ok $([ "$nr3" = -1.0 ] && [ "$arr3" -gt 0 ] &&
+     awk '$1 == "L3" { found = 1; exit !($2 == "-") } END { exit !found }' "$TMP/norates.txt" &&
+     echo 0 || echo 1) \
+	"sluicectl status --no-rates during the flood: L3 rate_per_s $nr3, arrivals $arr3 counted, req/s '-' in the table" \
+	"$(cat "$TMP/norates.txt")"
 wait $L3PID $L0PID
 l3_429=$(lg "$TMP/l3.json" L3 http_429); l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_sent=$(lg "$TMP/l3.json" L3 sent)
 l3_err=$(lg "$TMP/l3.json" L3 errors); rej99=$(lg "$TMP/l3.json" L3 reject_p99_ms)

@@ -32,7 +32,7 @@ start_bg "$TMP/echo.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:9090
 	--workers 8 --service-ms 2
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
-status() { $IN_SRV $CTL status --json > "$TMP/status.json"; }
+status() { $IN_SRV $CTL status --json --no-rates > "$TMP/status.json"; }
 ifaces() { status; json_get "$TMP/status.json" "','.join(d['interfaces'])"; }
 svc() { json_get "$TMP/status.json" "[s for s in d['services'] if s['name']=='$1'][0]$2"; }
 arrivals() { svc "$1" "['classes'][2]['arrivals']"; }
@@ -57,7 +57,7 @@ both() { [ "$(ifaces)" = "s0,s1" ]; }
 wait_for 5 "status to list s0 and s1" both
 ok $? "the new interface s1 is attached without a restart (${WAITED_MS} ms)" "$(ifaces)" \
 	"$(tail -n 5 "$SLUICED_LOG")"
-host_view=$($CTL status --json | python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["interfaces"]))')
+host_view=$($CTL status --json --no-rates | python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["interfaces"]))')
 ok $(echo "$host_view" | grep -Eqx '#[0-9]+,#[0-9]+' && echo 0 || echo 1) \
 	"status outside sluiced's namespace lists ifindexes, not this namespace's names ($host_view)"
 m=$(metrics)
@@ -74,7 +74,7 @@ ok $([ "$xdp_json" = "s0:native,s1:native" ] &&
 	echo "$m" | grep -qx 'sluice_xdp_mode{interface="s1",mode="generic"} 0' && echo 0 || echo 1) \
 	"the XDP mode of each interface: status $xdp_json, $xdp_table /metrics" \
 	"$(echo "$m" | grep xdp_mode)"
-host_xdp=$($CTL status --json | python3 -c 'import json,sys; print(",".join(str(x["mode"]) for x in json.load(sys.stdin)["xdp"]))')
+host_xdp=$($CTL status --json --no-rates | python3 -c 'import json,sys; print(",".join(str(x["mode"]) for x in json.load(sys.stdin)["xdp"]))')
 ok $([ "$host_xdp" = "None,None" ] && echo 0 || echo 1) \
 	"outside sluiced's namespace the XDP modes are unknown (null), not another interface's ($host_xdp)"
 

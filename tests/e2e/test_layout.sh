@@ -50,7 +50,7 @@ DV=$((V + 1))
 
 # SLUICECTL: the sluicectl of the layout pinned (the drill's once the drill migrated).
 SLUICECTL=$BUILD/sluicectl
-status() { "$SLUICECTL" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+status() { "$SLUICECTL" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
 # The held connections are idle: open connections (`connections`), not busy ones (`in_flight`).
 inflight() { status; json_get "$TMP/status.json" "d['services'][0].get('connections', d['services'][0]['in_flight'])"; }
 # The layout record as bytes (struct sluice_layout in include/sluice.h), and one field of it.

@@ -50,7 +50,7 @@ wait("end")' "$TMP" $SRV_IP $SRV2
 wait_for 5 "the client's connections" sh -c "[ -s '$TMP/client.log' ]"
 read -r p1 p2 < "$TMP/client.log"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
 # conns NAME: open connections of a service, as sluice counts them
 conns() { json_get "$TMP/status.json" "[s for s in d['services'] if s['name'] == '$1'][0]['connections']"; }
 counts() { status; echo "$(conns one) $(conns three) $(json_get "$TMP/status.json" "d['flows']")"; }

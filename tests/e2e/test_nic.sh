@@ -55,7 +55,7 @@ stop_sluiced() {
 	wait "$SLUICED_PID" 2>/dev/null
 	$IN_SRV $CTL detach >/dev/null 2>&1
 }
-status() { $IN_SRV $CTL status --json > "$TMP/status.json"; }
+status() { $IN_SRV $CTL status --json --no-rates > "$TMP/status.json"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 metrics() { # the daemon's /metrics (its port is in the log)
 	local port
@@ -71,7 +71,7 @@ count() {
 	bpftool map lookup id "$map" key $4 0 0 0 --json |
 		python3 -c "import json,sys; d=json.load(sys.stdin); print(d['formatted']['value'] if 'formatted' in d else int.from_bytes(bytes(int(x,16) for x in d['value']),'little'))"
 }
-# xdp_mode_of IF: how status --json says XDP runs on IF.
+# xdp_mode_of IF: how status --json --no-rates says XDP runs on IF.
 xdp_mode_of() { json_get "$TMP/status.json" "[x['mode'] for x in d['xdp'] if x['interface']=='$1'][0]"; }
 prefs() { in_srv tc filter show dev "$1" "$2" | grep -o 'pref [0-9]*' | sort -u | tr '\n' ' '; }
 

@@ -96,7 +96,7 @@ codes() { # codes N [CURL ARGS]: N statuses, space-separated
 	out=$(in_cli curl -s -m 3 -w "%{http_code} " "$@" "${urls[@]}")
 	echo "${out% }"
 }
-status() { "$CTL" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+status() { "$CTL" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
 shed_of() { # shed_of CLASS: switch_shed of web's class in the verdict map
 	status; json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['switch_shed']"
 }

@@ -40,7 +40,7 @@ int cli_open_maps(const struct cli_opts *o, struct sluice_maps *m, const char *v
 }
 
 struct status_args {
-	int json, wide;
+	int json, wide, no_rates;
 };
 
 static const struct cliopt status_opts[] = {
@@ -48,6 +48,9 @@ static const struct cliopt status_opts[] = {
 	CLIOPT_BOOL(struct status_args, wide, "wide", 0,
 		    "every column: rejections by reason, errors, 429s, retransmits, fail-open "
 		    "(wider than 120 columns)"),
+	CLIOPT_BOOL(struct status_args, no_rates, "no-rates", 0,
+		    "answer at once: skip the quarter second that measures req/s (it then reads "
+		    "'-', rate_per_s -1)"),
 	CLIOPT_TABLE_END,
 };
 
@@ -61,14 +64,18 @@ static int do_status(const void *args, void *ctx)
 
 	if ((rc = cli_open_maps(o, &m, "status")))
 		return rc;
-	/* Two snapshots a quarter second apart give the request rates. */
-	if (status_collect(&m, &first, 0) || (usleep(250000), status_collect(&m, &snap, 1))) {
-		log_error("cannot read maps under %s", o->pin_dir);
-		maps_close(&m);
-		return EXIT_RUNTIME;
+	/* Two snapshots a quarter second apart give the request rates; a script that polls
+	 * only counters, in-flight or state need not wait for them. */
+	if (a->no_rates) {
+		if (status_collect(&m, &snap, 1))
+			goto unreadable;
+	} else if (status_collect(&m, &first, 0) ||
+		   (usleep(250000), status_collect(&m, &snap, 1))) {
+		goto unreadable;
 	}
 	maps_close(&m);
-	status_rates(&first, &snap);
+	if (!a->no_rates)
+		status_rates(&first, &snap);
 	status_collect_ifaces(&snap, o->pin_dir);
 	if ((o->json || a->json) && status_print_json(stdout, &snap)) {
 		log_error("out of memory");
@@ -77,6 +84,10 @@ static int do_status(const void *args, void *ctx)
 	if (!(o->json || a->json))
 		status_print_table(stdout, &snap, a->wide);
 	return EXIT_OK;
+unreadable:
+	log_error("cannot read maps under %s", o->pin_dir);
+	maps_close(&m);
+	return EXIT_RUNTIME;
 }
 
 struct hist_args {
