@@ -39,7 +39,7 @@ before=$(conns)
 
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; kill $LGPID 2>/dev/null; finish; exit 1; }
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
-status() { $CTL status --json --no-rates > "$TMP/status.json"; }
+status() { $CTL status --json > "$TMP/status.json"; }
 l3() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='L3'][0]$1"; }
 decided() { status; [ "$(l3 "['arrivals']")" -ge 20 ] && [ "$(l3 "['completed']")" -ge 20 ]; }
 wait_for 3 "requests on the open connections decided" decided
@@ -71,5 +71,5 @@ ok $([ "$h429" -ge 1 ] && [ "$errs" = 0 ] && [ "$okn" -ge 100 ] && echo 0 || ech
 drained() { status; [ "$(json_get "$TMP/status.json" "d['services'][0]['in_flight']")" = 0 ] &&
 	[ "$(l3 "['open_connections']")" = 0 ]; }
 wait_for 5 "in-flight and open connections back to 0" drained
-ok $? "after the client is done, in-flight and the open connections are back to 0" "$($CTL status --json --no-rates)"
+ok $? "after the client is done, in-flight and the open connections are back to 0" "$($CTL status --json)"
 finish

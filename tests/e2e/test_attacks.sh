@@ -51,7 +51,7 @@ start_bg "$TMP/httpserver.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_I
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches to the server veth"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 svc() { json_get "$TMP/status.json" "d['services'][$1].get('$2', -1)"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 # What the data path counted, read from the last status: every class's arrivals of service $1,

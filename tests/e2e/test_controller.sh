@@ -84,7 +84,7 @@ ok $(grep -q '"machine":"ladder","class":"L3","from":"full"' "$LOG" && echo 0 ||
 
 # --- 2. slow downstream: breaker opens, 503s, half-open recovery ------------------------
 mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }   # the events' t_ns clock
-api_breaker() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates | python3 -c "
+api_breaker() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json | python3 -c "
 import json, sys; d = json.load(sys.stdin); print([s for s in d['services'] if s['name'] == 'api'][0]['breaker']['state'])"; }
 breaker_closed() { [ "$(api_breaker)" = closed ]; }
 breaker_run() { # healthy 2 s, slow 4 s, healthy until the breaker is closed again (or 20 s);

@@ -43,7 +43,7 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:80
 	--workers 16 --service-ms 200
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 CTL="$BUILD/sluicectl --pin-dir $PIN --state-dir $TMP/state --config $CFG"
-status() { $CTL status --json --no-rates > "$TMP/status.json"; }
+status() { $CTL status --json > "$TMP/status.json"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]$2"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 flood() { # flood OUT [S] [RATE]: L3 at RATE (200)/s for S (3) s and L0 at 10/s, keep-alive, in
@@ -78,7 +78,7 @@ ok $([ "$refused" -ge 1 ] && [ "$l3err" = 0 ] && echo 0 || echo 1) \
 	"$(cat "$TMP/on.l3")"
 ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && echo 0 || echo 1) \
 	"L0's requests all succeed meanwhile: $l0ok of $l0sent" "$(cat "$TMP/on.l0")" \
-	"L0 refused by: $($CTL status --json --no-rates | python3 -c 'import json,sys; d=json.load(sys.stdin); print([c["rejected_by"] for c in d["services"][0]["classes"] if c["class"]=="L0"][0])')"
+	"L0 refused by: $($CTL status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print([c["rejected_by"] for c in d["services"][0]["classes"] if c["class"]=="L0"][0])')"
 ok $(echo "$metric" | grep -Eq ' [1-9][0-9]*$' && echo 0 || echo 1) "/metrics shows the cap: $metric"
 
 # --- the flood ends: the cap is lifted, every connection given back ---------------------------
@@ -86,7 +86,7 @@ lifted() { status; [ "$(cls L3 "['connection_cap']")" = None ] && [ "$(cls L3 "[
 	[ "$(cls L0 "['open_connections']")" = 0 ]; }
 wait_for 5 "the cap lifted and no connection open" lifted
 ok $? "after the flood the cap is lifted within ${WAITED_MS} ms and the open-connection counts are back to 0" \
-	"$($CTL status --json --no-rates)"
+	"$($CTL status --json)"
 
 # --- connection_cap: off ----------------------------------------------------------------------
 # Turned off while a cap is in force (sluiced reloads a changed config file by itself; the
@@ -144,6 +144,6 @@ ok $([ "$l0sent" -ge 20 ] && [ "$l0ok" = "$l0sent" ] && [ "$l3err" = 0 ] && echo
 lifted_gated() { lifted && [ "$(gate_event gated)" -ge 1 ]; }
 wait_for 5 "the cap lifted, no connection open, the gate's closing reported" lifted_gated
 ok $? "default (churn): the cap is lifted within ${WAITED_MS} ms of the flood's end, every count back to 0" \
-	"$($CTL status --json --no-rates)"
+	"$($CTL status --json)"
 ok $(kill -0 "$SLUICED_PID" && echo 0 || echo 1) "sluiced is still running"
 finish

@@ -64,7 +64,7 @@ start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --m
 	--class L3:1:src=198.18.0.20
 LG=$LAST_PID
 l3_flowing() {
-	"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json" 2>/dev/null &&
+	"$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json" 2>/dev/null &&
 		[ "$(json_get "$TMP/status.json" "d['services'][0]['classes'][3]['admitted']")" -gt 0 ]
 }
 wait_for 5 "L3 connections admitted before the hog" l3_flowing

@@ -96,7 +96,7 @@ ok $gone "q quits top"
 
 # --- an expired switch reverts by itself and says so ------------------------------------
 $CTL switch set web L1 --shed 100 --reason "short test" --ttl 2s >/dev/null
-l1_shed() { $CTL status --json --no-rates | python3 -c "
+l1_shed() { $CTL status --json | python3 -c "
 import json, sys; d = json.load(sys.stdin)
 sys.exit(0 if [c for c in d['services'][0]['classes'] if c['class'] == 'L1'][0]['switch_shed'] == $1 else 1)"; }
 wait_for 2 "the L1 switch in the verdict map" l1_shed 1

@@ -46,7 +46,7 @@ start_bg "$TMP/httpserver.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_I
 	--workers 16 --service-ms 20
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced starts with a TCP and an HTTP service"
-STATUS="$BUILD/sluicectl --pin-dir $PIN status --json --no-rates"
+STATUS="$BUILD/sluicectl --pin-dir $PIN status --json"
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 
 # The heartbeat as the data path sees it (the globals map against CLOCK_MONOTONIC, the

@@ -25,7 +25,7 @@ gen() {
 			printf "  - { name: s%d, port: %d }\n", i, 1024 + (8976 + i) % 64000 }'
 	} > "$2"
 }
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 stop_sluiced() { kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null; }
 map_size() { bpftool -j map show pinned "$PIN/$1" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["max_entries"])'; }

@@ -54,7 +54,7 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:70
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches to the server veth and reports a heartbeat"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"; }
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 inflight() { status; json_get "$TMP/status.json" "d['services'][0]['in_flight']"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
@@ -180,7 +180,7 @@ ok $? "replacing the config file reloads it without a signal (limit 25 -> $(cur_
 
 # --- kill -9: after heartbeat_timeout the data path admits everything ------------------
 kill -KILL "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
-controller_silent() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates | grep -q '"controller_alive":false'; }
+controller_silent() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json | grep -q '"controller_alive":false'; }
 wait_for 3 "the data path to see the controller's heartbeat as stale (heartbeat_timeout_ms 1000)" controller_silent
 in_cli "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp --arrivals uniform --rate 100 \
 	--duration 0.5 --hold-ms 2500 --timeout-ms 3000 --quiet --class L3:1:src=198.18.0.20 > "$TMP/fo.json"
