@@ -241,21 +241,28 @@ static double stream_path(const char *name, int xdp, const uint8_t *pkt, size_t 
 static int e_stream_tc = -1, e_stream_target_tc = -1;
 
 static double stream_tc_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
-			     uint16_t base, int n, int *rv)
+			     uint16_t base, int n, int restore, int *rv)
 {
 	struct stream_ctl c = { .sport_off = off, .base = base, .next = 0 };
 	uint32_t zero = 0;
 
+	if (restore) {
+		if (len > sizeof(c.frame))
+			return -1;
+		c.frame_len = (uint32_t)len;
+		memcpy(c.frame, pkt, len);
+	}
 	if (bpf_map_update_elem(e_stream_target_tc, &zero, &target, BPF_ANY) ||
 	    bpf_map_update_elem(e_stream_ctl, &zero, &c, BPF_ANY))
 		return -1;
 	return run1(e_stream_tc, pkt, len, n, rv);
 }
 
-/* Requests admitted so far, every service and class, every CPU (untimed). */
+/* Requests admitted (or, with rejected, refused) so far, every service and class, every CPU
+ * (untimed). */
 static int class_stats_fd = -1;
 
-static unsigned long long admitted_total(void)
+static unsigned long long units_total(int rejected)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned long long sum = 0;
@@ -267,8 +274,12 @@ static unsigned long long admitted_total(void)
 		if (bpf_map_lookup_elem(class_stats_fd, &svc, v))
 			continue;
 		for (int c = 0; c < ncpu; c++)
-			for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
-				sum += v[c].cls[k].admitted;
+			for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
+				if (!rejected)
+					sum += v[c].cls[k].admitted;
+				for (int r = 0; rejected && r < SLUICE_REJ_REASONS; r++)
+					sum += v[c].cls[k].rejected[r];
+			}
 	}
 	free(v);
 	return sum;
@@ -281,10 +292,11 @@ typedef size_t (*stream_prep_fn)(void *ctx, const char *src, uint16_t base, int 
 
 /* A request start in every run of one call: n requests back to back, each on its own
  * established connection (best of `rounds` calls, each on connections of its own, against the
- * same stream into the empty program). Each call must admit n requests: else it timed
- * something other than request starts. */
+ * same stream into the empty program). Each call must admit n requests (with refused: refuse
+ * them, the packet written back before every run since the refusal turns it into an RST):
+ * else it timed something other than what it is named for. */
 static double stream_tc_path(const char *name, int tci, int n, stream_prep_fn prep, void *ctx,
-			     int v6)
+			     int v6, int refused)
 {
 	double best = -1, ebest = -1, d;
 	int rv = -1;
@@ -309,16 +321,16 @@ static double stream_tc_path(const char *name, int tci, int n, stream_prep_fn pr
 		else
 			snprintf(src, sizeof src, "198.19.250.%u", (unsigned)r + 1);
 		len = prep(ctx, src, 20000, n, pkt, &off);
-		if ((d = stream_tc_call(e_tc, pkt, len, off, 20000, n, NULL)) >= 0 &&
+		if ((d = stream_tc_call(e_tc, pkt, len, off, 20000, n, refused, NULL)) >= 0 &&
 		    (ebest < 0 || d < ebest))
 			ebest = d;
-		before = admitted_total();
-		if ((d = stream_tc_call(tci, pkt, len, off, 20000, n, &rv)) >= 0 &&
+		before = units_total(refused);
+		if ((d = stream_tc_call(tci, pkt, len, off, 20000, n, refused, &rv)) >= 0 &&
 		    (best < 0 || d < best))
 			best = d;
-		if (admitted_total() - before < (unsigned long long)n) {
-			fprintf(stderr, "bench_pktcost: path %s admitted %llu requests of %d\n", name,
-				admitted_total() - before, n);
+		if (units_total(refused) - before < (unsigned long long)n) {
+			fprintf(stderr, "bench_pktcost: path %s %s %llu requests of %d\n", name,
+				refused ? "refused" : "admitted", units_total(refused) - before, n);
 			failed = 1;
 		}
 	}
@@ -639,9 +651,9 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 		  TC_ACT_UNSPEC);
 	/* The same two, a busy queue's worth back to back. */
 	stream_tc_path(NAME("tc-ingress.request-start-stream"), tci, loops / rounds,
-		       prep_stream_start, &c, f->v6);
+		       prep_stream_start, &c, f->v6, 0);
 	stream_tc_path(NAME("tc-ingress.request-start-keepalive-stream"), tci, loops / rounds,
-		       prep_stream_keepalive, &c, f->v6);
+		       prep_stream_keepalive, &c, f->v6, 0);
 
 	/* SYN refused with an RST (XDP_TX): service `tiny` holds its one slot (a connection
 	 * whose query is unanswered: busy; an idle one would hold nothing). */
@@ -664,6 +676,8 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	c.dport = 8081;
 	loop_path(NAME("tc-ingress.request-refused-429-rst"), tci, 1, loops, prep_request, &c,
 		  TC_ACT_UNSPEC);
+	stream_tc_path(NAME("tc-ingress.request-refused-429-rst-stream"), tci, loops / rounds,
+		       prep_stream_start, &c, f->v6, 1);
 #undef NAME
 }
 

@@ -62,7 +62,8 @@ int stream_xdp(struct xdp_md *ctx)
 
 /* The same stream for TC programs (stream_target_tc[0]: sluice's TC ingress program, or
  * empty_tc for the baseline): requests on as many established connections, one after another,
- * as a busy NIC queue brings them. */
+ * as a busy NIC queue brings them. A path that rewrites the packet gets it back first in every
+ * run (frame_len), on both sides. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
@@ -74,12 +75,18 @@ SEC("tc")
 int stream_tc(struct __sk_buff *skb)
 {
 	struct stream_ctl *c;
-	__u32 zero = 0;
+	__u32 zero = 0, len;
 	__be16 port;
 
 	c = bpf_map_lookup_elem(&stream_ctl, &zero);
 	if (!c)
 		return TC_ACT_SHOT;
+	len = c->frame_len;
+	if (len) {
+		if (len > STREAM_FRAME_MAX || bpf_skb_change_tail(skb, len, 0) ||
+		    bpf_skb_store_bytes(skb, 0, c->frame, len, 0))
+			return TC_ACT_SHOT;
+	}
 	port = bpf_htons((__u16)(c->base + c->next++));
 	if (bpf_skb_store_bytes(skb, c->sport_off & 127, &port, sizeof(port), 0))
 		return TC_ACT_SHOT;

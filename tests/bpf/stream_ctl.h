@@ -5,10 +5,15 @@
 #define SLUICE_BENCH_STREAM_CTL_H
 #include <linux/types.h>
 
+#define STREAM_FRAME_MAX 256
+
 struct stream_ctl {
 	__u32 sport_off; /* the TCP source port's offset in the frame */
 	__u16 base;      /* the first port */
 	__u16 next;      /* runs so far */
+	__u32 frame_len; /* stream_tc: when not 0, every run first writes frame back into the
+	                  * packet (a path that rewrites it, such as the 429's RST) */
+	__u8 frame[STREAM_FRAME_MAX];
 };
 
 #endif
