@@ -854,21 +854,32 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 
 /* Parse an skb at TC. A driver may leave headers outside the linear part (header split,
  * page-fragment receive): when the linear part is shorter than what parsing may need, those
- * bytes are pulled in first and the frame is parsed once, from fresh pointers (a pull moves the
- * data). One parse, not a parse and a second one after a pull: with the extension-header walk,
- * two inlined parses took sluice_tc_ingress past the verifier's 1M instructions. Lengths come
- * from skb->len, so a BIG TCP packet (length field 0) parses too. */
+ * bytes are pulled in first and the frame is parsed from fresh pointers (a pull moves the
+ * data). Headers that reach past SLUICE_TC_PULL (IPv6 extension headers of a few hundred
+ * bytes, legal and rare) read as malformed there, and a malformed packet passes unjudged: so
+ * a packet that parses as malformed while part of it is still outside the linear part is
+ * pulled whole and parsed once more, or a client could pad its headers to put its requests
+ * out of sluice's sight on such a NIC. Well-formed headers never come to the second pull,
+ * nor does any packet of a driver that hands the stack linear frames. The parse is a global
+ * function, the pointers are made once after it (pkt_from_offs): two inlined parses took
+ * sluice_tc_ingress past the verifier's 1M instructions. Lengths come from skb->len, so a
+ * BIG TCP packet (length field 0) parses too. */
 static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt *p)
 {
 	__u32 linear = skb->data_end - skb->data, want = skb->len;
+	struct pkt_offs o;
+	int k;
 
 	if (want > SLUICE_TC_PULL)
 		want = SLUICE_TC_PULL;
 	if (linear < want && bpf_skb_pull_data(skb, want))
 		return PKT_MALFORMED;
-	struct pkt_offs o;
-	int k = parse_skb_offs(skb, &o);
-
+	k = parse_skb_offs(skb, &o);
+	if (k == PKT_MALFORMED && skb->data_end - skb->data < skb->len) {
+		if (bpf_skb_pull_data(skb, skb->len))
+			return PKT_MALFORMED;
+		k = parse_skb_offs(skb, &o);
+	}
 	return pkt_from_offs((void *)(long)skb->data, (void *)(long)skb->data_end, k, &o, p);
 }
 
