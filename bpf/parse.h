@@ -9,7 +9,8 @@
  * request or a SYN sluice never saw (no stack splits a segment that early: a link's MTU of 68
  * still leaves a first fragment 48 bytes of TCP, IPv6's 1280 far more).
  * Every header access is bounds-checked against data_end; anything that does not parse is
- * PKT_MALFORMED and the caller passes it untouched. Works on direct packet pointers, so the
+ * PKT_MALFORMED and the caller passes it untouched (a header past data_end in a frame that goes
+ * on past it is PKT_SHORT, below). Works on direct packet pointers, so the
  * same code serves xdp_md (headers in the first buffer) and __sk_buff (TC pulls headers into
  * the linear part first when a driver left them outside it). */
 #ifndef SLUICE_PARSE_H
@@ -28,8 +29,12 @@
 
 /* PKT_DEEP: an IPv6 chain of more extension headers than SLUICE_MAX_EXT_HDRS, which sluice
  * cannot follow to its end, or a first fragment too short to judge (SLUICE_FRAG_MIN_DATA):
- * were it passed, a client could put any segment beyond judgement. */
-enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP };
+ * were it passed, a client could put any segment beyond judgement.
+ * PKT_SHORT: a header goes on past the bytes the program can read directly while the frame
+ * goes on too (XDP's first buffer of a multi-buffer frame, an skb's linear part): long
+ * extension headers can put a SYN or a request there. TC pulls the whole frame in and parses
+ * it again; XDP cannot and drops it, as it does a chain it cannot follow. */
+enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP, PKT_SHORT };
 
 /* Bytes of TCP data a first fragment must carry besides the TCP header: a request's method
  * ("OPTIONS ", "CONNECT " are the longest) is judged from them. */
@@ -71,8 +76,11 @@ struct pkt {
  * than the frame holds is malformed: the host drops such a packet (a truncated one), so sluice
  * must not count it, start a request on it or end a connection by it. */
 static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u32 frame_len,
-						 struct pkt *p)
+						 int split, struct pkt *p)
 {
+	/* what a header that ends past data_end is: beyond what can be read here (split: the
+	 * frame goes on past data_end), or cut short */
+	const enum pkt_kind cut = split ? PKT_SHORT : PKT_MALFORMED;
 	struct ethhdr *eth = data;
 	void *cur;
 	__u16 proto;
@@ -80,7 +88,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 	int first_frag = 0;
 
 	if ((void *)(eth + 1) > data_end)
-		return PKT_MALFORMED;
+		return cut;
 	p->eth = eth;
 	p->ip4 = 0;
 	p->ip6 = 0;
@@ -95,7 +103,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			break;
 		struct vlan_hdr *vh = cur;
 		if ((void *)(vh + 1) > data_end)
-			return PKT_MALFORMED;
+			return cut;
 		proto = vh->encap_proto;
 		cur = vh + 1;
 	}
@@ -106,12 +114,12 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		__u32 ihl, tot;
 
 		if ((void *)(ip + 1) > data_end)
-			return PKT_MALFORMED;
+			return cut;
 		ihl = ip->ihl * 4;
 		if (ip->version != 4 || ihl < sizeof(*ip))
 			return PKT_MALFORMED;
 		if ((void *)ip + ihl > data_end)
-			return PKT_MALFORMED;
+			return cut;
 		if (ip->protocol != IPPROTO_TCP)
 			return PKT_OTHER;
 		/* Fragments other than the first carry no TCP header: nothing to judge. */
@@ -137,7 +145,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		__u8 nexthdr;
 
 		if ((void *)(ip6 + 1) > data_end)
-			return PKT_MALFORMED;
+			return cut;
 		if (ip6->version != 6)
 			return PKT_MALFORMED;
 		p->ip6 = ip6;
@@ -163,7 +171,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			__u32 len;
 
 			if ((void *)(oh + 1) > data_end)
-				return PKT_MALFORMED;
+				return cut;
 			len = (oh->hdrlen + 1) * 8;
 			if (len > l4_len)
 				return PKT_MALFORMED;
@@ -179,7 +187,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			__be16 *fo = cur + 2;
 
 			if ((void *)(fo + 1) > data_end || l4_len < 8)
-				return PKT_MALFORMED;
+				return cut;
 			if (*fo & bpf_htons(0xfff8))
 				return PKT_OTHER; /* not the first fragment */
 			first_frag = !!(*fo & bpf_htons(1));              /* M: more to come */
@@ -207,7 +215,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 	if (first_frag && l4_len < sizeof(*tcp) + SLUICE_FRAG_MIN_DATA)
 		return PKT_DEEP;
 	if ((void *)(tcp + 1) > data_end)
-		return PKT_MALFORMED;
+		return cut;
 	doff = tcp->doff * 4;
 	if (doff < sizeof(*tcp))
 		return PKT_MALFORMED;
@@ -225,7 +233,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 /* A frame whose whole length is in [data, data_end) (XDP's first buffer, a linear skb). */
 static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, struct pkt *p)
 {
-	return parse_frame(data, data_end, data_end - data, p);
+	return parse_frame(data, data_end, data_end - data, 0, p);
 }
 
 /* What parse_frame found, as offsets and numbers: the result of the verified-once parsers
@@ -310,10 +318,10 @@ static __always_inline int parse_plain_tcp(void *data, void *data_end, __u32 fra
 }
 
 static __always_inline enum pkt_kind parse_to_offs(void *data, void *data_end, __u32 frame_len,
-						   struct pkt_offs *o)
+						   int split, struct pkt_offs *o)
 {
 	struct pkt lp = {};
-	enum pkt_kind kind = parse_frame(data, data_end, frame_len, &lp);
+	enum pkt_kind kind = parse_frame(data, data_end, frame_len, split, &lp);
 
 	o->l3_off = lp.l3_off;
 	o->l4_off = lp.l4_off;
@@ -338,8 +346,10 @@ int parse_xdp_full(struct xdp_md *ctx, struct pkt_offs *o)
 {
 	if (!ctx || !o)
 		return PKT_MALFORMED;
-	return parse_to_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end,
-			     bpf_xdp_get_buff_len(ctx), o);
+	__u32 len = bpf_xdp_get_buff_len(ctx);
+
+	return parse_to_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end, len,
+			     len > ctx->data_end - ctx->data, o);
 }
 
 __attribute__((noinline))
@@ -347,7 +357,8 @@ int parse_skb_full(struct __sk_buff *skb, struct pkt_offs *o)
 {
 	if (!skb || !o)
 		return PKT_MALFORMED;
-	return parse_to_offs((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, o);
+	return parse_to_offs((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len,
+			     skb->len > skb->data_end - skb->data, o);
 }
 
 __attribute__((noinline))

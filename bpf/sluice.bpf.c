@@ -77,7 +77,8 @@ static __always_inline int service_of(__be16 port, const struct pkt *p, int ingr
 /* Parse a frame and find the service it belongs to: the service index, or -1 for anything
  * sluice leaves alone (not TCP, not a service port; malformed frames are counted), or -2
  * (ingress) for a frame whose headers cannot be followed to its TCP header but the host would
- * take (PKT_DEEP): it is dropped, not passed unjudged. */
+ * take (PKT_DEEP, or PKT_SHORT: headers past the first buffer of a multi-buffer frame, which
+ * XDP reads directly only): it is dropped, not passed unjudged. */
 static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *p, int ingress)
 {
 	struct sluice_pkt_stats *ps;
@@ -87,9 +88,10 @@ static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *
 					   k, &o, p);
 
 	if (kind != PKT_TCP) {
-		if ((kind == PKT_MALFORMED || kind == PKT_DEEP) && (ps = pkt_counters()))
+		if ((kind == PKT_MALFORMED || kind == PKT_DEEP || kind == PKT_SHORT) &&
+		    (ps = pkt_counters()))
 			ps->malformed++;
-		return kind == PKT_DEEP && ingress ? -2 : -1;
+		return (kind == PKT_DEEP || kind == PKT_SHORT) && ingress ? -2 : -1;
 	}
 	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
@@ -856,11 +858,10 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
  * page-fragment receive): when the linear part is shorter than what parsing may need, those
  * bytes are pulled in first and the frame is parsed from fresh pointers (a pull moves the
  * data). Headers that reach past SLUICE_TC_PULL (IPv6 extension headers of a few hundred
- * bytes, legal and rare) read as malformed there, and a malformed packet passes unjudged: so
- * a packet that parses as malformed while part of it is still outside the linear part is
- * pulled whole and parsed once more, or a client could pad its headers to put its requests
- * out of sluice's sight on such a NIC. Well-formed headers never come to the second pull,
- * nor does any packet of a driver that hands the stack linear frames. The parse is a global
+ * bytes, legal and rare) parse as PKT_SHORT: the whole frame is then pulled in and parsed
+ * once more, or a client could pad its headers to put its requests out of sluice's sight on
+ * such a NIC. Common headers never come to the second pull, nor does any packet of a driver
+ * that hands the stack linear frames. The parse is a global
  * function, the pointers are made once after it (pkt_from_offs): two inlined parses took
  * sluice_tc_ingress past the verifier's 1M instructions. Lengths come from skb->len, so a
  * BIG TCP packet (length field 0) parses too. */
@@ -875,7 +876,7 @@ static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt 
 	if (linear < want && bpf_skb_pull_data(skb, want))
 		return PKT_MALFORMED;
 	k = parse_skb_offs(skb, &o);
-	if (k == PKT_MALFORMED && skb->data_end - skb->data < skb->len) {
+	if (k == PKT_SHORT) {
 		if (bpf_skb_pull_data(skb, skb->len))
 			return PKT_MALFORMED;
 		k = parse_skb_offs(skb, &o);
@@ -1457,8 +1458,9 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	kind = tc_parse(skb, &p);
-	if (kind == PKT_DEEP)
-		return TC_ACT_SHOT; /* as XDP does; reached only without it */
+	if (kind == PKT_DEEP || kind == PKT_SHORT)
+		return TC_ACT_SHOT; /* as XDP does; reached only without it (SHORT: never after
+				     * the whole frame was pulled in) */
 	if (kind != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest, &p, 1);

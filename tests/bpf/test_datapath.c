@@ -965,6 +965,80 @@ static void test_first_fragments_judged_or_dropped(void **state)
 	assert_int_equal(stats(f, 0, 0).arrivals, 2);
 }
 
+/* s (built without extension headers) with `n` destination-options headers of 2 KiB each
+ * (PadN options) between its IPv6 header and its TCP header, and `data` zero bytes of TCP data
+ * after what s carries, into big: the frame's length. */
+static size_t with_long_dstopts(uint8_t *big, size_t cap, const struct pkt_spec *s, int n,
+				size_t data)
+{
+	uint8_t small[512];
+	size_t len = build_pkt(small, s), ext = (size_t)n * 2048, l4 = 14 + 40;
+	struct ipv6hdr *ip6;
+
+	assert_true(len + ext + data <= cap);
+	memcpy(big, small, l4);
+	for (int i = 0; i < n; i++) {
+		uint8_t *h = big + l4 + (size_t)i * 2048;
+
+		h[0] = i + 1 < n ? IPPROTO_DSTOPTS : IPPROTO_TCP;
+		h[1] = 255;                                    /* (255 + 1) * 8 bytes */
+		for (size_t k = 2; k < 2048;) {
+			size_t pad = 2048 - k - 2 > 255 ? 255 : 2048 - k - 2;
+
+			h[k] = 1, h[k + 1] = (uint8_t)pad;     /* PadN */
+			memset(h + k + 2, 0, pad);
+			k += pad + 2;
+		}
+	}
+	memcpy(big + l4 + ext, small + l4, len - l4);
+	memset(big + len + ext, 0, data);
+	ip6 = (struct ipv6hdr *)(big + 14);
+	ip6->nexthdr = n ? IPPROTO_DSTOPTS : IPPROTO_TCP;
+	ip6->payload_len = htons((uint16_t)(len - l4 + ext + data));
+	return len + ext + data;
+}
+
+/* One run of XDP on a frame longer than a page: BPF_PROG_TEST_RUN puts what does not fit in
+ * the first buffer (about 3.5 KiB) into fragments, as a NIC's multi-buffer receive does. */
+static int xdp_big(struct fixture *f, const uint8_t *frame, size_t len)
+{
+	static uint8_t out[16384];
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.sluice_xdp_ingress),
+						&o), 0);
+	return (int)o.retval;
+}
+
+/* A SYN whose extension headers put its TCP header past XDP's first buffer (multi-buffer
+ * receive, jumbo frames) cannot be judged there: dropped and counted malformed, not passed
+ * unjudged (passed, a client could pad its SYNs past the shedding at will). A frame as long
+ * whose headers are in the first buffer is judged as ever. */
+static void test_headers_past_first_buffer_dropped(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t big[8192];
+	struct pkt_spec s = { .v6 = 1, .src = "2001:db8:9::7", .dst = SERVER6, .sport = 31,
+			      .dport = 5432, .seq = 50, .syn = 1, .tcp_opts = 20 };
+	unsigned long long malformed = pstats(f).malformed;
+	size_t len = with_long_dstopts(big, sizeof(big), &s, 2, 0);
+
+	assert_true(len > 4096);
+	assert_int_equal(xdp_big(f, big, len), XDP_DROP);
+	assert_int_equal(pstats(f).malformed, malformed + 1);
+	assert_int_equal(stats(f, 0, 3).arrivals, 0);
+
+	/* one such header, then 3000 bytes of data: the TCP header in the first buffer */
+	s.sport = 32;
+	len = with_long_dstopts(big, sizeof(big), &s, 1, 3000);
+	assert_true(len > 4096);
+	assert_int_equal(xdp_big(f, big, len), XDP_PASS);
+	assert_int_equal(stats(f, 0, 3).arrivals, 1);
+	assert_int_equal(stats(f, 0, 3).admitted, 1);
+	assert_int_equal(pstats(f).malformed, malformed + 1);
+}
+
 static void test_v6_vlan_dscp_classified_and_rst(void **state)
 {
 	struct fixture *f = *state;
@@ -3398,6 +3472,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syn_copy_after_flow_end_is_new, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_headroom_rejects_l3_first_and_rst_bytes, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_fragments_judged_or_dropped, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_headers_past_first_buffer_dropped, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
