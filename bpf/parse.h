@@ -186,8 +186,10 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 			struct ipv6_opt_hdr *fh = cur;
 			__be16 *fo = cur + 2;
 
-			if ((void *)(fo + 1) > data_end || l4_len < 8)
+			if ((void *)(fo + 1) > data_end)
 				return cut;
+			if (l4_len < 8)
+				return PKT_MALFORMED;
 			if (*fo & bpf_htons(0xfff8))
 				return PKT_OTHER; /* not the first fragment */
 			first_frag = !!(*fo & bpf_htons(1));              /* M: more to come */

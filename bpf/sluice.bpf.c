@@ -853,15 +853,21 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 /* Bytes TC makes sure are in the linear part before parsing: Ethernet, two VLAN tags, IPv6
  * with a few extension headers (or IPv4 with options), TCP with options. */
 #define SLUICE_TC_PULL 192
+/* The farthest a header the parser follows can end: Ethernet, two VLAN tags, IPv6, four 2 KiB
+ * extension headers, a fragment header, TCP with 40 bytes of options. */
+#define SLUICE_TC_PULL_MAX (ETH_HLEN + 8 + 40 + SLUICE_MAX_EXT_HDRS * 2048 + 8 + 60)
 
 /* Parse an skb at TC. A driver may leave headers outside the linear part (header split,
  * page-fragment receive): when the linear part is shorter than what parsing may need, those
  * bytes are pulled in first and the frame is parsed from fresh pointers (a pull moves the
  * data). Headers that reach past SLUICE_TC_PULL (IPv6 extension headers of a few hundred
- * bytes, legal and rare) parse as PKT_SHORT: the whole frame is then pulled in and parsed
- * once more, or a client could pad its headers to put its requests out of sluice's sight on
- * such a NIC. Common headers never come to the second pull, nor does any packet of a driver
- * that hands the stack linear frames. The parse is a global
+ * bytes, legal and rare) parse as PKT_SHORT: as much as any header the parser follows can
+ * take (SLUICE_TC_PULL_MAX; the payload is read with bpf_skb_load_bytes, it need not be
+ * linear) is then pulled in and the frame parsed once more, or a client could pad its
+ * headers to put its requests out of sluice's sight on such a NIC. A pull that fails leaves
+ * it PKT_SHORT: dropped at ingress, not passed unjudged (the size of that pull is the
+ * client's to choose). Common headers never come to the second pull, nor does any packet of
+ * a driver that hands the stack linear frames. The parse is a global
  * function, the pointers are made once after it (pkt_from_offs): two inlined parses took
  * sluice_tc_ingress past the verifier's 1M instructions. Lengths come from skb->len, so a
  * BIG TCP packet (length field 0) parses too. */
@@ -877,8 +883,9 @@ static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt 
 		return PKT_MALFORMED;
 	k = parse_skb_offs(skb, &o);
 	if (k == PKT_SHORT) {
-		if (bpf_skb_pull_data(skb, skb->len))
-			return PKT_MALFORMED;
+		want = skb->len < SLUICE_TC_PULL_MAX ? skb->len : SLUICE_TC_PULL_MAX;
+		if (bpf_skb_pull_data(skb, want))
+			return PKT_SHORT;
 		k = parse_skb_offs(skb, &o);
 	}
 	return pkt_from_offs((void *)(long)skb->data, (void *)(long)skb->data_end, k, &o, p);
@@ -1459,8 +1466,8 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 	}
 	kind = tc_parse(skb, &p);
 	if (kind == PKT_DEEP || kind == PKT_SHORT)
-		return TC_ACT_SHOT; /* as XDP does; reached only without it (SHORT: never after
-				     * the whole frame was pulled in) */
+		return TC_ACT_SHOT; /* as XDP does (DEEP: reached only without it; SHORT: a frame
+				     * whose headers could not be pulled in) */
 	if (kind != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest, &p, 1);

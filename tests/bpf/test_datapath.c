@@ -1028,6 +1028,11 @@ static void test_headers_past_first_buffer_dropped(void **state)
 	assert_int_equal(xdp_big(f, big, len), XDP_DROP);
 	assert_int_equal(pstats(f).malformed, malformed + 1);
 	assert_int_equal(stats(f, 0, 3).arrivals, 0);
+	/* three: the third extension header itself starts past the first buffer */
+	len = with_long_dstopts(big, sizeof(big), &s, 3, 0);
+	assert_int_equal(xdp_big(f, big, len), XDP_DROP);
+	assert_int_equal(pstats(f).malformed, malformed + 2);
+	assert_int_equal(stats(f, 0, 3).arrivals, 0);
 
 	/* one such header, then 3000 bytes of data: the TCP header in the first buffer */
 	s.sport = 32;
@@ -1036,7 +1041,7 @@ static void test_headers_past_first_buffer_dropped(void **state)
 	assert_int_equal(xdp_big(f, big, len), XDP_PASS);
 	assert_int_equal(stats(f, 0, 3).arrivals, 1);
 	assert_int_equal(stats(f, 0, 3).admitted, 1);
-	assert_int_equal(pstats(f).malformed, malformed + 1);
+	assert_int_equal(pstats(f).malformed, malformed + 2);
 }
 
 static void test_v6_vlan_dscp_classified_and_rst(void **state)
