@@ -867,10 +867,10 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
  * headers to put its requests out of sluice's sight on such a NIC. A pull that fails leaves
  * it PKT_SHORT: dropped at ingress, not passed unjudged (the size of that pull is the
  * client's to choose). Common headers never come to the second pull, nor does any packet of
- * a driver that hands the stack linear frames. The parse is a global
- * function, the pointers are made once after it (pkt_from_offs): two inlined parses took
- * sluice_tc_ingress past the verifier's 1M instructions. Lengths come from skb->len, so a
- * BIG TCP packet (length field 0) parses too. */
+ * a driver that hands the stack linear frames. The parse is a global function and the
+ * pointers are made once after it (pkt_from_offs): two inlined parses took sluice_tc_ingress
+ * past the verifier's 1M instructions. Lengths come from skb->len, so a BIG TCP packet
+ * (length field 0) parses too. */
 static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt *p)
 {
 	__u32 linear = skb->data_end - skb->data, want = skb->len;
