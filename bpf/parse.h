@@ -32,8 +32,8 @@
  * were it passed, a client could put any segment beyond judgement.
  * PKT_SHORT: a header goes on past the bytes the program can read directly while the frame
  * goes on too (XDP's first buffer of a multi-buffer frame, an skb's linear part): long
- * extension headers can put a SYN or a request there. TC pulls the whole frame in and parses
- * it again; XDP cannot and drops it, as it does a chain it cannot follow. */
+ * extension headers can put a SYN or a request there. TC pulls the headers in and parses
+ * again; XDP cannot, so its parse says PKT_DEEP (a chain it cannot follow: dropped). */
 enum pkt_kind { PKT_TCP, PKT_OTHER, PKT_MALFORMED, PKT_DEEP, PKT_SHORT };
 
 /* Bytes of TCP data a first fragment must carry besides the TCP header: a request's method
@@ -76,11 +76,11 @@ struct pkt {
  * than the frame holds is malformed: the host drops such a packet (a truncated one), so sluice
  * must not count it, start a request on it or end a connection by it. */
 static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u32 frame_len,
-						 int split, struct pkt *p)
+						 enum pkt_kind cut, struct pkt *p)
 {
-	/* what a header that ends past data_end is: beyond what can be read here (split: the
-	 * frame goes on past data_end), or cut short */
-	const enum pkt_kind cut = split ? PKT_SHORT : PKT_MALFORMED;
+	/* cut: what a header that ends past data_end is -- PKT_MALFORMED when the frame ends
+	 * there too, else what the caller makes of headers out of its reach (PKT_SHORT: TC
+	 * pulls them in; PKT_DEEP: XDP cannot) */
 	struct ethhdr *eth = data;
 	void *cur;
 	__u16 proto;
@@ -235,7 +235,7 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 /* A frame whose whole length is in [data, data_end) (XDP's first buffer, a linear skb). */
 static __always_inline enum pkt_kind parse_packet(void *data, void *data_end, struct pkt *p)
 {
-	return parse_frame(data, data_end, data_end - data, 0, p);
+	return parse_frame(data, data_end, data_end - data, PKT_MALFORMED, p);
 }
 
 /* What parse_frame found, as offsets and numbers: the result of the verified-once parsers
@@ -320,10 +320,10 @@ static __always_inline int parse_plain_tcp(void *data, void *data_end, __u32 fra
 }
 
 static __always_inline enum pkt_kind parse_to_offs(void *data, void *data_end, __u32 frame_len,
-						   int split, struct pkt_offs *o)
+						   enum pkt_kind cut, struct pkt_offs *o)
 {
 	struct pkt lp = {};
-	enum pkt_kind kind = parse_frame(data, data_end, frame_len, split, &lp);
+	enum pkt_kind kind = parse_frame(data, data_end, frame_len, cut, &lp);
 
 	o->l3_off = lp.l3_off;
 	o->l4_off = lp.l4_off;
@@ -350,8 +350,9 @@ int parse_xdp_full(struct xdp_md *ctx, struct pkt_offs *o)
 		return PKT_MALFORMED;
 	__u32 len = bpf_xdp_get_buff_len(ctx);
 
+	/* no pull at XDP: headers past the first buffer are as far as it can follow */
 	return parse_to_offs((void *)(long)ctx->data, (void *)(long)ctx->data_end, len,
-			     len > ctx->data_end - ctx->data, o);
+			     len > ctx->data_end - ctx->data ? PKT_DEEP : PKT_MALFORMED, o);
 }
 
 __attribute__((noinline))
@@ -360,7 +361,7 @@ int parse_skb_full(struct __sk_buff *skb, struct pkt_offs *o)
 	if (!skb || !o)
 		return PKT_MALFORMED;
 	return parse_to_offs((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len,
-			     skb->len > skb->data_end - skb->data, o);
+			     skb->len > skb->data_end - skb->data ? PKT_SHORT : PKT_MALFORMED, o);
 }
 
 __attribute__((noinline))

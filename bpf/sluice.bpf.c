@@ -77,8 +77,8 @@ static __always_inline int service_of(__be16 port, const struct pkt *p, int ingr
 /* Parse a frame and find the service it belongs to: the service index, or -1 for anything
  * sluice leaves alone (not TCP, not a service port; malformed frames are counted), or -2
  * (ingress) for a frame whose headers cannot be followed to its TCP header but the host would
- * take (PKT_DEEP, or PKT_SHORT: headers past the first buffer of a multi-buffer frame, which
- * XDP reads directly only): it is dropped, not passed unjudged. */
+ * take (PKT_DEEP, headers past the first buffer of a multi-buffer frame among them): it is
+ * dropped, not passed unjudged. */
 static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *p, int ingress)
 {
 	struct sluice_pkt_stats *ps;
@@ -88,10 +88,9 @@ static __always_inline int parse_service_packet(struct xdp_md *ctx, struct pkt *
 					   k, &o, p);
 
 	if (kind != PKT_TCP) {
-		if ((kind == PKT_MALFORMED || kind == PKT_DEEP || kind == PKT_SHORT) &&
-		    (ps = pkt_counters()))
+		if ((kind == PKT_MALFORMED || kind == PKT_DEEP) && (ps = pkt_counters()))
 			ps->malformed++;
-		return (kind == PKT_DEEP || kind == PKT_SHORT) && ingress ? -2 : -1;
+		return kind == PKT_DEEP && ingress ? -2 : -1;
 	}
 	return service_of(ingress ? p->tcp->dest : p->tcp->source, p, ingress);
 }
@@ -864,8 +863,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
  * bytes, legal and rare) parse as PKT_SHORT: as much as any header the parser follows can
  * take (SLUICE_TC_PULL_MAX; the payload is read with bpf_skb_load_bytes, it need not be
  * linear) is then pulled in and the frame parsed once more, or a client could pad its
- * headers to put its requests out of sluice's sight on such a NIC. A pull that fails leaves
- * it PKT_SHORT: dropped at ingress, not passed unjudged (the size of that pull is the
+ * headers to put its requests out of sluice's sight on such a NIC. A pull that fails makes
+ * it PKT_DEEP: dropped at ingress, not passed unjudged (the size of that pull is the
  * client's to choose). Common headers never come to the second pull, nor does any packet of
  * a driver that hands the stack linear frames. The parse is a global function and the
  * pointers are made once after it (pkt_from_offs): two inlined parses took sluice_tc_ingress
@@ -885,7 +884,7 @@ static __always_inline enum pkt_kind tc_parse(struct __sk_buff *skb, struct pkt 
 	if (k == PKT_SHORT) {
 		want = skb->len < SLUICE_TC_PULL_MAX ? skb->len : SLUICE_TC_PULL_MAX;
 		if (bpf_skb_pull_data(skb, want))
-			return PKT_SHORT;
+			return PKT_DEEP;
 		k = parse_skb_offs(skb, &o);
 	}
 	return pkt_from_offs((void *)(long)skb->data, (void *)(long)skb->data_end, k, &o, p);
@@ -1465,9 +1464,9 @@ static __always_inline int tc_ingress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	kind = tc_parse(skb, &p);
-	if (kind == PKT_DEEP || kind == PKT_SHORT)
-		return TC_ACT_SHOT; /* as XDP does (DEEP: reached only without it; SHORT: a frame
-				     * whose headers could not be pulled in) */
+	if (kind == PKT_DEEP)
+		return TC_ACT_SHOT; /* as XDP does; reached without it, or when the headers could
+				     * not be pulled in */
 	if (kind != PKT_TCP)
 		return TC_ACT_OK; /* malformed frames are counted once, by XDP */
 	svc = service_of(p.tcp->dest, &p, 1);

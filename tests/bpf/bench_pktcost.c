@@ -187,17 +187,31 @@ static double rep_path(const char *name, int fd, int tc, const uint8_t *pkt, siz
  * the program it tail-calls. -1 when the object has none. */
 static int e_stream = -1, e_stream_ctl = -1, e_stream_target = -1, e_xdp_frags = -1;
 
-/* One call of n runs of target behind stream_xdp: ports base, base + 1, ... (sport at off). */
-static double stream_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
-			  uint16_t base, int n, int *rv)
+/* One call of n runs of target behind a stream program (stream_xdp or stream_tc, whose
+ * target_map is its prog array): ports base, base + 1, ... (sport at off); with restore, the
+ * frame written back before every run. */
+static double stream_run(int stream, int target_map, int target, const uint8_t *pkt,
+			 size_t len, uint32_t off, uint16_t base, int n, int restore, int *rv)
 {
 	struct stream_ctl c = { .sport_off = off, .base = base, .next = 0 };
 	uint32_t zero = 0;
 
-	if (bpf_map_update_elem(e_stream_target, &zero, &target, BPF_ANY) ||
+	if (restore) {
+		if (len > sizeof(c.frame))
+			return -1;
+		c.frame_len = (uint32_t)len;
+		memcpy(c.frame, pkt, len);
+	}
+	if (bpf_map_update_elem(target_map, &zero, &target, BPF_ANY) ||
 	    bpf_map_update_elem(e_stream_ctl, &zero, &c, BPF_ANY))
 		return -1;
-	return run1(e_stream, pkt, len, n, rv);
+	return run1(stream, pkt, len, n, rv);
+}
+
+static double stream_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
+			  uint16_t base, int n, int *rv)
+{
+	return stream_run(e_stream, e_stream_target, target, pkt, len, off, base, n, 0, rv);
 }
 
 /* A new SYN in every run of one call: n SYNs back to back, each from its own port, from
@@ -243,19 +257,8 @@ static int e_stream_tc = -1, e_stream_target_tc = -1;
 static double stream_tc_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
 			     uint16_t base, int n, int restore, int *rv)
 {
-	struct stream_ctl c = { .sport_off = off, .base = base, .next = 0 };
-	uint32_t zero = 0;
-
-	if (restore) {
-		if (len > sizeof(c.frame))
-			return -1;
-		c.frame_len = (uint32_t)len;
-		memcpy(c.frame, pkt, len);
-	}
-	if (bpf_map_update_elem(e_stream_target_tc, &zero, &target, BPF_ANY) ||
-	    bpf_map_update_elem(e_stream_ctl, &zero, &c, BPF_ANY))
-		return -1;
-	return run1(e_stream_tc, pkt, len, n, rv);
+	return stream_run(e_stream_tc, e_stream_target_tc, target, pkt, len, off, base, n,
+			  restore, rv);
 }
 
 /* Requests admitted (or, with rejected, refused) so far, every service and class, every CPU
