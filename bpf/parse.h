@@ -118,13 +118,16 @@ static __always_inline enum pkt_kind parse_frame(void *data, void *data_end, __u
 		ihl = ip->ihl * 4;
 		if (ip->version != 4 || ihl < sizeof(*ip))
 			return PKT_MALFORMED;
-		if ((void *)ip + ihl > data_end)
-			return cut;
+		/* Protocol and fragment offset first: both sit in the fixed header, and a packet
+		 * that is not sluice's must pass even when its options run past what the program
+		 * can read (a NIC that splits headers from the first bytes on). */
 		if (ip->protocol != IPPROTO_TCP)
 			return PKT_OTHER;
 		/* Fragments other than the first carry no TCP header: nothing to judge. */
 		if (ip->frag_off & bpf_htons(0x1fff))
 			return PKT_OTHER;
+		if ((void *)ip + ihl > data_end)
+			return cut;
 		first_frag = !!(ip->frag_off & bpf_htons(0x2000));   /* more fragments */
 
 		tot = bpf_ntohs(ip->tot_len);
@@ -336,6 +339,10 @@ static __always_inline enum pkt_kind parse_to_offs(void *data, void *data_end, _
 	return kind;
 }
 
+/* The parsers over a program's context exist in BPF programs only; what comes before them,
+ * plain pointer arithmetic over [data, data_end), also compiles in userspace, where
+ * tests/unit/test_parse.c puts data_end wherever a NIC might cut the frame. */
+#ifdef __bpf__
 /* The parse as global functions, one per context type: the verifier checks each once, on its
  * own, instead of once for every path the VLAN tags, IPv4 options and IPv6 extension headers
  * open, each followed by the whole rest of the program (that multiplied load time by four).
@@ -384,6 +391,7 @@ int parse_skb_offs(struct __sk_buff *skb, struct pkt_offs *o)
 		return PKT_TCP;
 	return parse_skb_full(skb, o);
 }
+#endif /* __bpf__ */
 
 /* A struct pkt again from a parse's offsets: the pointers from data, each bounds-checked
  * (the parse checked them already; the verifier here knows only the numbers). The IP version
@@ -443,7 +451,7 @@ static __always_inline void pkt_addr(const struct pkt *p, int source, __u8 out[1
 	} else {
 		/* In 32-bit words: copied as bytes into a key of 2-byte alignment, clang reads an
 		 * address 16 bits at a time and shifts the halves together. */
-		const __u32 *a = source ? p->ip6->saddr.in6_u.u6_addr32 : p->ip6->daddr.in6_u.u6_addr32;
+		const __u32 *a = source ? p->ip6->saddr.s6_addr32 : p->ip6->daddr.s6_addr32;
 		__u32 w[4] = { a[0], a[1], a[2], a[3] };
 
 		__builtin_memcpy(out, w, 16);
