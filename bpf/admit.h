@@ -682,7 +682,7 @@ static __always_inline __s64 stripes_total(__u32 svc)
  * the cap itself). Open connections are the connection slots the flows' ownership words hold
  * (every CPU's stripe, plus what older layouts counted in the shared `inflight`, net of the
  * releases): each goes back exactly once, with its flow's end. Handshakes admitted but not
- * complete count for L1..L3. A check, not a reservation: two SYNs on two CPUs in the same
+ * complete count for L1..L3, up to max_connections / SLUICE_HALFOPEN_SHARE. A check, not a reservation: two SYNs on two CPUs in the same
  * instant may both take the last slot; the server's own limit refuses the extra one. Returns 1
  * to go on, 0 refused (counted in rejected[cls]). */
 static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
@@ -700,8 +700,12 @@ static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
 		return 1;
 	rel = bpf_map_lookup_elem(&inflight_released, &svc);
 	open = inf->total - (rel ? rel->total : 0) + stripes_total(svc);
-	if (cls) /* as for headroom: SYNs forged by anyone never hold L0 back */
-		open += halfopen_pending(svc, now, thr * SLUICE_HALFOPEN_SHARE, 0);
+	/* As for headroom: SYNs forged by anyone never hold L0 back, and hold at most a share of
+	 * the whole cap (threshold[0], max_connections) from the lower classes, not of the
+	 * class's own threshold: L0's SYNs are never refused here, so a blind flood from inside
+	 * L0's prefix could otherwise fill a lower class's threshold with half-open counts. */
+	if (cls)
+		open += halfopen_pending(svc, now, cc->threshold[0], 0);
 	if (open < (__s64)thr)
 		return 1;
 	__sync_fetch_and_add(&cc->rejected[cls], 1);

@@ -364,7 +364,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	struct class_pick pick;
 	__u32 isn = bpf_ntohl(p->tcp->seq);
 	__u64 now;
-	int reason = 0, had;
+	int reason = 0, had, stands = 0;
 	__u32 len;
 
 	flow_key_of(p, 1, &key);
@@ -400,11 +400,20 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	 * a new SYN cost (every comparison of the two is signed, see SLUICE_COARSE_TICK_NS). */
 	now = bpf_ktime_get_coarse_ns();
 	if (had) {
-		if (handshake_stands(&old, now))
-			return XDP_PASS; /* undecided: the server does not take it (see above) */
+		/* A standing record keeps its place (see above), but the SYN is still judged (a
+		 * tcp one; an http SYN is refused only by a connection cap, whose count its
+		 * record already holds): its admission could otherwise be carried over by a
+		 * record the server had long forgotten -- a client that let a SYN-ACK go
+		 * unanswered while the service was quiet would connect on that 4-tuple later,
+		 * past every refusal. A refusal's RST acknowledges the new ISN only, which the
+		 * record's own client (if another) ignores. */
+		stands = handshake_stands(&old, now);
+		if (stands && sc->protocol == SLUICE_PROTO_HTTP)
+			return XDP_PASS;
 		/* A dead record gives way. It owes no half-open count: it is dead only once the
 		 * window it was counted in has lapsed, and a lapsed window's count is gone. */
-		hs_remove(&at);
+		if (!stands)
+			hs_remove(&at);
 	}
 	__builtin_memset(&hs, 0, sizeof(hs));
 	hs.syn_ns = now;
@@ -450,6 +459,12 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 			reason = SLUICE_REJ_CLIENT_LIMIT;
 			goto refuse;
 		}
+		if (stands) {
+			/* undecided: the server does not take it (see above); counted only when
+			 * refused */
+			st->arrivals--;
+			return XDP_PASS;
+		}
 		/* Admitted: answered by the server, but no slot until the handshake completes. */
 		hs.class = pick.class & 3;
 		hs.flags = SLUICE_HS_COUNTED;
@@ -462,7 +477,6 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		return XDP_PASS;
 	}
 refuse:
-
 	if (reason >= 0 && reason < SLUICE_REJ_REASONS)
 		st->rejected[reason]++;
 	note_rejected_syn(seen, h, isn, st);

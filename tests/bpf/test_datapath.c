@@ -1242,6 +1242,33 @@ static void test_open_connection_cap(void **state)
 	assert_int_equal(connect_idle(f, &l3[2]), XDP_PASS);
 }
 
+/* Forged SYNs, never completed, count against a connection cap's lower classes as half-open
+ * handshakes, but no more than a quarter of max_connections: a blind flood from inside the L0
+ * prefix (whose SYNs the cap never refuses) cannot lock L1..L3 out. (With the half-open count
+ * bounded by the class's own threshold instead, 40 forged SYNs refused every L3 connection:
+ * XDP_TX for the first.) */
+static void test_forged_syns_hold_a_quarter_of_the_connection_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec l3a = syn4("203.0.113.9", 1, 7002), l3b = syn4("203.0.113.9", 2, 7002);
+	char src[40][20];
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(src[i], sizeof(src[i]), "198.18.1.%d", 100 + i);
+		struct pkt_spec forged = syn4(src[i], (uint16_t)(2000 + i), 7002);
+		assert_int_equal(xdp(f, &forged).ret, XDP_PASS);
+	}
+	assert_int_equal(inflight_total(f, 4), 0);
+	/* L3's share is 2: one forged half-open counted (4 / 4), the first real one gets in */
+	assert_int_equal(connect_idle(f, &l3a), XDP_PASS);
+	assert_int_equal(connect_idle(f, &l3b), XDP_TX);
+	assert_int_equal(conn_cap_of(f, 4).rejected[3], 1);
+	assert_int_equal(inflight_total(f, 4), 1);
+	struct pkt_spec fin = idle_fin(&l3a);
+	xdp(f, &fin);
+	assert_int_equal(inflight_total(f, 4), 0);
+}
+
 /* An IPv6 client is its /64: 1000 addresses inside one /64 share one client's budget (two
  * connections at once), and an address in the next /64 is another client. */
 static void test_client_limits_key_ipv6_by_64(void **state)
@@ -2183,6 +2210,48 @@ static void dead_handshake_gives_way_to_a_new_isn(struct fixture *f)
 static void test_dead_handshake_gives_way_to_a_new_isn(void **state)
 {
 	within_window(state, setup, dead_handshake_gives_way_to_a_new_isn);
+}
+
+/* A record the server answered stands against a SYN with a new ISN (above), but that SYN is
+ * judged all the same: refused while its class is, it never inherits the record's admission.
+ * Else a client could let a SYN-ACK go unanswered while the service is quiet and, once the
+ * server had forgotten that handshake, connect on the 4-tuple past every refusal: the new
+ * ISN's SYN went to the server undecided, and its handshake completed on the old record
+ * (XDP_PASS under a shut class, before). */
+static void standing_record_never_lends_its_admission(struct fixture *f)
+{
+	struct sluice_handshake h;
+	struct sluice_verdict v, shut;
+	__u32 k = (__u32)f->idx[0];
+	struct pkt_spec t = syn4("198.18.1.20", 3101, 5432), tsa = synack_of(&t), fresh = t;
+
+	fresh.seq = t.seq + 0x55555555u;
+	assert_int_equal(xdp(f, &t).ret, XDP_PASS);
+	tc_egress(f, &tsa);
+	age_pending(f, &t, 2000000000ull); /* long enough for the server to give up on it */
+	assert_int_equal(bpf_map_lookup_elem(f->m.verdicts, &k, &v), 0);
+	shut = v;
+	shut.flags |= SLUICE_VERDICT_SHUT(0);
+	assert_int_equal(bpf_map_update_elem(f->m.verdicts, &k, &shut, BPF_EXIST), 0);
+	assert_int_equal(xdp(f, &fresh).ret, XDP_TX); /* refused: the RST */
+	assert_int_equal(stats(f, 0, 0).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(stats(f, 0, 0).arrivals, 2);
+	assert_int_equal(stats(f, 0, 0).admitted, 1);
+	assert_int_equal(pending_of(f, &t, &h), 1); /* the record stands */
+	assert_int_equal(h.client_isn, t.seq);
+	/* Open again: the SYN goes to the server undecided, as before, and counts nothing. */
+	assert_int_equal(bpf_map_update_elem(f->m.verdicts, &k, &v, BPF_EXIST), 0);
+	assert_int_equal(xdp(f, &fresh).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, 2);
+	assert_int_equal(stats(f, 0, 0).admitted, 1);
+	assert_int_equal(pending_of(f, &t, &h), 1);
+	/* The record's own client completes it: tracked once, nothing left over. */
+	complete_and_close(f, &t, 1);
+}
+
+static void test_standing_record_never_lends_its_admission(void **state)
+{
+	within_window(state, setup, standing_record_never_lends_its_admission);
 }
 
 /* The frame of s with its IP length field saying `extra` bytes more than the frame holds (the
@@ -3502,9 +3571,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_halfopen_budget_holds_back_lower_classes_only, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_connection_counts_until_its_first_data, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_forged_syns_hold_a_quarter_of_the_connection_cap,
+						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_standing_record_never_lends_its_admission, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_handshake_slot_shared_by_two_4tuples, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_crafted_ipv6_4tuples_get_slots_of_their_own, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_completed_handshake_gives_its_count_back, setup, harness_teardown),
