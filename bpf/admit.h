@@ -725,6 +725,16 @@ static __always_inline void count_unit(void *map, __u32 svc, __u32 cls, __s64 d)
 
 /* ---- http connections: the lower classes' connection cap (sluice_http_conn_cap) ---- */
 
+/* The key of a client in `clients` and `addr_class` (an IPv6 client is its /64:
+ * sluice_client_addr). */
+static __always_inline void client_key_of(__u32 svc, const __u8 addr[16],
+					  struct sluice_client_key *k)
+{
+	k->svc = svc;
+	__builtin_memcpy(k->addr, addr, 16);
+	sluice_client_addr(k->addr);
+}
+
 /* The class an http SYN is judged by for the connection cap: what its source and DSCP rules
  * say, raised to the class its address's requests were given lately (addr_class). A SYN
  * carries no header: a client that is L0 by its header is known by its address. */
@@ -732,13 +742,15 @@ static __always_inline __u32 http_syn_class(const struct sluice_service *sc, __u
 					    const struct pkt *p, __u64 now, __u8 *learned)
 {
 	struct class_pick pick = classify_l3(sc, svc, p);
-	struct sluice_client_key ck = { .svc = svc };
+	struct sluice_client_key ck;
 	struct sluice_addr_class *ac;
 	__u32 cls = pick.class & 3;
+	__u8 addr[16];
 
 	if (!cls)
 		return 0;
-	pkt_addr(p, 1, ck.addr);
+	pkt_addr(p, 1, addr);
+	client_key_of(svc, addr, &ck);
 	ac = bpf_map_lookup_elem(&addr_class, &ck);
 	if (ac && (__s64)(now - READ_ONCE(ac->seen_ns)) <= (__s64)SLUICE_ADDR_CLASS_TTL_NS &&
 	    (READ_ONCE(ac->class) & 3) < cls) {
@@ -785,7 +797,7 @@ static __always_inline __u32 http_conn_class(const struct sluice_service *sc, __
 static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u32 cls,
 					     __u8 flags, __u64 now)
 {
-	struct sluice_client_key ck = { .svc = svc };
+	struct sluice_client_key ck;
 	struct sluice_addr_class *ac, v = { .seen_ns = now, .class = cls & 3 };
 	__u32 conn_cls = (flags >> SLUICE_FLOW_CONN_CLASS_SHIFT) & 3;
 
@@ -793,7 +805,7 @@ static __always_inline void http_learn_class(__u32 svc, const __u8 addr[16], __u
 	if (!(flags & SLUICE_FLOW_CONN_COUNTED) || cls > conn_cls ||
 	    (cls == conn_cls && !(flags & SLUICE_FLOW_CONN_LEARNED)))
 		return;
-	__builtin_memcpy(ck.addr, addr, 16);
+	client_key_of(svc, addr, &ck);
 	ac = bpf_map_lookup_elem(&addr_class, &ck);
 	if (ac) {
 		__u32 known = READ_ONCE(ac->class) & 3;
@@ -872,15 +884,6 @@ static __always_inline void count_conn_cap_refusal(__u32 svc, __u8 flags)
 static __always_inline void take_unit(__u32 svc, __u32 cls)
 {
 	stripe_take(svc, cls);
-}
-
-/* The key of a client in `clients` (an IPv6 client is its /64: sluice_client_addr). */
-static __always_inline void client_key_of(__u32 svc, const __u8 addr[16],
-					  struct sluice_client_key *k)
-{
-	k->svc = svc;
-	__builtin_memcpy(k->addr, addr, 16);
-	sluice_client_addr(k->addr);
 }
 
 /* The client's entry in `clients`, created empty when it has none and create is set; NULL

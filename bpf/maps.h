@@ -358,8 +358,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } http_conn_cap SEC(".maps");
 
-/* http services: the class a client address's requests were last given above what its
- * connection counted under (struct sluice_addr_class), for its next SYN. LRU: losing an entry
+/* http services: the class a client's requests were last given above what its connection
+ * counted under (struct sluice_addr_class), for its next SYN. An IPv6 client is its /64, as in
+ * `clients`: a host's temporary addresses share what it was given, and addresses churned
+ * inside one /64 make one entry, not thousands that push the others' out. LRU: losing an entry
  * costs one connection judged by its source. Not pinned. BPF. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

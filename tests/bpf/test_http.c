@@ -1680,6 +1680,54 @@ static void test_connection_cap(void **state)
 	assert_int_equal(n.total, 0);
 }
 
+/* An IPv6 request from 2001:db8:7:N::host (outside trust_from: its L0 comes from the /pay path
+ * rule) on port sport, to the server's IPv6 address. */
+static struct pkt_spec pay6(char *addr, size_t len, unsigned net, unsigned host, uint16_t sport)
+{
+	struct pkt_spec rq = request(addr, sport, GET("/pay", ""));
+
+	snprintf(addr, len, "2001:db8:7:%x::%x", net, host);
+	rq.v6 = 1, rq.dst = "2001:db8:ffff::1";
+	return rq;
+}
+
+/* What an http SYN learns from its client's requests (addr_class) is kept by client as the
+ * `clients` map keys them: an IPv6 client is its /64. A host's next temporary address is
+ * judged by what the last one was given, and 20,000 addresses churned inside one /64 make one
+ * entry, so they cannot push another client's out of the LRU (16,384 entries): its next SYN is
+ * still judged L0 while L2 is capped. (Keyed by the full address, the other /64's next
+ * address was judged L2 and refused: XDP_TX.) */
+static void test_learned_class_kept_by_64(void **state)
+{
+	struct fixture *f = *state;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 0, 1, 0 };
+	char a[48], b[48], c[48], x[48];
+	struct pkt_spec rq = pay6(a, sizeof(a), 1, 0xa, 5001);
+
+	/* no cap yet: the connection counts under L2 (its source), its request is L0 */
+	handshake(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(http_conns(f).cls[2], 1);
+	for (unsigned i = 0; i < 20000; i++) { /* another client churns addresses in its /64 */
+		char addr[48];
+		struct pkt_spec o = pay6(addr, sizeof(addr), 0x66, i + 1, (uint16_t)(10000 + i % 50000));
+
+		o.seq += i;
+		handshake(f, &o);
+		ingress(f, &o); /* admitted or refused (the limit): taught either way */
+	}
+	assert_int_equal(maps_write_http_conn_cap(&f->m, f->idx[0], cap), 0);
+	/* L2 is at its cap (the first connection): the client's next address is known as L0 */
+	struct pkt_spec next = pay6(b, sizeof(b), 1, 0xb, 5002);
+	assert_int_equal(syn_of(f, &next), XDP_PASS);
+	/* an address in another /64 is another client: L2, over the cap */
+	struct pkt_spec other = pay6(c, sizeof(c), 2, 0xa, 5003);
+	assert_int_equal(syn_of(f, &other), XDP_TX);
+	/* the churning client's own /64 is one client too, and L0 */
+	struct pkt_spec churn = pay6(x, sizeof(x), 0x66, 0xffff, 5004);
+	assert_int_equal(syn_of(f, &churn), XDP_PASS);
+}
+
 /* A request on a connection the local stack holds established, whose handshake sluice never
  * saw, is decided (its flow is taken on at exactly the byte the server expects next) and
  * ends like any other; a segment anywhere else in that stream, and one on a 4-tuple with no
@@ -2492,6 +2540,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_learned_class_kept_by_64, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_release, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_trims, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
