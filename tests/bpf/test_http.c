@@ -1695,8 +1695,8 @@ static struct pkt_spec pay6(char *addr, size_t len, unsigned net, unsigned host,
  * `clients` map keys them: an IPv6 client is its /64. A host's next temporary address is
  * judged by what the last one was given, and 20,000 addresses churned inside one /64 make one
  * entry, so they cannot push another client's out of the LRU (16,384 entries): its next SYN is
- * still judged L0 while L2 is capped. (Keyed by the full address, the other /64's next
- * address was judged L2 and refused: XDP_TX.) */
+ * still judged L0 while L2 is capped. (Keyed by the full address, the client's next address
+ * was judged L2 and refused: XDP_TX.) */
 static void test_learned_class_kept_by_64(void **state)
 {
 	struct fixture *f = *state;
