@@ -682,9 +682,10 @@ static __always_inline __s64 stripes_total(__u32 svc)
  * the cap itself). Open connections are the connection slots the flows' ownership words hold
  * (every CPU's stripe, plus what older layouts counted in the shared `inflight`, net of the
  * releases): each goes back exactly once, with its flow's end. Handshakes admitted but not
- * complete count for L1..L3, up to max_connections / SLUICE_HALFOPEN_SHARE. A check, not a reservation: two SYNs on two CPUs in the same
- * instant may both take the last slot; the server's own limit refuses the extra one. Returns 1
- * to go on, 0 refused (counted in rejected[cls]). */
+ * complete count for L1..L3, up to max_connections / SLUICE_HALFOPEN_SHARE. A check, not a
+ * reservation: two SYNs on two CPUs in the same instant may both take the last slot; the
+ * server's own limit refuses the extra one. Returns 1 to go on, 0 refused (counted in
+ * rejected[cls]). */
 static __always_inline int admit_conn_cap(__u32 svc, __u32 cls, __u64 now)
 {
 	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);

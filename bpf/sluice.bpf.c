@@ -400,13 +400,14 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 	 * a new SYN cost (every comparison of the two is signed, see SLUICE_COARSE_TICK_NS). */
 	now = bpf_ktime_get_coarse_ns();
 	if (had) {
-		/* A standing record keeps its place (see above), but the SYN is still judged (a
-		 * tcp one; an http SYN is refused only by a connection cap, whose count its
-		 * record already holds): its admission could otherwise be carried over by a
-		 * record the server had long forgotten -- a client that let a SYN-ACK go
-		 * unanswered while the service was quiet would connect on that 4-tuple later,
-		 * past every refusal. A refusal's RST acknowledges the new ISN only, which the
-		 * record's own client (if another) ignores. */
+		/* A standing record keeps its place (see above), but a tcp SYN is still judged.
+		 * Else the record's admission could carry over to it from a handshake the server
+		 * had long forgotten: a client that let a SYN-ACK go unanswered while the service
+		 * was quiet would connect on that 4-tuple later, past every refusal. A refusal's
+		 * RST acknowledges the new ISN only, which the record's own client (if another)
+		 * ignores. An http connection needs no such judgement: each of its requests is
+		 * judged, and while its class holds more connections than its cap, its next
+		 * request is answered 429. */
 		stands = handshake_stands(&old, now);
 		if (stands && sc->protocol == SLUICE_PROTO_HTTP)
 			return XDP_PASS;
