@@ -444,8 +444,11 @@ int request_token(struct __sk_buff *skb, __u32 off, __u32 len, int strict)
 			loose = 1;
 		}
 	}
+	/* No space in reach: capitals all the way are a method longer than sluice reads (a
+	 * server such as Go's net/http serves any method), so a start, decided without its path;
+	 * anything else that long is not one. */
 	if (sp < 0)
-		return 0;
+		return loose ? 0 : TOKEN_START | k << TOKEN_SKIP_SHIFT;
 	connect = b[0] == 'C' && b[1] == 'O' && b[2] == 'N' && b[3] == 'N' && b[4] == 'E' &&
 		  b[5] == 'C' && b[6] == 'T' && b[7] == ' ';
 	/* A method of other token characters than nginx's ("get", "m3!") is taken only with a

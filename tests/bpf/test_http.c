@@ -383,7 +383,9 @@ static void test_classification(void **state)
 		{ "203.0.113.5", "M-SEARCH * HTTP/1.1\r\n\r\n", 2, 0, 0 },
 		{ "203.0.113.5", "options * HTTP/1.1\r\n\r\n", 2, 0, 0 },
 		{ "203.0.113.5", "{\"get\": 1} /x", -1, 0, 0 },                       /* no token */
-		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /x HTTP/1.1\r\n\r\n", -1, 0, 0 }, /* too long */
+		/* longer than sluice reads: a request all the same, without its path */
+		{ "203.0.113.5", "GETTINGSGETTINGSGETTINGS /pay HTTP/1.1\r\n\r\n", 2, 0, 0 },
+		{ "203.0.113.5", "gettingsgettingsgettings /x HTTP/1.1\r\n\r\n", -1, 0, 0 },
 		{ "203.0.113.5", "PROPFIND /x HTTP/1.1\r\n\r\n", 2, 0, 0 },         /* 8 letters */
 		{ "203.0.113.5", "UPDATEREDIRECTREF /x HTTP/1.1\r\n\r\n", 2, 0, 0 }, /* 17 */
 		{ "203.0.113.5", "BASELINE-CONTROL /pay HTTP/1.1\r\n\r\n", 0, 0, 0 }, /* its path */
@@ -821,9 +823,9 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 		egress(f, &rs);
 		assert_int_equal(inflight(f), 0);
 	}
-	/* Not a token cut short: a brace, a leading space, CR LF, 24 capitals (longer than any
-	 * method sluice reads). */
-	static const char *not_heads[] = { "{GET", " GET", "\r\n", "ABCDEFGHIJKLMNOPQRSTUVWX" };
+	/* Not a token cut short: a brace, a leading space, CR LF, 24 lower-case letters with no
+	 * request target in reach (text, not a method). */
+	static const char *not_heads[] = { "{GET", " GET", "\r\n", "abcdefghijklmnopqrstuvwx" };
 	for (int i = 0; i < 4; i++) {
 		struct pkt_spec junk = rq;
 
@@ -835,6 +837,28 @@ static void test_request_cut_before_its_space_is_decided(void **state)
 	}
 	assert_int_equal(stats(f, 2).arrivals, 5);
 	assert_int_equal(inflight(f), 0);
+	/* A method of capitals longer than sluice reads (Go's net/http serves any method): a
+	 * request all the same, whole or cut short, decided without its path. (It was taken for
+	 * no start, and such requests went past the shedding uncounted.) */
+	static const char *long_heads[] = {
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ /report HTTP/1.1\r\nHost: t\r\n\r\n",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+	};
+	for (int i = 0; i < 2; i++) {
+		struct pkt_spec lm = rq, rs;
+
+		lm.seq = seq;
+		lm.payload = long_heads[i];
+		lm.payload_len = strlen(long_heads[i]);
+		admitted(f, &lm);
+		assert_int_equal(stats(f, 2).arrivals, 6 + (unsigned)i);
+		assert_int_equal(inflight(f), 1);
+		seq += (uint32_t)lm.payload_len;
+		rs = response("203.0.113.9", 1600, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+		rs.ack = seq;
+		egress(f, &rs);
+		assert_int_equal(inflight(f), 0);
+	}
 
 	/* With L2 full (75 % of 8 = 6), an L2 client that cuts its request so has it refused at
 	 * the first segment: a 429 to the client, the segment turned into an RST to the server. */
