@@ -462,7 +462,9 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		}
 		if (stands) {
 			/* undecided: the server does not take it (see above); counted only when
-			 * refused */
+			 * refused. Counted above and taken back here, not counted at `refuse`:
+			 * a flag still read there would have the verifier walk the whole
+			 * refusal (the RST) once for each of its values. */
 			st->arrivals--;
 			return XDP_PASS;
 		}
