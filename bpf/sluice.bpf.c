@@ -680,40 +680,48 @@ static __always_inline void client_ack(const struct pkt *p)
  * that neither frame is stacked on the other over the request path's: the verifier's 512-byte
  * bound leaves room for one at a time. */
 
-/* Where the server is (its snd_nxt) with 1 << 32 set, when the local stack holds the
- * connection of key (a client's segment's) established and expects exactly seq next from its
- * client; else 0. From the key, not the packet: a packet handed to a function of its own is
- * kept in memory, where the verifier loses the family its header pointers depend on. */
-static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluice_flow_key *key,
-				       __u32 seq)
+/* The local stack's socket of key's connection (a client's segment's key), referenced (the
+ * caller releases it), or NULL. From the key, not the packet: a packet handed to a function of
+ * its own is kept in memory, where the verifier loses the family its header pointers depend
+ * on. */
+static __always_inline struct bpf_sock *server_socket(struct __sk_buff *skb,
+						      const struct sluice_flow_key *key)
 {
 	/* read in 16-bit words, the key's own alignment */
 	const __u16 *w = (const __u16 *)key->client_addr, *l = (const __u16 *)key->local_addr;
 	int v4 = !(w[0] | w[1] | w[2] | w[3] | w[4]) && w[5] == 0xffff;
 	struct bpf_sock_tuple t;
-	struct bpf_tcp_sock *tp;
-	struct bpf_sock *sk;
-	__u64 found = 0;
 
 	/* Both v4-mapped (IPv4) or neither: an IPv6 packet from a v4-mapped source (which the
 	 * stack drops) to any address ending in the server's IPv4 one would otherwise find the
 	 * IPv4 connection and take it on under a key of its own, as many times as it likes. */
 	if (v4 != (!(l[0] | l[1] | l[2] | l[3] | l[4]) && l[5] == 0xffff))
-		return 0;
+		return NULL;
 	__builtin_memset(&t, 0, sizeof(t));
 	if (v4) {
 		__builtin_memcpy(&t.ipv4.saddr, key->client_addr + 12, 4);
 		__builtin_memcpy(&t.ipv4.daddr, key->local_addr + 12, 4);
 		t.ipv4.sport = key->client_port;
 		t.ipv4.dport = key->service_port;
-		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
-	} else {
-		__builtin_memcpy(t.ipv6.saddr, key->client_addr, 16);
-		__builtin_memcpy(t.ipv6.daddr, key->local_addr, 16);
-		t.ipv6.sport = key->client_port;
-		t.ipv6.dport = key->service_port;
-		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+		return bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
 	}
+	__builtin_memcpy(t.ipv6.saddr, key->client_addr, 16);
+	__builtin_memcpy(t.ipv6.daddr, key->local_addr, 16);
+	t.ipv6.sport = key->client_port;
+	t.ipv6.dport = key->service_port;
+	return bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+}
+
+/* Where the server is (its snd_nxt) with 1 << 32 set, when the local stack holds the
+ * connection of key (a client's segment's) established and expects exactly seq next from its
+ * client; else 0. */
+static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluice_flow_key *key,
+				       __u32 seq)
+{
+	struct bpf_sock *sk = server_socket(skb, key);
+	struct bpf_tcp_sock *tp;
+	__u64 found = 0;
+
 	if (!sk)
 		return 0;
 	if (sk->state == BPF_TCP_ESTABLISHED) {
@@ -723,6 +731,38 @@ static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluic
 	}
 	bpf_sk_release(sk);
 	return found;
+}
+
+/* Only the field read here, placed by CO-RE from the running kernel's BTF (struct tcp_sock is
+ * no UAPI; its layout moves between kernels and configs). */
+struct tcp_sock {
+	__u32 write_seq;                 /* the end of what the server's application wrote */
+} __attribute__((preserve_access_index));
+
+/* 1 when the server's socket of key's connection holds bytes its client has not acknowledged
+ * at ack: sent and unacknowledged, or written and still queued behind a window the client
+ * keeps shut. A refusal sent now would land at the client's ack, inside those bytes (an
+ * answer still streaming to a client that pipelined its next request), and its RST would cut
+ * the answer: sluice never breaks an admitted one. 0 when the stack holds no such socket
+ * (nothing there to cut) or the client has everything the server wrote. A global function,
+ * verified once (see classify_payload), not at each state the refusal path reaches it in. */
+__attribute__((noinline))
+int answer_outstanding(struct __sk_buff *skb, const struct sluice_flow_key *key, __u32 ack)
+{
+	struct bpf_sock *sk;
+	struct tcp_sock *tp;
+	int outstanding = 0;
+
+	if (!skb || !key)
+		return 0;
+	sk = server_socket(skb, key);
+	if (!sk)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (tp)
+		outstanding = tp->write_seq != ack;
+	bpf_sk_release(sk);
+	return outstanding;
 }
 
 /* The flow of an established connection found by established_at, as if its handshake had
@@ -1307,11 +1347,17 @@ refuse:
 	kind = reason == SLUICE_REJ_BREAKER ? SLUICE_REPLY_503 : SLUICE_REPLY_429;
 	rk = svc * 2 + kind;
 	ps = pkt_counters();
+	/* Only a flow the server spoke on can have an answer still on its way (the cost of the
+	 * socket lookup is not paid at a connection's first request). */
+	if (READ_ONCE(f->state) == SLUICE_FLOW_OPEN &&
+	    answer_outstanding(skb, &key, bpf_ntohl(p->tcp->ack_seq)))
+		goto admit_untracked;
 	rc = answer_refused_request(skb, p, rk);
 	if (rc == ANSWER_NOT_SENT) {
 		/* Could not answer cleanly: on doubt, admit (untracked, counted as admitted). */
 		if (ps)
 			ps->reply_failed++;
+admit_untracked:
 		st->admitted++;
 		st->untracked++;
 		f->client_next = end;

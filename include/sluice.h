@@ -919,7 +919,10 @@ struct sluice_class_stats {
 	__u64 resp_429;                  /* 429 from the server: counted apart, never a failure */
 	__u64 retransmits;               /* SYN retransmits / re-sent requests (retry-storm signal) */
 	__u64 fail_open;                 /* admitted only because the controller was silent */
-	__u64 untracked;                 /* admitted but flow table full: not counted in in-flight */
+	__u64 untracked;                 /* admitted without a slot (not in in-flight): the flow
+	                                  * table full, a refusal's reply not buildable, or a
+	                                  * refusal that would land inside an answer still on
+	                                  * its way to the client */
 	__u64 rejected[SLUICE_REJ_REASONS];
 };
 

@@ -393,6 +393,75 @@ static void test_requests_decided_after_generic_xdp(void **state)
 	assert_int_equal(inflight(f, 1), 1);
 }
 
+/* A refusal is sent at the client's ack. While the server still has bytes of an earlier answer
+ * on their way (here a pipelining client whose full window keeps them queued), that is inside the
+ * answer, and the refusal's RST would cut it: the request is admitted untracked instead. Once
+ * the client has everything the server wrote, its next request is refused as any other. */
+static void test_refusal_never_cuts_an_answer_in_flight(void **state)
+{
+	struct fixture *f = *state;
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	struct conn c, held;
+	char body[4096], buf[4096];
+	size_t queued = 0, got = 0;
+	ssize_t n;
+
+	c = connect_to(FULL_PORT);
+	held = another(&c);
+
+	/* The first request is admitted; its answer is written until the server's buffer is full:
+	 * the client reads nothing yet, so its window closes and the rest waits in the server. */
+	send_all(c.cli, REQ);
+	drain(c.srv, sizeof(REQ) - 1);
+	send_all(c.srv, HEAD);
+	queued = sizeof(HEAD) - 1;
+	memset(body, 'b', sizeof(body));
+	while ((n = send(c.srv, body, sizeof(body), MSG_DONTWAIT)) > 0)
+		queued += (size_t)n;
+	assert_true(queued > 64 * 1024);
+	assert_int_equal(inflight(f, 1), 0); /* the answer's first segment ended the request */
+
+	/* Another connection's request, unanswered, holds the only slot. */
+	send_all(held.cli, REQ);
+	drain(held.srv, sizeof(REQ) - 1);
+	assert_int_equal(inflight(f, 1), 1);
+
+	/* The client pipelines its next request while most of the answer is still queued. It
+	 * reaches the server (a refusal's RST would have reset the server's socket). */
+	send_all(c.cli, REQ);
+	drain(c.srv, sizeof(REQ) - 1);
+	assert_int_equal(l0_stats(f, 1).arrivals, 3);
+	assert_int_equal(l0_stats(f, 1).admitted, 3);
+	assert_int_equal(l0_stats(f, 1).untracked, 1);
+	assert_int_equal(inflight(f, 1), 1);
+
+	/* The whole answer arrives as the server wrote it: no 429 inside, no reset. */
+	while (got < queued) {
+		n = recv(c.cli, buf, sizeof(buf), 0);
+		assert_true(n > 0);
+		for (ssize_t i = 0; i < n; i++) {
+			size_t at = got + (size_t)i;
+
+			if (at < sizeof(HEAD) - 1)
+				assert_int_equal(buf[i], HEAD[at]);
+			else
+				assert_int_equal(buf[i], 'b');
+		}
+		got += (size_t)n;
+	}
+	send_all(c.srv, ok);
+	drain(c.cli, sizeof(ok) - 1);
+
+	/* The client has all the server wrote: its next request gets the 429. */
+	send_all(c.cli, REQ);
+	n = recv(c.cli, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 12);
+	assert_memory_equal(buf, "HTTP/1.1 429", 12);
+	assert_int_equal(l0_stats(f, 1).arrivals, 4);
+	assert_int_equal(l0_stats(f, 1).untracked, 1);
+	assert_int_equal(inflight(f, 1), 1);
+}
+
 /* A SYN refused at XDP in generic mode: its RST goes back out of the device (XDP_TX), and the
  * client's connect fails at once. */
 static void test_refused_syn_answered_in_generic_mode(void **state)
@@ -477,6 +546,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tcp_service_socket_has_no_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_with_a_trailer_seen_after_generic_xdp,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_never_cuts_an_answer_in_flight, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_from_tc_in_generic_mode,

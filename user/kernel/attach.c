@@ -147,8 +147,15 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 	st->adopted = st->layout.action != LAYOUT_FRESH;
 	rc = sluice_bpf__load(st->skel);
 	if (rc) {
+		/* The programs read one field of the kernel's struct tcp_sock, placed from the
+		 * kernel's BTF: without it libbpf's own message is easy to miss in the log. */
+		int no_btf = access("/sys/kernel/btf/vmlinux", R_OK) != 0;
+
 		snprintf(err, errlen,
-			 "cannot load BPF programs: %s%s", strerror(-rc),
+			 "cannot load BPF programs: %s%s%s", strerror(-rc),
+			 no_btf ? " (no kernel BTF at /sys/kernel/btf/vmlinux: sluice needs a "
+				  "kernel built with CONFIG_DEBUG_INFO_BTF; in a pod, mount the "
+				  "host's /sys/kernel/btf)" : "",
 			 st->adopted ? " (pinned maps under the pin dir may be from an incompatible "
 				       "version: run `sluicectl detach` first)" : "");
 		sluice_bpf__destroy(st->skel);
