@@ -145,15 +145,19 @@ ok $? "closing them releases all 10: connections $(svc 0 connections)"
 start_bg "$TMP/hold2.out" $IN_CLI python3 "$HOLD" $SRV_IP "$TMP/tuples"
 HPID=$LAST_PID
 wait_for 5 "10 connections to be open" grep -q open "$TMP/hold2.out"
-status; before=$(svc 0 connections)
+# The server's connections to these 10 clients only. A connection from the SYN flood steps
+# can stay established at the server with no socket left at the client (seen in 1 of 20 runs:
+# 198.18.1.10, two segments in, the handshake's ACK 310 ms after its SYN-ACK, nothing since,
+# sluice's count 0); it says nothing of these 10.
+own_peers() { awk '{ printf "%sdport = :%s", (NR > 1 ? " or " : ""), $2 }' "$TMP/tuples"; }
+srv_conns() { in_srv ss -Htn state established "( sport = :7000 ) and ( $(own_peers) )" | wc -l; }
+status; before=$(svc 0 connections); srv_before=$(srv_conns)
 n=$(forge synrst $SRV_IP 7000 10 1000 own "$TMP/tuples")
-srv_conns() { in_srv ss -Htn state established '( sport = :7000 )' | wc -l; }
 released() { status; [ "$(svc 0 connections)" -eq 0 ] && [ "$(srv_conns)" -eq 0 ]; }
 wait_for 3 "the reset connections to be released" released
-# (Seen once in about a dozen runs: one connection left at the server, sluice's count 0. What
-# is left, and where each client was, go with a failure.)
-ok $([ "$before" -eq 10 ] && [ "$n" -eq 10 ] && released && echo 0 || echo 1) \
-	"$n SYN|RST segments at each client's own sequence: the server dropped its 10 connections ($(srv_conns) left) and sluice released them ($before open before, $(svc 0 connections) after)" \
+# (What is left, and where each client was, go with a failure.)
+ok $([ "$before" -eq 10 ] && [ "$srv_before" -eq 10 ] && [ "$n" -eq 10 ] && released && echo 0 || echo 1) \
+	"$n SYN|RST segments at each client's own sequence: the server dropped its $srv_before connections ($(srv_conns) left) and sluice released them ($before open before, $(svc 0 connections) after)" \
 	"server side: $(in_srv ss -Htni '( sport = :7000 )')" "client side: $(in_cli ss -Htni '( dport = :7000 )')" \
 	"the clients' sequences: $(cat "$TMP/tuples")"
 kill "$HPID"; wait "$HPID" 2>/dev/null
