@@ -758,7 +758,9 @@ int answer_outstanding(struct __sk_buff *skb, const struct sluice_flow_key *key,
 	sk = server_socket(skb, key);
 	if (!sk)
 		return 0;
-	tp = bpf_skc_to_tcp_sock(sk);
+	/* The lookup falls back to the port's listener when the stack holds no such
+	 * connection: nothing of an answer there. */
+	tp = sk->state == BPF_TCP_ESTABLISHED ? bpf_skc_to_tcp_sock(sk) : NULL;
 	if (tp)
 		outstanding = tp->write_seq != ack;
 	bpf_sk_release(sk);

@@ -992,6 +992,47 @@ static void test_refused_request_gets_429_and_server_rst(void **state)
 	(void)in_len;
 }
 
+/* A request refused on a keep-alive connection the server has answered on: sluice first asks
+ * the stack whether an answer is still on its way to the client. A stack that holds no such
+ * connection (here: only the port's listener, which the socket lookup then returns) has none,
+ * so the refusal goes out as on a new connection. */
+static void test_refusal_after_an_answer_asks_only_the_connection(void **state)
+{
+	struct fixture *f = *state;
+	int lsn = live_listen(8080), cap;
+	struct pkt_spec rq = request("127.0.0.1", 4000, GET("/x", "")), rs, next;
+	uint8_t rep[1024];
+	ssize_t n;
+
+	rq.dst = "127.0.0.1";
+	handshake(f, &rq);
+	admitted(f, &rq);
+	rs = response("127.0.0.1", 4000, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.src = "127.0.0.1", rs.ack = rq.seq + (uint32_t)rq.payload_len;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+	/* L3 may use 25% of 8 = 2: both held by another client */
+	for (uint16_t p = 0; p < 2; p++) {
+		struct pkt_spec h = request("203.0.113.5", (uint16_t)(3000 + p), GET("/report", ""));
+		handshake(f, &h);
+		admitted(f, &h);
+	}
+	cap = capture_socket();
+	next = rq;
+	next.payload = GET("/report", ""), next.payload_len = strlen(next.payload);
+	next.seq = rq.seq + (uint32_t)rq.payload_len;
+	next.ack = rs.seq + (uint32_t)rs.payload_len; /* the client has the whole answer */
+	assert_int_equal(ingress(f, &next).ret, TC_ACT_UNSPEC);
+	n = capture_reply(cap, rep, sizeof(rep));
+	close(cap);
+	close(lsn);
+	assert_true(n > 54 + 12);
+	assert_memory_equal(rep + 54, "HTTP/1.1 429", 12);
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(stats(f, 3).untracked, 0);
+	assert_int_equal(inflight(f), 2);
+}
+
 /* The next captured IPv6 frame that is TCP from port 8080. */
 static ssize_t capture_reply6(int s, uint8_t *buf, size_t cap)
 {
@@ -2570,6 +2611,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_class_unjudged_syn, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_drop_counts_packets, setup,
 						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_after_an_answer_asks_only_the_connection,
+						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_refused_request_gets_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_trust_removed, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_rule_changes, setup, harness_teardown),
