@@ -500,6 +500,26 @@ static size_t prep_request(void *vc, int i, uint8_t *pkt)
 	return build_pkt(pkt, &s);
 }
 
+/* A whole handshake and the server's data on the connection (the rest of an earlier answer,
+ * say), untimed; then the client's request (timed): a request on a connection the server spoke
+ * on, which, when refused, first asks the socket table whether an answer is still on its way. */
+static size_t prep_after_server_data(void *vc, int i, uint8_t *pkt)
+{
+	struct ctx *c = vc;
+	uint16_t sport = new_client(c->f, c->src, sizeof(c->src));
+	struct pkt_spec s = req_of(c, c->src, sport, c->dport);
+	struct pkt_spec rs = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = c->f->server,
+			       .dst = c->src, .sport = c->dport, .dport = sport, .seq = s.ack,
+			       .ack = s.seq, .ackf = 1, .psh = 1,
+			       .payload = RESP, .payload_len = sizeof(RESP) - 1 };
+	uint8_t b[512];
+
+	handshake(c, &s);
+	run1(c->tce, b, build_pkt(b, &rs), 1, NULL);
+	s.ack += (uint32_t)rs.payload_len;
+	return build_pkt(pkt, &s);
+}
+
 /* A whole handshake and a first request, answered, untimed; then the connection's next request
  * (timed): a keep-alive client's request start. */
 static size_t prep_keepalive(void *vc, int i, uint8_t *pkt)
@@ -681,6 +701,10 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 		  TC_ACT_UNSPEC);
 	stream_tc_path(NAME("tc-ingress.request-refused-429-rst-stream"), tci, loops / rounds,
 		       prep_stream_start, &c, f->v6, 1);
+	/* The same on a connection the server spoke on: the socket lookup before the 429 (here
+	 * it meets no socket at all; on a real host it meets the connection's). */
+	loop_path(NAME("tc-ingress.request-refused-429-rst-after-server-data"), tci, 1, loops,
+		  prep_after_server_data, &c, TC_ACT_UNSPEC);
 #undef NAME
 }
 
