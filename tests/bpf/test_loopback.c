@@ -397,17 +397,12 @@ static void test_requests_decided_after_generic_xdp(void **state)
  * on their way (here a pipelining client whose full window keeps them queued), that is inside the
  * answer, and the refusal's RST would cut it: the request is admitted untracked instead. Once
  * the client has everything the server wrote, its next request is refused as any other. */
-static void test_refusal_never_cuts_an_answer_in_flight(void **state)
+static void refusal_never_cuts_an_answer(struct fixture *f, struct conn c, struct conn held)
 {
-	struct fixture *f = *state;
 	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-	struct conn c, held;
 	char body[4096], buf[4096];
 	size_t queued = 0, got = 0;
 	ssize_t n;
-
-	c = connect_to(FULL_PORT);
-	held = another(&c);
 
 	/* The first request is admitted; its answer is written until the server's buffer is full:
 	 * the client reads nothing yet, so its window closes and the rest waits in the server. */
@@ -460,6 +455,37 @@ static void test_refusal_never_cuts_an_answer_in_flight(void **state)
 	assert_int_equal(l0_stats(f, 1).arrivals, 4);
 	assert_int_equal(l0_stats(f, 1).untracked, 1);
 	assert_int_equal(inflight(f, 1), 1);
+}
+
+static void test_refusal_never_cuts_an_answer_in_flight(void **state)
+{
+	struct conn c = connect_to(FULL_PORT);
+
+	refusal_never_cuts_an_answer(*state, c, another(&c));
+}
+
+/* The same over IPv6 (::1): the socket asked for is found by the IPv6 4-tuple. */
+static void test_refusal_never_cuts_an_answer_in_flight_ipv6(void **state)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(FULL_PORT),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int one = 1;
+	struct conn c[2];
+
+	c[0].lsn = c[1].lsn = track(socket(AF_INET6, SOCK_STREAM, 0));
+	setsockopt(c[0].lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(c[0].lsn, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	assert_int_equal(bind(c[0].lsn, (struct sockaddr *)&a6, sizeof(a6)), 0);
+	assert_int_equal(listen(c[0].lsn, 4), 0);
+	for (int i = 0; i < 2; i++) {
+		c[i].cli = track(socket(AF_INET6, SOCK_STREAM, 0));
+		assert_int_equal(connect(c[i].cli, (struct sockaddr *)&a6, sizeof(a6)), 0);
+		c[i].srv = track(accept(c[i].lsn, NULL, NULL));
+		assert_true(c[i].srv >= 0);
+		setsockopt(c[i].srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(c[i].cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	refusal_never_cuts_an_answer(*state, c[0], c[1]);
 }
 
 /* A SYN refused at XDP in generic mode: its RST goes back out of the device (XDP_TX), and the
@@ -548,6 +574,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_never_cuts_an_answer_in_flight, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_never_cuts_an_answer_in_flight_ipv6,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_from_tc_in_generic_mode,
