@@ -14,7 +14,10 @@
  *     segments each response takes; a 100 Continue leaves the memo alone, so the final
  *     response, which carries the same ack, still ends the request; the memo holds the ack the
  *     server's stack is at, and a tcp service's socket gets none (its turns end at the
- *     server's new data, which only each segment's seq tells). */
+ *     server's new data, which only each segment's seq tells).
+ *   - A refused request on a connection whose previous answer is still on its way (a
+ *     pipelining client whose full window holds it back in the server) is admitted untracked,
+ *     not answered inside that answer; once the client has it all, the next is refused. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
