@@ -500,6 +500,17 @@ static size_t prep_request(void *vc, int i, uint8_t *pkt)
 	return build_pkt(pkt, &s);
 }
 
+/* The server's answer to the client request s (RESP, at the client's ack), acknowledging
+ * acked bytes of it. */
+static struct pkt_spec answer_to(const struct ctx *c, const struct pkt_spec *s, uint32_t acked)
+{
+	struct pkt_spec rs = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = c->f->server,
+			       .dst = s->src, .sport = s->dport, .dport = s->sport, .seq = s->ack,
+			       .ack = s->seq + acked, .ackf = 1, .psh = 1,
+			       .payload = RESP, .payload_len = sizeof(RESP) - 1 };
+	return rs;
+}
+
 /* A whole handshake and the server's data on the connection (the rest of an earlier answer,
  * say), untimed; then the client's request (timed): a request on a connection the server spoke
  * on, which, when refused, first asks the socket table whether an answer is still on its way. */
@@ -508,10 +519,7 @@ static size_t prep_after_server_data(void *vc, int i, uint8_t *pkt)
 	struct ctx *c = vc;
 	uint16_t sport = new_client(c->f, c->src, sizeof(c->src));
 	struct pkt_spec s = req_of(c, c->src, sport, c->dport);
-	struct pkt_spec rs = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = c->f->server,
-			       .dst = c->src, .sport = c->dport, .dport = sport, .seq = s.ack,
-			       .ack = s.seq, .ackf = 1, .psh = 1,
-			       .payload = RESP, .payload_len = sizeof(RESP) - 1 };
+	struct pkt_spec rs = answer_to(c, &s, 0);
 	uint8_t b[512];
 
 	handshake(c, &s);
@@ -527,10 +535,7 @@ static size_t prep_keepalive(void *vc, int i, uint8_t *pkt)
 	struct ctx *c = vc;
 	uint16_t sport = new_client(c->f, c->src, sizeof(c->src));
 	struct pkt_spec s = req_of(c, c->src, sport, c->dport);
-	struct pkt_spec rs = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = c->f->server,
-			       .dst = c->src, .sport = c->dport, .dport = sport, .seq = s.ack,
-			       .ack = s.seq + (uint32_t)s.payload_len, .ackf = 1, .psh = 1,
-			       .payload = RESP, .payload_len = sizeof(RESP) - 1 };
+	struct pkt_spec rs = answer_to(c, &s, (uint32_t)s.payload_len);
 	uint8_t b[512];
 
 	handshake(c, &s);
