@@ -4,7 +4,8 @@
 # here with known answers: the objective from the 2 s before the step, when the admitted p99
 # comes back within it, full admission after the surge, and the surge's admitted p99 split by
 # the connection each request went on (loadgen's last trace field); a trace without that field
-# (older loadgen) gives no split, said as '-' in the table. No root, no network. Emits TAP.
+# (older loadgen) gives no split, said as '-' in the table; the step's and PostgreSQL's goals said
+# plainly, met or NOT met. No root, no network. Emits TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 TMP=$(mktemp -d /tmp/sluice-surge.XXXXXX)
@@ -84,6 +85,34 @@ row_slow=$(grep '^| slow ' "$TMP/t.md") row_old=$(grep '^| old ' "$TMP/t.md")
 ok $(echo "$row_slow" | grep -q '| 52.0 \[52.0-52.0\] / 90.0 \[90.0-90.0\] | 33 \[33-33\] |' &&
 	echo "$row_old" | grep -q '| - / - | - |' && echo 0 || echo 1) \
 	"the table gives the split, and '-' for the record without it" "$row_slow" "$row_old"
+
+# The goals said plainly: a contender whose p99 never came back (slow), one back after 2 s
+# (fast): both NOT met on that; full admission 0.25 s is within its 10 s.
+cat "$TMP/slow.json" "$TMP/fast.json" > "$TMP/goals.jsonl"
+python3 tools/bench/surge.py table "$TMP/goals.jsonl" --md "$TMP/g.md" > "$TMP/g.txt"
+ok $(grep -qx '  step slow: NOT met (p99 back s never <= 1)' "$TMP/g.txt" &&
+	grep -qx '  step fast: NOT met (p99 back s 2.00 <= 1)' "$TMP/g.txt" &&
+	grep -qx -- '- step slow: NOT met (p99 back s never <= 1)' "$TMP/g.md" && echo 0 || echo 1) \
+	"the table says which step goals are not met" "$(grep step "$TMP/g.txt")"
+
+# PostgreSQL's goals (tools/bench/report.py): L0 ok 100 % and TPS >= 95 % persistent, >= 90 %
+# with -C, under the flood; medians.
+pgsum() { # contender mode ok_median tps_median
+	printf '{"type": "summary", "contender": "%s", "mode": "%s", "flood": true, "l0_success_pct": {"median": %s, "min": %s, "max": %s, "n": 3}, "l0_tps_pct_of_baseline": {"median": %s, "min": %s, "max": %s, "n": 3}, "l0_tps_pct_of_own_alone": null, "l0_p50_x_baseline": null, "l0_p99_x_baseline": null, "l3_admitted": null, "l3_refused": null, "flood_only_cpu_us_per_rejection": null}\n' \
+		"$1" "$2" "$3" "$3" "$3" "$4" "$4" "$4"
+}
+{
+	echo '{"type": "meta", "runs": 3, "dur_s": 6.0, "failed_to_start": []}'
+	pgsum sluice-dayone persistent 100.0 96.0
+	pgsum sluice-dayone connect 100.0 89.5
+	pgsum pgbouncer persistent 99.5 97.0
+} > "$TMP/pg.jsonl"
+python3 -c 'import sys; sys.path.insert(0, "tools/bench"); import report
+print(report.pg_tables(sys.argv[1])[0])' "$TMP/pg.jsonl" > "$TMP/pg.md"
+ok $(grep -qx -- '- postgresql persistent sluice-dayone: met' "$TMP/pg.md" &&
+	grep -qx -- '- postgresql -C sluice-dayone: NOT met (TPS % 89.5 >= 90)' "$TMP/pg.md" &&
+	grep -qx -- '- postgresql persistent pgbouncer: NOT met (L0 ok % 99.5 >= 100)' "$TMP/pg.md" &&
+	echo 0 || echo 1) "the PostgreSQL tables say which goals are not met" "$(grep postgresql "$TMP/pg.md")"
 
 echo "1..$N"
 [ "$FAILED" -eq 0 ]

@@ -470,7 +470,8 @@ for rate in rates:
 # one rate compares a busy sluice with a HAProxy past its limit, whose figure then counts
 # work on arrivals it never answered; this one compares each at its own busiest measured rate.
 print("# at its busiest: the highest rate at which the contender kept up in every run,"
-      " median refusals/core_s there, x_haproxy against HAProxy's at its own busiest rate")
+      " median refusals/core_s there, x_haproxy and x_nginx against HAProxy's and nginx's"
+      " at their own busiest rates")
 best = {}
 for who in order:
     ok = [rate for rate in rates
@@ -483,7 +484,9 @@ for who in order:
     if who in best:
         rate, v = best[who]
         ratio = "%.1f" % (v / best["haproxy-429"][1]) if "haproxy-429" in best else "-"
-        print("#   %-12s at %6d/s: %8.0f refusals/core_s, x_haproxy %s" % (who, rate, v, ratio))
+        xn = "%.1f" % (v / best["nginx-429"][1]) if "nginx-429" in best else "-"
+        print("#   %-12s at %6d/s: %8.0f refusals/core_s, x_haproxy %s, x_nginx %s"
+              % (who, rate, v, ratio, xn))
     elif any(r["who"] == who for r in rows):
         print("#   %-12s kept up at no rate in every run" % who)
 # The raw SYN flood: sluice's RST measured with crafted SYNs, not connections, so in a table of

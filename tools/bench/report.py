@@ -130,6 +130,32 @@ def readme(table, scens, contenders, loads, failed, runs):
 
 PG_ORDER = ["none", "iptables", "pgbouncer", "sluice-dayone", "sluice-tuned"]
 PG_MODES = [("persistent", "persistent"), ("connect", "-C")]
+# What the project aims for under the flood, per mode (medians): L0 served in full, and its
+# throughput against L0 alone with no protection.
+PG_GOALS = {"persistent": {"l0_success_pct": (100.0, "L0 ok %"), "l0_tps_pct_of_baseline": (95.0, "TPS %")},
+            "connect": {"l0_success_pct": (100.0, "L0 ok %"), "l0_tps_pct_of_baseline": (90.0, "TPS %")}}
+
+
+def pg_goal_lines(summ, who, failed):
+    """One line per contender and mode under the flood: met, or NOT met and by what."""
+    lines = []
+    for mode, label in PG_MODES:
+        for w in who:
+            if w in failed:
+                continue
+            r = summ.get((w, mode, True))
+            if r is None:
+                continue
+            miss = []
+            for k, (v, name) in PG_GOALS[mode].items():
+                st = r.get(k)
+                if not st or st.get("median") is None:
+                    miss.append("%s not measured" % name)
+                elif st["median"] < v:
+                    miss.append("%s %.1f >= %g" % (name, st["median"], v))
+            lines.append("postgresql %s %s: %s%s" % (label, w, "met" if not miss else "NOT met",
+                                                     " (" + "; ".join(miss) + ")" if miss else ""))
+    return lines
 
 
 def pg_cell(st, f="%.0f"):
@@ -175,6 +201,9 @@ def pg_tables(path):
                     pg_cell(r["flood_only_cpu_us_per_rejection"])))
     for w in failed:
         md.append("| | | %s | FAILED to start | | | | | | | |" % w)
+    md += ["", "Goals under the flood (medians): L0 ok 100 % in both modes, L0 TPS ≥ 95 % of L0 alone "
+           "(persistent) and ≥ 90 % (-C).", ""]
+    md += ["- " + x for x in pg_goal_lines(summ, who, failed)]
     rd = ["**PostgreSQL 15 under a connection flood** (L0 pgbench under 16 idle holders and 48 "
           "connect/query/disconnect churners; medians of %s run(s))" % meta.get("runs", "?"), "",
           "| contender | L0 ok % persistent | L0 TPS % persistent | L0 ok % -C | L0 TPS % -C |",

@@ -205,6 +205,27 @@ def agg_known(vals, fmt):
     return "-" if all(x is None for x in vals) else agg(vals, fmt)
 
 
+# What the project aims for after the step (medians over the runs, a run that never got there
+# counted as never): the admitted p99 back within the objective, and full admission after it.
+STEP_GOALS = [("p99_back_s", 1.0, "p99 back s"), ("full_s", 10.0, "full admission s")]
+
+
+def goal_lines(recs, who):
+    """One line per contender: met, or NOT met and by what."""
+    lines = []
+    for w in who:
+        rs = [r for r in recs if r["who"] == w]
+        miss = []
+        for k, v, name in STEP_GOALS:
+            vals = sorted(float("inf") if r.get(k) is None else r[k] for r in rs)
+            med = statistics.median(vals)
+            if med > v:
+                miss.append("%s %s <= %g" % (name, "never" if med == float("inf") else "%.2f" % med, v))
+        lines.append("step %s: %s%s" % (w, "met" if not miss else "NOT met",
+                                        " (" + "; ".join(miss) + ")" if miss else ""))
+    return lines
+
+
 def table(a):
     recs = [json.loads(l) for l in open(a[0]) if l.startswith("{")]
     recs = [r for r in recs if r.get("kind") == "surge"]
@@ -248,6 +269,11 @@ def table(a):
     widths = [max(len(str(x)) for x in col) for col in zip(cols, *rows)]
     for row in [cols] + rows:
         print("  ".join(str(x).ljust(wd) for x, wd in zip(row, widths)))
+    goals = goal_lines(recs, who)
+    print("## goals: p99 back within the objective <= 1 s after the step, full admission <= 10 s "
+          "after the surge (medians)")
+    for g in goals:
+        print("  " + g)
     if md:
         with open(md, "w") as f:
             f.write("#### HTTP, step 0.5× → 4× → 0.5× (`BENCH_SCENARIOS=step`)\n\n" + head + ".\n\n")
@@ -266,6 +292,10 @@ def table(a):
                     "share of the latter; "
                     "'never': not within the run; n/a: the peer has no adaptive limit or "
                     "ladder.\n")
+            f.write("\nGoals (medians, a run that never got there counted as never): the "
+                    "admitted p99 back within the objective ≤ 1 s after the step, full admission "
+                    "≤ 10 s after the surge.\n\n")
+            f.writelines("- " + g + "\n" for g in goals)
 
 
 if __name__ == "__main__":
