@@ -57,6 +57,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->ctl.signal = 2;                   /* ok */
 	web->ctl.baseline_us = 41500;
 	web->ctl.objective_us = 49800;
+	web->ctl.latency_us = 52300;           /* the last decided window's */
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &web->cls[c];
 		cs->threshold = 64 - 8 * c;
@@ -269,6 +270,7 @@ static void test_exact_lines(void **st)
 	/* what the limit steers by, from the controller's pinned entry; db has none: left out */
 	assert_line(t, "sluice_latency_baseline_seconds{service=\"web\"} 0.0415");
 	assert_line(t, "sluice_latency_objective_seconds{service=\"web\"} 0.0498");
+	assert_line(t, "sluice_latency_signal_seconds{service=\"web\"} 0.0523");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"ok\"} 1");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"none\"} 0");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 0");

@@ -120,6 +120,7 @@ static void test_status_json_keys_and_types(void **state)
 	assert_string_equal(json_string_value(at(v, "services.0.limit_algorithm")), "gradient");
 	assert_true(json_is_null(at(v, "services.0.baseline_us")));
 	assert_true(json_is_null(at(v, "services.0.objective_us")));
+	assert_true(json_is_null(at(v, "services.0.latency_us")));
 	assert_string_equal(json_string_value(at(v, "services.0.ladder.L3")), "partial");
 	assert_string_equal(json_string_value(at(v, "services.0.ladder.L0")), "full");
 	assert_int_equal(json_integer_value(at(v, "services.0.baseline_resets")), 0);
@@ -131,6 +132,7 @@ static void test_status_json_keys_and_types(void **state)
 	s.s[0].ctl.signal = 2;
 	s.s[0].ctl.baseline_us = 50100;
 	s.s[0].ctl.objective_us = 60120;
+	s.s[0].ctl.latency_us = 71400;
 	text = NULL;
 	f = open_memstream(&text, &len);
 	assert_int_equal(status_print_json(f, &s), 0);
@@ -140,6 +142,7 @@ static void test_status_json_keys_and_types(void **state)
 	assert_string_equal(json_string_value(at(v, "services.0.signal")), "ok");
 	assert_int_equal(json_integer_value(at(v, "services.0.baseline_us")), 50100);
 	assert_int_equal(json_integer_value(at(v, "services.0.objective_us")), 60120);
+	assert_int_equal(json_integer_value(at(v, "services.0.latency_us")), 71400);
 	json_decref(v);
 	free(text);
 }

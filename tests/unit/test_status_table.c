@@ -43,6 +43,7 @@ static void snapshot(struct status_snapshot *s, unsigned long long big)
 		sv->ctl.algorithm = SLUICE_CTL_ALG_GRADIENT;
 		sv->ctl.baseline_us = 67108864;
 		sv->ctl.objective_us = 80530636;
+		sv->ctl.latency_us = 80530636;
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &sv->cls[c];
 
@@ -214,11 +215,14 @@ static void test_status_table_controller_line(void **state)
 	s.s[0].ctl.signal = 2;                         /* web: ok */
 	s.s[0].ctl.baseline_us = 50100;
 	s.s[0].ctl.objective_us = 60120;
+	s.s[0].ctl.latency_us = 71400;                 /* the last window's: above the objective */
 	s.s[1].ctl.baseline_us = s.s[1].ctl.objective_us = 0;   /* blind, nothing learned */
+	s.s[1].ctl.latency_us = 0;
 	s.s[1].ctl.algorithm = SLUICE_CTL_ALG_FIXED;
 	t = table(&s, 0);
-	assert_non_null(strstr(t, "\n  baseline 50.1ms  objective 60.1ms  signal ok  limit gradient\n"));
-	assert_non_null(strstr(t, "\n  baseline -  objective -  signal none  limit fixed  "
+	assert_non_null(strstr(t, "\n  baseline 50.1ms  objective 60.1ms  latency 71.4ms  signal ok  "
+				  "limit gradient\n"));
+	assert_non_null(strstr(t, "\n  baseline -  objective -  latency -  signal none  limit fixed  "
 				  "(no latency samples: the limit is blind)\n"));
 	free(t);
 	s.s[0].ctl.known = 0;                          /* no entry: no line, nothing made up */

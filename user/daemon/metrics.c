@@ -374,6 +374,15 @@ static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 			sample_d(b, "sluice_latency_objective_seconds", &l,
 				 sv[i].s->ctl.objective_us / 1e6);
 	}
+	family(b, "sluice_latency_signal_seconds", "gauge",
+	       "Median latency of the last decided window, all classes: the limit's latency "
+	       "signal (0: no window decided yet).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+		if (sv[i].s->ctl.known)
+			sample_d(b, "sluice_latency_signal_seconds", &l,
+				 sv[i].s->ctl.latency_us / 1e6);
+	}
 	family(b, "sluice_limit_signal", "gauge",
 	       "Latency signal of the limit: 1 for the state it is in (none: blind, thin: too few "
 	       "samples, ok).");

@@ -292,17 +292,20 @@ static void class_tail(FILE *f, const struct class_status *cs)
 		100.0 * (1 - cs->switch_admit));
 }
 
-/* One line under the service's: what the limit steers by. A limit without a latency signal
- * says so instead of showing a baseline it does not have. */
+/* One line under the service's: what the limit steers by, and the last decided window's median
+ * latency, all classes (the class columns' p50 and p99 are since the attach, which says
+ * little of now). A limit without a latency signal says so instead of showing a baseline it
+ * does not have. */
 static void ctl_line(FILE *f, const struct ctl_status *c)
 {
-	char base[16], obj[16];
+	char base[16], obj[16], now[16];
 
 	if (!c->known)
 		return;
 	latency(base, sizeof(base), c->baseline_us);
 	latency(obj, sizeof(obj), c->objective_us);
-	fprintf(f, "  baseline %s  objective %s  signal %s  limit %s", base, obj,
+	latency(now, sizeof(now), c->latency_us);
+	fprintf(f, "  baseline %s  objective %s  latency %s  signal %s  limit %s", base, obj, now,
 		sluice_signal_state_name(c->signal), ctl_algorithm_name(c->algorithm));
 	if (c->signal == SLUICE_SIGNAL_NONE)
 		fprintf(f, "  (no latency samples: the limit is blind)");
@@ -448,6 +451,7 @@ static void ctl_json(json_t *o, const struct ctl_status *c)
 				    json_string(sluice_ladder_state_name(c->ladder[k])) : json_null());
 	json_object_set_new(o, "baseline_us", known_us(c, c->baseline_us));
 	json_object_set_new(o, "objective_us", known_us(c, c->objective_us));
+	json_object_set_new(o, "latency_us", known_us(c, c->latency_us));
 	json_object_set_new(o, "signal", c->known ?
 			    json_string(sluice_signal_state_name(c->signal)) : json_null());
 	json_object_set_new(o, "limit_algorithm", c->known ?
