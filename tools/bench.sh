@@ -51,7 +51,8 @@
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned"; also
 #                    sluice-dayone-cap and sluice-dayone-nocap: day one with connection_cap auto
-#                    and off, for the A/B of the default churn gate)
+#                    and off, for the A/B of the default churn gate; sluice-dayone-aimd: day one
+#                    with limit_algorithm aimd, for the A/B of the limit's algorithm)
 #   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
 #                    (default 4) and STEP_POST (default 11) seconds around the surge
 #   STEP_KEEP        a directory: keep each step run's loadgen trace and /metrics samples there
@@ -338,6 +339,7 @@ start_contender() { # start_contender NAME: fresh namespaces, server, protection
 	sluice-tuned) start_sluice tuned ;;
 	sluice-dayone-cap) start_sluice dayone-cap ;;
 	sluice-dayone-nocap) start_sluice dayone-nocap ;;
+	sluice-dayone-aimd) start_sluice dayone-aimd ;;
 	*) WHY="unknown contender"; false ;;
 	esac
 }
