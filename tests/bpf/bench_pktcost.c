@@ -22,6 +22,7 @@
  * device). Exit 0 unless something could not be loaded or run, or a path returned something
  * other than what it measures (an RST path that did not send the RST measures nothing). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -920,6 +921,129 @@ static int invariance_point(int n, int flows, int repeat, int loops, double out[
 	return 0;
 }
 
+/* ---- the same packets on every CPU at once ----
+ * What a packet of an admitted flow costs as more CPUs run them: each CPU sends its own flow's
+ * packets (BPF_PROG_TEST_RUN with repeat, one thread pinned to each CPU, released together),
+ * timed against the same on CPU 0 alone; the empty program alike, so that what the CPUs share
+ * outside sluice (the test-run machinery, the memory bus) is taken out. */
+#define CPU_MAX 64
+
+struct cpu_run {
+	pthread_t t;
+	pthread_barrier_t *go;
+	int cpu, fd, repeat, err;
+	const uint8_t *pkt;
+	size_t len;
+	double ns;
+};
+
+static void *cpu_work(void *v)
+{
+	struct cpu_run *w = v;
+	uint8_t out[2048];
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pthread_barrier_wait(w->go);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = w->pkt, .data_size_in = (uint32_t)w->len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = w->repeat);
+	if (!w->err && bpf_prog_test_run_opts(w->fd, &o))
+		w->err = errno;
+	w->ns = (double)o.duration;
+	return NULL;
+}
+
+/* Mean ns per packet over n CPUs running fd at once (CPU i its pkt[i]); -1 on an error. Best
+ * of the rounds. */
+static double cpus_at_once(int n, int fd, uint8_t (*pkt)[512], const size_t *len, int repeat)
+{
+	double best = -1;
+
+	for (int r = 0; r < rounds; r++) {
+		struct cpu_run w[CPU_MAX];
+		pthread_barrier_t go;
+		double sum = 0;
+
+		pthread_barrier_init(&go, NULL, (unsigned)n);
+		for (int i = 0; i < n; i++) {
+			w[i] = (struct cpu_run){ .go = &go, .cpu = i, .fd = fd, .repeat = repeat,
+						 .pkt = pkt[i], .len = len[i] };
+			pthread_create(&w[i].t, NULL, cpu_work, &w[i]);
+		}
+		for (int i = 0; i < n; i++) {
+			pthread_join(w[i].t, NULL);
+			if (w[i].err) {
+				pthread_barrier_destroy(&go);
+				return -1;
+			}
+			sum += w[i].ns;
+		}
+		pthread_barrier_destroy(&go);
+		if (best < 0 || sum / n < best)
+			best = sum / n;
+	}
+	return best;
+}
+
+/* The established ACK (XDP) and the segment of an active request (TC ingress), each CPU on a
+ * flow of its own, on one CPU and on all: all_over_one near 1.0 is no growth with CPUs. */
+static void cpu_points(int repeat)
+{
+	static const struct fam v4 = { "", 0, 0, "198.18.0.1" };
+	static uint8_t ack[CPU_MAX][512], seg[CPU_MAX][512];
+	size_t ack_len[CPU_MAX], seg_len[CPU_MAX];
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = online < 1 ? 1 : online > CPU_MAX ? CPU_MAX : (int)online;
+	struct sluice_maps m;
+	struct sluice_bpf *skel = load_services(1, &m);
+
+	if (!skel) {
+		fprintf(stderr, "bench_pktcost: cannot load the object for the CPU points\n");
+		failed = 1;
+		return;
+	}
+	struct ctx c = { .f = &v4, .xdp = bpf_program__fd(skel->progs.sluice_xdp_ingress),
+			 .tci = bpf_program__fd(skel->progs.sluice_tc_ingress),
+			 .tce = bpf_program__fd(skel->progs.sluice_tc_egress) };
+
+	for (int i = 0; i < n; i++) {
+		char src[48];
+		struct pkt_spec r, a;
+
+		snprintf(src, sizeof src, "198.18.201.%d", i + 1);
+		r = req_of(&c, src, 40000, INV_PORT0);
+		handshake(&c, &r);
+		seg_len[i] = build_pkt(seg[i], &r);
+		run1(c.tci, seg[i], seg_len[i], 1, NULL); /* the request starts: later copies are its segments */
+		a = after_syn(&r);
+		a.payload = NULL, a.payload_len = 0, a.psh = 0, a.seq = r.seq + r.payload_len;
+		a.ack = r.ack;
+		ack_len[i] = build_pkt(ack[i], &a);
+	}
+	struct { const char *name; int fd, efd; uint8_t (*pkt)[512]; size_t *len; } p[2] = {
+		{ "xdp.established-ack", c.xdp, e_xdp, ack, ack_len },
+		{ "tc-ingress.request-active-segment", c.tci, e_tc, seg, seg_len },
+	};
+	for (int k = 0; k < 2; k++) {
+		double one = cpus_at_once(1, p[k].fd, p[k].pkt, p[k].len, repeat);
+		double eone = cpus_at_once(1, p[k].efd, p[k].pkt, p[k].len, repeat);
+		double all = cpus_at_once(n, p[k].fd, p[k].pkt, p[k].len, repeat);
+		double eall = cpus_at_once(n, p[k].efd, p[k].pkt, p[k].len, repeat);
+
+		if (one < 0 || eone < 0 || all < 0 || eall < 0) {
+			fprintf(stderr, "bench_pktcost: the CPU points of %s did not run\n", p[k].name);
+			failed = 1;
+			continue;
+		}
+		printf("cpus: %s one_cpu_ns: %.1f empty_ns: %.1f all_cpus: %d all_cpus_ns: %.1f "
+		       "empty_ns: %.1f over_empty_all_over_one: %.2f\n", p[k].name, one, eone, n, all,
+		       eall, one - eone > 0 ? (all - eall) / (one - eone) : 0.0);
+	}
+	sluice_bpf__destroy(skel);
+}
+
 /* A client ACK of an admitted flow, one flow after another, with the handshake slots empty and
  * then 65,000 of them holding records no one completes (as a SYN flood leaves them): what XDP's
  * check for a completing handshake costs every such ACK. */
@@ -1146,8 +1270,10 @@ int main(int argc, char **argv)
 	}
 	sluice_config_free(&cfg);
 
-	if (!getenv("BENCH_NO_INVARIANCE"))
+	if (!getenv("BENCH_NO_INVARIANCE")) {
 		invariance(repeat, loops);
+		cpu_points(repeat);
+	}
 	cold_ack_points(loops);
 	bpf_object__close(eo);
 	return failed;
