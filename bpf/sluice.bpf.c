@@ -737,6 +737,7 @@ static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluic
  * no UAPI; its layout moves between kernels and configs). */
 struct tcp_sock {
 	__u32 write_seq;                 /* the end of what the server's application wrote */
+	__u32 snd_una;                   /* the oldest byte the client has not acknowledged */
 } __attribute__((preserve_access_index));
 
 /* 1 when the server's socket of key's connection holds bytes its client has not acknowledged
@@ -744,8 +745,12 @@ struct tcp_sock {
  * keeps shut. A refusal sent now would land at the client's ack, inside those bytes (an
  * answer still streaming to a client that pipelined its next request), and its RST would cut
  * the answer: sluice never breaks an admitted one. 0 when the stack holds no such socket
- * (nothing there to cut) or the client has everything the server wrote. A global function,
- * verified once (see classify_payload), not at each state the refusal path reaches it in. */
+ * (nothing there to cut), when the client has everything the server wrote, and when ack lies
+ * behind what the client already acknowledged (snd_una: this segment's ack is not counted
+ * yet, and a real client's acks only move forward): such a stale ack is a crafted segment's,
+ * which would otherwise turn every refusal of its requests into an admission. A global
+ * function, verified once (see classify_payload), not at each state the refusal path reaches
+ * it in. */
 __attribute__((noinline))
 int answer_outstanding(struct __sk_buff *skb, const struct sluice_flow_key *key, __u32 ack)
 {
@@ -762,7 +767,7 @@ int answer_outstanding(struct __sk_buff *skb, const struct sluice_flow_key *key,
 	 * connection: nothing of an answer there. */
 	tp = sk->state == BPF_TCP_ESTABLISHED ? bpf_skc_to_tcp_sock(sk) : NULL;
 	if (tp)
-		outstanding = tp->write_seq != ack;
+		outstanding = (__s32)(ack - tp->snd_una) >= 0 && (__s32)(tp->write_seq - ack) > 0;
 	bpf_sk_release(sk);
 	return outstanding;
 }

@@ -491,6 +491,64 @@ static void test_refusal_never_cuts_an_answer_in_flight_ipv6(void **state)
 	refusal_never_cuts_an_answer(*state, c[0], c[1]);
 }
 
+/* Only a real client's ack says an answer is on its way: a crafted request segment whose ack
+ * lies behind what its client already acknowledged (the answer's first byte, here) is refused
+ * as any other, though the server still has bytes queued, rather than admitted untracked. */
+static void test_stale_ack_gets_no_pass_from_an_answer_in_flight(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex("lo"),
+				  .sll_halen = ETH_ALEN };
+	struct conn c = connect_to(FULL_PORT), held = another(&c);
+	struct sluice_class_stats st;
+	struct sockaddr_in ca;
+	socklen_t alen = sizeof(ca);
+	uint8_t frame[512];
+	char body[4096];
+	int one = 1, off = 0, ps = track(socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)));
+	uint32_t first_byte, next_seq;
+	unsigned long long rejected = 0;
+	size_t len, queued = 0;
+	ssize_t n;
+
+	assert_true(ps >= 0);
+	assert_int_equal(getsockname(c.cli, (struct sockaddr *)&ca, &alen), 0);
+	send_all(c.cli, REQ);
+	drain(c.srv, sizeof(REQ) - 1);
+	/* where the client is before any answer: the answer's first byte */
+	assert_int_equal(setsockopt(c.cli, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)), 0);
+	first_byte = repair_queue_seq(c.cli, TCP_RECV_QUEUE);
+	next_seq = repair_queue_seq(c.cli, TCP_SEND_QUEUE);
+	assert_int_equal(setsockopt(c.cli, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)), 0);
+	send_all(c.srv, HEAD);
+	memset(body, 'b', sizeof(body));
+	while ((n = send(c.srv, body, sizeof(body), MSG_DONTWAIT)) > 0)
+		queued += (size_t)n;
+	assert_true(queued > 64 * 1024);
+	send_all(held.cli, REQ);
+	drain(held.srv, sizeof(REQ) - 1);
+	assert_int_equal(inflight(f, 1), 1);
+
+	/* The client's next request, crafted with the ack of the answer's first byte, which the
+	 * client has long acknowledged past. */
+	struct pkt_spec rq = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = ntohs(ca.sin_port),
+			       .dport = FULL_PORT, .seq = next_seq, .ack = first_byte, .ackf = 1,
+			       .psh = 1, .payload = REQ, .payload_len = sizeof(REQ) - 1 };
+	len = build_pkt(frame, &rq);
+	memset(frame, 0, 12);            /* lo's own address: a frame for this host */
+	assert_int_equal(sendto(ps, frame, len, 0, (struct sockaddr *)&to, sizeof(to)),
+			 (ssize_t)len);
+	for (int i = 0; i < 100 && l0_stats(f, 1).arrivals < 3; i++)
+		usleep(10000);
+	st = l0_stats(f, 1);
+	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+		rejected += st.rejected[r];
+	assert_int_equal(st.arrivals, 3);
+	assert_int_equal(st.untracked, 0);
+	assert_int_equal(rejected, 1);
+	assert_int_equal(inflight(f, 1), 1);
+}
+
 /* A SYN refused at XDP in generic mode: its RST goes back out of the device (XDP_TX), and the
  * client's connect fails at once. */
 static void test_refused_syn_answered_in_generic_mode(void **state)
@@ -578,6 +636,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_never_cuts_an_answer_in_flight, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_never_cuts_an_answer_in_flight_ipv6,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_ack_gets_no_pass_from_an_answer_in_flight,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_syn_answered_in_generic_mode, setup,
 						teardown),
