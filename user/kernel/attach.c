@@ -147,7 +147,7 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 	st->adopted = st->layout.action != LAYOUT_FRESH;
 	rc = sluice_bpf__load(st->skel);
 	if (rc) {
-		/* The programs read one field of the kernel's struct tcp_sock, placed from the
+		/* The programs read two fields of the kernel's struct tcp_sock, placed from the
 		 * kernel's BTF: without it libbpf's own message is easy to miss in the log. */
 		int no_btf = access("/sys/kernel/btf/vmlinux", R_OK) != 0;
 
