@@ -354,35 +354,37 @@ static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 		  "1 while the priority ladder considers the service overloaded.");
 }
 
+/* One gauge per service of a controller latency (the ctl_status field at off, in µs), in
+ * seconds; services without the controller's entry are left out. */
+static void ctl_seconds(FILE *b, const struct svc_ref *sv, int n, const char *name,
+			const char *help, size_t off)
+{
+	family(b, name, "gauge", help);
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+		unsigned us;
+
+		if (!sv[i].s->ctl.known)
+			continue;
+		memcpy(&us, (const char *)&sv[i].s->ctl + off, sizeof(us));
+		sample_d(b, name, &l, us / 1e6);
+	}
+}
+
 /* Per service: what the limit steers by, from the controller's pinned entry (services whose
  * entry is not there yet are left out). A limit with no latency signal shows state "none". */
 static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 {
-	family(b, "sluice_latency_baseline_seconds", "gauge",
-	       "Unloaded latency baseline the controller learned (0: not learned yet).");
-	for (int i = 0; i < n; i++) {
-		struct lbl l = { sv[i].name, -1, NULL, NULL };
-		if (sv[i].s->ctl.known)
-			sample_d(b, "sluice_latency_baseline_seconds", &l,
-				 sv[i].s->ctl.baseline_us / 1e6);
-	}
-	family(b, "sluice_latency_objective_seconds", "gauge",
-	       "Latency objective of the highest busy classes (0: not known yet).");
-	for (int i = 0; i < n; i++) {
-		struct lbl l = { sv[i].name, -1, NULL, NULL };
-		if (sv[i].s->ctl.known)
-			sample_d(b, "sluice_latency_objective_seconds", &l,
-				 sv[i].s->ctl.objective_us / 1e6);
-	}
-	family(b, "sluice_latency_signal_seconds", "gauge",
-	       "Median latency of the last decided window, all classes: the limit's latency "
-	       "signal (0: no window decided yet).");
-	for (int i = 0; i < n; i++) {
-		struct lbl l = { sv[i].name, -1, NULL, NULL };
-		if (sv[i].s->ctl.known)
-			sample_d(b, "sluice_latency_signal_seconds", &l,
-				 sv[i].s->ctl.latency_us / 1e6);
-	}
+	ctl_seconds(b, sv, n, "sluice_latency_baseline_seconds",
+		    "Unloaded latency baseline the controller learned (0: not learned yet).",
+		    offsetof(struct ctl_status, baseline_us));
+	ctl_seconds(b, sv, n, "sluice_latency_objective_seconds",
+		    "Latency objective of the highest busy classes (0: not known yet).",
+		    offsetof(struct ctl_status, objective_us));
+	ctl_seconds(b, sv, n, "sluice_latency_signal_seconds",
+		    "Median latency of the last decided window, all classes: the limit's latency "
+		    "signal (0: no window decided yet).",
+		    offsetof(struct ctl_status, latency_us));
 	family(b, "sluice_limit_signal", "gauge",
 	       "Latency signal of the limit: 1 for the state it is in (none: blind, thin: too few "
 	       "samples, ok).");
