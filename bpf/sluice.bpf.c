@@ -733,7 +733,7 @@ static __noinline __u64 established_at(struct __sk_buff *skb, const struct sluic
 	return found;
 }
 
-/* Only the field read here, placed by CO-RE from the running kernel's BTF (struct tcp_sock is
+/* Only the fields read here, placed by CO-RE from the running kernel's BTF (struct tcp_sock is
  * no UAPI; its layout moves between kernels and configs). */
 struct tcp_sock {
 	__u32 write_seq;                 /* the end of what the server's application wrote */
