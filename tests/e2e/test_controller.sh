@@ -7,6 +7,8 @@
 #  2. a backend whose service time jumps 5 ms -> 500 ms: the breaker opens within 2 s on slow
 #     calls, clients get 503 fast; when the backend recovers, half-open steps 10 -> 30 -> 60 ->
 #     100% up to closed.
+#  1b. after the overload, light traffic: status shows how long the ladder shed, then how long
+#     its recovery took, the same as the `recovered` event.
 TAG=ctl
 source "$(dirname "$0")/lib.sh"
 e2e_setup
@@ -81,6 +83,37 @@ print(round(sum(json.load(open('$TMP/%s.json' % c))['classes'][c]['ok'] for c in
 echo "# goodput $good% of capacity"
 ok $(grep -q '"machine":"ladder","class":"L3","from":"full"' "$LOG" && echo 0 || echo 1) \
 	"the ladder's first cut is L3, as a JSON event"
+
+# --- 1b. recovery reported: light traffic of every class until all are admitted in full ---
+shop_recovery() { # the shop's recovery object from status --json, as JSON
+	"$BUILD/sluicectl" --pin-dir "$PIN" status --json | python3 -c "
+import json, sys; d = json.load(sys.stdin)
+print(json.dumps([s for s in d['services'] if s['name'] == 'shop'][0]['recovery']))"; }
+REC_BEFORE=$(shop_recovery)
+LG=""
+for c in L0:40 L1:40 L2:40 L3:40; do     # 160/s against 400/s of capacity, for at most 20 s
+	start_bg "$TMP/rec${c%%:*}.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
+		--mode http-keepalive --rate ${c##*:} --duration 20 --timeout-ms 2000 --quiet \
+		--class ${c%%:*}:1:header
+	LG="$LG $LAST_PID"
+done
+REC=""
+for _ in $(seq 1 40); do
+	sleep 0.5
+	REC=$(shop_recovery)
+	python3 -c "import json, sys; r = json.loads(sys.argv[1]); sys.exit(0 if r['shedding_s'] is None and r['last_recovery_s'] is not None else 1)" "$REC" && break
+done
+kill $LG 2>/dev/null; wait $LG 2>/dev/null
+EV=$(grep '"machine":"ladder"' "$LOG" | grep '"why":"recovered"' | tail -n 1 | grep -o '"recovery_s":[0-9.e+-]*' | cut -d: -f2)
+echo "# recovery: shedding right after the overload: $REC_BEFORE; after the light load: $REC; the event's recovery_s: ${EV:-none}"
+ok $(python3 -c "
+import json, sys
+b, a, ev = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+ok = b['shedding_s'] is not None and b['shedding_s'] > 0 and b['since_overload_s'] is not None
+ok = ok and a['shedding_s'] is None and ev != '' and abs(a['last_recovery_s'] - float(ev)) < 0.011
+ok = ok and a['recovered_ago_s'] is not None and a['last_episode_s'] >= a['last_recovery_s']
+sys.exit(0 if ok else 1)" "$REC_BEFORE" "$REC" "$EV" && echo 0 || echo 1) \
+	"status shows the ladder shedding after the overload, then the recovery's time, as the event says"
 
 # --- 2. slow downstream: breaker opens, 503s, half-open recovery ------------------------
 mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }   # the events' t_ns clock

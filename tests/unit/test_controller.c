@@ -3,6 +3,7 @@
  * the maps are): the first tick is a snapshot, state export/import, no freeze while the
  * objective is missed, written headroom as caps, the status fields, L0's room under an adaptive
  * limit. */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "control/controller.h"
+#include "control/ctlslot.h"
 #include "evcap.h"
 
 #define MS 1000000ull
@@ -71,6 +73,78 @@ static void test_first_tick_is_a_snapshot(void **st)
 	assert_int_equal(opened, 1);
 	assert_int_equal(s.brk.state, SLUICE_BREAKER_OPEN);
 	assert_int_equal(sluice_prob_complement(v.breaker_shed), 0);
+}
+
+/* What status and /metrics show of the ladder comes from the entry's own record: nothing
+ * before any cut; while shedding, since when and since the last overload; after every class
+ * is back in full, how long it took and how long ago; and nothing made up from a record of
+ * another version. */
+static void test_slot_reports_shedding_and_recovery(void **st)
+{
+	static struct sluice_ctl_slot slot;
+	struct service_conf sc;
+	struct service_ctl s;
+	struct sluice_ladder_params p;
+	struct sluice_ladder_input over = { .overloaded = 1, .excess = -1,
+					    .demand = { 10, 10, 10, 10 }, .feedback_s = 0.1 };
+	struct sluice_ladder_input calm = over;
+	struct ctl_recovery r;
+	uint64_t now = 100 * S, overload_at, cut_at;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&s, &sc, &cfg, 1, now);
+	sluice_ladder_params_default(&p);
+	calm.overloaded = 0;
+	calm.good_samples = 20;
+
+	ctl_slot_fill(&slot, &s, &sc, 0, 1, now);
+	assert_int_equal(ctl_slot_recovery(&slot, now, &r), 0);
+	assert_int_equal(r.known, 1);
+	assert_true(r.shedding_s < 0 && r.since_overload_s < 0 && r.last_recovery_s < 0 &&
+		    r.recovered_ago_s < 0);
+
+	/* two overloaded decisions 1 s apart: L3 and then L3 again are cut */
+	cut_at = now;
+	sluice_ladder_tick(&s.lad, &p, &over, cut_at, NULL);
+	overload_at = now += S;
+	sluice_ladder_tick(&s.lad, &p, &over, overload_at, NULL);
+	assert_true(s.lad.admit[3] < ONE);
+	now += 2 * S;
+	ctl_slot_fill(&slot, &s, &sc, 0, 2, now);
+	assert_int_equal(ctl_slot_recovery(&slot, now + S / 2, &r), 0);
+	assert_true(r.shedding_s > 3.49 && r.shedding_s < 3.51);
+	assert_true(r.since_overload_s > 2.49 && r.since_overload_s < 2.51);
+	assert_true(r.last_recovery_s < 0 && r.recovered_ago_s < 0);
+
+	/* calm with samples within the objective: step by step back to 100 % */
+	while (s.lad.admit[3] < ONE && now < overload_at + 120 * S)
+		sluice_ladder_tick(&s.lad, &p, &calm, now += 100 * MS, NULL);
+	assert_int_equal(s.lad.admit[3], ONE);
+	ctl_slot_fill(&slot, &s, &sc, 0, 3, now);
+	assert_int_equal(ctl_slot_recovery(&slot, now + 7 * S, &r), 0);
+	assert_true(r.shedding_s < 0);
+	assert_true(fabs(r.last_recovery_s - (double)(now - overload_at) / 1e9) < 1e-6);
+	assert_true(fabs(r.last_episode_s - (double)(now - cut_at) / 1e9) < 1e-6);
+	assert_true(r.last_recovery_s >= 5 * 4);          /* four steps held 5 s each at least */
+	assert_true(r.recovered_ago_s > 6.99 && r.recovered_ago_s < 7.01);
+	/* a reader whose clock is behind the record's reads 0 s ago, never a negative age */
+	assert_int_equal(ctl_slot_recovery(&slot, now - S, &r), 0);
+	assert_true(r.recovered_ago_s == 0);
+
+	/* the next episode: shedding again, the last recovery still shown */
+	sluice_ladder_tick(&s.lad, &p, &over, now += 10 * S, NULL);
+	ctl_slot_fill(&slot, &s, &sc, 0, 4, now);
+	assert_int_equal(ctl_slot_recovery(&slot, now, &r), 0);
+	assert_true(r.shedding_s == 0 && r.last_recovery_s > 0 && r.recovered_ago_s < 0);
+
+	/* a record this build cannot read is not read */
+	slot.state_len--;
+	assert_int_equal(ctl_slot_recovery(&slot, now, &r), -1);
+	assert_int_equal(r.known, 0);
+	slot.state_len++;
+	((struct sluice_ctl_state *)(void *)slot.state)->version++;
+	assert_int_equal(ctl_slot_recovery(&slot, now, &r), -1);
+	assert_int_equal(r.known, 0);
 }
 
 static void test_state_export_import(void **st)
@@ -862,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_listen_queue_rule),
 		cmocka_unit_test(test_listen_queue_sheds_a_blind_backend),
 		cmocka_unit_test(test_state_export_import),
+		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),
 		cmocka_unit_test(test_l0_alone_not_cut_unless_saturated),

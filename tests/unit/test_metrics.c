@@ -58,6 +58,8 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->ctl.baseline_us = 41500;
 	web->ctl.objective_us = 49800;
 	web->ctl.latency_us = 52300;           /* the last decided window's */
+	web->ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = 3.5, .since_overload_s = 0.5,
+		.last_recovery_s = 21.25, .last_episode_s = 30, .recovered_ago_s = -1 };
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		struct class_status *cs = &web->cls[c];
 		cs->threshold = 64 - 8 * c;
@@ -276,6 +278,11 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 0");
 	assert_no_line_prefix(t, "sluice_limit_signal{service=\"db\"");
 	assert_no_line_prefix(t, "sluice_latency_baseline_seconds{service=\"db\"");
+	/* the ladder: shedding since 3.5 s, the last recovery took 21.25 s; db has no entry */
+	assert_line(t, "sluice_ladder_shedding_seconds{service=\"web\"} 3.5");
+	assert_line(t, "sluice_ladder_last_recovery_seconds{service=\"web\"} 21.25");
+	assert_no_line_prefix(t, "sluice_ladder_shedding_seconds{service=\"db\"");
+	assert_no_line_prefix(t, "sluice_ladder_last_recovery_seconds{service=\"db\"");
 	/* process-wide */
 	assert_line(t, "sluice_controller_alive 1");
 	assert_line(t, "sluice_controller_heartbeat_age_seconds 0.25");

@@ -44,6 +44,9 @@ static void snapshot(struct status_snapshot *s, unsigned long long big)
 		sv->ctl.baseline_us = 67108864;
 		sv->ctl.objective_us = 80530636;
 		sv->ctl.latency_us = 80530636;
+		sv->ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = 359999,
+			.since_overload_s = 359999, .last_recovery_s = 359999,
+			.last_episode_s = 359999, .recovered_ago_s = -1 };
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			struct class_status *cs = &sv->cls[c];
 
@@ -219,6 +222,25 @@ static void test_status_table_controller_line(void **state)
 	s.s[1].ctl.baseline_us = s.s[1].ctl.objective_us = 0;   /* blind, nothing learned */
 	s.s[1].ctl.latency_us = 0;
 	s.s[1].ctl.algorithm = SLUICE_CTL_ALG_FIXED;
+	s.s[0].ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = 12.44,
+		.since_overload_s = 0.3, .last_recovery_s = 75, .last_episode_s = 80,
+		.recovered_ago_s = -1 };
+	s.s[1].ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = -1,
+		.since_overload_s = 40, .last_recovery_s = 21.25, .last_episode_s = 30.5,
+		.recovered_ago_s = 4000 };
+	t = table(&s, 0);
+	assert_non_null(strstr(t, "latency 71.4ms  signal ok  limit gradient\n"
+				  "  ladder: shedding for 12.4s, last overload 0.3s ago "
+				  "(the last recovery took 1.2m)\n"));
+	assert_non_null(strstr(t, "(no latency samples: the limit is blind)\n"
+				  "  ladder: recovered 1.1h ago, 21.2s after the last overload "
+				  "(shed for 30.5s)\n"));
+	free(t);
+	s.s[1].ctl.rec.last_recovery_s = -1;          /* never cut: no ladder line */
+	s.s[0].ctl.rec.known = 0;                     /* a record it cannot read: none either */
+	t = table(&s, 0);
+	assert_null(strstr(t, "ladder:"));
+	free(t);
 	t = table(&s, 0);
 	assert_non_null(strstr(t, "\n  baseline 50.1ms  objective 60.1ms  latency 71.4ms  signal ok  "
 				  "limit gradient\n"));

@@ -79,6 +79,41 @@ int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 	return 1;
 }
 
+static double age_s(uint64_t then_ns, uint64_t now_ns)
+{
+	return then_ns < now_ns ? (double)(now_ns - then_ns) / 1e9 : 0;
+}
+
+int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
+		      struct ctl_recovery *out)
+{
+	static struct sluice_ctl_state st;   /* 2.9 KB: not on the stack */
+	const struct sluice_ladder *l = &st.lad;
+
+	*out = (struct ctl_recovery){ .shedding_s = -1, .since_overload_s = -1,
+				      .last_recovery_s = -1, .last_episode_s = -1,
+				      .recovered_ago_s = -1 };
+	if (slot->state_len != sizeof(st))
+		return -1;
+	memcpy(&st, slot->state, sizeof(st));
+	if (st.version != SLUICE_CTL_STATE_VERSION || st.size != sizeof(st))
+		return -1;
+	out->known = 1;
+	if (l->episode_ns)
+		out->shedding_s = age_s(l->episode_ns, now_ns);
+	if (l->last_overload_ns)
+		out->since_overload_s = age_s(l->last_overload_ns, now_ns);
+	/* A recovery takes at least one hold (seconds), so 0 is "none yet". The ladder's last
+	 * change is the recovery itself until the next cut opens an episode. */
+	if (l->last_recovery_s > 0) {
+		out->last_recovery_s = l->last_recovery_s;
+		out->last_episode_s = l->last_episode_s;
+		if (!l->episode_ns)
+			out->recovered_ago_s = age_s(l->last_change_ns, now_ns);
+	}
+	return 0;
+}
+
 uint32_t ctl_request_reset_gen(const struct sluice_ctl_request *rq,
 			       const struct service_conf *sc, uint32_t ack)
 {

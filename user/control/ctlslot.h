@@ -26,6 +26,23 @@ int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_co
 int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 		   const struct sluice_ctl_slot *slot, uint64_t now_ns, const char **why);
 
+/* Where the priority ladder stands in shedding and recovering, read back from an entry's own
+ * record (what status and /metrics show; the event log has each step). Seconds; -1 = none. */
+struct ctl_recovery {
+	int known;                    /* 0: the record is another sluiced version's: unread */
+	double shedding_s;            /* a class is cut: since the episode's first cut */
+	double since_overload_s;      /* since the last overloaded decision */
+	double last_recovery_s;       /* the last recovery: last overload -> every class at 100 % */
+	double last_episode_s;        /* ... and from that episode's first cut */
+	double recovered_ago_s;       /* since that recovery (-1 while shedding again) */
+};
+
+/* Fill out from the entry's record as it stood when written (ages from now_ns, the same
+ * CLOCK_MONOTONIC; a time after now_ns reads as 0 s ago). Returns 0, or -1 with out->known
+ * 0 when the record is not one this build can read. */
+int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
+		      struct ctl_recovery *out);
+
 /* A pending baseline reset for sc: the request's generation when it is for this service and
  * newer than ack, else 0. */
 uint32_t ctl_request_reset_gen(const struct sluice_ctl_request *rq,

@@ -395,6 +395,34 @@ static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 		}
 }
 
+/* Per service: the ladder's shedding and recovery, from the controller's pinned record. A
+ * recovery is timed from the last overloaded decision (the backend found healthy again) to
+ * every class admitted in full; services with none yet are left out of that family. */
+static void render_recovery(FILE *b, const struct svc_ref *sv, int n)
+{
+	family(b, "sluice_ladder_shedding_seconds", "gauge",
+	       "Time since the priority ladder's first cut of the shedding under way (0: every "
+	       "class admitted in full).");
+	for (int i = 0; i < n; i++) {
+		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].s->ctl.known && r->known)
+			sample_d(b, "sluice_ladder_shedding_seconds", &l,
+				 r->shedding_s > 0 ? r->shedding_s : 0);
+	}
+	family(b, "sluice_ladder_last_recovery_seconds", "gauge",
+	       "How long the last recovery took: from the last overload to every class admitted "
+	       "in full again.");
+	for (int i = 0; i < n; i++) {
+		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].s->ctl.known && r->known && r->last_recovery_s > 0)
+			sample_d(b, "sluice_ladder_last_recovery_seconds", &l, r->last_recovery_s);
+	}
+}
+
 /* The kernel-measured latency histogram per (service, class). */
 static void render_histograms(FILE *b, const struct svc_ref *sv, int n)
 {
@@ -628,6 +656,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	render_class_gauges(b, sv, n);
 	render_limit_breaker(b, sv, n);
 	render_objective(b, sv, n);
+	render_recovery(b, sv, n);
 	render_histograms(b, sv, n);
 	render_switches(b, sv, n);
 	render_measures(b, sv, n);

@@ -59,6 +59,7 @@ static void collect_ctl(const struct sluice_maps *m, int i, struct service_statu
 	c->latency_us = slot.latency_us;
 	c->reset_ack = slot.reset_ack;
 	c->ticks = slot.ticks;
+	ctl_slot_recovery(&slot, monotonic_ns(), &c->rec);
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++)
 		c->ladder[k] = !slot.ladder_admit[k] ? SLUICE_LADDER_OFF :
 			       slot.ladder_admit[k] >= SLUICE_PROB_ONE ? SLUICE_LADDER_FULL :
@@ -292,6 +293,44 @@ static void class_tail(FILE *f, const struct class_status *cs)
 		100.0 * (1 - cs->switch_admit));
 }
 
+/* A time in at most 7 characters: "59.9s", then minutes ("59.9m") and hours. */
+static void seconds(char *buf, size_t len, double s)
+{
+	if (s < 59.95)
+		snprintf(buf, len, "%.1fs", s);
+	else if (s < 3597)
+		snprintf(buf, len, "%.1fm", s / 60);
+	else
+		snprintf(buf, len, "%.1fh", s / 3600);
+}
+
+/* Under the controller's line, only once the ladder has cut something: how long it has been
+ * shedding, or how long the last recovery took (from the last overload, which is when the
+ * backend was found healthy again, to every class admitted in full) and how long ago. */
+static void recovery_line(FILE *f, const struct ctl_recovery *r)
+{
+	char a[16], b[16], c[16];
+
+	if (!r->known)
+		return;
+	if (r->shedding_s >= 0) {
+		seconds(a, sizeof(a), r->shedding_s);
+		seconds(b, sizeof(b), r->since_overload_s >= 0 ? r->since_overload_s : 0);
+		fprintf(f, "  ladder: shedding for %s, last overload %s ago", a, b);
+		if (r->last_recovery_s > 0) {
+			seconds(c, sizeof(c), r->last_recovery_s);
+			fprintf(f, " (the last recovery took %s)", c);
+		}
+		fputc('\n', f);
+	} else if (r->last_recovery_s > 0) {
+		seconds(a, sizeof(a), r->last_recovery_s);
+		seconds(b, sizeof(b), r->last_episode_s);
+		seconds(c, sizeof(c), r->recovered_ago_s >= 0 ? r->recovered_ago_s : 0);
+		fprintf(f, "  ladder: recovered %s ago, %s after the last overload (shed for %s)\n",
+			c, a, b);
+	}
+}
+
 /* One line under the service's: what the limit steers by, and the last decided window's median
  * latency, all classes (the class columns' p50 and p99 are since the attach, which says
  * little of now). A limit without a latency signal says so instead of showing a baseline it
@@ -312,6 +351,7 @@ static void ctl_line(FILE *f, const struct ctl_status *c)
 	else if (c->signal == SLUICE_SIGNAL_THIN)
 		fprintf(f, "  (too few samples: windows wait for more)");
 	fputc('\n', f);
+	recovery_line(f, &c->rec);
 }
 
 /* How XDP runs on each interface. Generic XDP is shouted: it works, but every packet costs an
@@ -441,6 +481,28 @@ static json_t *known_us(const struct ctl_status *c, unsigned us)
 	return c->known && us ? json_integer((json_int_t)us) : json_null();
 }
 
+/* Seconds, or null for -1 (none). */
+static json_t *secs_or_null(double s)
+{
+	return s >= 0 ? jsonio_fixed(s, 2) : json_null();
+}
+
+/* The ladder's shedding and recovery (every key null when the entry cannot be read). */
+static json_t *recovery_json(const struct ctl_recovery *r)
+{
+	const struct ctl_recovery none = { .shedding_s = -1, .since_overload_s = -1,
+					   .last_recovery_s = -1, .last_episode_s = -1,
+					   .recovered_ago_s = -1 };
+	const struct ctl_recovery *v = r->known ? r : &none;
+
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
+			 "shedding_s", secs_or_null(v->shedding_s),
+			 "since_overload_s", secs_or_null(v->since_overload_s),
+			 "last_recovery_s", secs_or_null(v->last_recovery_s),
+			 "last_episode_s", secs_or_null(v->last_episode_s),
+			 "recovered_ago_s", secs_or_null(v->recovered_ago_s));
+}
+
 /* The controller's keys of a service (null when its entry is not there). */
 static void ctl_json(json_t *o, const struct ctl_status *c)
 {
@@ -459,6 +521,7 @@ static void ctl_json(json_t *o, const struct ctl_status *c)
 	json_object_set_new(o, "ladder", lad);
 	json_object_set_new(o, "baseline_resets", c->known ?
 			    json_integer((json_int_t)c->reset_ack) : json_null());
+	json_object_set_new(o, "recovery", recovery_json(&c->rec));
 }
 
 static json_t *service_json(const struct service_status *sv)

@@ -8,6 +8,7 @@
 #include "sluice.h"
 #include "kernel/bpfmaps.h"
 #include "kernel/attach.h"
+#include "control/ctlslot.h"
 
 struct class_status {
 	struct sluice_class_stats st;            /* cumulative since attach */
@@ -35,6 +36,7 @@ struct ctl_status {
 	int ladder[SLUICE_NUM_CLASSES];          /* enum sluice_ladder_state */
 	unsigned reset_ack;                      /* last baseline reset done */
 	unsigned long long ticks;
+	struct ctl_recovery rec;                 /* the ladder: shedding since, last recovery */
 };
 
 struct service_status {
