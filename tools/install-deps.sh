@@ -8,7 +8,8 @@
 set -e
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libjansson-dev
       libcmocka-dev libmicrohttpd-dev"
-TEST_PKGS="iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus systemd"
+TEST_PKGS="iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus systemd
+           redis-server"
 quiet=0 want="$PKGS $TEST_PKGS"
 for a in "$@"; do
 	case "$a" in
@@ -32,5 +33,12 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Servers the tests use (redis-server, prometheus) run as the tests' own copies in their
+# namespaces: their packaged services are not started on install (the policy-rc.d answer
+# "not allowed", here only while this script installs, and only where none is in place).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d &&
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get install -y --no-install-recommends $missing >/dev/null ||
 	{ apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing; }
