@@ -9,7 +9,7 @@ set -e
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev libjansson-dev
       libcmocka-dev libmicrohttpd-dev"
 TEST_PKGS="iproute2 ethtool curl tmux procps python3 python3-yaml util-linux prometheus systemd
-           redis-server"
+           redis-server mariadb-server-core mariadb-client-core"
 quiet=0 want="$PKGS $TEST_PKGS"
 for a in "$@"; do
 	case "$a" in
