@@ -4,7 +4,10 @@
  * once, so a queue that stays non-empty and grows means it is saturated -- also when nothing
  * comes back to measure a latency on (every worker held, or connections that wait before
  * their first turn). Read with sock_diag on the listening sockets each tick (idiag_rqueue:
- * connections waiting, idiag_wqueue: the backlog); the SYN queue is not reported there.
+ * connections waiting, idiag_wqueue: the backlog). The SYN queue is no input: Linux drops a new
+ * SYN while the accept queue is full instead of queueing it, so a backend that falls behind
+ * leaves it empty, and what it does hold (handshakes under way, a SYN flood's forged ones)
+ * says nothing of the backend (docs/CONTROLLER.md, "The listen queue").
  *
  * Rule (per tick): the queue is **saturated** once it has held connections at every tick
  * for at least a window, and is now longer than when it began, or over half the backlog.
