@@ -108,6 +108,17 @@ ok $([ "$(svc "$TMP/after1.json" "['baseline_us'] or 0")" -gt 0 ] &&
 	[ "$(svc "$TMP/after1.json" "['limit']")" -lt 19 ] && echo 0 || echo 1) \
 	"right after the start status shows the baseline $(svc "$TMP/after1.json" "['baseline_us']") us and limit $(svc "$TMP/after1.json" "['limit']") (not the start value 19)" \
 	"$(cat "$TMP/after1.json")"
+# The ladder's shedding is read from the entry too: shown while no sluiced runs, and the
+# episode the new sluiced adopted goes on from the same first cut (or has ended in a recovery).
+sh_term=$(svc "$TMP/term.json" "['recovery']['shedding_s']")
+sh_after=$(svc "$TMP/after1.json" "['recovery']['shedding_s']")
+rec_after=$(svc "$TMP/after1.json" "['recovery']['last_recovery_s']")
+ok $(python3 -c "
+import sys
+t, a, r = sys.argv[1:]
+sys.exit(0 if t != 'None' and float(t) > 0 and (a != 'None' and float(a) >= float(t) or r != 'None') else 1)" \
+	"$sh_term" "$sh_after" "$rec_after" && echo 0 || echo 1) \
+	"status shows the ladder shedding for ${sh_term}s with no sluiced running, then ${sh_after}s after the restart (last recovery: $rec_after)"
 
 # --- kill -9, a backend failing everything while no sluiced runs, start ---------------------
 sleep 1.5 # part of the scenario: the new sluiced controls the overload a while before it is killed

@@ -283,6 +283,13 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_ladder_last_recovery_seconds{service=\"web\"} 21.25");
 	assert_no_line_prefix(t, "sluice_ladder_shedding_seconds{service=\"db\"");
 	assert_no_line_prefix(t, "sluice_ladder_last_recovery_seconds{service=\"db\"");
+	free(t);
+	/* a service the ladder never cut: shedding 0, no recovery yet reads 0 */
+	s.s[0].ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = -1, .since_overload_s = -1,
+		.last_recovery_s = -1, .last_episode_s = -1, .recovered_ago_s = -1 };
+	t = render(&s, &x);
+	assert_line(t, "sluice_ladder_shedding_seconds{service=\"web\"} 0");
+	assert_line(t, "sluice_ladder_last_recovery_seconds{service=\"web\"} 0");
 	/* process-wide */
 	assert_line(t, "sluice_controller_alive 1");
 	assert_line(t, "sluice_controller_heartbeat_age_seconds 0.25");

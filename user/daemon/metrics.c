@@ -397,7 +397,7 @@ static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 
 /* Per service: the ladder's shedding and recovery, from the controller's pinned record. A
  * recovery is timed from the last overloaded decision (the backend found healthy again) to
- * every class admitted in full; services with none yet are left out of that family. */
+ * every class admitted in full; 0 before the first (one takes at least a recovery hold). */
 static void render_recovery(FILE *b, const struct svc_ref *sv, int n)
 {
 	family(b, "sluice_ladder_shedding_seconds", "gauge",
@@ -413,13 +413,14 @@ static void render_recovery(FILE *b, const struct svc_ref *sv, int n)
 	}
 	family(b, "sluice_ladder_last_recovery_seconds", "gauge",
 	       "How long the last recovery took: from the last overload to every class admitted "
-	       "in full again.");
+	       "in full again (0: none yet).");
 	for (int i = 0; i < n; i++) {
 		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
 		struct lbl l = { sv[i].name, -1, NULL, NULL };
 
-		if (sv[i].s->ctl.known && r->known && r->last_recovery_s > 0)
-			sample_d(b, "sluice_ladder_last_recovery_seconds", &l, r->last_recovery_s);
+		if (sv[i].s->ctl.known && r->known)
+			sample_d(b, "sluice_ladder_last_recovery_seconds", &l,
+				 r->last_recovery_s > 0 ? r->last_recovery_s : 0);
 	}
 }
 
