@@ -33,7 +33,8 @@ LAYOUT_DRILL := $(BUILD)/tests/layout_drill/sluiced $(BUILD)/tests/layout_drill/
 E2E_OBJS   := $(BUILD)/tests/xdp_pass.bpf.o $(BUILD)/tests/xdp_drop.bpf.o \
               $(BUILD)/tests/tc_count.bpf.o $(BUILD)/tests/tc_vlan.bpf.o $(LAYOUT_DRILL)
 BENCH_BINS := $(BUILD)/bench/bench_pktcost $(BUILD)/bench/bench_tick $(BUILD)/bench/bench_daemon \
-              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight $(BUILD)/bench/jitlines
+              $(BUILD)/bench/empty_xdp.bpf.o $(BUILD)/bench/bench_inflight $(BUILD)/bench/jitlines \
+              $(BUILD)/bench/qdelay
 FUZZ_PARSERS := config switches plan budget
 FUZZ_PARSER_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_PARSERS))
 FUZZ_BINS  := $(BUILD)/fuzz/fuzz_datapath $(FUZZ_PARSER_BINS)
@@ -140,6 +141,16 @@ $(BUILD)/bench/bench_inflight: tests/bpf/bench_inflight.c $(BUILD)/inflight_unit
 $(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/bpf $< $(LIB) $(LIBS) -o $@
+
+# An experiment beside a running sluiced (tests/bench/qdelay.bpf.c): how long requests wait
+# before the server first reads them. Built by `make bench`; tests/bench/qdelay-knee.sh runs it.
+$(BUILD)/bench/qdelay.bpf.o: tests/bench/qdelay.bpf.c $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/bench/qdelay.skel.h: $(BUILD)/bench/qdelay.bpf.o
+	$(BPFTOOL) gen skeleton $< name qdelay_bpf > $@
+$(BUILD)/bench/qdelay: tests/bench/qdelay.c $(BUILD)/bench/qdelay.skel.h
+	$(CC) $(CFLAGS) -I$(BUILD)/bench $< -lbpf -lelf -lz -lm -o $@
 
 # The pure controller compiled into one unit (see the source); only jansson is linked.
 $(BUILD)/bench/bench_tick: tests/bench/bench_tick.c
