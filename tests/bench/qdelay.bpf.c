@@ -94,37 +94,36 @@ static __always_inline __u32 bucket_of(__u64 v)
 }
 
 /* tcp_recvmsg calls tcp_rcv_space_adjust (and its tracepoint) each time it has copied data
- * to the application. A raw tracepoint: this host's kernel has no kprobes and refuses
- * fentry/fexit programs (EPERM), and a raw tracepoint needs no tracefs. */
-SEC("raw_tracepoint/tcp_rcv_space_adjust")
-int first_read(struct bpf_raw_tracepoint_args *ctx)
+ * to the application. A BTF tracepoint: it reads the socket's fields directly (this host's
+ * kernel has no kprobes and refuses fentry/fexit programs, EPERM). */
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(first_read, struct sock *sk)
 {
-	struct sock *sk = (struct sock *)(unsigned long)ctx->args[0];
 	struct sluice_flow_key key = {};
 	struct sluice_flow *f;
 	struct qd_hist *h;
 	__u32 zero = 0, own;
 	__u64 start, now, *last;
 
-	if (BPF_CORE_READ(sk, __sk_common.skc_num) != service_port)
+	if (sk->__sk_common.skc_num != service_port)
 		return 0;
 	h = bpf_map_lookup_elem(&hist, &zero);
 	if (!h)
 		return 0;
 	h->reads++;
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) == 2 /* AF_INET */) {
-		__be32 a = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-		__be32 l = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+	if (sk->__sk_common.skc_family == 2 /* AF_INET */) {
+		__be32 a = sk->__sk_common.skc_daddr;
+		__be32 l = sk->__sk_common.skc_rcv_saddr;
 
 		key.client_addr[10] = key.client_addr[11] = 0xff;
 		key.local_addr[10] = key.local_addr[11] = 0xff;
 		__builtin_memcpy(key.client_addr + 12, &a, 4);
 		__builtin_memcpy(key.local_addr + 12, &l, 4);
 	} else {
-		BPF_CORE_READ_INTO(&key.client_addr, sk, __sk_common.skc_v6_daddr);
-		BPF_CORE_READ_INTO(&key.local_addr, sk, __sk_common.skc_v6_rcv_saddr);
+		__builtin_memcpy(key.client_addr, &sk->__sk_common.skc_v6_daddr, 16);
+		__builtin_memcpy(key.local_addr, &sk->__sk_common.skc_v6_rcv_saddr, 16);
 	}
-	key.client_port = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	key.client_port = sk->__sk_common.skc_dport;
 	key.service_port = bpf_htons(service_port);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (!f) {
