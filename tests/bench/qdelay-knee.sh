@@ -5,12 +5,15 @@
 # overload (wrk, CONNS keep-alive connections, all L3): sluice's own admitted latency
 # (request -> first response byte: wait + service) and the wait alone (request -> the
 # server's first read of it, tests/bench/qdelay.bpf.c). Prints one line per (run, limit).
-#   tests/bench/qdelay-knee.sh      env: LIMITS RUNS DUR CONNS (defaults below)
+#   tests/bench/qdelay-knee.sh      env: LIMITS RUNS DUR CONNS LOOP RATE (defaults below)
+# LOOP=open: tools/loadgen's open loop instead (Poisson arrivals at RATE/s, keep-alive).
 # Needs root, apache2, wrk (make bench installs them) and a built tree (make bench).
 LIMITS=${LIMITS:-"12 14 15 16 17 18 20 24"}
 RUNS=${RUNS:-2}
 DUR=${DUR:-7}
 CONNS=${CONNS:-56}
+LOOP=${LOOP:-closed}
+RATE=${RATE:-1100}         # open loop: 3.5 x the ~315 answers/s this Apache gives
 TAG=qdk
 source "$(dirname "$0")/../e2e/lib.sh"
 for t in apache2 wrk; do command -v $t >/dev/null || { echo "qdelay-knee: $t missing (make bench installs it)" >&2; exit 1; }; done
@@ -28,7 +31,9 @@ apache_up() { $IN_CLI curl -s -o /dev/null --max-time 1 http://$SRV_IP:8080/; }
 wait_for 10 "Apache to answer" apache_up || { cat "$A/error.log" >&2; exit 1; }
 
 echo "# qdelay-knee $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo -dirty) $(date -u '+%F %T') UTC, kernel $(uname -r), $(nproc) CPUs"
-echo "# Apache $WORKERS workers x $SERVICE_MS ms; wrk $CONNS keep-alive connections (L3), $DUR s per limit; the wait probe over the middle $((DUR - 2)) s"
+if [ "$LOOP" = open ]; then LOADDESC="loadgen open loop, $RATE arrivals/s (Poisson, keep-alive, L3)"
+else LOADDESC="wrk $CONNS keep-alive connections (L3)"; fi
+echo "# Apache $WORKERS workers x $SERVICE_MS ms; $LOADDESC, $DUR s per limit; the wait probe over the middle $((DUR - 2)) s"
 printf '%-4s %-6s %8s %8s %9s %9s %7s %9s %9s %9s %9s\n' run limit "ok/s" "429/s" "adm_p50" "adm_p99" waits "wait_p50" "wait_p90" "wait_p99" "wait_avg"
 for run in $(seq 1 "$RUNS"); do
 	for L in $LIMITS; do
@@ -46,8 +51,14 @@ services:
     default_class: L3
 Y
 		start_sluiced "$TMP/sluice.yaml" >/dev/null || { echo "qdelay-knee: sluiced did not start" >&2; exit 1; }
-		$IN_CLI timeout $((DUR + 20)) wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 2s \
-			http://$SRV_IP:8080/ > "$TMP/wrk.out" 2>&1 &
+		if [ "$LOOP" = open ]; then
+			$IN_CLI timeout -s INT $((DUR + 20)) "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
+				--mode http-keepalive --rate "$RATE" --duration "$DUR" --timeout-ms 2000 \
+				--seed "$run" --quiet --class L3:1 > "$TMP/wrk.out" 2>&1 &
+		else
+			$IN_CLI timeout $((DUR + 20)) wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 2s \
+				http://$SRV_IP:8080/ > "$TMP/wrk.out" 2>&1 &
+		fi
 		wpid=$!
 		sleep 1
 		"$BUILD/bench/qdelay" "$PIN" 8080 $((DUR - 2)) > "$TMP/qd.json" 2> "$TMP/qd.err"
@@ -59,8 +70,12 @@ Y
 import json, re, sys
 run, L, dur, wrk, qd, st, qerr = sys.argv[1:]
 w = open(wrk).read()
-total = int(re.search(r'(\d+) requests in', w).group(1))
-non2xx = int((re.search(r'Non-2xx or 3xx responses: (\d+)', w) or [0, 0])[1])
+if w.lstrip().startswith('{'):              # loadgen's JSON: answered and refused
+    lg = json.loads(w)['classes']['L3']
+    total, non2xx = lg['ok'] + lg['http_429'], lg['http_429']
+else:
+    total = int(re.search(r'(\d+) requests in', w).group(1))
+    non2xx = int((re.search(r'Non-2xx or 3xx responses: (\d+)', w) or [0, 0])[1])
 try:
     q = json.load(open(qd))
 except Exception:
