@@ -4,7 +4,8 @@
 # starts to queue, read two ways at each of a series of fixed limits under a closed-loop
 # overload (wrk, CONNS keep-alive connections, all L3): sluice's own admitted latency
 # (request -> first response byte: wait + service) and the wait alone (request -> the
-# server's first read of it, tests/bench/qdelay.bpf.c). Prints one line per (run, limit).
+# server's first read of it, tests/bench/qdelay.bpf.c). Prints one line per (run, limit);
+# the limit `dayone` runs the bench's day-one config (adaptive limit) instead.
 #   tests/bench/qdelay-knee.sh      env: LIMITS RUNS DUR CONNS LOOP RATE (defaults below)
 # LOOP=open: tools/loadgen's open loop instead (Poisson arrivals at RATE/s, keep-alive).
 # Needs root, apache2, wrk (make bench installs them) and a built tree (make bench).
@@ -37,7 +38,11 @@ echo "# Apache $WORKERS workers x $SERVICE_MS ms; $LOADDESC, $DUR s per limit; t
 printf '%-4s %-6s %8s %8s %9s %9s %7s %9s %9s %9s %9s\n' run limit "ok/s" "429/s" "adm_p50" "adm_p99" waits "wait_p50" "wait_p90" "wait_p99" "wait_avg"
 for run in $(seq 1 "$RUNS"); do
 	for L in $LIMITS; do
-		cat > "$TMP/sluice.yaml" <<Y
+		if [ "$L" = dayone ]; then   # the bench's day-one config: the adaptive limit
+			sed "s|@STATE@|$TMP/state|g; s|@L0@|198.18.0.10|g" tools/bench/sluice-dayone.yaml \
+				> "$TMP/sluice.yaml"
+		else
+			cat > "$TMP/sluice.yaml" <<Y
 interface: s0
 state_dir: $TMP/state
 services:
@@ -50,6 +55,7 @@ services:
     connection_cap: off
     default_class: L3
 Y
+		fi
 		start_sluiced "$TMP/sluice.yaml" >/dev/null || { echo "qdelay-knee: sluiced did not start" >&2; exit 1; }
 		if [ "$LOOP" = open ]; then
 			$IN_CLI timeout -s INT $((DUR + 20)) "$BUILD/tools/loadgen" --target $SRV_IP:8080 \
@@ -64,6 +70,7 @@ Y
 		"$BUILD/bench/qdelay" "$PIN" 8080 $((DUR - 2)) > "$TMP/qd.json" 2> "$TMP/qd.err"
 		wait $wpid
 		"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"
+		[ "$L" = dayone ] && echo "# day one: the limit at the end $(json_get "$TMP/status.json" "d['services'][0]['limit']")"
 		kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
 		python3 - "$run" "$L" "$DUR" "$TMP/wrk.out" "$TMP/qd.json" "$TMP/status.json" "$TMP/qd.err" <<'PY'
