@@ -6,7 +6,9 @@
 # (request -> first response byte: wait + service) and the wait alone (request -> the
 # server's first read of it, tests/bench/qdelay.bpf.c). Prints one line per (run, limit);
 # the limit `dayone` runs the bench's day-one config (adaptive limit) instead.
-#   tests/bench/qdelay-knee.sh      env: LIMITS RUNS DUR CONNS LOOP RATE (defaults below)
+#   tests/bench/qdelay-knee.sh      env: LIMITS RUNS DUR CONNS LOOP RATE KEEP (defaults below;
+#                                   KEEP=DIR keeps each run's sluiced log there;
+#                                   DAYONE_SLO=60ms adds latency_slo to the dayone config)
 # LOOP=open: tools/loadgen's open loop instead (Poisson arrivals at RATE/s, keep-alive).
 # Needs root, apache2, wrk (make bench installs them) and a built tree (make bench).
 LIMITS=${LIMITS:-"12 14 15 16 17 18 20 24"}
@@ -41,6 +43,8 @@ for run in $(seq 1 "$RUNS"); do
 		if [ "$L" = dayone ]; then   # the bench's day-one config: the adaptive limit
 			sed "s|@STATE@|$TMP/state|g; s|@L0@|198.18.0.10|g" tools/bench/sluice-dayone.yaml \
 				> "$TMP/sluice.yaml"
+			# DAYONE_SLO=60ms: the same with the objective written as a latency
+			[ -z "${DAYONE_SLO:-}" ] || echo "    latency_slo: $DAYONE_SLO" >> "$TMP/sluice.yaml"
 		else
 			cat > "$TMP/sluice.yaml" <<Y
 interface: s0
@@ -72,6 +76,7 @@ Y
 		"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"
 		[ "$L" = dayone ] && echo "# day one: the limit at the end $(json_get "$TMP/status.json" "d['services'][0]['limit']")"
 		kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
+		[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$SLUICED_LOG" "$KEEP/sluiced-$LOOP-$L-$run.log"; }
 		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1
 		python3 - "$run" "$L" "$DUR" "$TMP/wrk.out" "$TMP/qd.json" "$TMP/status.json" "$TMP/qd.err" <<'PY'
 import json, re, sys
