@@ -179,3 +179,14 @@ attached_or_gone() { # done waiting: attached, or the process has exited
 json_get() { # json_get FILE EXPR  (python expression on `d`)
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
+
+# The first service's status, as most tests read it (a test may define its own instead):
+# status writes `sluicectl status --json` of this test's pins to $TMP/status.json, svc KEY
+# reads a key of the first service, cls CLASS KEY one of its class CLASS.
+status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
+svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
+cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
+# hist_samples SERVICE CLASS: the latency samples in the class's histogram (`sluicectl hist`).
+hist_samples() {
+	"$BUILD/sluicectl" --pin-dir "$PIN" hist "$1" "$2" | awk -F'[:|]' '/->/ { n += $2 } END { print n + 0 }'
+}

@@ -37,9 +37,6 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:70
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches with a tcp service and an adaptive limit"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
-cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 
 # L0: 600 connections per second, one 20 ms query each (about 12 busy); L3: 300 per second

@@ -50,11 +50,7 @@ wait_for 20 "mariadbd to answer" db_up ||
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches with MariaDB as a tcp service"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
-cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
-# The L0 histogram's sample count, summed over its buckets (`sluicectl hist`).
-samples() { "$BUILD/sluicectl" --pin-dir "$PIN" hist db L0 | awk -F'[:|]' '/->/ { n += $2 } END { print n + 0 }'; }
+samples() { hist_samples db L0; }
 # N copies of a statement, as one -e argument.
 stmts() { local i out=""; for i in $(seq 1 "$1"); do out="$out$2; "; done; echo "$out"; }
 

@@ -41,11 +41,7 @@ wait_for 5 "redis-server to answer PING" redis_up ||
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches with Redis as a tcp service"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
-cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
-# The L0 histogram's sample count, summed over its buckets (`sluicectl hist`).
-samples() { "$BUILD/sluicectl" --pin-dir "$PIN" hist cache L0 | awk -F'[:|]' '/->/ { n += $2 } END { print n + 0 }'; }
+samples() { hist_samples cache L0; }
 rcli() { $IN_CLI redis-cli -h $SRV_IP -p 6379 "$@"; }
 
 # --- 1. 100 commands of 20 ms each, from L0's address, one after the other --------------

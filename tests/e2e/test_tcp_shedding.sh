@@ -54,9 +54,7 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:70
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches to the server veth and reports a heartbeat"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 inflight() { status; json_get "$TMP/status.json" "d['services'][0]['in_flight']"; }
-cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 
 # --- overload: 200 L3 connections and 8 L0 connections, each waiting 10 s for its answer -

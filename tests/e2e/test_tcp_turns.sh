@@ -36,9 +36,6 @@ start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:70
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches with a tcp service"
 
-status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
-svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
-cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
 
 # --- four idle pooled connections (L3, the client's own address): open, never speaking ----
 # bash's /dev/tcp holds them; the process sleeps until the test ends (cleanup kills it).

@@ -87,7 +87,8 @@ static double age_s(uint64_t then_ns, uint64_t now_ns)
 int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
 		      struct ctl_recovery *out)
 {
-	static struct sluice_ctl_state st;   /* 2.9 KB: not on the stack */
+	/* 2.9 KB: not on the stack; per thread, as status is read from /metrics' thread too */
+	static __thread struct sluice_ctl_state st;
 	const struct sluice_ladder *l = &st.lad;
 
 	*out = (struct ctl_recovery){ .shedding_s = -1, .since_overload_s = -1,
