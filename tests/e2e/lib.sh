@@ -186,6 +186,17 @@ json_get() { # json_get FILE EXPR  (python expression on `d`)
 status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
+# ok_p50_is MS CLASS WHAT: a TAP line: the class's p50 in $TMP/status.json (run status first)
+# is a server's fixed service time of MS. The histogram's buckets are up to 25 % wide and a
+# quantile interpolates inside one (20 ms answers read as 16-21 ms), and a busy shared host
+# adds to the tail, not to the median: 0.8-1.3x.
+ok_p50_is() {
+	local ms=$1 c=$2 what=$3 p50 p99
+	p50=$(cls "$c" p50_us); p99=$(cls "$c" p99_us)
+	ok $([ "$p50" -ge $((ms * 800)) ] && [ "$p50" -le $((ms * 1300)) ] && echo 0 || echo 1) \
+		"$what read as an $c p50 of ${p50} us (p99 ${p99} us), with no protocol parsing" \
+		"$(cat "$TMP/status.json")"
+}
 # hist_samples SERVICE CLASS: the latency samples in the class's histogram (`sluicectl hist`).
 hist_samples() {
 	"$BUILD/sluicectl" --pin-dir "$PIN" hist "$1" "$2" | awk -F'[:|]' '/->/ { n += $2 } END { print n + 0 }'
