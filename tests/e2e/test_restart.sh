@@ -24,8 +24,8 @@ services:
     port: 7000
     protocol: tcp
     reject: rst
-    limit: { fixed: 20 }
-    headroom: { L0: 100, L1: 90, L2: 75, L3: 50 }
+    limit: { fixed: 40 }
+    headroom: { L0: 100, L1: 90, L2: 75, L3: 25 }
     headroom_mode: fixed
     default_class: L3
     classify:
@@ -72,7 +72,12 @@ SAMPLER=$LAST_PID
 
 # --- load: 6 s of arrivals on both services, L0 within its share, L3 well over ------------
 # tcp: L3 100/s, each connection's query answered after 300 ms (busy that long) = ~30
-# wanting 10 slots; L0 10/s.
+# wanting 10 slots (25 % of 40); L0 10/s, about 3 busy. L0's room is the whole limit: a tcp
+# connection is decided at its SYN and counts once its query is under way, so L3 connections
+# admitted while their clients lag (a sluiced starting takes the 2 CPUs for a moment) start
+# their turns together and overshoot L3's 10 (docs/RELIABILITY.md); with a limit of 20 one L0
+# connection in 60 was refused in one CI run of 2026-12-05 that way. This test is about the
+# restarts, so L0 keeps room beyond any such overshoot.
 # http: keep-alive, L3 250/s of 20 ms requests against 2 slots; L0 20/s.
 LOAD=""
 run_load() { # run_load OUT ARGS...
@@ -112,6 +117,9 @@ touch "$TMP/stop-sampler"; wait "$SAMPLER" 2>/dev/null
 ok $([ "$still" = yes ] && echo 0 || echo 1) "the load was still running when both restarts were done"
 
 # --- every admitted unit succeeded; refusals kept coming -----------------------------------
+$STATUS > "$TMP/status.json"
+# why a class was refused, for the diagnostics: service index, class
+why_refused() { json_get "$TMP/status.json" "[c for c in d['services'][$1]['classes'] if c['class']=='$2'][0]['rejected_by']"; }
 for f in t0:L0 t3:L3 h0:L0 h3:L3; do
 	j=$TMP/${f%%:*}.json c=${f##*:}
 	sent=$(lg "$j" "$c" sent) okn=$(lg "$j" "$c" ok) rej=$(lg "$j" "$c" rejected)
@@ -126,7 +134,7 @@ for f in t0:L0 t3:L3 h0:L0 h3:L3; do
 		if [ $want_rej = 1 ]; then [ "$rej" -ge $((sent / 4)) ] && [ "$okn" -ge 20 ]
 		else [ "$rej" = 0 ]; fi && echo 0 || echo 1) \
 		"${f%%:*} $c across both restarts: $okn ok, $rej refused, $err failed ($retr retried) of $sent" \
-		"$(cat "$j")"
+		"$(cat "$j")" "sluice's reasons: $(why_refused $([ "${f:0:1}" = t ] && echo 0 || echo 1) "$c")"
 done
 
 # --- no fail-open: the data path never saw a stale heartbeat ------------------------------
