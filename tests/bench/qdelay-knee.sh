@@ -70,7 +70,7 @@ Y
 				http://$SRV_IP:8080/ > "$TMP/wrk.out" 2>&1 &
 		fi
 		wpid=$!
-		sleep 1
+		sleep 1 # part of the measurement: the probe skips the load's first second
 		"$BUILD/bench/qdelay" "$PIN" 8080 $((DUR - 2)) > "$TMP/qd.json" 2> "$TMP/qd.err"
 		wait $wpid
 		"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"

@@ -98,11 +98,11 @@ for c in L0:40 L1:40 L2:40 L3:40; do     # 160/s against 400/s of capacity, for 
 	LG="$LG $LAST_PID"
 done
 REC=""
-for _ in $(seq 1 40); do
-	sleep 0.5
+recovered() { # status says every class is admitted in full again after a recovery
 	REC=$(shop_recovery)
-	python3 -c "import json, sys; r = json.loads(sys.argv[1]); sys.exit(0 if r['shedding_s'] is None and r['last_recovery_s'] is not None else 1)" "$REC" && break
-done
+	python3 -c "import json, sys; r = json.loads(sys.argv[1]); sys.exit(0 if r['shedding_s'] is None and r['last_recovery_s'] is not None else 1)" "$REC"
+}
+wait_for 20 "status to show the ladder recovered (every class admitted in full)" recovered
 kill $LG 2>/dev/null; wait $LG 2>/dev/null
 EV=$(grep '"machine":"ladder"' "$LOG" | grep '"why":"recovered"' | tail -n 1 | grep -o '"recovery_s":[0-9.e+-]*' | cut -d: -f2)
 echo "# recovery: shedding right after the overload: $REC_BEFORE; after the light load: $REC; the event's recovery_s: ${EV:-none}"

@@ -70,13 +70,13 @@ n0=$(samples)
 q -e "$(stmts 200 'SELECT 1')" > "$TMP/one.out" 2>&1
 settled() { [ $(($(samples) - $1)) -ge "$2" ]; }
 wait_for 3 "200 samples" settled "$n0" 200
-sleep 0.2
+sleep 0.2 # an absence: no sample beyond the 200 (nothing to poll for)
 n1=$(samples)
 ok $([ "$(grep -c '^1$' "$TMP/one.out")" = 200 ] && [ $((n1 - n0)) = 200 ] && echo 0 || echo 1) \
 	"200 SELECT 1 on one connection: $((n1 - n0)) samples (200)" "$(tail -n 2 "$TMP/one.out")"
 for i in $(seq 1 10); do q -e "SELECT 2"; done > "$TMP/ten.out" 2>&1
 wait_for 3 "10 samples" settled "$n1" 10
-sleep 0.2
+sleep 0.2 # an absence: no sample beyond the 10 (nothing to poll for)
 n2=$(samples)
 ok $([ "$(grep -c '^2$' "$TMP/ten.out")" = 10 ] && [ $((n2 - n1)) = 10 ] && echo 0 || echo 1) \
 	"10 connections of one query each: $((n2 - n1)) samples (10)"

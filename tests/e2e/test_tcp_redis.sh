@@ -91,7 +91,7 @@ print(got.count(b"+PONG\r\n"))
 PY
 settled_pipe() { [ $(($(samples) - n2)) -ge 1 ]; }
 wait_for 3 "the pipelined connection's sample" settled_pipe
-sleep 0.2
+sleep 0.2 # an absence: no second sample for the batch (nothing to poll for)
 n3=$(samples)
 ok $([ "$(cat "$TMP/pipe.out")" = 50 ] && [ $((n3 - n2)) = 1 ] && echo 0 || echo 1) \
 	"50 pipelined PINGs in one write: $(cat "$TMP/pipe.out") answers, $((n3 - n2)) sample (one turn)"

@@ -91,9 +91,7 @@ int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
 	static __thread struct sluice_ctl_state st;
 	const struct sluice_ladder *l = &st.lad;
 
-	*out = (struct ctl_recovery){ .shedding_s = -1, .since_overload_s = -1,
-				      .last_recovery_s = -1, .last_episode_s = -1,
-				      .recovered_ago_s = -1 };
+	*out = CTL_RECOVERY_NONE;
 	if (slot->state_len != sizeof(st))
 		return -1;
 	memcpy(&st, slot->state, sizeof(st));

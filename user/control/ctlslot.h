@@ -37,6 +37,10 @@ struct ctl_recovery {
 	double recovered_ago_s;       /* since that recovery (-1 while shedding again) */
 };
 
+/* Nothing known: every time -1 (a record not read, or nothing happened yet). */
+#define CTL_RECOVERY_NONE ((struct ctl_recovery){ .shedding_s = -1, .since_overload_s = -1, \
+	.last_recovery_s = -1, .last_episode_s = -1, .recovered_ago_s = -1 })
+
 /* Fill out from the entry's record as it stood when written (ages from now_ns, the same
  * CLOCK_MONOTONIC; a time after now_ns reads as 0 s ago). Returns 0, or -1 with out->known
  * 0 when the record is not one this build can read. */

@@ -395,33 +395,36 @@ static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 		}
 }
 
-/* Per service: the ladder's shedding and recovery, from the controller's pinned record. A
- * recovery is timed from the last overloaded decision (the backend found healthy again) to
- * every class admitted in full; 0 before the first (one takes at least a recovery hold). */
+/* One gauge per service of a ladder time (the struct ctl_recovery field at off, in s; none
+ * reads 0), from the controller's pinned record; services without it are left out. */
+static void recovery_seconds(FILE *b, const struct svc_ref *sv, int n, const char *name,
+			     const char *help, size_t off)
+{
+	family(b, name, "gauge", help);
+	for (int i = 0; i < n; i++) {
+		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+		double v;
+
+		if (!sv[i].s->ctl.known || !r->known)
+			continue;
+		memcpy(&v, (const char *)r + off, sizeof(v));
+		sample_d(b, name, &l, v > 0 ? v : 0);
+	}
+}
+
+/* Per service: the ladder's shedding and recovery. A recovery is timed from the last
+ * overloaded decision (the backend found healthy again) to every class admitted in full; 0
+ * before the first (one takes at least a recovery hold). */
 static void render_recovery(FILE *b, const struct svc_ref *sv, int n)
 {
-	family(b, "sluice_ladder_shedding_seconds", "gauge",
-	       "Time since the priority ladder's first cut of the shedding under way (0: every "
-	       "class admitted in full).");
-	for (int i = 0; i < n; i++) {
-		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
-		struct lbl l = { sv[i].name, -1, NULL, NULL };
-
-		if (sv[i].s->ctl.known && r->known)
-			sample_d(b, "sluice_ladder_shedding_seconds", &l,
-				 r->shedding_s > 0 ? r->shedding_s : 0);
-	}
-	family(b, "sluice_ladder_last_recovery_seconds", "gauge",
-	       "How long the last recovery took: from the last overload to every class admitted "
-	       "in full again (0: none yet).");
-	for (int i = 0; i < n; i++) {
-		const struct ctl_recovery *r = &sv[i].s->ctl.rec;
-		struct lbl l = { sv[i].name, -1, NULL, NULL };
-
-		if (sv[i].s->ctl.known && r->known)
-			sample_d(b, "sluice_ladder_last_recovery_seconds", &l,
-				 r->last_recovery_s > 0 ? r->last_recovery_s : 0);
-	}
+	recovery_seconds(b, sv, n, "sluice_ladder_shedding_seconds",
+			 "Time since the priority ladder's first cut of the shedding under way (0: "
+			 "every class admitted in full).", offsetof(struct ctl_recovery, shedding_s));
+	recovery_seconds(b, sv, n, "sluice_ladder_last_recovery_seconds",
+			 "How long the last recovery took: from the last overload to every class "
+			 "admitted in full again (0: none yet).",
+			 offsetof(struct ctl_recovery, last_recovery_s));
 }
 
 /* The kernel-measured latency histogram per (service, class). */

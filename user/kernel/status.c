@@ -490,10 +490,7 @@ static json_t *secs_or_null(double s)
 /* The ladder's shedding and recovery (every key null when the entry cannot be read). */
 static json_t *recovery_json(const struct ctl_recovery *r)
 {
-	const struct ctl_recovery none = { .shedding_s = -1, .since_overload_s = -1,
-					   .last_recovery_s = -1, .last_episode_s = -1,
-					   .recovered_ago_s = -1 };
-	const struct ctl_recovery *v = r->known ? r : &none;
+	const struct ctl_recovery none = CTL_RECOVERY_NONE, *v = r->known ? r : &none;
 
 	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
 			 "shedding_s", secs_or_null(v->shedding_s),
