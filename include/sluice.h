@@ -830,6 +830,17 @@ struct sluice_inflight {
 	__s64 cls[SLUICE_NUM_CLASSES];
 };
 
+/* The wait before the server reads (bpf/readwait.bpf.c, optional; not part of the pinned
+ * layout): per service slot, how many admitted requests (http) or turns (tcp) the server
+ * first read since the probe was loaded, and the sum of how long each had waited in the
+ * host -- in its socket or, on a new connection, the accept queue -- from its first segment
+ * to that read. The service time is not in it: latency minus wait is what the backend took.
+ * Cumulative; the controller takes deltas. */
+struct sluice_wait_stats {
+	__u64 count;
+	__u64 sum_ns;
+};
+
 /* Map `inflight_est` (ARRAY, one per service, not pinned: each load makes and fills its own):
  * per class, the sum of what every CPU has published of its stripe of `inflight_pcpu`; map
  * `inflight_pub` (PERCPU_ARRAY, the same struct sluice_inflight, total unused, not pinned):

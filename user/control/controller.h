@@ -137,6 +137,9 @@ struct ctl_inputs {
 	                              * in the cumulative histogram and are counted, with their
 	                              * quantiles, by the next tick that reads it. Only when
 	                              * service_ctl_quantile_hold allowed it; 0 = none */
+	struct sluice_wait_stats wait;  /* cumulative waits before the server's first read
+	                              * (user/kernel/readwait.h), read when wait_have */
+	int wait_have;                /* the wait probe runs: 0 = no wait signal this tick */
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
