@@ -9,7 +9,10 @@
  * does. Counters and latency histograms are cumulative, as the maps are. Clients: open-loop
  * Poisson per class (rate may change over time) and/or closed-loop clients (think time, a
  * back-off after a refusal). Time advances in steps of 100 us; the controller ticks every
- * 100 ms. Every admitted request's (admission time, latency, class) is kept for measurement. */
+ * 100 ms. Every admitted request's (admission time, latency, class) is kept for measurement.
+ * With wait_probe the controller also gets the wait before the server reads, as
+ * bpf/readwait.bpf.c measures it: from a request's arrival to the worker taking it (plus
+ * read_delay_ms, a server that reads late whatever its load). */
 #ifndef SLUICE_TEST_SIM_H
 #define SLUICE_TEST_SIM_H
 
@@ -46,6 +49,10 @@ struct sim {
 	int client_cls;                   /* -1: client i is class i % 4 */
 	int l0_clients;                   /* clients 0 .. l0_clients - 1 are L0 (else as above) */
 	double think_ms, backoff_ms;
+	int wait_probe;                   /* the wait before the server reads is measured (as
+	                                   * bpf/readwait.bpf.c does): arrival to a worker */
+	double read_delay_ms;             /* a server that reads each request this late whatever
+	                                   * its load (a wait that is not a queue) */
 	void *ctx;
 
 	/* controller */
@@ -75,6 +82,7 @@ struct sim {
 };
 
 static uint64_t sim_seed = 42;
+static int sim_wait_probe;            /* sim_init: the new sim measures the wait */
 
 static inline void sim_init(struct sim *s, int workers, double service_ms)
 {
@@ -92,6 +100,7 @@ static inline void sim_init(struct sim *s, int workers, double service_ms)
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		s->min_admit[c] = SLUICE_PROB_ONE;
 	s->min_limit = UINT32_MAX;
+	s->wait_probe = sim_wait_probe;
 }
 
 /* After changing s->sc: (re)create the controller. */
@@ -177,6 +186,7 @@ static inline void sim_tick(struct sim *s)
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		s->in.inflight.cls[c] = s->inflight[c];
 	s->in.inflight.total = s->inflight[0] + s->inflight[1] + s->inflight[2] + s->inflight[3];
+	s->in.wait_have = s->wait_probe;
 	service_ctl_tick(&s->ctl, &s->sc, &s->in, 0, s->now_us * 1000, &s->sink, &s->v, &opened);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (sluice_prob_complement(s->v.shed_prob[c]) < s->min_admit[c])
@@ -246,6 +256,11 @@ static inline void sim_run(struct sim *s, uint64_t t_end_us)
 			s->cur_cls = s->on[w].cls;
 			ms = s->svc ? s->svc(s, t, &err) : s->service_ms;
 			ms *= 1 - s->jitter + 2 * s->jitter * sim_u(s);
+			/* the worker reads the request now (a late reader: read_delay_ms on) */
+			s->in.wait.count++;
+			s->in.wait.sum_ns += (t - s->on[w].arr_us) * 1000 +
+					     (uint64_t)(s->read_delay_ms * 1e6);
+			ms += s->read_delay_ms;
 			s->on_err[w] = err;
 			s->busy_until[w] = t + (uint64_t)(ms * 1000) + 1;
 			s->busy_us += (uint64_t)(ms * 1000);

@@ -929,6 +929,57 @@ static void test_http_rate_is_responses(void **st)
 	assert_true(v.limit < lim0);
 }
 
+/* The wait before the server reads (control/waitknee.h) is a cumulative counter like the
+ * others: its first reading is a snapshot (a history of long waits is not one tick's), a
+ * tick without it leaves the window without a wait, and counters that went backwards (a new
+ * probe) are not a delta. */
+static void test_wait_counters_are_deltas(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.latency_slo_ms = 30;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	in.wait_have = 1;
+	in.wait.count = 1000000;
+	in.wait.sum_ns = 1000000ull * 100 * MS;     /* 100 ms each, before this sluiced */
+	for (int t = 1; t <= 15; t++) {
+		now += 100 * MS;
+		traffic(&in, 0, 30, 0, 20000, 4);
+		in.wait.count += 30;
+		in.wait.sum_ns += 30 * 200000;          /* 0.2 ms each */
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+	}
+	assert_true(s.windows >= 1);
+	assert_true(s.wk.last_wait_us > 150 && s.wk.last_wait_us < 250);
+	/* the probe went away for a tick: the window under way has no wait */
+	in.wait_have = 0;
+	now += 100 * MS;
+	traffic(&in, 0, 30, 0, 20000, 4);
+	service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+	assert_int_equal(s.win.wait_gap, 1);
+	/* a new probe counts from zero: a snapshot again, never a negative delta */
+	in.wait_have = 1;
+	in.wait.count = 30;
+	in.wait.sum_ns = 30 * 300000;
+	for (int t = 0; t < 25; t++) {         /* the window with the gap, then a whole one */
+		now += 100 * MS;
+		traffic(&in, 0, 30, 0, 20000, 4);
+		in.wait.count += 30;
+		in.wait.sum_ns += 30 * 300000;
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+		assert_true(s.win.wait_ns <= s.win.waits * 300000);
+	}
+	assert_true(s.wk.last_wait_us > 250 && s.wk.last_wait_us < 350);
+	assert_int_equal(s.wk.trims, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -949,6 +1000,7 @@ int main(void)
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),
 		cmocka_unit_test(test_http_rate_is_responses),
+		cmocka_unit_test(test_wait_counters_are_deltas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

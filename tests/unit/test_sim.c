@@ -2,7 +2,8 @@
 /* The controller in closed loop with a simulated backend (tests/unit/sim.h), on a fake clock:
  * overload with closed-loop clients, low traffic, an always-slow backend, a fail-fast
  * backend, a restart in the middle of an overload, a step of the offered load, a short blip,
- * L0 under a cut limit on a loaded host and an L0 flood.
+ * L0 under a cut limit on a loaded host and an L0 flood; with the wait before the server reads:
+ * a first start during an overload, a server that reads late, the bench's closed loop and step.
  * `test_sim report` prints the comparison of the limit algorithms (docs/CONTROLLER.md) instead
  * of running the tests. */
 #include <setjmp.h>
@@ -52,6 +53,8 @@ static double util(const struct sim *s, uint64_t busy0, uint64_t dt)
 }
 
 struct closed_result { double p50, p99, util, obj_ms, shed_frac; uint32_t limit; };
+static double late_read_ms;      /* closed_loop's server reads this late (0: at once) */
+static uint64_t last_undone;     /* the wait rule's undone trims in the last closed_loop */
 
 /* 8 workers x 20 ms (400/s). 10 s of 4 clients (the baseline), then 200 clients without think
  * time for 60 s; measured over the last 30 s. */
@@ -62,6 +65,7 @@ static struct closed_result closed_loop(int alg, double target_ms)
 	int c;
 
 	sim_init(&sim, 8, 20);
+	sim.read_delay_ms = late_read_ms;
 	sim.clients = 4;
 	sim.think_ms = 20;
 	sim.sc.target_latency_ms = target_ms;
@@ -89,7 +93,24 @@ static struct closed_result closed_loop(int alg, double target_ms)
 		r.shed_frac = a > a0 ? 1 - (double)(adm - adm0) / (double)(a - a0) : 0;
 	}
 	r.limit = sim.v.limit;
+	last_undone = sim.ctl.wk.undone;
 	sim_free(&sim);
+	return r;
+}
+
+/* closed_loop (gradient, the objective from the baseline) behind a server that reads each
+ * request 5 ms late, with or without the wait; *undone: trims the wait rule undid. */
+static struct closed_result closed_loop_late(int wait, uint64_t *undone)
+{
+	struct closed_result r;
+	int saved = sim_wait_probe;
+
+	sim_wait_probe = wait;
+	late_read_ms = 5;
+	r = closed_loop(ALG_GRADIENT, 0);
+	*undone = last_undone;
+	late_read_ms = 0;
+	sim_wait_probe = saved;
 	return r;
 }
 
@@ -933,6 +954,112 @@ static void report(void)
 	if (getenv("W")) step_workers = atoi(getenv("W"));
 }
 
+/* ---- the wait before the server reads (control/waitknee.h) ----
+ * Every scenario above runs without it, as for a server whose wait sluice does not see (one
+ * that reads at once and queues inside, like nginx or HAProxy). These run with it. */
+
+/* sluiced started fresh into a running overload (docs/RELIABILITY.md): 56 closed-loop clients
+ * (2 of them L0) on 16 workers x 50 ms from the first tick, the day-one limits (a start limit of
+ * 154 that does not bind). With no calm window, the median's baseline is learned from the
+ * backlog; the wait measures that backlog. */
+struct first_start_result { double base_ms, p50_ms, util; uint32_t limit; uint64_t trims; };
+
+static struct first_start_result first_start(int wait)
+{
+	struct first_start_result r;
+	uint64_t b0;
+
+	sim_init_dayone(16, 50, NULL);
+	sim.backoff_ms = 0.1;
+	sim.clients = 56;
+	sim.l0_clients = 2;
+	sim.client_cls = 3;
+	sim.wait_probe = wait;
+	sim_start(&sim);
+	sim_run(&sim, 10 * S);
+	b0 = sim.busy_us;
+	sim_run(&sim, 30 * S);
+	r.base_ms = sim.ctl.base.value_us / 1000;
+	r.p50_ms = sim_quantile(&sim, 10 * S, 30 * S, ALL, 0.5, NULL) / 1000;
+	r.util = util(&sim, b0, 20 * S);
+	r.limit = sim.v.limit;
+	r.trims = sim.ctl.wk.trims;
+	sim_free(&sim);
+	return r;
+}
+
+static void test_first_start_in_overload(void **st)
+{
+	(void)st;
+	for (int i = 0; i < 3; i++) {
+		struct first_start_result off, on;
+
+		sim_seed = 42 + (uint64_t)i;
+		off = first_start(0);
+		on = first_start(1);
+		print_message("# first start in overload: without the wait baseline %.1f ms, p50 "
+			      "%.1f ms, limit %u, util %.3f; with it baseline %.1f ms, p50 %.1f ms, "
+			      "limit %u, util %.3f, %lu trims\n", off.base_ms, off.p50_ms, off.limit,
+			      off.util, on.base_ms, on.p50_ms, on.limit, on.util,
+			      (unsigned long)on.trims);
+		assert_true(off.base_ms > 100);           /* the known limit it fixes */
+		assert_true(on.base_ms > 45 && on.base_ms < 56);
+		assert_true(on.p50_ms <= 1.2 * on.base_ms);
+		assert_true(on.util >= 0.97);
+		assert_true(on.limit <= 24);              /* 16 workers + the burst margins */
+	}
+	sim_seed = 42;
+}
+
+/* A server that reads every request 5 ms late whatever its load: a wait that is no queue. The
+ * closed-loop overload (8 workers x 20 ms, 200 clients after 10 s of 4): the trim it causes is
+ * undone once the wait is found not to follow, and the limit then does what it does without
+ * the wait. */
+static void test_late_reader(void **st)
+{
+	struct closed_result off, on;
+	uint64_t undone;
+	(void)st;
+	off = closed_loop_late(0, &undone);
+	on = closed_loop_late(1, &undone);
+	print_message("# late reader (5 ms): without the wait util %.3f, p50 %.1f ms, limit %u; "
+		      "with it util %.3f, p50 %.1f ms, limit %u, undone %lu\n", off.util, off.p50,
+		      off.limit, on.util, on.p50, on.limit, (unsigned long)undone);
+	assert_true(undone >= 1);
+	assert_true(on.util >= 0.97);
+	assert_true(on.p50 <= on.obj_ms);
+	assert_true(on.limit + 2 >= off.limit && on.limit <= off.limit + 2);
+}
+
+/* The bench's closed loop and step with the wait: the limit stops where the wait starts. */
+static void test_wait_bench(void **st)
+{
+	(void)st;
+	for (int i = 0; i < 3; i++) {
+		struct bench_closed_result c0, c1;
+		struct bench_step_result s1;
+
+		sim_seed = 42 + (uint64_t)i;
+		c0 = bench_closed(3.5);
+		sim_wait_probe = 1;
+		c1 = bench_closed(3.5);
+		s1 = bench_step();
+		sim_wait_probe = 0;
+		print_message("# bench with the wait: closed 3.5x L0 p99 from 1 s on %.2fx alone "
+			      "(without %.2fx), util %.3f; step p99 back %.2f s, p99 from 1 s after "
+			      "%.1f ms (objective %.1f), util %.3f, full admission %.2f s\n",
+			      c1.l0_p99_late, c0.l0_p99_late, c1.util, s1.p99_back_s, s1.p99_1s_ms,
+			      s1.obj_ms, s1.surge_util, s1.full_s);
+		assert_true(c1.util >= 0.99);
+		assert_true(c1.l0_p99_late <= c0.l0_p99_late + 0.02);
+		assert_true(s1.surge_util >= 0.95);
+		assert_true(s1.p99_1s_ms <= 1.1 * s1.obj_ms);
+		assert_true(s1.full_s <= 10.0);
+		assert_true(s1.l0_ok >= 0.999);
+	}
+	sim_seed = 42;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -952,6 +1079,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_healthy_rise_not_throttled),
 		cmocka_unit_test(test_l0_fits_not_refused),
 		cmocka_unit_test(test_l0_flood_capped),
+		cmocka_unit_test(test_first_start_in_overload),
+		cmocka_unit_test(test_late_reader),
+		cmocka_unit_test(test_wait_bench),
 	};
 	if (getenv("W")) step_workers = atoi(getenv("W"));
 	if (argc > 1 && !strcmp(argv[1], "report")) {

@@ -43,6 +43,8 @@ int sluice_baseline_add(struct sluice_baseline *b, const struct sluice_baseline_
 	    (double)w->errors > p->max_error_rate * (double)(w->calls ? w->calls : 1) ||
 	    (double)w->resp_429 > p->max_error_rate * (double)(w->calls + w->resp_429))
 		return 0;
+	if (w->queued && (b->value_us <= 0 || v > b->value_us))
+		return 0;                 /* a measured queue is in this number */
 	if (w->saturated && b->value_us > 0 && v > b->value_us) {
 		/* our own queue is in this number: it may not raise the baseline, unless nothing
 		 * else has qualified for a long time (the backend itself changed) */

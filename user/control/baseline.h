@@ -6,7 +6,10 @@
  *     fast failures and "too fast" answers say nothing about how long real work takes,
  *   - not saturated: a window whose in-flight reached the limit carries sluice's own queueing,
  *     so it may lower the baseline but not raise it -- unless the last stale_windows (64)
- *     qualifying windows were all saturated and higher: then the backend itself has changed and saturated windows count.
+ *     qualifying windows were all saturated and higher: then the backend itself has changed and saturated windows count;
+ *   - not queued: where the wait before the server reads is measured, a window whose requests
+ *     waited (control/waitknee.h) never sets or raises the baseline, not even the first one
+ *     (a first start during an overload would learn the backlog as the unloaded latency).
  * A percentile of a rolling ring, not the minimum ever seen: one lucky window cannot set it
  * for ever, and it follows a backend that became slower or faster within about N windows.
  * Plain data (no pointers): it is part of the state exported across restarts. */
@@ -40,6 +43,10 @@ struct sluice_baseline_window {
 	double latency_us;         /* the window's latency signal (the quantile the limit uses) */
 	uint64_t calls, errors, resp_429;
 	int saturated;             /* in-flight reached the limit during the window */
+	int queued;                /* its requests' measured wait before the server read them
+	                            * was above the allowance (control/waitknee.h): a queue it
+	                            * measured, not an estimate; such a window may lower the
+	                            * baseline but never set or raise it, however long */
 };
 
 void sluice_baseline_params_default(struct sluice_baseline_params *p);

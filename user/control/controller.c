@@ -43,6 +43,8 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	s->none_ns = 10 * s->window_ns;
 	s->mp.floor_hold_ns = 30 * s->window_ns;
 	s->takeover_ns = 2 * s->window_ns;
+	sluice_waitknee_params_default(&s->wp, s->window_ns);
+	s->wp.min_samples = s->min_samples;
 }
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
@@ -61,6 +63,7 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 	sluice_l0room_init(&s->l0room);
 	sluice_retrystorm_init(&s->rs, now_ns);
 	sluice_listenq_init(&s->lq);
+	sluice_waitknee_init(&s->wk);
 	s->signal = SLUICE_SIGNAL_NONE;
 }
 
@@ -336,6 +339,41 @@ static void snapshot(struct service_ctl *s, const struct ctl_inputs *in, uint64_
 	s->have_prev = 1;
 }
 
+/* The probe's waits since the last tick into *n, *ns; 0 when there are none to count: no probe
+ * this tick, or none at the last (a first reading is a snapshot, never a delta), or counters
+ * that went backwards (a new probe counts from zero). */
+static int wait_delta(struct service_ctl *s, const struct ctl_inputs *in, uint64_t *n,
+		      uint64_t *ns)
+{
+	int have = in->wait_have && s->have_prev_wait && in->wait.count >= s->prev_wait.count &&
+		   in->wait.sum_ns >= s->prev_wait.sum_ns;
+
+	*n = have ? in->wait.count - s->prev_wait.count : 0;
+	*ns = have ? in->wait.sum_ns - s->prev_wait.sum_ns : 0;
+	s->prev_wait = in->wait_have ? in->wait : (struct sluice_wait_stats){ 0 };
+	s->have_prev_wait = in->wait_have;
+	return have;
+}
+
+/* The knee from the wait before the server reads (control/waitknee.h) for the window just
+ * decided: apply what the rule said after the limit's own decision. A trim goes only below
+ * where the limit now is (the median's cut may have gone further: then there is no trim of
+ * its own to judge); an undo only when the limit's own rules did not cut in this window. */
+static void wait_knee_apply(struct service_ctl *s, int verdict, double to,
+			    const struct sluice_evwin_result *r, uint64_t now_ns,
+			    const struct sluice_event_sink *sink)
+{
+	if (verdict == SLUICE_WAITKNEE_TRIM) {
+		if (!(to < s->lim.est &&
+		      sluice_limit_move(&s->lim, &s->mp, to, "wait_above_allowance", r->wait_us,
+					s->wk.last_allow_us, r->mean_us, now_ns, sink)))
+			sluice_waitknee_forget(&s->wk);
+	} else if (verdict == SLUICE_WAITKNEE_UNDO && s->lim.last_dir >= 0 && to > s->lim.est) {
+		sluice_limit_move(&s->lim, &s->mp, to, "wait_did_not_follow", r->wait_us,
+				  s->wk.last_allow_us, r->mean_us, now_ns, sink);
+	}
+}
+
 /* Decide on the evidence window when it is full, or early on overload evidence: at least one
  * feedback delay old (a tick, and twice the last latency, so the samples show what the last
  * decision did) with enough samples above the objective. Fills r; returns 1 to decide. */
@@ -369,13 +407,14 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
 	const struct sluice_hist *cur_h = s->prev_h;     /* the histograms now, once snapshot */
-	uint64_t dt_ns, span_ns;
-	int rc, full, queue_sat, decided;
+	uint64_t dt_ns, span_ns, wait_n, wait_ns;
+	int rc, full, queue_sat, decided, wait_have;
 	double qx;
 
 	*opened = 0;
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
+		wait_delta(s, in, &wait_n, &wait_ns);
 		snapshot(s, in, now_ns);
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 		objective(s);
@@ -400,14 +439,17 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		sig->deferred = in->hist_deferred;
 	}
 	snapshot(s, in, now_ns);
+	wait_have = wait_delta(s, in, &wait_n, &wait_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
 	    s->draining ||                            /* a throughput cut's backlog drains */
 	    sig->total.reset)                         /* maps recreated: start afresh */
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
-	else
+	else {
 		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
+		sluice_evwin_add_wait(&s->win, wait_have, wait_n, wait_ns);
+	}
 
 	bi.completed = sig->total.completed;
 	bi.errors = sig->total.errors;
@@ -429,6 +471,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			.saturated = r.peak_inflight >= 0.9 * s->lim.limit || r.headroom_rej > 0,
 		};
 		struct sluice_limit_input mi;
+		struct sluice_waitknee_input wi = {
+			.waits = r.waits, .wait_us = r.wait_us, .mean_us = r.mean_us,
+			.limit = s->lim.limit, .peak_inflight = r.peak_inflight,
+			.bound = r.headroom_rej > 0,
+		};
+		int queued, wv = SLUICE_WAITKNEE_NONE;
+		double wto = 0;
 		int over, limit_helps, http = sc->protocol == SLUICE_PROTO_HTTP;
 		double little_us;
 		uint64_t cuts0;
@@ -443,6 +492,10 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.rate = r.active_ns ? (double)(!http && r.calls > r.samples ? r.calls : r.samples) *
 					1e9 / (double)r.active_ns : 0;
 		little_us = mi.rate > 0 ? r.mean_inflight / mi.rate * 1e6 : 0;
+		wi.rate = mi.rate;
+		queued = sluice_waitknee_queued(&s->wk, &s->wp, &wi);
+		/* a measured queue never teaches the baseline */
+		bw.queued = queued > 0;
 		sluice_baseline_add(&s->base, &s->blp, &bw);
 		bw.latency_us = little_us;
 		sluice_baseline_add(&s->base_little, &s->llp, &bw);
@@ -475,8 +528,19 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			mi.tick_rate = calls_r > samples_r ? calls_r : samples_r;
 		}
 		mi.tick_latency_us = sig->total.p50_us;
+		/* the wait finds the knee near it; above the aim the median's own cut acts (a
+		 * wait trim in the same window cut a surge's limit twice, below the workers),
+		 * and a trim under way is not judged on that cut's window */
+		if (!s->mp.fixed && s->mp.algorithm == SLUICE_LIMIT_GRADIENT) {
+			if (s->aim_us <= 0 || mi.latency_us <= s->aim_us)
+				wv = sluice_waitknee_decide(&s->wk, &s->wp, &wi, now_ns, &wto);
+			else
+				sluice_waitknee_forget(&s->wk);
+		}
+		mi.no_growth = wv == SLUICE_WAITKNEE_HOLD || wv == SLUICE_WAITKNEE_TRIM;
 		cuts0 = s->lim.cuts;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
+		wait_knee_apply(s, wv, wto, &r, now_ns, sink);
 		/* a full window within the aim in which the limit did not bind: the limit is one
 		 * set in calm (fast growth may raise it) until the next cut */
 		if (full && r.latency_us <= s->aim_us && !mi.bound && s->lim.cuts == cuts0 &&

@@ -37,6 +37,7 @@
 #include "control/retrystorm.h"
 #include "control/cascade.h"
 #include "control/listenq.h"
+#include "control/waitknee.h"
 
 struct service_ctl {
 	/* In the order a tick touches it: everything from the baseline's value to brk.ring every
@@ -117,6 +118,12 @@ struct service_ctl {
 	struct sluice_baseline_params blp;   /* when a window is decided */
 	struct sluice_baseline_params llp;   /* ... and base_little's, base_mean's */
 	struct sluice_hist prev_h[SLUICE_NUM_CLASSES];  /* the classes that moved */
+	/* the wait before the server reads (control/waitknee.h): read every tick while the probe
+	 * runs, decided on with the window; kept only while sluiced runs */
+	struct sluice_wait_stats prev_wait;   /* the probe's counters at the last tick */
+	int have_prev_wait;
+	struct sluice_waitknee wk;
+	struct sluice_waitknee_params wp;
 };
 
 /* What the maps say this tick. */

@@ -132,6 +132,8 @@ static int gradient(struct sluice_limit *l, const struct sluice_limit_params *p,
 	if (!in->full || in->queue_saturated)
 		return 0;
 	if (in->bound || (double)in->peak_inflight >= p->gate * lim) {
+		if (in->no_growth)
+			return 0;
 		l->calm = 0;
 		/* near the knee (a queue shows as latency above the baseline, and in-flight reaches
 		 * the limit) probe by one; far from it (no queue, or refusals by the lower classes'
@@ -351,6 +353,34 @@ int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *
 	if (limit_event(&ev, sink, now_ns, SLUICE_EV_DEBUG, "bound_without_queue", old, l->limit)) {
 		sluice_event_num(&ev, "inflight", inflight);
 		sluice_event_num(&ev, "latency_us", latency_us);
+		sluice_event_emit(sink, &ev);
+	}
+	return 1;
+}
+
+int sluice_limit_move(struct sluice_limit *l, const struct sluice_limit_params *p, double v,
+		      const char *why, double wait_us, double allow_us, double mean_us,
+		      uint64_t now_ns, const struct sluice_event_sink *sink)
+{
+	uint32_t old = l->limit;
+	struct sluice_event ev;
+	int cut = v < l->est;
+
+	if (p->fixed || p->algorithm != SLUICE_LIMIT_GRADIENT)
+		return 0;
+	if (cut && l->floor > 0 && v < l->floor)
+		v = l->floor;
+	set(l, p, v);
+	if (l->limit == old)
+		return 0;
+	l->calm = 0;
+	l->last_dir = l->limit < old ? -1 : 1;
+	if (l->last_dir < 0)
+		l->cuts++;
+	if (limit_event(&ev, sink, now_ns, SLUICE_EV_INFO, why, old, l->limit)) {
+		sluice_event_num(&ev, "wait_us", wait_us);
+		sluice_event_num(&ev, "allowance_us", allow_us);
+		sluice_event_num(&ev, "mean_us", mean_us);
 		sluice_event_emit(sink, &ev);
 	}
 	return 1;

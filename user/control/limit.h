@@ -115,6 +115,8 @@ struct sluice_limit_input {
 	int full;                     /* a full window (growth needs one) */
 	int queue_saturated;          /* the listen queue is saturated (control/listenq.h): more
 	                               * concurrency would only wait there, no growth */
+	int no_growth;                /* the wait before the server reads was just found at this
+	                               * limit (control/waitknee.h): no growth */
 	uint64_t samples;             /* for events */
 	double rate;                  /* completions per second in the window (latency samples) */
 	double calm_peak;             /* the recent peak in-flight (decaying over windows), 0 =
@@ -160,6 +162,14 @@ int sluice_limit_little(struct sluice_limit *l, const struct sluice_limit_params
 int sluice_limit_grow(struct sluice_limit *l, const struct sluice_limit_params *p,
 		      double latency_us, uint32_t inflight, uint64_t now_ns,
 		      const struct sluice_event_sink *sink);
+/* A move decided beside the windows' rules (the wait before the server reads,
+ * control/waitknee.h; gradient only, a fixed limit does not move): to v. Below the estimate it
+ * is a cut (it counts as one, ends calm; the caller starts a dead time), never below the
+ * evidence floor; above it, a restore. The event (why) carries the window's mean wait, the
+ * allowance and the mean latency. Returns 1 when the limit changed. */
+int sluice_limit_move(struct sluice_limit *l, const struct sluice_limit_params *p, double v,
+		      const char *why, double wait_us, double allow_us, double mean_us,
+		      uint64_t now_ns, const struct sluice_event_sink *sink);
 /* One decided window. Returns the limit in force. */
 uint32_t sluice_limit_decide(struct sluice_limit *l, const struct sluice_limit_params *p,
 			     const struct sluice_limit_input *in, uint64_t now_ns,

@@ -52,6 +52,16 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 	w->ticks++;
 }
 
+void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uint64_t wait_ns)
+{
+	if (!have) {
+		w->wait_gap = 1;
+		return;
+	}
+	w->waits += waits;
+	w->wait_ns += wait_ns;
+}
+
 int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 		      uint64_t min_samples)
 {
@@ -104,6 +114,10 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 	out->latency_us = sluice_hist_quantile_us(&all, q);
 	out->top_us = sluice_hist_quantile_us(&top, q);
 	out->mean_us = cnt ? (double)sum_us / (double)cnt : 0;
+	if (!w->wait_gap && w->waits) {
+		out->waits = w->waits;
+		out->wait_us = (double)w->wait_ns / (double)w->waits / 1e3;
+	}
 }
 
 int sluice_evwin_signal(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,

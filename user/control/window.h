@@ -28,6 +28,10 @@ struct sluice_evwin {
 	uint32_t peak_inflight;       /* highest in-flight sampled at the window's ticks */
 	uint32_t ticks;
 	uint64_t inflight_sum;        /* in-flight summed over the window's ticks */
+	uint64_t waits, wait_ns;      /* waits before the server's first read measured in the
+	                               * window (control/waitknee.h), and their sum */
+	int wait_gap;                 /* a tick of the window had no wait signal: its waits
+	                               * are not the window's (the result says none) */
 	/* last: the counters above are touched every tick, these only when a window starts or
 	 * is decided */
 	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
@@ -47,6 +51,9 @@ struct sluice_evwin_result {
 	double top_us;                /* the highest busy classes: quantile q over L0, L0+L1, ...
 				       * merged from the top until min_samples (all when fewer) */
 	int top_cls;                  /* the highest class with samples, -1 when none */
+	uint64_t waits;               /* measured waits before the server's first read (0: no
+	                               * wait signal over the whole window) ... */
+	double wait_us;               /* ... and their mean */
 };
 
 /* Start a window at now; cur: the cumulative histograms now (SLUICE_NUM_CLASSES), NULL = 0. */
@@ -55,6 +62,9 @@ void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sl
  * in-flight sampled at this tick. */
 void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signals *sig,
 		      int64_t inflight, uint64_t now_ns);
+/* Add one tick's waits before the server's first read (deltas); have 0: the tick had no wait
+ * signal, and the window then has none. */
+void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uint64_t wait_ns);
 /* 1 when the window is old enough (window_ns) and has min_samples samples. */
 int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 		      uint64_t min_samples);
