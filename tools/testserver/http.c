@@ -227,16 +227,27 @@ void *http_worker(void *arg)
 		DEC(st.queued);
 		pthread_mutex_unlock(&q_mu);
 		raise_max(&st.max_busy, INC(st.busy));
-		http_serve(c);
+		if (c->unread) {
+			// --worker-reads: the request waited in the socket until now
+			int r;
+
+			c->unread = false;
+			r = http_fill(c);
+			if (r > 0)
+				http_serve(c);
+			else if (!r)
+				conn_rearm(c);
+		} else {
+			http_serve(c);
+		}
 		DEC(st.busy);
 	}
 }
 
-// Reads what is there; then either queues the connection to the workers (a complete request)
-// or re-arms it.
-void http_readable(struct conn *c)
+// Reads what is there: 1 when a complete request (or a bad one) heads the buffer, 0 when more
+// bytes are needed, -1 when the connection is gone (freed).
+int http_fill(struct conn *c)
 {
-	(void)__atomic_load_n(&c->handoff, __ATOMIC_ACQUIRE);
 	for (;;) {
 		if (c->cap - c->len < 4096) {
 			size_t ncap = c->cap ? c->cap * 2 : 8192;
@@ -247,7 +258,7 @@ void http_readable(struct conn *c)
 			char *nb = realloc(c->buf, ncap);
 			if (!nb) {
 				conn_free(c);
-				return;
+				return -1;
 			}
 			c->buf = nb;
 			c->cap = ncap;
@@ -264,15 +275,31 @@ void http_readable(struct conn *c)
 		// EOF or error: serve a complete request already read (half-close), else close
 		if (n == 0 && c->len && http_parse(c) && !c->bad) {
 			c->peer_closed = true;
-			enqueue(c);
-		} else {
-			conn_free(c);
+			return 1;
 		}
+		conn_free(c);
+		return -1;
+	}
+	return c->bad || (c->len && http_parse(c));
+}
+
+// A connection became readable. The I/O thread reads what is there and queues a complete
+// request to the workers (or re-arms the connection); with --worker-reads it queues the
+// connection unread, and the worker that takes it reads the request (http_worker).
+void http_readable(struct conn *c)
+{
+	int r;
+
+	(void)__atomic_load_n(&c->handoff, __ATOMIC_ACQUIRE);
+	if (opt.worker_reads) {
+		c->unread = true;
+		enqueue(c);
 		return;
 	}
-	if (c->bad || (c->len && http_parse(c)))
+	r = http_fill(c);
+	if (r > 0)
 		enqueue(c);
-	else
+	else if (!r)
 		conn_rearm(c);
 }
 

@@ -414,6 +414,8 @@ static void usage(FILE *f)
 		"  --service-ms MS        work per request / line (default 10; fractions allowed)\n"
 		"  --mode http|tcp        per-request HTTP/1.1 keep-alive, or per-connection lines\n"
 		"  --busy                 spin the CPU for the service time instead of sleeping\n"
+		"  --worker-reads         http: a free worker reads the request (it waits in the\n"
+		"                         socket while all are busy), not the I/O thread\n"
 		"  --slow-ms MS           service time of paths starting with /slow (default 10x)\n"
 		"  --fail-rate P          answer 500 (tcp: \"err\") with probability P (default 0)\n"
 		"  --hold-ms MS           tcp: close each connection MS after accept (0 = never)\n"
@@ -452,6 +454,8 @@ static void parse_args(int argc, char **argv)
 			opt.backlog = (int)num_arg(a, ARG(), 1, 1 << 20);
 		else if (!strcmp(a, "--busy"))
 			opt.busy = 1;
+		else if (!strcmp(a, "--worker-reads"))
+			opt.worker_reads = 1;
 		else if (!strcmp(a, "--mode")) {
 			const char *m = ARG();
 			if (!strcmp(m, "http"))

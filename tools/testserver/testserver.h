@@ -45,6 +45,7 @@ struct ts_opt {
 	double hold_ms;
 	double fail_rate;
 	int busy;
+	int worker_reads; // http: a worker reads its request; the I/O thread only waits for it
 	int mode;
 	int backlog;
 	const char *mode_file;
@@ -70,6 +71,7 @@ struct conn {
 	size_t req_len; // header + body bytes
 	char path[256];
 	bool keep_alive, bad, peer_closed;
+	bool unread; // --worker-reads: queued readable, its bytes still in the socket
 	int handoff; // release/acquire pair for the worker -> I/O thread hand-over via epoll
 	struct conn *qnext;		  // work queue
 	struct conn *all_prev, *all_next; // registry of open connections
@@ -120,6 +122,7 @@ int http_parse(struct conn *c);
 const char *reason(int code);
 void http_serve(struct conn *c);
 void *http_worker(void *arg);
+int http_fill(struct conn *c);
 void http_readable(struct conn *c);
 void http_accept(int lfd);
 void *http_io(void *arg);
