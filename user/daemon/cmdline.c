@@ -11,6 +11,9 @@ static const struct cliopt sluiced_opts[] = {
 	CLIOPT_STR(struct sluiced_args, run_dir, "run-dir", "DIR", 0,
 		   "publish sluiced.json and the operator socket here (default $SLUICE_RUN_DIR, "
 		   "/run/sluice)"),
+	CLIOPT_BOOL(struct sluiced_args, no_read_wait, "no-read-wait", 0,
+		    "do not load the probe of the wait before the server reads (its metrics and "
+		    "the limit's wait signal stay off)"),
 	CLIOPT_CNT(struct sluiced_args, verbose, "verbose", 'v',
 		   "debug messages and debug events too (-vv: libbpf's debug lines)"),
 	CLIOPT_CNT(struct sluiced_args, quiet, "quiet", 'q',

@@ -9,6 +9,7 @@
 struct sluiced_args {
 	const char *config, *check, *pin_dir, *run_dir;
 	int verbose, quiet;
+	int no_read_wait;
 };
 
 extern const struct clicmd sluiced_cmd;

@@ -728,8 +728,8 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
 	    (want && maps_reader_hist_at(&d->rd, &d->m, d->idx[i], want, in.hist, in.hist_at)))
 		return; /* keep the last verdict: BPF keeps enforcing it */
-	in.wait_have = 0;   /* the wait probe (user/kernel/readwait.h) fills these when loaded */
-	memset(&in.wait, 0, sizeof(in.wait));
+	/* cumulative, summed over CPUs from the probe's mapped counters (no syscall) */
+	in.wait_have = readwait_read(&d->rw, d->idx[i], &in.wait) == 0;
 	in.listen.have = service_aq(d, i)->listeners > 0;
 	in.listen.queued = service_aq(d, i)->queued;
 	in.listen.backlog = service_aq(d, i)->backlog;

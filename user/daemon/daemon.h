@@ -17,6 +17,7 @@
 #include "daemon/iowriter.h"
 #include "kernel/sockdiag.h"
 #include "kernel/flowgc.h"
+#include "kernel/readwait.h"
 #include "daemon/node.h"
 
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
@@ -81,6 +82,9 @@ struct daemon {
 	char *cfg_text;                          /* bytes of the config in force, to spot changes */
 	size_t cfg_len;
 	struct sluice_maps m;
+	struct readwait rw;                      /* the wait before the server reads (optional,
+	                                          * loaded by main after the data path; off:
+	                                          * rw.stats NULL) */
 	/* Per service, cfg.n_services of each, on the heap (14 KB a service). */
 	int *idx;                                /* map index of cfg.services[i] */
 	int *hot;                                /* the tick's slots to read (in idx's block) */

@@ -319,6 +319,15 @@ int main(int argc, char **argv)
 	else
 		log_warn("the in-flight estimate stays off (%s): every admission reads every CPU's "
 			 "count", rc < 0 ? "its program cannot run" : "more CPUs or service slots than it walks");
+	/* The wait before the server reads: optional, beside the data path (shares its maps). */
+	if (a.no_read_wait)
+		log_info("the wait before the server reads is not measured (--no-read-wait)");
+	else if (readwait_start(&d.rw, at.skel, err, sizeof(err)))
+		log_warn("the wait before the server reads is not measured, the wait signal is off: %s",
+			 err);
+	else
+		log_info("measuring the wait before the server reads (tracepoint "
+			 "tcp_rcv_space_adjust, %d service slots)", d.rw.slots);
 	if (daemon_init(&d, monotonic_ns(), err, sizeof(err))) {
 		log_error("%s", err);
 		return 1;
@@ -383,6 +392,7 @@ int main(int argc, char **argv)
 	daemon_event(&d, SLUICE_EVM_DAEMON, "attached", "stopped",
 		     "pinned data path left in place; it fails open after heartbeat_timeout_ms; "
 		     "`sluicectl detach` removes it", ifs, SLUICE_EV_INFO);
+	readwait_stop(&d.rw);
 	maps_close(&d.m);
 	attach_release(&at);
 	daemon_free(&d);
