@@ -305,6 +305,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 	x->switch_file_error = d->switch_error_logged;
 	x->node_on = d->node.on;
 	x->node_pressure_pct = d->node.arb.last_pct;
+	x->read_wait_probe = readwait_on(&d->rw);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		x->node_admit[c] = (double)d->node.arb.admit[c] / SLUICE_PROB_ONE;
 	if (x->cap < d->cfg.n_services) {
@@ -343,6 +344,13 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		e->have_accept_queue = service_aq(d, i)->listeners > 0;
 		e->accept_queue = service_aq(d, i)->queued;
 		e->accept_backlog = service_aq(d, i)->backlog;
+		{
+			struct sluice_wait_stats w;
+
+			e->have_wait = readwait_read(&d->rw, d->idx[i], &w) == 0;
+			e->waits = w.count;
+			e->wait_ns = w.sum_ns;
+		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
 			if (!w || w->expires_at <= wall_s)

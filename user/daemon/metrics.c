@@ -499,6 +499,34 @@ static void render_measures(FILE *b, const struct svc_ref *sv, int n)
 		  "The listen backlog limit of the service's listening sockets.");
 }
 
+/* Per service: the wait before the server first read a unit, from the optional probe
+ * (bpf/readwait.bpf.c); both families only while it runs (sluice_read_wait_probe says
+ * whether it does). sum / count over a window is the mean wait. */
+static void render_read_wait(FILE *b, const struct svc_ref *sv, int n,
+			     const struct metrics_extra *x)
+{
+	if (!x || !x->read_wait_probe)
+		return;
+	family(b, "sluice_read_wait_seconds_total", "counter",
+	       "Time admitted units (http requests, tcp turns) waited in the host, in their socket "
+	       "or the accept queue, before the server first read them: the sum (the wait probe).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].x && sv[i].x->have_wait)
+			sample_d(b, "sluice_read_wait_seconds_total", &l, (double)sv[i].x->wait_ns / 1e9);
+	}
+	family(b, "sluice_read_waits_total", "counter",
+	       "Admitted units whose wait before the server's first read was measured (the wait "
+	       "probe).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].x && sv[i].x->have_wait)
+			sample_u(b, "sluice_read_waits_total", &l, sv[i].x->waits);
+	}
+}
+
 /* Process-wide: the controller, the data path's packet counters, config and switch file. */
 /* One sample per mode and attached interface, 1 for the one XDP runs in: a fallback to
  * generic XDP shows as a change of series an alert can match on. */
@@ -587,6 +615,10 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 		sample_u(b, "sluice_switch_file_error", NULL,
 			 (unsigned long long)(x->switch_file_error != 0));
 	}
+	family(b, "sluice_read_wait_probe", "gauge",
+	       "1 while the probe of the wait before the server reads runs (0: off, by "
+	       "--no-read-wait or because the kernel refused it; the log says why).");
+	sample_u(b, "sluice_read_wait_probe", NULL, (unsigned long long)(x && x->read_wait_probe));
 	if (x && x->node_on) {
 		family(b, "sluice_node_admit_ratio", "gauge",
 		       "Node-wide arbitration: the share of each class every service may admit.");
@@ -664,6 +696,7 @@ int metrics_render(const struct status_snapshot *snap, const struct metrics_extr
 	render_histograms(b, sv, n);
 	render_switches(b, sv, n);
 	render_measures(b, sv, n);
+	render_read_wait(b, sv, n, x);
 	render_process(b, snap, x);
 	render_xdp(b, snap);
 

@@ -34,6 +34,9 @@ struct metrics_service_extra {
 	int have_accept_queue;          /* the listener was found in sluiced's netns */
 	unsigned accept_queue;          /* connections waiting to be accepted (queue signal) */
 	unsigned accept_backlog;        /* the listeners' backlog limit */
+	int have_wait;                  /* the wait probe runs (metrics_extra.read_wait_probe) */
+	unsigned long long waits;       /* units the server first read, measured by the probe */
+	unsigned long long wait_ns;     /* ... and the sum of their waits before that read */
 };
 
 struct metrics_extra {
@@ -44,6 +47,8 @@ struct metrics_extra {
 	int node_on;                /* node-wide arbitration running */
 	double node_admit[SLUICE_NUM_CLASSES];   /* its admit fraction per class */
 	double node_pressure_pct;   /* its last CPU pressure reading */
+	int read_wait_probe;        /* the probe of the wait before the server reads runs
+	                             * (kernel/readwait.h): the per-service waits are filled */
 	int n;
 	struct metrics_service_extra *s;   /* n of them, on the heap (cap allocated) */
 	int cap;
