@@ -160,10 +160,10 @@ start_bg() {
 # start_sluiced CONFIG [DEADLINE_S]: sluiced in the server namespace; waits (DEADLINE_S, default
 # 5 s) until it has attached and written its first heartbeat (its "attached" event), not merely
 # until some heartbeat is fresh: after a restart the old process's last heartbeat stays fresh
-# for a while.
+# for a while. SLUICED_ARGS: more options for sluiced (e.g. --no-read-wait).
 start_sluiced() {
 	local log="$TMP/sluiced.$N.$RANDOM.log"
-	start_bg "$log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN"
+	start_bg "$log" $IN_SRV "$BUILD/sluiced" --config "$1" --pin-dir "$PIN" ${SLUICED_ARGS:-}
 	SLUICED_PID=$LAST_PID
 	SLUICED_LOG=$log
 	wait_for "${2:-5}" "sluiced's \"attached\" event in $log" attached_or_gone "$log"
