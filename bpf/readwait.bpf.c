@@ -5,7 +5,7 @@
  * alone: how long the unit sat in the host -- in its socket, or on a new connection in the
  * accept queue -- before the server first read it. Admitting more than the server has
  * workers for adds only this wait, so it marks the knee where the latency cannot
- * (user/control/waitknee.h).
+ * (docs/CONTROLLER.md, "The wait before the server reads").
  *
  * A BTF tracepoint at tcp_rcv_space_adjust, which tcp_recvmsg (and the kernel's other ways of
  * reading a TCP socket) calls each time it has copied data to the application. For a socket
