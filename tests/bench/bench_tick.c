@@ -28,6 +28,7 @@
 #include "../../user/control/retrystorm.c"
 #include "../../user/control/listenq.c"
 #include "../../user/control/verdict.c"
+#include "../../user/control/waitknee.c"
 #include "../../user/control/controller.c"
 
 struct svc {
