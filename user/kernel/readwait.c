@@ -13,11 +13,7 @@
 
 #include "common/log.h"
 #include "sluice.skel.h"
-/* Generated into the build directory (-I$(BUILD)) from bpf/readwait.bpf.c, as sluice.skel.h
- * is from bpf/sluice.bpf.c: no layer's header. tests/unit/test_layers.sh lists sluice.skel.h
- * among the headers every layer may include and not this one yet; until it does, this one is
- * included as a header of the include path. */
-#include <readwait.skel.h>
+#include "readwait.skel.h"
 
 /* libbpf's messages while the probe loads: debug lines (a refusal's verifier log runs to
  * hundreds of lines, and the probe is optional: one warning says it is off). Kept for that
