@@ -350,6 +350,9 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 			e->have_wait = readwait_read(&d->rw, d->idx[i], &w) == 0;
 			e->waits = w.count;
 			e->wait_ns = w.sum_ns;
+			e->window_wait_s = s->wk.last_wait_us >= 0 ? s->wk.last_wait_us / 1e6 : -1;
+			e->wait_trims = s->wk.trims;
+			e->wait_undone = s->wk.undone;
 		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);

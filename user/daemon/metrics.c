@@ -525,6 +525,22 @@ static void render_read_wait(FILE *b, const struct svc_ref *sv, int n,
 		if (sv[i].x && sv[i].x->have_wait)
 			sample_u(b, "sluice_read_waits_total", &l, sv[i].x->waits);
 	}
+	/* what the controller made of it (control/waitknee.h) */
+	family(b, "sluice_read_wait_window_seconds", "gauge",
+	       "Mean wait before the server's first read in the controller's last decided window "
+	       "(the services whose last window had enough measured waits).");
+	for (int i = 0; i < n; i++) {
+		struct lbl l = { sv[i].name, -1, NULL, NULL };
+
+		if (sv[i].x && sv[i].x->have_wait && sv[i].x->window_wait_s >= 0)
+			sample_d(b, "sluice_read_wait_window_seconds", &l, sv[i].x->window_wait_s);
+	}
+	SVC_EXTRA("sluice_read_wait_trims_total", "counter", e->wait_trims,
+		  "Times the limit was trimmed because admitted units waited before the server "
+		  "read them (a queue sluice let in).");
+	SVC_EXTRA("sluice_read_wait_undone_total", "counter", e->wait_undone,
+		  "Trims undone because the wait did not follow the limit down (a server that "
+		  "reads late whatever its load; that wait is then ignored).");
 }
 
 /* Process-wide: the controller, the data path's packet counters, config and switch file. */

@@ -37,6 +37,9 @@ struct metrics_service_extra {
 	int have_wait;                  /* the wait probe runs (metrics_extra.read_wait_probe) */
 	unsigned long long waits;       /* units the server first read, measured by the probe */
 	unsigned long long wait_ns;     /* ... and the sum of their waits before that read */
+	double window_wait_s;           /* the controller's last decided window's mean wait, -1
+	                                 * none (control/waitknee.h) */
+	unsigned long long wait_trims, wait_undone;   /* its trims of the limit, and undone */
 };
 
 struct metrics_extra {
