@@ -74,7 +74,7 @@ Y
 		"$BUILD/bench/qdelay" "$PIN" 8080 $((DUR - 2)) > "$TMP/qd.json" 2> "$TMP/qd.err"
 		wait $wpid
 		"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status.json"
-		[ "$L" = dayone ] && echo "# day one: the limit at the end $(json_get "$TMP/status.json" "d['services'][0]['limit']")"
+		[ "$L" = dayone ] && echo "# day one: the limit at the end $(json_get "$TMP/status.json" "d['services'][0]['limit']"), the baseline $(json_get "$TMP/status.json" "d['services'][0]['baseline_us']") us"
 		kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 		[ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$SLUICED_LOG" "$KEEP/sluiced-$LOOP-$L-$run.log"; }
 		$IN_SRV "$BUILD/sluicectl" --pin-dir "$PIN" detach >/dev/null 2>&1

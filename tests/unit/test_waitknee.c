@@ -132,34 +132,89 @@ static void test_late_reader_undone(void **st)
 	/* a server that reads every request 5 ms late whatever its load: a trim ... */
 	in = win(300, 5000, 55000, 16, 16);
 	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 10 * S, &to), SLUICE_WAITKNEE_TRIM);
-	/* ... leaves the wait where it was: back to 16, the rule is off for off_ns, and that
-	 * wait is the floor: no queue */
+	/* ... leaves the wait where it was: unclear once, so one more trim ... */
 	in = win(300, 4900, 55000, 15, 15);
-	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 11 * S, &to), SLUICE_WAITKNEE_UNDO);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 11 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.undone, 0);
+	/* ... and the same wait again: back to where the first began (16), the rule is off for
+	 * off_ns, and that wait is the floor: no queue */
+	in = win(300, 4950, 55000, 14, 14);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 12 * S, &to), SLUICE_WAITKNEE_UNDO);
 	assert_true(to == 16);
 	assert_int_equal(k.undone, 1);
-	assert_true(k.floor_us == 4900);
+	assert_true(k.floor_us == 4950);
 	assert_int_equal(sluice_waitknee_queued(&k, &p, &in), 0);
 	in = win(300, 9000, 60000, 18, 18);      /* a queue above the floor */
 	assert_int_equal(sluice_waitknee_queued(&k, &p, &in), 1);
 	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 20 * S, &to), SLUICE_WAITKNEE_NONE);
-	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 40 * S, &to), SLUICE_WAITKNEE_NONE);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 41 * S, &to), SLUICE_WAITKNEE_NONE);
 	/* after it, a trim may test it again: by the queue's share above the floor */
-	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 41 * S + 1, &to),
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 42 * S + 1, &to),
 			 SLUICE_WAITKNEE_TRIM);
-	assert_true(to > 16.7 && to < 16.8);      /* 18 - 18 x 4.1 / 60 */
+	assert_true(to > 16.7 && to < 16.8);      /* 18 - 18 x 4.05 / 60 */
 	/* a trim whose wait halved was helpful, even if some wait is left */
 	sluice_waitknee_init(&k);
 	in = win(300, 20000, 70000, 24, 24);
 	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 10 * S, &to), SLUICE_WAITKNEE_TRIM);
 	in = win(300, 6000, 58000, 18, 18);
 	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 11 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.strikes, 0);
+	/* an unclear judgement followed by a helpful one starts afresh */
+	in = win(300, 5900, 58000, 17, 17);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 12 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.strikes, 1);
+	in = win(300, 500, 53000, 16, 16);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 13 * S, &to), SLUICE_WAITKNEE_HOLD);
+	assert_int_equal(k.strikes, 0);
 	assert_int_equal(k.undone, 0);
 	/* a trim the limit could not make (forgotten) is not judged */
-	sluice_waitknee_forget(&k);
 	in = win(300, 5900, 58000, 18, 18);
-	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 12 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 14 * S, &to), SLUICE_WAITKNEE_TRIM);
+	sluice_waitknee_forget(&k);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 15 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.strikes, 0);
+}
+
+/* A big trim's backlog drains before it is judged: a first start's 154 -> 79 read 249 ->
+ * 185 ms in the window after it (on Apache), with in-flight still above the new limit. */
+static void test_judged_after_the_drain(void **st)
+{
+	struct sluice_waitknee_params p;
+	struct sluice_waitknee k;
+	struct sluice_waitknee_input in;
+	double to = 0;
+	(void)st;
+	sluice_waitknee_params_default(&p, S);
+	sluice_waitknee_init(&k);
+	in = win(300, 249000, 289000, 154, 154);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 10 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_true(to > 76.9 && to < 77.1);      /* at most halved */
+	/* the next window: in-flight still above the new limit, the old backlog's wait */
+	in = win(300, 185000, 237000, 77, 120);
+	for (int i = 1; i <= 5; i++)
+		assert_int_equal(sluice_waitknee_decide(&k, &p, &in, (10 + (uint64_t)i) * S, &to),
+				 SLUICE_WAITKNEE_HOLD);
 	assert_int_equal(k.undone, 0);
+	assert_int_equal(k.ref_limit, 154);
+	/* drained: judged (unclear once), and trimmed again */
+	in = win(300, 185000, 237000, 77, 77);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 16 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.strikes, 1);
+	in = win(300, 60000, 110000, 40, 40);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 17 * S, &to), SLUICE_WAITKNEE_TRIM);
+	assert_int_equal(k.strikes, 0);
+	assert_int_equal(k.undone, 0);
+	/* a drain that never ends (L0's room above the limit) is judged after judge_wait */
+	sluice_waitknee_init(&k);
+	in = win(300, 20000, 70000, 24, 24);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 10 * S, &to), SLUICE_WAITKNEE_TRIM);
+	in = win(300, 2000, 55000, 20, 30);
+	for (int i = 1; i <= 5; i++)
+		assert_int_equal(sluice_waitknee_decide(&k, &p, &in, (10 + (uint64_t)i) * S, &to),
+				 SLUICE_WAITKNEE_HOLD);
+	assert_int_equal(k.ref_limit, 24);
+	assert_int_equal(sluice_waitknee_decide(&k, &p, &in, 16 * S, &to), SLUICE_WAITKNEE_NONE);
+	assert_int_equal(k.ref_limit, 0);
 }
 
 static void test_limit_move(void **st)
@@ -239,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_trim_takes_the_waiting_share),
 		cmocka_unit_test(test_hold_then_probe),
 		cmocka_unit_test(test_late_reader_undone),
+		cmocka_unit_test(test_judged_after_the_drain),
 		cmocka_unit_test(test_limit_move),
 		cmocka_unit_test(test_queued_window_never_teaches),
 	};

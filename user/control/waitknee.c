@@ -14,6 +14,7 @@ void sluice_waitknee_params_default(struct sluice_waitknee_params *p, uint64_t w
 	p->min_samples = 20;
 	p->hold_ns = 5 * window_ns;
 	p->off_ns = 30 * window_ns;
+	p->judge_wait = 5;
 }
 
 void sluice_waitknee_init(struct sluice_waitknee *k)
@@ -51,6 +52,8 @@ int sluice_waitknee_queued(const struct sluice_waitknee *k, const struct sluice_
 void sluice_waitknee_forget(struct sluice_waitknee *k)
 {
 	k->ref_limit = 0;
+	k->postponed = 0;
+	k->strikes = 0;
 }
 
 int sluice_waitknee_decide(struct sluice_waitknee *k, const struct sluice_waitknee_params *p,
@@ -68,14 +71,27 @@ int sluice_waitknee_decide(struct sluice_waitknee *k, const struct sluice_waitkn
 	if (k->ref_limit) {
 		uint32_t ref = k->ref_limit;
 
+		/* what was admitted before the trim is still in flight above the limit: its
+		 * samples carry the old backlog, the judgement waits (a first start's 154 -> 79
+		 * was judged on the drain: 249 -> 185 ms) */
+		if (in->peak_inflight > in->limit && k->postponed < p->judge_wait) {
+			k->postponed++;
+			return SLUICE_WAITKNEE_HOLD;
+		}
+		k->postponed = 0;
 		k->ref_limit = 0;
-		if (queued && w > p->respond * k->ref_wait_us) {
-			/* less concurrency, the same wait: it is not sluice's queue */
+		if (!queued || w <= p->respond * k->ref_wait_us) {
+			k->strikes = 0;                  /* the trim removed queue */
+		} else if (++k->strikes == 1) {
+			k->undo_to = ref;                /* unclear: one more trim tells */
+		} else {
+			/* two trims, the same wait: it is not sluice's queue */
+			k->strikes = 0;
 			k->undone++;
 			k->floor_us = in->wait_us;
 			k->off_until_ns = now_ns + p->off_ns;
 			k->hold_until_ns = 0;
-			*to = ref;
+			*to = k->undo_to;
 			return SLUICE_WAITKNEE_UNDO;
 		}
 	}

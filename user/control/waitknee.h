@@ -14,11 +14,15 @@
  *     holds by Little's law (response rate x wait) are at least min_waiting (0.5) where the
  *     limit refused units, min_waiting_free (2) where it did not (a queue is requests
  *     waiting: a slow reader in calm, 4 clients reading 5 ms late, holds 0.45);
- *   a pending trim is judged first: the wait fell within the allowance or to respond (0.5)
- *     x its value before the trim -> the trim removed queue; else the wait does not come
- *     from the concurrency sluice admits (a server that reads late whatever the load) ->
- *     the limit goes back to where it was, the wait now is the floor (what is left of it
- *     is no queue), and the rule is off for off_ns (30 windows);
+ *   a pending trim is judged first, on the first window in which in-flight stayed within
+ *     the limit (what was admitted before the trim has drained; at most judge_wait (5)
+ *     windows later, holding meanwhile): the wait fell within the allowance or to respond
+ *     (0.5) x its value before the trim -> the trim removed queue; else once is unclear (a
+ *     backlog still draining, the wait of a queue that was still building), and after two
+ *     trims in a row the wait does not come from the concurrency sluice admits (a server
+ *     that reads late whatever its load) -> the limit goes back to where it was before the
+ *     first of them, the wait now is the floor (what is left of it is no queue), and the
+ *     rule is off for off_ns (30 windows);
  *   queued -> trim by the waiting share of in-flight, peak x wait / mean (by
  *     Little's law the share of the concurrency the server was not working on; at least one,
  *     at most half): off the limit where it refused units (it keeps what it holds above
@@ -47,14 +51,17 @@ struct sluice_waitknee_params {
 	uint64_t min_samples;         /* 20: measured waits a window needs */
 	uint64_t hold_ns;             /* 5 windows */
 	uint64_t off_ns;              /* 30 windows */
+	uint32_t judge_wait;          /* 5: decided windows a judgement may wait for a drain */
 };
 
 struct sluice_waitknee {
 	uint64_t hold_until_ns;       /* no growth before (the last trim's hold) */
 	uint64_t off_until_ns;        /* the rule is off before (a trim did not lower the wait) */
 	uint32_t ref_limit;           /* the limit before the trim being judged, 0 = none */
-	uint32_t _pad;
+	uint32_t postponed;           /* windows its judgement waited for the backlog to drain */
 	double ref_wait_us;           /* ... and the wait that caused it */
+	uint32_t strikes;             /* trims in a row after which the wait stayed */
+	uint32_t undo_to;             /* the limit before the first of them */
 	uint64_t trims, undone;       /* for status and tests */
 	double floor_us;              /* the wait a trim did not remove: no queue (0 = none) */
 	double last_wait_us;          /* the last window's mean wait, -1 = not measured */
