@@ -144,7 +144,7 @@ $(BUILD)/bench/bench_daemon: tests/bench/bench_daemon.c tests/bpf/scale.h $(LIB)
 
 # An experiment beside a running sluiced (tests/bench/qdelay.bpf.c): how long requests wait
 # before the server first reads them. Built by `make bench`; tests/bench/qdelay-knee.sh runs it.
-$(BUILD)/bench/qdelay.bpf.o: tests/bench/qdelay.bpf.c $(wildcard include/*.h)
+$(BUILD)/bench/qdelay.bpf.o: tests/bench/qdelay.bpf.c $(wildcard include/*.h) bpf/sock_fields.h
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 $(BUILD)/bench/qdelay.skel.h: $(BUILD)/bench/qdelay.bpf.o

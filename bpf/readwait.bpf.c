@@ -27,6 +27,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "sluice.h"
+#include "sock_fields.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
@@ -35,22 +36,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_INET  2
 #define AF_INET6 10
 
-/* Only the fields read, placed by CO-RE from the running kernel's BTF. */
-struct in6_addr___rw {
-	__u8 s6_addr[16];
-};
-struct sock_common {
-	__be32 skc_daddr;
-	__be32 skc_rcv_saddr;
-	__be16 skc_dport;
-	__u16 skc_num;
-	unsigned short skc_family;
-	struct in6_addr___rw skc_v6_daddr;
-	struct in6_addr___rw skc_v6_rcv_saddr;
-} __attribute__((preserve_access_index));
-struct sock {
-	struct sock_common __sk_common;
-} __attribute__((preserve_access_index));
 
 /* Set by the loader before load: the service slots of the data path's per-service maps (the
  * max_entries of its `services`) and the CPUs (libbpf_num_possible_cpus). `wait_stats` is

@@ -16,27 +16,12 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "sluice.h"
+#include "sock_fields.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Only the fields read, placed by CO-RE from the running kernel's BTF. */
-struct in6_addr___q {
-	__u8 s6_addr[16];
-};
-struct sock_common {
-	__be32 skc_daddr;
-	__be32 skc_rcv_saddr;
-	__be16 skc_dport;
-	__u16 skc_num;
-	unsigned short skc_family;
-	struct in6_addr___q skc_v6_daddr;
-	struct in6_addr___q skc_v6_rcv_saddr;
-} __attribute__((preserve_access_index));
-struct sock {
-	struct sock_common __sk_common;
-} __attribute__((preserve_access_index));
 
 const volatile __u16 service_port = 8080;   /* host order */
 
