@@ -51,6 +51,9 @@ start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 ok 0 "sluiced attaches with MariaDB as a tcp service"
 
 samples() { hist_samples db L0; }
+# Every connection of the service has ended in sluice's books: no turn of theirs can still
+# give a sample (the server's last data went out before the close).
+closed() { status && [ "$(svc connections)" = 0 ]; }
 # N copies of a statement, as one -e argument.
 stmts() { local i out=""; for i in $(seq 1 "$1"); do out="$out$2; "; done; echo "$out"; }
 
@@ -70,13 +73,13 @@ n0=$(samples)
 q -e "$(stmts 200 'SELECT 1')" > "$TMP/one.out" 2>&1
 settled() { [ $(($(samples) - $1)) -ge "$2" ]; }
 wait_for 3 "200 samples" settled "$n0" 200
-sleep 0.2 # an absence: no sample beyond the 200 (nothing to poll for)
+wait_for 3 "the connection closed" closed   # a later sample would come before its close
 n1=$(samples)
 ok $([ "$(grep -c '^1$' "$TMP/one.out")" = 200 ] && [ $((n1 - n0)) = 200 ] && echo 0 || echo 1) \
 	"200 SELECT 1 on one connection: $((n1 - n0)) samples (200)" "$(tail -n 2 "$TMP/one.out")"
 for i in $(seq 1 10); do q -e "SELECT 2"; done > "$TMP/ten.out" 2>&1
 wait_for 3 "10 samples" settled "$n1" 10
-sleep 0.2 # an absence: no sample beyond the 10 (nothing to poll for)
+wait_for 3 "the connections closed" closed
 n2=$(samples)
 ok $([ "$(grep -c '^2$' "$TMP/ten.out")" = 10 ] && [ $((n2 - n1)) = 10 ] && echo 0 || echo 1) \
 	"10 connections of one query each: $((n2 - n1)) samples (10)"
