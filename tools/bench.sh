@@ -50,6 +50,9 @@
 #                    touch the README's and docs/BENCHMARKS.md's results sections.
 #   BENCH_LOADS      offered load, x capacity (default "2 3.5 10")
 #   BENCH_CONTENDERS (default "none iptables haproxy nginx sluice-dayone sluice-tuned"; also
+#                    sluice-fixedN: day one with only the limit fixed at N (a point of the
+#                    trade-off between goodput and L0's tail that the adaptive limit picks from);
+#                    any sluice-NAME with a tools/bench/sluice-NAME.yaml, such as
 #                    sluice-dayone-cap and sluice-dayone-nocap: day one with connection_cap auto
 #                    and off, for the A/B of the default churn gate; sluice-dayone-aimd: day one
 #                    with limit_algorithm aimd, for the A/B of the limit's algorithm)
@@ -317,9 +320,14 @@ start_nginx() {
 		{ WHY="nginx: $(why "$TMP/nginx.log" "$TMP/peer/error.log")"; return 1; }
 }
 
-start_sluice() { # start_sluice dayone|tuned
+start_sluice() { # start_sluice dayone|tuned|...|fixedN
 	start_apache $SRV_IP:8080 || return 1
-	fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml"
+	case $1 in
+	fixed[0-9]*) # day one with only the limit fixed at N: a point of the limit's trade-off
+		fill tools/bench/sluice-dayone.yaml "$TMP/sluice.yaml" &&
+			sed -i "s|limit: { min: 4, max: 512 }|limit: { fixed: ${1#fixed} }|" "$TMP/sluice.yaml" ;;
+	*) fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml" ;;
+	esac
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN" \
 		${BENCH_SLUICED_ARGS:-}
 	sluice_up "$LAST_PID" && return 0
@@ -335,11 +343,9 @@ start_contender() { # start_contender NAME: fresh namespaces, server, protection
 	iptables) start_iptables ;;
 	haproxy) start_haproxy ;;
 	nginx) start_nginx ;;
-	sluice-dayone) start_sluice dayone ;;
-	sluice-tuned) start_sluice tuned ;;
-	sluice-dayone-cap) start_sluice dayone-cap ;;
-	sluice-dayone-nocap) start_sluice dayone-nocap ;;
-	sluice-dayone-aimd) start_sluice dayone-aimd ;;
+	# any tools/bench/sluice-NAME.yaml (dayone, tuned, the day-one variants of experiments)
+	sluice-fixed[0-9]*) start_sluice "${1#sluice-}" ;;
+	sluice-*) [ -f "tools/bench/$1.yaml" ] && start_sluice "${1#sluice-}" ;;
 	*) WHY="unknown contender"; false ;;
 	esac
 }

@@ -980,6 +980,70 @@ static void test_wait_counters_are_deltas(void **st)
 	assert_int_equal(s.wk.trims, 0);
 }
 
+/* A window whose measured waits show a queue decides before it is full: the first trim comes
+ * within a few ticks of the queue, not at the window's end; the window that judges the trim
+ * runs whole (it holds the backlog's drain), and waits within the allowance close nothing
+ * early. */
+static void test_wait_decides_early(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0, trim_at = 0, w0;
+	uint32_t before;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.latency_slo_ms = 80;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	in.wait_have = 1;
+	/* calm: 0.2 ms waits, 32 answers a tick at 50 ms, 16 in flight */
+	for (int t = 1; t <= 9; t++) {
+		now += 100 * MS;
+		traffic(&in, 3, 32, 0, 50000, 16);
+		in.wait.count += 32;
+		in.wait.sum_ns += 32 * 200000;
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+	}
+	assert_int_equal(s.windows, 0);           /* nothing closed a window early */
+	for (int t = 0; t < 11; t++) {            /* finish whole windows in calm */
+		now += 100 * MS;
+		traffic(&in, 3, 32, 0, 50000, 16);
+		in.wait.count += 32;
+		in.wait.sum_ns += 32 * 200000;
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+	}
+	assert_int_equal(s.wk.trims, 0);
+	before = s.lim.limit;
+	/* a queue: 24 in flight, each request waits 8 ms before the server reads it */
+	for (int t = 1; t <= 9 && !trim_at; t++) {
+		now += 100 * MS;
+		traffic(&in, 3, 32, 0, 58000, 24);
+		in.wait.count += 32;
+		in.wait.sum_ns += 32 * 8000000ull;
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+		if (s.wk.trims)
+			trim_at = (uint64_t)t;
+	}
+	/* within 0.6 s of the queue: the calm windows ended 1 s apart, and the one closing
+	 * during the queue's first ticks (its waits mostly calm ones) trimmed nothing, so a
+	 * whole window would decide 1 s after it */
+	assert_true(trim_at >= 1 && trim_at <= 6);
+	assert_true(s.lim.limit < before && s.lim.limit <= 21);
+	/* the judgement's window is not closed early however long the wait stays */
+	w0 = s.windows;
+	for (int t = 1; t <= 8; t++) {
+		now += 100 * MS;
+		traffic(&in, 3, 32, 0, 58000, 20);
+		in.wait.count += 32;
+		in.wait.sum_ns += 32 * 8000000ull;
+		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+		assert_int_equal(s.windows, w0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1001,6 +1065,7 @@ int main(void)
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),
+		cmocka_unit_test(test_wait_decides_early),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

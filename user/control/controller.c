@@ -374,27 +374,62 @@ static void wait_knee_apply(struct service_ctl *s, int verdict, double to,
 	}
 }
 
+/* The window so far shows a queue in front of the server by the wait rule (waitknee.h) on its
+ * own samples. The rate is the responses' (a tcp service's turns may be more, which only makes
+ * an early close rarer). */
+static int window_shows_queue(const struct service_ctl *s, const struct sluice_evwin_result *r)
+{
+	struct sluice_waitknee_input wi = {
+		.waits = r->waits, .wait_us = r->wait_us, .mean_us = r->mean_us,
+		.bound = r->headroom_rej > 0,
+		.rate = r->active_ns ? (double)r->samples * 1e9 / (double)r->active_ns : 0,
+	};
+
+	return sluice_waitknee_queued(&s->wk, &s->wp, &wi) > 0;
+}
+
+/* Early only for a new trim: a trim's judgement needs its whole window, which holds the
+ * backlog's drain (the first start's 154 -> 79 moved the wait from 249 to 185 ms, not below
+ * half: judged on a short window, two such trims in a row would undo themselves). */
+static int wait_may_decide(const struct service_ctl *s, uint64_t now_ns)
+{
+	return !s->mp.fixed && s->mp.algorithm == SLUICE_LIMIT_GRADIENT && !s->win.wait_gap &&
+	       !s->wk.ref_limit && s->win.waits >= s->wp.min_samples &&
+	       now_ns >= s->wk.off_until_ns &&
+	       (double)s->win.wait_ns / (double)s->win.waits / 1e3 - s->wk.floor_us >
+	       s->wp.allow_min_us;
+}
+
 /* Decide on the evidence window when it is full, or early on overload evidence: at least one
  * feedback delay old (a tick, and twice the last latency, so the samples show what the last
- * decision did) with enough samples above the objective. Fills r; returns 1 to decide. */
+ * decision did) with enough samples above the objective, or enough measured waits that show a
+ * queue. The wait's early close matters most when an overload begins: the queue is there from
+ * the first tick of it, and every request admitted into it waits the whole window out (a first
+ * start on Apache: admitted p99 272-442 ms with it, 625-628 ms without; docs/CONTROLLER.md,
+ * "Deciding on the wait early"). Fills r; returns 1 to decide. */
 static int window_decides(struct service_ctl *s, const struct sluice_hist *cur_h,
 			  uint64_t now_ns, uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
 {
 	uint64_t age = now_ns - s->win.start_ns, delay = dt_ns;
 	double lat2 = 2e3 * s->last_latency_us;
+	int by_median, by_wait;
 
 	*full = sluice_evwin_full(&s->win, now_ns, s->window_ns, s->min_samples);
 	/* an early close is considered only when this tick's own median is above the objective
-	 * (the tick's signals have it already; the window's quantiles cost a merge) */
-	if (!*full && (s->win.samples < s->min_samples || s->objective_us <= 0 ||
-		       s->sig.total.p50_us <= s->objective_us))
+	 * or the window's mean wait is above the smallest allowance (the tick's signals and the
+	 * window's sums have these already; the window's quantiles cost a merge) */
+	by_median = s->win.samples >= s->min_samples && s->objective_us > 0 &&
+		    s->sig.total.p50_us > s->objective_us;
+	by_wait = wait_may_decide(s, now_ns);
+	if (!*full && !by_median && !by_wait)
 		return 0;
 	if (lat2 > (double)delay)
 		delay = (uint64_t)lat2;
 	if (!*full && age < delay)
 		return 0;
 	sluice_evwin_result(&s->win, cur_h, s->quantile, s->min_samples, now_ns, r);
-	return *full || r->top_us > s->objective_us || r->latency_us > s->objective_us;
+	return *full || r->top_us > s->objective_us || r->latency_us > s->objective_us ||
+	       (by_wait && window_shows_queue(s, r));
 }
 
 void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
