@@ -980,6 +980,21 @@ static void test_wait_counters_are_deltas(void **st)
 	assert_int_equal(s.wk.trims, 0);
 }
 
+/* One 100 ms tick of 32 answers of L3 at `us` each, `inflight` in flight, each measured as
+ * having waited `wait_ns` before the server read it. */
+static void wait_tick(struct service_ctl *s, const struct service_conf *sc, struct ctl_inputs *in,
+		      uint64_t *now, uint64_t us, int64_t inflight, uint64_t wait_ns)
+{
+	struct sluice_verdict v;
+	int opened;
+
+	*now += 100 * MS;
+	traffic(in, 3, 32, 0, us, inflight);
+	in->wait.count += 32;
+	in->wait.sum_ns += 32 * wait_ns;
+	service_ctl_tick(s, sc, in, 0, *now, NULL, &v, &opened);
+}
+
 /* A window whose measured waits show a queue decides before it is full: the first trim comes
  * within a few ticks of the queue, not at the window's end; the window that judges the trim
  * runs whole (it holds the backlog's drain), and waits within the allowance close nothing
@@ -989,10 +1004,8 @@ static void test_wait_decides_early(void **st)
 	struct service_conf sc;
 	struct service_ctl s;
 	struct ctl_inputs in;
-	struct sluice_verdict v;
 	uint64_t now = 0, trim_at = 0, w0;
 	uint32_t before;
-	int opened;
 	(void)st;
 	setup_sc(&sc);
 	sc.latency_slo_ms = 80;
@@ -1000,30 +1013,16 @@ static void test_wait_decides_early(void **st)
 	service_ctl_init(&s, &sc, &cfg, 1, 0);
 	in.wait_have = 1;
 	/* calm: 0.2 ms waits, 32 answers a tick at 50 ms, 16 in flight */
-	for (int t = 1; t <= 9; t++) {
-		now += 100 * MS;
-		traffic(&in, 3, 32, 0, 50000, 16);
-		in.wait.count += 32;
-		in.wait.sum_ns += 32 * 200000;
-		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
-	}
+	for (int t = 1; t <= 9; t++)
+		wait_tick(&s, &sc, &in, &now, 50000, 16, 200000);
 	assert_int_equal(s.windows, 0);           /* nothing closed a window early */
-	for (int t = 0; t < 11; t++) {            /* finish whole windows in calm */
-		now += 100 * MS;
-		traffic(&in, 3, 32, 0, 50000, 16);
-		in.wait.count += 32;
-		in.wait.sum_ns += 32 * 200000;
-		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
-	}
+	for (int t = 0; t < 11; t++)              /* finish whole windows in calm */
+		wait_tick(&s, &sc, &in, &now, 50000, 16, 200000);
 	assert_int_equal(s.wk.trims, 0);
 	before = s.lim.limit;
 	/* a queue: 24 in flight, each request waits 8 ms before the server reads it */
 	for (int t = 1; t <= 9 && !trim_at; t++) {
-		now += 100 * MS;
-		traffic(&in, 3, 32, 0, 58000, 24);
-		in.wait.count += 32;
-		in.wait.sum_ns += 32 * 8000000ull;
-		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+		wait_tick(&s, &sc, &in, &now, 58000, 24, 8000000);
 		if (s.wk.trims)
 			trim_at = (uint64_t)t;
 	}
@@ -1035,11 +1034,7 @@ static void test_wait_decides_early(void **st)
 	/* the judgement's window is not closed early however long the wait stays */
 	w0 = s.windows;
 	for (int t = 1; t <= 8; t++) {
-		now += 100 * MS;
-		traffic(&in, 3, 32, 0, 58000, 20);
-		in.wait.count += 32;
-		in.wait.sum_ns += 32 * 8000000ull;
-		service_ctl_tick(&s, &sc, &in, 0, now, NULL, &v, &opened);
+		wait_tick(&s, &sc, &in, &now, 58000, 20, 8000000);
 		assert_int_equal(s.windows, w0);
 	}
 }
