@@ -9,6 +9,9 @@
 
 /* the recent peak in-flight that a calm limit follows decays by this per decided window */
 #define CALM_PEAK_DECAY 0.9
+/* A window decides early on the wait only once this share of its requests' time was waiting
+ * (window_shows_queue). */
+#define EARLY_WAIT_SHARE 0.5
 
 static void load_params(struct service_ctl *s, const struct service_conf *sc,
 			const struct sluice_config *cfg)
@@ -374,9 +377,14 @@ static void wait_knee_apply(struct service_ctl *s, int verdict, double to,
 	}
 }
 
-/* The window so far shows a queue in front of the server by the wait rule (waitknee.h) on its
- * own samples. The rate is the responses' (a tcp service's turns may be more, which only makes
- * an early close rarer). */
+/* The window so far shows a deep queue in front of the server: queued by the wait rule
+ * (waitknee.h) on its own samples, with at least half of the requests' time spent waiting (by
+ * Little's law, half of what was in flight waiting). A short window's mean wait is noisier
+ * than a whole one's: a closed loop's clients all connecting at the load's start read 11.7 ms
+ * of 55 in one early window, whose trim (22 -> 18) then held the limit below the workers for
+ * the rest of a 7 s run (88.9 % goodput); a first start's queue is past half within a few
+ * ticks. The rate is the responses' (a tcp service's turns may be more, which only makes an
+ * early close rarer). */
 static int window_shows_queue(const struct service_ctl *s, const struct sluice_evwin_result *r)
 {
 	struct sluice_waitknee_input wi = {
@@ -385,7 +393,8 @@ static int window_shows_queue(const struct service_ctl *s, const struct sluice_e
 		.rate = r->active_ns ? (double)r->samples * 1e9 / (double)r->active_ns : 0,
 	};
 
-	return sluice_waitknee_queued(&s->wk, &s->wp, &wi) > 0;
+	return sluice_waitknee_queued(&s->wk, &s->wp, &wi) > 0 &&
+	       r->wait_us - s->wk.floor_us >= EARLY_WAIT_SHARE * r->mean_us;
 }
 
 /* Early only for a new trim: a trim's judgement needs its whole window, which holds the
@@ -405,7 +414,7 @@ static int wait_may_decide(const struct service_ctl *s, uint64_t now_ns)
  * decision did) with enough samples above the objective, or enough measured waits that show a
  * queue. The wait's early close matters most when an overload begins: the queue is there from
  * the first tick of it, and every request admitted into it waits the whole window out (a first
- * start on Apache: admitted p99 272-442 ms with it, 625-628 ms without; docs/CONTROLLER.md,
+ * start on Apache: admitted p99 326-328 ms with it, 625-628 ms without; docs/CONTROLLER.md,
  * "Deciding on the wait early"). Fills r; returns 1 to decide. */
 static int window_decides(struct service_ctl *s, const struct sluice_hist *cur_h,
 			  uint64_t now_ns, uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
