@@ -412,10 +412,11 @@ static int wait_may_decide(const struct service_ctl *s, uint64_t now_ns)
 /* Decide on the evidence window when it is full, or early on overload evidence: at least one
  * feedback delay old (a tick, and twice the last latency, so the samples show what the last
  * decision did) with enough samples above the objective, or enough measured waits that show a
- * queue. The wait's early close matters most when an overload begins: the queue is there from
- * the first tick of it, and every request admitted into it waits the whole window out (a first
- * start on Apache: admitted p99 326-328 ms with it, 625-628 ms without; docs/CONTROLLER.md,
- * "Deciding on the wait early"). Fills r; returns 1 to decide. */
+ * deep queue (window_shows_queue). The wait's early close matters most when an overload
+ * begins: the queue is there from the first tick of it, and every request admitted into it
+ * waits the whole window out (a first start on Apache: admitted p99 326-328 ms with it,
+ * 625-628 ms without; docs/CONTROLLER.md, "Deciding on the wait early"). Fills r; returns 1 to
+ * decide. */
 static int window_decides(struct service_ctl *s, const struct sluice_hist *cur_h,
 			  uint64_t now_ns, uint64_t dt_ns, struct sluice_evwin_result *r, int *full)
 {
