@@ -377,6 +377,25 @@ static void wait_knee_apply(struct service_ctl *s, int verdict, double to,
 	}
 }
 
+/* The wait rule (waitknee.h) steers an adaptive gradient limit only. */
+static int wait_rule_applies(const struct service_ctl *s)
+{
+	return !s->mp.fixed && s->mp.algorithm == SLUICE_LIMIT_GRADIENT;
+}
+
+/* The wait rule's view of a window, its responses per second given. */
+static struct sluice_waitknee_input wait_input(const struct service_ctl *s,
+					       const struct sluice_evwin_result *r, double rate)
+{
+	struct sluice_waitknee_input wi = {
+		.waits = r->waits, .wait_us = r->wait_us, .mean_us = r->mean_us,
+		.limit = s->lim.limit, .peak_inflight = r->peak_inflight,
+		.bound = r->headroom_rej > 0, .rate = rate,
+	};
+
+	return wi;
+}
+
 /* The window so far shows a deep queue in front of the server: queued by the wait rule
  * (waitknee.h) on its own samples, with at least half of the requests' time spent waiting (by
  * Little's law, half of what was in flight waiting). A short window's mean wait is noisier
@@ -387,11 +406,8 @@ static void wait_knee_apply(struct service_ctl *s, int verdict, double to,
  * early close rarer). */
 static int window_shows_queue(const struct service_ctl *s, const struct sluice_evwin_result *r)
 {
-	struct sluice_waitknee_input wi = {
-		.waits = r->waits, .wait_us = r->wait_us, .mean_us = r->mean_us,
-		.bound = r->headroom_rej > 0,
-		.rate = r->active_ns ? (double)r->samples * 1e9 / (double)r->active_ns : 0,
-	};
+	struct sluice_waitknee_input wi = wait_input(s, r, r->active_ns ?
+					(double)r->samples * 1e9 / (double)r->active_ns : 0);
 
 	return sluice_waitknee_queued(&s->wk, &s->wp, &wi) > 0 &&
 	       r->wait_us - s->wk.floor_us >= EARLY_WAIT_SHARE * r->mean_us;
@@ -402,7 +418,7 @@ static int window_shows_queue(const struct service_ctl *s, const struct sluice_e
  * half: judged on a short window, two such trims in a row would undo themselves). */
 static int wait_may_decide(const struct service_ctl *s, uint64_t now_ns)
 {
-	return !s->mp.fixed && s->mp.algorithm == SLUICE_LIMIT_GRADIENT && !s->win.wait_gap &&
+	return wait_rule_applies(s) && !s->win.wait_gap &&
 	       !s->wk.ref_limit && s->win.waits >= s->wp.min_samples &&
 	       now_ns >= s->wk.off_until_ns &&
 	       (double)s->win.wait_ns / (double)s->win.waits / 1e3 - s->wk.floor_us >
@@ -516,11 +532,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			.saturated = r.peak_inflight >= 0.9 * s->lim.limit || r.headroom_rej > 0,
 		};
 		struct sluice_limit_input mi;
-		struct sluice_waitknee_input wi = {
-			.waits = r.waits, .wait_us = r.wait_us, .mean_us = r.mean_us,
-			.limit = s->lim.limit, .peak_inflight = r.peak_inflight,
-			.bound = r.headroom_rej > 0,
-		};
+		struct sluice_waitknee_input wi;
 		int queued, wv = SLUICE_WAITKNEE_NONE;
 		double wto = 0;
 		int over, limit_helps, http = sc->protocol == SLUICE_PROTO_HTTP;
@@ -537,7 +549,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.rate = r.active_ns ? (double)(!http && r.calls > r.samples ? r.calls : r.samples) *
 					1e9 / (double)r.active_ns : 0;
 		little_us = mi.rate > 0 ? r.mean_inflight / mi.rate * 1e6 : 0;
-		wi.rate = mi.rate;
+		wi = wait_input(s, &r, mi.rate);
 		queued = sluice_waitknee_queued(&s->wk, &s->wp, &wi);
 		/* a measured queue never teaches the baseline */
 		bw.queued = queued > 0;
@@ -576,7 +588,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		/* the wait finds the knee near it; above the aim the median's own cut acts (a
 		 * wait trim in the same window cut a surge's limit twice, below the workers),
 		 * and a trim under way is not judged on that cut's window */
-		if (!s->mp.fixed && s->mp.algorithm == SLUICE_LIMIT_GRADIENT) {
+		if (wait_rule_applies(s)) {
 			if (s->aim_us <= 0 || mi.latency_us <= s->aim_us)
 				wv = sluice_waitknee_decide(&s->wk, &s->wp, &wi, now_ns, &wto);
 			else
