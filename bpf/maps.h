@@ -7,24 +7,19 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "sluice.h"
+#include "map_shapes.h"
 
 /* Destination port (host order) -> service index + 1; 0 = not a service. One array lookup is
  * all a non-service packet pays. Written by the controller on (re)load. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, __u32);
+	SLUICE_PORT_TO_SERVICE_SHAPE;
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } port_to_service SEC(".maps");
 
 /* (local address, port) -> service index + 1, for the ports whose port_to_service value
  * carries SLUICE_PORT_BY_ADDR. Controller. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_ADDR_SERVICES);
-	__type(key, struct sluice_addr_key);
-	__type(value, __u32);
+	SLUICE_ADDR_SERVICES_SHAPE;
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } addr_services SEC(".maps");
 
@@ -81,10 +76,7 @@ struct {
  * owns its in-flight decrement, so every unit is released exactly once. When full, new units
  * are admitted untracked (counted). BPF. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_FLOWS);
-	__type(key, struct sluice_flow_key);
-	__type(value, struct sluice_flow);
+	SLUICE_FLOWS_SHAPE;
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
 

@@ -27,6 +27,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "sluice.h"
+#include "map_shapes.h"
 #include "sock_fields.h"
 
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
@@ -43,7 +44,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 nr_slots = SLUICE_MIN_SERVICE_SLOTS;
 const volatile __u32 nr_cpus = 1;
 
-/* The data path's maps (bpf/maps.h), the same definitions; the loader hands this object the
+/* The data path's maps, their shapes from map_shapes.h (bpf/maps.h's too); the loader hands this object the
  * loaded data path's own maps (bpf_map__reuse_fd) before load, so nothing is created or
  * pinned here. Read only: the probe never writes any of them.
  *   port_to_service  local port -> service index + 1 (0: none), SLUICE_PORT_BY_ADDR flag;
@@ -53,24 +54,15 @@ const volatile __u32 nr_cpus = 1;
  *   flows            the data path's tracked units by 4-tuple; written by the data path and
  *                    by sluiced's flow GC */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, __u32);
+	SLUICE_PORT_TO_SERVICE_SHAPE;
 } port_to_service SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_ADDR_SERVICES);
-	__type(key, struct sluice_addr_key);
-	__type(value, __u32);
+	SLUICE_ADDR_SERVICES_SHAPE;
 } addr_services SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SLUICE_MAX_FLOWS);
-	__type(key, struct sluice_flow_key);
-	__type(value, struct sluice_flow);
+	SLUICE_FLOWS_SHAPE;
 } flows SEC(".maps");
 
 /* The unit already measured on a socket: its req_start_ns (one sample per request or turn;
