@@ -981,9 +981,10 @@ static void test_wait_counters_are_deltas(void **st)
 }
 
 /* One 100 ms tick of 32 answers of L3 at `us` each, `inflight` in flight, each measured as
- * having waited `wait_ns` before the server read it. */
-static void wait_tick(struct service_ctl *s, const struct service_conf *sc, struct ctl_inputs *in,
-		      uint64_t *now, uint64_t us, int64_t inflight, uint64_t wait_ns)
+ * having waited `wait_ns` before the server read it; the controller's events to sink. */
+static void wait_tick_to(struct service_ctl *s, const struct service_conf *sc,
+			 struct ctl_inputs *in, uint64_t *now, uint64_t us, int64_t inflight,
+			 uint64_t wait_ns, const struct sluice_event_sink *sink)
 {
 	struct sluice_verdict v;
 	int opened;
@@ -992,7 +993,14 @@ static void wait_tick(struct service_ctl *s, const struct service_conf *sc, stru
 	traffic(in, 3, 32, 0, us, inflight);
 	in->wait.count += 32;
 	in->wait.sum_ns += 32 * wait_ns;
-	service_ctl_tick(s, sc, in, 0, *now, NULL, &v, &opened);
+	service_ctl_tick(s, sc, in, 0, *now, sink, &v, &opened);
+}
+
+/* ... with no sink. */
+static void wait_tick(struct service_ctl *s, const struct service_conf *sc, struct ctl_inputs *in,
+		      uint64_t *now, uint64_t us, int64_t inflight, uint64_t wait_ns)
+{
+	wait_tick_to(s, sc, in, now, us, inflight, wait_ns, NULL);
 }
 
 /* A window whose measured waits show a deep queue (half the requests' time waiting) decides
@@ -1063,10 +1071,89 @@ static void test_wait_decides_early(void **st)
 	}
 }
 
+
+/* Every decided window of an adaptive limit is one debug event (why `window`) with what it saw
+ * and did, the wait -1 while the probe measured none, its mean once it did; a trim's window
+ * says so (wait_verdict 2, limit_to below limit_from). */
+static const struct sluice_event *last_window(const struct evcap *c)
+{
+	for (int i = (c->n < EVCAP_MAX ? c->n : EVCAP_MAX) - 1; i >= 0; i--)
+		if (!strcmp(c->ev[i].why, "window"))
+			return &c->ev[i];
+	return NULL;
+}
+
+static double ev_num(const struct sluice_event *ev, const char *key)
+{
+	for (int i = 0; i < ev->n_nums; i++)
+		if (!strcmp(ev->num[i].key, key))
+			return ev->num[i].val;
+	fail_msg("event %s has no %s", ev->why, key);
+	return 0;
+}
+
+static void test_window_event(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "web");
+	const struct sluice_event *ev;
+	uint64_t now = 0, w0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.latency_slo_ms = 150;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	/* no probe: windows decide on latency alone, their wait unmeasured */
+	for (int t = 0; t < 25; t++) {
+		now += 100 * MS;
+		traffic(&in, 3, 32, 0, 50000, 16);
+		service_ctl_tick(&s, &sc, &in, 0, now, &sink, &v, &opened);
+	}
+	assert_true(s.windows >= 1);
+	ev = last_window(&c);
+	assert_non_null(ev);
+	assert_int_equal(ev->level, SLUICE_EV_DEBUG);
+	assert_string_equal(ev->service, "web");
+	assert_true(ev_num(ev, "wait_us") == -1);
+	assert_true(ev_num(ev, "limit_to") == s.lim.limit);
+	assert_true(ev_num(ev, "peak_inflight") == 16);
+	assert_true(ev_num(ev, "samples") > 0);
+	/* the probe: 0.2 ms waits in calm, then a queue of 8 ms of 58 that the window trims */
+	in.wait_have = 1;
+	for (int t = 0; t < 20; t++)
+		wait_tick_to(&s, &sc, &in, &now, 50000, 16, 200000, &sink);
+	ev = last_window(&c);
+	assert_true(ev_num(ev, "waits") >= 20);
+	assert_true(ev_num(ev, "wait_us") > 150 && ev_num(ev, "wait_us") < 250);
+	assert_true(ev_num(ev, "allowance_us") >= 500);
+	w0 = s.wk.trims;
+	for (int t = 0; t < 15 && s.wk.trims == w0; t++)
+		wait_tick_to(&s, &sc, &in, &now, 58000, 24, 8000000, &sink);
+	assert_int_equal(s.wk.trims, w0 + 1);
+	ev = last_window(&c);
+	assert_true(ev_num(ev, "wait_verdict") == SLUICE_WAITKNEE_TRIM);
+	assert_true(ev_num(ev, "limit_to") < ev_num(ev, "limit_from"));
+	assert_true(ev_num(ev, "wait_us") > 7000 && ev_num(ev, "wait_us") < 9000);
+	assert_non_null(strstr(evcap_last_json(&c), "\"why\""));
+	/* a fixed limit has no windows to explain */
+	sc.limit_fixed = 20;
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	sink = evcap_sink(&c, "web");
+	for (int t = 0; t < 25; t++)
+		wait_tick_to(&s, &sc, &in, &now, 50000, 16, 200000, &sink);
+	assert_null(last_window(&c));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_first_tick_is_a_snapshot),
+		cmocka_unit_test(test_window_event),
 		cmocka_unit_test(test_listen_queue_rule),
 		cmocka_unit_test(test_listen_queue_sheds_a_blind_backend),
 		cmocka_unit_test(test_state_export_import),

@@ -11,7 +11,7 @@
 #include "sluice.h"
 #include <jansson.h>
 
-#define SLUICE_EV_MAX_NUMS 8
+#define SLUICE_EV_MAX_NUMS 12
 
 /* Levels and kinds, with their names: SLUICE_EV_LEVEL_TABLE and SLUICE_EV_MACHINE_TABLE in
  * include/sluice_names.h (names: common/names.h). */
