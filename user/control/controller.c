@@ -430,14 +430,14 @@ static int wait_may_decide(const struct service_ctl *s, uint64_t now_ns)
  * The limit's own events name only the moves; why a limit stays where it is (22 in front of
  * 16 workers, say, while nothing is cut) is in the windows between them: a signal at the aim,
  * a wait within its allowance, a window that was not bound. wait_us is the window's mean wait,
- * -1 when its waits were not measured (no probe, or too few); wait_verdict is enum
- * sluice_waitknee_verdict (0 the limit's own rules, 1 no growth, 2 trim, 3 undo). */
+ * -1 where the wait rule found it unmeasured (queued < 0: no probe, or too few waits);
+ * wait_verdict is enum sluice_waitknee_verdict (0 the limit's own rules, 1 no growth, 2 trim,
+ * 3 undo). */
 static void report_window(const struct service_ctl *s, const struct sluice_evwin_result *r,
-			  const struct sluice_limit_input *mi, uint32_t before, int wait_verdict,
-			  uint64_t now_ns, const struct sluice_event_sink *sink)
+			  const struct sluice_limit_input *mi, uint32_t before, int queued,
+			  int wait_verdict, uint64_t now_ns, const struct sluice_event_sink *sink)
 {
 	struct sluice_event ev;
-	int measured = r->waits >= s->wp.min_samples;
 
 	if (!sink || !sink->fn || s->mp.fixed)
 		return;
@@ -451,7 +451,7 @@ static void report_window(const struct service_ctl *s, const struct sluice_evwin
 	sluice_event_num(&ev, "bound", mi->bound);
 	sluice_event_num(&ev, "samples", (double)r->samples);
 	sluice_event_num(&ev, "waits", (double)r->waits);
-	sluice_event_num(&ev, "wait_us", measured ? r->wait_us : -1);
+	sluice_event_num(&ev, "wait_us", queued >= 0 ? r->wait_us : -1);
 	sluice_event_num(&ev, "wait_floor_us", s->wk.floor_us);
 	sluice_event_num(&ev, "allowance_us", sluice_waitknee_allowance(&s->wp, r->mean_us));
 	sluice_event_num(&ev, "wait_verdict", wait_verdict);
@@ -631,7 +631,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		cuts0 = s->lim.cuts;
 		sluice_limit_decide(&s->lim, &s->mp, &mi, now_ns, sink);
 		wait_knee_apply(s, wv, wto, &r, now_ns, sink);
-		report_window(s, &r, &mi, lim_in_force, wv, now_ns, sink);
+		report_window(s, &r, &mi, lim_in_force, queued, wv, now_ns, sink);
 		/* a full window within the aim in which the limit did not bind: the limit is one
 		 * set in calm (fast growth may raise it) until the next cut */
 		if (full && r.latency_us <= s->aim_us && !mi.bound && s->lim.cuts == cuts0 &&
