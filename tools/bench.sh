@@ -325,7 +325,10 @@ start_sluice() { # start_sluice dayone|tuned|...|fixedN
 	case $1 in
 	fixed[0-9]*) # day one with only the limit fixed at N: a point of the limit's trade-off
 		fill tools/bench/sluice-dayone.yaml "$TMP/sluice.yaml" &&
-			sed -i "s|limit: { min: 4, max: 512 }|limit: { fixed: ${1#fixed} }|" "$TMP/sluice.yaml" ;;
+			sed -i "s|limit: { min: 4, max: 512 }|limit: { fixed: ${1#fixed} }|" "$TMP/sluice.yaml"
+		# day one's limit line changed: run nothing rather than day one under this name
+		grep -q "limit: { fixed: ${1#fixed} }" "$TMP/sluice.yaml" ||
+			{ WHY="sluice-$1: tools/bench/sluice-dayone.yaml has no 'limit: { min: 4, max: 512 }' to fix"; return 1; } ;;
 	*) fill "tools/bench/sluice-$1.yaml" "$TMP/sluice.yaml" ;;
 	esac
 	start_bg "$TMP/sluiced.log" $IN_SRV "$BUILD/sluiced" --config "$TMP/sluice.yaml" --pin-dir "$PIN" \
