@@ -59,6 +59,10 @@
 #   STEP_CONTENDERS  the step scenario's contenders (default "haproxy sluice-dayone"); STEP_PRE
 #                    (default 4) and STEP_POST (default 11) seconds around the surge
 #   STEP_KEEP        a directory: keep each step run's loadgen trace and /metrics samples there
+#   BENCH_L0_TRACE   a directory: the closed loop's L0 client (wrk, one thread per connection)
+#                    writes every response's send time and latency there, a file per
+#                    connection, named WHO-LOAD-RUN-N.txt (tools/bench/wrk-l0trace.lua; read with
+#                    tools/bench/l0trace.py): which of L0's requests make its p99, and when
 #   BENCH_SLUICED_ARGS extra sluiced options for the sluice contenders (e.g. -v: the limit's probes
 #                    and other debug events in the logs the bench keeps)
 #   BENCH_SEED       base seed of the open-loop arrivals (default 1; run r uses seed + r)
@@ -358,12 +362,17 @@ cpu_stat() { # whole-host "busy total" jiffies (all CPUs; busy includes irq and 
 	awk '/^cpu /{b=$2+$3+$4+$7+$8+$9; print b, b+$5+$6}' /proc/stat
 }
 
-# wrk_run LOG CONNS CLASS SECONDS [as-L0-user]: closed loop, JSON result line in LOG
+# wrk_run LOG CONNS CLASS SECONDS [as-L0-user [TRACE-PREFIX]]: closed loop, JSON result line
+# in LOG; with a trace prefix, every response's latency in PREFIX-N.txt (one thread and file
+# per connection)
 wrk_run() {
-	local log=$1 conns=$2 class=$3 secs=$4 asl0=${5:-} threads=2
+	local log=$1 conns=$2 class=$3 secs=$4 asl0=${5:-} trace=${6:-} threads=2
+	local script=$TMP/wrk/report.lua
 	[ "$conns" -lt 2 ] && threads=1
+	[ -n "$trace" ] && { threads=$conns; script=$TMP/wrk/l0trace.lua; }
 	local cmd=(wrk -t$threads -c"$conns" -d"${secs}s" --timeout "$((TIMEOUT_MS / 1000))s"
-		-H "X-Priority: $class" -s "$TMP/wrk/report.lua" "http://$SRV_IP:8080/")
+		-H "X-Priority: $class" -s "$script" "http://$SRV_IP:8080/")
+	[ -n "$trace" ] && cmd+=(-- "$trace")
 	if [ -n "$asl0" ]; then
 		cmd=(setpriv --reuid=$L0_UID --regid=$L0_UID --clear-groups "${cmd[@]}")
 	fi
@@ -392,12 +401,14 @@ measure() {
 	c0=$(cpu_stat)
 	if [ "$scen" = http-closed ]; then
 		read -r l0 n < <(l0_conns "$load"); l3=$((n - l0))
+		local tr=""
+		[ -n "${BENCH_L0_TRACE:-}" ] && tr=$BENCH_L0_TRACE/$who-$load-$run
 		if [ "$who" = L0-alone ]; then
-			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
+			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 "$tr" || rc0=$?
 		else
 			wrk_run "$d/l3" "$l3" L3 "$DUR" & local p3=$!
 			PIDS+=($p3)        # stopped with the rest if the bench is interrupted
-			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 || rc0=$?
+			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 "$tr" || rc0=$?
 			wait $p3 || rc3=$?
 			forget_pids $p3
 		fi
@@ -480,7 +491,14 @@ for s in http-closed http-open; do has $s "$SCENARIOS" && HTTP_SCEN="$HTTP_SCEN 
 : > "$RAW"
 if [ -n "$HTTP_SCEN" ] || has step "$SCENARIOS"; then
 	mkdir -p "$TMP/wrk"; chmod 755 "$TMP/wrk"
-	cp tools/bench/wrk-report.lua "$TMP/wrk/report.lua"; chmod 644 "$TMP/wrk/report.lua"
+	cp tools/bench/wrk-report.lua "$TMP/wrk/report.lua"
+	cp tools/bench/wrk-l0trace.lua "$TMP/wrk/l0trace.lua"
+	chmod 644 "$TMP/wrk/report.lua" "$TMP/wrk/l0trace.lua"
+	if [ -n "${BENCH_L0_TRACE:-}" ]; then
+		# written by the L0 client, an unprivileged user
+		mkdir -p "$BENCH_L0_TRACE" && chmod 1777 "$BENCH_L0_TRACE" ||
+			{ log "BENCH_L0_TRACE: cannot make $BENCH_L0_TRACE writable"; exit 2; }
+	fi
 	declare -A DEAD=()
 	for run in $(seq "$RUNS"); do
 		calibrate "$run" || {
