@@ -4,18 +4,8 @@
 # answers: the third-slowest request (what the bench's L0 p99 is at ~270 requests), the slow
 # ones counted at the start, in the rest of the first 2 s and after, times from the run's first
 # request on either connection; an empty directory is an error. No root, no network. Emits TAP.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-TMP=$(mktemp -d /tmp/sluice-l0trace.XXXXXX)
+. "$(dirname "$0")/../e2e/lib.sh"   # TAP (ok, finish) and TMP; nothing else of it is set up
 trap 'rm -rf "$TMP"' EXIT
-N=0 FAILED=0
-ok() {
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else
-		echo "not ok $N - $2"; shift 2; for d in "$@"; do echo "# $d"; done
-		FAILED=$((FAILED + 1))
-	fi
-}
 
 # Two connections of 140 requests 50 ms apart from t0 (µs), every one answered in 52 ms, but
 # for SLOW (connection:index:ms ...).
@@ -57,5 +47,4 @@ out=$(tools/bench/l0trace.py "$TMP/empty" 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q 'no trace files' <<<"$out"
 ok $? "an empty directory is an error" "rc $rc: $out"
 
-echo "1..$N"
-[ "$FAILED" -eq 0 ]
+finish
