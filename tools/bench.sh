@@ -402,7 +402,7 @@ measure() {
 	if [ "$scen" = http-closed ]; then
 		read -r l0 n < <(l0_conns "$load"); l3=$((n - l0))
 		local tr=""
-		[ -n "${BENCH_L0_TRACE:-}" ] && tr=$BENCH_L0_TRACE/$who-$load-$run
+		[ -n "${BENCH_L0_TRACE:-}" ] && tr=$TMP/l0trace/$who-$load-$run
 		if [ "$who" = L0-alone ]; then
 			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 "$tr" || rc0=$?
 		else
@@ -411,6 +411,11 @@ measure() {
 			wrk_run "$d/l0" "$l0" L0 "$DUR" as-l0 "$tr" || rc0=$?
 			wait $p3 || rc3=$?
 			forget_pids $p3
+		fi
+		if [ -n "$tr" ]; then
+			cp "$tr"-*.txt "$BENCH_L0_TRACE"/ 2>/dev/null ||
+				log "BENCH_L0_TRACE: $who $load run $run left no trace"
+			rm -f "$tr"-*.txt
 		fi
 	else
 		local rate l0rate seed=$((SEED + run))
@@ -495,9 +500,10 @@ if [ -n "$HTTP_SCEN" ] || has step "$SCENARIOS"; then
 	cp tools/bench/wrk-l0trace.lua "$TMP/wrk/l0trace.lua"
 	chmod 644 "$TMP/wrk/report.lua" "$TMP/wrk/l0trace.lua"
 	if [ -n "${BENCH_L0_TRACE:-}" ]; then
-		# written by the L0 client, an unprivileged user
-		mkdir -p "$BENCH_L0_TRACE" && chmod 1777 "$BENCH_L0_TRACE" ||
-			{ log "BENCH_L0_TRACE: cannot make $BENCH_L0_TRACE writable"; exit 2; }
+		# the L0 client (an unprivileged user) writes in the bench's own directory; each
+		# step's files are then copied to BENCH_L0_TRACE
+		mkdir -p "$BENCH_L0_TRACE" "$TMP/l0trace" && chmod 1777 "$TMP/l0trace" ||
+			{ log "BENCH_L0_TRACE: cannot make $BENCH_L0_TRACE"; exit 2; }
 	fi
 	declare -A DEAD=()
 	for run in $(seq "$RUNS"); do

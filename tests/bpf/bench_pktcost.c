@@ -189,8 +189,8 @@ static double rep_path(const char *name, int fd, int tc, const uint8_t *pkt, siz
 static int e_stream = -1, e_stream_ctl = -1, e_stream_target = -1, e_xdp_frags = -1;
 
 /* One call of n runs of target behind a stream program (stream_xdp or stream_tc, whose
- * target_map is its prog array): ports base, base + 1, ... (sport at off); with restore, the
- * frame written back before every run. */
+ * target_map is its prog array): ports base, base + stride, ... (the port at off); with
+ * restore, the frame written back before every run. */
 static double stream_run(int stream, int target_map, int target, const uint8_t *pkt,
 			 size_t len, uint32_t off, uint16_t base, uint16_t stride, int n, int restore,
 			 int *rv)
@@ -644,8 +644,8 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	s = syn_of(&c, src, sport, 80);
 	len = build_pkt(pkt, &s);
 	rep_path(NAME("xdp.non-service"), xdp, 0, pkt, len, repeat, XDP_PASS);
-	/* ... and to ports all over the port space (the bench's services' own ports, 2 or 3 of
-	 * the 28000, are in it: a bare ACK of no flow there passes as well) */
+	/* ... and to ports all over the port space (a service's port may be among the 28000: a
+	 * bare ACK of no flow passes there too) */
 	s.syn = 0, s.ackf = 1;
 	len = build_pkt(pkt, &s);
 	sweep_path(NAME("xdp.non-service-port-sweep"), xdp, pkt, len,
