@@ -44,5 +44,9 @@ response = function(status, headers, body)
     end
     sent = nil
 end
--- the summary line: wrk-report.lua's own, from the directory this script was loaded from
-dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "report.lua")
+-- the summary line: wrk-report.lua's own, from beside this script (tools/bench.sh copies both
+-- into its directory, that one as report.lua; in the repository it is wrk-report.lua)
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local beside = io.open(dir .. "report.lua")
+if beside then beside:close() end
+dofile(dir .. (beside and "report.lua" or "wrk-report.lua"))
