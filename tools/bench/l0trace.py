@@ -6,10 +6,12 @@ contender, L0's slowest requests and when in the run they were sent.
 Usage: tools/bench/l0trace.py DIR [--slow-x 1.3] [--top 6]
 
 A request is slow when its latency is above SLOW_X times the p99 of L0 alone in the same run
-and load (the bench's baseline). Times are from the run's first L0 request. Its counts are
+and load (the bench's baseline). The p99 is wrk's (the ceil(0.99 n)-th smallest latency: of
+about 270 requests, the third-slowest). Times are from the run's first L0 request. Its counts are
 given at the start (the first 50 ms: the requests L0's connections send as the surge's clients
 all connect), in the rest of the first 2 s, and after."""
 import argparse
+import math
 import collections
 import os
 import re
@@ -33,9 +35,11 @@ def read_runs(d):
     return runs
 
 
-def third_slowest(lat):
-    s = sorted(lat, reverse=True)
-    return s[2] if len(s) >= 3 else (s[-1] if s else 0.0)
+def p99(lat):
+    """wrk's percentile: the smallest latency that 99 % of the requests do not exceed (the
+    ceil(0.99 n)-th smallest; of about 270, the third-slowest)."""
+    s = sorted(lat)
+    return s[max(0, math.ceil(0.99 * len(s)) - 1)] if s else 0.0
 
 
 def main():
@@ -47,22 +51,22 @@ def main():
     runs = read_runs(a.dir)
     if not runs:
         sys.exit(f"l0trace: no trace files in {a.dir}")
-    print("who load run: n, 3rd slowest ms (x alone's), slow at start / 0.05-2 s / after 2 s;"
+    print("who load run: n, p99 ms (x alone's), slow at start / 0.05-2 s / after 2 s;"
           " the slowest as t s:ms")
     for (who, load, run), rows in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][2],
                                                                         kv[0][0] != "L0-alone",
                                                                         kv[0][0])):
         alone = runs.get(("L0-alone", load, run))
-        base = sorted(r[1] for r in alone)[int(0.99 * (len(alone) - 1))] if alone else 0
+        base = p99([r[1] for r in alone]) if alone else 0
         t0 = min(r[0] for r in rows)
         lat = [r[1] for r in rows]
-        third = third_slowest(lat)
-        line = f"{who} {load} {run}: n {len(rows)}, 3rd slowest {third:.1f}"
+        q = p99(lat)
+        line = f"{who} {load} {run}: n {len(rows)}, p99 {q:.1f}"
         if who != "L0-alone" and base:
             slow = [(r[0] - t0, r[1]) for r in rows if r[1] > a.slow_x * base]
             start = sum(1 for t, _ in slow if t < 0.05)
             first = sum(1 for t, _ in slow if 0.05 <= t < 2)
-            line += (f" ({third / base:.2f}x), slow {start} / {first} / "
+            line += (f" ({q / base:.2f}x), slow {start} / {first} / "
                      f"{len(slow) - start - first}; ")
             top = sorted(((r[0] - t0, r[1]) for r in rows), key=lambda x: -x[1])[:a.top]
             line += " ".join(f"{t:.2f}:{ms:.0f}" for t, ms in sorted(top))
