@@ -44,9 +44,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 nr_slots = SLUICE_MIN_SERVICE_SLOTS;
 const volatile __u32 nr_cpus = 1;
 
-/* The data path's maps, their shapes from map_shapes.h (bpf/maps.h's too); the loader hands this object the
- * loaded data path's own maps (bpf_map__reuse_fd) before load, so nothing is created or
- * pinned here. Read only: the probe never writes any of them.
+/* The data path's maps, their shapes from map_shapes.h (bpf/maps.h's too); the loader hands
+ * this object the loaded data path's own maps (bpf_map__reuse_fd) before load, so nothing is
+ * created or pinned here. Read only: the probe never writes any of them.
  *   port_to_service  local port -> service index + 1 (0: none), SLUICE_PORT_BY_ADDR flag;
  *                    written by sluiced
  *   addr_services    (local address, port) -> service index + 1 for the ports flagged

@@ -1071,10 +1071,7 @@ static void test_wait_decides_early(void **st)
 	}
 }
 
-
-/* Every decided window of an adaptive limit is one debug event (why `window`) with what it saw
- * and did, the wait -1 while the probe measured none, its mean once it did; a trim's window
- * says so (wait_verdict 2, limit_to below limit_from). */
+/* The last window event caught, NULL when none. */
 static const struct sluice_event *last_window(const struct evcap *c)
 {
 	for (int i = (c->n < EVCAP_MAX ? c->n : EVCAP_MAX) - 1; i >= 0; i--)
@@ -1092,6 +1089,9 @@ static double ev_num(const struct sluice_event *ev, const char *key)
 	return 0;
 }
 
+/* Every decided window of an adaptive limit is one debug event (why `window`) with what it saw
+ * and did, the wait -1 while the probe measured none, its mean once it did; a trim's window
+ * says so (wait_verdict 2, limit_to below limit_from). */
 static void test_window_event(void **st)
 {
 	struct service_conf sc;
