@@ -21,8 +21,9 @@
 # OUTDIR/pg.txt (the table). Exits non-zero when a contender or the database fails to start,
 # saying which and why. Everything it starts (namespaces, processes, pins, iptables rules in
 # its namespace, the cluster's temporary directory) is removed on any exit.
-# Knobs (environment): PG_RUNS (3), PG_DUR (s of L0 per run, 10), PG_CONTENDERS, PG_MODES
-# ("persistent connect"), PG_HOLDERS (16), PG_CHURNERS (48), PG_SEED (1).
+# Knobs (environment): PG_RUNS (3), PG_DUR (s of L0 per run, 10), PG_CONTENDERS (also any
+# sluice-NAME that has a tools/bench/pg/sluice-NAME.yaml), PG_MODES ("persistent connect"),
+# PG_HOLDERS (16), PG_CHURNERS (48), PG_SEED (1).
 set -u
 [ $# -eq 2 ] || { echo "usage: tools/bench/pg.sh BUILD OUTDIR" >&2; exit 2; }
 BUILD=$(realpath -m "$1")
@@ -200,8 +201,12 @@ start_contender() { # start_contender NAME: fresh namespaces, database, protecti
 	none) start_pg $SRV_IP ;;
 	iptables) start_iptables ;;
 	pgbouncer) start_pgbouncer ;;
-	sluice-dayone) start_sluice dayone ;;
-	sluice-tuned) start_sluice tuned ;;
+	sluice-?*)
+		if [ -f "$HERE/$who.yaml" ]; then
+			start_sluice "${who#sluice-}"
+		else
+			log "unknown contender $who (no tools/bench/pg/$who.yaml)"; false
+		fi ;;
 	*) log "unknown contender $who"; false ;;
 	esac || return 1
 	# warm-up (not recorded): the database's caches, sluice's first samples
