@@ -180,7 +180,7 @@ start_pgbouncer() {
 	return 1
 }
 
-start_sluice() { # start_sluice dayone|tuned
+start_sluice() { # start_sluice NAME: tools/bench/pg/sluice-NAME.yaml
 	start_pg $SRV_IP || return 1
 	# What the database accepts, read from its own config as a user would:
 	# max_connections - superuser_reserved_connections.
