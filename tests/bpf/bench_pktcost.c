@@ -210,18 +210,14 @@ static double stream_run(int stream, int target_map, int target, const uint8_t *
 	return run1(stream, pkt, len, n, rv);
 }
 
-static double stream_call(int target, const uint8_t *pkt, size_t len, uint32_t off,
-			  uint16_t base, int n, int *rv)
-{
-	return stream_run(e_stream, e_stream_target, target, pkt, len, off, base, 1, n, 0, rv);
-}
-
-/* A new SYN in every run of one call: n SYNs back to back, each from its own port, from
- * empty handshake slots (best of `rounds` calls against the same stream into the empty
- * program). Each call must leave nearly n records (a few share a slot): else it timed
- * refusals or retransmits, not admissions. */
+/* One packet stream at XDP: n runs in one call, the port at off rewritten to base, base +
+ * stride, ... (best of `rounds` calls against the same stream into the empty program).
+ * new_syns: the packet is an admitted SYN, timed from empty handshake slots, and each call must
+ * leave nearly n records (a few share a slot): else it timed refusals or retransmits, not
+ * admissions. */
 static double stream_path(const char *name, int xdp, const uint8_t *pkt, size_t len,
-			  uint32_t off, int n, int want)
+			  uint32_t off, uint16_t base, uint16_t stride, int n, int want,
+			  int new_syns)
 {
 	double best = -1, ebest = -1, d;
 	int rv = -1, held;
@@ -234,20 +230,22 @@ static double stream_path(const char *name, int xdp, const uint8_t *pkt, size_t 
 		return 0;
 	}
 	for (int r = 0; r < rounds; r++) {
-		if ((d = stream_call(e_xdp_frags, pkt, len, off, 61000, n, NULL)) >= 0 &&
-		    (ebest < 0 || d < ebest))
+		if ((d = stream_run(e_stream, e_stream_target, e_xdp_frags, pkt, len, off, base,
+				    stride, n, 0, NULL)) >= 0 && (ebest < 0 || d < ebest))
 			ebest = d;
-		drain_handshakes();
-		if ((d = stream_call(xdp, pkt, len, off, 61000, n, &rv)) >= 0 &&
-		    (best < 0 || d < best))
+		if (new_syns)
+			drain_handshakes();
+		if ((d = stream_run(e_stream, e_stream_target, xdp, pkt, len, off, base, stride, n,
+				    0, &rv)) >= 0 && (best < 0 || d < best))
 			best = d;
-		if ((held = held_slots()) < n * 9 / 10) {
+		if (new_syns && (held = held_slots()) < n * 9 / 10) {
 			fprintf(stderr, "bench_pktcost: path %s left %d handshake records of %d SYNs\n",
 				name, held, n);
 			failed = 1;
 		}
 	}
-	drain_handshakes();
+	if (new_syns)
+		drain_handshakes();
 	check_ret(name, rv, want);
 	report(name, best, ebest);
 	return best - ebest;
@@ -256,36 +254,9 @@ static double stream_path(const char *name, int xdp, const uint8_t *pkt, size_t 
 /* Packets to ports no service has, each to another port, SWEEP_PORTS of them in a scattered
  * order over the whole port space: the port map is read at as many places (its 256 KiB, 4
  * bytes a port, against the cache), where xdp.non-service reads one entry again and again.
- * What a host's replies to its own outbound connections (ephemeral ports) cost at XDP. Best
- * of `rounds` calls of SWEEP_PORTS runs against the same stream into the empty program. */
+ * What a host's replies to its own outbound connections (ephemeral ports) cost at XDP. */
 #define SWEEP_PORTS 28000
 #define SWEEP_STRIDE 40503 /* odd: 65536 runs would visit every port once */
-
-static void sweep_path(const char *name, int xdp, const uint8_t *pkt, size_t len, uint32_t off)
-{
-	double best = -1, ebest = -1, d;
-	int rv = -1;
-
-	if (skipped(name))
-		return;
-	if (e_stream < 0) {
-		fprintf(stderr, "bench_pktcost: path %s not timed: the baseline object has no "
-			"stream_xdp\n", name);
-		return;
-	}
-	for (int r = 0; r < rounds; r++) {
-		if ((d = stream_run(e_stream, e_stream_target, e_xdp_frags, pkt, len, off, 1024,
-				    SWEEP_STRIDE, SWEEP_PORTS, 0, NULL)) >= 0 &&
-		    (ebest < 0 || d < ebest))
-			ebest = d;
-		if ((d = stream_run(e_stream, e_stream_target, xdp, pkt, len, off, 1024,
-				    SWEEP_STRIDE, SWEEP_PORTS, 0, &rv)) >= 0 &&
-		    (best < 0 || d < best))
-			best = d;
-	}
-	check_ret(name, rv, XDP_PASS);
-	report(name, best, ebest);
-}
 
 /* The TC stream (empty_xdp.bpf.c stream_tc): its program and the program it tail-calls. */
 static int e_stream_tc = -1, e_stream_target_tc = -1;
@@ -648,8 +619,9 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	 * bare ACK of no flow passes there too) */
 	s.syn = 0, s.ackf = 1;
 	len = build_pkt(pkt, &s);
-	sweep_path(NAME("xdp.non-service-port-sweep"), xdp, pkt, len,
-		   (uint32_t)(ETH_HLEN + (f->vlan ? 4 : 0) + (f->v6 ? 40 : 20) + 2));
+	stream_path(NAME("xdp.non-service-port-sweep"), xdp, pkt, len,
+		    (uint32_t)(ETH_HLEN + (f->vlan ? 4 : 0) + (f->v6 ? 40 : 20) + 2), 1024,
+		    SWEEP_STRIDE, SWEEP_PORTS, XDP_PASS, 0);
 
 	/* Established flow of a tcp service: a completed handshake, then its ACKs. */
 	sport = new_client(f, src, sizeof src);
@@ -710,8 +682,8 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	s = syn_of(&c, src, sport, 7000);
 	len = build_pkt(pkt, &s);
 	stream_path(NAME("xdp.new-syn-stream"), xdp, pkt, len,
-		    (uint32_t)(ETH_HLEN + (f->vlan ? 4 : 0) + (f->v6 ? 40 : 20)), loops / rounds,
-		    XDP_PASS);
+		    (uint32_t)(ETH_HLEN + (f->vlan ? 4 : 0) + (f->v6 ? 40 : 20)), 61000, 1,
+		    loops / rounds, XDP_PASS, 1);
 	loop_path(NAME("xdp.handshake-ack"), xdp, 0, loops, prep_handshake_ack, &c, XDP_PASS);
 	c.dport = 8080;
 	/* An http connection's: no slot, but the flow caches its client's source answer. */
