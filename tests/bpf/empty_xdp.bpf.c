@@ -53,7 +53,7 @@ int stream_xdp(struct xdp_md *ctx)
 	p = data + (c->sport_off & 127);
 	if ((void *)(p + 2) > end)
 		return XDP_ABORTED;
-	port = c->base + c->next++ * (c->stride ? c->stride : 1);
+	port = c->base + c->next++ * c->stride;
 	p[0] = port >> 8;
 	p[1] = port & 0xff;
 	bpf_tail_call(ctx, &stream_target, 0);

@@ -11,8 +11,8 @@ struct stream_ctl {
 	__u32 sport_off; /* the TCP source port's offset in the frame */
 	__u16 base;      /* the first port */
 	__u16 next;      /* runs so far */
-	__u16 stride;    /* run i writes base + i x stride (0 is 1); an odd stride visits all
-	                  * 65536 ports in a scattered order */
+	__u16 stride;    /* stream_xdp: run i writes base + i x stride (an odd stride visits all
+	                  * 65536 ports in a scattered order); stream_tc steps by 1 */
 	__u16 _pad;
 	__u32 frame_len; /* stream_tc: when not 0, every run first writes frame back into the
 	                  * packet (a path that rewrites it, such as the 429's RST) */
