@@ -721,6 +721,56 @@ static void test_l0_room_caps_unchanged(void **st)
 	assert_false(v.flags & SLUICE_VERDICT_PRIORITY_COUNT);
 }
 
+/* A throughput cut's drain lets L0 keep the limit it had before the cut (the backlog in
+ * front of it is the lower classes'), but never past the operator's cap: an L0 percentage
+ * written under adaptive headroom, or fixed headroom's, holds during the drain as at any
+ * other tick. (The drain is set by hand: a cut that leaves a backlog behind, as the
+ * simulations make one.) */
+static void test_drain_keeps_the_l0_cap(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	for (int mode = 0; mode < 2; mode++) {
+		uint32_t calm;
+
+		setup_sc(&sc);
+		sc.limit_min = 2;
+		sc.limit_max = 64;
+		sc.headroom[0] = 50;
+		if (mode == 0) {
+			sc.headroom_set = 1;
+			sc.headroom_written = 1u << 0;
+		} else {
+			sc.headroom_mode = HEADROOM_FIXED;
+		}
+		memset(&in, 0, sizeof(in));
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			in.switch_admit[c] = SLUICE_PROB_ONE;
+		service_ctl_init(&s, &sc, &cfg, 1, 0);
+		s.lim.est = 20;
+		s.lim.limit = 20;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		calm = v.class_threshold[0];
+		assert_int_equal(v.limit, 20);
+		assert_int_equal(calm, 10);
+		/* a cut from 40 to 20 whose backlog (30 in flight) drains for the next second */
+		s.draining = 1;
+		s.drain_l0 = 40;
+		s.drain_until_ns = now + 1000 * MS;
+		in.inflight.total = 30;
+		in.inflight.cls[3] = 30;
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_true(s.draining);
+		assert_int_equal(v.limit, 20);
+		assert_int_equal(v.class_threshold[0], calm);
+	}
+}
+
 /* A calm service's few samples per tick wait in the maps (service_ctl_quantile_hold): a
  * controller that reads its histograms only when they hold enough new samples (as sluiced
  * does) decides the same windows at the same ticks, with the same latency, limit and baseline,
@@ -1166,6 +1216,7 @@ int main(void)
 		cmocka_unit_test(test_headroom_caps_and_status),
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
+		cmocka_unit_test(test_drain_keeps_the_l0_cap),
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),

@@ -73,7 +73,7 @@ struct service_conf {
 	struct breaker_conf breaker;
 	int ladder_steps[SLUICE_MAX_LADDER_STEPS]; /* recovery, percent: 10 30 50 80 100 */
 	int n_ladder_steps;
-	double recovery_step_s;           /* 5 */
+	double recovery_step_s;           /* 0.5 s (config_ctl.c) */
 	/* client_limit: per client address (one tenant cannot take the whole service), 0 = off */
 	int client_max_in_flight;         /* units of one client at once */
 	int client_rate;                  /* units per second (token bucket) */

@@ -137,6 +137,15 @@ static void objective(struct service_ctl *s)
 	}
 }
 
+/* Whether the controller may raise L0's threshold above its headroom share: only under an
+ * adaptive limit with adaptive headroom and no L0 percentage written. A fixed limit, fixed
+ * headroom or a written L0 percentage is the operator's cap, in every mode and at every
+ * moment (a throughput cut's drain included). */
+static int l0_threshold_ours(const struct service_ctl *s)
+{
+	return !s->mp.fixed && !s->fixed_headroom && !s->l0_written;
+}
+
 /* A tcp service with an adaptive limit and adaptive headroom does not hold L0 to the limit.
  * Its unit is a connection, refused at the SYN: refusing an L0 connection refuses every
  * transaction the client meant to run on it (a client that connects per transaction counts
@@ -149,8 +158,7 @@ static void objective(struct service_ctl *s)
  * the operator's cap and stays as written. */
 static int tcp_l0_unheld(const struct service_ctl *s, const struct service_conf *sc)
 {
-	return sc->protocol == SLUICE_PROTO_TCP && !s->fixed_headroom && !s->mp.fixed &&
-	       !s->l0_written;
+	return sc->protocol == SLUICE_PROTO_TCP && l0_threshold_ours(s);
 }
 
 /* L0's threshold for such a service: the limit's upper bound (never below the limit). */
@@ -187,7 +195,7 @@ static void l0_room_threshold(struct service_ctl *s, uint64_t now_ns,
 {
 	uint32_t room;
 
-	if (s->mp.fixed || s->fixed_headroom || s->l0_written || !out->class_threshold[0])
+	if (!l0_threshold_ours(s) || !out->class_threshold[0])
 		return;
 	if (s->served_sec != now_ns / 1000000000ull + 1) {
 		s->served_max = sluice_l0room_served_max(&s->l0room, SLUICE_L0ROOM_SERVED_S, now_ns);
@@ -218,8 +226,10 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 	}
 	/* While a throughput cut's backlog drains, L0 keeps the limit it had: the backlog in front
 	 * of it is the lower classes' (refusing L0 there would not make L0 faster; in the
-	 * simulated step to 4x L0 lost 3.5 % of its arrivals to the cut limit during the drain) */
-	if (s->draining && s->drain_l0 > out->class_threshold[0] && out->class_threshold[0])
+	 * simulated step to 4x L0 lost 3.5 % of its arrivals to the cut limit during the drain).
+	 * Not past the operator's cap: a written L0 percentage stays a cap during the drain too. */
+	if (s->draining && l0_threshold_ours(s) && s->drain_l0 > out->class_threshold[0] &&
+	    out->class_threshold[0])
 		out->class_threshold[0] = s->drain_l0;
 	sluice_verdict_mark_shut(out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {

@@ -33,7 +33,8 @@
 struct sluice_ladder_params {
 	uint32_t steps[SLUICE_LADDER_MAX_STEPS];   /* percent: 10 30 50 80 100 */
 	uint32_t n_steps;
-	double step_s;                /* recovery hold: 5 */
+	double step_s;                /* recovery hold: a service's recovery_step_s (0.5 s
+	                               * unless configured); 5 s for a caller without one */
 	double shed_factor;           /* 0.5 */
 	double shed_interval_s;       /* 0.2: minimum time between two cuts */
 	uint32_t l0_floor_pct;        /* 10: L0 is never shed below this */
