@@ -874,6 +874,59 @@ static uint64_t learn_50ms(struct service_ctl *s, const struct service_conf *sc,
 	return now;
 }
 
+/* Counts the slow_call events by level (every event is seen, however many come). */
+struct slow_call_seen {
+	int alerts, notes, notes_before_alert;
+};
+
+static void slow_call_fn(void *ctx, const struct sluice_event *e)
+{
+	struct slow_call_seen *c = ctx;
+
+	if (strcmp(e->machine, "breaker"))
+		return;
+	if (!strcmp(e->to, "slow_call_below_objective") && e->level == SLUICE_EV_ALERT)
+		c->alerts++;
+	else if (!strcmp(e->to, "slow_call_above_objective") && e->level == SLUICE_EV_INFO)
+		c->notes_before_alert += !c->alerts, c->notes++;
+}
+
+/* A learned objective above the breaker's slow_call (here 50 ms against a baseline of about
+ * 50 ms: objective about 60 ms) is said once, as an alert, when the baseline is learned, not
+ * at every window; and said again, as a note, when the objective falls back below it. */
+static void test_slow_call_below_learned_objective(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	struct slow_call_seen c = { 0 };
+	struct sluice_event_sink sink = { slow_call_fn, &c, "web" };
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.breaker.slow_call_ms = 50;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (int t = 0; t < 100; t++) {
+		unordered(&in, 30, 0, 50000, 50000, 0, 0, 15);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, &sink, &v, &opened);
+	}
+	assert_true(s.objective_us > 50000);
+	assert_int_equal(c.alerts, 1);
+	assert_int_equal(c.notes, 0);
+	/* the baseline rolls down to 30 ms: objective 36 ms, below slow_call again */
+	for (int t = 0; t < 1500; t++) {
+		unordered(&in, 30, 0, 30000, 30000, 0, 0, 9);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, &sink, &v, &opened);
+	}
+	assert_true(s.objective_us > 0 && s.objective_us < 50000);
+	assert_int_equal(c.alerts, 1);
+	assert_int_equal(c.notes, 1);
+	assert_int_equal(c.notes_before_alert, 0);
+}
+
 /* The limit binds on a backend whose queue is not served in order: the median stays at the
  * baseline (most requests are served at once, a few wait long), but in-flight / throughput
  * and the responses' mean both read 1.6x. The limit comes down to about throughput x aim
@@ -1217,6 +1270,7 @@ int main(void)
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
 		cmocka_unit_test(test_drain_keeps_the_l0_cap),
+		cmocka_unit_test(test_slow_call_below_learned_objective),
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),

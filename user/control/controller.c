@@ -137,6 +137,35 @@ static void objective(struct service_ctl *s)
 	}
 }
 
+/* The breaker counts a call slower than slow_call as a failure, the limiter counts one within
+ * the objective as on target: with the objective above slow_call, calls the limiter is
+ * content with open the breaker on a healthy backend. `sluiced --check` warns of a written
+ * objective below slow_call; a learned one is known only here, so it is said here: an alert
+ * when the objective rises past slow_call, a note when it falls back. */
+static void slow_call_check(struct service_ctl *s, uint64_t now_ns,
+			    const struct sluice_event_sink *sink)
+{
+	int under = s->objective_us > 0 && s->objective_us > (double)s->bp.slow_call_us;
+	struct sluice_event ev;
+
+	if (under == s->slow_call_under)
+		return;
+	s->slow_call_under = under;
+	if (!sink || !sink->fn)
+		return;
+	sluice_event_init(&ev, now_ns, under ? SLUICE_EV_ALERT : SLUICE_EV_INFO, sink->service,
+			  SLUICE_EVM_BREAKER, under ? "slow_call_above_objective" :
+			  "slow_call_below_objective", under ? "slow_call_below_objective" :
+			  "slow_call_above_objective",
+			  under ? "latency objective above breaker slow_call_ms: calls on target "
+				  "count as slow; raise slow_call_ms or lower latency_slo" :
+				  "latency objective back below breaker slow_call_ms");
+	sluice_event_num(&ev, "objective_ms", s->objective_us / 1e3);
+	sluice_event_num(&ev, "baseline_ms", s->base.value_us / 1e3);
+	sluice_event_num(&ev, "slow_call_ms", (double)s->bp.slow_call_us / 1e3);
+	sluice_event_emit(sink, &ev);
+}
+
 /* Whether the controller may raise L0's threshold above its headroom share: only under an
  * adaptive limit with adaptive headroom and no L0 percentage written. A fixed limit, fixed
  * headroom or a written L0 percentage is the operator's cap, in every mode and at every
@@ -602,6 +631,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		bw.latency_us = r.mean_us;
 		sluice_baseline_add(&s->base_mean, &s->llp, &bw);
 		objective(s);
+		slow_call_check(s, now_ns, sink);
 		mi.latency_us = limit_signal(s, &r, little_us,
 					     r.headroom_rej > 0 && 10 * r.headroom_rej >= r.arrivals);
 		mi.aim_us = s->aim_us;

@@ -65,6 +65,8 @@ struct service_ctl {
 	uint64_t window_ns, min_samples, none_ns, takeover_ns;
 	int fixed_headroom;
 	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
+	int slow_call_under;          /* the objective (learned) is above the breaker's slow_call:
+	                               * said once, as an alert, when it crosses */
 
 	struct sluice_limit lim;
 	struct sluice_ladder lad;
