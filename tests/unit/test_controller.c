@@ -217,8 +217,9 @@ static void test_state_export_import(void **st)
 
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
- * a class -- never a stretch of windows with neither, never zero shedding. */
-static void test_no_freeze_when_cutting_does_not_help(void **st)
+ * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
+ * config's limit_algorithm. */
+static void no_freeze_when_cutting_does_not_help(int alg)
 {
 	struct service_conf sc;
 	struct service_ctl s;
@@ -229,11 +230,16 @@ static void test_no_freeze_when_cutting_does_not_help(void **st)
 	uint64_t now = 0, last_move = 0, longest = 0;
 	uint32_t prev_limit = 0, prev_admit[4] = { ONE, ONE, ONE, ONE };
 	int opened;
-	(void)st;
+
 	setup_sc(&sc);
 	sc.target_latency_ms = 40;               /* absolute objective */
+	sc.limit_algorithm = alg;
 	memset(&in, 0, sizeof(in));
 	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	assert_int_equal(s.mp.algorithm,
+			 alg == LIMIT_ALG_AIMD ? SLUICE_LIMIT_AIMD : SLUICE_LIMIT_GRADIENT);
+	if (alg == LIMIT_ALG_AIMD)                /* the classic rule: its band, no gate */
+		assert_true(s.mp.classic_band && s.mp.aimd_gate == 0);
 	for (int t = 1; t <= 600; t++) {
 		int moved = 0;
 		for (int k = 0; k < 4; k++)
@@ -258,6 +264,15 @@ static void test_no_freeze_when_cutting_does_not_help(void **st)
 	assert_int_equal(sluice_prob_complement(v.shed_prob[0]), (uint32_t)((uint64_t)10 * ONE / 100));
 	assert_true(longest <= 3 * S);
 	assert_int_equal(s.signal, SLUICE_SIGNAL_OK);
+}
+
+/* The gradient (auto), and `aimd`: the classic rule a config selects halves instead of
+ * following the gradient, and the ladder must take over from it all the same. */
+static void test_no_freeze_when_cutting_does_not_help(void **st)
+{
+	(void)st;
+	no_freeze_when_cutting_does_not_help(LIMIT_ALG_AUTO);
+	no_freeze_when_cutting_does_not_help(LIMIT_ALG_AIMD);
 }
 
 /* After a cut, the samples that complete within two latencies were admitted before it: the

@@ -306,6 +306,21 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_node_cpu_pressure_percent 62.5");
 	assert_true(t[strlen(t) - 1] == '\n');
 	free(t);
+	/* a limit gone blind (no latency sample for a while) says so: "none" is 1, the others 0;
+	 * a window waiting for samples shows "thin" the same way */
+	s.s[0].ctl.signal = SLUICE_SIGNAL_NONE;
+	t = render(&s, &x);
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"none\"} 1");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 0");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"ok\"} 0");
+	assert_no_line_prefix(t, "sluice_limit_signal{service=\"db\"");
+	free(t);
+	s.s[0].ctl.signal = SLUICE_SIGNAL_THIN;
+	t = render(&s, &x);
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"none\"} 0");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 1");
+	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"ok\"} 0");
+	free(t);
 }
 
 static void test_histogram_cumulative(void **st)

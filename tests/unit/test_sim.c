@@ -125,11 +125,13 @@ static void test_closed_loop_overload(void **st)
 	assert_true(r.shed_frac > 0.5);                   /* and it does shed */
 }
 
-/* The overload that froze the old AIMD: a 40 ms target, no calm phase, 200 clients. */
+/* The overload that froze the old AIMD: a 40 ms target, no calm phase, 200 clients. Every
+ * rule, the classic one `aimd` selects too: it halves above the target and grows below 0.7 x
+ * it, so its latency is brought back with the backend kept busy. */
 static void test_no_freeze(void **st)
 {
 	(void)st;
-	for (int alg = ALG_GRADIENT; alg <= ALG_AIMD; alg++) {
+	for (int alg = ALG_GRADIENT; alg <= ALG_CLASSIC; alg++) {
 		struct closed_result r = closed_loop(alg, 40);
 		assert_true(r.p50 <= 40);
 		assert_true(r.util >= 0.9);
