@@ -4,7 +4,8 @@
 # service with the day-one limit. Every command is one turn on the wire (the client speaks,
 # the server answers), so with nothing in sluice that knows Redis:
 #  1. `DEBUG SLEEP 0.02` commands (the server holds each answer 20 ms) read as a p50 of about
-#     20 ms in `sluicectl status`, and the service's limit has a latency signal;
+#     20 ms in `sluicectl status` and in /metrics (the L0 histogram's median bucket), and the
+#     service's limit has a latency signal;
 #  2. the histogram counts one sample per command: 300 fast commands on one connection
 #     (redis-cli -r) add 300 samples, within the one or two the client sends on its own;
 #  3. a pipelined batch (50 PINGs in one write) is one turn: one sample;
@@ -55,6 +56,28 @@ ok $([ "$n_ok" = 100 ] && echo 0 || echo 1) "100 DEBUG SLEEP 0.02 answered ($n_o
 	"$(tail -3 "$TMP/sleep.out")"
 status
 ok_p50_is 20 L0 "Redis's 20 ms answers"
+# The same samples in /metrics, as Prometheus would read them: the L0 histogram of the tcp
+# service holds the 100 commands (the connection's first turn, its setup, is held back), and
+# the bucket its median falls in is the one holding 20 ms.
+mport=$(sed -n 's/.*metrics on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$SLUICED_LOG" | tail -1)
+$IN_SRV curl -s --max-time 2 "http://127.0.0.1:$mport/metrics" > "$TMP/metrics.txt"
+read -r m_count m_median < <(python3 - "$TMP/metrics.txt" <<'PY'
+import re, sys
+buckets, count = [], 0
+for line in open(sys.argv[1]):
+    m = re.match(r'sluice_request_duration_seconds_bucket\{service="cache",class="L0",le="([^"]+)"\} (\d+)', line)
+    if m:
+        buckets.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)), int(m.group(2))))
+    m = re.match(r'sluice_request_duration_seconds_count\{service="cache",class="L0"\} (\d+)', line)
+    if m:
+        count = int(m.group(1))
+median = next((le for le, n in sorted(buckets) if count and n >= count / 2), 0)
+print(count, median)
+PY
+)
+ok $([ "${m_count:-0}" -ge 99 ] && python3 -c "import sys; sys.exit(not 0.02 <= float('${m_median:-0}') <= 0.04)" && echo 0 || echo 1) \
+	"/metrics: the tcp service's L0 histogram holds $m_count samples, median bucket le=$m_median s (20 ms answers)" \
+	"$(grep 'cache",class="L0"' "$TMP/metrics.txt" | head -40)"
 has_signal() { status && [ "$(svc signal)" != None ] && [ "$(svc signal)" != none ]; }
 wait_for 3 "the limit's latency signal" has_signal
 ok $? "the limit has a latency signal: $(svc signal)"
