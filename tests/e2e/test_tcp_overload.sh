@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# The adaptive loop of a tcp service through an overload, end to end, with the day-one limit
+# and a learned objective. A real request/response server (testserver's tcp mode: a line in,
+# 20 ms, "ok" out; 8 workers, so about 400 queries/s) behind sluiced; clients connect per
+# query (loadgen --mode tcp), so the limit acts on every query at its SYN.
+#  - calm, 4 s: L3 at 100 queries/s teaches the baseline (the server's 20 ms);
+#  - overload, 8 s: L3 at 1400/s (3.5x what the server answers), L0 at 40/s beside it.
+# Checked: the baseline is the service time; the limit is cut from where the calm left it;
+# L3 is shed by sluice while the server stays busy; every L0 query is answered, none
+# refused, at a median within 1.5x the service time (without sluice, L0 waits behind L3's
+# backlog in the listen queue: seconds); afterwards nothing is in flight.
+CLIENT_ADDRS="198.18.0.10 198.18.0.20"
+TAG=tov
+source "$(dirname "$0")/lib.sh"
+e2e_setup
+
+SERVICE_MS=20
+WORKERS=8
+CFG=$TMP/sluice.yaml
+cat > "$CFG" <<Y
+interface: s0
+control_interval_ms: 100
+metrics_address: 127.0.0.1:0
+state_dir: $TMP/state
+services:
+  - name: db
+    port: 7000
+    protocol: tcp
+    reject: rst
+    limit: { min: 4, max: 256 }
+    target_latency_ms: auto
+    default_class: L3
+    classify:
+      - { source: 198.18.0.10/32, class: L0 }
+Y
+start_bg "$TMP/server.log" $IN_SRV "$BUILD/tools/testserver" --listen $SRV_IP:7000 --mode tcp \
+	--workers $WORKERS --service-ms $SERVICE_MS
+start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
+ok 0 "sluiced attaches with a tcp service, the day-one limit and a learned objective"
+
+lg() { json_get "$1" "d['classes']['$2']['$3']"; }
+
+# L3: 100/s for 4 s, then 1400/s for 8 s. L0 from the surge's start, 40/s for 8 s.
+start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
+	--arrivals uniform --rate 100 --rate-step 4:1400 --duration 12 --timeout-ms 3000 \
+	--quiet --seed 1 --class L3:1:src=198.18.0.20
+L3PID=$LAST_PID
+sleep 4
+status
+calm_limit=$(svc limit)
+base_us=$(svc baseline_us)
+start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --mode tcp \
+	--arrivals uniform --rate 40 --duration 8 --timeout-ms 3000 --quiet --seed 2 \
+	--class L0:1:src=198.18.0.10
+L0PID=$LAST_PID
+min_limit=1000000
+while ! none_alive $L0PID $L3PID; do
+	if status; then
+		l=$(svc limit)
+		[ "$l" -lt "$min_limit" ] && min_limit=$l
+	fi
+	sleep 0.2
+done
+wait $L0PID $L3PID
+for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
+	[ "$l" -lt "$min_limit" ] && min_limit=$l
+done
+status
+
+ok $([ "${base_us:-0}" -ge $((SERVICE_MS * 800)) ] && [ "${base_us:-0}" -le $((SERVICE_MS * 1300)) ] &&
+	echo 0 || echo 1) \
+	"the calm taught the baseline: ${base_us} us for ${SERVICE_MS} ms queries" "$(cat "$TMP/status.json")"
+ok $([ "$min_limit" -lt "$calm_limit" ] && [ "$min_limit" -le $((WORKERS * 3)) ] && echo 0 || echo 1) \
+	"the overload cut the limit: ${calm_limit} in calm, lowest ${min_limit} (${WORKERS} workers)" \
+	"$(grep -h '"aimd"' "$SLUICED_LOG" | tail -n 8)"
+l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_sent=$(lg "$TMP/l3.json" L3 sent)
+l3_rej=$(cls L3 rejected)
+# The server answers WORKERS x 1000 / SERVICE_MS = 400/s; the run's 400 calm queries plus
+# at least 60 % of the surge's 8 s at that rate.
+l3_floor=$((400 + 8 * WORKERS * 1000 / SERVICE_MS * 6 / 10))
+ok $([ "$l3_rej" -gt 0 ] && [ "$l3_ok" -ge "$l3_floor" ] && echo 0 || echo 1) \
+	"L3 is shed and the server kept busy: $l3_rej refused by sluice, $l3_ok ok of $l3_sent (at least $l3_floor)" \
+	"$(cat "$TMP/l3.json")"
+l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)
+l0_p50=$(lg "$TMP/l0.json" L0 p50_ms); l0_p99=$(lg "$TMP/l0.json" L0 p99_ms)
+l0_rej=$(cls L0 rejected)
+ok $([ "$l0_sent" -ge 300 ] && [ "$l0_ok" = "$l0_sent" ] && [ "$l0_rej" = 0 ] && echo 0 || echo 1) \
+	"every L0 query answered through the overload: $l0_ok ok of $l0_sent, $l0_rej refused" \
+	"$(cat "$TMP/l0.json")"
+ok $(python3 -c "import sys; sys.exit(not float('${l0_p50:-1e9}') <= 1.5 * $SERVICE_MS)" && echo 0 || echo 1) \
+	"L0's median through the overload: ${l0_p50} ms (p99 ${l0_p99} ms) for ${SERVICE_MS} ms queries" \
+	"$(cat "$TMP/l0.json")"
+idle() { status && [ "$(svc in_flight)" = 0 ] && [ "$(svc connections)" = 0 ]; }
+wait_for 5 "in_flight and connections 0 after the clients closed" idle
+ok $? "afterwards: in_flight $(svc in_flight), connections $(svc connections)"
+ok $(kill -0 "$SLUICED_PID" 2>/dev/null && echo 0 || echo 1) "sluiced still runs"
+finish
