@@ -1260,6 +1260,156 @@ static double cpus_at_once(int n, int fd, uint8_t (*pkt)[512], const size_t *len
 	return best;
 }
 
+/* Whole requests on every CPU at once: each CPU its own keep-alive connection, on which it
+ * runs n requests one after the other, each a request start (TC ingress: classified, admitted,
+ * counted in flight) and its response's first segment (TC egress: the request ends, its slot
+ * is given back, its latency sampled), one BPF_PROG_TEST_RUN each. Requests per second per
+ * core from the CPU's own wall clock, and the two programs' in-kernel ns per request; with
+ * empty, the same calls into the empty programs (what a request costs outside sluice: the
+ * system calls and the test-run machinery). */
+struct req_run {
+	pthread_t t;
+	pthread_barrier_t *go;
+	int cpu, tci, tce, n, err;
+	struct pkt_spec req, resp;
+	double wall_ns, prog_ns;
+};
+
+static void *req_work(void *v)
+{
+	struct req_run *w = v;
+	struct pkt_spec q = w->req, r = w->resp;
+	uint8_t b[512], out[2048];
+	struct timespec t0, t1;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pthread_barrier_wait(w->go);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < w->n && !w->err; i++) {
+		for (int k = 0; k < 2; k++) {
+			size_t len = build_pkt(b, k ? &r : &q);
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = b, .data_size_in = (uint32_t)len,
+				    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+			if (bpf_prog_test_run_opts(k ? w->tce : w->tci, &o))
+				w->err = errno ? errno : -1;
+			w->prog_ns += (double)o.duration;
+		}
+		/* the next request where this one ended, acknowledging the response */
+		q.seq += (uint32_t)q.payload_len;
+		q.ack += (uint32_t)r.payload_len;
+		r.seq += (uint32_t)r.payload_len;
+		r.ack = q.seq;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	w->wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	return NULL;
+}
+
+/* n CPUs at once, each on its own connection (req[i], resp[i]; with `advance`, left where its
+ * requests ended: the empty programs' runs move no connection of sluice's): mean requests per
+ * second per CPU and in-kernel ns per request; -1 on an error. */
+static int reqs_at_once(int ncpu, int tci, int tce, struct pkt_spec *req, struct pkt_spec *resp,
+			int n, int advance, double *per_s, double *prog_ns)
+{
+	struct req_run w[CPU_MAX];
+	pthread_barrier_t go;
+	double rate = 0, ns = 0;
+	int err = 0;
+
+	pthread_barrier_init(&go, NULL, (unsigned)ncpu);
+	for (int i = 0; i < ncpu; i++) {
+		w[i] = (struct req_run){ .go = &go, .cpu = i, .tci = tci, .tce = tce, .n = n,
+					 .req = req[i], .resp = resp[i] };
+		pthread_create(&w[i].t, NULL, req_work, &w[i]);
+	}
+	for (int i = 0; i < ncpu; i++) {
+		pthread_join(w[i].t, NULL);
+		err |= w[i].err || w[i].wall_ns <= 0;
+		if (!err) {
+			rate += n * 1e9 / w[i].wall_ns;
+			ns += w[i].prog_ns / n;
+		}
+		/* the connection carries on where its requests ended */
+		if (!advance)
+			continue;
+		req[i].seq += (uint32_t)(n * req[i].payload_len);
+		req[i].ack += (uint32_t)(n * resp[i].payload_len);
+		resp[i].seq += (uint32_t)(n * resp[i].payload_len);
+		resp[i].ack = req[i].seq;
+	}
+	pthread_barrier_destroy(&go);
+	if (err)
+		return -1;
+	*per_s = rate / ncpu;
+	*prog_ns = ns / ncpu;
+	return 0;
+}
+
+/* Whole requests per second per core, one CPU against all, best of the rounds; every request
+ * must have been admitted and ended (in flight back to exactly 0, as many latency samples as
+ * requests). */
+static void cpu_requests(const struct ctx *c, int ncpu, int n)
+{
+	static struct pkt_spec req[CPU_MAX], resp[CPU_MAX];
+	static char src[CPU_MAX][48];
+	double best[2][2] = { { 0 } }, ns[2][2] = { { 0 } };
+	long long runs = 0;
+	struct tally before, after;
+
+	for (int i = 0; i < ncpu; i++) {
+		snprintf(src[i], sizeof src[i], "198.18.202.%d", i + 1);
+		req[i] = req_of(c, src[i], 41000, INV_PORT0);
+		handshake(c, &req[i]);
+		resp[i] = (struct pkt_spec){ .v6 = 0, .src = c->f->server, .dst = src[i],
+					     .sport = INV_PORT0, .dport = 41000, .ackf = 1,
+					     .psh = 1, .payload = RESP,
+					     .payload_len = sizeof(RESP) - 1,
+					     .seq = req[i].ack,
+					     .ack = req[i].seq + (uint32_t)req[i].payload_len };
+	}
+	if (tally_before("cpus.requests", &before))
+		return;
+	for (int r = 0; r < rounds; r++)
+		for (int all = 0; all < 2; all++)
+			for (int e = 0; e < 2; e++) {
+				int k = all ? ncpu : 1;
+				double per_s, prog;
+
+				if (reqs_at_once(k, e ? e_tc : c->tci, e ? e_tc : c->tce, req, resp, n,
+						 !e, &per_s, &prog)) {
+					fprintf(stderr, "bench_pktcost: the request points did not run\n");
+					failed = 1;
+					return;
+				}
+				if (!e)
+					runs += (long long)k * n;
+				if (per_s > best[all][e])
+					best[all][e] = per_s, ns[all][e] = prog;
+			}
+	if (tally_before("cpus.requests", &after))
+		return;
+	if (after.v[T_INFLIGHT] != before.v[T_INFLIGHT] ||
+	    after.v[T_ADMITTED] - before.v[T_ADMITTED] != runs ||
+	    after.v[T_SAMPLES] - before.v[T_SAMPLES] != runs) {
+		fprintf(stderr, "bench_pktcost: %lld requests on every CPU: %lld admitted, %lld "
+			"sampled, in flight moved by %lld (not 0)\n", runs,
+			after.v[T_ADMITTED] - before.v[T_ADMITTED],
+			after.v[T_SAMPLES] - before.v[T_SAMPLES],
+			after.v[T_INFLIGHT] - before.v[T_INFLIGHT]);
+		failed = 1;
+	}
+	printf("cpus: requests one_cpu_per_s: %.0f empty_per_s: %.0f prog_ns: %.1f empty_ns: %.1f "
+	       "all_cpus: %d per_core_per_s: %.0f empty_per_s: %.0f prog_ns: %.1f empty_ns: %.1f "
+	       "per_core_vs_one_cpu: %.2f in_flight_moved: %lld\n", best[0][0], best[0][1],
+	       ns[0][0], ns[0][1], ncpu, best[1][0], best[1][1], ns[1][0], ns[1][1],
+	       best[0][0] > 0 ? best[1][0] / best[0][0] : 0.0,
+	       after.v[T_INFLIGHT] - before.v[T_INFLIGHT]);
+}
+
 /* The established ACK (XDP) and the segment of an active request (TC ingress), each CPU on a
  * flow of its own, on one CPU and on all: all_over_one near 1.0 is no growth with CPUs. */
 static void cpu_points(int repeat)
@@ -1314,6 +1464,7 @@ static void cpu_points(int repeat)
 		       "empty_ns: %.1f over_empty_all_over_one: %.2f\n", p[k].name, one, eone, n, all,
 		       eall, one - eone > 0 ? (all - eall) / (one - eone) : 0.0);
 	}
+	cpu_requests(&c, n, repeat / 100 > 100 ? repeat / 100 : 100);
 	unload(skel);
 }
 
