@@ -17,7 +17,9 @@
  * One line per path, for IPv4, IPv6 and 802.1Q-tagged IPv4:
  *   path: <name> ns: <N> empty_ns: <E> over_empty_ns: <N-E>
  * then the same admitted-flow packets at 1 and 4096 services, 100 and 60,000 flows, and the
- * ratio of the largest to the smallest (what such a packet costs must not grow with either).
+ * ratio of the largest to the smallest (what such a packet costs must not grow with either),
+ * and on one CPU against every CPU at once: those packets, and whole requests (start and
+ * response) per second per core, after which in flight must be back where it was.
  * Runs in a private network namespace with lo up (429 replies are cloned to the test skb's
  * device). Exit 0 unless something could not be loaded or run, or a path did not do what it is
  * named for: its return value, and the data path's own counts (class_stats, pkt_stats,
