@@ -176,6 +176,23 @@ attached_or_gone() { # done waiting: attached, or the process has exited
 }
 
 # status_field JQ-LIKE: tiny JSON reader (python3 when present, else grep) for numbers.
+# lowest_limit PID...: the first service's lowest limit while any PID runs: `status` polled
+# every 0.2 s, and every cut in sluiced's log (a cut a later window undid may fall between two
+# polls). Prints it; leaves the last poll in $TMP/status.json.
+lowest_limit() {
+	local min=1000000 l
+	while ! none_alive "$@"; do
+		if status; then
+			l=$(svc limit)
+			[ "$l" -lt "$min" ] && min=$l
+		fi
+		sleep 0.2
+	done
+	for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
+		[ "$l" -lt "$min" ] && min=$l
+	done
+	echo "$min"
+}
 json_get() { # json_get FILE EXPR  (python expression on `d`)
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }

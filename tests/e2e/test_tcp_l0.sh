@@ -49,19 +49,8 @@ start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --m
 	--arrivals uniform --rate 300 --duration 6 --timeout-ms 3000 --quiet \
 	--class L3:1:src=198.18.0.20
 L3PID=$LAST_PID
-min_limit=1000000
-while ! none_alive $L0PID $L3PID; do
-	if status; then
-		l=$(svc limit)
-		[ "$l" -lt "$min_limit" ] && min_limit=$l
-	fi
-	sleep 0.2
-done
+min_limit=$(lowest_limit $L0PID $L3PID)
 wait $L0PID $L3PID
-# A cut a later window undid may fall between two polls: the controller's log has every one.
-for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
-	[ "$l" -lt "$min_limit" ] && min_limit=$l
-done
 status
 l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)
 l3_ok=$(lg "$TMP/l3.json" L3 ok); l3_sent=$(lg "$TMP/l3.json" L3 sent)

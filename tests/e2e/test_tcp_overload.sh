@@ -54,18 +54,8 @@ start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --m
 	--arrivals uniform --rate 40 --duration 8 --timeout-ms 3000 --quiet --seed 2 \
 	--class L0:1:src=198.18.0.10
 L0PID=$LAST_PID
-min_limit=1000000
-while ! none_alive $L0PID $L3PID; do
-	if status; then
-		l=$(svc limit)
-		[ "$l" -lt "$min_limit" ] && min_limit=$l
-	fi
-	sleep 0.2
-done
+min_limit=$(lowest_limit $L0PID $L3PID)
 wait $L0PID $L3PID
-for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
-	[ "$l" -lt "$min_limit" ] && min_limit=$l
-done
 status
 
 ok $([ "${base_us:-0}" -ge $((SERVICE_MS * 800)) ] && [ "${base_us:-0}" -le $((SERVICE_MS * 1300)) ] &&
