@@ -1126,7 +1126,7 @@ static struct sluice_bpf *load_services(int n, struct sluice_maps *m)
 /* Over-empty ns of the admitted-flow packets with n services and `flows` flows in the table:
  * out[0] XDP client ACK, out[1] TC ingress segment of an active request, out[2] TC egress
  * response data with no request outstanding; out[3] a new SYN (loops calls). */
-#define INV_PATHS 4
+#define INV_PATHS 5
 static int invariance_point(int n, int flows, int repeat, int loops, double out[INV_PATHS])
 {
 	static const struct fam v4 = { "", 0, 0, "198.18.0.1" };
@@ -1187,6 +1187,12 @@ static int invariance_point(int n, int flows, int repeat, int loops, double out[
 	snprintf(name, sizeof name, "invariance.tc-egress.response-data.svc%d.flows%d", n, flows);
 	need_flow(name, &rs, 0, 0);
 	out[2] = rep_path(name, c.tce, 1, pkt, len, repeat, TC_ACT_UNSPEC, MOVES([T_SERVICE] = 1));
+	/* the server's bare ACK on the same flow (it ends and starts nothing, and is not counted) */
+	rs.payload = NULL, rs.payload_len = 0, rs.psh = 0, rs.seq += sizeof(RESP) - 1;
+	len = build_pkt(pkt, &rs);
+	snprintf(name, sizeof name, "invariance.tc-egress.bare-ack.svc%d.flows%d", n, flows);
+	need_flow(name, &rs, 0, 0);
+	out[4] = rep_path(name, c.tce, 1, pkt, len, repeat, TC_ACT_UNSPEC, NOTHING);
 	/* These services are http: a SYN is only recorded (its requests are what is decided). */
 	c.dport = dport;
 	snprintf(name, sizeof name, "invariance.xdp.new-syn-admitted.svc%d.flows%d", n, flows);
@@ -1530,7 +1536,8 @@ static void invariance(int repeat, int loops)
 	static const int svcs[2] = { 1, 4096 }, flows[2] = { 100, 60000 };
 	static const char *what[INV_PATHS] = { "xdp.established-ack",
 					       "tc-ingress.request-active-segment",
-					       "tc-egress.response-data", "xdp.new-syn-admitted" };
+					       "tc-egress.response-data", "xdp.new-syn-admitted",
+					       "tc-egress.bare-ack" };
 	double v[2][2][INV_PATHS];
 
 	for (int a = 0; a < 2; a++)
