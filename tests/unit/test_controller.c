@@ -976,6 +976,48 @@ static void test_limit_sees_an_unordered_queue(void **st)
 	assert_true(v.limit >= 16 && v.limit <= 20);
 }
 
+/* Counts the throughput cut's limit events. */
+static void little_cut_fn(void *ctx, const struct sluice_event *e)
+{
+	*(int *)ctx += e->why && !strcmp(e->why, "inflight_above_throughput");
+}
+
+/* The throughput cut decides on one tick's samples, and a tick needs as many as the service's
+ * min_samples, as a window does: a surge met at a limit of 48 (every response 160 ms, in-flight
+ * / rate 160 ms against a 55 ms aim), 30 responses a tick, is cut by it at the default of 20
+ * and never at 40 (the windows, with 300 samples a second, still decide). */
+static void test_throughput_cut_needs_min_samples(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	for (int k = 0; k < 2; k++) {
+		int little_cuts = 0;
+		struct sluice_event_sink sink = { little_cut_fn, &little_cuts, "web" };
+
+		setup_sc(&sc);
+		sc.min_samples = k ? 40 : 20;
+		memset(&in, 0, sizeof(in));
+		service_ctl_init(&s, &sc, &cfg, 1, 0);
+		assert_int_equal(s.mp.cut_samples, k ? 40 : 20);
+		now = learn_50ms(&s, &sc, &in, 0);
+		s.lim.est = 48;
+		s.lim.limit = 48;
+		for (int t = 0; t < 10; t++) {
+			unordered(&in, 30, 30, 52000, 160000, 0, 50, 48);
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, &sink, &v, &opened);
+		}
+		if (k)
+			assert_int_equal(little_cuts, 0);
+		else
+			assert_true(little_cuts > 0);
+	}
+}
+
 /* The same median, a high mean from a few slow calls (a heavy tail, or the waits of units
  * admitted before a cut) but in-flight / throughput at its unloaded value: not a queue, the
  * limit is not cut. And the other way round: in-flight high, the responses as fast as ever
@@ -1288,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_slow_call_below_learned_objective),
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),
+		cmocka_unit_test(test_throughput_cut_needs_min_samples),
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),

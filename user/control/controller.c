@@ -41,6 +41,8 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	if (s->window_ns < tick_ns)
 		s->window_ns = tick_ns;
 	s->min_samples = sc->min_samples > 0 ? (uint64_t)sc->min_samples : 20;
+	/* the throughput cut decides on one tick's samples: as many as a window needs */
+	s->mp.cut_samples = s->min_samples;
 	s->blp.min_samples = s->min_samples;
 	s->llp.min_samples = s->min_samples;
 	s->none_ns = 10 * s->window_ns;

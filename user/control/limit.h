@@ -85,7 +85,8 @@ struct sluice_limit_params {
 	int little;                   /* the throughput cut (http services: a request's latency is
 	                               * its time in the backend; a tcp turn's need not be) */
 	double cut_ratio;             /* 1.5: the throughput cut (sluice_limit_little); 0 = off */
-	uint64_t cut_samples;         /* 20: ... on a tick with at least this many samples */
+	uint64_t cut_samples;         /* 20 (a service's min_samples): ... on a tick with at
+	                               * least this many samples */
 };
 
 struct sluice_limit {
