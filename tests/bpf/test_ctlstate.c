@@ -228,6 +228,21 @@ static void test_slot_guard(void **state)
 	slot.state_len += 8;                                        /* and the right one */
 	assert_int_equal(ctl_slot_adopt(&s, &w->d.cfg.services[0], &slot, t, &why), 1);
 	assert_int_equal(s.lim.limit, 23);
+
+	/* the record of the sluiced before (state version 2: this record's prefix) is adopted, an
+	 * upgrade keeping what the loop learned; the queue baselines it did not keep unlearned */
+	{
+		struct sluice_ctl_state *cs = (struct sluice_ctl_state *)(void *)slot.state;
+
+		cs->version = 2;
+		cs->size = SLUICE_CTL_STATE_V2_SIZE;
+		slot.state_len = SLUICE_CTL_STATE_V2_SIZE;
+		service_ctl_init(&s, &w->d.cfg.services[0], &w->d.cfg, 1, t);
+		assert_int_equal(ctl_slot_adopt(&s, &w->d.cfg.services[0], &slot, t, &why), 1);
+		assert_int_equal(s.lim.limit, 23);
+		assert_true(s.base.value_us > 0);
+		assert_true(s.base_little.value_us == 0 && s.base_mean.value_us == 0);
+	}
 }
 
 /* Audit records "baseline reset" for web in the state directory, once d's file writer has

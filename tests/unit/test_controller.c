@@ -192,6 +192,11 @@ static void test_state_export_import(void **st)
 	assert_true(b.base.value_us == a.base.value_us);
 	assert_true(b.objective_us == a.objective_us);
 	assert_int_equal(b.lad.last_change_ns, now + 5 * S);
+	/* the queue baselines come back as their values (their rings stay behind) */
+	assert_true(a.base_little.value_us > 0 && a.base_mean.value_us > 0);
+	assert_true(b.base_little.value_us == a.base_little.value_us);
+	assert_true(b.base_mean.value_us == a.base_mean.value_us);
+	assert_int_equal(b.base_little.count, 1);
 	/* its first tick writes the imported state and takes a snapshot */
 	traffic(&in, 1, 100000, 100000, 900000, 2);
 	service_ctl_tick(&b, &sc, &in, 0, now + 5 * S + 100 * MS, NULL, &v, &opened);
@@ -204,6 +209,27 @@ static void test_state_export_import(void **st)
 	service_ctl_init(&b, &sc, &cfg, 2, 0);
 	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
 	assert_int_equal(b.lim.limit, 50);
+	/* version 2's record (this one's prefix) is adopted, the queue baselines unlearned */
+	{
+		struct sluice_ctl_state v2 = cs;
+
+		v2.version = 2;
+		v2.size = SLUICE_CTL_STATE_V2_SIZE;
+		v2.base_little_us = v2.base_mean_us = 0;
+		service_ctl_init(&b, &sc, &cfg, 2, 0);
+		assert_int_equal(ctl_state_import(&b, &v2, now), 0);
+		assert_int_equal(b.lim.limit, 50);
+		assert_true(b.base.value_us == a.base.value_us);
+		assert_true(b.base_little.value_us == 0 && b.base_mean.value_us == 0);
+		/* but not version 2 at this version's size, nor this version at version 2's */
+		v2.size = sizeof(v2);
+		service_ctl_init(&b, &sc, &cfg, 2, 0);
+		assert_int_equal(ctl_state_import(&b, &v2, now), -1);
+		v2.version = SLUICE_CTL_STATE_VERSION;
+		v2.size = SLUICE_CTL_STATE_V2_SIZE;
+		assert_int_equal(ctl_state_import(&b, &v2, now), -1);
+		assert_true(b.base.value_us == 0);
+	}
 	/* another layout or version is refused and changes nothing */
 	service_ctl_init(&b, &sc, &cfg, 2, 0);
 	cs.size--;

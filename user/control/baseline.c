@@ -17,6 +17,18 @@ void sluice_baseline_reset(struct sluice_baseline *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void sluice_baseline_seed(struct sluice_baseline *b, double v)
+{
+	sluice_baseline_reset(b);
+	if (!(v > 0))
+		return;
+	b->ring[0] = v;
+	b->count = 1;
+	b->head = 1;
+	b->learned = 1;
+	b->value_us = v;
+}
+
 static double percentile(const struct sluice_baseline *b, double q)
 {
 	double v[SLUICE_BASELINE_N];

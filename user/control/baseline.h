@@ -51,6 +51,9 @@ struct sluice_baseline_window {
 
 void sluice_baseline_params_default(struct sluice_baseline_params *p);
 void sluice_baseline_reset(struct sluice_baseline *b);
+/* A baseline of one window's value v (> 0): what a restart adopts of a baseline whose ring was
+ * not kept. */
+void sluice_baseline_seed(struct sluice_baseline *b, double v);
 /* Returns 1 when the window entered the ring. */
 int sluice_baseline_add(struct sluice_baseline *b, const struct sluice_baseline_params *p,
 			const struct sluice_baseline_window *w);

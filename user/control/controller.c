@@ -789,6 +789,8 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
 	out->base = s->base;
 	out->lad = s->lad;
 	out->brk = s->brk;
+	out->base_little_us = s->base_little.value_us;
+	out->base_mean_us = s->base_mean.value_us;
 }
 
 static void not_after(uint64_t *t, uint64_t now)
@@ -799,7 +801,9 @@ static void not_after(uint64_t *t, uint64_t now)
 
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
 {
-	if (st->version != SLUICE_CTL_STATE_VERSION || st->size != sizeof(*st))
+	int v3 = st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st);
+
+	if (!v3 && !(st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE))
 		return -1;
 	s->lim = st->lim;
 	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
@@ -825,6 +829,10 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	}
 	s->above_since_ns = st->above_since_ns;
 	not_after(&s->above_since_ns, now_ns);
+	if (v3) {
+		sluice_baseline_seed(&s->base_little, st->base_little_us);
+		sluice_baseline_seed(&s->base_mean, st->base_mean_us);
+	}
 	/* the first tick after an import takes a snapshot, never a delta */
 	s->have_prev = 0;
 	objective(s);

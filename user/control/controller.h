@@ -24,6 +24,7 @@
 #ifndef SLUICE_CONTROLLER_H
 #define SLUICE_CONTROLLER_H
 
+#include <stddef.h>
 #include "sluice.h"
 #include "common/config.h"
 #include "control/events.h"
@@ -173,18 +174,27 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
  * plain data already). Times are
  * CLOCK_MONOTONIC ns, valid while the host has not rebooted (pinned maps do not survive one
  * either); an import clamps any time in the future to now. */
-#define SLUICE_CTL_STATE_VERSION 2
+#define SLUICE_CTL_STATE_VERSION 3
 
 struct sluice_ctl_state {
 	uint32_t version;             /* SLUICE_CTL_STATE_VERSION */
-	uint32_t size;                /* sizeof(struct sluice_ctl_state): any layout change refuses */
+	uint32_t size;                /* sizeof(struct sluice_ctl_state): any other layout refuses,
+	                               * but version 2's, which is this one's prefix */
 	uint64_t exported_ns;
 	uint64_t above_since_ns;
 	struct sluice_limit lim;
 	struct sluice_baseline base;
 	struct sluice_ladder lad;
 	struct sluice_breaker brk;
+	/* since version 3: the baselines of in-flight / rate and of the responses' mean, by which
+	 * the limit sees a queue the median does not (their rings do not fit the pinned record:
+	 * their values, each a ring of one window again). A restart during an overload could not
+	 * learn them afresh (a saturated window may not raise a baseline). 0 = not learned. */
+	double base_little_us;
+	double base_mean_us;
 };
+/* What version 2 wrote: the same record up to the version 3 fields (adopted, those unlearned). */
+#define SLUICE_CTL_STATE_V2_SIZE offsetof(struct sluice_ctl_state, base_little_us)
 
 void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out);
 /* Adopt `st` into a controller initialised for the same service. Returns 0, or -1 (nothing

@@ -47,6 +47,18 @@ void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
 	out->state_len = sizeof(struct sluice_ctl_state);
 }
 
+/* The slot's state into *st when it is this version's record or version 2's (its prefix: the
+ * rest zero, unlearned); 0 for any other. */
+static int ctl_state_copy(const struct sluice_ctl_slot *slot, struct sluice_ctl_state *st)
+{
+	if (slot->state_len != sizeof(*st) && slot->state_len != SLUICE_CTL_STATE_V2_SIZE)
+		return 0;
+	memset(st, 0, sizeof(*st));
+	memcpy(st, slot->state, slot->state_len);
+	return (st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st)) ||
+	       (st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE);
+}
+
 int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc)
 {
 	return slot->name[0] && strncmp(slot->name, sc->name, SLUICE_NAME_LEN) == 0 &&
@@ -67,11 +79,10 @@ int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 		*why = "the slot's pinned state belongs to another service or port";
 		return 0;
 	}
-	if (slot->state_len != sizeof(st)) {
+	if (!ctl_state_copy(slot, &st)) {
 		*why = "the pinned state was written by another sluiced version";
 		return -1;
 	}
-	memcpy(&st, slot->state, sizeof(st));
 	if (ctl_state_import(s, &st, now_ns)) {
 		*why = "the pinned state was written by another sluiced version";
 		return -1;
@@ -92,10 +103,7 @@ int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
 	const struct sluice_ladder *l = &st.lad;
 
 	*out = CTL_RECOVERY_NONE;
-	if (slot->state_len != sizeof(st))
-		return -1;
-	memcpy(&st, slot->state, sizeof(st));
-	if (st.version != SLUICE_CTL_STATE_VERSION || st.size != sizeof(st))
+	if (!ctl_state_copy(slot, &st))
 		return -1;
 	out->known = 1;
 	if (l->episode_ns)
