@@ -86,6 +86,11 @@ ok $([ "$l0_sent" -ge 220 ] && [ "$l0_ok" = "$l0_sent" ] && [ "$l0_rej" = 0 ] &&
 ok $(python3 -c "import sys; sys.exit(not float('${l0_p50:-1e9}') <= 1.5 * $SERVICE_MS)" && echo 0 || echo 1) \
 	"L0's median through the overload: ${l0_p50} ms (p99 ${l0_p99} ms) for ${SERVICE_MS} ms queries" \
 	"$(cat "$TMP/l0.json")"
+# what the objective was judged on, through the pinned record to `status --json`: L0's latency
+top_us=$(svc top_class_latency_us)
+ok $([ "${top_us:-0}" != None ] && [ "${top_us:-0}" -ge $((SERVICE_MS * 800)) ] && echo 0 || echo 1) \
+	"status shows the top class's latency the objective is judged on: ${top_us} us" \
+	"$(cat "$TMP/status.json")"
 idle() { status && [ "$(svc in_flight)" = 0 ] && [ "$(svc connections)" = 0 ]; }
 wait_for 5 "in_flight and connections 0 after the clients closed" idle
 ok $? "afterwards: in_flight $(svc in_flight), connections $(svc connections)"

@@ -197,6 +197,8 @@ static void test_state_export_import(void **st)
 	assert_true(b.base_little.value_us == a.base_little.value_us);
 	assert_true(b.base_mean.value_us == a.base_mean.value_us);
 	assert_int_equal(b.base_little.count, 1);
+	assert_true(a.last_top_us > 0 && cs.top_class_us == a.last_top_us);
+	assert_true(b.last_top_us == a.last_top_us);
 	/* its first tick writes the imported state and takes a snapshot */
 	traffic(&in, 1, 100000, 100000, 900000, 2);
 	service_ctl_tick(&b, &sc, &in, 0, now + 5 * S + 100 * MS, NULL, &v, &opened);

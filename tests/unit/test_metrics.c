@@ -58,6 +58,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	web->ctl.baseline_us = 41500;
 	web->ctl.objective_us = 49800;
 	web->ctl.latency_us = 52300;           /* the last decided window's */
+	web->ctl.top_class_us = 57100;         /* ... its highest busy classes' */
 	web->ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = 3.5, .since_overload_s = 0.5,
 		.last_recovery_s = 21.25, .last_episode_s = 30, .recovered_ago_s = -1 };
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
@@ -273,6 +274,7 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_latency_baseline_seconds{service=\"web\"} 0.0415");
 	assert_line(t, "sluice_latency_objective_seconds{service=\"web\"} 0.0498");
 	assert_line(t, "sluice_latency_signal_seconds{service=\"web\"} 0.0523");
+	assert_line(t, "sluice_latency_top_class_seconds{service=\"web\"} 0.0571");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"ok\"} 1");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"none\"} 0");
 	assert_line(t, "sluice_limit_signal{service=\"web\",state=\"thin\"} 0");

@@ -121,6 +121,7 @@ static void test_status_json_keys_and_types(void **state)
 	assert_true(json_is_null(at(v, "services.0.baseline_us")));
 	assert_true(json_is_null(at(v, "services.0.objective_us")));
 	assert_true(json_is_null(at(v, "services.0.latency_us")));
+	assert_true(json_is_null(at(v, "services.0.top_class_latency_us")));
 	assert_string_equal(json_string_value(at(v, "services.0.ladder.L3")), "partial");
 	assert_string_equal(json_string_value(at(v, "services.0.ladder.L0")), "full");
 	assert_int_equal(json_integer_value(at(v, "services.0.baseline_resets")), 0);
@@ -137,6 +138,7 @@ static void test_status_json_keys_and_types(void **state)
 	s.s[0].ctl.baseline_us = 50100;
 	s.s[0].ctl.objective_us = 60120;
 	s.s[0].ctl.latency_us = 71400;
+	s.s[0].ctl.top_class_us = 78200;
 	s.s[0].ctl.rec = (struct ctl_recovery){ .known = 1, .shedding_s = -1,
 		.since_overload_s = 40.004, .last_recovery_s = 21.25, .last_episode_s = 30.5,
 		.recovered_ago_s = 12 };
@@ -150,6 +152,7 @@ static void test_status_json_keys_and_types(void **state)
 	assert_int_equal(json_integer_value(at(v, "services.0.baseline_us")), 50100);
 	assert_int_equal(json_integer_value(at(v, "services.0.objective_us")), 60120);
 	assert_int_equal(json_integer_value(at(v, "services.0.latency_us")), 71400);
+	assert_int_equal(json_integer_value(at(v, "services.0.top_class_latency_us")), 78200);
 	assert_true(json_is_null(at(v, "services.0.recovery.shedding_s")));   /* not shedding */
 	assert_true(json_real_value(at(v, "services.0.recovery.since_overload_s")) == 40.0);
 	assert_true(json_real_value(at(v, "services.0.recovery.last_recovery_s")) == 21.25);

@@ -791,6 +791,7 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
 	out->brk = s->brk;
 	out->base_little_us = s->base_little.value_us;
 	out->base_mean_us = s->base_mean.value_us;
+	out->top_class_us = s->last_top_us;
 }
 
 static void not_after(uint64_t *t, uint64_t now)
@@ -832,6 +833,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	if (v3) {
 		sluice_baseline_seed(&s->base_little, st->base_little_us);
 		sluice_baseline_seed(&s->base_mean, st->base_mean_us);
+		s->last_top_us = st->top_class_us > 0 ? st->top_class_us : 0;
 	}
 	/* the first tick after an import takes a snapshot, never a delta */
 	s->have_prev = 0;

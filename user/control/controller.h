@@ -192,6 +192,9 @@ struct sluice_ctl_state {
 	 * learn them afresh (a saturated window may not raise a baseline). 0 = not learned. */
 	double base_little_us;
 	double base_mean_us;
+	/* since version 3, for status only: the last decided window's latency of the highest
+	 * busy classes, the one the objective is judged on (0 = none decided yet) */
+	double top_class_us;
 };
 /* What version 2 wrote: the same record up to the version 3 fields (adopted, those unlearned). */
 #define SLUICE_CTL_STATE_V2_SIZE offsetof(struct sluice_ctl_state, base_little_us)

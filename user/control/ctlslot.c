@@ -95,6 +95,13 @@ static double age_s(uint64_t then_ns, uint64_t now_ns)
 	return then_ns < now_ns ? (double)(now_ns - then_ns) / 1e9 : 0;
 }
 
+unsigned ctl_slot_top_class_us(const struct sluice_ctl_slot *slot)
+{
+	static __thread struct sluice_ctl_state st;   /* 2.9 KB: not on the stack */
+
+	return ctl_state_copy(slot, &st) ? us32(st.top_class_us) : 0;
+}
+
 int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
 		      struct ctl_recovery *out)
 {

@@ -47,6 +47,10 @@ struct ctl_recovery {
 int ctl_slot_recovery(const struct sluice_ctl_slot *slot, uint64_t now_ns,
 		      struct ctl_recovery *out);
 
+/* The entry's last decided window's latency of the highest busy classes (the one the
+ * objective is judged on), µs; 0 when none was decided or the record does not carry it. */
+unsigned ctl_slot_top_class_us(const struct sluice_ctl_slot *slot);
+
 /* A pending baseline reset for sc: the request's generation when it is for this service and
  * newer than ack, else 0. */
 uint32_t ctl_request_reset_gen(const struct sluice_ctl_request *rq,

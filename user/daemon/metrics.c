@@ -385,6 +385,10 @@ static void render_objective(FILE *b, const struct svc_ref *sv, int n)
 		    "Median latency of the last decided window, all classes: the limit's latency "
 		    "signal (0: no window decided yet).",
 		    offsetof(struct ctl_status, latency_us));
+	ctl_seconds(b, sv, n, "sluice_latency_top_class_seconds",
+		    "Latency of the last decided window's highest busy classes: what the objective "
+		    "is judged on (0: no window decided yet).",
+		    offsetof(struct ctl_status, top_class_us));
 	family(b, "sluice_limit_signal", "gauge",
 	       "Latency signal of the limit: 1 for the state it is in (none: blind, thin: too few "
 	       "samples, ok).");

@@ -57,6 +57,7 @@ static void collect_ctl(const struct sluice_maps *m, int i, struct service_statu
 	c->baseline_us = slot.baseline_us;
 	c->objective_us = slot.objective_us;
 	c->latency_us = slot.latency_us;
+	c->top_class_us = ctl_slot_top_class_us(&slot);
 	c->reset_ack = slot.reset_ack;
 	c->ticks = slot.ticks;
 	ctl_slot_recovery(&slot, monotonic_ns(), &c->rec);
@@ -511,6 +512,7 @@ static void ctl_json(json_t *o, const struct ctl_status *c)
 	json_object_set_new(o, "baseline_us", known_us(c, c->baseline_us));
 	json_object_set_new(o, "objective_us", known_us(c, c->objective_us));
 	json_object_set_new(o, "latency_us", known_us(c, c->latency_us));
+	json_object_set_new(o, "top_class_latency_us", known_us(c, c->top_class_us));
 	json_object_set_new(o, "signal", c->known ?
 			    json_string(sluice_signal_state_name(c->signal)) : json_null());
 	json_object_set_new(o, "limit_algorithm", c->known ?

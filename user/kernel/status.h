@@ -32,7 +32,9 @@ struct ctl_status {
 	int signal;                              /* enum sluice_signal_state: none, thin, ok */
 	int algorithm;                           /* enum sluice_ctl_algorithm */
 	unsigned baseline_us, objective_us;      /* 0 = not learned / not known yet */
-	unsigned latency_us;                     /* last decided window */
+	unsigned latency_us;                     /* last decided window, all classes */
+	unsigned top_class_us;                   /* ... its highest busy classes': what the
+	                                          * objective is judged on (0 = not known) */
 	int ladder[SLUICE_NUM_CLASSES];          /* enum sluice_ladder_state */
 	unsigned reset_ack;                      /* last baseline reset done */
 	unsigned long long ticks;
