@@ -9,6 +9,11 @@
 
 _Static_assert(sizeof(struct sluice_ctl_state) <= SLUICE_CTL_STATE_LEN,
 	       "struct sluice_ctl_state outgrew the pinned map's record (SLUICE_CTL_STATE_LEN)");
+/* Version 2's record is adopted as this one's prefix: only while that prefix is the 2,904
+ * bytes version 2 wrote. A change to it (the limit, baseline, ladder or breaker machines) is
+ * a new version that no longer adopts version 2's record. */
+_Static_assert(SLUICE_CTL_STATE_V2_SIZE == 2904,
+	       "the record's version 2 prefix changed: drop version 2's adoption (ctlslot.c)");
 
 /* The entry for service sc as s stands at now_ns. reset_ack: the last baseline reset done;
  * ticks: the service's ticks so far (status and `sluicectl baseline reset` watch it move). */
