@@ -1004,6 +1004,36 @@ static void test_limit_sees_an_unordered_queue(void **st)
 	assert_true(v.limit >= 16 && v.limit <= 20);
 }
 
+/* A recovery step's evidence is the samples within the objective, one by one: a tick whose
+ * median is within it (18 responses at 50 ms, 12 at 160 ms, against an objective of about
+ * 60 ms) gives 18, not its 30. */
+static void test_recovery_counts_samples_within(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = learn_50ms(&s, &sc, &in, 0);
+	assert_true(s.objective_us > 57344 && s.objective_us < 65536);   /* in one bucket */
+	s.lad.admit[3] = ONE / 2;               /* L3 half way back after an overload */
+	s.lad.last_change_ns = now;             /* its step held from now: no step passes yet */
+	s.lad.step_good = 0;
+	for (int t = 0; t < 3; t++) {
+		unordered(&in, 30, 12, 50000, 160000, 0, 0, 15);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_true(s.last_latency_us <= s.objective_us || s.windows == 0);
+	}
+	assert_int_equal(s.above_since_ns, 0);
+	assert_int_equal(s.lad.admit[3], ONE / 2);
+	assert_int_equal(s.lad.step_good, 3 * 18);
+}
+
 /* Counts the throughput cut's limit events. */
 static void little_cut_fn(void *ctx, const struct sluice_event *e)
 {
@@ -1359,6 +1389,7 @@ int main(void)
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),
 		cmocka_unit_test(test_throughput_cut_needs_min_samples),
+		cmocka_unit_test(test_recovery_counts_samples_within),
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),

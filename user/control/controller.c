@@ -330,6 +330,46 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 		s->dead_until_ns = dead;
 }
 
+/* Recovery evidence: this tick's latency samples within the objective, counted from the
+ * histograms sample by sample (interpolated inside the bucket that holds the objective): a
+ * tick whose median is within it may hold many that are not. The classes in `skip` did not
+ * move (or wait for a later tick). A histogram behind the one remembered was recreated:
+ * counted from zero. */
+static uint64_t samples_within(const struct service_ctl *s,
+			       const struct sluice_hist *const now_h[SLUICE_NUM_CLASSES],
+			       unsigned skip, double objective_us)
+{
+	static __thread struct sluice_hist d;   /* 840 bytes: not on the stack */
+	double n = 0;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		const struct sluice_hist *now = now_h[c], *was = &s->prev_h[c];
+		uint64_t total = 0;
+		int reset = 0;
+
+		if (skip & (1u << c))
+			continue;
+		for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
+			reset |= now->bucket[i] < was->bucket[i];
+		for (int i = 0; i < SLUICE_HIST_BUCKETS; i++) {
+			d.bucket[i] = reset ? now->bucket[i] : now->bucket[i] - was->bucket[i];
+			total += d.bucket[i];
+		}
+		if (total)
+			n += (double)total - sluice_hist_above_us(&d, (uint64_t)objective_us);
+	}
+	return n > 0 ? (uint64_t)(n + 0.5) : 0;
+}
+
+/* 1 while the ladder holds any class below full admission (a recovery may be under way). */
+static int ladder_below_full(const struct service_ctl *s)
+{
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (s->lad.admit[c] != SLUICE_PROB_ONE)
+			return 1;
+	return 0;
+}
+
 /* Class c's histogram this tick: where the caller points, or in->hist[c]. */
 static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
 {
@@ -545,6 +585,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	uint64_t dt_ns, span_ns, wait_n, wait_ns;
 	int rc, full, queue_sat, decided, wait_have;
 	double qx;
+	uint64_t within = 0;
 
 	*opened = 0;
 	if (!s->have_prev) {
@@ -566,6 +607,10 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 			now_h[c] = hist_now(in, c);
+		/* read before the step makes prev_h the histograms now; only a recovery uses it */
+		if (s->objective_us > 0 && ladder_below_full(s))
+			within = samples_within(s, now_h, in->hist_same | in->hist_deferred,
+						s->objective_us);
 		/* a deferred class is left as it was, as one that did not move: its samples
 		 * stay in the maps' histogram for the next tick that reads it */
 		sluice_signals_step(s->prev, in->stats, s->prev_h, now_h,
@@ -727,10 +772,9 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	}
 	throughput_cut(s, sc, in, now_ns, dt_ns, span_ns, decided, sink);
 	fast_growth(s, in, now_ns, span_ns, decided, queue_sat, sink);
-	/* recovery evidence, tick by tick: samples of a tick whose latency met the objective */
-	if (!s->above_since_ns && s->objective_us > 0 && sig->total.samples &&
-	    sig->total.p50_us <= s->objective_us)
-		li.good_samples = sig->total.samples;
+	/* recovery evidence, tick by tick: the samples within the objective, while it is met */
+	if (!s->above_since_ns && s->objective_us > 0)
+		li.good_samples = within;
 	li.feedback_s = 2 * s->last_latency_us / 1e6;
 	/* Priority inversion (a higher class refused by headroom while a lower one is admitted,
 	 * over the window just decided) is the ladder's in every mode: it moves the lower classes

@@ -50,7 +50,7 @@ struct sluice_ladder_input {
 	double excess;                                /* (latency - objective) / objective; < 0 or
 						       * inversion: the full step */
 	uint64_t demand[SLUICE_NUM_CLASSES];          /* arrivals this tick */
-	uint64_t good_samples;                        /* samples decided within the objective */
+	uint64_t good_samples;                        /* this tick's samples within the objective */
 	double feedback_s;                            /* the loop's delay (2 x latency): a step is
 						       * held at least this long */
 	int l0_spared;                                /* L0 may not be cut: the backend is not
