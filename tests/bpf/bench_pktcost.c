@@ -1314,6 +1314,7 @@ static void *req_work(void *v)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	w->wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	w->req = q, w->resp = r;        /* where the connection is now */
 	return NULL;
 }
 
@@ -1341,13 +1342,8 @@ static int reqs_at_once(int ncpu, int tci, int tce, struct pkt_spec *req, struct
 			rate += n * 1e9 / w[i].wall_ns;
 			ns += w[i].prog_ns / n;
 		}
-		/* the connection carries on where its requests ended */
-		if (!advance)
-			continue;
-		req[i].seq += (uint32_t)(n * req[i].payload_len);
-		req[i].ack += (uint32_t)(n * resp[i].payload_len);
-		resp[i].seq += (uint32_t)(n * resp[i].payload_len);
-		resp[i].ack = req[i].seq;
+		if (advance)                    /* the connection carries on where they ended */
+			req[i] = w[i].req, resp[i] = w[i].resp;
 	}
 	pthread_barrier_destroy(&go);
 	if (err)

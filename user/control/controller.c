@@ -333,8 +333,8 @@ static void throughput_cut(struct service_ctl *s, const struct service_conf *sc,
 /* Recovery evidence: this tick's latency samples within the objective, counted from the
  * histograms sample by sample (interpolated inside the bucket that holds the objective): a
  * tick whose median is within it may hold many that are not. The classes in `skip` did not
- * move (or wait for a later tick). A histogram behind the one remembered was recreated:
- * counted from zero. */
+ * move (or wait for a later tick); a recreated histogram counts from zero
+ * (sluice_hist_delta). */
 static uint64_t samples_within(const struct service_ctl *s,
 			       const struct sluice_hist *const now_h[SLUICE_NUM_CLASSES],
 			       unsigned skip, double objective_us)
@@ -343,18 +343,12 @@ static uint64_t samples_within(const struct service_ctl *s,
 	double n = 0;
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
-		const struct sluice_hist *now = now_h[c], *was = &s->prev_h[c];
-		uint64_t total = 0;
-		int reset = 0;
+		uint64_t total;
 
 		if (skip & (1u << c))
 			continue;
-		for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
-			reset |= now->bucket[i] < was->bucket[i];
-		for (int i = 0; i < SLUICE_HIST_BUCKETS; i++) {
-			d.bucket[i] = reset ? now->bucket[i] : now->bucket[i] - was->bucket[i];
-			total += d.bucket[i];
-		}
+		sluice_hist_delta(&s->prev_h[c], now_h[c], &d);
+		total = sluice_hist_count(&d);
 		if (total)
 			n += (double)total - sluice_hist_above_us(&d, (uint64_t)objective_us);
 	}
@@ -892,9 +886,8 @@ uint32_t service_ctl_quantile_hold(const struct service_ctl *s, uint64_t next_ns
 	if (!s->have_prev || s->brk.state != SLUICE_BREAKER_CLOSED || s->lad.overloaded ||
 	    s->above_since_ns || s->draining || s->prev_ns < s->dead_until_ns || s->lq.since_ns)
 		return 0;        /* (in a cut's dead time each tick starts the window afresh) */
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (s->lad.admit[c] != SLUICE_PROB_ONE)
-			return 0;        /* recovery steps count each tick's good samples */
+	if (ladder_below_full(s))
+		return 0;        /* recovery steps count each tick's good samples */
 	if (next_ns - s->win.start_ns < s->window_ns)
 		return SLUICE_QUANTILE_HOLD;
 	lack = s->win.samples < s->min_samples ? s->min_samples - s->win.samples : 1;
@@ -907,10 +900,7 @@ int service_ctl_settled(const struct service_ctl *s)
 	    s->rs.active || s->rs.arrivals || s->rs.streak || s->win.samples || s->win.arrivals ||
 	    s->above_since_ns || s->lq.since_ns)
 		return 0;
-	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-		if (s->lad.admit[c] != SLUICE_PROB_ONE)
-			return 0;
-	return 1;
+	return !ladder_below_full(s);
 }
 
 /* Every cache line of [p, p + len) towards the L2 (written soon: prefetch for a write). */
