@@ -838,11 +838,20 @@ static void not_after(uint64_t *t, uint64_t now)
 		*t = now;
 }
 
+int ctl_state_adoptable(const struct sluice_ctl_state *st)
+{
+	if (st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st))
+		return SLUICE_CTL_STATE_VERSION;
+	if (st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE)
+		return 2;
+	return 0;
+}
+
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
 {
-	int v3 = st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st);
+	int version = ctl_state_adoptable(st);
 
-	if (!v3 && !(st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE))
+	if (!version)
 		return -1;
 	s->lim = st->lim;
 	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
@@ -868,7 +877,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	}
 	s->above_since_ns = st->above_since_ns;
 	not_after(&s->above_since_ns, now_ns);
-	if (v3) {
+	if (version == SLUICE_CTL_STATE_VERSION) {
 		sluice_baseline_seed(&s->base_little, st->base_little_us);
 		sluice_baseline_seed(&s->base_mean, st->base_mean_us);
 		s->last_top_us = st->top_class_us > 0 ? st->top_class_us : 0;

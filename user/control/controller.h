@@ -200,6 +200,9 @@ struct sluice_ctl_state {
 #define SLUICE_CTL_STATE_V2_SIZE offsetof(struct sluice_ctl_state, base_little_us)
 
 void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out);
+/* The record's version when this sluiced adopts it (SLUICE_CTL_STATE_VERSION, or 2 for
+ * version 2's record, this one's prefix), else 0. */
+int ctl_state_adoptable(const struct sluice_ctl_state *st);
 /* Adopt `st` into a controller initialised for the same service. Returns 0, or -1 (nothing
  * changed) when the version or size does not match. */
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns);

@@ -55,8 +55,7 @@ static int ctl_state_copy(const struct sluice_ctl_slot *slot, struct sluice_ctl_
 		return 0;
 	memset(st, 0, sizeof(*st));
 	memcpy(st, slot->state, slot->state_len);
-	return (st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st)) ||
-	       (st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE);
+	return ctl_state_adoptable(st) != 0;
 }
 
 int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc)
