@@ -176,23 +176,6 @@ attached_or_gone() { # done waiting: attached, or the process has exited
 }
 
 # status_field JQ-LIKE: tiny JSON reader (python3 when present, else grep) for numbers.
-# lowest_limit PID...: the first service's lowest limit while any PID runs: `status` polled
-# every 0.2 s, and every cut in sluiced's log (a cut a later window undid may fall between two
-# polls). Prints it; leaves the last poll in $TMP/status.json.
-lowest_limit() {
-	local min=1000000 l
-	while ! none_alive "$@"; do
-		if status; then
-			l=$(svc limit)
-			[ "$l" -lt "$min" ] && min=$l
-		fi
-		sleep 0.2
-	done
-	for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
-		[ "$l" -lt "$min" ] && min=$l
-	done
-	echo "$min"
-}
 json_get() { # json_get FILE EXPR  (python expression on `d`)
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
@@ -203,6 +186,30 @@ json_get() { # json_get FILE EXPR  (python expression on `d`)
 status() { "$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/status.json"; }
 svc() { json_get "$TMP/status.json" "d['services'][0]['$1']"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]['$2']"; }
+
+# lowest_limit DEADLINE_S PID...: the first service's lowest limit while any PID runs (at
+# most DEADLINE_S seconds): `status` read at every wait_for poll, and every cut in sluiced's
+# log (a cut a later window undid may fall between two polls). Prints it; leaves the last poll
+# in $TMP/status.json. Returns 1 when a PID still ran at the deadline (said on stderr).
+lowest_limit() {
+	local deadline=$1 l rc=0; shift
+	LOWEST_LIMIT=1000000
+	wait_for "$deadline" "the load ($*) to end" lowest_limit_poll "$@" >&2 || rc=1
+	for l in $(grep -h '"aimd"' "$SLUICED_LOG" | grep -o '"limit_to":[0-9]*' | cut -d: -f2); do
+		[ "$l" -lt "$LOWEST_LIMIT" ] && LOWEST_LIMIT=$l
+	done
+	echo "$LOWEST_LIMIT"
+	return $rc
+}
+lowest_limit_poll() { # one poll of lowest_limit: true once none of the PIDs runs
+	local l
+	if status; then
+		l=$(svc limit)
+		[ "$l" -lt "$LOWEST_LIMIT" ] && LOWEST_LIMIT=$l
+	fi
+	none_alive "$@"
+}
+
 # ok_p50_is MS CLASS WHAT: a TAP line: the class's p50 in $TMP/status.json (run status first)
 # is a server's fixed service time of MS. The histogram's buckets are up to 25 % wide and a
 # quantile interpolates inside one (20 ms answers read as 16-21 ms), and a busy shared host

@@ -49,7 +49,7 @@ start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:7000 --m
 	--arrivals uniform --rate 300 --duration 6 --timeout-ms 3000 --quiet \
 	--class L3:1:src=198.18.0.20
 L3PID=$LAST_PID
-min_limit=$(lowest_limit $L0PID $L3PID)
+min_limit=$(lowest_limit 20 $L0PID $L3PID)
 wait $L0PID $L3PID
 status
 l0_ok=$(lg "$TMP/l0.json" L0 ok); l0_sent=$(lg "$TMP/l0.json" L0 sent)

@@ -58,7 +58,7 @@ wait_for 8 "sluice's first refusals of the surge" surge_on
 calm_limit=$(svc limit)
 calm_lines=$(wc -l < "$SLUICED_LOG")
 base_us=$(svc baseline_us)
-min_limit=$(lowest_limit $L0PID $L3PID)
+min_limit=$(lowest_limit 20 $L0PID $L3PID)
 wait $L0PID $L3PID
 status
 
