@@ -16,6 +16,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } port_to_service SEC(".maps");
 
+/* The service ports as a bitmap (struct sluice_port_bits, its one entry), read before
+ * port_to_service. Not pinned: each load derives it from the pinned port_to_service before its
+ * programs attach (attach_load), and the controller rewrites it after every change of the
+ * ports (maps_program_services). A bit set where port_to_service holds 0 costs a packet the
+ * array lookup it costs today; a bit missing would leave a service's packets unjudged, which
+ * is why the bitmap is written after the array when ports are added. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_port_bits);
+} service_ports SEC(".maps");
+
 /* (local address, port) -> service index + 1, for the ports whose port_to_service value
  * carries SLUICE_PORT_BY_ADDR. Controller. */
 struct {

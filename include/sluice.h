@@ -100,6 +100,17 @@
 #define SLUICE_PORT_BY_ADDR      0x80000000u
 #define SLUICE_MAX_ADDR_SERVICES 4096
 
+/* One bit per port that has a service (of any address), set exactly where port_to_service's
+ * value is not 0: 8 KiB, which a host's other traffic leaves in cache where it evicts the
+ * 256 KiB of port_to_service. The data path reads it first, so a packet to a port no service
+ * has (most of a host's packets: replies to its own outbound connections land on ephemeral
+ * ports all over the port space) never touches the big array. */
+#define SLUICE_PORT_WORDS 1024
+
+struct sluice_port_bits {
+	__u64 word[SLUICE_PORT_WORDS];   /* port p: bit p % 64 of word[p / 64] */
+};
+
 struct sluice_addr_key {
 	__u8 addr[16];                   /* local address, v4-mapped for IPv4 */
 	__u32 port;                      /* host byte order */

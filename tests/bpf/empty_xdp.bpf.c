@@ -38,6 +38,18 @@ struct {
 	__type(value, __u32);
 } stream_target SEC(".maps");
 
+/* What stream_xdp touches for evict_lines: 32 MiB, far beyond the CPU's caches. */
+struct evict_line {
+	__u64 word[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 19);
+	__type(key, __u32);
+	__type(value, struct evict_line);
+} evict_table SEC(".maps");
+
 SEC("xdp.frags")
 int stream_xdp(struct xdp_md *ctx)
 {
@@ -53,7 +65,16 @@ int stream_xdp(struct xdp_md *ctx)
 	p = data + (c->sport_off & 127);
 	if ((void *)(p + 2) > end)
 		return XDP_ABORTED;
-	port = c->base + c->next++ * c->stride;
+	port = c->base + c->next * c->stride;
+	/* Scattered lines, another set each run (multiplicative hashing of run and line). */
+	for (__u32 i = 0; i < 256 && i < c->evict_lines; i++) {
+		__u32 k = (c->next * 2654435761u + i * 2246822519u) & ((1 << 19) - 1);
+		struct evict_line *l = bpf_map_lookup_elem(&evict_table, &k);
+
+		if (l)
+			l->word[0]++;
+	}
+	c->next++;
 	p[0] = port >> 8;
 	p[1] = port & 0xff;
 	bpf_tail_call(ctx, &stream_target, 0);

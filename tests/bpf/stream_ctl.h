@@ -13,7 +13,9 @@ struct stream_ctl {
 	__u16 next;      /* runs so far */
 	__u16 stride;    /* stream_xdp: run i writes base + i x stride (an odd stride visits all
 	                  * 65536 ports in a scattered order); stream_tc steps by 1 */
-	__u16 _pad;
+	__u16 evict_lines; /* stream_xdp: cache lines of a 32 MiB table touched before each run,
+	                    * each packet's share of what a host's other traffic does to the
+	                    * caches (the baseline touches the same lines) */
 	__u32 frame_len; /* stream_tc: when not 0, every run first writes frame back into the
 	                  * packet (a path that rewrites it, such as the 429's RST) */
 	__u8 frame[STREAM_FRAME_MAX];

@@ -2902,6 +2902,86 @@ static void test_reused_slot_never_inherits_a_verdict(void **state)
 	assert_int_not_equal(v.class_threshold[0], 0);
 }
 
+static struct sluice_port_bits port_bits(struct fixture *f)
+{
+	struct sluice_port_bits b;
+	assert_int_equal(bpf_map_lookup_elem(f->m.service_ports, &(__u32){ 0 }, &b), 0);
+	return b;
+}
+
+static int port_bit(const struct sluice_port_bits *b, unsigned port)
+{
+	return (int)(b->word[port / 64] >> (port % 64) & 1);
+}
+
+static int bits_set(const struct sluice_port_bits *b)
+{
+	int n = 0;
+	for (int w = 0; w < SLUICE_PORT_WORDS; w++)
+		n += __builtin_popcountll(b->word[w]);
+	return n;
+}
+
+/* The bitmap in front of port_to_service holds exactly the configured ports, follows a reload
+ * both ways, is what the data path asks first, and where the array cannot be read says "ask
+ * the array" for every port. */
+static void test_port_bits_follow_the_ports(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_config next;
+	struct doc_errors errs;
+	int idx[SLUICE_MAX_SERVICES];
+	char text[4096];
+	struct sluice_port_bits b = port_bits(f), zero;
+
+	for (int i = 0; i < f->cfg.n_services; i++)
+		assert_true(port_bit(&b, (unsigned)f->cfg.services[i].port));
+	assert_int_equal(bits_set(&b), f->cfg.n_services);
+	assert_false(port_bit(&b, 80));
+	assert_false(port_bit(&b, 9000));
+
+	/* Not in the bitmap: a packet to a service's port is left alone, however the array
+	 * reads. Derived again from the array: judged again. */
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(bpf_map_update_elem(f->m.service_ports, &(__u32){ 0 }, &zero, BPF_ANY), 0);
+	__u64 before = stats(f, 0, 0).arrivals;
+	struct pkt_spec s = syn4("198.18.1.2", 41000, 5432);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, before);
+	assert_int_equal(maps_derive_port_bits(f->m.port_to_service, f->m.service_ports), 0);
+	b = port_bits(f);
+	assert_int_equal(bits_set(&b), f->cfg.n_services);
+	s = syn4("198.18.1.2", 41001, 5432);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	assert_int_equal(stats(f, 0, 0).arrivals, before + 1);
+
+	/* A reload down to one service and a new port: the others' bits go, the new one's
+	 * comes, and its SYN is judged. */
+	snprintf(text, sizeof(text), "interface: lo\nservices:\n  - name: db\n    port: 5432\n"
+		 "    protocol: tcp\n    limit: { fixed: 4 }\n  - name: fresh\n    port: 9000\n"
+		 "    protocol: tcp\n    limit: { fixed: 2 }\n    default_class: L0\n");
+	assert_int_equal(sluice_config_parse(text, strlen(text), "test", &next, &errs), 0);
+	assert_int_equal(maps_assign_indices(&f->m, &next, idx), 0);
+	assert_int_equal(maps_program_services(&f->m, &next, idx), 0);
+	b = port_bits(f);
+	assert_int_equal(bits_set(&b), 2);
+	assert_true(port_bit(&b, 5432));
+	assert_true(port_bit(&b, 9000));
+	assert_false(port_bit(&b, 6000));
+	struct sluice_class_stats st;
+	assert_int_equal(maps_read_class_stats(&f->m, idx[1], 0, &st), 0);
+	s = syn4("198.18.1.2", 41002, 9000);
+	assert_int_equal(xdp(f, &s).ret, XDP_PASS);
+	before = st.arrivals;
+	assert_int_equal(maps_read_class_stats(&f->m, idx[1], 0, &st), 0);
+	assert_int_equal(st.arrivals, before + 1);
+
+	/* The array unreadable: every bit set, never a service's port missing. */
+	assert_int_not_equal(maps_derive_port_bits(-1, f->m.service_ports), 0);
+	b = port_bits(f);
+	assert_int_equal(bits_set(&b), 65536);
+}
+
 static int always_open(void *ctx, const struct sluice_flow_key *k)
 {
 	return 1;
@@ -3589,6 +3669,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lapsed_handshake_gives_back_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_port_bits_follow_the_ports, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_full_flow_table_admits_untracked_and_drains_to_zero,

@@ -195,6 +195,15 @@ static int plan_migration(struct pair *p, struct layout_plan *lp, __u32 from)
 	return n;
 }
 
+/* The copy, then what attach_load does after it before any program of the new set runs: the
+ * new set's bitmap of the service ports derived from the port map it was given. */
+static int copy_as_attach_does(struct pair *p, struct layout_plan *lp, char *err, size_t errlen)
+{
+	int rc = layout_copy(lp, err, errlen);
+
+	return rc ? rc : maps_derive_port_bits(p->nm.port_to_service, p->nm.service_ports);
+}
+
 static void test_late_changes_counted_exactly_once(void **state)
 {
 	struct pair *p = *state;
@@ -208,7 +217,7 @@ static void test_late_changes_counted_exactly_once(void **state)
 	for (uint16_t s = 1; s <= 3; s++)
 		assert_int_equal(open_conn(p->old->skel, s), XDP_PASS);
 	n_maps = plan_migration(p, &lp, layout_version()); /* a copy with no converter */
-	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(copy_as_attach_does(p, &lp, err, sizeof(err)), 0);
 	assert_int_equal(count_flows(p->nm.flows), 3);
 
 	/* Between the copy and the swap the old programs still run: B ends, D(4), F(6) arrive.
@@ -275,7 +284,7 @@ static void test_late_turns_counted_exactly_once(void **state)
 	assert_int_equal(open_conn(p->old->skel, 1), XDP_PASS);
 	assert_int_equal(open_conn(p->old->skel, 2), XDP_PASS);
 	plan_migration(p, &lp, layout_version());
-	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(copy_as_attach_does(p, &lp, err, sizeof(err)), 0);
 	turn(p->old->skel, 1, 0);                 /* the old programs: a turn on A */
 	turn(p->new_skel, 2, 0);                  /* the new ones: a turn on B (copied flow) */
 	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
@@ -328,7 +337,7 @@ static void test_migration_from_layout_2_converts_verdicts_and_flows(void **stat
 	assert_int_equal(bpf_map_update_elem(p->old->m.verdicts, &unused, &zero, BPF_ANY), 0);
 
 	plan_migration(p, &lp, 2);
-	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(copy_as_attach_does(p, &lp, err, sizeof(err)), 0);
 	assert_int_equal(layout_commit(&lp, p->new_skel->obj, p->pin_dir, err, sizeof(err)), 0);
 	layout_plan_release(&lp);
 
@@ -604,7 +613,7 @@ static void test_migration_gives_flow_keys_their_local_address(void **state)
 		close(s->old_fd);
 		s->old_fd = fd;
 	}
-	assert_int_equal(layout_copy(&lp, err, sizeof(err)), 0);
+	assert_int_equal(copy_as_attach_does(p, &lp, err, sizeof(err)), 0);
 	/* between the copy and the swap the layout 6 programs admit G (db7): a late entry */
 	conn_at(p->old->skel, "198.18.1.2", "198.18.0.7", 6, 1);
 	for (int i = 0; i < lp.n; i++)

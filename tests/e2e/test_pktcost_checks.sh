@@ -13,7 +13,8 @@ trap 'rm -rf "$TMP"' EXIT
 
 # Every path the run must time, once each: the table's paths in each family (IPv4, IPv6, an
 # 802.1Q tag), then the paths beyond it (IPv4 only) and the cold ACKs.
-FAMILY_PATHS="xdp.non-service xdp.non-service-port-sweep xdp.established-ack
+FAMILY_PATHS="xdp.non-service xdp.non-service-port-sweep
+	xdp.non-service-port-sweep-cache-pressure xdp.established-ack
 	tc-egress.bare-ack tc-egress.response-data tc-ingress.request-active-segment
 	tc-ingress.request-body-segment xdp.syn-retransmit xdp.new-syn-admitted xdp.new-syn-stream
 	xdp.handshake-ack xdp.handshake-ack-http tc-ingress.request-start

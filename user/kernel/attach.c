@@ -165,6 +165,14 @@ int attach_load(struct attach_state *st, const char *pin_dir, int n_services, ch
 	rc = layout_copy(&st->layout, err, errlen);
 	if (rc)
 		return rc;
+	/* Before the programs attach: an empty bitmap would leave every service's packets
+	 * unjudged until the controller's first programming of the ports. */
+	rc = maps_derive_port_bits(bpf_map__fd(st->skel->maps.port_to_service),
+				   bpf_map__fd(st->skel->maps.service_ports));
+	if (rc) {
+		snprintf(err, errlen, "cannot fill the service ports' bitmap: %s", strerror(-rc));
+		return rc;
+	}
 	/* The 4-tuples' hash keys, before any program runs and after the copy (a migration
 	 * that copies the map brings the pins' keys): drawn for a new map, kept from the pins
 	 * (where the slots' records were placed by them). */
@@ -691,4 +699,5 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->publish_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_publish_stripes) : -1;
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
+	m->service_ports = st->skel ? bpf_map__fd(st->skel->maps.service_ports) : -1;
 }

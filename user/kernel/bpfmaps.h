@@ -25,9 +25,11 @@ struct sluice_maps {
 	 * program, the data path's change counts (flowgc.h), the request scan
 	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
 	 * that fills them (read through mappings by maps_reader_read), and the program that
-	 * fills the in-flight estimate (maps_fold_estimate). Never closed by maps_close. */
+	 * fills the in-flight estimate (maps_fold_estimate), and the bitmap of the service ports.
+	 * Never closed by maps_close. */
 	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
 	int publish_prog;
+	int service_ports;           /* the bitmap of port_to_service's ports (mapconfig.h) */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };

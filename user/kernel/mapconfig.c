@@ -300,6 +300,28 @@ static int stamp_rules(const struct sluice_maps *m, const struct sluice_config *
 	return err;
 }
 
+int maps_derive_port_bits(int port_to_service, int service_ports)
+{
+	struct sluice_port_bits *bits = calloc(1, sizeof(*bits));
+	__u32 *v = calloc(65536, sizeof(*v)), zero = 0;
+	int err;
+
+	if (!bits || !v) {
+		free(bits);
+		free(v);
+		return -ENOMEM;
+	}
+	err = maps_read_array(port_to_service, 0, 65536, sizeof(*v), v, NULL);
+	for (__u32 p = 0; p < 65536; p++)
+		if (err || v[p])
+			bits->word[p / 64] |= 1ULL << (p % 64);
+	if (bpf_map_update_elem(service_ports, &zero, bits, BPF_ANY) && !err)
+		err = -errno;
+	free(bits);
+	free(v);
+	return err;
+}
+
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
@@ -366,6 +388,14 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 	}
 	if (!err)
 		err = program_ports(m, cfg, idx, port_in_cfg);
+	/* After the array, from what it holds whatever failed above: a port added is in the
+	 * array before its bit says so, and a bit never goes missing for a port it still has. */
+	if (m->service_ports >= 0) {
+		int rc = maps_derive_port_bits(m->port_to_service, m->service_ports);
+
+		if (rc && !err)
+			err = rc;
+	}
 	for (int s = 0; s < m->n_slots; s++) {
 		__u32 k = s;
 

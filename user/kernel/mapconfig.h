@@ -17,9 +17,16 @@ unsigned maps_service_slots(int n_services);
  * Returns 0, or -1 when no slot is free (more services than m->n_slots). */
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx);
 
-/* Write services, port_to_service, source_rules and replies for cfg (indices from
- * maps_assign_indices). Removed services lose their port and rules; their counters stay. */
+/* Write services, port_to_service (and the bitmap of its ports, where m->service_ports is
+ * open), source_rules and replies for cfg (indices from maps_assign_indices). Removed
+ * services lose their port and rules; their counters stay. */
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx);
+
+/* Rewrite the service ports' bitmap (`service_ports`, not pinned) from port_to_service: a bit
+ * for every port whose value is not 0. When the array cannot be read, every bit is set, so
+ * that every packet asks the array as it would with no bitmap. Returns 0, or -errno when the
+ * array could not be read (the bitmap then all ones) or the bitmap not written. */
+int maps_derive_port_bits(int port_to_service, int service_ports);
 
 #endif
