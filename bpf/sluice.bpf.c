@@ -841,8 +841,8 @@ static __always_inline struct sluice_flow *adopt_established(struct __sk_buff *s
  * A FIN ends an idle flow only: it closes the client's sending side, and what it asked still
  * runs at the server (end_flow's keep_open); the flow then ends with the server's close, so a
  * client cannot half-close after each request to have it run uncounted. A FIN that carries
- * data ends nothing here: the data may start a request (TC decides it on this flow), and the
- * server's close follows.
+ * data does not come here: sluice_xdp_ingress takes it as data (it may start a request, which
+ * TC decides on this flow, or complete a handshake), and the server's close follows.
  * What a client can still do to its own connection: an RST inside the window but not at the
  * byte the stack expects (answered with a challenge ACK), or one with a wrong checksum
  * (dropped), ends the unit here while the connection goes on; its next data takes it on again
@@ -863,7 +863,7 @@ static __always_inline void client_end(const struct pkt *p, int handshake_only)
 	flow_key_of(p, 1, &key);
 	f = bpf_map_lookup_elem(&flows, &key);
 	if (f) {
-		if (handshake_only || (fin_only && p->payload_len))
+		if (handshake_only)
 			return;
 		if (!f->client_next || seq_in_window(seq, f->client_next))
 			end_flow(&key, 0, 1, fin_only);
@@ -892,8 +892,14 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 	if (svc < 0)
 		return XDP_PASS;
 	/* A packet inside a unit costs the parse, one array lookup and one read of its
-	 * handshake slot's word. Flows are kept fresh from the egress side (touch_flow there). */
-	if (!p.tcp->syn && !p.tcp->rst && !p.tcp->fin) {
+	 * handshake slot's word. Flows are kept fresh from the egress side (touch_flow there).
+	 * A FIN that carries data goes this way too: on a flow it ends nothing here (its data
+	 * may be a request, and the flow ends with the server's close), and with no flow it may
+	 * be what completes the handshake -- a client that wrote its whole request and
+	 * half-closed before the SYN-ACK came sends the ACK, the request and the FIN as one
+	 * segment, and the kernel establishes the connection from it. Taken as an end, it
+	 * removed the handshake's record, and the request passed undecided and uncounted. */
+	if (!p.tcp->syn && !p.tcp->rst && (!p.tcp->fin || p.payload_len)) {
 		client_ack(&p);
 		return XDP_PASS;
 	}
@@ -1105,11 +1111,15 @@ static __always_inline int interim_response(struct __sk_buff *skb, const struct 
 	if ((READ_ONCE(f->req_active) & SLUICE_OWN_STATE) != SLUICE_OWN_ACTIVE)
 		return 0;
 	status = response_status(skb, p);
-	if (status < 100 || status > 199)
-		return 0;
-	if (status != 101)
+	if (status >= 100 && status <= 199 && status != 101)
 		return 1;
-	f->flags |= SLUICE_FLOW_OPAQUE;
+	/* The final answer to a CONNECT opens a tunnel only when it is a 2xx (RFC 9110 9.3.6);
+	 * any other leaves the connection http, its next requests decided as any. */
+	if (f->flags & SLUICE_FLOW_CONNECT_ASKED)
+		f->flags = (f->flags & ~SLUICE_FLOW_CONNECT_ASKED) |
+			   (status >= 200 && status <= 299 ? SLUICE_FLOW_OPAQUE : 0);
+	if (status == 101)
+		f->flags |= SLUICE_FLOW_OPAQUE;
 	return 0;
 }
 
@@ -1350,7 +1360,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		}
 		st->admitted++;
 		if (tok & TOKEN_CONNECT)
-			f->flags |= SLUICE_FLOW_OPAQUE; /* what follows its answer is a tunnel */
+			f->flags |= SLUICE_FLOW_CONNECT_ASKED; /* a tunnel if its answer is a 2xx */
 		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
 		return TC_ACT_OK;
 	}

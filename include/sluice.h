@@ -479,8 +479,9 @@ enum sluice_flow_state {
  * as its sample at its end. A flow from before the flag gives one setup sample at most. */
 #define SLUICE_FLOW_TURNED     2
 #define SLUICE_SETUP_PENDING   (1ull << 63)  /* req_start_ns holds the first turn's latency */
-#define SLUICE_FLOW_OPAQUE     4         /* http: after a 101 or a CONNECT the bytes are another
-                                          * protocol's: no request starts on the flow again */
+#define SLUICE_FLOW_OPAQUE     4         /* http: after a 101, or a 2xx answer to a CONNECT, the
+                                          * bytes are another protocol's: no request starts on
+                                          * the flow again */
 /* sluice_flow.flags, http: the connection counts in `http_conns` under the class in the two
  * bits at SLUICE_FLOW_CONN_CLASS_SHIFT, and whoever ends the flow (end_flow's killer) gives it
  * back. Both are set in the new entry before its insert and never change: the other flags are
@@ -490,6 +491,10 @@ enum sluice_flow_state {
 /* ... and that class came from what the address's requests were given (addr_class), not from
  * the SYN itself: its requests of that class keep the address remembered. */
 #define SLUICE_FLOW_CONN_LEARNED     0x40
+/* http: the open request is a CONNECT. Its final answer decides: a 2xx makes the flow opaque
+ * (a tunnel), anything else leaves it http. Opaque from the CONNECT's admission on, a CONNECT
+ * the server refused would have let every later request on the connection pass undecided. */
+#define SLUICE_FLOW_CONNECT_ASKED    0x80
 
 struct sluice_flow {
 	__u64 admitted_ns;               /* when the unit was admitted (a tcp connection: its

@@ -1252,6 +1252,83 @@ static void test_interim_upgrade_and_connect(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* A client that writes its whole request and half-closes before the SYN-ACK arrives sends
+ * the handshake's ACK, the request and its FIN as one segment; the kernel establishes the
+ * connection from it and hands the request to the server. That request is decided like any
+ * other: admitted and counted while there is room, refused with a 429 when its class is shut
+ * (it once passed undecided, its handshake's record taken for one that was given up). */
+static void test_request_with_fin_completing_the_handshake_is_decided(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec rq = request("203.0.113.5", 1012, GET("/z", "")), syn, sa, ack;
+
+	handshake_of(&rq, &syn, &sa, &ack);
+	run_xdp(f, &syn);
+	admitted(f, &syn);
+	egress(f, &sa);
+	rq.fin = 1;                                  /* no bare ACK before it */
+	run_xdp(f, &rq);
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(inflight(f), 1);
+	assert_int_equal(flow_count(f), 1);
+	struct pkt_spec rs = response("203.0.113.5", 1012, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = rq.seq + (uint32_t)rq.payload_len + 1;
+	egress(f, &rs);
+	assert_int_equal(inflight(f), 0);
+
+	/* every class shut: the same segment gets the 429 */
+	struct sluice_verdict v;
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	for (int k = 0; k < 4; k++)
+		v.flags |= SLUICE_VERDICT_SHUT(k);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	struct pkt_spec two = request("203.0.113.5", 1013, GET("/z", ""));
+	handshake_of(&two, &syn, &sa, &ack);
+	run_xdp(f, &syn);
+	egress(f, &sa);
+	two.fin = 1;
+	run_xdp(f, &two);
+	int cap = capture_socket();
+	ingress(f, &two);
+	uint8_t rep[1024];
+	assert_true(capture_reply(cap, rep, sizeof(rep)) > 54);
+	close(cap);
+	assert_int_equal(stats(f, 2).arrivals, 2);
+	assert_int_equal(inflight(f), 0);
+}
+
+/* A CONNECT the server refuses (a 4xx, the connection kept alive) opens no tunnel: the
+ * connection's next requests are requests, decided like any other. Were the flow opaque from
+ * the CONNECT's admission on, one refused CONNECT would let every later request on the
+ * connection pass undecided and uncounted. */
+static void test_refused_connect_leaves_the_connection_http(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_verdict v, shut;
+	struct pkt_spec o = request("203.0.113.5", 6400,
+				    "CONNECT db.internal:5432 HTTP/1.1\r\nHost: db.internal\r\n\r\n");
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	shut = v;
+	for (int k = 0; k < 4; k++)
+		shut.flags |= SLUICE_VERDICT_SHUT(k);
+	handshake(f, &o);
+	admitted(f, &o);
+	assert_int_equal(inflight(f), 1);
+	struct pkt_spec a = answer_to(&o, 0, "HTTP/1.1 405 Method Not Allowed\r\n"
+					      "Content-Length: 0\r\n\r\n");
+	egress(f, &a);
+	assert_int_equal(inflight(f), 0);
+	maps_write_verdict(&f->m, f->idx[0], &shut);
+	uint64_t arrivals = stats(f, 2).arrivals;
+	struct pkt_spec next = request("203.0.113.5", 6400, GET("/x", ""));
+	next.seq = o.seq + (uint32_t)o.payload_len;
+	next.ack = a.seq + (uint32_t)a.payload_len;
+	ingress(f, &next);              /* a plain request at the expected sequence */
+	assert_int_equal(stats(f, 2).arrivals, arrivals + 1); /* decided (refused: all shut) */
+}
+
 /* No 429/503 goes to a peer that has not proved it receives our packets: with every class
  * shut, request segments with no handshake, with a handshake whose ACK never came, or with an
  * ACK that does not acknowledge the server's SYN-ACK get no reply at all (0 bytes back for
@@ -2587,6 +2664,8 @@ int main(void)
 						setup_small_table, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_fin_leaves_the_request_running, setup,
 						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_with_fin_completing_the_handshake_is_decided,
+						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_data_keeps_flow_fresh, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_classification, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_header_scan_matches_reference, setup, harness_teardown),
@@ -2601,6 +2680,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_interim_upgrade_and_connect, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_connect_leaves_the_connection_http, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_no_reply_to_unverified_peers, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_requests_count_as_one, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_breaker_answers_503, setup, harness_teardown),
