@@ -72,7 +72,7 @@ if [ ! -x "$CTL" ]; then
 	echo "not ok 1 - $CTL not built"
 	exit 1
 fi
-echo "1..50"
+echo "1..52"
 
 # ---- no daemon: every change is refused, nothing is written ----
 ctl switch ls
@@ -89,6 +89,17 @@ for cmd in "switch set web L3 --shed 50 --reason INC-42 --ttl 10m" "switch clear
 done
 ok $([ -z "$nodaemon" ] && echo 0 || echo 1) \
 	"with no sluiced running every changing command exits 1 saying so, and writes nothing" "$nodaemon"
+# A reason that is not UTF-8 cannot go into the request's JSON: refused as bad input (exit
+# 2), before any daemon is looked for, for every verb that carries one.
+notext=
+for cmd in "switch set web L3 --shed 50 --ttl 10m --reason" "switch clear web L3 --reason" \
+	"switch renew web L3 --ttl 5m --reason" "breaker reset web --reason" "cascade clear --reason"; do
+	ctl $cmd $'INC\xff'
+	{ [ "$RC" -eq 2 ] && [[ "$ERR" == *"not valid UTF-8"* ]] && [ ! -e "$SW" ]; } ||
+		notext="$notext [$cmd: $RC $ERR]"
+done
+ok $([ -z "$notext" ] && echo 0 || echo 1) \
+	"a --reason that is not UTF-8 exits 2 naming it, for every verb that takes one" "$notext"
 
 # ---- switch ls and switch log read the files ----
 mkdir -p "$STATE"
@@ -247,8 +258,10 @@ RC=$?; ERR=$OUT
 [ "$RC" -eq 1 ] && [[ "$w" == *"sluicectl: warning: no service list"* ]] && [ -z "$ERR" ]
 ok $? "-qq silences warnings (-q still shows them)" "with -q: $w" "with -qq: $ERR"
 OUT=$("$CTL" --config "$TMP/none.yaml" --state-dir "$STATE" switch ls -v 2>&1 >/dev/null)
-[[ "$OUT" == *"sluicectl: debug: config $TMP/none.yaml not used"* ]]
+[[ "$OUT" == *"sluicectl: debug: no sluiced publishes itself"* ]]
 ok $? "-v after the command shows debug messages" "$OUT"
+[[ "$OUT" == *"sluicectl: warning: config $TMP/none.yaml not used (1 error, the first: cannot open"* ]]
+ok $? "a config named by --config that cannot be used is a warning naming why, not a debug line" "$OUT"
 OUT=$("$BUILD/sluiced" --help); r1=$?
 ERR=$("$BUILD/sluiced" --bogus 2>&1); r2=$?
 "$BUILD/sluiced" --check="$TMP/sluice.yaml" >/dev/null 2>&1; r3=$?

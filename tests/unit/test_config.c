@@ -403,6 +403,46 @@ static void test_target_latency_number(void **state)
 	expect_error(&f->errs, 3, "target_latency_ms");
 }
 
+/* latency_slo and min_samples: a plain decimal only. strtod alone took "nan" (which passed
+ * every range check), hex and leading blanks. */
+static void test_latency_slo_not_a_number(void **state)
+{
+	static const char *const bad[] = { "nanx", "NaNms", "nans", "0x2x", "\" 1.5x\"",
+					    "\"+1.5x\"", "infms", "-nanx" };
+	struct fx *f = *state;
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "interface: lo\nservices:\n"
+			 "  - name: s\n    port: 1\n    latency_slo: %s\n", bad[i]);
+		expect_fail(f, parse(f, text), 1);
+		expect_error(&f->errs, 5, "latency_slo");
+	}
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, latency_slo: .5s }\n"));
+	assert_true(f->cfg.services[0].latency_slo_ms == 500);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, latency_slo: 1.5x }\n"));
+	assert_true(f->cfg.services[0].latency_slo_ratio == 1.5);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - { name: s, port: 1, min_samples: \" 5\" }\n"), 1);
+	expect_error(&f->errs, 3, "min_samples");
+}
+
+/* A warning is printed whole: the aimd one is ~300 bytes, its remedy at the end. */
+static void test_warning_not_truncated(void **state)
+{
+	struct fx *f = *state;
+	struct doc_errors w;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: a-service-name-of-31-characters\n    port: 1\n"
+			      "    limit_algorithm: aimd\n    latency_slo: 1.4x\n"));
+	assert_int_equal(config_warnings(&f->cfg, &w), 1);
+	if (!strstr(w.e[0].msg, "or use gradient"))
+		fail_msg("warning cut short: \"%s\"", w.e[0].msg);
+}
+
 static void test_switch_max_renewals(void **state)
 {
 	struct fx *f = *state;
@@ -973,6 +1013,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_print_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ok_after_bad_resets_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency_slo_not_a_number, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warning_not_truncated, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -184,6 +184,12 @@ static void test_switch_validation(void **state)
 	expect_make_error("web", "L3", "50", NULL, "1h", "alice", "--reason");
 	expect_make_error("web", "L3", "50", "a\nb", "1h", "alice", "--reason");
 	expect_make_error("web", "L3", "50", "r", "1h", "", "--owner");
+	/* not UTF-8: jansson cannot carry it, so the request would go without it (or not at all) */
+	expect_make_error("web", "L3", "50", "INC\xff", "1h", "alice", "--reason: is not valid UTF-8");
+	expect_make_error("web", "L3", "50", "r", "1h", "al\xc3", "--owner: is not valid UTF-8");
+	expect_make_error("web", "L3", "50", "\xc0\xaf", "1h", "alice", "UTF-8");   /* overlong */
+	expect_make_error("web", "L3", "50", "\xed\xa0\x80", "1h", "alice", "UTF-8"); /* surrogate */
+	assert_null(sw_text_problem("INC-42 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5"));
 }
 
 static void test_switch_make_ok(void **state)
@@ -383,6 +389,11 @@ static void test_switch_corrupt_file(void **state)
 	expect_corrupt(c, "{\"version\":1,\"switches\":[" SW1 "," SW1 "]}", "second switch");
 	expect_corrupt(c, "{\"version\":1,\"version\":1,\"switches\":[]}", "duplicate key");
 	expect_corrupt(c, "{\"version\":1.0,\"switches\":[]}", "integer");
+	/* a switch no renewal could have made: far past 30 days after set_at */
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":9223372036854775807}]}",
+		       "expires_at");
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":2592201}]}",
+		       "more than 30 days");
 }
 
 static void test_switch_corrupt_keeps_nothing(void **state)

@@ -20,6 +20,12 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 	long long ticks;
 	int fd, rc = EXIT_RUNTIME;
 
+	if (!req) {
+		/* json_pack refuses a string that is not UTF-8 (a file name, say): nothing sent */
+		log_error("%s: cannot build the request (an argument is not valid UTF-8?); "
+			  "nothing changed", verb);
+		return EXIT_USAGE;
+	}
 	if (!o->have_rec) {
 		log_error("%s: no sluiced is running to apply it (%s); nothing changed", verb,
 			  o->rec_err);

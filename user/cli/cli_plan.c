@@ -224,8 +224,14 @@ static int plan_do_revert(const void *args, void *ctx)
 {
 	const struct revert_args *a = args;
 	static struct sluice_plan p;
-	json_t *targets = json_array(), *levels = json_array(), *req;
+	json_t *targets, *levels, *req;
 
+	if (a->reason && sw_text_problem(a->reason)) {
+		log_error("plan revert: --reason %s", sw_text_problem(a->reason));
+		return EXIT_USAGE;
+	}
+	targets = json_array();
+	levels = json_array();
 	if (load_plan(a->file, &p)) {
 		json_decref(targets);
 		json_decref(levels);

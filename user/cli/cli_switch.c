@@ -119,6 +119,10 @@ static int do_clear(const void *args, void *ctx)
 			"than %d bytes", SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
+	if (reason && sw_text_problem(reason)) {
+		log_error("switch clear: --reason %s", sw_text_problem(reason));
+		return EXIT_USAGE;
+	}
 	/* The class must be valid; the service need not be configured any more (a switch of a
 	 * removed service can still be cleared): sluiced judges it against its file. */
 	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err))) {
@@ -157,6 +161,10 @@ static int do_renew(const void *args, void *ctx)
 	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err)) ||
 	    sw_renew(&probe, a->ttl, 1, wall_now(), err, sizeof(err))) {
 		log_error("switch renew: %s", err);
+		return EXIT_USAGE;
+	}
+	if (a->reason && sw_text_problem(a->reason)) {
+		log_error("switch renew: --reason %s", sw_text_problem(a->reason));
 		return EXIT_USAGE;
 	}
 	req = json_pack("{s:s,s:s,s:s}", "service", a->service, "class", a->class, "ttl", a->ttl);
@@ -328,8 +336,13 @@ static const struct cliopt cascade_opts[] = {
 static int do_cascade_clear(const void *args, void *ctx)
 {
 	const struct why_args *a = args;
-	json_t *req = json_object();
+	json_t *req;
 
+	if (a->reason && sw_text_problem(a->reason)) {
+		log_error("cascade clear: --reason %s", sw_text_problem(a->reason));
+		return EXIT_USAGE;
+	}
+	req = json_object();
 	if (a->reason)
 		json_object_set_new(req, "reason", json_string(a->reason));
 	return cli_change(ctx, "cascade clear", req);
@@ -357,6 +370,10 @@ static int do_breaker_reset(const void *args, void *ctx)
 	if (!a->reason[strspn(a->reason, " \t")] || strlen(a->reason) >= SW_REASON_LEN) {
 		log_error("breaker reset: --reason must be non-blank and shorter than %d bytes",
 			  SW_REASON_LEN);
+		return EXIT_USAGE;
+	}
+	if (sw_text_problem(a->reason)) {
+		log_error("breaker reset: --reason %s", sw_text_problem(a->reason));
 		return EXIT_USAGE;
 	}
 	return cli_change(o, "breaker reset",

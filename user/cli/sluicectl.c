@@ -74,6 +74,17 @@ static void resolve(struct cli_opts *o, const struct cli_global_args *g,
 	 * the switch group and the service names when nothing is attached. */
 	if (sluice_config_load(o->config_path, cfg, &errs) == 0)
 		o->cfg = cfg;
+	else if (conf) {
+		/* asked for by name (--config, $SLUICE_CONFIG): its state_dir, pin_dir and service
+		 * names are what the caller means, so falling back to the defaults is said aloud */
+		char at[24] = "";
+
+		if (errs.e[0].line > 0)
+			snprintf(at, sizeof(at), "line %d: ", errs.e[0].line);
+		log_warn("config %s not used (%d error%s, the first: %s%s): its directories and "
+			 "service names do NOT apply", o->config_path, errs.total,
+			 errs.total == 1 ? "" : "s", at, errs.e[0].msg);
+	}
 	else
 		log_debug("config %s not used (%d error%s)", o->config_path, errs.n,
 			  errs.n == 1 ? "" : "s");

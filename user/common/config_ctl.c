@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The controller's per-service keys: their defaults and their parsing from one scalar, kept
  * apart from the YAML walk so that any YAML layer can hand them the text it found. */
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +29,20 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	s->connection_cap = CONN_CAP_CHURN;
 }
 
-/* "12.5" -> 12.5 with nothing after the number but `suffix`. */
+/* "12.5" -> 12.5 with nothing after the number but `suffix`. A plain decimal only: no sign,
+ * no leading blank, no hex, no nan/inf (strtod takes all of them, and a NaN passes every
+ * range check). */
 static int num_with(const char *v, const char *suffix, double *out)
 {
 	char *end;
-	double d = strtod(v, &end);
+	double d;
 
-	if (end == v || strcmp(end, suffix) != 0)
+	if (!isdigit((unsigned char)v[0]) && !(v[0] == '.' && isdigit((unsigned char)v[1])))
+		return 0;
+	if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X'))
+		return 0;
+	d = strtod(v, &end);
+	if (end == v || strcmp(end, suffix) != 0 || !isfinite(d))
 		return 0;
 	*out = d;
 	return 1;
@@ -78,7 +87,7 @@ int sluice_service_ctl_key(struct service_conf *s, const char *key, const char *
 	if (!strcmp(key, "min_samples")) {
 		char *end;
 		long n = strtol(val, &end, 10);
-		if (end == val || *end || n < 1 || n > 100000) {
+		if (!isdigit((unsigned char)val[0]) || end == val || *end || n < 1 || n > 100000) {
 			snprintf(err, errlen, "expected a whole number from 1 to 100000");
 			return -1;
 		}

@@ -26,7 +26,7 @@
 struct doc_error {
 	int line;                        /* 1-based; 0 when not tied to a place */
 	int column;                      /* 1-based; 0 when unknown */
-	char msg[192];
+	char msg[384];                   /* the longest config warning is ~300 bytes */
 };
 
 struct doc_errors {

@@ -35,14 +35,18 @@ static int check_config(const char *path)
 
 	if (sluice_config_load(path, &cfg, &errs) != 0) {
 		doc_errors_print(stderr, &errs);
-		log_error("%s: invalid (%d error%s)", path, errs.n, errs.n == 1 ? "" : "s");
+		log_error("%s: invalid (%d error%s)", path, errs.total, errs.total == 1 ? "" : "s");
 		return 2;
 	}
 	{
 		struct doc_errors warns;
 		int nw = config_warnings(&cfg, &warns);
 		for (int i = 0; i < warns.n; i++)
-			fprintf(stderr, "%s:%d: warning: %s\n", path, warns.e[i].line, warns.e[i].msg);
+			if (warns.e[i].line > 0)
+				fprintf(stderr, "%s:%d: warning: %s\n", path, warns.e[i].line,
+					warns.e[i].msg);
+			else      /* a node-wide warning: no line to name */
+				fprintf(stderr, "%s: warning: %s\n", path, warns.e[i].msg);
 		if (nw > warns.n)
 			fprintf(stderr, "%s: %d more warnings\n", path, nw - warns.n);
 	}

@@ -37,6 +37,26 @@ static int has_ctrl(const char *s)
 	return 0;
 }
 
+/* 1 when s is text the JSON of the socket, the switch file and the audit log can carry:
+ * jansson's own UTF-8 check (no overlong forms, no surrogates, nothing past U+10FFFF). A
+ * string it refuses would be a request or record built without that field. */
+static int utf8_ok(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
+const char *sw_text_problem(const char *s)
+{
+	if (has_ctrl(s))
+		return "contains control characters";
+	if (!utf8_ok(s))
+		return "is not valid UTF-8";
+	return NULL;
+}
+
 static int blank(const char *s)
 {
 	for (; *s; s++)
@@ -124,8 +144,8 @@ int sw_set_ledger(struct sw_switch *sw, const char *kind, const char *runbook, c
 		if (strlen(runbook) >= SW_RUNBOOK_LEN)
 			return errf(err, errlen, "--runbook: longer than %d bytes",
 				    SW_RUNBOOK_LEN - 1);
-		if (has_ctrl(runbook))
-			return errf(err, errlen, "--runbook: contains control characters");
+		if (sw_text_problem(runbook))
+			return errf(err, errlen, "--runbook: %s", sw_text_problem(runbook));
 		snprintf(sw->runbook, sizeof(sw->runbook), "%s", runbook);
 	}
 	return 0;
@@ -167,18 +187,27 @@ int sw_validate(const struct sw_switch *sw, char *err, size_t errlen)
 		return errf(err, errlen, "shed_pct: %d is outside 0..100", sw->shed_pct);
 	if (!sw->reason[0] || blank(sw->reason))
 		return errf(err, errlen, "reason: must not be empty (say why, e.g. an incident id)");
-	if (has_ctrl(sw->reason))
-		return errf(err, errlen, "reason: contains control characters");
+	if (sw_text_problem(sw->reason))
+		return errf(err, errlen, "reason: %s", sw_text_problem(sw->reason));
 	if (!sw->owner[0] || blank(sw->owner))
 		return errf(err, errlen, "owner: must not be empty");
-	if (has_ctrl(sw->owner))
-		return errf(err, errlen, "owner: contains control characters");
+	if (sw_text_problem(sw->owner))
+		return errf(err, errlen, "owner: %s", sw_text_problem(sw->owner));
 	if (sw->expires_at <= sw->set_at)
 		return errf(err, errlen, "expires_at: must be later than set_at (ttl > 0)");
+	/* Each set or renewal gives at most SW_MAX_TTL_S from its own moment, which is before
+	 * the expiry it extends: a switch never lives past set_at + (renewals + 1) x the
+	 * maximum. A later expiry (a hand-edited file, a raw plan request) is a permanent
+	 * switch, which the TTL rule exists to rule out. */
+	if (sw->renewals >= 0 &&
+	    sw->expires_at - sw->set_at > ((uint64_t)sw->renewals + 1) * SW_MAX_TTL_S)
+		return errf(err, errlen, "expires_at: more than 30 days after set_at (%d "
+			    "renewal%s): no switch lives longer", sw->renewals,
+			    sw->renewals == 1 ? "" : "s");
 	if (sw->kind < 0 || sw->kind > SW_KIND_EXPERIMENT)
 		return errf(err, errlen, "kind: must be ops, release or experiment");
-	if (has_ctrl(sw->runbook))
-		return errf(err, errlen, "runbook: contains control characters");
+	if (sw_text_problem(sw->runbook))
+		return errf(err, errlen, "runbook: %s", sw_text_problem(sw->runbook));
 	if (sw->renewals < 0)
 		return errf(err, errlen, "renewals: must not be negative");
 	return 0;
@@ -213,8 +242,8 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 			    "(say why, e.g. an incident id)");
 	if (strlen(reason) >= SW_REASON_LEN)
 		return errf(err, errlen, "--reason: longer than %d bytes", SW_REASON_LEN - 1);
-	if (has_ctrl(reason))
-		return errf(err, errlen, "--reason: contains control characters");
+	if (sw_text_problem(reason))
+		return errf(err, errlen, "--reason: %s", sw_text_problem(reason));
 	if (!ttl || !*ttl)
 		return errf(err, errlen, "--ttl: required (every switch expires; e.g. 30m, 2h)");
 	if (duration_parse(ttl, &ttl_s, derr, sizeof(derr)))
@@ -226,8 +255,8 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 		return errf(err, errlen, "--owner: must not be empty");
 	if (strlen(owner) >= SW_OWNER_LEN)
 		return errf(err, errlen, "--owner: longer than %d bytes", SW_OWNER_LEN - 1);
-	if (has_ctrl(owner))
-		return errf(err, errlen, "--owner: contains control characters");
+	if (sw_text_problem(owner))
+		return errf(err, errlen, "--owner: %s", sw_text_problem(owner));
 
 	snprintf(out->service, sizeof(out->service), "%s", service);
 	out->class = cls;

@@ -85,6 +85,10 @@ int sw_set_ledger(struct sw_switch *sw, const char *kind, const char *runbook, c
 int sw_renew(struct sw_switch *sw, const char *ttl, int max_renewals, uint64_t now, char *err,
 	     size_t errlen);
 
+/* NULL when s may be a reason, owner or runbook (no control characters, valid UTF-8), else
+ * what is wrong with it ("is not valid UTF-8"). */
+const char *sw_text_problem(const char *s);
+
 /* Validate a service name against the configured ones (known == NULL or n_known < 0: any
  * non-empty name up to SLUICE_NAME_LEN-1 characters) and a class name. Returns 0 and *cls, or
  * -1 with a message naming the bad field and, for services, listing the known ones. */
