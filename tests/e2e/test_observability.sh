@@ -110,6 +110,16 @@ ok $([ "$e1" = 429 ] && [ "$e2" = 200 ] &&
 	"a 2 s switch sheds ($e1), then expires by itself ($e2) with an event and an audit line" \
 	"$(grep -h expire "$TMP"/sluiced.*.log "$TMP/state/audit.log" | head -3)"
 
+# --- a reload that moves /metrics is refused: the listener stays where it is -------------
+sed -i "s/^metrics_address: .*/metrics_address: 127.0.0.1:$((MPORT + 1))/" "$CFG"
+kill -HUP "$SLUICED_PID"
+moved_refused() { grep -q 'metrics_address changes need a restart' "$TMP"/sluiced.*.log; }
+wait_for 5 "the reload's refusal" moved_refused
+ok $(moved_refused && in_srv curl -s -o /dev/null http://127.0.0.1:$MPORT/metrics &&
+	echo 0 || echo 1) \
+	"a reload changing metrics_address is refused and /metrics stays at :$MPORT" \
+	"$(grep -h 'restart' "$TMP"/sluiced.*.log | tail -2)"
+
 # --- JSON events ------------------------------------------------------------------------
 bad=$(grep '^{' "$TMP"/sluiced.*.log | python3 -c "
 import json, sys

@@ -918,9 +918,12 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	if (next.n_ifspecs != d->cfg.n_ifspecs ||
 	    memcmp(next.ifspecs, d->cfg.ifspecs, sizeof(next.ifspecs)) ||
 	    strcmp(next.pin_dir, d->cfg.pin_dir) ||
-	    strcmp(next.state_dir, d->cfg.state_dir) || next.xdp_mode != d->cfg.xdp_mode) {
-		log_error("config %s: interface, xdp_mode, pin_dir and state_dir changes need a "
-			"restart; keeping the running config", d->cfg_path);
+	    strcmp(next.state_dir, d->cfg.state_dir) || next.xdp_mode != d->cfg.xdp_mode ||
+	    strcmp(next.metrics_address, d->cfg.metrics_address)) {
+		/* metrics_address among them: the listener is opened once, at start, and a
+		 * reload that took the rest would say "reloaded" while /metrics stayed where it was */
+		log_error("config %s: interface, xdp_mode, pin_dir, state_dir and metrics_address "
+			  "changes need a restart; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "interface change needs a restart", "",
 			     SLUICE_EV_ALERT);
