@@ -58,6 +58,13 @@ static int change(struct ops_req *r, const char *command, const char *service, i
 
 	if (grow(r))
 		return -1;
+	/* Callers check for room first (room_for); this is the last word, before anything is
+	 * recorded: a switch the table cannot hold must not be audited as set. */
+	if (new && sw_set_put(&r->d->sw.set, new, NULL) < 0) {
+		snprintf(r->msg, sizeof(r->msg), "cannot hold the switch of %s %s (%d switches in "
+			 "force, at most %d)", service, sw_class_str(cls), r->d->sw.set.n, SW_MAX);
+		return -1;
+	}
 	c = &r->ch[r->n_ch++];
 	memset(c, 0, sizeof(*c));
 	snprintf(c->service, sizeof(c->service), "%s", service);
@@ -67,13 +74,21 @@ static int change(struct ops_req *r, const char *command, const char *service, i
 		c->sw = *new;
 	audit_entry_make(&r->au[r->n_au++], r->now, r->peer.uid, r->user, command, service, cls,
 			 old, new, reason);
-	if (new)
-		sw_set_put(&r->d->sw.set, new, NULL);
-	else
+	if (!new)
 		sw_set_clear(&r->d->sw.set, service, cls, NULL);
 	r->d->sw.generation++;
 	switch_event(r, command, service, cls, old, new, reason);
 	return add_target(r, sluice_config_service_index(&r->d->cfg, service), cls);
+}
+
+/* 0 when the switch table can take `adding` more switches, else -1 with the message. */
+static int room_for(struct ops_req *r, int adding)
+{
+	if (r->d->sw.set.n + adding <= SW_MAX)
+		return 0;
+	snprintf(r->msg, sizeof(r->msg), "%d switches are in force and this adds %d: sluiced holds "
+		 "at most %d (clear some first)", r->d->sw.set.n, adding, SW_MAX);
+	return -1;
 }
 
 static int audit_only(struct ops_req *r, const char *command, const char *service,
@@ -142,6 +157,8 @@ static int do_switch_set(struct ops_req *r)
 	o = sw_set_find(&r->d->sw.set, sw.service, sw.class);
 	if (o)
 		old = *o;
+	else if (room_for(r, 1))
+		return -1;
 	snprintf(r->msg, sizeof(r->msg), "%s %s shed %d%% (%s)%s", sw.service,
 		 sw_class_str(sw.class), sw.shed_pct, sw_kind_str(sw.kind),
 		 o ? "; replaced the switch before it" : "");
@@ -255,6 +272,13 @@ static int do_plan_apply(struct ops_req *r)
 			 "force: %s; nothing changed (--force to apply anyway)", level, looser);
 		return -1;
 	}
+	/* Room for all of them, or none is set: a request half applied would answer "nothing
+	 * changed" with some of its switches in force. */
+	int adding = 0;
+	for (int i = 0; i < in.n; i++)
+		adding += !sw_set_find(&r->d->sw.set, in.sw[i].service, in.sw[i].class);
+	if (room_for(r, adding))
+		return -1;
 	snprintf(cmd, sizeof(cmd), "plan apply %s", level);
 	for (int i = 0; i < in.n; i++) {
 		const struct sw_switch *o = sw_set_find(&r->d->sw.set, in.sw[i].service,
