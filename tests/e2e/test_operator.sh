@@ -386,4 +386,37 @@ ctl switch clear web L1
 [ "$RC" -eq 1 ] && [[ "$ERR" == *"no sluiced is running"* ]]
 ok $? "with sluiced stopped a change exits 1: no sluiced is running" "exit $RC" "$ERR"
 
+# --- the switch table's bound: a plan that would take it past 256 switches in force is
+# refused whole, before anything is set or audited. 65 services: one plan puts 208 switches in
+# force (4 cumulative levels of 52; a level holds 64, sluicectl sends at most 256), a second
+# would add 52 more. -------------------------------------------------------------------------
+CFG65=$TMP/sluice65.yaml
+{ cat "$CFG"; for i in $(seq 1 64); do
+	printf '  - { name: s%d, port: %d, protocol: tcp, limit: { fixed: 64 } }\n' "$i" $((9000 + i))
+done; } > "$CFG65"
+plan_of() { # plan_of FILE LEVELS SERVICE...: LEVELS cumulative levels of 13 services x 4 classes
+	local f=$1 n=$2; shift 2
+	{ printf 'max_drill_age_days: 90\nlevels:\n'
+	  for l in $(seq "$n"); do
+		printf '  - name: L%d\n    actions:\n' "$l"
+		for k in $(seq 13); do for c in L0 L1 L2 L3; do
+			printf '      - { service: %s, class: %s, shed: 10 }\n' "$1" "$c"
+		done; shift; done
+		printf '    expected_saving: "some"\n    reversible: true\n    verified_at: %s\n' "$today"
+	  done; } > "$f"
+}
+plan_of "$TMP/wide.yaml" 4 $(seq -f 's%g' 1 52)
+plan_of "$TMP/more.yaml" 1 web $(seq -f 's%g' 53 64)
+start_sluiced "$CFG65" || { ok 1 "sluiced starts with 65 services"; finish; exit 1; }
+ctl plan apply "$TMP/wide.yaml" L4 --reason INC-11 --ttl 5m --force
+r1=$RC e1=$ERR
+before=$(snap)
+ctl plan apply "$TMP/more.yaml" L1 --reason INC-12 --ttl 5m --force
+[ "$r1" -eq 0 ] && [ "$RC" -eq 1 ] &&
+	[[ "$ERR" == *" switches are in force and this adds "*": sluiced holds at most 256"*"nothing changed"* ]] &&
+	[ "$(snap)" = "$before" ]
+ok $? "a plan that would take the switches in force past 256 is refused whole, nothing set or audited" \
+	"first plan: exit $r1 $e1" "second: exit $RC" "$ERR"
+kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
+
 finish
