@@ -417,6 +417,36 @@ ctl plan apply "$TMP/more.yaml" L1 --reason INC-12 --ttl 5m --force
 	[ "$(snap)" = "$before" ]
 ok $? "a plan that would take the switches in force past 256 is refused whole, nothing set or audited" \
 	"first plan: exit $r1 $e1" "second: exit $RC" "$ERR"
+# A plan's switches start when sluiced takes them: a request straight on the socket with a
+# set_at a year ahead and 999 renewals is stored from now with none; one asking 31 days is
+# refused.
+python3 - "$SLUICE_RUN_DIR/sluiced.sock" > "$TMP/stamp.out" 2>&1 <<'P'
+import json, socket, sys, time
+def ask(ttl):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    t = int(time.time()) + 365 * 86400
+    s.send(json.dumps({"op": "plan apply", "level": "L1", "force": True, "switches": [
+        {"service": "s53", "class": "L0", "shed_pct": 5, "reason": "plan L1: INC-13",
+         "owner": "someone", "set_at": t, "expires_at": t + ttl, "renewals": 999}]}).encode())
+    a = json.loads(s.recv(65536))
+    s.close()
+    return a
+print(json.dumps(ask(600)))
+print(json.dumps(ask(31 * 86400)))
+P
+stamped() { python3 -c "
+import json, sys, time
+d = json.load(open('$SW'))
+w = [x for x in d['switches'] if x['service'] == 's53' and x['class'] == 'L0']
+sys.exit(0 if w and abs(w[0]['set_at'] - time.time()) < 60 and w[0]['expires_at'] - w[0]['set_at'] == 600
+         and w[0].get('renewals', 0) == 0 else 1)" 2>/dev/null; }
+wait_for 5 "the stamped switch in the switch file" stamped
+ok $([ $? -eq 0 ] && sed -n 1p "$TMP/stamp.out" | grep -q '"ok": true' &&
+	sed -n 2p "$TMP/stamp.out" | grep -q 'more than the most a switch lives' && echo 0 || echo 1) \
+	"a plan's switch is stamped by sluiced (set_at now, its 600 s kept, no renewals); a 31-day one is refused" \
+	"$(cat "$TMP/stamp.out")" "$(grep -o '{[^{]*"s53"[^}]*}' "$SW" | head -2)"
 kill -TERM "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null
 
 finish

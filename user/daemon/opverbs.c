@@ -256,6 +256,24 @@ static int do_plan_apply(struct ops_req *r)
 		snprintf(r->msg, sizeof(r->msg), "%s", err);
 		return -1;
 	}
+	/* The request's switches are new ones: they start now by sluiced's clock, with no
+	 * renewals, and keep only the time to live the client asked for (at most the maximum).
+	 * Taken as sent, a set_at in the future or a renewal count would let a switch live past
+	 * what `switch set` ever gives. */
+	for (int i = 0; i < in.n; i++) {
+		uint64_t ttl = in.sw[i].expires_at - in.sw[i].set_at;   /* > 0: sw_parse checked */
+
+		if (ttl > SW_MAX_TTL_S) {
+			snprintf(r->msg, sizeof(r->msg), "plan apply: %s %s lives %llu s, more than "
+				 "the most a switch lives (%llu s)", in.sw[i].service,
+				 sw_class_str(in.sw[i].class), (unsigned long long)ttl,
+				 (unsigned long long)SW_MAX_TTL_S);
+			return -1;
+		}
+		in.sw[i].set_at = r->now;
+		in.sw[i].expires_at = r->now + ttl;
+		in.sw[i].renewals = 0;
+	}
 	for (int i = 0; i < in.n; i++) {
 		const struct sw_switch *o = active(r, in.sw[i].service, in.sw[i].class);
 
