@@ -888,7 +888,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	int *new_idx;
 	size_t len = 0;
 	char *text = read_file(d->cfg_path, &len);
-	int rc;
+	int rc = 0;
 
 	if (!text) {
 		log_error("config %s: %s; keeping the running config", d->cfg_path,
@@ -959,6 +959,20 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	    (rc = maps_program_services(&d->m, &next, new_idx)) != 0) {
 		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
+		/* maps_program_services writes service by service, zeroes the ports of removed
+		 * services before the new ones are set and stops at the first failure: the maps
+		 * may be half new. The running config (which did program) is what the daemon
+		 * keeps, so it is written back whole. */
+		if (rc && maps_program_services(&d->m, &d->cfg, d->idx))
+			log_error("cannot program the running config back into the maps either");
+		/* a slot the new config took from a removed service got a zero verdict: every
+		 * running service's verdict is written again at the next tick */
+		for (int i = 0; rc && i < d->cfg.n_services; i++) {
+			d->books[i].have_written = 0;
+			d->books[i].quiet = 0;
+		}
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
+			     "cannot program the new config into the maps", "", SLUICE_EV_ALERT);
 		sluice_config_free(&next);
 		free(new_idx);
 		free(new_ctl);
