@@ -13,6 +13,9 @@
 
 #include "common/config.h"
 #include "common/config_warn.h"
+#include "control/breaker.h"
+#include "control/cascade.h"
+#include "control/retrystorm.h"
 
 struct fx {
 	struct sluice_config cfg;
@@ -753,6 +756,50 @@ static void test_bad_rates(void **state)
 	expect_error(&f->errs, 9, "0..1");
 }
 
+/* A value the parser accepts is the value the controller runs with: no silent clamp to the
+ * controller's rings, no written 0 read as "unset". */
+static void test_accepted_is_applied(void **state)
+{
+	struct fx *f = *state;
+	struct sluice_cascade_params cp;
+	struct sluice_breaker_params bp;
+	struct sluice_retrystorm_params rp;
+
+	expect_ok(f, parse(f, "interface: eth0\n"
+			      "cascade: { max_opens: 63 }\n"
+			      "retry_storm: { ratio: 0.01 }\n"
+			      "services:\n"
+			      "  - name: web\n"
+			      "    port: 8080\n"
+			      "    breaker: { window_s: 64, error_rate: 0.01, slow_call_rate: 0.01,\n"
+			      "               half_open_success: 0.01 }\n"));
+	sluice_cascade_params_from_conf(&f->cfg.cascade, &cp);
+	assert_int_equal(cp.max_opens, 63);
+	sluice_breaker_params_from_conf(&f->cfg.services[0].breaker, &bp);
+	assert_int_equal(bp.window_s, 64);
+	assert_true(bp.error_rate == 0.01);
+	assert_true(bp.slow_rate == 0.01);
+	assert_true(bp.success == 0.01);
+	sluice_retrystorm_params_from_conf(&f->cfg.retry_storm, &rp);
+	assert_true(rp.ratio == 0.01);
+	sluice_config_free(&f->cfg);
+
+	expect_fail(f, parse(f, "interface: eth0\n"
+				"cascade: { max_opens: 64 }\n"
+				"retry_storm: { ratio: 0 }\n"
+				"services:\n"
+				"  - name: web\n"
+				"    port: 8080\n"
+				"    breaker: { window_s: 65, error_rate: 0, slow_call_rate: 0,\n"
+				"               half_open_success: 0 }\n"), 6);
+	expect_error(&f->errs, 2, "max_opens");
+	expect_error(&f->errs, 3, "above 0");
+	expect_error(&f->errs, 7, "window_s");
+	expect_error(&f->errs, 7, "error_rate");
+	expect_error(&f->errs, 7, "slow_call_rate");
+	expect_error(&f->errs, 8, "half_open_success");
+}
+
 static void test_bad_steps(void **state)
 {
 	struct fx *f = *state;
@@ -996,6 +1043,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_duplicate_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_rates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accepted_is_applied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_dscp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_from, setup, teardown),

@@ -150,7 +150,7 @@ static void cascade_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 	struct cascade_conf *cc = a->conf;
 
 	if (!strcmp(key, "max_opens"))
-		yget_int(d, v, key, a->where, 1, 100000, &cc->max_opens);
+		yget_int(d, v, key, a->where, 1, SLUICE_MAX_CASCADE_OPENS, &cc->max_opens);
 	else if (!strcmp(key, "window_s"))
 		yget_seconds(d, v, key, a->where, 86400, &cc->window_s);
 	else if (!strcmp(key, "suspend_s"))
@@ -167,7 +167,7 @@ static void retry_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_nod
 	struct retry_storm_conf *rs = a->conf;
 
 	if (!strcmp(key, "ratio"))
-		yget_rate(d, v, key, a->where, &rs->ratio);
+		yget_rate_pos(d, v, key, a->where, &rs->ratio);
 	else if (!strcmp(key, "windows"))
 		yget_int(d, v, key, a->where, 1, 100000, &rs->windows);
 	else

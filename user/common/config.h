@@ -17,6 +17,11 @@
 #define SLUICE_MAX_LADDER_STEPS 8
 #define SLUICE_MAX_IFSPECS     16         /* entries of `interfaces` */
 #define SLUICE_MAX_TRUST       16
+/* What the controller can hold: a ring of 64 opening times (control/cascade.h) tells at most
+ * 63 opens apart; a breaker's window is 64 one-second buckets (control/breaker.h). The parser
+ * refuses more, rather than the controller clamping a written value in silence. */
+#define SLUICE_MAX_CASCADE_OPENS  63
+#define SLUICE_MAX_BREAKER_WINDOW_S 64
 
 enum rule_kind { RULE_SOURCE, RULE_DSCP, RULE_HEADER, RULE_PATH };
 

@@ -156,11 +156,11 @@ static void breaker_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 	if (!strcmp(key, "min_calls"))
 		yget_int(d, v, key, a->where, 1, 1000000, &b->min_calls);
 	else if (!strcmp(key, "error_rate"))
-		yget_rate(d, v, key, a->where, &b->error_rate);
+		yget_rate_pos(d, v, key, a->where, &b->error_rate);
 	else if (!strcmp(key, "slow_call_ms"))
 		yget_int(d, v, key, a->where, 1, 3600000, &b->slow_call_ms);
 	else if (!strcmp(key, "slow_call_rate"))
-		yget_rate(d, v, key, a->where, &b->slow_call_rate);
+		yget_rate_pos(d, v, key, a->where, &b->slow_call_rate);
 	else if (!strcmp(key, "open_s"))
 		yget_seconds(d, v, key, a->where, 86400, &b->open_s);
 	else if (!strcmp(key, "half_open_steps"))
@@ -169,9 +169,9 @@ static void breaker_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 	else if (!strcmp(key, "step_s"))
 		yget_seconds(d, v, key, a->where, 86400, &b->step_s);
 	else if (!strcmp(key, "half_open_success"))
-		yget_rate(d, v, key, a->where, &b->half_open_success);
+		yget_rate_pos(d, v, key, a->where, &b->half_open_success);
 	else if (!strcmp(key, "window_s"))
-		yget_seconds(d, v, key, a->where, 86400, &b->window_s);
+		yget_seconds(d, v, key, a->where, SLUICE_MAX_BREAKER_WINDOW_S, &b->window_s);
 	else
 		ydoc_unknown_key(d, k, a->where, breaker_keys);
 }

@@ -541,6 +541,21 @@ bool yget_rate(struct ydoc *d, const yaml_node_t *n, const char *key, const char
 	return true;
 }
 
+bool yget_rate_pos(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,
+		   double *out)
+{
+	double v;
+
+	if (!yget_rate(d, n, key, where, &v))
+		return false;
+	if (v == 0) {
+		ydoc_bad(d, n, key, where, "rate must be in 0..1 and above 0");
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 bool yget_string(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,
 		 char *out, size_t size, bool allow_empty)
 {

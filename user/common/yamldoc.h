@@ -130,6 +130,9 @@ bool yget_seconds(struct ydoc *d, const yaml_node_t *n, const char *key, const c
 /* A rate in 0..1. */
 bool yget_rate(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,
 	       double *out);
+/* The same, above 0: for rates whose 0 the controller reads as "not written" (the default). */
+bool yget_rate_pos(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,
+		   double *out);
 /* A string of 1..size-1 bytes (0..size-1 when allow_empty). */
 bool yget_string(struct ydoc *d, const yaml_node_t *n, const char *key, const char *where,
 		 char *out, size_t size, bool allow_empty);

@@ -24,6 +24,8 @@
 #include "control/events.h"
 
 #define SLUICE_BRK_MAX_WINDOW_S 64
+_Static_assert(SLUICE_MAX_BREAKER_WINDOW_S <= SLUICE_BRK_MAX_WINDOW_S,
+	       "the config must not accept a window longer than the ring");
 #define SLUICE_BRK_MAX_STEPS    8
 
 struct sluice_breaker_params {

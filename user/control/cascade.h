@@ -14,6 +14,8 @@
 #include "control/events.h"
 
 #define SLUICE_CASCADE_MAX_OPENS 64
+_Static_assert(SLUICE_MAX_CASCADE_OPENS <= SLUICE_CASCADE_MAX_OPENS - 1,
+	       "the config must not accept more opens than the ring tells apart");
 
 struct sluice_cascade_params {
 	uint32_t max_opens;           /* 5 */
