@@ -925,9 +925,9 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		log_error("config %s: interface, xdp_mode, pin_dir, state_dir and metrics_address "
 			  "changes need a restart; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
-		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "a change of interface, xdp_mode, pin_dir, state_dir or metrics_address "
-			     "needs a restart", "",
-			     SLUICE_EV_ALERT);
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
+			     "a change of interface, xdp_mode, pin_dir, state_dir or metrics_address "
+			     "needs a restart", "", SLUICE_EV_ALERT);
 		sluice_config_free(&next);
 		free(d->cfg_text);
 		d->cfg_text = text;
