@@ -891,8 +891,8 @@ int sluice_xdp_ingress(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (svc < 0)
 		return XDP_PASS;
-	/* A packet inside a unit costs the parse, one array lookup and one read of its
-	 * handshake slot's word. Flows are kept fresh from the egress side (touch_flow there).
+	/* A packet inside a unit costs the parse, the port's bit and its array entry, and one
+	 * read of its handshake slot's word. Flows are kept fresh from the egress side (touch_flow there).
 	 * A FIN that carries data goes this way too: on a flow it ends nothing here (its data
 	 * may be a request, and the flow ends with the server's close), and with no flow it may
 	 * be what completes the handshake -- a client that wrote its whole request and

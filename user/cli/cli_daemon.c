@@ -8,9 +8,19 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "ops/switches.h"
 #include "ops/switchstate.h"
 
 #define ANSWER_WAIT_MS 5000   /* sluiced answers after its next tick (plus the audit write) */
+
+int cli_reason_refused(const char *verb, const char *reason)
+{
+	const char *why = reason ? sw_text_problem(reason) : NULL;
+
+	if (why)
+		log_error("%s: --reason %s", verb, why);
+	return why != NULL;
+}
 
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 {

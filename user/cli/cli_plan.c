@@ -226,10 +226,8 @@ static int plan_do_revert(const void *args, void *ctx)
 	static struct sluice_plan p;
 	json_t *targets, *levels, *req;
 
-	if (a->reason && sw_text_problem(a->reason)) {
-		log_error("plan revert: --reason %s", sw_text_problem(a->reason));
+	if (cli_reason_refused("plan revert", a->reason))
 		return EXIT_USAGE;
-	}
 	targets = json_array();
 	levels = json_array();
 	if (load_plan(a->file, &p)) {

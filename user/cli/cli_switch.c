@@ -119,10 +119,8 @@ static int do_clear(const void *args, void *ctx)
 			"than %d bytes", SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
-	if (reason && sw_text_problem(reason)) {
-		log_error("switch clear: --reason %s", sw_text_problem(reason));
+	if (cli_reason_refused("switch clear", reason))
 		return EXIT_USAGE;
-	}
 	/* The class must be valid; the service need not be configured any more (a switch of a
 	 * removed service can still be cleared): sluiced judges it against its file. */
 	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err))) {
@@ -163,10 +161,8 @@ static int do_renew(const void *args, void *ctx)
 		log_error("switch renew: %s", err);
 		return EXIT_USAGE;
 	}
-	if (a->reason && sw_text_problem(a->reason)) {
-		log_error("switch renew: --reason %s", sw_text_problem(a->reason));
+	if (cli_reason_refused("switch renew", a->reason))
 		return EXIT_USAGE;
-	}
 	req = json_pack("{s:s,s:s,s:s}", "service", a->service, "class", a->class, "ttl", a->ttl);
 	if (req && a->reason)
 		json_object_set_new(req, "reason", json_string(a->reason));
@@ -338,10 +334,8 @@ static int do_cascade_clear(const void *args, void *ctx)
 	const struct why_args *a = args;
 	json_t *req;
 
-	if (a->reason && sw_text_problem(a->reason)) {
-		log_error("cascade clear: --reason %s", sw_text_problem(a->reason));
+	if (cli_reason_refused("cascade clear", a->reason))
 		return EXIT_USAGE;
-	}
 	req = json_object();
 	if (a->reason)
 		json_object_set_new(req, "reason", json_string(a->reason));
@@ -372,10 +366,8 @@ static int do_breaker_reset(const void *args, void *ctx)
 			  SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
-	if (sw_text_problem(a->reason)) {
-		log_error("breaker reset: --reason %s", sw_text_problem(a->reason));
+	if (cli_reason_refused("breaker reset", a->reason))
 		return EXIT_USAGE;
-	}
 	return cli_change(o, "breaker reset",
 			  json_pack("{s:s,s:s}", "service", a->service, "reason", a->reason));
 }
