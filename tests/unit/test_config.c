@@ -840,6 +840,26 @@ static void test_bad_header(void **state)
 	expect_error(&f->errs, 12, "header rules need protocol: http");
 }
 
+/* The longest header name and path prefix the data path holds, and one byte more: the
+ * limits docs/CONFIG.md gives for classify rules. */
+static void test_rule_name_lengths(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - { name: s, port: 1, protocol: http, classify: [\n"
+			      "      { header: X-Priority-Of-The-Caller-Abcdef, class: from-header },\n"
+			      "      { path_prefix: /abcdefghijklmnopqrstuv, class: L3 } ] }\n"));
+	assert_int_equal(strlen(f->cfg.services[0].rules[0].header), 31);
+	assert_int_equal(strlen(f->cfg.services[0].rules[1].path), 23);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - { name: s, port: 1, protocol: http, classify: [\n"
+				"      { header: X-Priority-Of-The-Caller-Abcdefg, class: from-header },\n"
+				"      { path_prefix: /abcdefghijklmnopqrstuvw, class: L3 } ] }\n"), 2);
+	expect_error(&f->errs, 4, "at most 31");
+	expect_error(&f->errs, 5, "at most 23");
+}
+
 static void test_bad_interface(void **state)
 {
 	struct fx *f = *state;
@@ -1049,6 +1069,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trust_from, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rule_name_lengths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_interface, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_number, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_type, setup, teardown),
