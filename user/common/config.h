@@ -60,9 +60,9 @@ struct service_conf {
 	int protocol;                     /* enum sluice_protocol */
 	int reject;                       /* enum sluice_reject_mode */
 	int retry_after_s;                /* 1 */
-	int limit_min, limit_max;         /* AIMD bounds; 4, 512 */
+	int limit_min, limit_max;         /* adaptive limit's bounds; 4, 512 */
 	int limit_fixed;                  /* > 0: static limit, AIMD off */
-	double target_latency_ms;         /* 0 = auto (2x long-run minimum p50) */
+	double target_latency_ms;         /* 0 = auto (latency_slo x the learned baseline) */
 	int aimd_window_ms;               /* 1000 */
 	int headroom[SLUICE_NUM_CLASSES]; /* percent of limit: 100 90 75 50 */
 	int headroom_mode;                /* HEADROOM_ADAPTIVE (default): the percentages are
