@@ -270,6 +270,13 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_retry_storm_active{service=\"db\"} 1");
 	assert_line(t, "sluice_retry_storm_active{service=\"web\"} 0");
 	assert_line(t, "sluice_latency_target_seconds{service=\"web\"} 0.05");
+	/* the HELP says what docs/METRICS.md says: every algorithm has an objective, and a
+	 * flow table that is full is not the only way a unit goes untracked */
+	assert_line(t, "# HELP sluice_latency_target_seconds Latency objective in force, whatever "
+		    "the limit algorithm (0: not known yet).");
+	assert_line(t, "# HELP sluice_requests_untracked_total Units admitted without a slot, not "
+		    "counted in in-flight: the flow table was full, or a refusal could not be "
+		    "answered cleanly.");
 	/* what the limit steers by, from the controller's pinned entry; db has none: left out */
 	assert_line(t, "sluice_latency_baseline_seconds{service=\"web\"} 0.0415");
 	assert_line(t, "sluice_latency_objective_seconds{service=\"web\"} 0.0498");

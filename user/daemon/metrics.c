@@ -262,7 +262,8 @@ static void render_class_counters(FILE *b, const struct svc_ref *sv, int n)
 	CLASS_COUNTER("sluice_fail_open_admits_total", fail_open,
 		      "Units admitted only because the controller heartbeat was stale (fail open).");
 	CLASS_COUNTER("sluice_requests_untracked_total", untracked,
-		      "Units admitted while the flow table was full: not counted in in-flight.");
+		      "Units admitted without a slot, not counted in in-flight: the flow table was "
+		      "full, or a refusal could not be answered cleanly.");
 }
 
 /* Gauges per (service, class). */
@@ -349,7 +350,7 @@ static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 	SVC_EXTRA("sluice_inflight_corrections_total", "counter", e->inflight_corrections,
 		  "In-flight units the reconciliation with the flow table corrected; expected 0.");
 	SVC_EXTRA("sluice_latency_target_seconds", "gauge", e->latency_target_seconds,
-		  "AIMD latency target in force (0: not known yet).");
+		  "Latency objective in force, whatever the limit algorithm (0: not known yet).");
 	SVC_EXTRA("sluice_ladder_overloaded", "gauge", e->ladder_overloaded != 0,
 		  "1 while the priority ladder considers the service overloaded.");
 }
