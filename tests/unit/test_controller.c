@@ -243,6 +243,36 @@ static void test_state_export_import(void **st)
 	assert_true(a.base.value_us == 0);
 }
 
+/* A record no sluiced of this config writes (another build's, or damaged) with every class at
+ * 0, L0 included: adopted with L0 at its floor. With every class at 0 nothing is admitted, no
+ * sample comes back, and no recovery step ever passes: the service would be shed whole for as
+ * long as sluiced runs. */
+static void test_import_keeps_the_l0_floor(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	uint64_t now = 1000 * S;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		a.lad.admit[c] = 0;
+	ctl_state_export(&a, now, &cs);
+
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.lad.admit[0], (uint32_t)((uint64_t)b.lp.l0_floor_pct * ONE / 100));
+	assert_int_equal(b.lad.admit[1], 0);          /* the lower classes as they were */
+	assert_int_equal(b.lad.admit[3], 0);
+	/* an L0 above the floor is its own */
+	a.lad.admit[0] = ONE / 2;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.lad.admit[0], ONE / 2);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1375,6 +1405,7 @@ int main(void)
 		cmocka_unit_test(test_listen_queue_rule),
 		cmocka_unit_test(test_listen_queue_sheds_a_blind_backend),
 		cmocka_unit_test(test_state_export_import),
+		cmocka_unit_test(test_import_keeps_the_l0_floor),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

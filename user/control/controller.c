@@ -832,6 +832,14 @@ void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluic
 	out->top_class_us = s->last_top_us;
 }
 
+/* The ladder's floor of L0, fixed point (control/ladder.h). */
+static uint32_t l0_floor(const struct sluice_ladder_params *p)
+{
+	uint32_t pct = p->l0_floor_pct < 100 ? p->l0_floor_pct : 100;
+
+	return (uint32_t)((uint64_t)pct * SLUICE_PROB_ONE / 100);
+}
+
 static void not_after(uint64_t *t, uint64_t now)
 {
 	if (*t > now)
@@ -862,6 +870,11 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (s->lad.admit[c] > SLUICE_PROB_ONE)
 			s->lad.admit[c] = SLUICE_PROB_ONE;
+	/* L0 never below its floor, as the ladder itself never cuts it: with every class at 0
+	 * nothing is admitted, no sample comes back and no recovery step passes (a record no
+	 * sluiced of this config wrote would shed the service whole for as long as it runs) */
+	if (s->lad.admit[0] < l0_floor(&s->lp))
+		s->lad.admit[0] = l0_floor(&s->lp);
 	s->lad.step_good = 0;                              /* a step's evidence starts afresh */
 	not_after(&s->lad.last_change_ns, now_ns);
 	not_after(&s->lad.last_cut_ns, now_ns);
