@@ -273,6 +273,45 @@ static void test_import_keeps_the_l0_floor(void **st)
 	assert_int_equal(b.lad.admit[0], ONE / 2);
 }
 
+/* An open breaker's record whose open-until time lies past what this config opens a breaker
+ * for (another build's, a damaged one, or one opened under a longer open_s): adopted open, but
+ * for at most this config's longest open time from now, never shedding the service whole for
+ * as long as sluiced runs. One within the bounds keeps its own time. */
+static void test_import_bounds_an_open_breaker(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 1000 * S, longest;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	a.brk.state = SLUICE_BREAKER_OPEN;
+	a.brk.since_ns = now;
+	a.brk.open_until_ns = UINT64_MAX;
+	ctl_state_export(&a, now, &cs);
+
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	longest = (uint64_t)(1.2 * b.bp.open_s * 1e9);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_OPEN);
+	assert_true(b.brk.open_until_ns > now && b.brk.open_until_ns <= now + longest);
+	/* past it, the breaker goes half-open */
+	memset(&in, 0, sizeof(in));
+	service_ctl_tick(&b, &sc, &in, 0, now + longest + 100 * MS, NULL, &v, &opened);
+	service_ctl_tick(&b, &sc, &in, 0, now + longest + 200 * MS, NULL, &v, &opened);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_HALF_OPEN);
+	/* within the bounds: its own time */
+	a.brk.open_until_ns = now + 2 * S;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now + S), 0);
+	assert_int_equal(b.brk.open_until_ns, now + 2 * S);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1406,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(test_listen_queue_sheds_a_blind_backend),
 		cmocka_unit_test(test_state_export_import),
 		cmocka_unit_test(test_import_keeps_the_l0_floor),
+		cmocka_unit_test(test_import_bounds_an_open_breaker),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

@@ -887,6 +887,12 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 		not_after(&s->brk.step_start_ns, now_ns);
 		if (s->brk.step >= s->bp.n_steps)
 			s->brk.step = 0;
+		/* the one time of the record that is meant to lie ahead: an open breaker waits at
+		 * most this config's longest open time (open_s x 1.2) from now, whatever the record
+		 * says (a longer open_s, another build's record, a damaged one would shed the
+		 * service whole for as long as the record wants) */
+		if (s->brk.state == SLUICE_BREAKER_OPEN)
+			not_after(&s->brk.open_until_ns, now_ns + (uint64_t)(s->bp.open_s * 1.2 * 1e9));
 	}
 	s->above_since_ns = st->above_since_ns;
 	not_after(&s->above_since_ns, now_ns);
