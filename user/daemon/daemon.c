@@ -360,7 +360,8 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 				continue;
 			e->sw[c].active = 1;
 			e->sw[c].shed_ratio = w->shed_pct / 100.0;
-			e->sw[c].age_s = (double)(wall_s - w->set_at);
+			/* a wall clock stepped back puts set_at ahead of now: age 0, not 2^64 s */
+			e->sw[c].age_s = wall_s > w->set_at ? (double)(wall_s - w->set_at) : 0;
 			e->sw[c].ttl_left_s = (double)(w->expires_at - wall_s);
 		}
 	}

@@ -381,6 +381,15 @@ int main(int argc, char **argv)
 	}
 
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0) {
+		/* With the signals still blocked and no signalfd to read them, SIGTERM would be
+		 * lost and only SIGKILL would stop sluiced: give them back their default action
+		 * (stop; the pinned data path stays and fails open) and lose reload-on-SIGHUP. */
+		log_error("signalfd: %s; SIGTERM and SIGINT stop sluiced at once, SIGHUP is "
+			  "ignored (edit the config file to reload)", strerror(errno));
+		signal(SIGHUP, SIG_IGN);
+		pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+	}
 	ifd = watch_config_dir(cfg_path);
 
 	run_loop(&d, sfd, ifd, &ops, &at, wfd);
