@@ -617,7 +617,8 @@ enum answer_result {
 /* Answer a refused request with the reply `rk` (index into `replies`) and reset the server
  * side. A global function on scalars, verified once (see classify_payload); BPF functions take
  * at most five arguments, hence the packing:
- *   offs = l3_off | l4_off << 8 | v4 << 16,  plen_rk = payload length | rk << 16. */
+ *   offs = l3_off | l4_off << 8 | v4 << 16,  plen_rk = sequence length | rk << 16 (the
+ *   payload's, plus one for a FIN the segment carries: the reply acknowledges both). */
 __attribute__((noinline))
 int answer_request(struct __sk_buff *skb, __u32 offs, __u32 cseq, __u32 cack, __u32 plen_rk)
 {
@@ -679,15 +680,19 @@ static __always_inline int answer_refused_request(struct __sk_buff *skb, const s
 						  __u32 rk)
 {
 	__u32 seq = bpf_ntohl(p->tcp->seq), ack = bpf_ntohl(p->tcp->ack_seq), l4_off;
+	/* A client that wrote its request and half-closed in one segment has its FIN taken by
+	 * the reply too: left unacknowledged, its stack would resend it into the reset socket
+	 * and meet an RST instead of a clean close. */
+	__u32 seq_len = p->payload_len + !!p->tcp->fin;
 	int rc;
 
-	if (p->payload_len > 0xffff)
+	if (seq_len > 0xffff)
 		return ANSWER_NOT_SENT;
 	l4_off = strip_ip_options(skb, p);
 	if (!l4_off)
 		return ANSWER_BROKEN;
 	rc = answer_request(skb, p->l3_off | l4_off << 8 | (!p->v6) << 16, seq, ack,
-			    p->payload_len | rk << 16);
+			    seq_len | rk << 16);
 	/* Headers already moved: never pass it on as it is now. */
 	return rc == ANSWER_NOT_SENT && l4_off != p->l4_off ? ANSWER_BROKEN : rc;
 }

@@ -1094,6 +1094,44 @@ static void test_ipv6_refused_request_gets_429(void **state)
 	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
 }
 
+/* A refused request whose segment also carries the client's FIN (it wrote the request and
+ * half-closed at once): the reply acknowledges the FIN as well as the request's bytes, or the
+ * client's FIN stays unacknowledged and its stack resends it into the server's reset socket. */
+static void test_refused_request_with_fin_acknowledges_the_fin(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = GET("/report/fin", "");
+	struct pkt_spec rq = request("203.0.113.5", 4555, text);
+	struct sluice_verdict v;
+	uint8_t rep[1024];
+	ssize_t n;
+	int cap;
+
+	maps_read_verdict(&f->m, f->idx[0], &v);
+	v.flags |= SLUICE_VERDICT_SHUT(3);
+	maps_write_verdict(&f->m, f->idx[0], &v);
+	handshake(f, &rq);
+	rq.fin = 1;
+	cap = capture_socket();
+	struct run r = ingress(f, &rq);
+	n = capture_reply(cap, rep, sizeof(rep));
+	close(cap);
+
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_true(n > 54);
+	const struct iphdr *ip = (const void *)(rep + 14);
+	const struct tcphdr *tcp = (const void *)(rep + 34);
+	assert_int_equal(ntohl(tcp->seq), 9000);
+	assert_int_equal(ntohl(tcp->ack_seq), 5000 + (uint32_t)strlen(text) + 1);
+	assert_true(tcp->fin && tcp->ack);
+	assert_int_equal(tcp_verify(ip, 0, tcp, (size_t)n - 34), 0);
+	/* the server's RST still at the client's first byte */
+	tcp = (const void *)(r.out + 34);
+	assert_true(tcp->rst);
+	assert_int_equal(ntohl(tcp->seq), 5000);
+}
+
 /* A refused request that came with IPv4 options or IPv6 extension headers (a first fragment
  * included) is answered like any other, the reply and the RST without them, checksums right;
  * never admitted untracked. */
@@ -2679,6 +2717,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits_requests, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_gets_429_and_server_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_request_with_ip_options_answered, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_refused_request_with_fin_acknowledges_the_fin, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_interim_upgrade_and_connect, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_refused_connect_leaves_the_connection_http, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_no_reply_to_unverified_peers, setup, harness_teardown),
