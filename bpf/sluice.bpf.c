@@ -1317,19 +1317,22 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	 * anyway and touches with it (one clock, not two). */
 	if (f->flags & SLUICE_FLOW_OPAQUE)
 		goto not_a_start; /* a tunnel or an upgraded protocol: nothing to decide */
-	if (f->req_active || seq != f->client_next) {
-		/* More of the request in flight (body, pipelining), or not where the client is. */
-		if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
-			/* The client resent a request that was already answered: a retry. */
-			st = class_stats_of(svc, f->class);
-			if (st)
-				st->retransmits++;
-		}
-		goto not_a_start;
-	}
+	if (f->req_active)
+		goto not_a_start; /* more of the request in flight (body, pipelining) */
+	/* Not where the client is: a start only when it lies behind it (see below). */
+	if (seq != f->client_next && (f->client_next - seq - 1) >= SLUICE_SEQ_WINDOW)
+		goto not_at_client;
 	tok = common_method(skb, p) ?: request_token(skb, p->payload_off, p->payload_len, 0);
 	if (!(tok & TOKEN_START))
 		goto not_a_start;
+	/* Behind where sluice followed the client: bytes sluice saw may never have reached the
+	 * server (its stack throws away what carries a bad checksum or acknowledges data never
+	 * sent, after TC ingress). A client that sent such bytes first would have all its
+	 * requests pass undecided; so a start there counts when it is exactly the byte the
+	 * server's stack expects next (which a blind forger does not know). Anything else
+	 * there is a resend of bytes the server has. */
+	if (seq != f->client_next && !established_at(skb, &key, seq))
+		goto not_at_client;
 	/* Claim the decision: two segments of one new request on two CPUs must not both take a
 	 * slot (DECIDING holds nothing, so nothing ends a request before it is admitted). */
 	if (__sync_val_compare_and_swap(&f->req_active, 0, SLUICE_OWN_DECIDING) != 0)
@@ -1399,6 +1402,13 @@ admit_untracked:
 	 * nothing). */
 	end_flow(&key, 0, 0, 0);
 	return rc == ANSWER_SENT ? TC_ACT_OK : TC_ACT_SHOT;
+not_at_client:
+	if (!f->req_active && f->req_seq == seq && f->req_start_ns) {
+		/* The client resent a request that was already answered: a retry. */
+		st = class_stats_of(svc, f->class);
+		if (st)
+			st->retransmits++;
+	}
 not_a_start:
 	advance_by_client(f, seq, end);
 undecided:

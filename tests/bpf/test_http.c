@@ -1980,6 +1980,43 @@ static void test_established_connection_adopted(void **state)
 	live_close(&c);
 }
 
+/* A client that first sends bytes its server's stack throws away (an ack of data never sent,
+ * a bad checksum: sluice sees them before the stack judges them) has sluice follow it past
+ * where it really is; its request, sent then at the byte the server still expects, must be
+ * decided all the same, or every request of a client that always did so went to the server
+ * past the shedding. A request-looking segment behind where sluice followed the client, at a
+ * byte the server is not at, still decides nothing. */
+static void test_request_behind_discarded_bytes_is_decided(void **state)
+{
+	struct fixture *f = *state;
+	struct live_conn c = live_connection(8080);
+	struct pkt_spec rq = request("127.0.0.1", c.cport, GET("/x", "")), junk;
+	char pad[200];
+
+	rq.dst = "127.0.0.1", rq.seq = c.rcv_nxt, rq.ack = c.snd_nxt;
+	handshake(f, &rq);
+	memset(pad, '{', sizeof(pad));
+	junk = rq;
+	junk.payload = pad, junk.payload_len = sizeof(pad);
+	junk.ack = c.snd_nxt + 100000; /* data the server never sent: its stack drops it */
+	admitted(f, &junk);
+	assert_int_equal(stats(f, 2).arrivals, 0);
+	/* not the server's byte either: nothing */
+	rq.seq = c.rcv_nxt + 10;
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 0);
+	/* the server's next byte: decided */
+	rq.seq = c.rcv_nxt;
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	assert_int_equal(stats(f, 2).admitted, 1);
+	assert_int_equal(inflight(f), 1);
+	/* the same segment again is more of the request, not a second one */
+	admitted(f, &rq);
+	assert_int_equal(stats(f, 2).arrivals, 1);
+	live_close(&c);
+}
+
 /* rq's handshake with the SYN marked syn_dscp and the completing ACK ack_dscp. */
 static void handshake_marked(struct fixture *f, const struct pkt_spec *rq, uint8_t syn_dscp,
 			     uint8_t ack_dscp)
@@ -2740,6 +2777,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_source_cache_ipv6, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_source_cache_not_in_stamp_second, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_established_connection_adopted, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_behind_discarded_bytes_is_decided, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_body_followed_then_next_request_decided, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_memo_written_back_when_taken_over, setup,
