@@ -1436,8 +1436,19 @@ static __always_inline int tcp_client_data(struct __sk_buff *skb, const struct p
 	if (!f || !f->tracked_inflight)
 		return TC_ACT_OK; /* no handshake seen, or untracked: nothing to measure */
 	w = READ_ONCE(f->req_active);
-	if (!advance_by_client(f, seq, seq + p->payload_len) ||
-	    (w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE)
+	if (!advance_by_client(f, seq, seq + p->payload_len)) {
+		/* Behind where sluice followed the client, while no turn is open: bytes sluice saw
+		 * may never have reached the server (its stack throws away what carries a bad
+		 * checksum or acknowledges data never sent, after TC ingress), and a client that
+		 * sent such bytes first would have its turns out of sight. Data there carries on
+		 * from where the client is when it is exactly the byte the server's stack expects
+		 * next (which a blind forger does not know); anything else is a resend. */
+		if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE ||
+		    f->client_next - seq - 1 >= SLUICE_SEQ_WINDOW || !established_at(skb, &key, seq))
+			return TC_ACT_OK;
+		f->client_next = seq + p->payload_len;
+	}
+	if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE)
 		return TC_ACT_OK;
 	if (w & SLUICE_OWN_TAGGED)
 		nw = w & ~SLUICE_OWN_PENDING;

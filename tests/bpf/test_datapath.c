@@ -3108,6 +3108,52 @@ static void test_established_tcp_connection_adopted(void **state)
 	live_close(&c);
 }
 
+/* A client that sends bytes its server's stack throws away (an ack of data never sent, a bad
+ * checksum: sluice sees them before the stack judges them) has sluice follow it past where it
+ * really is; its next query, at the byte the server still expects, opens a turn all the same
+ * (or every turn of a client that always did so was out of the busy count and the samples).
+ * A query behind that at another byte, which the server has, opens none. */
+static void test_turn_behind_discarded_bytes_opens(void **state)
+{
+	struct fixture *f = *state;
+	struct live_conn c = live_connection(5432);
+	struct pkt_spec q = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = c.cport, .dport = 5432,
+			      .seq = c.rcv_nxt, .ack = c.snd_nxt, .ackf = 1, .psh = 1,
+			      .payload = QUERY, .payload_len = QLEN };
+	struct pkt_spec r = { .src = "127.0.0.1", .dst = "127.0.0.1", .sport = 5432, .dport = c.cport,
+			      .seq = c.snd_nxt, .ack = c.rcv_nxt + QLEN, .ackf = 1, .psh = 1,
+			      .payload = "ok\n", .payload_len = 3 };
+	struct pkt_spec junk;
+	char pad[200];
+
+	tc_ingress(f, &q); /* taken on, its first turn */
+	assert_int_equal(write(c.cli, QUERY, QLEN), (ssize_t)QLEN);
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* bytes the server's stack drops: they ack data it never sent */
+	memset(pad, 'z', sizeof(pad));
+	junk = q;
+	junk.seq = c.rcv_nxt + QLEN, junk.ack = c.snd_nxt + 100000;
+	junk.payload = pad, junk.payload_len = sizeof(pad);
+	tc_ingress(f, &junk);
+	assert_int_equal(busy_total(f, 0), 1); /* sluice cannot tell yet: a turn */
+	r.seq += 3, r.ack = c.rcv_nxt + QLEN;  /* the server's next data, acking none of it */
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* the real query, at the byte the server expects: a turn */
+	q.seq = c.rcv_nxt + QLEN, q.ack = c.snd_nxt + 6;
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 0), 1);
+	r.seq += 3, r.ack = c.rcv_nxt + 2 * QLEN;
+	tc_egress(f, &r);
+	assert_int_equal(busy_total(f, 0), 0);
+	/* the first query again: the server has it, no turn */
+	q.seq = c.rcv_nxt;
+	tc_ingress(f, &q);
+	assert_int_equal(busy_total(f, 0), 0);
+	live_close(&c);
+}
+
 /* Connections sluice never saw the handshake of (open when sluiced attached, or whose SYN met
  * a slot another 4-tuple's record held, as under a flood of forged SYNs) count against their
  * client's cap once taken on at their data: 127.0.0.1 with three of them on "tenant" (cap 2)
@@ -3679,6 +3725,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gc_reclaims_silent_flows, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_established_tcp_connection_adopted, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_adopted_connections_count_against_the_client_cap, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_turn_behind_discarded_bytes_opens, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_turn_gives_one_sample_in_its_bucket, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_turn_is_setup, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_single_turn_sample_at_the_end, setup, harness_teardown),
