@@ -37,6 +37,9 @@ test_cleanup() { # called by e2e_cleanup before the namespaces go
 }
 
 # ---------------------------------------------------------------- build ------------------
+# The build takes minutes: a test stopped in it (a timeout) still removes the image and $TMP.
+trap e2e_cleanup EXIT
+trap 'exit 1' INT TERM
 t0=$(now_ms)
 IMAGE=$IMAGE IMAGE_ENV=$TMP/image.env tools/image.sh "$BUILD" > "$TMP/image.log" 2>&1
 rc=$?
