@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "ops/switchstate.h"
 
 #define POLL_NS 100000000ull   /* look at the switch file ten times a second */
@@ -74,6 +75,17 @@ static int same_file(const struct iowriter *w, const struct stat *s)
 
 /* The state dir is root's, readable by the switch group, closed to everyone else: members
  * read `switch ls` and the log; nobody but sluiced (root) writes. */
+/* The group's members read the audit log through this chown: say once that they cannot
+ * (without CAP_CHOWN root may not give a file to a group it is not in), not at every write. */
+static void group_failed(struct iowriter *w, const char *path)
+{
+	if (w->group_warned)
+		return;
+	w->group_warned = 1;
+	log_warn("switch_group: cannot give %s to gid %ld (%s); the group's members cannot read "
+		 "the audit log (does sluiced have CAP_CHOWN?)", path, w->group_gid, strerror(errno));
+}
+
 static void restrict_modes(struct iowriter *w)
 {
 	char p[PATH_MAX];
@@ -82,9 +94,14 @@ static void restrict_modes(struct iowriter *w)
 		return;
 	if (chown(w->state_dir, 0, (gid_t)w->group_gid) == 0)
 		chmod(w->state_dir, 0750);
-	if (state_path(p, sizeof(p), w->state_dir, AUDIT_FILE_NAME) == 0 &&
-	    chown(p, 0, (gid_t)w->group_gid) == 0)
-		chmod(p, 0640);
+	else
+		group_failed(w, w->state_dir);
+	if (state_path(p, sizeof(p), w->state_dir, AUDIT_FILE_NAME) == 0) {
+		if (chown(p, 0, (gid_t)w->group_gid) == 0)
+			chmod(p, 0640);
+		else if (errno != ENOENT)
+			group_failed(w, p);
+	}
 }
 
 /* Remember that job seq did not reach the disk (the socket's answer says so). */

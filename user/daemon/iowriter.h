@@ -62,6 +62,7 @@ struct iow_news {
 struct iowriter {
 	char state_dir[256];
 	long group_gid;              /* owner group of the state dir and audit log; -1 none */
+	int group_warned;            /* giving them to the group failed once: said so */
 	pthread_t thread;
 	int started;
 	pthread_mutex_t mu;
