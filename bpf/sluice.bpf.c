@@ -1025,7 +1025,11 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 		return;
 	st->completed++;
 	status = response_status(skb, p);
-	if (status >= 500)
+	/* 501 (a method the server does not implement) and 505 (an HTTP version it does not
+	 * speak) answer the form of the request: any client can have them at will, at no cost
+	 * to the backend, and counted as failures they opened the service's breaker against
+	 * every class */
+	if (status >= 500 && status != 501 && status != 505)
 		st->errors++;
 	else if (status == 429)
 		st->resp_429++; /* the server shedding by itself is not a failure */

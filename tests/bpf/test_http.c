@@ -347,6 +347,33 @@ static void test_status_5xx_and_429(void **state)
 	assert_int_equal(inflight(f), 0);
 }
 
+/* A 505 or 501 answers how the request was written (an HTTP version, a method the server does
+ * not speak): any client has them at will, so they are completions, not failures; otherwise an
+ * L3 client sending "GET / HTTP/2.0" faster than the others call opened the service's breaker
+ * and had every class refused. A 500 or 502 still is one. */
+static void test_status_of_the_request_form_not_an_error(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const answers[] = {
+		"HTTP/1.1 505 HTTP Version Not Supported\r\n\r\n",
+		"HTTP/1.1 501 Not Implemented\r\n\r\n",
+		"HTTP/1.1 500 Internal Server Error\r\n\r\n",
+		"HTTP/1.1 502 Bad Gateway\r\n\r\n",
+	};
+
+	for (int i = 0; i < 4; i++) {
+		struct pkt_spec a = request("203.0.113.5", (uint16_t)(1001 + i), GET("/x", ""));
+		struct pkt_spec r = response("203.0.113.5", (uint16_t)(1001 + i), answers[i]);
+
+		handshake(f, &a);
+		admitted(f, &a);
+		egress(f, &r);
+	}
+	assert_int_equal(stats(f, 2).completed, 4);
+	assert_int_equal(stats(f, 2).errors, 2);   /* the 500 and the 502 */
+	assert_int_equal(inflight(f), 0);
+}
+
 /* Priority marks of the web service ignored so far (untrusted_marks, summed over CPUs). */
 static unsigned long long untrusted(struct fixture *f)
 {
@@ -2734,6 +2761,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_unanswered_refusal_admits, setup,
 						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_status_of_the_request_form_not_an_error, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_5xx_and_429, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
 						setup_small_table, harness_teardown),
