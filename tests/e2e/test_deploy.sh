@@ -619,7 +619,7 @@ ok $([ "$attached" = s0 ] && echo 0 || echo 1) \
 	kill -0 "$SLUICED_PID" 2>/dev/null; up=$?
 capeff=$(awk '/^CapEff/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
 nnp=$(awk '/^NoNewPrivs/{print $2}' /proc/$SLUICED_PID/status 2>/dev/null)
-ok $([ $up -eq 0 ] && [ "$nnp" = 1 ] && [ $((0x${capeff:-0} & ~(1 << 12 | 1 << 24 | 1 << 38 | 1 << 39))) = 0 ] && echo 0 || echo 1) \
+ok $([ $up -eq 0 ] && [ "$nnp" = 1 ] && [ $((0x${capeff:-0} & ~(1 << 0 | 1 << 12 | 1 << 24 | 1 << 38 | 1 << 39))) = 0 ] && echo 0 || echo 1) \
 	"sluiced attaches the ConfigMap's config with only the DaemonSet's capabilities ($bset, CapEff $capeff) and no_new_privs" \
 	"$(tail -5 "$TMP/sluiced.log")"
 [ $up -eq 0 ] || { finish; exit 1; }
