@@ -16,7 +16,8 @@
 static struct sluice_breaker_input in(uint64_t completed, uint64_t errors, uint64_t r429,
 				      double slow)
 {
-	struct sluice_breaker_input i = { completed, errors, r429, slow, 0 };
+	struct sluice_breaker_input i = { .completed = completed, .errors = errors,
+					  .resp_429 = r429, .slow = slow };
 	return i;
 }
 
@@ -274,6 +275,122 @@ static void test_half_open_needs_calls(void **st)
 	assert_int_equal(b.step, 1);
 }
 
+/* One tick of a service whose class c has calls and errors of its own, the service's counts
+ * their sum, with the classes' counts kept in cl. */
+struct class_tick {
+	uint64_t calls[SLUICE_NUM_CLASSES], errors[SLUICE_NUM_CLASSES];
+	double slow[SLUICE_NUM_CLASSES];
+};
+
+static int feed_classes(struct sluice_breaker *b, const struct sluice_breaker_params *p,
+			struct sluice_brk_classes *cl, uint64_t now, const struct class_tick *t,
+			const struct sluice_event_sink *sink)
+{
+	struct sluice_breaker_input i = { .classes = cl };
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		i.completed += t->calls[c];
+		i.errors += t->errors[c];
+		i.slow += t->slow[c];
+		i.class_completed[c] = t->calls[c];
+		i.class_errors[c] = t->errors[c];
+		i.class_slow[c] = t->slow[c];
+	}
+	return sluice_breaker_tick(b, p, &i, now, sink);
+}
+
+/* L3's requests all fail (a client that has the application answer 500 at will, one broken
+ * endpoint), L0's succeed: the breaker, which would refuse L0 too, stays closed, once said. */
+static void test_lower_class_failures_do_not_open(void **st)
+{
+	struct sluice_breaker b;
+	struct sluice_breaker_params p;
+	struct sluice_brk_classes cl = { 0 };
+	struct evcap c;
+	struct sluice_event_sink sink = evcap_sink(&c, "api");
+	struct class_tick t = { .calls = { 5, 0, 0, 30 }, .errors = { 0, 0, 0, 30 } };
+	uint64_t now = 0;
+	(void)st;
+	setup(&b, &p, 21);
+	for (int i = 0; i < 50; i++)        /* 5 s: 86 % of the service's calls are errors */
+		assert_int_equal(feed_classes(&b, &p, &cl, now += 100 * MS, &t, &sink), 0);
+	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
+	assert_true(b.win_error_rate > 0.8);       /* the service's rate is still what it is */
+	assert_int_equal(c.n, 1);
+	assert_string_equal(c.ev[0].why, "lower_class_failures_only");
+	/* the same with slow calls instead of errors */
+	memset(t.errors, 0, sizeof(t.errors));
+	t.slow[3] = 30;
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(feed_classes(&b, &p, &cl, now += 100 * MS, &t, &sink), 0);
+	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
+	/* L0's calls are slow as well: now it is the backend, and it opens */
+	t.slow[0] = 5;
+	int rc = 0;
+	for (int i = 0; i < 100 && !(rc & SLUICE_BRK_OPENED); i++)   /* the window turns over */
+		rc = feed_classes(&b, &p, &cl, now += 100 * MS, &t, &sink);
+	assert_true(rc & SLUICE_BRK_OPENED);
+	assert_int_equal(b.state, SLUICE_BREAKER_OPEN);
+}
+
+/* The highest busy class is the highest one with ho_min_calls in the window: an L0 with too
+ * few calls to say anything does not hold the breaker, the next class up does (here L1, which
+ * fails with L3); with no class at ho_min_calls (the counts by class lost at a restart) the
+ * service's counts decide alone. */
+static void test_highest_busy_class_decides(void **st)
+{
+	struct sluice_breaker b;
+	struct sluice_breaker_params p;
+	struct sluice_brk_classes cl = { 0 };
+	struct class_tick t = { .calls = { 0, 3, 0, 30 }, .errors = { 0, 3, 0, 30 } };
+	uint64_t now = 0;
+	(void)st;
+	setup(&b, &p, 22);
+	/* one L0 call in the window, healthy: too few to judge on */
+	struct class_tick l0 = { .calls = { 1, 0, 0, 0 } };
+	feed_classes(&b, &p, &cl, now += 100 * MS, &l0, NULL);
+	assert_true(feed_classes(&b, &p, &cl, now += 100 * MS, &t, NULL) & SLUICE_BRK_OPENED);
+	/* no counts by class at all: the service's 30 of 30 open it at once */
+	setup(&b, &p, 23);
+	memset(&cl, 0, sizeof(cl));
+	struct sluice_breaker_input i = { .completed = 30, .errors = 30, .classes = &cl };
+	assert_true(sluice_breaker_tick(&b, &p, &i, 100 * MS, NULL) & SLUICE_BRK_OPENED);
+}
+
+/* Half-open: a step fails on the highest busy class's failures, not on a lower class's. */
+static void test_half_open_judges_the_highest_class(void **st)
+{
+	struct sluice_breaker b;
+	struct sluice_breaker_params p;
+	struct sluice_brk_classes cl = { 0 };
+	struct class_tick bad = { .calls = { 10, 0, 0, 10 }, .errors = { 10, 0, 0, 10 } };
+	struct class_tick l3_fails = { .calls = { 2, 0, 0, 4 }, .errors = { 0, 0, 0, 4 } };
+	uint64_t now = 100 * MS;
+	(void)st;
+	setup(&b, &p, 24);
+	assert_true(feed_classes(&b, &p, &cl, now, &bad, NULL) & SLUICE_BRK_OPENED);
+	now = b.open_until_ns;
+	feed_classes(&b, &p, &cl, now, &(struct class_tick){ 0 }, NULL);
+	assert_int_equal(b.state, SLUICE_BREAKER_HALF_OPEN);
+	/* each step: L0 succeeds (6 calls a second), L3 fails all of its (4 a tick... 67 % of
+	 * the service's calls): every step passes and the breaker closes */
+	for (int i = 0; i < 400 && b.state == SLUICE_BREAKER_HALF_OPEN; i++)
+		feed_classes(&b, &p, &cl, now += 100 * MS, &l3_fails, NULL);
+	assert_int_equal(b.state, SLUICE_BREAKER_CLOSED);
+	/* without the counts by class the same traffic sends it back to open */
+	setup(&b, &p, 25);
+	now = 100 * MS;
+	feed(&b, &p, now, 20, 20, 0, 0, NULL);
+	now = b.open_until_ns;
+	feed(&b, &p, now, 0, 0, 0, 0, NULL);
+	int reopened = 0;
+	for (int i = 0; i < 400 && b.state != SLUICE_BREAKER_CLOSED && !reopened; i++) {
+		feed(&b, &p, now += 100 * MS, 6, 4, 0, 0, NULL);
+		reopened = b.state == SLUICE_BREAKER_OPEN;
+	}
+	assert_true(reopened);
+}
+
 static void test_suppressed(void **st)
 {
 	struct sluice_breaker b;
@@ -335,6 +452,9 @@ int main(void)
 		cmocka_unit_test(test_half_open_failure_reopens),
 		cmocka_unit_test(test_half_open_needs_calls),
 		cmocka_unit_test(test_suppressed),
+		cmocka_unit_test(test_lower_class_failures_do_not_open),
+		cmocka_unit_test(test_highest_busy_class_decides),
+		cmocka_unit_test(test_half_open_judges_the_highest_class),
 		cmocka_unit_test(test_from_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

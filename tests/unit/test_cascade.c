@@ -115,7 +115,7 @@ static void test_breakers_suppressed_after_trigger(void **st)
 	struct sluice_cascade_params cp;
 	struct sluice_breaker b[8];
 	struct sluice_breaker_params bp;
-	struct sluice_breaker_input bad = { 30, 30, 0, 0, 0 };
+	struct sluice_breaker_input bad = { .completed = 30, .errors = 30 };
 	int i, opened = 0;
 	(void)st;
 	sluice_cascade_params_default(&cp);

@@ -1436,6 +1436,46 @@ static void test_window_event(void **st)
 	assert_null(last_window(&c));
 }
 
+/* An L3 client has the application fail its requests at will (500s at once, 6 of every 11
+ * of the service's calls), L0's succeed: the breaker, which refuses every class when open,
+ * stays closed and L0 keeps its full admission. Without the breaker's counts by class it
+ * opened 8.5 s into the attack and refused L0 with the rest. */
+static void test_lower_class_errors_leave_the_breaker_closed(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened, ever = 0;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	for (int t = 1; t <= 100; t++) {          /* calm: L0 at 50/s, 5 ms */
+		traffic(&in, 0, 5, 0, 5000, 1);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	for (int t = 1; t <= 300; t++) {          /* 30 s: L3 at 60/s, every one a 500 */
+		traffic(&in, 0, 5, 0, 5000, 1);
+		traffic(&in, 3, 6, 6, 1000, 1);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		ever |= opened;
+	}
+	assert_false(ever);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_CLOSED);
+	assert_true(s.brk.win_error_rate > 0.5);  /* the service's own rate is over the threshold */
+	/* and when L0 fails too, it is the backend: the breaker opens */
+	for (int t = 1; t <= 300 && !ever; t++) {
+		traffic(&in, 0, 5, 5, 5000, 1);
+		traffic(&in, 3, 6, 6, 1000, 1);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		ever |= opened;
+	}
+	assert_true(ever);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_OPEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1465,6 +1505,7 @@ int main(void)
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),
 		cmocka_unit_test(test_wait_decides_early),
+		cmocka_unit_test(test_lower_class_errors_leave_the_breaker_closed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,28 +103,40 @@ static void account(struct sluice_breaker *b, uint64_t calls, uint64_t errors, d
  * the calls it should, and min_calls would be out of reach for most of every second.
  * The share assumes the oldest bucket's calls were spread evenly over its second.
  */
+static uint64_t window_secs(const struct sluice_breaker_params *p)
+{
+	uint64_t w = p->window_s ? p->window_s : 1;
+
+	return w > SLUICE_BRK_MAX_WINDOW_S ? SLUICE_BRK_MAX_WINDOW_S : w;
+}
+
+/* The share of the bucket i seconds before now's that lies in a window of w seconds; 0 past
+ * it. With the ring full (w = its size) the oldest second's slot is the current one's, so it
+ * has no share to add. */
+static double window_share(uint64_t i, uint64_t w, uint64_t now_ns)
+{
+	if (i < w)
+		return 1.0;
+	if (i == w && w < SLUICE_BRK_MAX_WINDOW_S)
+		return 1.0 - (double)(now_ns % NS) / NS;
+	return 0;
+}
+
 static void window_sum(const struct sluice_breaker *b, const struct sluice_breaker_params *p,
 		       uint64_t now_ns, uint64_t *calls, uint64_t *errors, double *slow)
 {
-	uint64_t sec = now_ns / NS, w = p->window_s ? p->window_s : 1;
+	uint64_t sec = now_ns / NS, w = window_secs(p);
 	double c = 0, e = 0, s = 0, share;
 	uint32_t i;
 
 	*calls = *errors = 0;
 	*slow = 0;
-	if (w > SLUICE_BRK_MAX_WINDOW_S)
-		w = SLUICE_BRK_MAX_WINDOW_S;
-	/* only the slots that can hold this window's seconds; with the ring full (w = its size)
-	 * the oldest second's slot is the current one's, so it has no share to add */
+	/* only the slots that can hold this window's seconds */
 	for (i = 0; i <= w && i <= sec; i++) {
 		const struct sluice_brk_bucket *k = &b->ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S];
 		if (k->sec != sec - i)
 			continue;
-		if (i < w)
-			share = 1.0;
-		else if (w < SLUICE_BRK_MAX_WINDOW_S)
-			share = 1.0 - (double)(now_ns % NS) / NS;
-		else
+		if (!(share = window_share(i, w, now_ns)))
 			break;
 		c += share * (double)k->calls;
 		e += share * (double)k->errors;
@@ -134,6 +146,79 @@ static void window_sum(const struct sluice_breaker *b, const struct sluice_break
 	*calls = (uint64_t)(c + 1e-9);
 	*errors = (uint64_t)(e + 1e-9);
 	*slow = s < (double)*calls ? s : (double)*calls;
+}
+
+/* Class c's calls this tick, its errors and slow calls bounded by them as the service's are. */
+static uint64_t class_calls(const struct sluice_breaker_input *in, int c, uint64_t *errors,
+			    double *slow)
+{
+	uint64_t calls = in->class_completed[c] > in->class_429[c] ?
+			 in->class_completed[c] - in->class_429[c] : 0;
+
+	*errors = in->class_errors[c] < calls ? in->class_errors[c] : calls;
+	*slow = in->class_slow[c] < 0 ? 0 : in->class_slow[c] < (double)calls ?
+		in->class_slow[c] : (double)calls;
+	return calls;
+}
+
+static void account_classes(struct sluice_brk_classes *cl, const struct sluice_breaker_input *in,
+			    uint64_t now_ns)
+{
+	uint64_t sec = now_ns / NS, calls, errors;
+	struct sluice_brk_class_bucket *k = &cl->ring[sec % SLUICE_BRK_MAX_WINDOW_S];
+	double slow;
+
+	if (k->sec != sec) {
+		memset(k, 0, sizeof(*k));
+		k->sec = sec;
+	}
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		calls = class_calls(in, c, &errors, &slow);
+		k->calls[c] += (uint32_t)calls;
+		k->errors[c] += (uint32_t)errors;
+		k->slow[c] += (float)slow;
+	}
+}
+
+/* The highest class with at least ho_min_calls calls (and one) among `calls`, its error and
+ * slow rates in *er and *sr; -1 when there is none. */
+static int top_class(const struct sluice_breaker_params *p, const double *calls,
+		     const double *errors, const double *slow, double *er, double *sr)
+{
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		double n = (double)(uint64_t)(calls[c] + 1e-9);   /* whole calls, as the service's */
+
+		if (n < 1 || n < (double)p->ho_min_calls)
+			continue;
+		*er = errors[c] / n;
+		*sr = (slow[c] < n ? slow[c] : n) / n;
+		return c;
+	}
+	return -1;
+}
+
+/* top_class over the classes' window, summed as window_sum sums the service's. */
+static int top_class_window(const struct sluice_brk_classes *cl,
+			    const struct sluice_breaker_params *p, uint64_t now_ns, double *er,
+			    double *sr)
+{
+	double c[SLUICE_NUM_CLASSES] = { 0 }, e[SLUICE_NUM_CLASSES] = { 0 };
+	double s[SLUICE_NUM_CLASSES] = { 0 }, share;
+	uint64_t sec = now_ns / NS, w = window_secs(p);
+
+	for (uint64_t i = 0; i <= w && i <= sec; i++) {
+		const struct sluice_brk_class_bucket *k = &cl->ring[(sec - i) % SLUICE_BRK_MAX_WINDOW_S];
+		if (k->sec != sec - i)
+			continue;
+		if (!(share = window_share(i, w, now_ns)))
+			break;
+		for (int x = 0; x < SLUICE_NUM_CLASSES; x++) {
+			c[x] += share * k->calls[x];
+			e[x] += share * k->errors[x];
+			s[x] += share * k->slow[x];
+		}
+	}
+	return top_class(p, c, e, s, er, sr);
 }
 
 static void brk_report(const struct sluice_breaker *b, const struct sluice_event_sink *sink,
@@ -197,8 +282,29 @@ static int tick_closed(struct sluice_breaker *b, const struct sluice_breaker_par
 	/* below min_calls nothing is judged: a quiet night must not open the breaker */
 	err_trip = wc >= p->min_calls && er >= p->error_rate;
 	slow_trip = wc >= p->min_calls && sr >= p->slow_rate;
+	if ((err_trip || slow_trip) && in->classes) {
+		double cer, csr;
+		int top = top_class_window(in->classes, p, now_ns, &cer, &csr);
+
+		if (top >= 0) {
+			err_trip = err_trip && cer >= p->error_rate;
+			slow_trip = slow_trip && csr >= p->slow_rate;
+			if (!err_trip && !slow_trip) {
+				/* a lower class fails, the highest busy one does not: the breaker
+				 * would shut that one out too (said once an episode) */
+				if (!in->classes->spared)
+					brk_report(b, sink, now_ns, SLUICE_EV_INFO, SLUICE_BREAKER_CLOSED,
+						   SLUICE_BREAKER_CLOSED, "lower_class_failures_only",
+						   wc, er, sr, top, "top_class");
+				in->classes->spared = 1;
+				return 0;
+			}
+		}
+	}
 	if (!err_trip && !slow_trip) {
 		b->would_open = 0;
+		if (in->classes)
+			in->classes->spared = 0;
 		return 0;
 	}
 	if (in->suppressed) {
@@ -220,6 +326,43 @@ static int tick_closed(struct sluice_breaker *b, const struct sluice_breaker_par
 	return SLUICE_BRK_OPENED | SLUICE_BRK_CHANGED;
 }
 
+/* The step's calls and failures by class (the counts of another step, or of none, start
+ * afresh). */
+static void account_step(struct sluice_brk_classes *cl, const struct sluice_breaker *b,
+			 const struct sluice_breaker_input *in)
+{
+	uint64_t calls, errors;
+	double slow, fail;
+
+	if (cl->step_start_ns != b->step_start_ns) {
+		memset(cl->step_calls, 0, sizeof(cl->step_calls));
+		memset(cl->step_fail, 0, sizeof(cl->step_fail));
+		cl->step_start_ns = b->step_start_ns;
+	}
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		calls = class_calls(in, c, &errors, &slow);
+		fail = (double)errors + slow;
+		cl->step_calls[c] += calls;
+		cl->step_fail[c] += fail < (double)calls ? fail : (double)calls;
+	}
+}
+
+/* The step's success as judged: a step fails only when the highest class with ho_min_calls in
+ * it fails too, so the better of the service's and that class's success (the service's when
+ * no class has them). */
+static double step_success_of_top(const struct sluice_brk_classes *cl,
+				  const struct sluice_breaker_params *p, double succ)
+{
+	double c[SLUICE_NUM_CLASSES], zero[SLUICE_NUM_CLASSES] = { 0 }, fr, unused;
+
+	for (int x = 0; x < SLUICE_NUM_CLASSES; x++)
+		c[x] = (double)cl->step_calls[x];
+	/* the failures as "errors", no slow calls: fr is the class's failure rate */
+	if (top_class(p, c, cl->step_fail, zero, &fr, &unused) < 0)
+		return succ;
+	return 1.0 - fr > succ ? 1.0 - fr : succ;
+}
+
 static int tick_half_open(struct sluice_breaker *b, const struct sluice_breaker_params *p,
 			  const struct sluice_breaker_input *in, uint64_t calls, uint64_t now_ns,
 			  const struct sluice_event_sink *sink)
@@ -231,11 +374,15 @@ static int tick_half_open(struct sluice_breaker *b, const struct sluice_breaker_
 		fail = (double)calls;
 	b->step_calls += calls;
 	b->step_fail += fail;
+	if (in->classes)
+		account_step(in->classes, b, in);
 	if (b->step_calls < p->ho_min_calls) {
 		/* too few calls to judge: the step is held (extended past step_s) until it has them */
 		return 0;
 	}
 	succ = 1.0 - b->step_fail / (double)b->step_calls;
+	if (in->classes)
+		succ = step_success_of_top(in->classes, p, succ);
 	/* The step is judged over all its calls when it ends; it is cut short only when it
 	 * already has min_calls calls (the evidence that opens a closed breaker) and fails. */
 	if (succ < p->success &&
@@ -264,24 +411,13 @@ static int tick_half_open(struct sluice_breaker *b, const struct sluice_breaker_
 	return SLUICE_BRK_CHANGED;
 }
 
-int sluice_breaker_tick(struct sluice_breaker *b, const struct sluice_breaker_params *p,
-			const struct sluice_breaker_input *in, uint64_t now_ns,
+static int breaker_step(struct sluice_breaker *b, const struct sluice_breaker_params *p,
+			const struct sluice_breaker_input *adj, uint64_t calls, uint64_t now_ns,
 			const struct sluice_event_sink *sink)
 {
-	uint64_t calls = in->completed > in->resp_429 ? in->completed - in->resp_429 : 0;
-	struct sluice_breaker_input adj = *in;
-
-	/* errors and slow calls can never outnumber the calls they belong to */
-	if (adj.errors > calls)
-		adj.errors = calls;
-	if (adj.slow > (double)calls)
-		adj.slow = (double)calls;
-	if (adj.slow < 0)
-		adj.slow = 0;
-
 	switch (b->state) {
 	case SLUICE_BREAKER_CLOSED:
-		return tick_closed(b, p, &adj, calls, now_ns, sink);
+		return tick_closed(b, p, adj, calls, now_ns, sink);
 	case SLUICE_BREAKER_OPEN:
 		/* stragglers completing while open are not evidence about recovery: ignored */
 		if (now_ns < b->open_until_ns)
@@ -292,9 +428,39 @@ int sluice_breaker_tick(struct sluice_breaker *b, const struct sluice_breaker_pa
 		       "open_elapsed", 0, 0, 0, p->n_steps ? p->steps[0] : 100, "admit_pct");
 		return SLUICE_BRK_CHANGED;
 	case SLUICE_BREAKER_HALF_OPEN:
-		return tick_half_open(b, p, &adj, calls, now_ns, sink);
+		return tick_half_open(b, p, adj, calls, now_ns, sink);
 	}
 	return 0;
+}
+
+void sluice_brk_classes_clear(struct sluice_brk_classes *cl)
+{
+	memset(cl, 0, sizeof(*cl));
+}
+
+int sluice_breaker_tick(struct sluice_breaker *b, const struct sluice_breaker_params *p,
+			const struct sluice_breaker_input *in, uint64_t now_ns,
+			const struct sluice_event_sink *sink)
+{
+	uint64_t calls = in->completed > in->resp_429 ? in->completed - in->resp_429 : 0;
+	struct sluice_breaker_input adj = *in;
+	int rc;
+
+	/* errors and slow calls can never outnumber the calls they belong to */
+	if (adj.errors > calls)
+		adj.errors = calls;
+	if (adj.slow > (double)calls)
+		adj.slow = (double)calls;
+	if (adj.slow < 0)
+		adj.slow = 0;
+
+	if (adj.classes && b->state == SLUICE_BREAKER_CLOSED)
+		account_classes(adj.classes, &adj, now_ns);
+	rc = breaker_step(b, p, &adj, calls, now_ns, sink);
+	/* every transition clears the window: the classes' too */
+	if (adj.classes && (rc & SLUICE_BRK_CHANGED))
+		sluice_brk_classes_clear(adj.classes);
+	return rc;
 }
 
 void sluice_breaker_reset(struct sluice_breaker *b, uint64_t now_ns, const char *why,

@@ -14,7 +14,14 @@
  *   duration); earlier, only once the step has min_calls calls (the same evidence that opens
  *   a closed breaker), so one unlucky call among the first five cannot decide.
  *   Passing the last (100%) step closes the breaker. Every transition clears the window, so
- *   the failures that opened it cannot reopen it. */
+ *   the failures that opened it cannot reopen it.
+ * THE CLASS THAT FAILS: the breaker refuses every class, so the failures that move it must be
+ *   the highest busy class's as well as the service's: an error or slow rate trips, and a step
+ *   fails, only when the highest class with ho_min_calls calls in the window (the step) is
+ *   over the rate too. Requests of a low class that the application fails (bad input, one
+ *   broken endpoint, a client that provokes 5xx at will) then cannot shut out the classes
+ *   above it; the ladder and the limit are what hold a low class back. With no class at
+ *   ho_min_calls (a restart's first seconds) the service's counts decide alone. */
 #ifndef SLUICE_BREAKER_H
 #define SLUICE_BREAKER_H
 
@@ -42,12 +49,35 @@ struct sluice_breaker_params {
 	uint32_t ho_min_calls;        /* 5: calls a half-open step needs before it is judged */
 };
 
+/* The classes' own counts of the breaker's window and half-open step, kept beside the breaker
+ * rather than in it: the saved record has no room for them. After a restart they start empty,
+ * and until a class has ho_min_calls again the service's counts decide alone. */
+struct sluice_brk_class_bucket {
+	uint64_t sec;
+	uint32_t calls[SLUICE_NUM_CLASSES], errors[SLUICE_NUM_CLASSES];
+	float slow[SLUICE_NUM_CLASSES];
+};
+
+struct sluice_brk_classes {
+	struct sluice_brk_class_bucket ring[SLUICE_BRK_MAX_WINDOW_S];
+	uint64_t step_start_ns;       /* the half-open step the counts below are of */
+	uint64_t step_calls[SLUICE_NUM_CLASSES];
+	double step_fail[SLUICE_NUM_CLASSES];
+	int spared;                   /* a lower class's failures alone: already reported */
+};
+
 struct sluice_breaker_input {
 	uint64_t completed;           /* responses this tick (including 429s) */
 	uint64_t errors;              /* 5xx / server RST */
 	uint64_t resp_429;            /* excluded from calls */
 	double slow;                  /* calls above slow_call (may be fractional, from buckets) */
 	int suppressed;               /* cascade suppression: no automatic CLOSED -> OPEN */
+	/* The same by class, and where to keep them; NULL: the service's counts alone decide.
+	 * With them a failure must also be the highest busy class's (see breaker.h's head). */
+	struct sluice_brk_classes *classes;
+	uint64_t class_completed[SLUICE_NUM_CLASSES], class_errors[SLUICE_NUM_CLASSES];
+	uint64_t class_429[SLUICE_NUM_CLASSES];
+	double class_slow[SLUICE_NUM_CLASSES];
 };
 
 struct sluice_brk_bucket {
@@ -90,6 +120,9 @@ void sluice_breaker_init(struct sluice_breaker *b, uint64_t seed, uint64_t now_n
 int sluice_breaker_tick(struct sluice_breaker *b, const struct sluice_breaker_params *p,
 			const struct sluice_breaker_input *in, uint64_t now_ns,
 			const struct sluice_event_sink *sink);
+
+/* Empty the classes' counts (with the breaker's window: a transition, a reset). */
+void sluice_brk_classes_clear(struct sluice_brk_classes *cl);
 
 /* Operator reset: CLOSED with an empty window. */
 void sluice_breaker_reset(struct sluice_breaker *b, uint64_t now_ns, const char *why,

@@ -630,6 +630,13 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	bi.resp_429 = sig->total.resp_429;
 	bi.slow = sig->total.slow;
 	bi.suppressed = suppressed;
+	bi.classes = &s->brk_cls;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		bi.class_completed[c] = sig->cls[c].completed;
+		bi.class_errors[c] = sig->cls[c].errors;
+		bi.class_429[c] = sig->cls[c].resp_429;
+		bi.class_slow[c] = sig->cls[c].slow;
+	}
 	rc = sluice_breaker_tick(&s->brk, &s->bp, &bi, now_ns, sink);
 	*opened = (rc & SLUICE_BRK_OPENED) != 0;
 
@@ -966,6 +973,10 @@ void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns)
 		       sizeof(s->l0room) - offsetof(struct sluice_l0room, l0_rate));
 	/* the window's counters before its histograms */
 	prefetch_range(&s->win, offsetof(struct sluice_evwin, base));
+	/* this second's bucket of the breaker's counts by class (the window's are read only
+	 * when the service's counts trip) */
+	prefetch_range(&s->brk_cls.ring[sec % SLUICE_BRK_MAX_WINDOW_S],
+		       sizeof(s->brk_cls.ring[0]));
 }
 
 void service_ctl_prefetch_hists(const struct service_ctl *s, unsigned mask)

@@ -127,6 +127,9 @@ struct service_ctl {
 	int have_prev_wait;
 	struct sluice_waitknee wk;
 	struct sluice_waitknee_params wp;
+	/* the breaker's counts by class (control/breaker.h): this second's bucket every tick;
+	 * kept only while sluiced runs (the saved record has no room for them) */
+	struct sluice_brk_classes brk_cls;
 };
 
 /* What the maps say this tick. */
@@ -209,7 +212,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 14 KB (14,504 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * own 18 KB (18,384 bytes, of which a steady tick touches about 3 KB), so asking for the
  * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);
