@@ -2598,8 +2598,10 @@ static int other_cpu(int home)
 			other = c;
 	}
 	run_on(home);
-	if (other < 0)
+	if (other < 0) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	return other;
 }
 

@@ -576,8 +576,10 @@ static void test_far_below_threshold_reads_no_other_stripe(void **state)
 	struct sluice_maps m;
 	struct inflight_unit_bpf *sk;
 
-	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	sk = unit_load(allowance + 44, 1, &m);
 	set_stripe(sk, 1000000);
 	assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 100), 44);
@@ -597,8 +599,10 @@ static void test_estimate_counts_stripes_older_than_it(void **state)
 	struct sluice_inflight in;
 	struct inflight_unit_bpf *sk;
 
-	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	sk = unit_load(60, 0, &m);
 	set_stripe(sk, 50);
 	assert_true(maps_fold_estimate(&m) >= 2);
@@ -622,8 +626,10 @@ static void test_estimate_follows_takes_and_releases_on_other_cpus(void **state)
 	struct inflight_unit_bpf *sk;
 	__u32 zero = 0;
 
-	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (cpus < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	sk = unit_load(1u << 30, 1, &m);
 	for (int round = 0; round < 3; round++) {
 		assert_int_equal(run_on(bpf_program__fd(sk->progs.unit_take), 0, 1000), 1000);
@@ -656,8 +662,10 @@ static void test_tick_read_folds_stripes(void **state)
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
 	struct sluice_inflight in;
 
-	if (cpus < 2)
+	if (cpus < 2) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 1, 7, -5);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
 	assert_int_equal(est.cls[1], 0);
@@ -684,8 +692,10 @@ static void test_daemon_fold_publishes_what_cpus_gave_back(void **state)
 	struct sluice_inflight_est est;
 	__u32 k = (__u32)h->f.idx[0];
 
-	if (cpus < 2)
+	if (cpus < 2) {
+		print_message("# skip reason: one CPU (the test needs a second one)\n");
 		skip();
+	}
 	write_stripes(bpf_map__fd(h->sk->maps.inflight_pcpu), k, 3, 9, -6);
 	assert_int_equal(maps_fold_estimate(&h->f.m), cpus);
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(h->sk->maps.inflight_est), &k, &est), 0);
