@@ -195,22 +195,56 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	}
 }
 
+/* Whether the caller on fd may change anything, as its request will be judged. */
+static int peer_may_change(const struct daemon *d, int fd)
+{
+	const char *group = d->cfg.switch_group;
+	struct group *gr = group[0] ? getgrnam(group) : NULL;
+	struct opp_peer p;
+	char why[512];
+
+	return !opp_peer_of(fd, &p, why, sizeof(why)) &&
+	       !opp_peer_allowed(&p, group, gr ? (long)gr->gr_gid : -1, why, sizeof(why));
+}
+
+/* A slot for a new connection, or -1. The socket is open to every local user: when the slots
+ * are full, an operator's connection takes the slot of a caller still waiting to send who may
+ * change nothing (its request could only be refused); otherwise a user with no rights could
+ * hold every slot with connections that send nothing, reconnecting as each is dropped, and
+ * lock the operators out. */
+static int free_slot(struct opserver *s, int may_change)
+{
+	int stranger = -1;
+
+	for (int i = 0; i < OPS_MAX_CONNS; i++) {
+		if (!s->c[i].state)
+			return i;
+		if (s->c[i].state == 1 && !s->c[i].may_change)
+			stranger = i;
+	}
+	if (!may_change || stranger < 0)
+		return -1;
+	conn_free(&s->c[stranger]);   /* the stranger sees the connection closed */
+	return stranger;
+}
+
 void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 {
 	if (s->lfd < 0)
 		return;
 	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i, may;
 
 		if (fd < 0)
 			break;
-		for (i = 0; i < OPS_MAX_CONNS && s->c[i].state; i++)
-			;
-		if (i == OPS_MAX_CONNS) {
+		may = peer_may_change(d, fd);
+		i = free_slot(s, may);
+		if (i < 0) {
 			close(fd);   /* busy: the client sees the connection closed */
 			continue;
 		}
-		s->c[i] = (struct ops_conn){ .fd = fd, .state = 1, .since_ns = now_ns };
+		s->c[i] = (struct ops_conn){ .fd = fd, .state = 1, .since_ns = now_ns,
+					     .may_change = may };
 	}
 	for (int i = 0; i < OPS_MAX_CONNS; i++) {
 		struct ops_conn *c = &s->c[i];

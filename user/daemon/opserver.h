@@ -33,6 +33,7 @@ struct ops_target {
 struct ops_conn {
 	int fd;
 	int state;                 /* 0 free, 1 waiting for the request, 2 waiting for a tick */
+	int may_change;            /* the caller was root or in switch_group when it connected */
 	unsigned long long since_ns;
 	unsigned long long applied_tick;
 	uint64_t seq;              /* writer job to wait for (0: none) */
@@ -53,7 +54,8 @@ struct opserver {
 };
 
 /* Listen on path (an old socket file there is replaced), mode 0666: anyone may ask, the
- * credentials decide. 0, or -1 with err. */
+ * credentials decide. A caller who may change nothing holds a slot only while no operator
+ * needs it. 0, or -1 with err. */
 int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen);
 void ops_close(struct opserver *s);
 /* The fds to poll (listening socket and connections); returns how many were added. */

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Unit tests: sluiced's operator socket (user/daemon/opserver.c) on a temp socket file, with
+ * a daemon that runs nothing (no services, no switch group: only root may change): who gets
+ * a connection slot and who is answered. Callers of another uid are forked children that
+ * drop to nobody before they connect (SO_PEERCRED is taken at connect). */
+#define _GNU_SOURCE   /* setgroups */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "daemon/daemon.h"
+#include "daemon/opserver.h"
+#include "ops/opproto.h"
+
+#define NOBODY 65534
+
+struct ctx {
+	char dir[64], path[128];
+	struct opserver s;
+	struct daemon *d;
+	pid_t child;                   /* holding connections as nobody, or 0 */
+	int release;                   /* the child exits when this pipe end closes */
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+	char err[256];
+
+	if (!c)
+		return -1;
+	snprintf(c->dir, sizeof(c->dir), "/tmp/sluice-ops.XXXXXX");
+	if (!mkdtemp(c->dir) || chmod(c->dir, 0755))
+		return -1;
+	snprintf(c->path, sizeof(c->path), "%s/%s", c->dir, OPP_SOCKET_NAME);
+	c->d = calloc(1, sizeof(*c->d));
+	if (!c->d || ops_listen(&c->s, c->path, err, sizeof(err)))
+		return -1;
+	c->release = -1;
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+
+	if (c->release >= 0)
+		close(c->release);
+	if (c->child > 0)
+		waitpid(c->child, NULL, 0);
+	ops_close(&c->s);
+	rmdir(c->dir);
+	free(c->d);
+	free(c);
+	return 0;
+}
+
+/* A child that connects n times as nobody and sends nothing; returns once it is connected
+ * (the connections are then in the listen queue). It exits when c->release is closed. */
+static void idle_callers(struct ctx *c, int n)
+{
+	int ready[2], hold[2];
+	char b;
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(hold), 0);
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		char err[256];
+
+		close(ready[0]);
+		close(hold[1]);
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		for (int i = 0; i < n; i++)
+			if (opp_connect(c->path, err, sizeof(err)) < 0)
+				_exit(2);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		read(hold[0], &b, 1);   /* until the parent closes its end */
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c->release = hold[1];
+}
+
+/* Root's request for a verb that does not exist: answered "unknown request" once it has a
+ * slot (refused before the verb when it has none: the connection closes). */
+static int root_asks(struct ctx *c, char *why, size_t len)
+{
+	json_t *req = json_pack("{s:s}", "op", "no such verb"), *ans = NULL;
+	int fd = opp_connect(c->path, why, len), rc = -1;
+
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, why, len), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	if (opp_recv(fd, 1000, &ans, why, len) == 0) {
+		snprintf(why, len, "%s", opp_str(ans, "error") ? opp_str(ans, "error") : "");
+		rc = 0;
+	}
+	json_decref(ans);
+	close(fd);
+	return rc;
+}
+
+/* Any local user may connect (the socket is 0666) but only an operator may change anything:
+ * connections that send nothing, from a user who could not change anything anyway, must not
+ * take the slots an operator's request needs. */
+static void test_idle_strangers_do_not_lock_out_root(void **state)
+{
+	struct ctx *c = *state;
+	char why[512];
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	idle_callers(c, OPS_MAX_CONNS);
+	ops_handle(&c->s, c->d, monotonic_ns());   /* every slot taken by nobody */
+	assert_int_equal(root_asks(c, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "unknown request 'no such verb'"));
+}
+
+/* A caller who may change nothing still hears why when there is room. */
+static void test_stranger_hears_refusal(void **state)
+{
+	struct ctx *c = *state;
+	int st;
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		json_t *req = json_pack("{s:s}", "op", "switch set"), *ans = NULL;
+		char err[256];
+		int fd;
+
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		fd = opp_connect(c->path, err, sizeof(err));
+		if (fd < 0 || opp_send(fd, req, err, sizeof(err)) ||
+		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
+			_exit(2);
+		_exit(strstr(opp_str(ans, "error") ? opp_str(ans, "error") : "",
+			     "permission denied") ? 0 : 3);
+	}
+	for (int i = 0; i < 200 && waitpid(c->child, &st, WNOHANG) == 0; i++) {
+		ops_handle(&c->s, c->d, monotonic_ns());
+		usleep(10000);
+	}
+	if (waitpid(c->child, &st, WNOHANG) == 0) {
+		kill(c->child, SIGKILL);
+		waitpid(c->child, &st, 0);
+	}
+	c->child = 0;
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Operators' connections are not pushed out by another operator's: a full table of them
+ * still turns the newcomer away. */
+static void test_full_of_operators_turns_away(void **state)
+{
+	struct ctx *c = *state;
+	int fds[OPS_MAX_CONNS];
+	char why[512];
+
+	for (int i = 0; i < OPS_MAX_CONNS; i++) {
+		fds[i] = opp_connect(c->path, why, sizeof(why));
+		assert_true(fds[i] >= 0);
+	}
+	ops_handle(&c->s, c->d, monotonic_ns());
+	assert_int_equal(root_asks(c, why, sizeof(why)), -1);   /* the connection closed */
+	for (int i = 0; i < OPS_MAX_CONNS; i++)
+		close(fds[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_idle_strangers_do_not_lock_out_root, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stranger_hears_refusal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_of_operators_turns_away, setup, teardown),
+	};
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
