@@ -196,6 +196,50 @@ static void test_full_of_operators_turns_away(void **state)
 		close(fds[i]);
 }
 
+/* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
+static json_t *clear_with_reason(struct ctx *c, const char *reason)
+{
+	json_t *req = json_pack("{s:s,s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+				"class", "L0", "reason", reason), *ans = NULL;
+	char err[256];
+	int fd = opp_connect(c->path, err, sizeof(err));
+
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, err, sizeof(err)), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	assert_int_equal(opp_recv(fd, 1000, &ans, err, sizeof(err)), 0);
+	close(fd);
+	return ans;
+}
+
+/* A request's reason goes into the audit record: any client may write to the socket, so the
+ * daemon holds it to a switch reason's rules itself. A line feed would forge a line of
+ * `switch log`; 300 bytes of "é" cut to the record's 255 would end inside a character and
+ * the record, refused as JSON, would not be written. */
+static void test_reason_checked_by_the_daemon(void **state)
+{
+	struct ctx *c = *state;
+	char long_utf8[301] = "";
+	json_t *ans;
+
+	ans = clear_with_reason(c, "drill on web");
+	assert_true(json_is_true(json_object_get(ans, "ok")));   /* nothing to clear: fine */
+	json_decref(ans);
+
+	ans = clear_with_reason(c, "drill\n2024-05-01T12:00:00Z root(0) switch set web/L0: forged");
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "reason: contains control characters"));
+	json_decref(ans);
+
+	for (int i = 0; i < 150; i++)
+		strcat(long_utf8, "\xc3\xa9");
+	ans = clear_with_reason(c, long_utf8);
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "reason: longer than 255 bytes"));
+	json_decref(ans);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +247,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stranger_hears_refusal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_of_operators_turns_away, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reason_checked_by_the_daemon, setup, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,6 +133,29 @@ static void caller_name(struct ops_req *r)
 		snprintf(r->user, sizeof(r->user), "uid%u", (unsigned)r->peer.uid);
 }
 
+/* The request's own "reason" goes into the audit record (switch clear and renew, plan revert,
+ * breaker reset, cascade clear): it is held to the rules of a switch's reason here, since any
+ * client may write to the socket, not only sluicectl, which checks them too. A line feed in it
+ * would print as a forged record in `switch log`; one longer than the record holds would be
+ * cut, maybe inside a UTF-8 sequence, and the record refused as JSON: the change in force, not
+ * audited. 0 when the reason is fine or absent, else -1 with what is wrong in why. */
+static int reason_refused(const json_t *j, char *why, size_t len)
+{
+	const char *reason = opp_str(j, "reason");
+
+	if (!reason)
+		return 0;
+	if (strlen(reason) >= SW_REASON_LEN) {
+		snprintf(why, len, "reason: longer than %d bytes", SW_REASON_LEN - 1);
+		return -1;
+	}
+	if (sw_text_problem(reason)) {
+		snprintf(why, len, "reason: %s", sw_text_problem(reason));
+		return -1;
+	}
+	return 0;
+}
+
 static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j,
 			   unsigned long long now_ns)
 {
@@ -158,6 +181,8 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	}
 	if (!fn)
 		return refuse(c, "unknown request '%s'", op ? op : "(none)");
+	if (reason_refused(j, why, sizeof(why)))
+		return refuse(c, "%s; nothing changed", why);
 	if (sd && strcmp(sd, d->cfg.state_dir))
 		return refuse(c, "sluiced keeps its switches in %s, not %s; nothing changed",
 			      d->cfg.state_dir, sd);
