@@ -96,7 +96,7 @@ static void test_peer_of_socketpair(void **state)
 	assert_int_equal(p.uid, getuid());
 	assert_int_equal(p.gid, getgid());
 	assert_int_equal(p.pid, getpid());
-	/* the supplementary groups come from /proc: the same count getgroups() sees */
+	/* the supplementary groups: the same count getgroups() sees */
 	assert_int_equal(p.n_groups, getgroups(0, NULL));
 	close(sv[0]);
 	close(sv[1]);

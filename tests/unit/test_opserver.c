@@ -3,7 +3,7 @@
  * a daemon that runs nothing (no services, no switch group: only root may change): who gets
  * a connection slot and who is answered. Callers of another uid are forked children that
  * drop to nobody before they connect (SO_PEERCRED is taken at connect). */
-#define _GNU_SOURCE   /* setgroups */
+#define _GNU_SOURCE   /* setgroups, setresuid */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,11 +139,27 @@ static void test_idle_strangers_do_not_lock_out_root(void **state)
 	assert_non_null(strstr(why, "unknown request 'no such verb'"));
 }
 
+/* Serve the socket until the child exits (2 s at most); its exit status, or -1. */
+static int serve_child(struct ctx *c)
+{
+	int st = 0;
+
+	for (int i = 0; i < 200 && waitpid(c->child, &st, WNOHANG) == 0; i++) {
+		ops_handle(&c->s, c->d, monotonic_ns());
+		usleep(10000);
+	}
+	if (waitpid(c->child, &st, WNOHANG) == 0) {
+		kill(c->child, SIGKILL);
+		waitpid(c->child, &st, 0);
+	}
+	c->child = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* A caller who may change nothing still hears why when there is room. */
 static void test_stranger_hears_refusal(void **state)
 {
 	struct ctx *c = *state;
-	int st;
 
 	if (geteuid() != 0) {
 		print_message("# skip reason: needs root (callers of another uid)\n");
@@ -165,17 +181,7 @@ static void test_stranger_hears_refusal(void **state)
 		_exit(strstr(opp_str(ans, "error") ? opp_str(ans, "error") : "",
 			     "permission denied") ? 0 : 3);
 	}
-	for (int i = 0; i < 200 && waitpid(c->child, &st, WNOHANG) == 0; i++) {
-		ops_handle(&c->s, c->d, monotonic_ns());
-		usleep(10000);
-	}
-	if (waitpid(c->child, &st, WNOHANG) == 0) {
-		kill(c->child, SIGKILL);
-		waitpid(c->child, &st, 0);
-	}
-	c->child = 0;
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(serve_child(c), 0);
 }
 
 /* Operators' connections are not pushed out by another operator's: a full table of them
@@ -194,6 +200,77 @@ static void test_full_of_operators_turns_away(void **state)
 	assert_int_equal(root_asks(c, why, sizeof(why)), -1);   /* the connection closed */
 	for (int i = 0; i < OPS_MAX_CONNS; i++)
 		close(fds[i]);
+}
+
+/* The caller is judged as it was when it connected, as SO_PEERCRED gives its uid: a caller
+ * with no group of its own that joins the switch group after connecting (here by its saved
+ * uid 0; in the wild, another process given the pid of a caller that exited) is still
+ * refused. The daemon read the groups from /proc/PID at the request and let it in. */
+static void test_groups_of_the_connection(void **state)
+{
+	struct ctx *c = *state;
+	const struct group *gr = getgrnam("daemon");
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	assert_non_null(gr);
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+					"class", "L0"), *ans = NULL;
+		gid_t g = gr->gr_gid;
+		char err[256];
+		int fd;
+
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, 0))
+			_exit(1);
+		fd = opp_connect(c->path, err, sizeof(err));
+		if (fd < 0 || seteuid(0) || setgroups(1, &g) || seteuid(NOBODY))
+			_exit(2);
+		if (opp_send(fd, req, err, sizeof(err)) ||
+		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
+			_exit(3);
+		_exit(strstr(opp_str(ans, "error") ? opp_str(ans, "error") : "",
+			     "permission denied") ? 0 : 4);
+	}
+	assert_int_equal(serve_child(c), 0);
+}
+
+/* ... and a member by a supplementary group it had when it connected is let in. */
+static void test_member_by_supplementary_group(void **state)
+{
+	struct ctx *c = *state;
+	const struct group *gr = getgrnam("daemon");
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	assert_non_null(gr);
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+					"class", "L0"), *ans = NULL;
+		gid_t g = gr->gr_gid;
+		char err[256];
+		int fd;
+
+		if (setgroups(1, &g) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		fd = opp_connect(c->path, err, sizeof(err));
+		if (fd < 0 || opp_send(fd, req, err, sizeof(err)) ||
+		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
+			_exit(3);
+		_exit(json_is_true(json_object_get(ans, "ok")) ? 0 : 4);
+	}
+	assert_int_equal(serve_child(c), 0);
 }
 
 /* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
@@ -248,6 +325,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stranger_hears_refusal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_of_operators_turns_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reason_checked_by_the_daemon, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_groups_of_the_connection, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -162,6 +162,26 @@ int opp_parse_status_groups(const char *status, struct opp_peer *p)
 	return 0;
 }
 
+/* The supplementary groups the peer had when it connected (SO_PEERGROUPS, Linux 4.13), the
+ * first OPP_MAX_GROUPS of them. 0, or -1 when the kernel has no such option. */
+static int peer_groups(int fd, struct opp_peer *p)
+{
+	gid_t g[OPP_MAX_GROUPS], *all = g;
+	socklen_t len = sizeof(g);
+	int rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len);
+
+	if (rc && errno == ERANGE && (all = malloc(len)))   /* len: the size they need */
+		rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, all, &len);
+	if (rc == 0) {
+		p->n_groups = 0;
+		for (size_t i = 0; i < len / sizeof(gid_t) && p->n_groups < OPP_MAX_GROUPS; i++)
+			p->groups[p->n_groups++] = (uint32_t)all[i];
+	}
+	if (all && all != g)
+		free(all);
+	return rc ? -1 : 0;
+}
+
 int opp_peer_of(int fd, struct opp_peer *p, char *err, size_t errlen)
 {
 	struct ucred uc;
@@ -176,8 +196,13 @@ int opp_peer_of(int fd, struct opp_peer *p, char *err, size_t errlen)
 	p->uid = uc.uid;
 	p->gid = uc.gid;
 	p->pid = uc.pid;
-	/* The supplementary groups are not part of SO_PEERCRED; the caller's /proc entry has
-	 * them (procfs never stalls). Without it only the primary group counts. */
+	/* The supplementary groups are not part of SO_PEERCRED. The socket has them as of the
+	 * connect, as it has the uid; the caller's /proc entry (procfs never stalls) is only for
+	 * kernels without SO_PEERGROUPS, since it says what the pid holds now: a caller could
+	 * join a group after connecting, or exit and leave its pid to a member's process.
+	 * Without either only the primary group counts. */
+	if (peer_groups(fd, p) == 0)
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%ld/status", (long)uc.pid);
 	sfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sfd >= 0) {

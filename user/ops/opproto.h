@@ -10,8 +10,8 @@
  * and listens on RUN_DIR/sluiced.sock, a unix SOCK_SEQPACKET socket: one JSON object per
  * message each way. A request is {"op": "switch set", ...the command's arguments as strings};
  * the answer is {"ok": true, "message": TEXT, ...} once the change is in the verdict map, or
- * {"ok": false, "error": TEXT}. The caller's identity is the kernel's (SO_PEERCRED: uid, gid,
- * and the supplementary groups of the calling process), never what the request says.
+ * {"ok": false, "error": TEXT}. The caller's identity is the kernel's (SO_PEERCRED: uid, gid;
+ * SO_PEERGROUPS: the supplementary groups, all as of the connect), never what the request says.
  *
  * No global state. */
 #ifndef SLUICE_OPPROTO_H
@@ -61,7 +61,8 @@ struct opp_peer {
 
 /* The "Groups:" line of /proc/PID/status text into p->groups. 0, or -1 when there is none. */
 int opp_parse_status_groups(const char *status, struct opp_peer *p);
-/* SO_PEERCRED of a connected unix socket, plus the groups from /proc. 0 / -1 with err. */
+/* SO_PEERCRED of a connected unix socket, plus the groups (SO_PEERGROUPS; from /proc on
+ * kernels without it). 0 / -1 with err. */
 int opp_peer_of(int fd, struct opp_peer *p, char *err, size_t errlen);
 /* Root, or a member of the switch group (its gid; group_gid < 0: the group is not configured
  * or does not exist, then only root): primary gid or a supplementary group. 0 when allowed;
