@@ -3,18 +3,17 @@
  * /metrics, prints one JSON line per event on stdout. SIGHUP or a change of the config file
  * reloads it; SIGTERM/SIGINT stop the process and leave the pinned data path in place. */
 #include <errno.h>
-#include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/cfgwatch.h"
 #include "daemon/cmdline.h"
 #include "daemon/daemon.h"
 #include "daemon/opserver.h"
@@ -54,31 +53,6 @@ static int check_config(const char *path)
 	       cfg.n_services == 1 ? "" : "s", cfg.n_ifspecs == 1 ? "" : "s",
 	       sluice_config_ifaces(&cfg, ifs, sizeof(ifs)));
 	return 0;
-}
-
-/* Watch the config's directory, not the file: editors replace files and a Kubernetes
- * ConfigMap swaps a symlinked directory atomically; either way the directory sees it. */
-static int watch_config_dir(const char *cfg_path)
-{
-	char dir[512];
-	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", cfg_path);
-	if (inotify_add_watch(fd, dirname(dir), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE |
-			      IN_DELETE | IN_ATTRIB | IN_MODIFY) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void drain(int fd)
-{
-	char buf[4096];
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
 }
 
 /* Generic XDP works but runs after the kernel has built an skb for every packet: the flood
@@ -150,9 +124,10 @@ static void rescan_interfaces(struct daemon *d, struct attach_state *at)
 	}
 }
 
-/* The control loop: a tick every control_interval_ms; SIGHUP forces a reload, a change in
- * the config's directory asks for one (applied at the next tick); SIGTERM/SIGINT end it. */
-static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops,
+/* The control loop: a tick every control_interval_ms; SIGHUP forces a reload, a change of
+ * the config file (daemon/cfgwatch.h) asks for one (applied at the next tick); SIGTERM/SIGINT
+ * end it. */
+static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opserver *ops,
 		     struct attach_state *at, int wfd)
 {
 	/* The first tick looks at the config once: an edit made after it was read and before
@@ -166,14 +141,12 @@ static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops,
 	while (running) {
 		unsigned long long now = monotonic_ns();
 		struct pollfd pfd[3 + 1 + OPS_MAX_CONNS] = { { .fd = sfd, .events = POLLIN },
-							     { .fd = ifd, .events = POLLIN },
+							     { .fd = cw->fd, .events = POLLIN },
 							     { .fd = wfd, .events = POLLIN } };
 		/* rounded up: a timeout of 0 for the last fraction of a millisecond would spin */
 		int timeout = next > now ? (int)((next - now + 999999) / 1000000) : 0;
 		int nfd = 3 + ops_pollfds(ops, pfd + 3, 1 + OPS_MAX_CONNS);
 
-		if (ifd < 0)
-			pfd[1].fd = -1;   /* poll ignores it */
 		if (poll(pfd, (nfds_t)nfd, timeout) > 0) {
 			struct signalfd_siginfo si;
 
@@ -183,11 +156,8 @@ static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops,
 				else
 					running = 0;
 			}
-			if (ifd >= 0 && (pfd[1].revents & POLLIN)) {
-				drain(ifd);
-				if (!reload_pending)
-					reload_pending = 1;
-			}
+			if ((pfd[1].revents & POLLIN) && cfgwatch_events(cw) && !reload_pending)
+				reload_pending = 1;
 			if (wfd >= 0 && (pfd[2].revents & POLLIN) &&
 			    ifaces_watch_drain(wfd, (const char (*)[IF_NAMESIZE])d->cfg.ifspecs,
 					       d->cfg.n_ifspecs))
@@ -204,6 +174,9 @@ static void run_loop(struct daemon *d, int sfd, int ifd, struct opserver *ops,
 			links_changed = 0;
 			next_rescan = now + IFACE_RESCAN_NS;
 		}
+		/* what no watch sees (a symlinked directory in the path swapped), within a second */
+		if (cfgwatch_look(cw, now) && !reload_pending)
+			reload_pending = 1;
 		if (reload_pending) {
 			daemon_reload(d, reload_pending == 2, now);
 			reload_pending = 0;
@@ -241,7 +214,8 @@ int main(int argc, char **argv)
 	const char *cfg_path, *pin_override;
 	char err[512], ifs[SLUICE_MAX_IFACES * (IF_NAMESIZE + 2)];
 	sigset_t mask;
-	int sfd, ifd, wfd, rc;
+	struct cfgwatch cw;
+	int sfd, wfd, rc;
 
 	log_init("sluiced", 0);
 	rc = cliopt_parse("sluiced", &sluiced_cmd, argc - 1, argv + 1, &a, NULL, NULL);
@@ -390,9 +364,12 @@ int main(int argc, char **argv)
 		signal(SIGHUP, SIG_IGN);
 		pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
 	}
-	ifd = watch_config_dir(cfg_path);
+	if (cfgwatch_open(&cw, cfg_path, monotonic_ns()) < 0)
+		log_warn("cannot watch %s (%s): its changes are seen within %llu s", cfg_path,
+			 strerror(errno), CFGWATCH_LOOK_NS / 1000000000ull);
 
-	run_loop(&d, sfd, ifd, &ops, &at, wfd);
+	run_loop(&d, sfd, &cw, &ops, &at, wfd);
+	cfgwatch_close(&cw);
 	if (wfd >= 0)
 		close(wfd);
 	ops_close(&ops);
