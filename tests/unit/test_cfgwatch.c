@@ -58,7 +58,7 @@ static char *at(const char *rel)
  * whose slow look is due, look. */
 static int noticed(struct cfgwatch *w, unsigned long long *now)
 {
-	int ev = cfgwatch_events(w);
+	int ev = cfgwatch_events(w, *now);
 
 	*now += CFGWATCH_LOOK_NS;
 	return cfgwatch_look(w, *now) | ev;
@@ -66,7 +66,7 @@ static int noticed(struct cfgwatch *w, unsigned long long *now)
 
 static int by_events(struct cfgwatch *w)
 {
-	return cfgwatch_events(w);
+	return cfgwatch_events(w, 0);
 }
 
 static void test_in_place_edit_and_nothing(void **st)
@@ -182,6 +182,55 @@ static void test_mode_change(void **st)
 	cfgwatch_close(&w);
 }
 
+/* A file written in place (cp, a redirect, a slow copy) is a prefix in between, and a
+ * prefix is often a valid config with fewer services: it is read only once the writes have
+ * stopped for CFGWATCH_SETTLE_NS, and a directory written without end cannot hold a reload
+ * back more than CFGWATCH_SETTLE_MAX_NS. */
+static void test_read_once_the_writes_stop(void **st)
+{
+	const unsigned long long ms = 1000000ull, t0 = 5000 * ms;
+	unsigned long long now = t0;
+	struct cfgwatch w;
+	int due = 0;
+
+	(void)st;
+	sh("mkdir %s/etc && echo a > %s/etc/c.yaml", base, base);
+	assert_true(cfgwatch_open(&w, at("etc/c.yaml"), now) >= 0);
+	assert_false(cfgwatch_due(&w, now));
+	sh(": > %s/etc/c.yaml", base);                 /* cp: truncated... */
+	assert_true(cfgwatch_events(&w, now));
+	assert_false(cfgwatch_due(&w, now + 100 * ms)); /* a tick later: still being written */
+	sh("echo 'services:' >> %s/etc/c.yaml", base);  /* ...the first half... */
+	now += 150 * ms;
+	assert_true(cfgwatch_events(&w, now));
+	assert_false(cfgwatch_due(&w, now + 100 * ms));
+	sh("echo '  - name: web' >> %s/etc/c.yaml", base); /* ...the rest */
+	now += 150 * ms;
+	assert_true(cfgwatch_events(&w, now));
+	assert_false(cfgwatch_due(&w, now + CFGWATCH_SETTLE_NS - 1));
+	assert_true(cfgwatch_due(&w, now + CFGWATCH_SETTLE_NS));
+	assert_false(cfgwatch_due(&w, now + CFGWATCH_SETTLE_NS + 100 * ms)); /* once */
+
+	/* never quiet: read all the same, CFGWATCH_SETTLE_MAX_NS after the first change */
+	now += 10000 * ms;
+	for (unsigned long long t = 0; t <= CFGWATCH_SETTLE_MAX_NS && !due; t += 100 * ms) {
+		sh("echo x >> %s/etc/other", base);
+		assert_true(cfgwatch_events(&w, now + t));
+		due = cfgwatch_due(&w, now + t);
+		if (due)
+			assert_true(t >= CFGWATCH_SETTLE_MAX_NS);
+	}
+	assert_true(due);
+
+	/* a later change waits the same */
+	sh("echo b > %s/etc/c.yaml", base);
+	now += 10000 * ms;
+	(void)cfgwatch_events(&w, now);
+	assert_false(cfgwatch_due(&w, now));
+	assert_true(cfgwatch_due(&w, now + CFGWATCH_SETTLE_NS));
+	cfgwatch_close(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +240,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_directory_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlinked_directory_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_once_the_writes_stop, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,14 @@ static void rewatch(struct cfgwatch *w)
 	w->wd[1] = wd[1];
 }
 
+static void note_change(struct cfgwatch *w, unsigned long long now_ns)
+{
+	if (!w->changed)
+		w->first_ns = now_ns;
+	w->changed = 1;
+	w->last_ns = now_ns;
+}
+
 int cfgwatch_open(struct cfgwatch *w, const char *path, unsigned long long now_ns)
 {
 	memset(w, 0, sizeof(*w));
@@ -70,7 +78,7 @@ int cfgwatch_open(struct cfgwatch *w, const char *path, unsigned long long now_n
 	return w->fd;
 }
 
-int cfgwatch_events(struct cfgwatch *w)
+int cfgwatch_events(struct cfgwatch *w, unsigned long long now_ns)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int any = 0;
@@ -89,6 +97,7 @@ int cfgwatch_events(struct cfgwatch *w)
 		/* before the reload reads the file: a change after this is seen by the new watches */
 		rewatch(w);
 		remember(w);
+		note_change(w, now_ns);
 	}
 	return any;
 }
@@ -103,6 +112,16 @@ int cfgwatch_look(struct cfgwatch *w, unsigned long long now_ns)
 	if (w->fd >= 0)
 		rewatch(w);
 	remember(w);
+	note_change(w, now_ns);
+	return 1;
+}
+
+int cfgwatch_due(struct cfgwatch *w, unsigned long long now_ns)
+{
+	if (!w->changed || (now_ns - w->last_ns < CFGWATCH_SETTLE_NS &&
+			    now_ns - w->first_ns < CFGWATCH_SETTLE_MAX_NS))
+		return 0;
+	w->changed = 0;
 	return 1;
 }
 

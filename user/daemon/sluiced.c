@@ -125,8 +125,8 @@ static void rescan_interfaces(struct daemon *d, struct attach_state *at)
 }
 
 /* The control loop: a tick every control_interval_ms; SIGHUP forces a reload, a change of
- * the config file (daemon/cfgwatch.h) asks for one (applied at the next tick); SIGTERM/SIGINT
- * end it. */
+ * the config file (daemon/cfgwatch.h) asks for one (applied at the first tick after the file
+ * settled); SIGTERM/SIGINT end it. */
 static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opserver *ops,
 		     struct attach_state *at, int wfd)
 {
@@ -156,8 +156,8 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 				else
 					running = 0;
 			}
-			if ((pfd[1].revents & POLLIN) && cfgwatch_events(cw) && !reload_pending)
-				reload_pending = 1;
+			if (pfd[1].revents & POLLIN)
+				cfgwatch_events(cw, monotonic_ns());
 			if (wfd >= 0 && (pfd[2].revents & POLLIN) &&
 			    ifaces_watch_drain(wfd, (const char (*)[IF_NAMESIZE])d->cfg.ifspecs,
 					       d->cfg.n_ifspecs))
@@ -174,8 +174,10 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 			links_changed = 0;
 			next_rescan = now + IFACE_RESCAN_NS;
 		}
-		/* what no watch sees (a symlinked directory in the path swapped), within a second */
-		if (cfgwatch_look(cw, now) && !reload_pending)
+		/* what no watch sees (a symlinked directory in the path swapped), within a second;
+		 * either read once the file has been left alone (not mid-write) */
+		cfgwatch_look(cw, now);
+		if (cfgwatch_due(cw, now) && !reload_pending)
 			reload_pending = 1;
 		if (reload_pending) {
 			daemon_reload(d, reload_pending == 2, now);
