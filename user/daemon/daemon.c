@@ -920,15 +920,19 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	    memcmp(next.ifspecs, d->cfg.ifspecs, sizeof(next.ifspecs)) ||
 	    strcmp(next.pin_dir, d->cfg.pin_dir) ||
 	    strcmp(next.state_dir, d->cfg.state_dir) || next.xdp_mode != d->cfg.xdp_mode ||
-	    strcmp(next.metrics_address, d->cfg.metrics_address)) {
+	    strcmp(next.metrics_address, d->cfg.metrics_address) ||
+	    strcmp(next.switch_group, d->cfg.switch_group)) {
 		/* metrics_address among them: the listener is opened once, at start, and a
-		 * reload that took the rest would say "reloaded" while /metrics stayed where it was */
-		log_error("config %s: interface, xdp_mode, pin_dir, state_dir and metrics_address "
-			  "changes need a restart; keeping the running config", d->cfg_path);
+		 * reload that took the rest would say "reloaded" while /metrics stayed where it was.
+		 * switch_group too: the file writer gives the state dir and audit log to the group
+		 * of the start; the socket would admit the new group to files it cannot read. */
+		log_error("config %s: interface, xdp_mode, pin_dir, state_dir, switch_group and "
+			  "metrics_address changes need a restart; keeping the running config",
+			  d->cfg_path);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
-			     "a change of interface, xdp_mode, pin_dir, state_dir or metrics_address "
-			     "needs a restart", "", SLUICE_EV_ALERT);
+			     "a change of interface, xdp_mode, pin_dir, state_dir, switch_group or "
+			     "metrics_address needs a restart", "", SLUICE_EV_ALERT);
 		sluice_config_free(&next);
 		free(d->cfg_text);
 		d->cfg_text = text;

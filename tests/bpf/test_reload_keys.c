@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* A reload may change only what a reload can apply. switch_group is read at start by the
+ * file writer, which gives the state dir and the audit log to that group after every audit
+ * line: a reload that took a new group would let its members change switches through the
+ * socket while the files stayed the old group's (the new members reading no `switch ls`,
+ * the old ones still reading it). It is refused like the other keys that need a restart,
+ * and the running config stays in force. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "daemon/daemon.h"
+
+static const char *OLD =
+	"interface: lo\n"
+	"switch_group: sre\n"
+	"services:\n"
+	"  - { name: a, port: 8080, protocol: tcp, limit: { fixed: 10 } }\n";
+static const char *NEW =
+	"interface: lo\n"
+	"switch_group: ops\n"
+	"services:\n"
+	"  - { name: a, port: 8080, protocol: tcp, limit: { fixed: 20 } }\n";
+
+static int setup(void **state)
+{
+	struct fixture *f = harness_fixture(OLD, 0, 1000000000ull);
+
+	*state = f;
+	return f ? 0 : -1;
+}
+
+static void test_switch_group_change_needs_a_restart(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	int fd = mkstemp(path);
+	struct doc_errors errs;
+	int rc;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, NEW, strlen(NEW)), (ssize_t)strlen(NEW));
+	close(fd);
+	memset(&d, 0, sizeof(d));
+	/* the daemon's own copies: an accepted reload frees them */
+	assert_int_equal(sluice_config_parse(OLD, strlen(OLD), "old", &d.cfg, &errs), 0);
+	d.m = f->m;
+	d.idx = calloc(2 * (size_t)f->cfg.n_services, sizeof(*d.idx));
+	memcpy(d.idx, f->idx, sizeof(*d.idx) * (size_t)f->cfg.n_services);
+	d.ctl = calloc((size_t)f->cfg.n_services, sizeof(*d.ctl));
+	d.books = calloc((size_t)f->cfg.n_services, sizeof(*d.books));
+	d.events = fopen("/dev/null", "w");
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+
+	rc = daemon_reload(&d, 1, monotonic_ns());
+	unlink(path);
+	assert_int_equal(rc, -1);
+	assert_int_equal(d.reloads_failed, 1);
+	assert_int_equal(d.reloads_ok, 0);
+	assert_string_equal(d.cfg.switch_group, "sre");
+	assert_int_equal(d.cfg.services[0].limit_fixed, 10);
+	fclose(d.events);
+	free(d.ctl);
+	free(d.books);
+	free(d.idx);
+	sluice_config_free(&d.cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_switch_group_change_needs_a_restart, setup,
+						harness_teardown),
+	};
+
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP needs root\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
