@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <linux/rtnetlink.h>
+#include <linux/pkt_sched.h>
 
 #include "kernel/ifaces.h"
 #include "common/config.h"
@@ -148,6 +149,42 @@ static struct nlmsghdr *route_msg(int type, int dst_len)
 	return &m.nh;
 }
 
+static struct nlmsghdr *tc_msg(int type, unsigned parent)
+{
+	static union { struct nlmsghdr nh; char b[64]; } m;
+	struct tcmsg *tc;
+
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_type = (unsigned short)type;
+	m.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*tc));
+	tc = NLMSG_DATA(&m.nh);
+	tc->tcm_ifindex = 2;
+	tc->tcm_parent = parent;
+	return &m.nh;
+}
+
+/* sluice's TC filters are not pinned: `tc qdisc del dev X clsact` by another tool took them
+ * off for good, the interface still shown as attached and its HTTP services unjudged. The
+ * deletion asks for a resolve (which puts them back), whatever the entries. */
+static void test_clsact_deletions_matter(void **st)
+{
+	const char ens[][IF_NAMESIZE] = { "ens*" };
+	const char autos[][IF_NAMESIZE] = { "auto" };
+
+	assert_true(ifaces_message_matters(tc_msg(RTM_DELQDISC, TC_H_CLSACT), ens, 1));
+	assert_true(ifaces_message_matters(tc_msg(RTM_DELQDISC, TC_H_CLSACT), autos, 1));
+	assert_true(ifaces_message_matters(tc_msg(RTM_DELTFILTER,
+		TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)), ens, 1));
+	assert_true(ifaces_message_matters(tc_msg(RTM_DELTFILTER,
+		TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS)), ens, 1));
+	/* a root qdisc or a class's filter going, a qdisc or filter added: nothing of sluice's */
+	assert_false(ifaces_message_matters(tc_msg(RTM_DELQDISC, TC_H_ROOT), ens, 1));
+	assert_false(ifaces_message_matters(tc_msg(RTM_DELTFILTER, TC_H_MAKE(0x10000, 0)), ens, 1));
+	assert_false(ifaces_message_matters(tc_msg(RTM_NEWQDISC, TC_H_CLSACT), ens, 1));
+	assert_false(ifaces_message_matters(tc_msg(RTM_NEWTFILTER,
+		TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)), ens, 1));
+}
+
 static void test_which_changes_matter(void **st)
 {
 	const char ens[][IF_NAMESIZE] = { "ens*", "eth0" };
@@ -215,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_links_of_this_namespace),
 		cmocka_unit_test(test_config_keys),
 		cmocka_unit_test(test_which_changes_matter),
+		cmocka_unit_test(test_clsact_deletions_matter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -456,6 +456,39 @@ static int attach_ifindex(struct attach_state *st, const char *pin_dir, int ifin
 			 bpf_program__fd(st->skel->progs.sluice_tc_ingress), err, errlen);
 }
 
+/* The program of sluice's filter on one hook of ifindex: its id, 0 when there is none. */
+static __u32 tc_prog_id(int ifindex, enum bpf_tc_attach_point where)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = SLUICE_TC_HANDLE, .priority = SLUICE_TC_PRIO);
+
+	return bpf_tc_query(&hook, &opts) == 0 ? opts.prog_id : 0;
+}
+
+/* The TC filters are owned by the interface's clsact qdisc, not pinned: another tool's
+ * `tc qdisc del dev X clsact` (or `tc filter del`) takes them off while the pinned XDP link
+ * stays, and the interface still looks attached. Without TC ingress no HTTP request is
+ * judged, without TC egress none ends: the service runs unprotected. Put them back. */
+static void restore_tc(struct attach_state *st, const struct attached_iface *a)
+{
+	static const enum bpf_tc_attach_point hooks[2] = { BPF_TC_INGRESS, BPF_TC_EGRESS };
+	int fds[2] = { bpf_program__fd(st->skel->progs.sluice_tc_ingress),
+		       bpf_program__fd(st->skel->progs.sluice_tc_egress) };
+	char err[256];
+
+	for (int i = 0; i < 2; i++) {
+		if (tc_prog_id(a->ifindex, hooks[i]))
+			continue; /* there: the running programs put it there (attach or adopt) */
+		if (attach_tc(a->ifindex, hooks[i], fds[i], err, sizeof(err)))
+			log_msg(LOG_WARN, "TC %s program on %s is gone and cannot be put back: %s",
+				i ? "egress" : "ingress", a->name, err);
+		else
+			log_msg(LOG_WARN, "TC %s program on %s was gone (its clsact qdisc or filter "
+				"deleted by something else): put back", i ? "egress" : "ingress",
+				a->name);
+	}
+}
+
 static int is_attached(const struct attach_state *st, int ifindex)
 {
 	for (int i = 0; i < st->n_ifaces; i++)
@@ -537,8 +570,11 @@ int attach_config(struct attach_state *st, const char *pin_dir,
 			st->ifaces[i--] = st->ifaces[--st->n_ifaces];
 		}
 	}
-	if (!start)
+	if (!start) {
 		detach_links(pin_dir, NULL, -1); /* only the pins of links whose device is gone */
+		for (int i = 0; i < st->n_ifaces; i++)
+			restore_tc(st, &st->ifaces[i]);
+	}
 	for (int i = 0; i < n_sel && st->n_ifaces < SLUICE_MAX_IFACES; i++) {
 		const struct iface_link *l = &links[sel[i]];
 

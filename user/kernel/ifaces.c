@@ -11,6 +11,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_link.h>
+#include <linux/pkt_sched.h>
 
 /* ---- the links (one RTM_GETLINK dump) */
 
@@ -271,7 +272,8 @@ int ifaces_pick(const struct iface_link *links, int n_links,
 int ifaces_watch_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE };
+				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE |
+						RTMGRP_TC };
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 
 	if (fd < 0)
@@ -296,6 +298,18 @@ int ifaces_message_matters(const struct nlmsghdr *nh, const char (*specs)[IF_NAM
 
 		return want_auto && nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*rt)) &&
 		       rt->rtm_dst_len == 0;
+	}
+	/* A clsact qdisc or a filter on one of its hooks deleted: maybe sluice's TC programs,
+	 * which the resolve puts back (other tc changes, a qdisc's statistics, do not matter). */
+	if (nh->nlmsg_type == RTM_DELQDISC || nh->nlmsg_type == RTM_DELTFILTER) {
+		const struct tcmsg *tc = NLMSG_DATA(nh);
+
+		if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*tc)))
+			return 0;
+		if (nh->nlmsg_type == RTM_DELQDISC)
+			return tc->tcm_parent == TC_H_CLSACT;
+		return tc->tcm_parent != TC_H_ROOT &&
+		       TC_H_MAJ(tc->tcm_parent) == TC_H_MAJ(TC_H_CLSACT);
 	}
 	if (nh->nlmsg_type == RTM_NEWLINK || nh->nlmsg_type == RTM_DELLINK) {
 		struct iface_link l;

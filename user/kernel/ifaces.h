@@ -48,12 +48,14 @@ int ifaces_pick(const struct iface_link *links, int n_links,
 		const char (*defroute)[IF_NAMESIZE], int n_defroute,
 		int *sel, int max, char *missing, size_t missing_len);
 
-/* A netlink socket told of link and route changes (non-blocking), or -errno. */
+/* A netlink socket told of link, route and tc changes (non-blocking), or -errno. */
 int ifaces_watch_open(void);
 /* Read what arrived: 1 when it may change the selection (time to resolve again), 0 when not.
  * A link's appearance or removal matters when its name matches an entry (a pod's veth coming
  * and going on a node does not, unless a pattern selects it); a route change only when it
- * is a default route and an entry is `auto`; lost messages (ENOBUFS) always do. */
+ * is a default route and an entry is `auto`; the deletion of a clsact qdisc or of a filter on
+ * one of its hooks does (sluice's TC programs may have gone with it: the resolve puts them
+ * back); lost messages (ENOBUFS) always do. */
 int ifaces_watch_drain(int fd, const char (*specs)[IF_NAMESIZE], int n_specs);
 
 /* The same decision for one netlink message (tests). */
