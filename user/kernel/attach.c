@@ -686,7 +686,13 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 			maps_close(&m);
 			return -EXDEV;
 		}
-		if (g.ifindex) {
+		struct find_ctx c = { (int)g.ifindex, path, sizeof(path), 0 };
+
+		/* The interface of a pinned link has its filters taken off with the link below:
+		 * deleting them twice made libbpf warn of a missing filter on every detach. */
+		if (g.ifindex)
+			each_link(pin_dir, find_fn, &c);
+		if (g.ifindex && !c.found) {
 			detach_tc(g.ifindex, BPF_TC_EGRESS);
 			detach_tc(g.ifindex, BPF_TC_INGRESS);
 		}
