@@ -338,6 +338,20 @@ int attach_list(const char *pin_dir, unsigned long long netns_ino, struct attach
 	return c.n;
 }
 
+/* The XDP on ifindex runs in the other mode than xdp_mode names (1 native, 2 generic; auto
+ * keeps what runs). xdp_mode can change only with a restart, which adopts the pinned link:
+ * swapping its program kept its mode, so `xdp_mode: generic` over a native link (or native
+ * over an earlier fallback to generic) was silently not applied. Recreating the link leaves
+ * XDP off the interface for the moment between the two calls, only on that change. */
+static int mode_differs(int ifindex, int xdp_mode)
+{
+	const char *now = attach_xdp_mode(ifindex, 0);
+
+	if (!now || !xdp_mode)
+		return 0;
+	return strcmp(now, xdp_mode == 1 ? "native" : "generic") != 0;
+}
+
 /* Pinned XDP link on this interface: swap its program. Otherwise create and pin one. */
 static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode,
 		      char *err, size_t errlen)
@@ -355,12 +369,13 @@ static int attach_xdp(struct attach_state *st, const char *pin_dir, int xdp_mode
 		memset(&info, 0, sizeof(info));
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
 		    info.type == BPF_LINK_TYPE_XDP && (int)info.xdp.ifindex == st->ifindex &&
-		    bpf_link_update(fd, prog_fd, NULL) == 0) {
+		    !mode_differs(st->ifindex, xdp_mode) && bpf_link_update(fd, prog_fd, NULL) == 0) {
 			st->xdp_link_fd = fd;
 			st->xdp_mode_used = "adopted";
 			return 0;
 		}
-		/* Stale link (interface gone or changed): replace it. */
+		/* Stale link (interface gone or changed), or one in the mode the config no longer
+		 * asks for: replace it. */
 		bpf_link_detach(fd);
 		close(fd);
 		unlink(path);
