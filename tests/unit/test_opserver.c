@@ -202,75 +202,65 @@ static void test_full_of_operators_turns_away(void **state)
 		close(fds[i]);
 }
 
+/* A caller of uid NOBODY asks for a "switch clear" of web/L0, with the group "daemon" as the
+ * switch group: with late_join, it has no group when it connects and joins "daemon" right
+ * after (by its saved uid 0); else it is in "daemon" from the start. 0 when the answer is the
+ * one wanted (a refusal for the late joiner, ok for the member). */
+static int caller_of_group(struct ctx *c, int late_join)
+{
+	const struct group *gr = getgrnam("daemon");
+
+	assert_non_null(gr);
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+					"class", "L0"), *ans = NULL;
+		gid_t g = gr->gr_gid;
+		const char *e;
+		char err[256];
+		int fd;
+
+		if (late_join ? setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+				setresuid(NOBODY, NOBODY, 0)
+			      : setgroups(1, &g) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		fd = opp_connect(c->path, err, sizeof(err));
+		if (fd < 0 || (late_join && (seteuid(0) || setgroups(1, &g) || seteuid(NOBODY))))
+			_exit(2);
+		if (opp_send(fd, req, err, sizeof(err)) ||
+		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
+			_exit(3);
+		e = opp_str(ans, "error");
+		if (late_join)
+			_exit(e && strstr(e, "permission denied") ? 0 : 4);
+		_exit(json_is_true(json_object_get(ans, "ok")) ? 0 : 4);
+	}
+	return serve_child(c);
+}
+
 /* The caller is judged as it was when it connected, as SO_PEERCRED gives its uid: a caller
  * with no group of its own that joins the switch group after connecting (here by its saved
  * uid 0; in the wild, another process given the pid of a caller that exited) is still
  * refused. The daemon read the groups from /proc/PID at the request and let it in. */
 static void test_groups_of_the_connection(void **state)
 {
-	struct ctx *c = *state;
-	const struct group *gr = getgrnam("daemon");
-
 	if (geteuid() != 0) {
 		print_message("# skip reason: needs root (callers of another uid)\n");
 		skip();
 	}
-	assert_non_null(gr);
-	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
-	c->child = fork();
-	assert_true(c->child >= 0);
-	if (c->child == 0) {
-		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
-					"class", "L0"), *ans = NULL;
-		gid_t g = gr->gr_gid;
-		char err[256];
-		int fd;
-
-		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-		    setresuid(NOBODY, NOBODY, 0))
-			_exit(1);
-		fd = opp_connect(c->path, err, sizeof(err));
-		if (fd < 0 || seteuid(0) || setgroups(1, &g) || seteuid(NOBODY))
-			_exit(2);
-		if (opp_send(fd, req, err, sizeof(err)) ||
-		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
-			_exit(3);
-		_exit(strstr(opp_str(ans, "error") ? opp_str(ans, "error") : "",
-			     "permission denied") ? 0 : 4);
-	}
-	assert_int_equal(serve_child(c), 0);
+	assert_int_equal(caller_of_group(*state, 1), 0);
 }
 
 /* ... and a member by a supplementary group it had when it connected is let in. */
 static void test_member_by_supplementary_group(void **state)
 {
-	struct ctx *c = *state;
-	const struct group *gr = getgrnam("daemon");
-
 	if (geteuid() != 0) {
 		print_message("# skip reason: needs root (callers of another uid)\n");
 		skip();
 	}
-	assert_non_null(gr);
-	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
-	c->child = fork();
-	assert_true(c->child >= 0);
-	if (c->child == 0) {
-		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
-					"class", "L0"), *ans = NULL;
-		gid_t g = gr->gr_gid;
-		char err[256];
-		int fd;
-
-		if (setgroups(1, &g) || setgid(NOBODY) || setuid(NOBODY))
-			_exit(1);
-		fd = opp_connect(c->path, err, sizeof(err));
-		if (fd < 0 || opp_send(fd, req, err, sizeof(err)) ||
-		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
-			_exit(3);
-		_exit(json_is_true(json_object_get(ans, "ok")) ? 0 : 4);
-	}
-	assert_int_equal(serve_child(c), 0);
+	assert_int_equal(caller_of_group(*state, 0), 0);
 }
 
 /* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
