@@ -499,7 +499,7 @@ ok $([ -z "$miss" ] && [ "$RUNTIME_PKGS" = "$want" ] && echo 0 || echo 1) \
 	"runtime: $RUNTIME_PKGS" "not in the archive:$miss"
 [ "$(grep -c '^FROM ${DEBIAN_IMAGE} AS \(build\|runtime\)$' "$DOCKERFILE")" = 2 ] &&
 	grep -q '^ARG DEBIAN_IMAGE=debian:12$' "$DOCKERFILE" &&
-	grep -q '^RUN make build/sluiced build/sluicectl' "$DOCKERFILE" &&
+	grep -q '^RUN make -j"$(nproc)" build/sluiced build/sluicectl' "$DOCKERFILE" &&
 	grep -q '^ENTRYPOINT \["/usr/local/bin/sluiced", "--config", "/etc/sluice/sluice.yaml"\]$' "$DOCKERFILE"
 ok $? "Dockerfile: two debian:12 stages, make build/sluiced build/sluicectl, ENTRYPOINT sluiced --config /etc/sluice/sluice.yaml"
 # `make image` (tools/image.sh) builds on a local base when no registry is reachable: it must
