@@ -373,6 +373,7 @@ static int do_breaker_reset(struct ops_req *r)
 	snprintf(r->msg, sizeof(r->msg), "breaker of %s reset to closed (was %s)",
 		 r->d->cfg.services[i].name, sluice_breaker_state_name(r->d->ctl[i].brk.state));
 	sluice_breaker_reset(&r->d->ctl[i].brk, r->now_ns, why, &sink);
+	sluice_brk_classes_clear(&r->d->ctl[i].brk_cls);   /* the window by class goes with it */
 	r->d->books[i].quiet = 0;      /* the next tick runs its controller and writes the verdict */
 	if (add_target(r, i, -1))
 		return -1;
