@@ -253,11 +253,35 @@ static void test_status_table_controller_line(void **state)
 	free(t);
 }
 
+/* A controller that never ticked has no heartbeat age: the line says so, never "-1.0s ago". */
+static void test_status_table_no_heartbeat(void **state)
+{
+	static struct status_snapshot s;
+	char *t;
+	(void)state;
+
+	snapshot(&s, 1000);
+	s.controller_alive = 0;
+	s.heartbeat_age_s = -1;                        /* status_collect: heartbeat_ns 0 */
+	t = table(&s, 0);
+	assert_null(strstr(t, "-1.0s"));
+	assert_non_null(strstr(t, "controller: SILENT (no heartbeat yet) -- data path is failing "
+				  "open"));
+	free(t);
+	s.controller_alive = 1;
+	s.heartbeat_age_s = 0.25;
+	t = table(&s, 0);
+	assert_non_null(strstr(t, "controller: alive (heartbeat 0.2s ago)\n"));
+	free(t);
+	status_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_table_fits_120),
 		cmocka_unit_test(test_status_table_controller_line),
+		cmocka_unit_test(test_status_table_no_heartbeat),
 		cmocka_unit_test(test_status_table_says_what_it_measures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -372,12 +372,23 @@ static void xdp_lines(FILE *f, const struct status_snapshot *s)
 	}
 }
 
+/* The controller's line. An age of -1 is a heartbeat never written (sluiced attached but has
+ * not ticked): said in words, not as "-1.0s ago". */
+static void controller_line(FILE *f, const struct status_snapshot *s)
+{
+	char age[32];
+
+	if (s->heartbeat_age_s < 0)
+		snprintf(age, sizeof(age), "no heartbeat yet");
+	else
+		snprintf(age, sizeof(age), "heartbeat %.1fs ago", s->heartbeat_age_s);
+	fprintf(f, "controller: %s (%s)%s\n", s->controller_alive ? "alive" : "SILENT", age,
+		s->controller_alive ? "" : " -- data path is failing open: admitting everything");
+}
+
 void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 {
-	fprintf(f, "controller: %s (heartbeat %.1fs ago)%s\n",
-		s->controller_alive ? "alive" : "SILENT",
-		s->heartbeat_age_s,
-		s->controller_alive ? "" : " -- data path is failing open: admitting everything");
+	controller_line(f, s);
 	if (s->n_ifaces >= 0) {
 		fprintf(f, "interfaces:");
 		for (int i = 0; i < s->n_ifaces; i++)
