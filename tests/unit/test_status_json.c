@@ -162,10 +162,65 @@ static void test_status_json_keys_and_types(void **state)
 	free(text);
 }
 
+static char *status_text(const struct status_snapshot *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(status_print_json(f, s), 0);
+	fclose(f);
+	return text;
+}
+
+/* The heartbeat's age as the data path judges it: a heartbeat stamped a moment after the
+ * snapshot's clock is fresh (age 0, alive), not 584 years old and silent. */
+static void test_status_heartbeat_edges(void **state)
+{
+	static struct status_snapshot s;
+	char *text;
+	json_t *v;
+	(void)state;
+
+	snapshot(&s);
+	s.g.heartbeat_timeout_ns = 500000000ull;
+	s.now_ns = 1000000000000ull;
+	s.g.heartbeat_ns = s.now_ns + 1000;           /* written between the two reads */
+	status_heartbeat(&s);
+	assert_int_equal(s.controller_alive, 1);
+	assert_true(s.heartbeat_age_s == 0);
+	text = status_text(&s);
+	v = json_loads(text, 0, NULL);
+	assert_non_null(v);
+	assert_true(json_is_true(at(v, "controller_alive")));
+	assert_true(json_real_value(at(v, "heartbeat_age_s")) == 0);
+	json_decref(v);
+	free(text);
+	s.g.heartbeat_ns = s.now_ns - 250000000ull;   /* a quarter second old: alive */
+	status_heartbeat(&s);
+	assert_int_equal(s.controller_alive, 1);
+	assert_true(s.heartbeat_age_s == 0.25);
+	s.g.heartbeat_ns = s.now_ns - 600000000ull;   /* past the timeout: silent */
+	status_heartbeat(&s);
+	assert_int_equal(s.controller_alive, 0);
+	assert_true(s.heartbeat_age_s == 0.6);
+	s.g.heartbeat_ns = s.now_ns + 3 * SLUICE_COARSE_TICK_NS;   /* too far ahead: the data
+								     * path fails open */
+	status_heartbeat(&s);
+	assert_int_equal(s.controller_alive, 0);
+	s.g.heartbeat_ns = 0;                          /* never written */
+	status_heartbeat(&s);
+	assert_int_equal(s.controller_alive, 0);
+	assert_true(s.heartbeat_age_s == -1);
+	status_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_json_keys_and_types),
+		cmocka_unit_test(test_status_heartbeat_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,9 +86,10 @@ static int do_reset(const void *args, void *ctx)
 			  o->pin_dir);
 		goto out;
 	}
-	t0 = monotonic_ns();
+	/* The clock after the heartbeat: read before, a tick stamped in between looked 584
+	 * years old and a running sluiced "not running". */
 	if (maps_read_globals(&m, &g) || !g.heartbeat_ns ||
-	    t0 - g.heartbeat_ns > g.heartbeat_timeout_ns) {
+	    (t0 = monotonic_ns()) - g.heartbeat_ns > g.heartbeat_timeout_ns) {
 		log_error("baseline reset: sluiced is not running (no recent heartbeat at %s); "
 			  "nothing reset", o->pin_dir);
 		goto out;

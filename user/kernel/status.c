@@ -105,6 +105,22 @@ static long long untrusted_of(const struct sluice_maps *m, int i)
 	return maps_read_untrusted(m, i, &u) ? -1 : (long long)u.ignored;
 }
 
+void status_heartbeat(struct status_snapshot *s)
+{
+	long long age = (long long)(s->now_ns - s->g.heartbeat_ns);
+
+	if (!s->g.heartbeat_ns) {
+		s->heartbeat_age_s = -1;
+		s->controller_alive = 0;
+		return;
+	}
+	/* Signed, as the data path compares (bpf/admit.h): a heartbeat up to two coarse ticks
+	 * ahead of our clock is a fresh one, not a silent controller. */
+	s->controller_alive = age <= (long long)s->g.heartbeat_timeout_ns &&
+		age >= -2 * (long long)SLUICE_COARSE_TICK_NS;
+	s->heartbeat_age_s = age > 0 ? (double)age / 1e9 : 0;
+}
+
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows)
 {
 	struct service_status *keep = out->s;
@@ -122,14 +138,13 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		out->s = ns;
 		out->cap = m->n_slots;
 	}
-	out->now_ns = monotonic_ns();
 	out->n_ifaces = -1;
 	if ((err = maps_read_globals(m, &out->g)))
 		return err;
-	out->heartbeat_age_s = out->g.heartbeat_ns ?
-		(double)(out->now_ns - out->g.heartbeat_ns) / 1e9 : -1;
-	out->controller_alive = out->g.heartbeat_ns &&
-		out->now_ns - out->g.heartbeat_ns <= out->g.heartbeat_timeout_ns;
+	/* The clock after the heartbeat: read before, a tick written in between was "from the
+	 * future" and its unsigned age 584 years. */
+	out->now_ns = monotonic_ns();
+	status_heartbeat(out);
 	maps_read_pkt_stats(m, &out->pkt);
 	out->flows = -1;
 	if (count_flows)

@@ -77,6 +77,9 @@ struct status_snapshot {
  * starts zeroed or from an earlier collect (its service array is reused and grown). */
 int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int count_flows);
 void status_free(struct status_snapshot *s);
+/* heartbeat_age_s (-1: never written; 0 for one stamped a moment after now_ns) and
+ * controller_alive, from s->g and s->now_ns, judged as the data path judges them. */
+void status_heartbeat(struct status_snapshot *s);
 /* Where the data path runs: the interfaces of the pinned XDP links under pin_dir, and how
  * XDP runs on each. Call after status_collect (which forgets them). */
 void status_collect_ifaces(struct status_snapshot *s, const char *pin_dir);
