@@ -12,6 +12,7 @@
 
 #include "kernel/status.h"
 #include "common/names.h"
+#include "control/signals.h"
 
 #define BIG 4000000000ull                 /* ten digits: a long-lived node's counters */
 
@@ -276,12 +277,42 @@ static void test_status_table_no_heartbeat(void **state)
 	status_free(&s);
 }
 
+/* `hist`: the last bucket holds every latency from its lower bound on (a 5-minute request
+ * too), so its range is open, not the 134 s a bucket of that width would end at. */
+static void test_hist_overflow_bucket(void **state)
+{
+	static struct status_snapshot s;
+	char *buf = NULL, want[64];
+	size_t len = 0;
+	FILE *f;
+	(void)state;
+
+	snapshot(&s, 1000);
+	memset(&s.s[0].cls[0].hist, 0, sizeof(s.s[0].cls[0].hist));
+	s.s[0].cls[0].hist.bucket[sluice_hist_bucket(300000000ull)] = 3;   /* 300 s */
+	s.s[0].cls[0].hist.bucket[sluice_hist_bucket(1000)] = 1;
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	status_print_hist(f, &s.s[0], 0);
+	fclose(f);
+	snprintf(want, sizeof(want), "%llu -> inf : 3 ",
+		 (unsigned long long)sluice_hist_lower_us(SLUICE_HIST_BUCKETS - 1));
+	assert_non_null(strstr(buf, want));
+	snprintf(want, sizeof(want), "-> %llu ",
+		 (unsigned long long)sluice_hist_upper_us(SLUICE_HIST_BUCKETS - 1) - 1);
+	assert_null(strstr(buf, want));
+	assert_non_null(strstr(buf, "web L0: request latency, 4 requests\n"));
+	free(buf);
+	status_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_table_fits_120),
 		cmocka_unit_test(test_status_table_controller_line),
 		cmocka_unit_test(test_status_table_no_heartbeat),
+		cmocka_unit_test(test_hist_overflow_bucket),
 		cmocka_unit_test(test_status_table_says_what_it_measures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

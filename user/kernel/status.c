@@ -622,6 +622,19 @@ int status_print_json(FILE *f, const struct status_snapshot *s)
 	return rc;
 }
 
+/* A bucket's bounds in microseconds. The last one has no upper bound: the data path puts every
+ * latency from its lower bound on into it (sluice_hist_bucket), a 5-minute request too. */
+static void hist_range(char *buf, size_t len, unsigned i)
+{
+	unsigned long long lo = sluice_hist_lower_us(i);
+
+	if (i == SLUICE_HIST_BUCKETS - 1)
+		snprintf(buf, len, "%llu -> inf", lo);
+	else
+		snprintf(buf, len, "%llu -> %llu", lo,
+			 (unsigned long long)sluice_hist_upper_us(i) - 1);
+}
+
 void status_print_hist(FILE *f, const struct service_status *s, int cls)
 {
 	struct sluice_hist h;
@@ -656,9 +669,7 @@ void status_print_hist(FILE *f, const struct service_status *s, int cls)
 		char range[32];
 		int stars = (int)(40 * h.bucket[i] / max);
 
-		snprintf(range, sizeof(range), "%llu -> %llu",
-			 (unsigned long long)sluice_hist_lower_us((unsigned)i),
-			 (unsigned long long)sluice_hist_upper_us((unsigned)i) - 1);
+		hist_range(range, sizeof(range), (unsigned)i);
 		fprintf(f, "%24s : %-10llu |%-40.*s|\n", range, (unsigned long long)h.bucket[i],
 			stars, "****************************************");
 	}
