@@ -254,6 +254,51 @@ static void test_status_table_controller_line(void **state)
 	free(t);
 }
 
+/* Counters since attach pass ten digits on a busy node (a day at 100k/s), and a SYN flood
+ * passes a million a second: each number stays in its column, under its heading, so the
+ * cells after it do too. */
+static void test_status_table_long_numbers(void **state)
+{
+	static struct status_snapshot s;
+	char v[32], *t;
+	(void)state;
+
+	snapshot(&s, 18446744073709551615ull);        /* every counter at its largest */
+	s.pkt.service = s.pkt.malformed = s.pkt.rst_sent = s.pkt.reply_sent = BIG;
+	s.pkt.reply_failed = BIG;                     /* (a line of words, not columns) */
+	s.s[0].cls[0].st.arrivals = 12345678901ull;   /* 11 digits */
+	s.s[0].cls[0].st.admitted = 1234567890ull;    /* 10: fits, exact */
+	s.s[0].cls[0].rate_per_s = 2345678.9;
+	for (int wide = 0; wide < 2; wide++) {
+		t = table(&s, wide);
+		if (!wide && widest_line(t) > 120) {
+			fprintf(stderr, "%s", t);
+			fail_msg("the status table is %d columns wide (at most 120)", widest_line(t));
+		}
+		cell(t, "web", "L0", "arrived", v, sizeof(v));
+		assert_string_equal(v, "12345.7M");
+		cell(t, "web", "L0", "admitted", v, sizeof(v));
+		assert_string_equal(v, "1234567890");
+		cell(t, "web", "L0", "req/s", v, sizeof(v));
+		assert_string_equal(v, "2345.7k");
+		cell(t, "web", "L1", "arrived", v, sizeof(v));
+		assert_string_equal(v, "18446.7P");
+		cell(t, "web", "L1", "p50", v, sizeof(v));   /* the cells after them in place */
+		assert_string_equal(v, "100.0s");
+		if (wide) {
+			cell(t, "web", "L1", "errors", v, sizeof(v));
+			assert_string_equal(v, "18446.7P");
+			cell(t, "web", "L1", "fail-open", v, sizeof(v));
+			assert_string_equal(v, "18446.7P");
+		} else {
+			cell(t, "web", "L1", "rejected", v, sizeof(v));
+			assert_true(strlen(v) <= 10);
+		}
+		free(t);
+	}
+	status_free(&s);
+}
+
 /* A controller that never ticked has no heartbeat age: the line says so, never "-1.0s ago". */
 static void test_status_table_no_heartbeat(void **state)
 {
@@ -312,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_status_table_fits_120),
 		cmocka_unit_test(test_status_table_controller_line),
 		cmocka_unit_test(test_status_table_no_heartbeat),
+		cmocka_unit_test(test_status_table_long_numbers),
 		cmocka_unit_test(test_hist_overflow_bucket),
 		cmocka_unit_test(test_status_table_says_what_it_measures),
 	};

@@ -275,16 +275,40 @@ static void class_head(FILE *f)
 		"arrived", "admitted", "admitted%");
 }
 
+/* Shortens buf, which holds v as printed, to at most `width` characters in thousands,
+ * millions, ... ("12.3G") when it is longer: a column's number is never wider than its
+ * heading's column, so the cells after it stay under their headings. */
+static const char *scale_to(char *buf, size_t len, double v, int width)
+{
+	static const char unit[] = "kMGTPE";
+
+	for (int u = 0; (int)strlen(buf) > width && unit[u]; u++) {
+		v /= 1000;
+		snprintf(buf, len, "%.1f%c", v, unit[u]);
+	}
+	return buf;
+}
+
+/* A counter since attach in at most `width` characters: exact while it fits. At 100k
+ * arrivals a second a class passes ten digits in a day. */
+static const char *count_cell(char *buf, size_t len, unsigned long long v, int width)
+{
+	snprintf(buf, len, "%llu", v);
+	return scale_to(buf, len, (double)v, width);
+}
+
 static void class_row(FILE *f, int c, const struct class_status *cs)
 {
-	char rate[16] = "-", adm[16];
+	char rate[24] = "-", adm[16], arr[24], ok[24];
 
-	if (cs->rate_per_s >= 0)
+	if (cs->rate_per_s >= 0) {
 		snprintf(rate, sizeof(rate), "%.1f", cs->rate_per_s);
+		scale_to(rate, sizeof(rate), cs->rate_per_s, 7);
+	}
 	admitted_pct(adm, sizeof(adm), &cs->st);
-	fprintf(f, "  %-5s %7s %9lld %9u %10llu %10llu %9s", sluice_class_name(c), rate,
-		cs->in_flight, cs->threshold, (unsigned long long)cs->st.arrivals,
-		(unsigned long long)cs->st.admitted, adm);
+	fprintf(f, "  %-5s %7s %9lld %9u %10s %10s %9s", sluice_class_name(c), rate,
+		cs->in_flight, cs->threshold, count_cell(arr, sizeof(arr), cs->st.arrivals, 10),
+		count_cell(ok, sizeof(ok), cs->st.admitted, 10), adm);
 }
 
 /* A latency in at most 8 characters: "9999.9ms", then seconds ("67.1s"). */
@@ -435,19 +459,23 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 		fprintf(f, " %8s %8s %7s %7s\n", "p50", "p99", "ladder%", "switch%");
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct class_status *cs = &sv->cls[c];
+			char n1[24], n2[24], n3[24], n4[24];
 
 			class_row(f, c, cs);
 			if (wide) {
 				for (int r = 0; r < SLUICE_REJ_REASONS; r++)
-					fprintf(f, " %*llu", rej_width(r),
-						(unsigned long long)cs->st.rejected[r]);
-				fprintf(f, " %9llu %5.1f%% %9llu %9llu %9llu",
-					(unsigned long long)cs->st.errors, 100.0 * cs->error_rate,
-					(unsigned long long)cs->st.resp_429,
-					(unsigned long long)cs->st.retransmits,
-					(unsigned long long)cs->st.fail_open);
+					fprintf(f, " %*s", rej_width(r),
+						count_cell(n1, sizeof(n1), cs->st.rejected[r],
+							   rej_width(r)));
+				fprintf(f, " %9s %5.1f%% %9s %9s %9s",
+					count_cell(n1, sizeof(n1), cs->st.errors, 9),
+					100.0 * cs->error_rate,
+					count_cell(n2, sizeof(n2), cs->st.resp_429, 9),
+					count_cell(n3, sizeof(n3), cs->st.retransmits, 9),
+					count_cell(n4, sizeof(n4), cs->st.fail_open, 9));
 			} else {
-				fprintf(f, " %10llu %5.1f%%", rejected_total(&cs->st),
+				fprintf(f, " %10s %5.1f%%",
+					count_cell(n1, sizeof(n1), rejected_total(&cs->st), 10),
 					100.0 * cs->error_rate);
 			}
 			class_tail(f, cs);
