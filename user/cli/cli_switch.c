@@ -180,6 +180,50 @@ static const char *service_note(const struct cli_opts *o, const char *service)
 }
 
 /* `switch ls --json`: the file's fields of every switch plus its age and time left. */
+/* Grows *w to the length of s. */
+static void fit_width(int *w, const char *s)
+{
+	if ((int)strlen(s) > *w)
+		*w = (int)strlen(s);
+}
+
+/* The table of `switch ls`. The free-length columns (a service name of 31 characters, a
+ * 14-day switch's "13d23h59m12s" left) are as wide as their longest cell, so every row stays
+ * under the headings. */
+static void print_ls_table(const struct cli_opts *o, const struct sw_set *set, uint64_t now)
+{
+	static char age[SW_MAX][24], left[SW_MAX][24];
+	int ws = 16, wo = 12, wa = 10, wl = 10;
+
+	for (int i = 0; i < set->n; i++) {
+		const struct sw_switch *sw = &set->sw[i];
+
+		duration_format(now > sw->set_at ? now - sw->set_at : 0, age[i], sizeof(age[i]));
+		if (sw->expires_at > now)
+			duration_format(sw->expires_at - now, left[i], sizeof(left[i]));
+		else
+			snprintf(left[i], sizeof(left[i]), "EXPIRED");
+		fit_width(&ws, sw->service);
+		fit_width(&wo, sw->owner);
+		fit_width(&wa, age[i]);
+		fit_width(&wl, left[i]);
+	}
+	printf("%-*s %-5s %5s  %-10s %-*s %-*s %-*s %-20s %5s  %s\n", ws, "SERVICE", "CLASS",
+	       "SHED", "KIND", wo, "OWNER", wa, "AGE", wl, "LEFT", "EXPIRES (UTC)", "RENEW",
+	       "REASON");
+	for (int i = 0; i < set->n; i++) {
+		const struct sw_switch *sw = &set->sw[i];
+		char iso[SLUICE_ISO_LEN];
+
+		printf("%-*s %-5s %4d%%  %-10s %-*s %-*s %-*s %-20s %5d  %s%s%s%s\n",
+		       ws, sw->service, sw_class_str(sw->class), sw->shed_pct, sw_kind_str(sw->kind),
+		       wo, sw->owner, wa, age[i], wl, left[i],
+		       time_format_iso(sw->expires_at, iso, sizeof(iso)), sw->renewals, sw->reason,
+		       service_note(o, sw->service), sw->runbook[0] ? "  runbook " : "",
+		       sw->runbook);
+	}
+}
+
 static int print_ls_json(const struct sw_set *set, uint64_t now)
 {
 	json_t *arr = json_array();
@@ -248,23 +292,7 @@ static int do_ls(const void *args, void *ctx)
 		printf("no switches in force: all traffic normal (%s)\n", path);
 		return EXIT_OK;
 	}
-	printf("%-16s %-5s %5s  %-10s %-12s %-10s %-10s %-20s %5s  %s\n", "SERVICE", "CLASS",
-	       "SHED", "KIND", "OWNER", "AGE", "LEFT", "EXPIRES (UTC)", "RENEW", "REASON");
-	for (int i = 0; i < set.n; i++) {
-		const struct sw_switch *sw = &set.sw[i];
-		char age[24], left[32], iso[SLUICE_ISO_LEN];
-
-		duration_format(now > sw->set_at ? now - sw->set_at : 0, age, sizeof(age));
-		if (sw->expires_at > now)
-			duration_format(sw->expires_at - now, left, sizeof(left));
-		else
-			snprintf(left, sizeof(left), "EXPIRED");
-		printf("%-16s %-5s %4d%%  %-10s %-12s %-10s %-10s %-20s %5d  %s%s%s%s\n",
-		       sw->service, sw_class_str(sw->class), sw->shed_pct, sw_kind_str(sw->kind),
-		       sw->owner, age, left, time_format_iso(sw->expires_at, iso, sizeof(iso)),
-		       sw->renewals, sw->reason, service_note(o, sw->service),
-		       sw->runbook[0] ? "  runbook " : "", sw->runbook);
-	}
+	print_ls_table(o, &set, now);
 	for (int i = 0; i < set.n; i++)
 		if (set.sw[i].expires_at <= now) {
 			printf("(EXPIRED switches shed nothing; sluiced removes them from the file)\n");
