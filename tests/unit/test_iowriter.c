@@ -349,6 +349,44 @@ static void test_refused_job_stays_in_force(void **state)
 	rmdir(lock);
 }
 
+/* A change the file refused stays in force in memory; the next job, once the file takes
+ * writes again, must save it with its own change, not rebuild the set from the stale file and
+ * drop it (unsaved, unaudited as gone). */
+static void test_refused_change_survives_next_job(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch)), *ch2 = calloc(1, sizeof(*ch2));
+	char err[256], lock[200];
+	struct sw_set *onfile = malloc(sizeof(*onfile));
+	uint64_t seq;
+
+	assert_non_null(onfile);
+	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&ch->sw, "web", "L1", "100", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "web");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_int_equal(rmdir(lock), 0);           /* the file system takes writes again */
+	mk(&ch2->sw, "web", "L2", "30", "1h", wall());
+	snprintf(ch2->service, sizeof(ch2->service), "web");
+	ch2->cls = 2;
+	ch2->present = 1;
+	seq = iow_enqueue(&c->w, ch2, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 0);
+	assert_int_equal(wait_set(c, seq), 0);
+	assert_int_equal(c->news.set.n, 2);
+	assert_non_null(sw_set_find(&c->news.set, "web", 1));
+	assert_int_equal(sw_load(c->sw, onfile, err, sizeof(err)), 0);
+	assert_int_equal(onfile->n, 2);
+	free(onfile);
+}
+
 /* The audit log is a FIFO nobody reads: the writer blocks in open(); taking the news must not
  * wait, the job stays unfinished, and past IOW_MAX_QUEUE jobs enqueueing refuses. The stuck
  * thread is left behind (as sluiced leaves it at exit). */
@@ -425,6 +463,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

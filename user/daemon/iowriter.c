@@ -154,11 +154,16 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 		if (fd >= 0) {
 			if (note[0])
 				add_msg(w, "%s", note);
+			/* After a refused save the file lacks changes still in force: build on
+			 * memory, or this save would drop them without a word. */
+			if (w->unsaved)
+				cur = *w->known;
 			apply_changes(&cur, j);
 			if (switch_writer_save(path, &cur, err, sizeof(err)) == 0) {
 				remember(w, path);
 				sw_unlock(fd);
 				*w->known = cur;
+				w->unsaved = 0;
 				audit_all(w, j->audit, j->n_audit, j->seq);
 				return;
 			}
@@ -170,6 +175,7 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 		add_msg(w, "%s", msg);
 		job_failed(w, j->seq, msg);
 		apply_changes(w->known, j);
+		w->unsaved = 1;
 	}
 	audit_all(w, j->audit, j->n_audit, j->seq);
 }
@@ -220,9 +226,13 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 		post_set(w, seq, 0, 0, gone, n);
 		return;
 	}
+	if (w->unsaved)
+		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
 	if (n > 0 && switch_writer_save(path, &cur, err, sizeof(err)))
 		add_msg(w, "switch expiry: cannot save %s: %s", path, err);
+	else if (n > 0)
+		w->unsaved = 0;
 	remember(w, path);
 	sw_unlock(fd);
 	*w->known = cur;
@@ -258,6 +268,7 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 	if (w->first_read)
 		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0);
 	*w->known = fresh;
+	w->unsaved = 0;    /* an edit by hand is the new truth; audit_diff recorded what it dropped */
 	post_set(w, seq, w->first_read, 0, NULL, 0);
 	sweep_expired(w, path, seq);
 }

@@ -76,6 +76,7 @@ struct iowriter {
 	uint64_t news_seq;           /* jobs included in news->set */
 	/* the thread's own */
 	struct sw_set *known;        /* what the file held when last read or written */
+	int unsaved;                 /* known holds changes the file refused: it is the truth */
 	int have_file;
 	dev_t dev;
 	ino_t ino;
