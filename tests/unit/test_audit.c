@@ -7,9 +7,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +129,44 @@ static void test_audit_append_and_parse(void **state)
 	assert_string_equal(r.reason, "INC-42 resolved");
 	assert_non_null(strstr(lines[2], "\"new\":null"));
 	assert_int_equal(r.time, T0 + 900);
+}
+
+/* A write cut short (disk full; here the file size limit) leaves part of a record without
+ * its newline; the next record must still start a line of its own and read back. */
+static void test_audit_after_short_write(void **state)
+{
+	struct ctx *c = *state;
+	struct audit_entry e, back;
+	struct sw_switch sw;
+	struct rlimit was, lim;
+	struct stat st;
+	char err[256], lines[4][2048];
+	int n;
+
+	mk(&sw, "L3", "100", "INC-42", "30m", T0);
+	audit_entry_make(&e, T0, 1000, "alice", "switch set", "web", 3, NULL, &sw, NULL);
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	assert_int_equal(stat(c->path, &st), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = (rlim_t)st.st_size + 40;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	n = audit_append(c->path, &e, err, sizeof(err));
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(n, -1);
+	assert_non_null(strstr(err, "cannot write audit log"));
+	audit_entry_make(&e, T0 + 60, 1000, "alice", "switch clear", "web", 3, &sw, NULL,
+			 "INC-42 resolved");
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	n = read_lines(c->path, lines, 4);
+	assert_true(n >= 2);
+	lines[n - 1][strcspn(lines[n - 1], "\n")] = 0;
+	assert_int_equal(audit_parse_line(lines[n - 1], &back, err, sizeof(err)), 0);
+	assert_string_equal(back.command, "switch clear");
+	lines[0][strcspn(lines[0], "\n")] = 0;
+	assert_int_equal(audit_parse_line(lines[0], &back, err, sizeof(err)), 0);
 }
 
 static void test_audit_each_line_is_json(void **state)
@@ -322,6 +362,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_audit_append_and_parse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_after_short_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_each_line_is_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_print_human, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_missing_log, setup, teardown),

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -202,10 +203,31 @@ char *audit_format_human(const struct audit_entry *e, char *buf, size_t len)
 	return buf;
 }
 
+/* 1 when the file's last byte is not a newline: a record cut short by a failed write (disk
+ * full) or a crash. Appended to as is, the next record would be glued onto it and both lines
+ * would read as damaged. */
+static int ends_mid_line(const char *path, int fd)
+{
+	struct stat st;
+	char last;
+	int rfd, mid;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return 0;
+	rfd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (rfd < 0)
+		return 0;
+	mid = pread(rfd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+	close(rfd);
+	return mid;
+}
+
 int audit_append(const char *path, const struct audit_entry *e, char *err, size_t errlen)
 {
 	char *line;
 	size_t len, off = 0;
+	struct stat st;
+	off_t start = -1;
 	int fd;
 
 	if (audit_format_json(e, &line, &len))
@@ -216,12 +238,24 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
 		free(line);
 		return errf(err, errlen, "cannot open audit log %s: %s", path, strerror(er));
 	}
+	if (ends_mid_line(path, fd) && write(fd, "\n", 1) != 1) {
+		int er = errno;
+		free(line);
+		close(fd);
+		return errf(err, errlen, "cannot write audit log %s: %s", path, strerror(er));
+	}
+	if (fstat(fd, &st) == 0)
+		start = st.st_size;
 	while (off < len) {
 		ssize_t w = write(fd, line + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
 			int er = errno;
+			/* Take back the part written (sluiced is the one writer), so the log
+			 * holds no half record; ends_mid_line covers a truncate that fails. */
+			if (off && start >= 0 && ftruncate(fd, start) == 0)
+				off = 0;
 			free(line);
 			close(fd);
 			return errf(err, errlen, "cannot write audit log %s: %s", path, strerror(er));
