@@ -197,6 +197,17 @@ static void test_renew_limit(void **state)
 	assert_non_null(strstr(err, "has expired"));
 	assert_int_equal(sw_renew(&sw, "31d", 3, T0, err, sizeof(err)), -1);
 	assert_int_equal(sw_renew(&sw, "", 3, T0, err, sizeof(err)), -1);
+	/* The wall clock stepped back 3 h (NTP) under a switch set at T0: a renewal of 1 h
+	 * would end before the switch began. Refused, saying why, never a switch the set,
+	 * the file and the table refuse later with another reason. */
+	assert_int_equal(sw_make(&sw, "web", "L3", "50", "INC-1", "10m", "alice", T0, NULL, -1,
+				 err, sizeof(err)), 0);
+	err[0] = 0;
+	if (sw_renew(&sw, "1h", 3, T0 - 3 * 3600, err, sizeof(err)) == 0)
+		assert_int_equal(sw_validate(&sw, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "clock"));
+	assert_int_equal(sw.renewals, 0);
+	assert_int_equal(sw.expires_at, T0 + 600);
 }
 
 static void test_ledger_fields(void **state)

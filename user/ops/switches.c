@@ -167,6 +167,15 @@ int sw_renew(struct sw_switch *sw, const char *ttl, int max_renewals, uint64_t n
 	if (sw->expires_at <= now)
 		return errf(err, errlen, "switch %s/%s has expired: set it anew with a reason",
 			    sw->service, sw_class_str(sw->class));
+	/* The wall clock stepped back (NTP) past the switch's own start: a new expiry of now +
+	 * ttl would come before set_at, a switch the file and the table refuse. Say so here. */
+	if (now + ttl_s <= sw->set_at) {
+		char at[SLUICE_ISO_LEN];
+		return errf(err, errlen, "switch %s/%s was set at %s, later than the clock reads "
+			    "now plus --ttl (the wall clock was stepped back): set it anew with a "
+			    "reason", sw->service, sw_class_str(sw->class),
+			    time_format_iso(sw->set_at, at, sizeof(at)));
+	}
 	if (sw->renewals >= max_renewals)
 		return errf(err, errlen, "switch %s/%s was renewed %d time%s already (limit %d): "
 			    "set it anew with a fresh reason, or clear it", sw->service,
