@@ -387,6 +387,26 @@ static void test_refused_change_survives_next_job(void **state)
 	free(onfile);
 }
 
+/* A switch that expires while the switch file cannot be rewritten (its lock is a directory)
+ * is still an expiry: the audit log records it, once the file is written or at once. */
+static void test_expiry_audited_when_file_locked(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch sw;
+	char err[256], lock[200];
+
+	mk(&sw, "api", "L3", "100", "1m", wall() - 3600);   /* expired an hour ago */
+	save(c, &sw, 1);
+	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	usleep(300000);
+	assert_int_equal(rmdir(lock), 0);
+	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
+		usleep(10000);
+	assert_int_equal(count_lines(c->audit), 1);
+}
+
 /* The audit log is a FIFO nobody reads: the writer blocks in open(); taking the news must not
  * wait, the job stays unfinished, and past IOW_MAX_QUEUE jobs enqueueing refuses. The stuck
  * thread is left behind (as sluiced leaves it at exit). */
@@ -464,6 +484,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_expiry_audited_when_file_locked, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,

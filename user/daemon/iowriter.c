@@ -220,12 +220,16 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	fd = switch_writer_open(w->state_dir, now, &cur, p, sizeof(p), note, sizeof(note), err,
 				sizeof(err));
 	if (fd < 0) {
-		/* Nothing sheds past its expiry anyway (the admit ratio looks at expires_at). */
-		n = sw_set_expire(w->known, now, gone, SW_MAX);
-		add_msg(w, "switch expiry: %s; %d expired switch(es) dropped in memory only", err, n);
-		post_set(w, seq, 0, 0, gone, n);
+		/* Nothing sheds past its expiry anyway (the admit ratio looks at expires_at). Keep
+		 * them and try again at the next look: dropped here, the file would keep them and
+		 * no expire record would ever be written. Said once, not ten times a second. */
+		if (!w->sweep_warned)
+			add_msg(w, "switch expiry: %s; %d expired switch(es) shed nothing but stay in "
+				"the file until it can be rewritten", err, k);
+		w->sweep_warned = 1;
 		return;
 	}
+	w->sweep_warned = 0;
 	if (w->unsaved)
 		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
