@@ -407,6 +407,41 @@ static void test_expiry_audited_when_file_locked(void **state)
 	assert_int_equal(count_lines(c->audit), 1);
 }
 
+/* An expiry whose save fails is audited once: the next job must not write the expired
+ * switch back from the stale file (and the sweep after it record the expiry again). */
+static void test_expiry_save_failed_audited_once(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct sw_set *onfile = malloc(sizeof(*onfile));
+	struct sw_switch sw;
+	char err[256], tmp[200];
+	uint64_t seq;
+
+	assert_non_null(onfile);
+	mk(&sw, "api", "L3", "100", "1m", wall() - 3600);   /* expired an hour ago */
+	save(c, &sw, 1);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", c->sw, (long)getpid());
+	assert_int_equal(mkdir(tmp, 0700), 0);              /* the save cannot create its temp */
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
+		usleep(10000);
+	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(rmdir(tmp), 0);
+	mk(&ch->sw, "web", "L1", "100", "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "web");
+	ch->cls = 1;
+	ch->present = 1;
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	usleep(300000);                                     /* a few looks of the writer */
+	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(sw_load(c->sw, onfile, err, sizeof(err)), 0);
+	assert_int_equal(onfile->n, 1);
+	assert_string_equal(onfile->sw[0].service, "web");
+	free(onfile);
+}
+
 /* The audit log is a FIFO nobody reads: the writer blocks in open(); taking the news must not
  * wait, the job stays unfinished, and past IOW_MAX_QUEUE jobs enqueueing refuses. The stuck
  * thread is left behind (as sluiced leaves it at exit). */
@@ -486,6 +521,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_audited_when_file_locked, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_expiry_save_failed_audited_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,

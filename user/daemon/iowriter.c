@@ -233,10 +233,14 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	if (w->unsaved)
 		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
-	if (n > 0 && switch_writer_save(path, &cur, err, sizeof(err)))
+	if (n > 0 && switch_writer_save(path, &cur, err, sizeof(err))) {
 		add_msg(w, "switch expiry: cannot save %s: %s", path, err);
-	else if (n > 0)
+		/* The file still holds them: the next save builds on memory, or it would write
+		 * them back and the sweep after it audit the same expiry again. */
+		w->unsaved = 1;
+	} else if (n > 0) {
 		w->unsaved = 0;
+	}
 	remember(w, path);
 	sw_unlock(fd);
 	*w->known = cur;
