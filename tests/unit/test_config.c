@@ -918,6 +918,35 @@ static void test_bad_misc(void **state)
 	expect_error(&f->errs, 4, "more than one YAML document");
 }
 
+/* metrics_address as sluiced's listener takes it: what --check passes must not fail at start
+ * for its syntax (a stray bracket, a port of six digits). */
+static void test_metrics_address(void **state)
+{
+	struct fx *f = *state;
+	static const char *const good[] = { "[::1]:9477", "[fe80::1%eth0]:9477", "[]:9477",
+					    ":9477", "[127.0.0.1]:0", "localhost:09477" };
+	static const char *const bad[] = { "[::1]]:9477", "[[::1]:9477", "[::1]:009477",
+					   "[ ::1]:9477", "a]:9477", "[fe80::1%]:9477",
+					   "[::1]x:9477", "::1:9477", "[host]:9477" };
+	char doc[256];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(doc, sizeof(doc), "interface: eth0\nmetrics_address: \"%s\"\n"
+			 "services: [{name: x, port: 1}]\n", good[i]);
+		expect_ok(f, parse(f, doc));
+		assert_string_equal(f->cfg.metrics_address, good[i]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[64];
+
+		snprintf(doc, sizeof(doc), "interface: eth0\nmetrics_address: \"%s\"\n"
+			 "services: [{name: x, port: 1}]\n", bad[i]);
+		snprintf(want, sizeof(want), "bad metrics_address '%s'", bad[i]);
+		expect_fail(f, parse(f, doc), 1);
+		expect_error(&f->errs, 2, want);
+	}
+}
+
 static void test_multiple_errors(void **state)
 {
 	struct fx *f = *state;
@@ -1074,6 +1103,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_number, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_misc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multiple_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),

@@ -7,6 +7,8 @@
  */
 #include "common/config_parse.h"
 
+#include <arpa/inet.h>
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,10 @@ static bool valid_ifname(const char *s)
 }
 
 /* "HOST:PORT" or "[V6]:PORT"; HOST may be empty (all addresses). */
+/* The syntax sluiced's listener takes (metrics_http.c, split_addr), so that an address
+ * --check passes does not fail at start: "[ADDR]:PORT" with the first ']' right before the
+ * port's ':' (ADDR an IPv6 or IPv4 literal, an IPv6 one with its %zone, or empty: every
+ * address), "HOST:PORT" with no ':' or bracket in HOST; PORT one to five digits. */
 static const char *check_address(const char *s)
 {
 	const char *colon = strrchr(s, ':');
@@ -128,13 +134,30 @@ static const char *check_address(const char *s)
 
 	if (!colon)
 		return "expected HOST:PORT";
-	if (s[0] == '[' && (colon == s || colon[-1] != ']'))
-		return "expected [IPV6]:PORT";
-	if (s[0] != '[' && memchr(s, ':', (size_t)(colon - s)))
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		char host[64];
+		size_t n = end ? (size_t)(end - s - 1) : 0;
+		char *zone;
+		unsigned char a[16];
+
+		if (!end || end + 1 != colon || n >= sizeof(host))
+			return "expected [IPV6]:PORT";
+		memcpy(host, s + 1, n);
+		host[n] = '\0';
+		zone = strchr(host, '%');
+		if (zone && zone[1] && strchr(host, ':'))
+			*zone = '\0';
+		if (n && inet_pton(AF_INET6, host, a) != 1 && (zone || inet_pton(AF_INET, host, a) != 1))
+			return "not an IPv6 address in [ADDR]:PORT";
+	} else if (memchr(s, ':', (size_t)(colon - s))) {
 		return "IPv6 addresses must be written [ADDR]:PORT";
+	} else if (strpbrk(s, "[]")) {
+		return "expected HOST:PORT";
+	}
 	/* Port 0 takes any free port (tests; the chosen one is logged at start). */
-	if (!yparse_int(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' || port < 0 ||
-	    port > 65535)
+	if (!yparse_int(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' ||
+	    strlen(colon + 1) > 5 || port < 0 || port > 65535)
 		return "port must be an integer in 0..65535";
 	return NULL;
 }
