@@ -638,6 +638,32 @@ static void test_bad_port(void **state)
 	expect_error(&f->errs, 10, "1..65535");
 }
 
+/* port: ADDR:PORT. The data path matches the local address exactly: a service at 0.0.0.0 or
+ * [::] (a listener's wildcard) would never take a packet, and is refused. */
+static void test_port_address(void **state)
+{
+	struct fx *f = *state;
+	static const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	static const uint8_t v4[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+	static const char *const bad[] = { "0.0.0.0:80", "[::]:80", "[::ffff:0.0.0.0]:80" };
+	char doc[256];
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			   "  - { name: a, port: \"[2001:db8::1]:80\" }\n"
+			   "  - { name: b, port: \"10.0.0.1:80\" }\n"
+			   "  - { name: c, port: 80 }\n"));
+	assert_true(f->cfg.services[0].has_addr);
+	assert_memory_equal(f->cfg.services[0].addr, v6, 16);
+	assert_memory_equal(f->cfg.services[1].addr, v4, 16);
+	assert_false(f->cfg.services[2].has_addr);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "interface: lo\nservices:\n  - name: a\n"
+			 "    port: \"%s\"\n", bad[i]);
+		expect_fail(f, parse(f, doc), 1);
+		expect_error(&f->errs, 4, "no local address");
+	}
+}
+
 static void test_bad_prefix(void **state)
 {
 	struct fx *f = *state;
@@ -1085,6 +1111,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_headroom, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_class, setup, teardown),

@@ -29,6 +29,7 @@ static bool valid_header_name(const char *s)
 /* "ADDR:PORT" or "[V6]:PORT": a service at one local address. */
 static const char *parse_addr_port(const char *s, struct service_conf *sc)
 {
+	static const uint8_t any6[16] = { 0 }, any4[16] = { [10] = 0xff, [11] = 0xff };
 	const char *colon = strrchr(s, ':');
 	char buf[64];
 	size_t len = (size_t)(colon - s);
@@ -52,6 +53,12 @@ static const char *parse_addr_port(const char *s, struct service_conf *sc)
 		return strchr(buf, ':') && !bracket ? "IPv6 addresses must be written [ADDR]:PORT"
 						    : "not an IPv4 or IPv6 address";
 	}
+	/* The data path matches the packet's local address exactly, and no packet is sent to
+	 * 0.0.0.0 or [::]: a service there (as a listener's wildcard is written) would never
+	 * take a packet. */
+	if (!memcmp(sc->addr, any6, sizeof(any6)) || !memcmp(sc->addr, any4, sizeof(any4)))
+		return "0.0.0.0 and [::] are no local address (for every address, write the port "
+		       "alone)";
 	if (!yparse_int(colon + 1, &port) || colon[1] == '+' || colon[1] == '-' || port < 1 ||
 	    port > 65535)
 		return "port must be an integer in 1..65535";
