@@ -3,6 +3,7 @@
  * /proc/net/route and /proc/net/ipv6_route), one packet path counted once (a bond's port and
  * a VLAN over a selected parent are left out), the config keys `interface` / `interfaces`,
  * and the links of a real namespace read over netlink. */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sched.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <linux/rtnetlink.h>
 #include <linux/pkt_sched.h>
 
@@ -114,6 +118,61 @@ static void test_links_of_this_namespace(void **st)
 			lo = l[i].ifindex;
 	assert_int_equal(lo, 1);
 	free(l);
+}
+
+/* `auto` on a default route of several paths selects every path's interface:
+ * /proc/net/route shows an IPv4 multipath route by its first nexthop only, and
+ * /proc/net/ipv6_route a route through a nexthop group (IPv4 or IPv6) so too. In a network
+ * namespace of its own (a child, so that the other tests keep theirs); without root or
+ * iproute2 a skip. */
+static int picks_both(const char *setup)
+{
+	char cmd[1024], out[8][IF_NAMESIZE];
+	int n, d0 = 0, d1 = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; for i in 0 1; do ip link add d$i type veth peer name p$i; "
+		 "ip link set d$i up; ip link set p$i up; "
+		 "ip addr add 10.0.$i.1/24 dev d$i; ip -6 addr add 2001:db8:$i::1/64 dev d$i nodad; "
+		 "done; %s", setup);
+	if (system(cmd))
+		return 2;
+	n = ifaces_default_route_devs(out, 8);
+	for (int i = 0; i < n; i++) {
+		d0 |= !strcmp(out[i], "d0");
+		d1 |= !strcmp(out[i], "d1");
+	}
+	return d0 && d1 ? 0 : 1;
+}
+
+static void test_default_route_of_several_paths(void **st)
+{
+	static const char *const setups[] = {
+		"ip route add default nexthop via 10.0.0.2 dev d0 nexthop via 10.0.1.2 dev d1",
+		"ip -6 route add default nexthop via 2001:db8:0::2 dev d0 "
+		"nexthop via 2001:db8:1::2 dev d1",
+		"ip nexthop add id 1 via 2001:db8:0::2 dev d0; ip nexthop add id 2 via "
+		"2001:db8:1::2 dev d1; ip nexthop add id 10 group 1/2; "
+		"ip -6 route add default nhid 10",
+	};
+
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
+		print_message("# skip reason: needs root and iproute2 (a network namespace)\n");
+		skip();
+	}
+	for (size_t i = 0; i < sizeof(setups) / sizeof(setups[0]); i++) {
+		pid_t pid = fork();
+		int status = 0;
+
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(unshare(CLONE_NEWNET) ? 2 : picks_both(setups[i]));
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			fail_msg("%s: %s", setups[i],
+				 WIFEXITED(status) && WEXITSTATUS(status) == 1 ?
+				 "auto did not select both d0 and d1" : "setting up failed");
+	}
 }
 
 /* One RTM_NEWLINK/RTM_DELLINK message for a link named name, or a route message. */
@@ -250,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_default_routes),
 		cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_links_of_this_namespace),
+		cmocka_unit_test(test_default_route_of_several_paths),
 		cmocka_unit_test(test_config_keys),
 		cmocka_unit_test(test_which_changes_matter),
 		cmocka_unit_test(test_clsact_deletions_matter),

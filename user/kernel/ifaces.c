@@ -192,6 +192,69 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* The devices of every nexthop of the default routes (main table), from a netlink dump of
+ * family's routes. /proc/net/route and /proc/net/ipv6_route show one nexthop a route: the
+ * first of an IPv4 multipath route, and of a route through a nexthop group (`ip route add
+ * default nhid N`, IPv4 or IPv6); the other paths' interfaces carry default traffic too. */
+static int default_route_nexthops(int family, char (*out)[IF_NAMESIZE], int n, int max)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct rtmsg rtm;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETROUTE,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.rtm = { .rtm_family = (unsigned char)family },
+	};
+	static char buf[32768];
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), done = 0;
+
+	if (fd < 0)
+		return n;
+	if (send(fd, &req, sizeof(req), 0) < 0)
+		done = 1;
+	while (!done) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (len <= 0)
+			break;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			struct rtmsg *rtm = NLMSG_DATA(h);
+			struct rtattr *a = RTM_RTA(rtm);
+			int alen = (int)RTM_PAYLOAD(h);
+			char name[IF_NAMESIZE];
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				done = 1;
+				break;
+			}
+			if (h->nlmsg_type != RTM_NEWROUTE || rtm->rtm_dst_len != 0 ||
+			    rtm->rtm_type != RTN_UNICAST || rtm->rtm_table != RT_TABLE_MAIN)
+				continue;
+			for (; RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+				if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) {
+					if (if_indextoname(*(unsigned *)RTA_DATA(a), name))
+						n = add_name(out, n, max, name);
+				} else if (a->rta_type == RTA_MULTIPATH) {
+					struct rtnexthop *nh = RTA_DATA(a);
+					int left = (int)RTA_PAYLOAD(a);
+
+					while (left >= (int)sizeof(*nh) && nh->rtnh_len >= sizeof(*nh) &&
+					       nh->rtnh_len <= left) {
+						if (if_indextoname((unsigned)nh->rtnh_ifindex, name))
+							n = add_name(out, n, max, name);
+						left -= RTNH_ALIGN(nh->rtnh_len);
+						nh = RTNH_NEXT(nh);
+					}
+				}
+			}
+		}
+	}
+	close(fd);
+	return n;
+}
+
 int ifaces_default_route_devs(char (*out)[IF_NAMESIZE], int max)
 {
 	char *t4 = slurp("/proc/net/route"), *t6 = slurp("/proc/net/ipv6_route");
@@ -203,7 +266,8 @@ int ifaces_default_route_devs(char (*out)[IF_NAMESIZE], int max)
 		n = ifaces_parse_route6(t6, out, n, max);
 	free(t4);
 	free(t6);
-	return n;
+	n = default_route_nexthops(AF_INET, out, n, max);
+	return default_route_nexthops(AF_INET6, out, n, max);
 }
 
 /* ---- selection */

@@ -37,7 +37,8 @@ int ifaces_links(struct iface_link **out);
 int ifaces_parse_route4(const char *text, char (*out)[IF_NAMESIZE], int n, int max);
 int ifaces_parse_route6(const char *text, char (*out)[IF_NAMESIZE], int n, int max);
 
-/* Both files read from this process's network namespace. */
+/* Both files read from this process's network namespace, and every nexthop of a default
+ * route of several paths (a route dump: the files show one path a route). */
 int ifaces_default_route_devs(char (*out)[IF_NAMESIZE], int max);
 
 /* The links selected by the config's entries (names, fnmatch patterns, "auto" = the names in
