@@ -150,6 +150,18 @@ static uint64_t wall(void)
 	return (uint64_t)time(NULL);
 }
 
+/* A change that sets service's class cls to shed pct for an hour (as a `switch set` job). */
+static void set_change(struct iow_change *ch, const char *service, int cls, const char *pct)
+{
+	char name[4];
+
+	snprintf(name, sizeof(name), "L%d", cls);
+	mk(&ch->sw, service, name, pct, "1h", wall());
+	snprintf(ch->service, sizeof(ch->service), "%s", service);
+	ch->cls = cls;
+	ch->present = 1;
+}
+
 static void test_first_read(void **state)
 {
 	struct ctx *c = *state;
@@ -178,10 +190,7 @@ static void test_job_writes_file_and_audit(void **state)
 	uint64_t seq;
 
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
-	mk(&ch->sw, "web", "L2", "70", "1h", wall());
-	snprintf(ch->service, sizeof(ch->service), "web");
-	ch->cls = 2;
-	ch->present = 1;
+	set_change(ch, "web", 2, "70");
 	audit_entry_make(au, wall(), 1000, "alice", "switch set", "web", 2, NULL, &ch->sw, NULL);
 	seq = iow_enqueue(&c->w, ch, 1, au, 1);
 	assert_true(seq > 0);
@@ -256,10 +265,7 @@ static void test_edit_then_job(void **state)
 	usleep(20000);
 	sw.shed_pct = 30;
 	save(c, &sw, 1);                  /* the edit ... */
-	mk(&ch->sw, "api", "L1", "10", "1h", wall());
-	snprintf(ch->service, sizeof(ch->service), "api");
-	ch->cls = 1;
-	ch->present = 1;
+	set_change(ch, "api", 1, "10");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);   /* ... and a job right behind it */
 	assert_int_equal(wait_done(c, seq), 0);
 	f = fopen(c->audit, "r");
@@ -333,10 +339,7 @@ static void test_refused_job_stays_in_force(void **state)
 	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
 	assert_int_equal(mkdir(lock, 0700), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
-	mk(&ch->sw, "web", "L1", "100", "1h", wall());
-	snprintf(ch->service, sizeof(ch->service), "web");
-	ch->cls = 1;
-	ch->present = 1;
+	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	assert_int_equal(iow_job_failed(&c->w, seq, why, sizeof(why)), 1);
@@ -364,18 +367,12 @@ static void test_refused_change_survives_next_job(void **state)
 	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
 	assert_int_equal(mkdir(lock, 0700), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
-	mk(&ch->sw, "web", "L1", "100", "1h", wall());
-	snprintf(ch->service, sizeof(ch->service), "web");
-	ch->cls = 1;
-	ch->present = 1;
+	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
 	assert_int_equal(rmdir(lock), 0);           /* the file system takes writes again */
-	mk(&ch2->sw, "web", "L2", "30", "1h", wall());
-	snprintf(ch2->service, sizeof(ch2->service), "web");
-	ch2->cls = 2;
-	ch2->present = 1;
+	set_change(ch2, "web", 2, "30");
 	seq = iow_enqueue(&c->w, ch2, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 0);
@@ -428,10 +425,7 @@ static void test_expiry_save_failed_audited_once(void **state)
 		usleep(10000);
 	assert_int_equal(count_lines(c->audit), 1);
 	assert_int_equal(rmdir(tmp), 0);
-	mk(&ch->sw, "web", "L1", "100", "1h", wall());
-	snprintf(ch->service, sizeof(ch->service), "web");
-	ch->cls = 1;
-	ch->present = 1;
+	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	usleep(300000);                                     /* a few looks of the writer */
