@@ -215,6 +215,12 @@ static __always_inline int seq_in_window(__u32 seq, __u32 ref)
 	return seq - ref < SLUICE_SEQ_WINDOW;
 }
 
+/* 1 when seq lies in the window just behind ref: [ref - SLUICE_SEQ_WINDOW, ref), modulo 2^32. */
+static __always_inline int seq_behind(__u32 seq, __u32 ref)
+{
+	return ref - seq - 1 < SLUICE_SEQ_WINDOW;
+}
+
 /* What the server acknowledged, the client has sent: the server's ack moves the client's
  * expected sequence forward (the local stack is trusted, so by any amount). A client_next of
  * 0 is not known yet (a flow carried over from a layout without it): the ack sets it. */
@@ -1324,7 +1330,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	if (f->req_active)
 		goto not_a_start; /* more of the request in flight (body, pipelining) */
 	/* Not where the client is: a start only when it lies behind it (see below). */
-	if (seq != f->client_next && (f->client_next - seq - 1) >= SLUICE_SEQ_WINDOW)
+	if (seq != f->client_next && !seq_behind(seq, f->client_next))
 		goto not_at_client;
 	tok = common_method(skb, p) ?: request_token(skb, p->payload_off, p->payload_len, 0);
 	if (!(tok & TOKEN_START))
@@ -1448,7 +1454,7 @@ static __always_inline int tcp_client_data(struct __sk_buff *skb, const struct p
 		 * from where the client is when it is exactly the byte the server's stack expects
 		 * next (which a blind forger does not know); anything else is a resend. */
 		if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_IDLE ||
-		    f->client_next - seq - 1 >= SLUICE_SEQ_WINDOW || !established_at(skb, &key, seq))
+		    !seq_behind(seq, f->client_next) || !established_at(skb, &key, seq))
 			return TC_ACT_OK;
 		f->client_next = seq + p->payload_len;
 	}
