@@ -312,6 +312,47 @@ static void test_import_bounds_an_open_breaker(void **st)
 	assert_int_equal(b.brk.open_until_ns, now + 2 * S);
 }
 
+/* A record whose evidence floor is held longer than this config holds one (written under a
+ * longer evidence window, or damaged): the floor is adopted, but held at most this config's
+ * floor_hold_ns from now; past that a window far above the objective cuts the limit below it.
+ * A floor that is not a number is not adopted. */
+static void test_import_bounds_the_evidence_floor(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct sluice_limit_input mi = {
+		.latency_us = 100000, .aim_us = 20000, .base_us = 15000, .objective_us = 25000,
+		.peak_inflight = 100, .bound = 1, .full = 1, .samples = 100, .rate = 1000,
+	};
+	uint64_t now = 1000 * S, until;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	a.lim.est = a.lim.limit = 100;
+	a.lim.floor = 90;
+	a.lim.floor_until_ns = UINT64_MAX;
+	ctl_state_export(&a, now, &cs);
+
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	until = now + b.mp.floor_hold_ns;
+	assert_true(b.lim.floor == 90);
+	assert_true(b.lim.floor_until_ns > now && b.lim.floor_until_ns <= until);
+	/* while it holds, a window far above the objective cuts to the floor, not below */
+	sluice_limit_decide(&b.lim, &b.mp, &mi, now + S, NULL);
+	assert_int_equal(b.lim.limit, 90);
+	/* past this config's hold it no longer stands */
+	sluice_limit_decide(&b.lim, &b.mp, &mi, until + S, NULL);
+	assert_true(b.lim.limit < 90);
+	/* a floor that is not a number */
+	a.lim.floor = NAN;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_true(b.lim.floor == 0);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1486,6 +1527,7 @@ int main(void)
 		cmocka_unit_test(test_state_export_import),
 		cmocka_unit_test(test_import_keeps_the_l0_floor),
 		cmocka_unit_test(test_import_bounds_an_open_breaker),
+		cmocka_unit_test(test_import_bounds_the_evidence_floor),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

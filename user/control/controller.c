@@ -2,6 +2,7 @@
 /* One service's controller; the composition rule is in controller.h. */
 #include "control/controller.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -862,14 +863,30 @@ int ctl_state_adoptable(const struct sluice_ctl_state *st)
 	return 0;
 }
 
+/* The limit as the record has it, within this config: its bounds, and the evidence floor
+ * (control/limit.h) held at most this config's floor_hold_ns from now. The floor's end is the
+ * limit's one time that lies ahead, and a record written under a longer evidence window (30
+ * windows of aimd_window_ms, which may be an hour each) or a damaged one would keep the limit
+ * from being cut below the floor for as long as it says; a floor that is not a number would
+ * compare false with everything, and no descent would ever set one again. */
+static void import_limit(struct service_ctl *s, const struct sluice_limit *l, uint64_t now_ns)
+{
+	s->lim = *l;
+	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
+	if (!(s->lim.floor > 0) || !isfinite(s->lim.floor)) {
+		s->lim.floor = 0;
+		s->lim.floor_until_ns = 0;
+	}
+	not_after(&s->lim.floor_until_ns, now_ns + s->mp.floor_hold_ns);
+}
+
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
 {
 	int version = ctl_state_adoptable(st);
 
 	if (!version)
 		return -1;
-	s->lim = st->lim;
-	sluice_limit_reconfigure(&s->lim, &s->mp);         /* the bounds of this config */
+	import_limit(s, &st->lim, now_ns);
 	s->base = st->base;
 	if (s->base.count > SLUICE_BASELINE_N || s->base.head >= SLUICE_BASELINE_N)
 		sluice_baseline_reset(&s->base);
