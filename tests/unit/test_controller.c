@@ -353,6 +353,40 @@ static void test_import_bounds_the_evidence_floor(void **st)
 	assert_true(b.lim.floor == 0);
 }
 
+/* A record whose breaker window holds a bucket of a second still to come (written on another
+ * clock, or damaged): that bucket is not adopted. Kept, its failures would count as that
+ * second's calls when it came, and open the breaker of a healthy service seconds after the
+ * start. The buckets of the seconds gone by are the window's as before. */
+static void test_import_drops_breaker_buckets_ahead(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct sluice_breaker_input bi = { .completed = 1 };
+	uint64_t now = 1000 * S, later = now + 5 * S;
+	struct sluice_brk_bucket *ahead, *past;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	ahead = &a.brk.ring[(later / S) % SLUICE_BRK_MAX_WINDOW_S];
+	ahead->sec = later / S;
+	ahead->calls = ahead->errors = 1000;
+	past = &a.brk.ring[(now / S - 1) % SLUICE_BRK_MAX_WINDOW_S];
+	past->sec = now / S - 1;
+	past->calls = 7;
+	ctl_state_export(&a, now, &cs);
+
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.brk.ring[(now / S - 1) % SLUICE_BRK_MAX_WINDOW_S].calls, 7);
+	/* one good call in that second (the service's counts alone): the breaker stays closed */
+	assert_int_equal(sluice_breaker_tick(&b.brk, &b.bp, &bi, later, NULL) & SLUICE_BRK_OPENED,
+			 0);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(b.brk.win_calls, 8);            /* that call and the 7 of the past */
+	assert_true(b.brk.win_error_rate == 0);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1528,6 +1562,7 @@ int main(void)
 		cmocka_unit_test(test_import_keeps_the_l0_floor),
 		cmocka_unit_test(test_import_bounds_an_open_breaker),
 		cmocka_unit_test(test_import_bounds_the_evidence_floor),
+		cmocka_unit_test(test_import_drops_breaker_buckets_ahead),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

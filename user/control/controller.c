@@ -880,6 +880,34 @@ static void import_limit(struct service_ctl *s, const struct sluice_limit *l, ui
 	not_after(&s->lim.floor_until_ns, now_ns + s->mp.floor_hold_ns);
 }
 
+/* The breaker as the record has it, when its state and step are ones this build knows (else
+ * it stays as initialised: closed), its times no later than now. */
+static void import_breaker(struct service_ctl *s, const struct sluice_breaker *b, uint64_t now_ns)
+{
+	uint64_t sec = now_ns / 1000000000ull;
+
+	if (b->state < SLUICE_BREAKER_CLOSED || b->state > SLUICE_BREAKER_HALF_OPEN ||
+	    b->step >= SLUICE_BRK_MAX_STEPS)
+		return;
+	s->brk = *b;
+	not_after(&s->brk.since_ns, now_ns);
+	not_after(&s->brk.step_start_ns, now_ns);
+	/* The window's buckets are of the seconds up to now. One of a later second would be
+	 * counted as that second's calls once it comes (the bucket is kept while its second
+	 * matches): old failures opening the breaker minutes after the start. */
+	for (int k = 0; k < SLUICE_BRK_MAX_WINDOW_S; k++)
+		if (s->brk.ring[k].sec > sec)
+			memset(&s->brk.ring[k], 0, sizeof(s->brk.ring[k]));
+	if (s->brk.step >= s->bp.n_steps)
+		s->brk.step = 0;
+	/* the one time of the record that is meant to lie ahead: an open breaker waits at most
+	 * this config's longest open time (open_s x 1.2) from now, whatever the record says (a
+	 * longer open_s, another build's record, a damaged one would shed the service whole for
+	 * as long as the record wants) */
+	if (s->brk.state == SLUICE_BREAKER_OPEN)
+		not_after(&s->brk.open_until_ns, now_ns + (uint64_t)(s->bp.open_s * 1.2 * 1e9));
+}
+
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns)
 {
 	int version = ctl_state_adoptable(st);
@@ -904,20 +932,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	not_after(&s->lad.last_cut_ns, now_ns);
 	not_after(&s->lad.last_overload_ns, now_ns);
 	not_after(&s->lad.episode_ns, now_ns);
-	if (st->brk.state >= SLUICE_BREAKER_CLOSED && st->brk.state <= SLUICE_BREAKER_HALF_OPEN &&
-	    st->brk.step < SLUICE_BRK_MAX_STEPS) {
-		s->brk = st->brk;
-		not_after(&s->brk.since_ns, now_ns);
-		not_after(&s->brk.step_start_ns, now_ns);
-		if (s->brk.step >= s->bp.n_steps)
-			s->brk.step = 0;
-		/* the one time of the record that is meant to lie ahead: an open breaker waits at
-		 * most this config's longest open time (open_s x 1.2) from now, whatever the record
-		 * says (a longer open_s, another build's record, a damaged one would shed the
-		 * service whole for as long as the record wants) */
-		if (s->brk.state == SLUICE_BREAKER_OPEN)
-			not_after(&s->brk.open_until_ns, now_ns + (uint64_t)(s->bp.open_s * 1.2 * 1e9));
-	}
+	import_breaker(s, &st->brk, now_ns);
 	s->above_since_ns = st->above_since_ns;
 	not_after(&s->above_since_ns, now_ns);
 	if (version == SLUICE_CTL_STATE_VERSION) {
