@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include "control/controller.h"
 #include "control/ctlslot.h"
+#include "common/rng.h"
 #include "evcap.h"
 
 #define MS 1000000ull
@@ -385,6 +386,29 @@ static void test_import_drops_breaker_buckets_ahead(void **st)
 	assert_int_equal(b.brk.state, SLUICE_BREAKER_CLOSED);
 	assert_int_equal(b.brk.win_calls, 8);            /* that call and the 7 of the past */
 	assert_true(b.brk.win_error_rate == 0);
+}
+
+/* A record whose breaker has a zero jitter state (a damaged one): xorshift never leaves zero,
+ * so every open would last 0.8 x open_s. The start's own seed is kept instead. */
+static void test_import_keeps_a_jitter_seed(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	uint64_t now = 1000 * S;
+	double u1, u2;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	a.brk.rng = 0;
+	ctl_state_export(&a, now, &cs);
+
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_true(b.brk.rng != 0);
+	u1 = sluice_rng_uniform(&b.brk.rng);
+	u2 = sluice_rng_uniform(&b.brk.rng);
+	assert_true(u1 != u2);
 }
 
 /* Latency stays far above the objective whatever the limit does (the backend itself became
@@ -1563,6 +1587,7 @@ int main(void)
 		cmocka_unit_test(test_import_bounds_an_open_breaker),
 		cmocka_unit_test(test_import_bounds_the_evidence_floor),
 		cmocka_unit_test(test_import_drops_breaker_buckets_ahead),
+		cmocka_unit_test(test_import_keeps_a_jitter_seed),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

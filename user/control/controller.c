@@ -884,12 +884,17 @@ static void import_limit(struct service_ctl *s, const struct sluice_limit *l, ui
  * it stays as initialised: closed), its times no later than now. */
 static void import_breaker(struct service_ctl *s, const struct sluice_breaker *b, uint64_t now_ns)
 {
-	uint64_t sec = now_ns / 1000000000ull;
+	uint64_t sec = now_ns / 1000000000ull, rng = s->brk.rng;
 
 	if (b->state < SLUICE_BREAKER_CLOSED || b->state > SLUICE_BREAKER_HALF_OPEN ||
 	    b->step >= SLUICE_BRK_MAX_STEPS)
 		return;
 	s->brk = *b;
+	/* the open time's jitter: a zero state stays zero (common/rng.h), every open would last
+	 * 0.8 x open_s, and instances adopting such records would probe in step; this start's
+	 * seed instead */
+	if (!s->brk.rng)
+		s->brk.rng = rng;
 	not_after(&s->brk.since_ns, now_ns);
 	not_after(&s->brk.step_start_ns, now_ns);
 	/* The window's buckets are of the seconds up to now. One of a later second would be
