@@ -411,6 +411,50 @@ static void test_import_keeps_a_jitter_seed(void **st)
 	assert_true(u1 != u2);
 }
 
+/* A record whose baseline is not one the baseline's own rule leaves (damaged). Its head past
+ * its entries: the next window went where the percentile does not read and a zero was read
+ * instead, a baseline of 0 (no objective, no latency overload seen) for 60 windows; forgotten
+ * now, relearned from the next window. A value that is not its ring's (UINT64_MAX: an
+ * objective nothing misses): worked out again from the ring. An entry that is not a latency:
+ * forgotten. */
+static void test_import_checks_the_baseline(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct sluice_baseline_window bw = { .samples = 100, .latency_us = 20000, .calls = 100 };
+	uint64_t now = 1000 * S;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	for (int k = 0; k < 3; k++)
+		sluice_baseline_add(&a.base, &a.blp, &bw);
+	assert_true(a.base.value_us == 20000);
+
+	a.base.head = 10;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	sluice_baseline_add(&b.base, &b.blp, &bw);
+	assert_true(b.base.value_us == 20000);
+
+	a.base.head = 3;
+	a.base.value_us = (double)UINT64_MAX;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.base.count, 3);
+	assert_true(b.base.value_us == 20000);
+	assert_true(b.objective_us == b.slo_ratio * 20000);
+
+	a.base.ring[1] = NAN;
+	ctl_state_export(&a, now, &cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	assert_int_equal(b.base.count, 0);
+	assert_true(b.base.value_us == 0);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1588,6 +1632,7 @@ int main(void)
 		cmocka_unit_test(test_import_bounds_the_evidence_floor),
 		cmocka_unit_test(test_import_drops_breaker_buckets_ahead),
 		cmocka_unit_test(test_import_keeps_a_jitter_seed),
+		cmocka_unit_test(test_import_checks_the_baseline),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Rolling low-percentile baseline; see baseline.h. */
+#include <math.h>
 #include <string.h>
 #include "control/baseline.h"
 
@@ -20,7 +21,7 @@ void sluice_baseline_reset(struct sluice_baseline *b)
 void sluice_baseline_seed(struct sluice_baseline *b, double v)
 {
 	sluice_baseline_reset(b);
-	if (!(v > 0))
+	if (!(v > 0) || !isfinite(v))
 		return;
 	b->ring[0] = v;
 	b->count = 1;
@@ -45,10 +46,36 @@ static double percentile(const struct sluice_baseline *b, double q)
 	return v[k < n ? k : n - 1];
 }
 
+static uint32_t ring_len(const struct sluice_baseline_params *p)
+{
+	return p->n < 8 ? 8 : p->n > SLUICE_BASELINE_N ? SLUICE_BASELINE_N : p->n;
+}
+
+/* A ring whose entries or places are not what sluice_baseline_add leaves gives a value that is
+ * not one: with a head past its entries, the next window is written where the percentile does
+ * not read and the entry read instead is a zero, a value of 0 that leaves the objective
+ * unknown (no latency overload seen) until that zero has left the ring, 60 windows later. */
+int sluice_baseline_adopt(struct sluice_baseline *b, const struct sluice_baseline_params *p)
+{
+	uint32_t n = ring_len(p);
+	int ok = b->count <= n && b->head < n && (b->count == n || b->head == b->count);
+
+	if (b->stale >= p->stale_windows)
+		b->stale = 0;                     /* a count no add leaves: none refused yet */
+	for (uint32_t i = 0; ok && i < b->count; i++)
+		ok = b->ring[i] > 0 && isfinite(b->ring[i]);
+	if (!ok) {
+		sluice_baseline_reset(b);
+		return 0;
+	}
+	b->value_us = b->count ? percentile(b, p->q) : 0;
+	return 1;
+}
+
 int sluice_baseline_add(struct sluice_baseline *b, const struct sluice_baseline_params *p,
 			const struct sluice_baseline_window *w)
 {
-	uint32_t n = p->n < 8 ? 8 : p->n > SLUICE_BASELINE_N ? SLUICE_BASELINE_N : p->n;
+	uint32_t n = ring_len(p);
 	double v = w->latency_us;
 
 	if (w->samples < p->min_samples || v <= 0 ||

@@ -54,6 +54,12 @@ void sluice_baseline_reset(struct sluice_baseline *b);
 /* A baseline of one window's value v (> 0): what a restart adopts of a baseline whose ring was
  * not kept. */
 void sluice_baseline_seed(struct sluice_baseline *b, double v);
+/* A baseline read back from a saved record (another process wrote it): kept when it is one
+ * sluice_baseline_add could have left with these parameters -- at most n entries, each a
+ * latency (a finite number > 0), the next slot right after the last while the ring fills --
+ * with its value worked out again from its ring; else forgotten (relearned). Returns 1 when
+ * kept. */
+int sluice_baseline_adopt(struct sluice_baseline *b, const struct sluice_baseline_params *p);
 /* Returns 1 when the window entered the ring. */
 int sluice_baseline_add(struct sluice_baseline *b, const struct sluice_baseline_params *p,
 			const struct sluice_baseline_window *w);

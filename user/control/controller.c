@@ -921,8 +921,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 		return -1;
 	import_limit(s, &st->lim, now_ns);
 	s->base = st->base;
-	if (s->base.count > SLUICE_BASELINE_N || s->base.head >= SLUICE_BASELINE_N)
-		sluice_baseline_reset(&s->base);
+	sluice_baseline_adopt(&s->base, &s->blp);          /* or forgotten: relearned */
 	s->lad = st->lad;
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		if (s->lad.admit[c] > SLUICE_PROB_ONE)
