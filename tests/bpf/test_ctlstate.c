@@ -245,6 +245,38 @@ static void test_slot_guard(void **state)
 	}
 }
 
+/* The cascade suppression of breakers lasts until an operator lifts it (suspend_s 0), not
+ * until sluiced restarts: the entries carry it, written again when it begins or ends, and
+ * the next sluiced is suppressed from its start. Once lifted, the entries say so. */
+static void test_cascade_carried_over(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns(), since = 1;
+	static struct sluice_ctl_slot slot;
+
+	start(w, &w->d, t);
+	assert_int_equal(w->d.cascade.suspended, 0);
+	w->d.cascade.suspended = 1;              /* what sluice_cascade_record_open leaves */
+	w->d.cascade.suspended_since_ns = t - 2000 * MS;
+	daemon_ctl_cascade(&w->d, t);
+	for (int i = 0; i < w->d.cfg.n_services; i++) {
+		assert_int_equal(maps_read_ctl_slot(&w->f->m, w->d.idx[i], &slot), 0);
+		assert_int_equal(ctl_slot_cascade(&slot, &since), 1);
+		assert_true(since == t - 2000 * MS);
+	}
+
+	start(w, &w->d2, t + 300 * MS);
+	assert_int_equal(w->d2.cascade.suspended, 1);
+	assert_true(w->d2.cascade.suspended_since_ns == t - 2000 * MS);
+	assert_int_equal(sluice_cascade_tick(&w->d2.cascade, &w->d2.cp, t + 400 * MS, NULL), 1);
+
+	sluice_cascade_clear(&w->d2.cascade, t + 500 * MS, "test", NULL);
+	daemon_ctl_cascade(&w->d2, t + 500 * MS);
+	assert_int_equal(maps_read_ctl_slot(&w->f->m, w->d2.idx[1], &slot), 0);
+	assert_int_equal(ctl_slot_cascade(&slot, &since), 1);
+	assert_true(since == 0);
+}
+
 /* Audit records "baseline reset" for web in the state directory, once d's file writer has
  * written everything queued (at most 5 s). */
 static int reset_records(struct world *w, struct daemon *d)
@@ -866,6 +898,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_restart_continues, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cascade_carried_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_requests_found_in_kernel, setup, teardown),

@@ -455,6 +455,49 @@ static void test_import_checks_the_baseline(void **st)
 	assert_true(b.base.value_us == 0);
 }
 
+/* The node's cascade suppression rides in every service's record (version 4): a restart
+ * finds it there, as it finds the breakers it suppressed. Version 3's record, its prefix, is
+ * adopted and says nothing about it; a record cut short of the length it says is refused. */
+static void test_slot_carries_the_cascade(void **st)
+{
+	static struct sluice_ctl_slot slot;
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state *cs = (struct sluice_ctl_state *)(void *)slot.state;
+	uint64_t now = 1000 * S, since = 1;
+	const char *why;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	a.lim.est = a.lim.limit = 77;
+	ctl_slot_fill(&slot, &a, &sc, 0, 1, now);
+	assert_int_equal(ctl_slot_cascade(&slot, &since), 1);
+	assert_true(since == 0);
+	ctl_slot_set_cascade(&slot, now - 3 * S);
+	assert_int_equal(ctl_slot_cascade(&slot, &since), 1);
+	assert_true(since == now - 3 * S);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now, &why), 1);
+	assert_int_equal(b.lim.limit, 77);
+
+	/* version 3's record: adopted, no suppression known */
+	cs->version = 3;
+	cs->size = SLUICE_CTL_STATE_V3_SIZE;
+	slot.state_len = SLUICE_CTL_STATE_V3_SIZE;
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now, &why), 1);
+	assert_int_equal(b.lim.limit, 77);
+	assert_int_equal(ctl_slot_cascade(&slot, &since), 0);
+
+	/* this version's record cut to version 3's length is not read */
+	cs->version = SLUICE_CTL_STATE_VERSION;
+	cs->size = sizeof(*cs);
+	service_ctl_init(&b, &sc, &cfg, 2, now);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now, &why), -1);
+	assert_int_not_equal(b.lim.limit, 77);
+	assert_int_equal(ctl_slot_cascade(&slot, &since), 0);
+}
+
 /* Latency stays far above the objective whatever the limit does (the backend itself became
  * slow, or the limit is not what binds): every decided window either moves the limit or cuts
  * a class -- never a stretch of windows with neither, never zero shedding. ALG is the
@@ -1633,6 +1676,7 @@ int main(void)
 		cmocka_unit_test(test_import_drops_breaker_buckets_ahead),
 		cmocka_unit_test(test_import_keeps_a_jitter_seed),
 		cmocka_unit_test(test_import_checks_the_baseline),
+		cmocka_unit_test(test_slot_carries_the_cascade),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

@@ -858,6 +858,8 @@ int ctl_state_adoptable(const struct sluice_ctl_state *st)
 {
 	if (st->version == SLUICE_CTL_STATE_VERSION && st->size == sizeof(*st))
 		return SLUICE_CTL_STATE_VERSION;
+	if (st->version == 3 && st->size == SLUICE_CTL_STATE_V3_SIZE)
+		return 3;
 	if (st->version == 2 && st->size == SLUICE_CTL_STATE_V2_SIZE)
 		return 2;
 	return 0;
@@ -939,7 +941,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	import_breaker(s, &st->brk, now_ns);
 	s->above_since_ns = st->above_since_ns;
 	not_after(&s->above_since_ns, now_ns);
-	if (version == SLUICE_CTL_STATE_VERSION) {
+	if (version >= 3) {
 		sluice_baseline_seed(&s->base_little, st->base_little_us);
 		sluice_baseline_seed(&s->base_mean, st->base_mean_us);
 		s->last_top_us = st->top_class_us > 0 ? st->top_class_us : 0;

@@ -177,12 +177,12 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
  * plain data already). Times are
  * CLOCK_MONOTONIC ns, valid while the host has not rebooted (pinned maps do not survive one
  * either); an import clamps any time in the future to now. */
-#define SLUICE_CTL_STATE_VERSION 3
+#define SLUICE_CTL_STATE_VERSION 4
 
 struct sluice_ctl_state {
 	uint32_t version;             /* SLUICE_CTL_STATE_VERSION */
 	uint32_t size;                /* sizeof(struct sluice_ctl_state): any other layout refuses,
-	                               * but version 2's, which is this one's prefix */
+	                               * but versions 2's and 3's, this one's prefixes */
 	uint64_t exported_ns;
 	uint64_t above_since_ns;
 	struct sluice_limit lim;
@@ -198,13 +198,21 @@ struct sluice_ctl_state {
 	/* since version 3, for status only: the last decided window's latency of the highest
 	 * busy classes, the one the objective is judged on (0 = none decided yet) */
 	double top_class_us;
+	/* since version 4, the node's, not the controller's: when the cascade suppression of
+	 * breakers in force as the record was written began (control/cascade.h), 0 = none. It
+	 * lasts until an operator lifts it (or suspend_s), not until sluiced restarts: the daemon
+	 * writes it into every service's record (ctl_slot_set_cascade) and a restarted one takes
+	 * it from the newest record it adopts (daemon_ctl_import). */
+	uint64_t cascade_since_ns;
 };
 /* What version 2 wrote: the same record up to the version 3 fields (adopted, those unlearned). */
 #define SLUICE_CTL_STATE_V2_SIZE offsetof(struct sluice_ctl_state, base_little_us)
+/* What version 3 wrote: up to the version 4 field (adopted, no cascade suppression known). */
+#define SLUICE_CTL_STATE_V3_SIZE offsetof(struct sluice_ctl_state, cascade_since_ns)
 
 void ctl_state_export(const struct service_ctl *s, uint64_t now_ns, struct sluice_ctl_state *out);
-/* The record's version when this sluiced adopts it (SLUICE_CTL_STATE_VERSION, or 2 for
- * version 2's record, this one's prefix), else 0. */
+/* The record's version when this sluiced adopts it (SLUICE_CTL_STATE_VERSION, or 2 or 3 for
+ * those versions' records, this one's prefixes), else 0. */
 int ctl_state_adoptable(const struct sluice_ctl_state *st);
 /* Adopt `st` into a controller initialised for the same service. Returns 0, or -1 (nothing
  * changed) when the version or size does not match. */

@@ -47,15 +47,32 @@ void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
 	out->state_len = sizeof(struct sluice_ctl_state);
 }
 
-/* The slot's state into *st when it is this version's record or version 2's (its prefix: the
- * rest zero, unlearned); 0 for any other. */
+/* The slot's state into *st when it is a record this sluiced adopts, this version's or an
+ * older one's (its prefix: the rest zero, unlearned), of the length the record says; its
+ * version, or 0 for any other. */
 static int ctl_state_copy(const struct sluice_ctl_slot *slot, struct sluice_ctl_state *st)
 {
-	if (slot->state_len != sizeof(*st) && slot->state_len != SLUICE_CTL_STATE_V2_SIZE)
+	if (slot->state_len != sizeof(*st) && slot->state_len != SLUICE_CTL_STATE_V3_SIZE &&
+	    slot->state_len != SLUICE_CTL_STATE_V2_SIZE)
 		return 0;
 	memset(st, 0, sizeof(*st));
 	memcpy(st, slot->state, slot->state_len);
-	return ctl_state_adoptable(st) != 0;
+	return st->size == slot->state_len ? ctl_state_adoptable(st) : 0;
+}
+
+void ctl_slot_set_cascade(struct sluice_ctl_slot *slot, uint64_t since_ns)
+{
+	((struct sluice_ctl_state *)(void *)slot->state)->cascade_since_ns = since_ns;
+}
+
+int ctl_slot_cascade(const struct sluice_ctl_slot *slot, uint64_t *since_ns)
+{
+	static __thread struct sluice_ctl_state st;   /* 2.9 KB: not on the stack */
+
+	if (ctl_state_copy(slot, &st) != SLUICE_CTL_STATE_VERSION)
+		return 0;
+	*since_ns = st.cascade_since_ns;
+	return 1;
 }
 
 int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc)

@@ -14,12 +14,23 @@ _Static_assert(sizeof(struct sluice_ctl_state) <= SLUICE_CTL_STATE_LEN,
  * a new version that no longer adopts version 2's record. */
 _Static_assert(SLUICE_CTL_STATE_V2_SIZE == 2904,
 	       "the record's version 2 prefix changed: drop version 2's adoption (ctlslot.c)");
+/* Version 3's likewise: the 2,928 bytes it wrote. */
+_Static_assert(SLUICE_CTL_STATE_V3_SIZE == 2928,
+	       "the record's version 3 prefix changed: drop version 3's adoption (ctlslot.c)");
 
 /* The entry for service sc as s stands at now_ns. reset_ack: the last baseline reset done;
  * ticks: the service's ticks so far (status and `sluicectl baseline reset` watch it move). */
 void ctl_slot_fill(struct sluice_ctl_slot *out, const struct service_ctl *s,
 		   const struct service_conf *sc, uint32_t reset_ack, uint64_t ticks,
 		   uint64_t now_ns);
+
+/* The node's cascade suppression into an entry ctl_slot_fill filled: when the one in force
+ * began, 0 for none (controller.h, cascade_since_ns). */
+void ctl_slot_set_cascade(struct sluice_ctl_slot *slot, uint64_t since_ns);
+
+/* The cascade suppression the entry's record carries: 1 with *since_ns (0: none in force when
+ * it was written), or 0 when the record does not say (another version, an older one). */
+int ctl_slot_cascade(const struct sluice_ctl_slot *slot, uint64_t *since_ns);
 
 /* Does the entry belong to service sc (same name and port)? A slot once given to another
  * service, or never written, does not. */

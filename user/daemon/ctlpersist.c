@@ -13,8 +13,32 @@
 /* One entry is 3.7 KB: kept off the stack, the daemon is single-threaded on this path. */
 static struct sluice_ctl_slot slot_buf;
 
+/* The cascade suppression in force as the entries carry it: since when, 0 = none. */
+static uint64_t cascade_since(const struct daemon *d)
+{
+	if (!d->cascade.suspended)
+		return 0;
+	return d->cascade.suspended_since_ns ? d->cascade.suspended_since_ns : 1;
+}
+
+/* The suppression the newest of the adopted entries carried (since: when it began, 0 none),
+ * in force again: a restart is not the operator's decision to lift it. */
+static void adopt_cascade(struct daemon *d, uint64_t since, unsigned long long now_ns)
+{
+	if (since) {
+		d->cascade.suspended = 1;
+		d->cascade.suspended_since_ns = since < now_ns ? since : now_ns;
+		daemon_event(d, SLUICE_EVM_CASCADE, "armed", "suspended",
+			     "cascade suppression carried over from the pinned state: breakers open "
+			     "by themselves again after `sluicectl cascade clear`", "", SLUICE_EV_ALERT);
+	}
+	d->cascade_written = cascade_since(d);
+}
+
 void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 {
+	uint64_t newest = 0, cascade = 0, since;
+
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		const struct service_conf *sc = &d->cfg.services[i];
 		const char *why = "";
@@ -29,6 +53,10 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 		if (ctl_slot_belongs(&slot_buf, sc)) {
 			d->books[i].ctl_reset_ack = slot_buf.reset_ack;  /* done requests stay done */
 			d->books[i].conncap.keep = 1;   /* and its connection caps stand */
+		}
+		if (rc == 1 && ctl_slot_cascade(&slot_buf, &since) && slot_buf.written_ns >= newest) {
+			newest = slot_buf.written_ns;
+			cascade = since;
 		}
 		if (rc == 1) {
 			struct sluice_event ev;
@@ -52,6 +80,7 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 				     rc < 0 ? SLUICE_EV_ALERT : SLUICE_EV_INFO);
 		}
 	}
+	adopt_cascade(d, cascade, now_ns);
 }
 
 /* Slots read per tick: 65536 services are all read within 8 ticks, under a second, which
@@ -208,6 +237,7 @@ void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns)
 	b->ctl_ticks++;
 	ctl_slot_fill(&slot_buf, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
 		      now_ns);
+	ctl_slot_set_cascade(&slot_buf, cascade_since(d));
 	maps_write_ctl_slot(&d->m, d->idx[i], &slot_buf);
 }
 
@@ -246,6 +276,7 @@ static void export_batched(struct daemon *d, int i, unsigned long long now_ns)
 	b->ctl_ticks++;
 	ctl_slot_fill(slot, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
 		      now_ns);
+	ctl_slot_set_cascade(slot, cascade_since(d));
 }
 
 void daemon_ctl_flush(struct daemon *d)
@@ -322,4 +353,14 @@ void daemon_ctl_export_all(struct daemon *d, unsigned long long now_ns)
 		d->books[i].ctl_ticks--;     /* not a tick: keep the count honest */
 		daemon_ctl_export(d, i, now_ns);
 	}
+}
+
+void daemon_ctl_cascade(struct daemon *d, unsigned long long now_ns)
+{
+	uint64_t since = cascade_since(d);
+
+	if (since == d->cascade_written)
+		return;
+	daemon_ctl_export_all(d, now_ns);
+	d->cascade_written = since;
 }

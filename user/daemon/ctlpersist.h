@@ -9,8 +9,15 @@
 #include "daemon/daemon.h"
 
 /* At start, after daemon_init(): adopt every service's pinned state that belongs to it (same
- * name and port); one event per service says adopted or why not. */
+ * name and port); one event per service says adopted or why not. The cascade suppression the
+ * newest adopted entry carries is in force again (with an alert event): only an operator or
+ * suspend_s lifts it, never a restart. */
 void daemon_ctl_import(struct daemon *d, unsigned long long now_ns);
+
+/* After the tick's services: when the cascade suppression began or ended since the entries
+ * were last written, every service's entry is written again, so that whichever one a restart
+ * finds newest carries it. */
+void daemon_ctl_cascade(struct daemon *d, unsigned long long now_ns);
 
 /* Once a tick, before the services: read a slice of the request slots (all of them up to
  * 8192 services), so a request costs no lookup per service and reaches a settled service

@@ -844,6 +844,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 		flush_verdicts(d);
 		daemon_ctl_flush(d);
 	}
+	daemon_ctl_cascade(d, now_ns);
 
 	if (now_ns - d->last_gc_ns >= NS) {
 		struct live_check lc = { .d = d };

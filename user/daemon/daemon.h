@@ -120,6 +120,8 @@ struct daemon {
 	unsigned long long ticked, skipped;      /* services run / skipped by the tick, in all */
 	struct sluice_cascade_params cp;
 	struct sluice_cascade cascade;
+	uint64_t cascade_written;                /* the suppression the ctl_state entries carry:
+	                                          * since when, 0 = none (ctlpersist.h) */
 	struct daemon_node node;                 /* node-wide arbitration (off by default) */
 	struct switch_state sw;                  /* the set in force (sw.set); only the tick and
 	                                          * the operator socket, one thread, touch it */
