@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include "daemon/metrics.h"
 
 /* ---------------------------------------------------------------- fixtures */
@@ -414,9 +415,150 @@ static void test_label_escaping(void **st)
 	free(t);
 }
 
-/* Every non-comment line matches the sample grammar; its family has HELP and TYPE before it;
- * a family's samples are contiguous; TYPE counter names end in _total. */
-static void check_exposition(const char *text)
+/* One sample line (already matched against the grammar) taken apart: its name, its labels
+ * other than `le` as written, the `le` value ("" without one) and the value. A label name
+ * that appears twice in the line fails. */
+struct parsed {
+	char name[96], labels[512], le[32];
+	double v;
+};
+
+static void parse_sample(const char *line, struct parsed *p)
+{
+	const char *q = line;
+	size_t n = strcspn(q, "{ ");
+	char seen[8][48];
+	int ns = 0;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%.*s", (int)n, q);
+	q += n;
+	if (*q == '{') {
+		for (q++; *q != '}';) {
+			size_t kl = strcspn(q, "="), vl = 0, used;
+			char key[48], val[256];
+
+			snprintf(key, sizeof(key), "%.*s", (int)kl, q);
+			for (int i = 0; i < ns; i++)
+				if (!strcmp(seen[i], key))
+					fail_msg("label %s twice: %s", key, line);
+			assert_true(ns < 8);
+			snprintf(seen[ns++], sizeof(seen[0]), "%s", key);
+			for (q += kl + 2; *q != '"'; q++) {      /* past =" */
+				if (*q == '\\')
+					val[vl++] = *q++;
+				val[vl++] = *q;
+				assert_true(vl < sizeof(val) - 2);
+			}
+			val[vl] = '\0';
+			q++;
+			used = strlen(p->labels);
+			if (!strcmp(key, "le"))
+				snprintf(p->le, sizeof(p->le), "%.31s", val);
+			else
+				snprintf(p->labels + used, sizeof(p->labels) - used, "%s=\"%s\",", key,
+					 val);
+			if (*q == ',')
+				q++;
+		}
+		q++;
+	}
+	assert_true(*q == ' ');
+	p->v = strtod(q + 1, NULL);
+}
+
+/* One histogram series (a family and its labels but `le`): its buckets so far. */
+struct hseries {
+	char fam[96], labels[512];
+	double last_le, last_cum, inf;
+	int has_inf, has_sum, has_count;
+};
+
+static struct hseries *hseries_of(struct hseries *h, int *nh, int cap, const char *fam,
+				  const char *labels, int create)
+{
+	for (int i = 0; i < *nh; i++)
+		if (!strcmp(h[i].fam, fam) && !strcmp(h[i].labels, labels))
+			return &h[i];
+	if (!create)
+		fail_msg("%s{%s}: _sum or _count before its buckets", fam, labels);
+	assert_true(*nh < cap);
+	memset(&h[*nh], 0, sizeof(h[*nh]));
+	snprintf(h[*nh].fam, sizeof(h[*nh].fam), "%s", fam);
+	snprintf(h[*nh].labels, sizeof(h[*nh].labels), "%s", labels);
+	h[*nh].last_le = -1;
+	return &h[(*nh)++];
+}
+
+/* A sample of histogram family fam: buckets with `le` rising and counts never falling,
+ * +Inf last, then _sum and _count, _count equal to +Inf. */
+static void check_histogram_sample(struct hseries *h, int *nh, int cap, const char *fam,
+				   const char *line)
+{
+	struct parsed p;
+	struct hseries *r;
+	const char *suffix;
+
+	parse_sample(line, &p);
+	suffix = p.name + strlen(fam);
+	if (!strcmp(suffix, "_bucket")) {
+		if (!p.le[0])
+			fail_msg("bucket without le: %s", line);
+		r = hseries_of(h, nh, cap, fam, p.labels, 1);
+		if (r->has_inf)
+			fail_msg("bucket after le=\"+Inf\": %s", line);
+		if (p.v < r->last_cum)
+			fail_msg("cumulative count falls: %s", line);
+		r->last_cum = p.v;
+		if (!strcmp(p.le, "+Inf")) {
+			r->has_inf = 1;
+			r->inf = p.v;
+			return;
+		}
+		if (strtod(p.le, NULL) <= r->last_le)
+			fail_msg("le does not rise: %s", line);
+		r->last_le = strtod(p.le, NULL);
+		return;
+	}
+	if (p.le[0])
+		fail_msg("le outside a bucket: %s", line);
+	r = hseries_of(h, nh, cap, fam, p.labels, 0);
+	if (!r->has_inf)
+		fail_msg("%s before le=\"+Inf\"", line);
+	if (!strcmp(suffix, "_sum")) {
+		if (!(p.v >= 0) || isinf(p.v))
+			fail_msg("bad sum: %s", line);
+		r->has_sum++;
+	} else {
+		if (p.v != r->inf)
+			fail_msg("_count is not the +Inf bucket: %s", line);
+		r->has_count++;
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The whole text is UTF-8 (a scraper refuses the exposition for one label value that is not;
+ * jansson's check, not the renderer's own). */
+static void check_utf8(const char *text)
+{
+	json_t *j = json_stringn(text, strlen(text));
+
+	if (!j)
+		fail_msg("the exposition is not valid UTF-8");
+	json_decref(j);
+}
+
+/* The text format, strictly: every non-comment line matches the sample grammar; its family
+ * has one HELP and one TYPE before it and its samples are contiguous; TYPE counter names end
+ * in _total and their values are finite and not negative; no series (name and labels) twice,
+ * no label name twice in a sample; HELP text escapes only \\ and \n; histograms as
+ * check_histogram_sample says, each with its _sum and _count; the text is UTF-8. Returns how
+ * many samples it checked. */
+static int check_exposition(const char *text)
 {
 	static const char *sample_re =
 		"^([a-zA-Z_:][a-zA-Z0-9_:]*)"
@@ -424,11 +566,18 @@ static void check_exposition(const char *text)
 		"(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\\n]|\\\\[\\\\\"n])*\")*\\})?"
 		" (NaN|[+-]Inf|[-+]?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?)$";
 	struct fam { char name[96], type[16]; int help, done; } fams[128];
-	int nf = 0, cur = -1, samples = 0;
+	static struct hseries hs[256];
+	int nf = 0, cur = -1, samples = 0, nh = 0, nseries = 0;
 	regex_t re;
-	char *copy = strdup(text), *save = NULL, *line;
+	char *copy = strdup(text), *save = NULL, *line, **series;
 
+	check_utf8(text);
+	for (const char *c = text; *c; c++)
+		nseries += *c == '\n';
+	series = calloc((size_t)nseries + 1, sizeof(*series));
+	nseries = 0;
 	assert_non_null(copy);
+	assert_non_null(series);
 	assert_int_equal(regcomp(&re, sample_re, REG_EXTENDED), 0);
 	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		regmatch_t m[2];
@@ -447,9 +596,19 @@ static void check_exposition(const char *text)
 				snprintf(fams[nf].name, sizeof(fams[nf].name), "%s", nm);
 				nf++;
 			}
+			if (fams[f].done || (f == cur && samples))
+				fail_msg("HELP or TYPE of %s after its samples", nm);
 			if (line[2] == 'H') {
-				assert_int_equal(fams[f].help, 0);
+				if (fams[f].help)
+					fail_msg("second HELP for %s", nm);
 				fams[f].help = 1;
+				for (const char *h = strchr(line + 7, ' '); *h; h++) {
+					if (*h != '\\')
+						continue;
+					if (h[1] != '\\' && h[1] != 'n')
+						fail_msg("HELP of %s: a backslash not escaped", nm);
+					h++;
+				}
 			} else {
 				if (fams[f].type[0])
 					fail_msg("second TYPE for %s", nm);
@@ -496,11 +655,35 @@ static void check_exposition(const char *text)
 				fams[cur].done = 1;
 			cur = f;
 		}
+		{
+			struct parsed p;
+
+			parse_sample(line, &p);
+			if (!strcmp(fams[f].type, "counter") && (!(p.v >= 0) || isinf(p.v)))
+				fail_msg("counter not a finite count: %s", line);
+			if (strcmp(fams[f].type, "histogram") && p.le[0])
+				fail_msg("le outside a histogram: %s", line);
+		}
+		if (!strcmp(fams[f].type, "histogram"))
+			check_histogram_sample(hs, &nh, 256, fams[f].name, line);
+		series[nseries] = strndup(line, strrchr(line, ' ') - line);
+		assert_non_null(series[nseries]);
+		nseries++;
 		samples++;
 	}
-	assert_true(samples > 100);
+	for (int i = 0; i < nh; i++)
+		if (hs[i].has_sum != 1 || hs[i].has_count != 1)
+			fail_msg("%s{%s}: _sum and _count once each", hs[i].fam, hs[i].labels);
+	qsort(series, (size_t)nseries, sizeof(*series), cmp_str);
+	for (int i = 1; i < nseries; i++)
+		if (!strcmp(series[i - 1], series[i]))
+			fail_msg("series twice: %s", series[i]);
+	for (int i = 0; i < nseries; i++)
+		free(series[i]);
+	free(series);
 	regfree(&re);
 	free(copy);
+	return samples;
 }
 
 static void test_grammar_and_help_type(void **st)
@@ -515,7 +698,7 @@ static void test_grammar_and_help_type(void **st)
 	s.s[0].cls[2].admit_prob = 1.0 / 3;
 	x.s[0].effective_ratio = 0.0 / 0.0;    /* NaN must still be a valid sample */
 	t = render(&s, &x);
-	check_exposition(t);
+	assert_true(check_exposition(t) > 100);
 	assert_line(t, "sluice_effective_request_ratio{service=\"we\\\"ird\\\\name\\n\"} NaN");
 	free(t);
 
@@ -540,7 +723,7 @@ static void test_without_extra(void **st)
 	make_snapshot(&s, &x);
 	x.n = 1;
 	t = render(&s, &x);
-	check_exposition(t);
+	assert_true(check_exposition(t) > 100);
 	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L3\"} 0.5");
 	assert_line(t, "sluice_switch_active{service=\"web\",class=\"L3\"} 1");
 	assert_line(t, "sluice_switch_shed_ratio{service=\"web\",class=\"L0\"} 0");   /* admit 1: no shed */
@@ -553,11 +736,129 @@ static void test_without_extra(void **st)
 	free(t);
 
 	t = render(&s, NULL);
-	check_exposition(t);
+	assert_true(check_exposition(t) > 100);
 	assert_no_line_prefix(t, "sluice_cascade_suspended");
 	assert_no_line_prefix(t, "sluice_node_admit_ratio");
 	assert_line(t, "# TYPE sluice_effective_request_ratio gauge");
 	assert_no_line_prefix(t, "sluice_effective_request_ratio{");
+	free(t);
+}
+
+/* The checker over the states a daemon goes through: nothing configured, the controller not
+ * reporting yet, a service whose pins predate most counts, the wait probe on, the node
+ * arbitration on, interfaces in every XDP mode, counters at their largest, histograms with a
+ * sample in every bucket. */
+static void test_exposition_over_states(void **st)
+{
+	static const char *const modes[] = { "native", "generic", "offload", "none", "" };
+	struct status_snapshot s;
+	struct metrics_extra x;
+	char *t;
+	(void)st;
+
+	/* no services, no controller rows */
+	memset(&s, 0, sizeof(s));
+	s.heartbeat_age_s = -1;
+	t = render(&s, NULL);
+	assert_true(check_exposition(t) > 5);
+	free(t);
+	t = render(NULL, NULL);
+	assert_true(check_exposition(t) > 5);
+	free(t);
+	memset(&x, 0, sizeof(x));
+	x.node_on = 1;
+	x.read_wait_probe = 1;
+	t = render(&s, &x);
+	assert_true(check_exposition(t) > 5);
+	free(t);
+
+	/* services the controller has no rows for yet */
+	make_snapshot(&s, &x);
+	x.n = 0;
+	t = render(&s, &x);
+	assert_true(check_exposition(t) > 100);
+	free(t);
+
+	/* everything at once: the probe, node arbitration, interfaces, no controller entry or
+	 * open-connection count for db, counters at their largest, every bucket filled */
+	make_snapshot(&s, &x);
+	x.read_wait_probe = 1;
+	x.s[0].have_wait = 1;
+	x.s[0].waits = 12;
+	x.s[0].wait_ns = 3000000000ull;
+	x.s[0].window_wait_s = -1;
+	x.s[1].have_wait = 1;
+	x.s[1].window_wait_s = 0.004;
+	x.s[1].wait_trims = 2;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		s.s[1].cls[c].open = -1;
+	s.s[1].cls[2].st.arrivals = ~0ull;
+	s.pkt.service = ~0ull;
+	for (unsigned i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		s.s[0].cls[1].hist.bucket[i] = i + 1;
+	s.n_ifaces = 5;
+	for (int i = 0; i < s.n_ifaces; i++) {
+		snprintf(s.ifaces[i].name, sizeof(s.ifaces[i].name), "eth%d", i);
+		snprintf(s.ifaces[i].xdp_mode, sizeof(s.ifaces[i].xdp_mode), "%s", modes[i]);
+	}
+	t = render(&s, &x);
+	assert_true(check_exposition(t) > 100);
+	assert_line(t, "sluice_xdp_mode{interface=\"eth1\",mode=\"generic\"} 1");
+	assert_line(t, "sluice_requests_arrived_total{service=\"db\",class=\"L2\"} 18446744073709551615");
+	assert_line(t, "sluice_read_waits_total{service=\"db\"} 12");
+	assert_no_line_prefix(t, "sluice_read_wait_window_seconds{service=\"db\"}");
+	assert_line(t, "sluice_read_wait_window_seconds{service=\"web\"} 0.004");
+	free(t);
+}
+
+/* The families docs/METRICS.md lists in its tables ("| `sluice_...` |" rows) are exactly the
+ * families a full exposition declares: none documented that is not there, none there that
+ * is not documented. */
+static void test_documented_families(void **st)
+{
+	const char *dir = getenv("SLUICE_SRCDIR");
+	char path[512], line[4096], doc[128][96], *t;
+	int nd = 0, nh = 0;
+	struct status_snapshot s;
+	struct metrics_extra x;
+	FILE *f;
+	(void)st;
+
+	snprintf(path, sizeof(path), "%s%sdocs/METRICS.md", dir ? dir : "", dir ? "/" : "");
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot read %s (run from the repository, or set SLUICE_SRCDIR)", path);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "| `sluice_", 10)) {
+			assert_true(nd < 128);
+			assert_int_equal(sscanf(line + 3, "%95[a-z0-9_]", doc[nd]), 1);
+			nd++;
+		}
+	fclose(f);
+	make_snapshot(&s, &x);
+	x.read_wait_probe = 1;
+	s.n_ifaces = 1;
+	snprintf(s.ifaces[0].name, sizeof(s.ifaces[0].name), "eth0");
+	t = render(&s, &x);
+	for (const char *p = t; (p = strstr(p, "# HELP ")); p++) {
+		char fam[96];
+		int k;
+
+		assert_int_equal(sscanf(p + 7, "%95s", fam), 1);
+		for (k = 0; k < nd && strcmp(doc[k], fam); k++)
+			;
+		if (k == nd)
+			fail_msg("%s is not in docs/METRICS.md", fam);
+		nh++;
+	}
+	for (int k = 0; k < nd; k++) {
+		char help[128];
+
+		snprintf(help, sizeof(help), "# HELP %.95s ", doc[k]);
+		if (!strstr(t, help))
+			fail_msg("docs/METRICS.md lists %s, which /metrics does not have", doc[k]);
+	}
+	assert_int_equal(nh, nd);
 	free(t);
 }
 
@@ -867,6 +1168,8 @@ int main(void)
 		cmocka_unit_test(test_label_escaping),
 		cmocka_unit_test(test_grammar_and_help_type),
 		cmocka_unit_test(test_without_extra),
+		cmocka_unit_test(test_exposition_over_states),
+		cmocka_unit_test(test_documented_families),
 		cmocka_unit_test(test_server_roundtrip),
 		cmocka_unit_test(test_server_fixed_port_and_busy),
 		cmocka_unit_test(test_server_ipv6),
