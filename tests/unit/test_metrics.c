@@ -862,6 +862,39 @@ static void test_documented_families(void **st)
 	free(t);
 }
 
+/* A label value is UTF-8 whatever the bytes behind it: an interface name is what the kernel
+ * took (any byte but '/', ':' and spaces), and one byte that is not UTF-8 in a label value
+ * makes a scraper refuse the whole exposition. Such a byte shows as U+FFFD; a name that is
+ * UTF-8 is written as it is. */
+static void test_label_values_are_utf8(void **st)
+{
+	struct status_snapshot s;
+	struct metrics_extra x;
+	char *t;
+	(void)st;
+
+	make_snapshot(&s, &x);
+	s.n_ifaces = 3;
+	snprintf(s.ifaces[0].name, sizeof(s.ifaces[0].name), "veth\xff" "0");
+	snprintf(s.ifaces[0].xdp_mode, sizeof(s.ifaces[0].xdp_mode), "native");
+	snprintf(s.ifaces[1].name, sizeof(s.ifaces[1].name), "br\xc3");      /* cut short */
+	snprintf(s.ifaces[2].name, sizeof(s.ifaces[2].name), "caf\xc3\xa9");  /* UTF-8 */
+	snprintf(s.s[1].svc.name, sizeof(s.s[1].svc.name), "d\xe0\x80\x80" "b"); /* overlong */
+	t = render(&s, &x);
+	assert_true(check_exposition(t) > 100);
+	assert_line(t, "sluice_interface_attached{interface=\"veth\xef\xbf\xbd" "0\"} 1");
+	assert_line(t, "sluice_xdp_mode{interface=\"veth\xef\xbf\xbd" "0\",mode=\"native\"} 1");
+	assert_line(t, "sluice_interface_attached{interface=\"br\xef\xbf\xbd\"} 1");
+	assert_line(t, "sluice_interface_attached{interface=\"caf\xc3\xa9\"} 1");
+	assert_line(t, "sluice_concurrency_limit{service=\"d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "b\"} 16");
+	free(t);
+	/* a whole field of bytes that are not UTF-8, no NUL: three bytes out for each */
+	memset(s.s[1].svc.name, 0xfe, sizeof(s.s[1].svc.name));
+	t = render(&s, &x);
+	assert_true(check_exposition(t) > 100);
+	free(t);
+}
+
 /* ---------------------------------------------------------------- HTTP server */
 
 struct body_ctx {
@@ -1170,6 +1203,7 @@ int main(void)
 		cmocka_unit_test(test_without_extra),
 		cmocka_unit_test(test_exposition_over_states),
 		cmocka_unit_test(test_documented_families),
+		cmocka_unit_test(test_label_values_are_utf8),
 		cmocka_unit_test(test_server_roundtrip),
 		cmocka_unit_test(test_server_fixed_port_and_busy),
 		cmocka_unit_test(test_server_ipv6),

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/names.h"
+#include "common/utf8.h"
 #include "control/window.h"
 
 /* ------------------------------------------------------------------ output */
@@ -22,14 +23,32 @@
 /* The exposition is written to a memory stream (open_memstream): stdio grows the buffer, and
  * a failed allocation shows as an error of the stream when it is closed. */
 
-/* Label value escaping of the text format: backslash, double quote and line feed. dst holds
- * at least 2 * n + 1 bytes. */
+/* Label value escaping of the text format: backslash, double quote and line feed. A label
+ * value must be UTF-8 too (a scraper refuses the whole exposition for one that is not, and
+ * an interface name is whatever bytes the kernel took): a byte that is not part of a valid
+ * character is written as U+FFFD. dst holds at least LABEL_BUF(n) bytes. */
+#define LABEL_BUF(n) (3 * (n) + 1)
+
 static void escape_label(char *dst, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n && s[i]; i++) {
-		if (s[i] == '\\' || s[i] == '"' || s[i] == '\n')
+	n = strnlen(s, n);
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_char_len(s + i, n - i);
+
+		if (!k) {
+			memcpy(dst, UTF8_REPLACEMENT, 3);
+			dst += 3;
+			i++;
+			continue;
+		}
+		if (s[i] == '\\' || s[i] == '"' || s[i] == '\n') {
 			*dst++ = '\\';
-		*dst++ = s[i] == '\n' ? 'n' : s[i];
+			*dst++ = s[i] == '\n' ? 'n' : s[i];
+		} else {
+			memcpy(dst, s + i, k);
+			dst += k;
+		}
+		i += k;
 	}
 	*dst = '\0';
 }
@@ -155,7 +174,7 @@ static void histogram(FILE *b, const char *svc, int cls, const struct sluice_his
 /* ------------------------------------------------------------------ render */
 
 struct svc_ref {
-	char name[SLUICE_NAME_LEN * 2 + 1];          /* escaped */
+	char name[LABEL_BUF(SLUICE_NAME_LEN)];       /* escaped */
 	const struct service_status *s;
 	const struct metrics_service_extra *x;       /* NULL: the controller gave nothing */
 };
@@ -559,7 +578,7 @@ static void render_xdp(FILE *b, const struct status_snapshot *snap)
 	       "1 for the mode XDP runs in on the interface (generic: every packet costs an skb first).");
 	for (int i = 0; snap && i < snap->n_ifaces; i++) {
 		const struct attached_iface *a = &snap->ifaces[i];
-		char ifn[2 * IF_NAMESIZE + 1];
+		char ifn[LABEL_BUF(IF_NAMESIZE)];
 
 		if (!a->xdp_mode[0])
 			continue; /* cannot be told from here */
@@ -603,7 +622,7 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 	family(b, "sluice_interface_attached", "gauge",
 	       "1 for each interface the data path runs on.");
 	for (int i = 0; snap && i < snap->n_ifaces; i++) {
-		char name[2 * IF_NAMESIZE + 1];
+		char name[LABEL_BUF(IF_NAMESIZE)];
 		struct lbl l = { NULL, -1, "interface", name };
 
 		escape_label(name, snap->ifaces[i].name, IF_NAMESIZE);
