@@ -52,11 +52,31 @@ static void test_json_truncation_and_limits(void **st)
 	}
 }
 
+/* Every key is there whatever bytes its text holds: an interface name the kernel took as it
+ * came, a message cut inside a character. jansson refuses a string that is not UTF-8, and the
+ * key went missing from the line (a script reading "why" got nothing); such a byte shows as
+ * U+FFFD instead, and text that is UTF-8 is kept as it is. */
+static void test_json_keys_whatever_the_bytes(void **st)
+{
+	struct sluice_event ev;
+	char buf[512];
+	(void)st;
+
+	sluice_event_init(&ev, 7, SLUICE_EV_ALERT, "veth\xff" "0", SLUICE_EVM_DAEMON, "native",
+			  "gen\xc3", "bad key 'caf\xc3\xa9\xc3': cut");
+	sluice_event_json(&ev, buf, sizeof(buf));
+	assert_string_equal(buf,
+		"{\"t_ns\":7,\"event\":\"state_change\",\"level\":\"alert\","
+		"\"service\":\"veth\xef\xbf\xbd" "0\",\"machine\":\"daemon\",\"from\":\"native\","
+		"\"to\":\"gen\xef\xbf\xbd\",\"why\":\"bad key 'caf\xc3\xa9\xef\xbf\xbd': cut\"}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_line),
 		cmocka_unit_test(test_json_truncation_and_limits),
+		cmocka_unit_test(test_json_keys_whatever_the_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,11 +216,50 @@ static void test_status_heartbeat_edges(void **state)
 	status_free(&s);
 }
 
+/* Scripts find every interface and every service whatever bytes their names hold: an
+ * interface name is what the kernel took (any byte but '/', ':' and spaces), and jansson
+ * refuses a string that is not UTF-8, which left the interface out of `interfaces` and `xdp`
+ * (and a service out of `services`). Such a byte shows as U+FFFD; a name filling its whole
+ * field is not read past. */
+static void test_status_json_names_whatever_the_bytes(void **state)
+{
+	static struct status_snapshot s;
+	char *text;
+	json_t *v;
+	(void)state;
+
+	snapshot(&s);
+	s.n_ifaces = 2;
+	snprintf(s.ifaces[0].name, sizeof(s.ifaces[0].name), "veth\xff" "0");
+	snprintf(s.ifaces[0].xdp_mode, sizeof(s.ifaces[0].xdp_mode), "generic");
+	snprintf(s.ifaces[1].name, sizeof(s.ifaces[1].name), "eth0");
+	memset(s.s[0].svc.name, 'w', sizeof(s.s[0].svc.name));
+	s.s[0].svc.name[3] = (char)0xc3;       /* a character cut short */
+	text = status_text(&s);
+	v = json_loads(text, 0, NULL);
+	if (!v)
+		fail_msg("not JSON: %s", text);
+	assert_int_equal(json_array_size(at(v, "interfaces")), 2);
+	assert_string_equal(json_string_value(at(v, "interfaces.0")), "veth\xef\xbf\xbd" "0");
+	assert_string_equal(json_string_value(at(v, "interfaces.1")), "eth0");
+	assert_int_equal(json_array_size(at(v, "xdp")), 2);
+	assert_string_equal(json_string_value(at(v, "xdp.0.interface")), "veth\xef\xbf\xbd" "0");
+	assert_string_equal(json_string_value(at(v, "xdp.0.mode")), "generic");
+	assert_true(json_is_null(at(v, "xdp.1.mode")));
+	assert_int_equal(json_array_size(at(v, "services")), 1);
+	assert_string_equal(json_string_value(at(v, "services.0.name")),
+			    "www\xef\xbf\xbdwwwwwwwwwwwwwwwwwwwwwwwwwwww");
+	json_decref(v);
+	free(text);
+	status_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_json_keys_and_types),
 		cmocka_unit_test(test_status_heartbeat_edges),
+		cmocka_unit_test(test_status_json_names_whatever_the_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/errf.h"
+#include "common/utf8.h"
 
 /* %.15g for fractions: a value rounded to a few decimals prints as written ("0.1234"),
  * without the binary noise jansson's default of 17 digits shows. */
@@ -61,6 +62,22 @@ json_t *jsonio_number(double v)
 	if (strpbrk(txt, ".e"))
 		return json_real(strtod(txt, NULL));
 	return json_integer(strtoll(txt, NULL, 10));
+}
+
+json_t *jsonio_text(const char *s)
+{
+	json_t *v = json_string(s ? s : "");
+	size_t n;
+	char *fixed;
+
+	if (v || !s)
+		return v;
+	n = strlen(s);
+	if (!(fixed = malloc(3 * n + 1)))
+		return NULL;
+	v = json_string(utf8_scrub(fixed, s, n));
+	free(fixed);
+	return v;
 }
 
 char *jsonio_dumps(const json_t *v)

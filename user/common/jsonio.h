@@ -26,6 +26,11 @@ json_t *jsonio_fixed(double v, int decimals);
  * else a number with a fraction; NaN and infinities become null. */
 json_t *jsonio_number(double v);
 
+/* s as a JSON string, never refused: bytes that are not valid UTF-8 (an interface name, a
+ * message cut inside a character) become U+FFFD, where json_string() would give NULL and the
+ * key or array entry it was for would silently go missing. NULL only when out of memory. */
+json_t *jsonio_text(const char *s);
+
 /* One line of compact JSON without a newline (free() it), or NULL when out of memory. */
 char *jsonio_dumps(const json_t *v);
 /* The text followed by '\n' into a malloc'd *out (length *len without the NUL); `flags` are

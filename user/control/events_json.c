@@ -16,13 +16,15 @@ json_t *sluice_event_object(const struct sluice_event *ev)
 	json_object_set_new(o, "t_ns", json_integer((json_int_t)ev->t_ns));
 	json_object_set_new(o, "event", json_string("state_change"));
 	json_object_set_new(o, "level", json_string(sluice_ev_level_name(ev->level)));
-	json_object_set_new(o, "service", json_string(ev->service ? ev->service : ""));
+	/* text that may hold bytes from outside (an interface name, a message quoting a value):
+	 * never a key gone missing for a byte that is not UTF-8 */
+	json_object_set_new(o, "service", jsonio_text(ev->service ? ev->service : ""));
 	json_object_set_new(o, "machine", json_string(ev->machine ? ev->machine : ""));
 	if (ev->cls >= 0 && ev->cls < SLUICE_NUM_CLASSES)
 		json_object_set_new(o, "class", json_string(sluice_class_name(ev->cls)));
-	json_object_set_new(o, "from", json_string(ev->from ? ev->from : ""));
-	json_object_set_new(o, "to", json_string(ev->to ? ev->to : ""));
-	json_object_set_new(o, "why", json_string(ev->why ? ev->why : ""));
+	json_object_set_new(o, "from", jsonio_text(ev->from ? ev->from : ""));
+	json_object_set_new(o, "to", jsonio_text(ev->to ? ev->to : ""));
+	json_object_set_new(o, "why", jsonio_text(ev->why ? ev->why : ""));
 	for (int i = 0; i < ev->n_nums; i++)
 		json_object_set_new(o, ev->num[i].key, jsonio_number(ev->num[i].val));
 	return o;

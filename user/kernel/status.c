@@ -580,11 +580,15 @@ static void ctl_json(json_t *o, const struct ctl_status *c)
 static json_t *service_json(const struct service_status *sv)
 {
 	json_t *classes = json_array(), *o;
+	char name[SLUICE_NAME_LEN + 1];
 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		json_array_append_new(classes, class_json(&sv->cls[c], c));
-	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
-		"name", sv->svc.name, "port", (int)sv->svc.port,
+	/* the name as the pinned map holds it (a field it may fill): never past it, and never a
+	 * service left out of the list for a byte that is not UTF-8 */
+	snprintf(name, sizeof(name), "%.*s", SLUICE_NAME_LEN, sv->svc.name);
+	o = json_pack("{s:o,s:i,s:s,s:I,s:I,s:{s:s,s:o},s:o}",
+		"name", jsonio_text(name), "port", (int)sv->svc.port,
 		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
 		"in_flight", (json_int_t)sv->in_flight,
 		"breaker", "state", breaker_name((int)sv->v.breaker_state),
@@ -637,10 +641,12 @@ int status_print_json(FILE *f, const struct status_snapshot *s)
 		for (int i = 0; i < s->n_ifaces; i++) {
 			const struct attached_iface *a = &s->ifaces[i];
 
-			json_array_append_new(ifs, json_string(a->name));
-			json_array_append_new(xdp, json_pack("{s:s,s:o}", "interface", a->name,
-					      "mode", a->xdp_mode[0] ? json_string(a->xdp_mode) :
-					      json_null()));
+			/* an interface name is whatever bytes the kernel took: one that is not
+			 * UTF-8 is shown with U+FFFD, not left out of both lists */
+			json_array_append_new(ifs, jsonio_text(a->name));
+			json_array_append_new(xdp, json_pack("{s:o,s:o}", "interface",
+					      jsonio_text(a->name), "mode", a->xdp_mode[0] ?
+					      json_string(a->xdp_mode) : json_null()));
 		}
 		json_object_set_new(root, "interfaces", ifs);
 		json_object_set_new(root, "xdp", xdp);
