@@ -307,6 +307,34 @@ static void test_reason_checked_by_the_daemon(void **state)
 	json_decref(ans);
 }
 
+/* A refusal that quotes the request is answered even when its message is cut inside a
+ * character: json_pack refused the message, and the caller heard nothing, not even that
+ * nothing changed. 'x' and 600 two-byte characters: "unknown request '" and them are cut at
+ * 1023 bytes, inside a character. */
+static void test_refusal_quoting_a_long_request_is_answered(void **state)
+{
+	struct ctx *c = *state;
+	char op[1300] = "x", why[256];
+	json_t *req, *ans = NULL;
+	int fd;
+
+	for (int i = 0; i < 600; i++)
+		strcat(op, "\xc3\xa9");
+	req = json_pack("{s:s}", "op", op);
+	assert_non_null(req);
+	fd = opp_connect(c->path, why, sizeof(why));
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, why, sizeof(why)), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	if (opp_recv(fd, 1000, &ans, why, sizeof(why)))
+		fail_msg("no answer: %s", why);
+	close(fd);
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "unknown request 'x\xc3\xa9\xc3\xa9"));
+	json_decref(ans);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +343,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stranger_hears_refusal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_of_operators_turns_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reason_checked_by_the_daemon, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_quoting_a_long_request_is_answered, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_groups_of_the_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
 	};

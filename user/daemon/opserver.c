@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonio.h"
 #include "common/names.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
@@ -113,7 +114,9 @@ static void refuse(struct ops_conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	answer(c, json_pack("{s:b,s:s}", "ok", 0, "error", msg));
+	/* msg may quote the request and be cut inside a character: still an answer (json_pack
+	 * refuses text that is not UTF-8, and the caller would hear nothing at all) */
+	answer(c, json_pack("{s:b,s:o}", "ok", 0, "error", jsonio_text(msg)));
 }
 
 static void caller_name(struct ops_req *r)
@@ -205,8 +208,8 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	if (rc)
 		return refuse(c, "%s; nothing changed", r.msg);
 	d->sw_sent = c->seq ? c->seq : d->sw_sent;
-	c->reply = json_pack("{s:b,s:s,s:s,s:i}", "ok", 1, "message", r.msg, "user", r.user,
-			     "uid", (int)r.peer.uid);
+	c->reply = json_pack("{s:b,s:o,s:o,s:i}", "ok", 1, "message", jsonio_text(r.msg),
+			     "user", jsonio_text(r.user), "uid", (int)r.peer.uid);
 	c->state = 2;
 	c->applied_tick = d->ticks;
 	c->since_ns = now_ns;
