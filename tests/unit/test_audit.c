@@ -192,6 +192,34 @@ static void test_audit_each_line_is_json(void **state)
 	}
 }
 
+/* A caller's name longer than the record holds is cut where a character starts, and one
+ * that is not UTF-8 is written with U+FFFD: the record is written either way (it was refused
+ * as JSON, the change in force and not audited). 40 two-byte characters: the 32nd would be
+ * split at 63 bytes. */
+static void test_audit_any_caller_name(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch a;
+	struct audit_entry e;
+	char err[256], lines[3][2048], name[96] = "", want[96] = "";
+
+	for (int i = 0; i < 40; i++)
+		strcat(name, "\xc3\xa9");
+	for (int i = 0; i < 31; i++)
+		strcat(want, "\xc3\xa9");
+	mk(&a, "L1", "5", "INC-9", "5m", T0);
+	audit_entry_make(&e, T0, 0, name, "switch set", "web", SLUICE_L1, NULL, &a, NULL);
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	audit_entry_make(&e, T0, 1000, "caf\xe9", "switch clear", "web", SLUICE_L1, &a, NULL,
+			 NULL);
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	assert_int_equal(read_lines(c->path, lines, 3), 2);
+	assert_int_equal(audit_parse_line(lines[0], &e, err, sizeof(err)), 0);
+	assert_string_equal(e.user, want);
+	assert_int_equal(audit_parse_line(lines[1], &e, err, sizeof(err)), 0);
+	assert_string_equal(e.user, "caf\xef\xbf\xbd");
+}
+
 static void test_audit_print_human(void **state)
 {
 	struct ctx *c = *state;
@@ -363,6 +391,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_audit_append_and_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_after_short_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_any_caller_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_each_line_is_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_print_human, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_missing_log, setup, teardown),

@@ -4,6 +4,7 @@
 #include "ops/audit.h"
 #include "common/duration.h"
 #include "common/jsonio.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,11 @@ void audit_entry_make(struct audit_entry *e, uint64_t now, uint32_t uid, const c
 	memset(e, 0, sizeof(*e));
 	e->time = now;
 	e->uid = uid;
-	snprintf(e->user, sizeof(e->user), "%s", user ? user : "?");
+	/* The caller's name is not held to a length anywhere (root may name the person behind
+	 * sudo, and the passwd file names anyone): cut where a character starts, so the record
+	 * stays JSON (jansson refuses half a character, and the change would go unaudited). */
+	user = user ? user : "?";
+	snprintf(e->user, sizeof(e->user), "%.*s", (int)utf8_cut(user, sizeof(e->user) - 1), user);
 	snprintf(e->command, sizeof(e->command), "%s", command ? command : "?");
 	snprintf(e->service, sizeof(e->service), "%s", service ? service : "?");
 	e->class = cls;
@@ -66,9 +71,11 @@ int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
 	json_t *o;
 	int rc;
 
-	o = json_pack("{s:s,s:I,s:s,s:s,s:s,s:o,s:o,s:o,s:s}",
+	/* the user as jsonio_text() writes it: a name that is not UTF-8 (a passwd entry in
+	 * another encoding) is audited with U+FFFD, not left unaudited */
+	o = json_pack("{s:s,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:s}",
 		      "time", time_format_iso(e->time, iso, sizeof(iso)), "uid", (json_int_t)e->uid,
-		      "user", e->user, "command", e->command, "service", e->service,
+		      "user", jsonio_text(e->user), "command", e->command, "service", e->service,
 		      "class", e->class < 0 ? json_null() : json_string(sw_class_str(e->class)),
 		      "old", side_json(&e->old),
 		      "new", side_json(&e->new), "reason", e->reason);
