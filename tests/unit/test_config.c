@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/config.h"
 #include "common/config_warn.h"
@@ -626,6 +627,31 @@ static void test_bad_unknown_key(void **state)
 	expect_error(&f->errs, 8, "unknown key 'maximum' in limit of service 'web'");
 }
 
+/* A long value quoted in a message is cut where a character starts, so the message stays
+ * UTF-8: sluiced puts the first error of a refused reload into its JSON event, which cannot
+ * carry half a character. 'a' and 30 two-byte characters: cut at 44 bytes, the 22nd
+ * character would be split. */
+static void test_long_value_cut_between_characters(void **state)
+{
+	struct fx *f = *state;
+	char t[512], key[128] = "a", want[128] = "unknown key 'a";
+	json_t *j;
+
+	for (int i = 0; i < 30; i++)
+		strcat(key, "\xc3\xa9");
+	for (int i = 0; i < 21; i++)
+		strcat(want, "\xc3\xa9");
+	strcat(want, "...' at top level");
+	snprintf(t, sizeof(t), "interface: eth0\n%s: 1\nservices:\n  - name: web\n    port: 80\n",
+		 key);
+	expect_fail(f, parse(f, t), 1);
+	expect_error(&f->errs, 2, want);
+	j = json_string(f->errs.e[0].msg);
+	if (!j)
+		fail_msg("message is not UTF-8: %s", f->errs.e[0].msg);
+	json_decref(j);
+}
+
 static void test_bad_port(void **state)
 {
 	struct fx *f = *state;
@@ -1110,6 +1136,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_services, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_unknown_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_value_cut_between_characters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_prefix, setup, teardown),

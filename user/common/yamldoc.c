@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The YAML document layer; see yamldoc.h. */
 #include "common/yamldoc.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -252,7 +253,9 @@ yaml_node_t *ymap_get(struct ydoc *d, const yaml_node_t *map, const char *key)
 	return NULL;
 }
 
-/* Scalar value shortened for messages, control characters shown as '?'. */
+/* Scalar value shortened for messages, control characters shown as '?'. A long value is cut
+ * where a character starts: the message stays UTF-8 (the config event of a refused reload is
+ * JSON, and a terminal shows a cut character as garbage). */
 static const char *shown(const yaml_node_t *n, char *buf, size_t len)
 {
 	const char *v = ynode_scalar(n);
@@ -260,7 +263,7 @@ static const char *shown(const yaml_node_t *n, char *buf, size_t len)
 	if (strlen(v) < len)
 		snprintf(buf, len, "%s", v);
 	else
-		snprintf(buf, len, "%.*s...", (int)(len - 4), v);
+		snprintf(buf, len, "%.*s...", (int)utf8_cut(v, len - 4), v);
 	for (char *p = buf; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			*p = '?';
