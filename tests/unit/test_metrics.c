@@ -275,6 +275,11 @@ static void test_exact_lines(void **st)
 	 * flow table that is full is not the only way a unit goes untracked */
 	assert_line(t, "# HELP sluice_latency_target_seconds Latency objective in force, whatever "
 		    "the limit algorithm (0: not known yet).");
+	/* what counts as overloaded is what update_books() counts and docs/METRICS.md says, not
+	 * a limit below 70 % of its maximum (a limit follows demand down in calm) */
+	assert_line(t, "# HELP sluice_overload_seconds_total Measure 2: time overloaded, the "
+		    "latency objective missed or the priority ladder shedding a class (share goal "
+		    "< 1%).");
 	assert_line(t, "# HELP sluice_requests_untracked_total Units admitted without a slot, not "
 		    "counted in in-flight: the flow table was full, or a refusal could not be "
 		    "answered cleanly.");

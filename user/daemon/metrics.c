@@ -504,7 +504,8 @@ static void render_measures(FILE *b, const struct svc_ref *sv, int n)
 	SVC_EXTRA("sluice_effective_request_ratio", "gauge", e->effective_ratio,
 		  "Measure 1: successful / arrived requests over the last 60 s (goal > 0.8 under overload).");
 	SVC_EXTRA("sluice_overload_seconds_total", "counter", e->overload_seconds,
-		  "Measure 2: time with the limit below 70% of its maximum (share goal < 1%).");
+		  "Measure 2: time overloaded, the latency objective missed or the priority ladder "
+		  "shedding a class (share goal < 1%).");
 	SVC_EXTRA("sluice_managed_seconds_total", "counter", e->uptime_seconds,
 		  "Time the controller has managed the service (denominator of measure 2).");
 	SVC_EXTRA("sluice_breaker_false_opens_total", "counter", e->breaker_false_opens,

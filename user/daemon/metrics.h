@@ -21,7 +21,8 @@ struct metrics_service_extra {
 	unsigned long long breaker_opens;        /* CLOSED -> OPEN transitions since start */
 	unsigned long long inflight_corrections; /* units the reconciliation corrected (expected 0) */
 	unsigned long long breaker_false_opens;  /* estimate: see docs/METRICS.md, measure 3 */
-	double overload_seconds;    /* time with limit < 70% of max (measure 2) */
+	double overload_seconds;    /* time overloaded: objective missed or the ladder
+	                             * shedding (measure 2) */
 	double uptime_seconds;      /* time this controller has managed the service */
 	double effective_ratio;     /* successful / arrived requests over the last 60 s (measure 1) */
 	double retry_amplification; /* (arrivals + retransmits) / arrivals, last 60 s (measure 5) */
