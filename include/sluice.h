@@ -880,9 +880,10 @@ struct sluice_inflight_est {
  * connection does. A SYN of class k is refused while the service's open connections (the
  * `inflight` count of a tcp service, net of `inflight_released`, plus its admitted handshakes
  * not yet complete) reach threshold[k]; 0 = no cap for the class. sluiced writes threshold[]
- * when it programs the services (a read-modify-write that keeps rejected[]); BPF counts the
- * refusals in rejected[] with atomics: they are their own reason (`connections`), not in
- * class_stats.rejected[]. */
+ * when it programs the services and a threshold changed (a read-modify-write that keeps
+ * rejected[], so never when nothing changed: refusals counted between its read and its write
+ * would be lost); BPF counts the refusals in rejected[] with atomics: they are their own
+ * reason (`connections`), not in class_stats.rejected[]. */
 struct sluice_conn_cap {
 	__u32 threshold[SLUICE_NUM_CLASSES];
 	__u64 rejected[SLUICE_NUM_CLASSES];

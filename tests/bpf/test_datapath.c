@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <cmocka.h>
@@ -1267,6 +1268,67 @@ static void test_forged_syns_hold_a_quarter_of_the_connection_cap(void **state)
 	struct pkt_spec fin = idle_fin(&l3a);
 	xdp(f, &fin);
 	assert_int_equal(inflight_total(f, 4), 0);
+}
+
+/* A thread that sends refused SYNs (L3 SYNs past L3's share of the connection cap, each from
+ * another port) until told to stop, counting the refusals it saw. No cmocka asserts here:
+ * they cannot fail from another thread. */
+struct syn_flood {
+	struct fixture *f;
+	struct pkt_spec syn;
+	int stop;
+	unsigned long long refused, runs;
+};
+
+static void *syn_flood_run(void *arg)
+{
+	struct syn_flood *s = arg;
+	int fd = bpf_program__fd(s->f->skel->progs.sluice_xdp_ingress);
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		uint8_t buf[512];
+		struct run r;
+
+		s->syn.sport = (uint16_t)(1000 + s->runs % 60000);
+		r = harness_run(fd, buf, build_pkt(buf, &s->syn), NULL);
+		__atomic_add_fetch(&s->runs, 1, __ATOMIC_RELAXED);
+		s->refused += r.err == 0 && r.ret == XDP_TX;
+	}
+	return NULL;
+}
+
+/* sluiced programs the services at its start and at every reload, each service's conn_cap
+ * entry too, whose refusal counts BPF adds to with atomics beside the thresholds sluiced
+ * writes. Written back with the counts it had read, the entry lost every refusal counted in
+ * between, and to a reader the count went back (to Prometheus a counter reset: rate() counts
+ * the whole count again). Programming services whose cap did not change leaves the entry
+ * alone: every refusal is counted while the services are programmed again and again. */
+static void test_reprogramming_keeps_connection_cap_refusals(void **state)
+{
+	struct fixture *f = *state;
+	struct syn_flood s = { .f = f, .syn = syn4("203.0.113.9", 999, 7002) };
+	struct pkt_spec l3a = syn4("203.0.113.9", 1, 7002), l3b = syn4("203.0.113.9", 2, 7002);
+	unsigned long long before;
+	pthread_t t;
+
+	assert_int_equal(connect_idle(f, &l3a), XDP_PASS);   /* L3's share (2) is taken */
+	assert_int_equal(connect_idle(f, &l3b), XDP_PASS);
+	assert_int_equal(xdp(f, &s.syn).ret, XDP_TX);
+	before = conn_cap_of(f, 4).rejected[3];
+	assert_int_equal(pthread_create(&t, NULL, syn_flood_run, &s), 0);
+	while (!__atomic_load_n(&s.runs, __ATOMIC_RELAXED))
+		sched_yield();            /* the flood is under way */
+	for (int i = 0; i < 3000; i++) {
+		set_heartbeat(f, 0);      /* the cap applies only while the controller is alive */
+		assert_int_equal(maps_program_services(&f->m, &f->cfg, f->idx), 0);
+	}
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(s.refused > 0);
+	assert_int_equal(conn_cap_of(f, 4).rejected[3] - before, s.refused);
+	assert_int_equal(conn_cap_of(f, 4).threshold[3], 2);
+	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
+		assert_int_equal(stats(f, 4, 3).rejected[r], 0);
 }
 
 /* An IPv6 client is its /64: 1000 addresses inside one /64 share one client's budget (two
@@ -3698,6 +3760,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fresh_connection_counts_until_its_first_data, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_open_connection_cap, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syns_hold_a_quarter_of_the_connection_cap,
+						setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reprogramming_keeps_connection_cap_refusals,
 						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),

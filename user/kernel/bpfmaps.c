@@ -810,11 +810,18 @@ int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untr
 	return read_percpu_u64s(m->untrusted_marks, (__u32)svc, m->ncpus, out, sizeof(*out));
 }
 
+/* The refusal counts share the entry, and BPF adds to them with atomics: an update writes back
+ * the counts read before it, losing every refusal counted in between, and to a reader (the
+ * /metrics counter) the count goes back. So the entry is written only when a threshold
+ * changes, not each time the services are programmed (every start and reload); a change
+ * made while the cap refuses may still lose the few refusals of that moment. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold)
 {
 	struct sluice_conn_cap cc;
 
-	maps_read_conn_cap(m, svc, &cc);
+	if (maps_read_conn_cap(m, svc, &cc) == 0 &&
+	    !memcmp(cc.threshold, threshold, sizeof(cc.threshold)))
+		return 0;
 	memcpy(cc.threshold, threshold, sizeof(cc.threshold));
 	return update_opt(m->conn_cap, svc, &cc);
 }

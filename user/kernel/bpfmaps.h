@@ -237,7 +237,8 @@ int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_
 /* Priority marks of slot svc ignored for an untrusted source, summed over CPUs; -ENOENT when
  * the pins predate the count (layout < 7). */
 int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untrusted *out);
-/* Set the cap's thresholds of a slot, keeping its refusal counts. */
+/* Set the cap's thresholds of a slot, keeping its refusal counts; an entry that holds these
+ * thresholds already is not written. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 /* An http service's open connections per class (zeros and -ENOENT before layout 9). */
 int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
