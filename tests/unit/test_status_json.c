@@ -254,12 +254,89 @@ static void test_status_json_names_whatever_the_bytes(void **state)
 	status_free(&s);
 }
 
+/* Every key of the JSON, nested ones too, is named in docs/OPERATIONS.md or docs/METRICS.md
+ * (as `key` or "key"), so a script's author finds what each means: none is there undocumented.
+ * The ladder's per-class keys are the class names. */
+static char docs_text[1 << 20];
+
+static void key_documented(const char *key)
+{
+	char a[96], b[96];
+
+	snprintf(a, sizeof(a), "`%s`", key);
+	snprintf(b, sizeof(b), "\"%s\"", key);
+	if (!strstr(docs_text, a) && !strstr(docs_text, b))
+		fail_msg("status --json key \"%s\" is not in docs/OPERATIONS.md or docs/METRICS.md",
+			 key);
+}
+
+static void keys_documented(json_t *v)
+{
+	const char *k;
+	json_t *child;
+	size_t i;
+
+	if (json_is_array(v))
+		json_array_foreach(v, i, child)
+			keys_documented(child);
+	if (!json_is_object(v))
+		return;
+	json_object_foreach(v, k, child) {
+		key_documented(k);
+		if (strcmp(k, "ladder"))
+			keys_documented(child);
+	}
+}
+
+static void test_status_json_keys_documented(void **state)
+{
+	static const char *const docs[] = { "docs/OPERATIONS.md", "docs/METRICS.md" };
+	const char *dir = getenv("SLUICE_SRCDIR");
+	static struct status_snapshot s;
+	size_t used = 0;
+	char *text;
+	json_t *v;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s%s%s", dir ? dir : "", dir ? "/" : "", docs[i]);
+		f = fopen(path, "r");
+		if (!f)
+			fail_msg("cannot read %s (run from the repository, or set SLUICE_SRCDIR)", path);
+		used += fread(docs_text + used, 1, sizeof(docs_text) - 1 - used, f);
+		fclose(f);
+	}
+	docs_text[used] = '\0';
+	/* every optional key present: an ADDR:PORT service whose pins count connections */
+	snapshot(&s);
+	snprintf(s.s[0].addr, sizeof(s.s[0].addr), "198.18.0.1");
+	s.s[0].connections = 4;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		s.s[0].cls[c].open = c;
+	s.s[0].untrusted_priority = 2;
+	s.n_ifaces = 1;
+	snprintf(s.ifaces[0].name, sizeof(s.ifaces[0].name), "eth0");
+	text = status_text(&s);
+	v = json_loads(text, 0, NULL);
+	assert_non_null(v);
+	assert_non_null(json_object_get(at(v, "services.0"), "address"));
+	assert_non_null(json_object_get(at(v, "services.0.classes.1"), "connection_cap"));
+	keys_documented(v);
+	json_decref(v);
+	free(text);
+	status_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_json_keys_and_types),
 		cmocka_unit_test(test_status_heartbeat_edges),
 		cmocka_unit_test(test_status_json_names_whatever_the_bytes),
+		cmocka_unit_test(test_status_json_keys_documented),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
