@@ -14,6 +14,7 @@
 #include <time.h>
 #include "../../user/common/names.c"
 #include "../../user/common/errf.c"
+#include "../../user/common/utf8.c"
 #include "../../user/common/jsonio.c"
 #include "../../user/control/events.c"
 #include "../../user/control/events_json.c"
