@@ -1172,6 +1172,97 @@ static uint64_t learn_50ms(struct service_ctl *s, const struct service_conf *sc,
 	return now;
 }
 
+/* A record whose baseline is not a positive finite number (another build's, or a damaged one:
+ * nothing sluiced computes gives one) does not bring it back: the baseline is relearned from
+ * the windows after the restart. Adopted, its ring outvoted those windows: a NaN or negative
+ * baseline left the objective unknown (the limit held, nothing shed for latency) and an
+ * infinite one made it one no latency is above, for 3, 58 and 7 windows; the queue
+ * baselines took an infinite value as learned. */
+static void test_import_relearns_a_baseline_not_a_number(void **st)
+{
+	static const double bad[] = { NAN, -50000, INFINITY };
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct sluice_ctl_state cs;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now, cuts0;
+	int opened;
+	(void)st;
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		setup_sc(&sc);
+		memset(&in, 0, sizeof(in));
+		service_ctl_init(&a, &sc, &cfg, 1, 0);
+		now = learn_50ms(&a, &sc, &in, 0);
+		ctl_state_export(&a, now, &cs);
+		for (int i = 0; i < SLUICE_BASELINE_N; i++)
+			cs.base.ring[i] = bad[k];
+		cs.base.count = SLUICE_BASELINE_N;
+		cs.base.value_us = bad[k];
+		cs.base_little_us = cs.base_mean_us = bad[k];
+
+		service_ctl_init(&b, &sc, &cfg, 2, now);
+		assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+		assert_true(b.lim.limit == a.lim.limit);          /* the rest is adopted */
+		assert_true(b.base_little.value_us == 0 && b.base_mean.value_us == 0);
+		/* the same traffic as before the restart: two windows give the baseline back */
+		for (int t = 0; t < 20; t++) {
+			unordered(&in, 30, 0, 50000, 50000, 0, 0, 15);
+			service_ctl_tick(&b, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		}
+		assert_true(b.base.value_us > 45000 && b.base.value_us < 60000);
+		assert_true(b.objective_us > 0 && isfinite(b.objective_us));
+		/* and a slow backend is held again: above the objective the limit is cut */
+		cuts0 = b.lim.cuts;
+		for (int t = 0; t < 30; t++) {
+			unordered(&in, 30, 0, 200000, 200000, 0, 0, 40);
+			service_ctl_tick(&b, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		}
+		assert_true(b.lim.cuts > cuts0);
+	}
+}
+
+/* sluiced does not tick a service while nothing of it moves (service_ctl_settled): the first
+ * tick after such a stretch spans all of it. The window it decides is the one every tick of
+ * the stretch would have decided: its completion rate is the traffic's, not the traffic spread
+ * over the quiet minute (0.5 responses a second for 300, a rate any stall of the backend is
+ * above, so the throughput cut's "the backend completes at least as fast" held for a stall). */
+static void test_skipped_ticks_are_not_active_time(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl a, b;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&a, &sc, &cfg, 1, 0);
+	now = learn_50ms(&a, &sc, &in, 0);
+	/* the traffic stops: within 2 s of ticks the service is settled */
+	for (int t = 0; t < 20; t++) {
+		traffic(&in, 3, 0, 0, 50000, 0);
+		service_ctl_tick(&a, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(service_ctl_settled(&a));
+	b = a;
+	/* a quiet minute: every tick of it for one, none for the other (as sluiced skips it) */
+	for (int t = 0; t < 600; t++)
+		service_ctl_tick(&a, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	/* the traffic is back, 300 responses a second: both see the same ticks */
+	for (int t = 0; t < 5; t++) {
+		unordered(&in, 30, 0, 50000, 50000, 0, 0, 15);
+		now += 100 * MS;
+		service_ctl_tick(&a, &sc, &in, 0, now, NULL, &v, &opened);
+		service_ctl_tick(&b, &sc, &in, 0, now, NULL, &v, &opened);
+	}
+	assert_true(a.windows == b.windows && a.windows > 0);
+	assert_true(a.last_rate > 290 && a.last_rate < 310);
+	assert_true(b.last_rate > 290 && b.last_rate < 310);
+	assert_true(sluice_l0room_served_max(&b.l0room, SLUICE_L0ROOM_SERVED_S, now) > 290);
+}
+
 /* Counts the slow_call events by level (every event is seen, however many come). */
 struct slow_call_seen {
 	int alerts, notes, notes_before_alert;
@@ -1677,6 +1768,8 @@ int main(void)
 		cmocka_unit_test(test_import_keeps_a_jitter_seed),
 		cmocka_unit_test(test_import_checks_the_baseline),
 		cmocka_unit_test(test_slot_carries_the_cascade),
+		cmocka_unit_test(test_import_relearns_a_baseline_not_a_number),
+		cmocka_unit_test(test_skipped_ticks_are_not_active_time),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

@@ -38,6 +38,7 @@ static void load_params(struct service_ctl *s, const struct service_conf *sc,
 	s->slo_ratio = sc->latency_slo_ratio >= 1 ? sc->latency_slo_ratio : 1.2;
 	s->slo_abs_us = sc->latency_slo_ms > 0 ? sc->latency_slo_ms * 1000.0 :
 			sc->target_latency_ms > 0 ? sc->target_latency_ms * 1000.0 : 0;
+	s->tick_ns = tick_ns;
 	s->window_ns = (uint64_t)(sc->aimd_window_ms > 0 ? sc->aimd_window_ms : 1000) * 1000000ull;
 	if (s->window_ns < tick_ns)
 		s->window_ns = tick_ns;
@@ -622,6 +623,12 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	    sig->total.reset)                         /* maps recreated: start afresh */
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	else {
+		/* a window that has seen nothing yet: its active time begins with the tick that
+		 * brings something, at most one tick before now (after a quiet stretch that
+		 * sluiced did not tick, this tick's dt is the whole stretch: counted as active,
+		 * it read a service that just woke as one serving a trickle) */
+		if (now_ns > s->tick_ns)
+			sluice_evwin_idle_until(&s->win, now_ns - s->tick_ns);
 		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
 		sluice_evwin_add_wait(&s->win, wait_have, wait_n, wait_ns);
 	}

@@ -64,6 +64,7 @@ struct service_ctl {
 	double slo_abs_us;            /* ... or this, when > 0 */
 	double quantile;              /* the latency signal: 0.5 */
 	uint64_t window_ns, min_samples, none_ns, takeover_ns;
+	uint64_t tick_ns;             /* the daemon's tick (control_interval_ms) */
 	int fixed_headroom;
 	int l0_written;               /* the config wrote L0's headroom percentage: a cap */
 	int slow_call_under;          /* the objective (learned) is above the breaker's slow_call:
@@ -220,7 +221,7 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its
- * own 18 KB (18,384 bytes, of which a steady tick touches about 3 KB), so asking for the
+ * own 18 KB (18,392 bytes, of which a steady tick touches about 3 KB), so asking for the
  * next ones' while one runs hides most of the cache misses.
  * now_ns: the tick's clock (which of the breaker's buckets it reads). */
 void service_ctl_prefetch(const struct service_ctl *s, uint64_t now_ns);

@@ -52,6 +52,12 @@ void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signal
 	w->ticks++;
 }
 
+void sluice_evwin_idle_until(struct sluice_evwin *w, uint64_t since_ns)
+{
+	if (!w->samples && !w->calls && !w->arrivals && !w->active_ns && since_ns > w->prev_ns)
+		w->prev_ns = since_ns;
+}
+
 void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uint64_t wait_ns)
 {
 	if (!have) {

@@ -62,6 +62,12 @@ void sluice_evwin_reset(struct sluice_evwin *w, uint64_t now_ns, const struct sl
  * in-flight sampled at this tick. */
 void sluice_evwin_add(struct sluice_evwin *w, const struct sluice_service_signals *sig,
 		      int64_t inflight, uint64_t now_ns);
+/* Nothing has happened in the window so far (no sample, call, arrival or active time): what
+ * the next tick adds began at since_ns at the earliest, and its active time counts from there.
+ * A tick that follows a stretch nobody ticked (sluiced does not tick a service while nothing
+ * of it moves) spans that whole stretch, of which the traffic it brings took the last tick
+ * (or the last few, where sluiced reads services at rest in turn: user/kernel/bpfmaps.h). */
+void sluice_evwin_idle_until(struct sluice_evwin *w, uint64_t since_ns);
 /* Add one tick's waits before the server's first read (deltas); have 0: the tick had no wait
  * signal, and the window then has none. */
 void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uint64_t wait_ns);
