@@ -1263,6 +1263,46 @@ static void test_skipped_ticks_are_not_active_time(void **st)
 	assert_true(sluice_l0room_served_max(&b.l0room, SLUICE_L0ROOM_SERVED_S, now) > 290);
 }
 
+/* A reload that lowers limit_max while a throughput cut's backlog drains: the drain gives L0
+ * the limit before the cut (200), set under the old bounds. It is held to the new ones: no
+ * class's threshold goes past the limit_max now in force (64). */
+static void test_reload_bounds_the_drain(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now;
+	int opened, drained = 0;
+	(void)st;
+	setup_sc(&sc);
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = learn_50ms(&s, &sc, &in, 0);
+	s.lim.est = 200;
+	s.lim.limit = 200;
+	/* a surge: 160 ms a response with 150 in flight; the throughput cut takes the limit
+	 * down, and while the 150 drain L0 may keep the limit before it, 200 */
+	for (int t = 0; t < 20 && !s.draining; t++) {
+		unordered(&in, 30, 0, 160000, 160000, 0, 0, 150);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.draining && s.drain_l0 == 200);
+	/* the operator lowers the bounds meanwhile */
+	sc.limit_max = 64;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	assert_true(s.lim.limit <= 64);
+	for (int t = 0; t < 20; t++) {
+		unordered(&in, 30, 0, 160000, 160000, 0, 0, 150);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		drained += s.draining;
+		assert_true(v.limit <= 64);
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			assert_true(v.class_threshold[c] <= 64);
+	}
+	assert_true(drained > 0);                   /* the drain went on after the reload */
+}
+
 /* Counts the slow_call events by level (every event is seen, however many come). */
 struct slow_call_seen {
 	int alerts, notes, notes_before_alert;
@@ -1780,6 +1820,7 @@ int main(void)
 		cmocka_unit_test(test_l0_room_under_adaptive_limit),
 		cmocka_unit_test(test_l0_room_caps_unchanged),
 		cmocka_unit_test(test_drain_keeps_the_l0_cap),
+		cmocka_unit_test(test_reload_bounds_the_drain),
 		cmocka_unit_test(test_slow_call_below_learned_objective),
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),

@@ -260,10 +260,12 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 	/* While a throughput cut's backlog drains, L0 keeps the limit it had: the backlog in front
 	 * of it is the lower classes' (refusing L0 there would not make L0 faster; in the
 	 * simulated step to 4x L0 lost 3.5 % of its arrivals to the cut limit during the drain).
-	 * Not past the operator's cap: a written L0 percentage stays a cap during the drain too. */
+	 * Not past the operator's cap: a written L0 percentage stays a cap during the drain too,
+	 * and so does limit_max (the limit before the cut was set under the bounds then: a reload
+	 * that lowered them since, or an import, leaves it above). */
 	if (s->draining && l0_threshold_ours(s) && s->drain_l0 > out->class_threshold[0] &&
 	    out->class_threshold[0])
-		out->class_threshold[0] = s->drain_l0;
+		out->class_threshold[0] = s->drain_l0 < s->mp.max ? s->drain_l0 : s->mp.max;
 	sluice_verdict_mark_shut(out);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 		out->shed_prob[c] = sluice_prob_complement(s->lad.admit[c]);
