@@ -1303,6 +1303,53 @@ static void test_reload_bounds_the_drain(void **st)
 	assert_true(drained > 0);                   /* the drain went on after the reload */
 }
 
+/* The clock leaps in the middle of a descent (a VM paused for ten minutes: its monotonic clock
+ * moves on at resume) while the traffic stays as it was. The window holding the gap is not
+ * decided: its completion rate over the gap (0.1 a second for 300) is not the backend's, and
+ * the evidence floor read that fall as a cut that shed work without lowering latency: the
+ * descent was undone (26 -> 40) and the limit held at 40 for 30 windows. */
+static void test_clock_leap_is_not_a_rate_fall(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now;
+	uint32_t before;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	sc.protocol = SLUICE_PROTO_TCP;
+	memset(&in, 0, sizeof(in));
+	service_ctl_init(&s, &sc, &cfg, 1, 0);
+	now = learn_50ms(&s, &sc, &in, 0);
+	s.lim.est = 40;
+	s.lim.limit = 40;
+	/* 120 ms a turn at the limit, which refuses 20 a tick: the first cut starts a descent */
+	for (int t = 0; t < 30 && !s.lim.ref_peak; t++) {
+		unordered(&in, 30, 0, 120000, 120000, 0, 20, s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	assert_true(s.lim.ref_peak > 0);
+	/* past its dead time, the next window under way */
+	while (now <= s.dead_until_ns) {
+		unordered(&in, 30, 0, 120000, 120000, 0, 20, s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	}
+	unordered(&in, 30, 0, 120000, 120000, 0, 20, s.lim.limit);
+	service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+	assert_true(s.win.samples > 0);
+	before = s.lim.limit;
+	now += 600 * S;
+	for (int t = 0; t < 5; t++) {
+		unordered(&in, 30, 0, 120000, 120000, 0, 20, s.lim.limit);
+		service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+		assert_true(s.lim.limit <= before);
+	}
+	assert_int_equal(s.lim.unhelpful, 0);
+	assert_true(s.lim.floor == 0);
+}
+
 /* Counts the slow_call events by level (every event is seen, however many come). */
 struct slow_call_seen {
 	int alerts, notes, notes_before_alert;
@@ -1810,6 +1857,7 @@ int main(void)
 		cmocka_unit_test(test_slot_carries_the_cascade),
 		cmocka_unit_test(test_import_relearns_a_baseline_not_a_number),
 		cmocka_unit_test(test_skipped_ticks_are_not_active_time),
+		cmocka_unit_test(test_clock_leap_is_not_a_rate_fall),
 		cmocka_unit_test(test_slot_reports_shedding_and_recovery),
 		cmocka_unit_test(test_no_freeze_when_cutting_does_not_help),
 		cmocka_unit_test(test_dead_time_after_a_cut),

@@ -368,6 +368,21 @@ static int ladder_below_full(const struct service_ctl *s)
 	return 0;
 }
 
+/* A tick longer than a window and a tick, in a window that has seen something: the clock
+ * leapt over a stretch nothing ran in (a VM paused and resumed, its monotonic clock moving on)
+ * or sluiced stood still. The window's rates over that gap are not the backend's: a window
+ * decided on it read 0.1 responses a second for 300 after a ten-minute pause, and the
+ * evidence floor took that fall of the rate for a cut that shed work without lowering
+ * latency (the descent undone, the limit pinned for 30 windows). Such a window starts afresh.
+ * A window that has seen nothing yet has no gap to carry (sluice_evwin_idle_until). */
+static int ticks_stood_still(const struct service_ctl *s, uint64_t dt_ns)
+{
+	const struct sluice_evwin *w = &s->win;
+
+	return dt_ns > s->window_ns + s->tick_ns &&
+	       (w->samples || w->calls || w->arrivals || w->active_ns);
+}
+
 /* Class c's histogram this tick: where the caller points, or in->hist[c]. */
 static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
 {
@@ -622,7 +637,8 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
 	    s->draining ||                            /* a throughput cut's backlog drains */
-	    sig->total.reset)                         /* maps recreated: start afresh */
+	    sig->total.reset ||                       /* maps recreated: start afresh */
+	    ticks_stood_still(s, dt_ns))              /* a gap in a window under way */
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	else {
 		/* a window that has seen nothing yet: its active time begins with the tick that
