@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 #include "daemon/cfgwatch.h"
+#include "daemon/daemon.h"
 
 static char base[64];
 
@@ -231,6 +232,42 @@ static void test_read_once_the_writes_stop(void **st)
 	cfgwatch_close(&w);
 }
 
+/* What the watch reports is then read as `sluiced --check` reads a file: one larger than
+ * --check takes, or a path it cannot read (a directory), is refused with the reason, never
+ * started or reloaded as a config --check would not pass. */
+static void test_config_read_as_check_reads_it(void **st)
+{
+	static const char cfg[] = "interface: eth0\nservices: [{ name: a, port: 1 }]\n";
+	struct doc_errors errs;
+	size_t len = 0;
+	char *text;
+	FILE *f;
+
+	(void)st;
+	f = fopen(at("big.yaml"), "w");
+	assert_non_null(f);
+	fputs(cfg, f);
+	fputc('#', f);
+	for (unsigned i = 0; i < DOC_MAX_BYTES; i++)
+		fputc('x', f);
+	fputc('\n', f);
+	assert_int_equal(fclose(f), 0);
+	assert_null(daemon_read_config(at("big.yaml"), &len, &errs));
+	assert_non_null(strstr(errs.e[0].msg, "too large"));
+
+	sh("mkdir %s/dir.yaml", base);
+	assert_null(daemon_read_config(at("dir.yaml"), &len, &errs));
+	assert_non_null(strstr(errs.e[0].msg, "cannot read"));
+
+	sh("printf '%s' > %s/ok.yaml", cfg, base);
+	text = daemon_read_config(at("ok.yaml"), &len, &errs);
+	assert_non_null(text);
+	assert_int_equal(len, strlen(cfg));
+	assert_string_equal(text, cfg);
+	assert_int_equal(errs.n, 0);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +278,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_symlinked_directory_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_once_the_writes_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_config_read_as_check_reads_it, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

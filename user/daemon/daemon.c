@@ -20,31 +20,15 @@
 
 #define NS 1000000000ull
 
-char *read_file(const char *path, size_t *len)
+/* The daemon reads its config as `sluiced --check` and sluicectl do (ydoc_read_file): at most
+ * DOC_MAX_BYTES, and a read error (a directory, EIO) is an error rather than an empty file, so
+ * it never runs, or reloads into, a file they refuse. */
+char *daemon_read_config(const char *path, size_t *len, struct doc_errors *errs)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, r;
+	char *text;
 
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4096 + 1 > cap) {
-			char *nb = realloc(buf, cap = cap ? cap * 2 : 8192);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-		}
-		r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-	} while (r > 0);
-	fclose(f);
-	buf[n] = 0;
-	*len = n;
-	return buf;
+	doc_errors_init(errs, path);
+	return ydoc_read_file(path, &text, len, errs) ? NULL : text;
 }
 
 static void print_event(struct daemon *d, const struct sluice_event *ev)
@@ -889,14 +873,13 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	struct service_books *new_books;
 	int *new_idx;
 	size_t len = 0;
-	char *text = read_file(d->cfg_path, &len);
+	char *text = daemon_read_config(d->cfg_path, &len, &errs);
 	int rc = 0;
 
 	if (!text) {
-		log_error("config %s: %s; keeping the running config", d->cfg_path,
-			strerror(errno));
+		log_error("config %s: %s; keeping the running config", d->cfg_path, errs.e[0].msg);
 		d->reloads_failed++;
-		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", "config file unreadable", "",
+		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", errs.e[0].msg, "",
 			     SLUICE_EV_ALERT);
 		return -1;
 	}

@@ -180,7 +180,8 @@ void daemon_print_event(struct daemon *d, const struct sluice_event *ev);
 /* Body for /metrics (called from the HTTP thread). */
 int daemon_metrics_body(void *ctx, char **body, size_t *len);
 
-/* Read a whole file (NUL-terminated). */
-char *read_file(const char *path, size_t *len);
+/* The config file's text (NUL-terminated, malloc'd) read as --check reads it, or NULL with the
+ * reason in errs (initialised here for path). */
+char *daemon_read_config(const char *path, size_t *len, struct doc_errors *errs);
 
 #endif

@@ -251,12 +251,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	d.events = stdout;
 	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
-	d.cfg_text = read_file(cfg_path, &d.cfg_len);
+	d.cfg_text = daemon_read_config(cfg_path, &d.cfg_len, &errs);
 	if (!d.cfg_text || sluice_config_parse(d.cfg_text, d.cfg_len, cfg_path, &d.cfg, &errs)) {
-		if (!d.cfg_text)
-			log_error("%s: cannot read: %s", cfg_path, strerror(errno));
-		else
-			doc_errors_print(stderr, &errs);
+		doc_errors_print(stderr, &errs);
 		return 2;
 	}
 	if (pin_override) {
