@@ -785,6 +785,20 @@ static void test_bad_duplicate_key(void **state)
 	expect_error(&f->errs, 6, "duplicate key 'interface'");
 }
 
+/* A key with a NUL inside ("name\0x", written with an escape) is refused: read as a C
+ * string it would pass for the key before its NUL ("name", "interface"). */
+static void test_bad_key_with_nul(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, parse(f, "interface: eth0\nservices:\n  - \"name\\0x\": a\n    name: b\n"
+				"    port: 1\n"), 1);
+	expect_error(&f->errs, 3, "keys must be plain words in service 'b': 'name?x' contains a NUL");
+	expect_fail(f, parse(f, "\"interface\\0\": eth0\nservices: [{name: a, port: 1}]\n"), -1);
+	expect_error(&f->errs, 1, "contains a NUL character");
+	expect_error(&f->errs, 0, "missing required key 'interface'");
+}
+
 static void test_bad_limit(void **state)
 {
 	struct fx *f = *state;
@@ -1144,6 +1158,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_class, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_duplicate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_duplicate_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_key_with_nul, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_rates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accepted_is_applied, setup, teardown),

@@ -246,27 +246,30 @@ yaml_node_t *ymap_get(struct ydoc *d, const yaml_node_t *map, const char *key)
 	if (!map || map->type != YAML_MAPPING_NODE)
 		return NULL;
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		const char *ks = ynode_scalar(yaml_document_get_node(&d->doc, p->key));
-		if (ks && strcmp(ks, key) == 0)
+		yaml_node_t *k = yaml_document_get_node(&d->doc, p->key);
+		const char *ks = ynode_scalar(k);
+
+		/* the whole key: one with a NUL inside is no key of any schema */
+		if (ks && strcmp(ks, key) == 0 && k->data.scalar.length == strlen(key))
 			return yaml_document_get_node(&d->doc, p->value);
 	}
 	return NULL;
 }
 
-/* Scalar value shortened for messages, control characters shown as '?'. A long value is cut
- * where a character starts: the message stays UTF-8 (the config event of a refused reload is
- * JSON, and a terminal shows a cut character as garbage). */
+/* Scalar value shortened for messages, control characters (NUL included: the whole scalar
+ * is shown) as '?'. A long value is cut where a character starts: the message stays UTF-8 (the
+ * config event of a refused reload is JSON, and a terminal shows a cut character as garbage). */
 static const char *shown(const yaml_node_t *n, char *buf, size_t len)
 {
 	const char *v = ynode_scalar(n);
+	size_t l = n->data.scalar.length, cut = l < len ? l : len - 4;
 
-	if (strlen(v) < len)
-		snprintf(buf, len, "%s", v);
-	else
-		snprintf(buf, len, "%.*s...", (int)utf8_cut(v, len - 4), v);
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = '?';
+	/* v[cut] is the first byte left out: back off while it continues a character */
+	while (cut < l && cut > 0 && ((unsigned char)v[cut] & 0xc0) == 0x80)
+		cut--;
+	for (size_t i = 0; i < cut; i++)
+		buf[i] = (unsigned char)v[i] < 0x20 ? '?' : v[i];
+	snprintf(buf + cut, len - cut, "%s", cut < l ? "..." : "");
 	return buf;
 }
 
@@ -335,6 +338,12 @@ static yaml_node_t *pair_key(struct ydoc *d, const yaml_node_t *map, const yaml_
 
 	if (!ynode_scalar(k)) {
 		doc_err(d->errs, k, "keys must be plain words%s, got %s", where, ynode_kind(k));
+		return NULL;
+	}
+	/* "name\0x" would be read as the key before its NUL, everywhere keys are compared */
+	if (strlen(ynode_scalar(k)) != k->data.scalar.length) {
+		doc_err(d->errs, k, "keys must be plain words%s: '%s' contains a NUL character",
+			where, shown(k, val, sizeof(val)));
 		return NULL;
 	}
 	for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
