@@ -329,8 +329,55 @@ void ydoc_unknown_key(struct ydoc *d, const yaml_node_t *k, const char *where,
 		where[0] ? where : " at top level", hint);
 }
 
-/* The key node of pair p, or NULL after reporting a non-scalar or repeated key. */
-static yaml_node_t *pair_key(struct ydoc *d, const yaml_node_t *map, const yaml_node_pair_t *p,
+/* A mapping's scalar key and its pair's place, for finding repeated keys. */
+struct key_ref {
+	const char *key;
+	size_t i;
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* A flag per pair of map, set when its key repeats an earlier pair's (malloc'd), or NULL after
+ * reporting when out of memory. The keys are sorted rather than each compared with those
+ * before it: a file of DOC_MAX_BYTES holds a mapping of some 500000 keys, whose n^2 compares
+ * would hold --check, or sluiced's reload and with it the ticks, for minutes. */
+static bool *repeated_keys(struct ydoc *d, const yaml_node_t *map)
+{
+	const yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+	size_t n = (size_t)(map->data.mapping.pairs.top - pairs), m = 0;
+	struct key_ref *refs = malloc((n ? n : 1) * sizeof(*refs));
+	bool *repeat = calloc(n ? n : 1, sizeof(*repeat));
+
+	if (!refs || !repeat) {
+		free(refs);
+		free(repeat);
+		doc_err(d->errs, map, "out of memory for a mapping of %zu keys", n);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *k = yaml_document_get_node(&d->doc, pairs[i].key);
+		const char *ks = ynode_scalar(k);
+
+		if (ks && strlen(ks) == k->data.scalar.length)   /* the others are refused anyway */
+			refs[m++] = (struct key_ref){ .key = ks, .i = i };
+	}
+	qsort(refs, m, sizeof(*refs), key_ref_cmp);
+	for (size_t j = 1; j < m; j++)
+		if (!strcmp(refs[j].key, refs[j - 1].key))
+			repeat[refs[j].i] = true;
+	free(refs);
+	return repeat;
+}
+
+/* The key node of pair p, or NULL after reporting a non-scalar or repeated key (repeated:
+ * from repeated_keys()). */
+static yaml_node_t *pair_key(struct ydoc *d, const yaml_node_pair_t *p, bool repeated,
 			     const char *where)
 {
 	yaml_node_t *k = yaml_document_get_node(&d->doc, p->key);
@@ -346,30 +393,35 @@ static yaml_node_t *pair_key(struct ydoc *d, const yaml_node_t *map, const yaml_
 			where, shown(k, val, sizeof(val)));
 		return NULL;
 	}
-	for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-		const char *ks = ynode_scalar(yaml_document_get_node(&d->doc, q->key));
-		if (ks && strcmp(ks, ynode_scalar(k)) == 0) {
-			doc_err(d->errs, k, "duplicate key '%s'%s", shown(k, val, sizeof(val)), where);
-			return NULL;
-		}
+	if (repeated) {
+		doc_err(d->errs, k, "duplicate key '%s'%s", shown(k, val, sizeof(val)), where);
+		return NULL;
 	}
 	return k;
 }
 
 void ymap_each(struct ydoc *d, yaml_node_t *map, const char *where, ymap_fn fn, void *arg)
 {
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = pair_key(d, map, p, where);
+	yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+	size_t n = (size_t)(map->data.mapping.pairs.top - pairs);
+	bool *repeat = repeated_keys(d, map);
+
+	for (size_t i = 0; repeat && i < n; i++) {
+		yaml_node_t *k = pair_key(d, &pairs[i], repeat[i], where);
 
 		if (k)
-			fn(d, ynode_scalar(k), k, yaml_document_get_node(&d->doc, p->value), arg);
+			fn(d, ynode_scalar(k), k, yaml_document_get_node(&d->doc, pairs[i].value), arg);
 	}
+	free(repeat);
 }
 
 int ymap_check(struct ydoc *d, yaml_node_t *map, const char *what, const char *const *allowed)
 {
 	int before = d->errs->total;
 	char where[160] = "";
+	yaml_node_pair_t *pairs;
+	bool *repeat;
+	size_t n;
 
 	if (what)
 		snprintf(where, sizeof(where), " in %s", what);
@@ -380,8 +432,11 @@ int ymap_check(struct ydoc *d, yaml_node_t *map, const char *what, const char *c
 			doc_err(d->errs, map, "expected a mapping at top level, got %s", ynode_kind(map));
 		return 1;
 	}
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = pair_key(d, map, p, where);
+	pairs = map->data.mapping.pairs.start;
+	n = (size_t)(map->data.mapping.pairs.top - pairs);
+	repeat = repeated_keys(d, map);
+	for (size_t i = 0; repeat && i < n; i++) {
+		yaml_node_t *k = pair_key(d, &pairs[i], repeat[i], where);
 		int ok = 0;
 
 		for (const char *const *a = allowed; k && *a && !ok; a++)
@@ -389,6 +444,7 @@ int ymap_check(struct ydoc *d, yaml_node_t *map, const char *what, const char *c
 		if (k && !ok)
 			ydoc_unknown_key(d, k, where, allowed);
 	}
+	free(repeat);
 	return d->errs->total - before;
 }
 
