@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <jansson.h>
 
@@ -1096,6 +1097,34 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(f->errs.file, "does_not_exist.yaml"));
 }
 
+/* A file of DOC_MAX_BYTES is read; one byte more is "too large" (the reader refused files
+ * from DOC_MAX_BYTES - 1 bytes on, saying they had more than DOC_MAX_BYTES). */
+static void test_file_size_limit(void **state)
+{
+	static const char cfg[] = "interface: eth0\nservices: [{name: a, port: 1}]\n#";
+	struct fx *f = *state;
+	char path[] = "/tmp/sluice-config-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	assert_non_null(out);
+	fputs(cfg, out);
+	for (size_t i = strlen(cfg); i < DOC_MAX_BYTES - 1; i++)
+		fputc('x', out);
+	fputc('\n', out);
+	assert_int_equal(fclose(out), 0);
+	expect_ok(f, sluice_config_load(path, &f->cfg, &f->errs));
+	sluice_config_free(&f->cfg);
+
+	out = fopen(path, "a");
+	assert_non_null(out);
+	fputc('\n', out);
+	assert_int_equal(fclose(out), 0);
+	expect_fail(f, sluice_config_load(path, &f->cfg, &f->errs), 1);
+	expect_error(&f->errs, 0, "file too large (more than 4194304 bytes)");
+	unlink(path);
+}
+
 static void test_empty_file(void **state)
 {
 	struct fx *f = *state;
@@ -1209,6 +1238,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_size_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_print_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ok_after_bad_resets_errors, setup, teardown),

@@ -140,14 +140,17 @@ int ydoc_read_file(const char *path, char **text, size_t *len, struct doc_errors
 		err_at(errs, 0, 0, "cannot open: %s", strerror(errno));
 		return -1;
 	}
-	/* read to the end rather than trust the size: a pipe (--check /dev/stdin) has none */
+	/* read to the end rather than trust the size: a pipe (--check /dev/stdin) has none. The
+	 * buffer grows to DOC_MAX_BYTES, one byte to tell a larger file, and the NUL. */
 	do {
 		if (cap - n < 2) {
-			if (cap >= DOC_MAX_BYTES) {
+			if (cap >= DOC_MAX_BYTES + 2) {
 				err_at(errs, 0, 0, "file too large (more than %u bytes)", DOC_MAX_BYTES);
 				goto fail;
 			}
 			cap = cap ? cap * 2 : 8192;
+			if (cap > DOC_MAX_BYTES + 2)
+				cap = DOC_MAX_BYTES + 2;
 			nb = realloc(buf, cap);
 			if (!nb) {
 				err_at(errs, 0, 0, "out of memory");
