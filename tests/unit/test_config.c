@@ -1075,6 +1075,78 @@ static void test_many_keys_in_one_mapping(void **state)
 	assert_true(cpu < 5 * CLOCKS_PER_SEC);
 }
 
+/* Lists and mappings nested deeper than DOC_MAX_DEPTH are refused before the file is loaded:
+ * libyaml's scanner costs the square of the depth, and loading 100000 levels (200 KB) took
+ * some 30 s of CPU, in --check or in sluiced's reload, between two ticks. Refused, they take
+ * milliseconds. */
+static void test_deep_nesting(void **state)
+{
+	enum { DEEP = 100000 };
+	static const char head[] = "interface: eth0\nservices: [{name: a, port: 1}]\nx: ";
+	struct fx *f = *state;
+	size_t cap = sizeof(head) + 2 * DEEP + 2, len;
+	char *t = malloc(cap);
+	clock_t cpu;
+
+	assert_non_null(t);
+	/* the top-level mapping is one level: x's lists make the rest */
+	for (int n = DOC_MAX_DEPTH - 1; n <= DOC_MAX_DEPTH; n++) {
+		len = (size_t)snprintf(t, cap, "%s", head);
+		memset(t + len, '[', (size_t)n);
+		memset(t + len + n, ']', (size_t)n);
+		len += 2 * (size_t)n;
+		t[len++] = '\n';
+		expect_fail(f, sluice_config_parse(t, len, "deep", &f->cfg, &f->errs), 1);
+		sluice_config_free(&f->cfg);
+		expect_error(&f->errs, 3, n < DOC_MAX_DEPTH ? "unknown key 'x'"
+			     : "lists and mappings nested more than 64 deep");
+	}
+
+	len = (size_t)snprintf(t, cap, "%s", head);
+	memset(t + len, '[', DEEP);
+	memset(t + len + DEEP, ']', DEEP);
+	len += 2 * DEEP;
+	cpu = clock();
+	expect_fail(f, sluice_config_parse(t, len, "deep", &f->cfg, &f->errs), 1);
+	cpu = clock() - cpu;
+	free(t);
+	expect_error(&f->errs, 3, "nested more than 64 deep");
+	assert_true(cpu < 2 * CLOCKS_PER_SEC);
+}
+
+/* A value cut short in a message is cut between two characters: sluiced puts the message in
+ * a JSON event (a refused reload's 'kept'), and a string that is not UTF-8 is no JSON string. */
+static void test_cut_value_stays_utf8(void **state)
+{
+	static const char *const docs[] = {
+		"interface: eth0\nservices: [{name: a, port: 1, reject: %s}]\n",
+		"interface: eth0\nservices: [{name: a, port: 1, headroom: {%s: 1}}]\n",
+		"interface: eth0\n%s: 1\nservices: [{name: a, port: 1}]\n",
+	};
+	struct fx *f = *state;
+	char doc[512], v[128];
+	size_t n = 0;
+
+	v[n++] = 'x';                    /* then 2-byte characters: every cut point is inside one */
+	while (n < 100) {
+		v[n++] = (char)0xc3;
+		v[n++] = (char)0xa9;
+	}
+	v[n] = '\0';
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		json_t *j;
+
+		snprintf(doc, sizeof(doc), docs[i], v);
+		expect_fail(f, parse(f, doc), 1);
+		assert_non_null(strstr(f->errs.e[0].msg, "x\xc3\xa9"));
+		assert_non_null(strstr(f->errs.e[0].msg, "..."));
+		j = json_string(f->errs.e[0].msg);
+		if (!j)
+			fail_msg("not UTF-8: %s", f->errs.e[0].msg);
+		json_decref(j);
+	}
+}
+
 static void test_syntax_error(void **state)
 {
 	struct fx *f = *state;
@@ -1235,6 +1307,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_multiple_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_keys_in_one_mapping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_value_stays_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deep_nesting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
