@@ -266,8 +266,10 @@ static void headroom_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_
 	char what[32];
 
 	if (cls < 0) {
-		doc_err(d->errs, k, "unknown key '%.40s'%s: headroom keys are L0, L1, L2, L3", key,
-			a->where);
+		char val[48];
+
+		doc_err(d->errs, k, "unknown key '%s'%s: headroom keys are L0, L1, L2, L3",
+			ydoc_shown(k, val, sizeof(val)), a->where);
 		return;
 	}
 	snprintf(what, sizeof(what), "%s", sluice_class_name(cls));

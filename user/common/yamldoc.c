@@ -307,16 +307,16 @@ yaml_node_t *ymap_get(struct ydoc *d, const yaml_node_t *map, const char *key)
 }
 
 /* Scalar value shortened for messages, control characters (NUL included: the whole scalar
- * is shown) as '?'. A long value is cut where a character starts: the message stays UTF-8 (the
- * config event of a refused reload is JSON, and a terminal shows a cut character as garbage). */
-static const char *shown(const yaml_node_t *n, char *buf, size_t len)
+ * is shown) as '?'. A value is cut between two characters, never inside one: the messages go
+ * into sluiced's JSON events, and a string that is not UTF-8 is no JSON string (the event
+ * would go out without its reason). */
+const char *ydoc_shown(const yaml_node_t *n, char *buf, size_t len)
 {
 	const char *v = ynode_scalar(n);
 	size_t l = n->data.scalar.length, cut = l < len ? l : len - 4;
 
-	/* v[cut] is the first byte left out: back off while it continues a character */
 	while (cut < l && cut > 0 && ((unsigned char)v[cut] & 0xc0) == 0x80)
-		cut--;
+		cut--;                       /* v[cut] continues a character */
 	for (size_t i = 0; i < cut; i++)
 		buf[i] = (unsigned char)v[i] < 0x20 ? '?' : v[i];
 	snprintf(buf + cut, len - cut, "%s", cut < l ? "..." : "");
@@ -375,7 +375,7 @@ void ydoc_unknown_key(struct ydoc *d, const yaml_node_t *k, const char *where,
 		else
 			hint[0] = '\0';          /* too many to list */
 	}
-	doc_err(d->errs, k, "unknown key '%s'%s%s", shown(k, val, sizeof(val)),
+	doc_err(d->errs, k, "unknown key '%s'%s%s", ydoc_shown(k, val, sizeof(val)),
 		where[0] ? where : " at top level", hint);
 }
 
@@ -440,11 +440,11 @@ static yaml_node_t *pair_key(struct ydoc *d, const yaml_node_pair_t *p, bool rep
 	/* "name\0x" would be read as the key before its NUL, everywhere keys are compared */
 	if (strlen(ynode_scalar(k)) != k->data.scalar.length) {
 		doc_err(d->errs, k, "keys must be plain words%s: '%s' contains a NUL character",
-			where, shown(k, val, sizeof(val)));
+			where, ydoc_shown(k, val, sizeof(val)));
 		return NULL;
 	}
 	if (repeated) {
-		doc_err(d->errs, k, "duplicate key '%s'%s", shown(k, val, sizeof(val)), where);
+		doc_err(d->errs, k, "duplicate key '%s'%s", ydoc_shown(k, val, sizeof(val)), where);
 		return NULL;
 	}
 	return k;
@@ -534,7 +534,7 @@ void ydoc_bad(struct ydoc *d, const yaml_node_t *n, const char *key, const char 
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
 	if (ynode_scalar(n))
-		doc_err(d->errs, n, "bad %s '%s'%s: %s", key, shown(n, val, sizeof(val)), where,
+		doc_err(d->errs, n, "bad %s '%s'%s: %s", key, ydoc_shown(n, val, sizeof(val)), where,
 			reason);
 	else
 		doc_err(d->errs, n, "bad %s%s: %s", key, where, reason);

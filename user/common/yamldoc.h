@@ -80,6 +80,9 @@ const char *ynode_scalar(const yaml_node_t *n);
 bool ynode_is_empty(const yaml_node_t *n);
 /* Empty, null, Null, NULL or ~ (plain). */
 bool ynode_is_null(const yaml_node_t *n);
+/* Scalar n as messages show it: at most len - 1 bytes ("..." after a cut, made between two
+ * UTF-8 characters), control characters and NUL as '?'. Returns buf. */
+const char *ydoc_shown(const yaml_node_t *n, char *buf, size_t len);
 /* "a scalar", "a list", "a mapping" or "nothing", for messages. */
 const char *ynode_kind(const yaml_node_t *n);
 /* Number of items of a list (0 for anything else) and item i. */
