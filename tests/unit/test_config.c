@@ -1114,6 +1114,42 @@ static void test_deep_nesting(void **state)
 	assert_true(cpu < 2 * CLOCKS_PER_SEC);
 }
 
+/* More than DOC_MAX_ANCHORS anchors are refused before the file is loaded: libyaml's loader
+ * compares each anchor with all before it, and 100000 of them (1 MB) took some 13 s of CPU.
+ * Refused, they take milliseconds; aliases are not counted. */
+static void test_many_anchors(void **state)
+{
+	enum { MANY = 100000 };
+	static const char head[] = "interface: eth0\nservices: [{name: a, port: 1}]\nx: [";
+	struct fx *f = *state;
+	size_t cap = sizeof(head) + (size_t)MANY * 16 + 64, len;
+	char *t = malloc(cap);
+	clock_t cpu;
+
+	assert_non_null(t);
+	for (int n = DOC_MAX_ANCHORS; n <= DOC_MAX_ANCHORS + 1; n++) {
+		len = (size_t)snprintf(t, cap, "%s", head);
+		for (int i = 0; i < n; i++)
+			len += (size_t)snprintf(t + len, cap - len, "&a%d 1, *a%d, ", i, i);
+		len += (size_t)snprintf(t + len, cap - len, "]\n");
+		expect_fail(f, sluice_config_parse(t, len, "anchors", &f->cfg, &f->errs), 1);
+		sluice_config_free(&f->cfg);
+		expect_error(&f->errs, 3, n == DOC_MAX_ANCHORS ? "unknown key 'x'"
+			     : "more than 1024 anchors (&name)");
+	}
+
+	len = (size_t)snprintf(t, cap, "%s", head);
+	for (int i = 0; i < MANY; i++)
+		len += (size_t)snprintf(t + len, cap - len, "&a%d 1,", i);
+	len += (size_t)snprintf(t + len, cap - len, "]\n");
+	cpu = clock();
+	expect_fail(f, sluice_config_parse(t, len, "anchors", &f->cfg, &f->errs), 1);
+	cpu = clock() - cpu;
+	free(t);
+	expect_error(&f->errs, 3, "more than 1024 anchors");
+	assert_true(cpu < 2 * CLOCKS_PER_SEC);
+}
+
 /* A value cut short in a message is cut between two characters: sluiced puts the message in
  * a JSON event (a refused reload's 'kept'), and a string that is not UTF-8 is no JSON string. */
 static void test_cut_value_stays_utf8(void **state)
@@ -1309,6 +1345,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_keys_in_one_mapping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_value_stays_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_nesting, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_anchors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),

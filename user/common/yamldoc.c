@@ -85,18 +85,32 @@ static void syntax_error(struct doc_errors *errs, const yaml_parser_t *p)
 		err_at(errs, line, column, "YAML syntax error: %s", what);
 }
 
-/* Refuse text whose lists and mappings nest deeper than DOC_MAX_DEPTH, before it is loaded:
- * libyaml's scanner costs the square of the depth ("x: [[[[...": 50000 levels take 6 s of
- * CPU, 200000 more than two minutes, and the two million a file of DOC_MAX_BYTES holds would
- * take hours), in --check and in sluiced's reload, between two ticks. Its events come as they
- * are scanned, so this pass stops at the first collection too deep, before that cost. 0, or
- * -1 after reporting. A syntax error ends the pass quietly: the load that follows reports
- * it. */
-static int check_depth(const char *text, size_t len, struct doc_errors *errs)
+/* The anchor an event defines ("&a"), or NULL. */
+static const yaml_char_t *event_anchor(const yaml_event_t *ev)
+{
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT: return ev->data.scalar.anchor;
+	case YAML_SEQUENCE_START_EVENT: return ev->data.sequence_start.anchor;
+	case YAML_MAPPING_START_EVENT: return ev->data.mapping_start.anchor;
+	default: return NULL;
+	}
+}
+
+/* Refuse text that libyaml's load would take the square of its size over, before it is
+ * loaded, as --check and sluiced's reload (between two ticks) would hang that long:
+ *  - lists and mappings nested deeper than DOC_MAX_DEPTH: the scanner costs the square of
+ *    the depth ("x: [[[[...": 50000 levels take 6 s of CPU, 200000 more than two minutes,
+ *    and the two million a file of DOC_MAX_BYTES holds would take hours);
+ *  - more than DOC_MAX_ANCHORS anchors: the loader compares each new anchor with all before
+ *    it (60000 take 5 s of CPU, the 380000 of a full file some three minutes).
+ * The parser's events come as they are scanned and know nothing of anchors, so this pass
+ * stops at the first offence, before either cost. 0, or -1 after reporting. A syntax error
+ * ends the pass quietly: the load that follows reports it. */
+static int check_costly_shapes(const char *text, size_t len, struct doc_errors *errs)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
-	int depth = 0, rc = 0, done = 0;
+	int depth = 0, anchors = 0, rc = 0, done = 0;
 
 	if (!yaml_parser_initialize(&p)) {
 		err_at(errs, 0, 0, "cannot initialise the YAML parser");
@@ -104,26 +118,29 @@ static int check_depth(const char *text, size_t len, struct doc_errors *errs)
 	}
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	while (!done && yaml_parser_parse(&p, &ev)) {
+		int line = (int)ev.start_mark.line + 1, column = (int)ev.start_mark.column + 1;
+
+		if (event_anchor(&ev) && ++anchors > DOC_MAX_ANCHORS) {
+			err_at(errs, line, column, "more than %d anchors (&name)", DOC_MAX_ANCHORS);
+			rc = -1;
+		}
 		switch (ev.type) {
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT:
-			if (++depth > DOC_MAX_DEPTH) {
-				err_at(errs, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-				       "lists and mappings nested more than %d deep", DOC_MAX_DEPTH);
+			if (!rc && ++depth > DOC_MAX_DEPTH) {
+				err_at(errs, line, column, "lists and mappings nested more than %d deep",
+				       DOC_MAX_DEPTH);
 				rc = -1;
-				done = 1;
 			}
 			break;
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
 			depth--;
 			break;
-		case YAML_STREAM_END_EVENT:
-			done = 1;
-			break;
 		default:
 			break;
 		}
+		done = rc || ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
@@ -137,7 +154,7 @@ int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *
 
 	memset(d, 0, sizeof(*d));
 	d->errs = errs;
-	if (check_depth(text, len, errs))
+	if (check_costly_shapes(text, len, errs))
 		return -1;
 	if (!yaml_parser_initialize(&parser)) {
 		err_at(errs, 0, 0, "cannot initialise the YAML parser");

@@ -22,6 +22,7 @@
 #define DOC_MAX_BYTES  (4u << 20)           /* a larger file is refused */
 #define DOC_MAX_DEPTH  64                  /* lists and mappings in one another; no schema
 					    * here goes deeper than about 20 (budget calls) */
+#define DOC_MAX_ANCHORS 1024               /* &name in one file (aliases are not counted) */
 
 /* ---- the error list ---- */
 
@@ -54,8 +55,8 @@ struct ydoc {
 };
 
 /* Parse text as one YAML document into d (errs is initialised by the caller). Returns 0 when
- * a document was loaded (walk it, then ydoc_free()), -1 on a syntax error or a nesting deeper
- * than DOC_MAX_DEPTH (reported). A second document in the text is reported as an error but
+ * a document was loaded (walk it, then ydoc_free()), -1 on a syntax error, a nesting deeper
+ * than DOC_MAX_DEPTH or more than DOC_MAX_ANCHORS anchors (reported). A second document in the text is reported as an error but
  * the first is still returned. */
 int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *errs);
 /* Read path (at most DOC_MAX_BYTES, to its end: pipes work too) into a malloc'd,
