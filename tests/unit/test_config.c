@@ -1150,6 +1150,45 @@ static void test_many_anchors(void **state)
 	assert_true(cpu < 2 * CLOCKS_PER_SEC);
 }
 
+/* More than DOC_MAX_DIRECTIVES lines starting with '%' are refused before the file is read as
+ * YAML: libyaml compares each %TAG directive with all before it, and 60000 (1.6 MB) took
+ * some 15 s of CPU. Refused, they take milliseconds. */
+static void test_many_directives(void **state)
+{
+	enum { MANY = 60000 };
+	static const char doc[] = "---\ninterface: eth0\nservices: [{name: a, port: 1}]\n";
+	struct fx *f = *state;
+	size_t cap = sizeof(doc) + (size_t)MANY * 32, len;
+	char *t = malloc(cap);
+	clock_t cpu;
+
+	assert_non_null(t);
+	for (int n = DOC_MAX_DIRECTIVES; n <= DOC_MAX_DIRECTIVES + 1; n++) {
+		len = 0;
+		for (int i = 0; i < n; i++)
+			len += (size_t)snprintf(t + len, cap - len, "%%TAG !t%d! tag:x,%d:\n", i, i);
+		len += (size_t)snprintf(t + len, cap - len, "%s", doc);
+		if (n == DOC_MAX_DIRECTIVES) {
+			expect_ok(f, sluice_config_parse(t, len, "tags", &f->cfg, &f->errs));
+		} else {
+			expect_fail(f, sluice_config_parse(t, len, "tags", &f->cfg, &f->errs), 1);
+			expect_error(&f->errs, n, "more than 16 directives");
+		}
+		sluice_config_free(&f->cfg);
+	}
+
+	len = 0;
+	for (int i = 0; i < MANY; i++)
+		len += (size_t)snprintf(t + len, cap - len, "%%TAG !t%d! tag:x,%d:\n", i, i);
+	len += (size_t)snprintf(t + len, cap - len, "%s", doc);
+	cpu = clock();
+	expect_fail(f, sluice_config_parse(t, len, "tags", &f->cfg, &f->errs), 1);
+	cpu = clock() - cpu;
+	free(t);
+	expect_error(&f->errs, DOC_MAX_DIRECTIVES + 1, "more than 16 directives");
+	assert_true(cpu < 2 * CLOCKS_PER_SEC);
+}
+
 /* A value cut short in a message is cut between two characters: sluiced puts the message in
  * a JSON event (a refused reload's 'kept'), and a string that is not UTF-8 is no JSON string. */
 static void test_cut_value_stays_utf8(void **state)
@@ -1346,6 +1385,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cut_value_stays_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_nesting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_anchors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_directives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),

@@ -96,6 +96,26 @@ static const yaml_char_t *event_anchor(const yaml_event_t *ev)
 	}
 }
 
+/* Refuse more than DOC_MAX_DIRECTIVES lines that start with '%' (libyaml reads every such
+ * line as a directive, %YAML or %TAG), counted in the text itself: the parser compares each
+ * %TAG with all before it, and does so before it gives the document's first event, where the
+ * event pass could stop it (20000 take 2 s of CPU, 60000 15 s, the 140000 of a full file
+ * would take minutes). 0, or -1 after reporting. */
+static int check_directives(const char *text, size_t len, struct doc_errors *errs)
+{
+	int line = 1, n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '%' && (i == 0 || text[i - 1] == '\n') && ++n > DOC_MAX_DIRECTIVES) {
+			err_at(errs, line, 1, "more than %d directives (lines that start with '%%')",
+			       DOC_MAX_DIRECTIVES);
+			return -1;
+		}
+		line += text[i] == '\n';
+	}
+	return 0;
+}
+
 /* Refuse text that libyaml's load would take the square of its size over, before it is
  * loaded, as --check and sluiced's reload (between two ticks) would hang that long:
  *  - lists and mappings nested deeper than DOC_MAX_DEPTH: the scanner costs the square of
@@ -112,6 +132,8 @@ static int check_costly_shapes(const char *text, size_t len, struct doc_errors *
 	yaml_event_t ev;
 	int depth = 0, anchors = 0, rc = 0, done = 0;
 
+	if (check_directives(text, len, errs))
+		return -1;
 	if (!yaml_parser_initialize(&p)) {
 		err_at(errs, 0, 0, "cannot initialise the YAML parser");
 		return -1;

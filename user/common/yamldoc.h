@@ -23,6 +23,7 @@
 #define DOC_MAX_DEPTH  64                  /* lists and mappings in one another; no schema
 					    * here goes deeper than about 20 (budget calls) */
 #define DOC_MAX_ANCHORS 1024               /* &name in one file (aliases are not counted) */
+#define DOC_MAX_DIRECTIVES 16              /* %YAML and %TAG lines */
 
 /* ---- the error list ---- */
 
@@ -56,8 +57,9 @@ struct ydoc {
 
 /* Parse text as one YAML document into d (errs is initialised by the caller). Returns 0 when
  * a document was loaded (walk it, then ydoc_free()), -1 on a syntax error, a nesting deeper
- * than DOC_MAX_DEPTH or more than DOC_MAX_ANCHORS anchors (reported). A second document in the text is reported as an error but
- * the first is still returned. */
+ * than DOC_MAX_DEPTH, more than DOC_MAX_ANCHORS anchors or DOC_MAX_DIRECTIVES directives
+ * (reported). A second document in the text is reported as an error but the first is still
+ * returned. */
 int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *errs);
 /* Read path (at most DOC_MAX_BYTES, to its end: pipes work too) into a malloc'd,
  * NUL-terminated buffer. 0, or -1 with the reason in errs. */
