@@ -170,6 +170,12 @@ static void test_messages(void **state)
 	assert_int_equal(send(sv[0], "[1]", 3, 0), 3);
 	assert_int_equal(opp_recv(sv[1], 1000, &back, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not a JSON object"));
+	/* valid JSON of another type: the message names it (the parser's reason is for text
+	 * that does not parse, and it gave none here) */
+	assert_string_equal(err, "not a JSON object: got an array");
+	assert_int_equal(send(sv[0], "{\"op\"", 5, 0), 5);
+	assert_int_equal(opp_recv(sv[1], 1000, &back, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a JSON object: line 1"));
 	close(sv[0]);
 	assert_int_equal(opp_recv(sv[1], 1000, &back, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "closed"));

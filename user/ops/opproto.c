@@ -284,10 +284,14 @@ int opp_recv(int fd, int timeout_ms, json_t **out, char *err, size_t errlen)
 	}
 	*out = jsonio_parse(buf, (size_t)n, why, sizeof(why));
 	free(buf);
-	if (!*out || !json_is_object(*out)) {
+	if (!*out)
+		return errf(err, errlen, "not a JSON object: %s", why);
+	if (!json_is_object(*out)) {
+		/* it parsed, so the parser left no reason in why: name what came instead */
+		errf(err, errlen, "not a JSON object: got %s", jsonio_type_name(*out));
 		json_decref(*out);
 		*out = NULL;
-		return errf(err, errlen, "not a JSON object: %s", why);
+		return -1;
 	}
 	return 0;
 }
