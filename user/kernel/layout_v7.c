@@ -79,7 +79,8 @@ static void read_services(struct layout_rekey_state *st)
 		}
 		st->by_svc[st->n_svc++] = (struct svc_addr){ .svc = v - 1, .key = k };
 	}
-	qsort(st->by_svc, (size_t)st->n_svc, sizeof(*st->by_svc), svc_cmp);
+	if (st->n_svc)          /* no address-bound service: no array (qsort takes no NULL) */
+		qsort(st->by_svc, (size_t)st->n_svc, sizeof(*st->by_svc), svc_cmp);
 }
 
 static void read_sockets(struct layout_rekey_state *st)
@@ -120,7 +121,8 @@ static struct layout_rekey_state *state_of(struct layout_plan *p)
 static const __u8 *service_addr(const struct layout_rekey_state *st, __u32 svc, __u16 port)
 {
 	struct svc_addr want = { .svc = svc };
-	const struct svc_addr *a = bsearch(&want, st->by_svc, (size_t)st->n_svc, sizeof(want), svc_cmp);
+	const struct svc_addr *a = st->n_svc ? bsearch(&want, st->by_svc, (size_t)st->n_svc,
+						       sizeof(want), svc_cmp) : NULL;
 
 	return a && a->key.port == port ? a->key.addr : NULL;
 }

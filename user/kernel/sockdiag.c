@@ -284,14 +284,15 @@ int live_flows_read(const uint16_t *ports, int n, struct sluice_flow_key **keys)
 		free(c.keys);
 		return rc ? rc : -ENOMEM;
 	}
-	qsort(c.keys, (size_t)c.count, sizeof(*c.keys), key_cmp);
+	if (c.count)            /* none found: no array to sort (qsort takes no NULL) */
+		qsort(c.keys, (size_t)c.count, sizeof(*c.keys), key_cmp);
 	*keys = c.keys;
 	return c.count;
 }
 
 int live_flows_has(const struct sluice_flow_key *keys, int count, const struct sluice_flow_key *k)
 {
-	return keys && bsearch(k, keys, (size_t)count, sizeof(*k), key_cmp) != NULL;
+	return keys && count > 0 && bsearch(k, keys, (size_t)count, sizeof(*k), key_cmp) != NULL;
 }
 
 void acceptq_reader_init(struct acceptq_reader *r)
