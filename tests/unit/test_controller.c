@@ -1085,6 +1085,7 @@ static void test_quantiles_held_in_calm(void **st)
 	(void)st;
 	setup_sc(&sc);
 	memset(&ia, 0, sizeof(ia));
+	memset(&ib, 0, sizeof(ib));   /* what the loop does not copy (the wait probe) is off */
 	service_ctl_init(&a, &sc, &cfg, 1, 0);
 	service_ctl_init(&b, &sc, &cfg, 1, 0);
 	for (int t = 1; t <= 400; t++) {
