@@ -148,6 +148,16 @@ static void test_slot_reports_shedding_and_recovery(void **st)
 	assert_int_equal(r.known, 0);
 }
 
+/* What a restarted sluiced makes of a's record: a exported at now (into *cs, which the caller
+ * may read after), adopted by b, a new controller for the same service. */
+static void adopt_record(struct service_ctl *b, const struct service_conf *sc,
+			 const struct service_ctl *a, struct sluice_ctl_state *cs, uint64_t now)
+{
+	ctl_state_export(a, now, cs);
+	service_ctl_init(b, sc, &cfg, 2, now);
+	assert_int_equal(ctl_state_import(b, cs, now), 0);
+}
+
 static void test_state_export_import(void **st)
 {
 	struct service_conf sc;
@@ -259,18 +269,13 @@ static void test_import_keeps_the_l0_floor(void **st)
 	service_ctl_init(&a, &sc, &cfg, 1, now);
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		a.lad.admit[c] = 0;
-	ctl_state_export(&a, now, &cs);
-
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_int_equal(b.lad.admit[0], (uint32_t)((uint64_t)b.lp.l0_floor_pct * ONE / 100));
 	assert_int_equal(b.lad.admit[1], 0);          /* the lower classes as they were */
 	assert_int_equal(b.lad.admit[3], 0);
 	/* an L0 above the floor is its own */
 	a.lad.admit[0] = ONE / 2;
-	ctl_state_export(&a, now, &cs);
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_int_equal(b.lad.admit[0], ONE / 2);
 }
 
@@ -293,10 +298,7 @@ static void test_import_bounds_an_open_breaker(void **st)
 	a.brk.state = SLUICE_BREAKER_OPEN;
 	a.brk.since_ns = now;
 	a.brk.open_until_ns = UINT64_MAX;
-	ctl_state_export(&a, now, &cs);
-
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	longest = (uint64_t)(1.2 * b.bp.open_s * 1e9);
 	assert_int_equal(b.brk.state, SLUICE_BREAKER_OPEN);
 	assert_true(b.brk.open_until_ns > now && b.brk.open_until_ns <= now + longest);
@@ -333,10 +335,7 @@ static void test_import_bounds_the_evidence_floor(void **st)
 	a.lim.est = a.lim.limit = 100;
 	a.lim.floor = 90;
 	a.lim.floor_until_ns = UINT64_MAX;
-	ctl_state_export(&a, now, &cs);
-
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	until = now + b.mp.floor_hold_ns;
 	assert_true(b.lim.floor == 90);
 	assert_true(b.lim.floor_until_ns > now && b.lim.floor_until_ns <= until);
@@ -348,9 +347,7 @@ static void test_import_bounds_the_evidence_floor(void **st)
 	assert_true(b.lim.limit < 90);
 	/* a floor that is not a number */
 	a.lim.floor = NAN;
-	ctl_state_export(&a, now, &cs);
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_true(b.lim.floor == 0);
 }
 
@@ -375,10 +372,7 @@ static void test_import_drops_breaker_buckets_ahead(void **st)
 	past = &a.brk.ring[(now / S - 1) % SLUICE_BRK_MAX_WINDOW_S];
 	past->sec = now / S - 1;
 	past->calls = 7;
-	ctl_state_export(&a, now, &cs);
-
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_int_equal(b.brk.ring[(now / S - 1) % SLUICE_BRK_MAX_WINDOW_S].calls, 7);
 	/* one good call in that second (the service's counts alone): the breaker stays closed */
 	assert_int_equal(sluice_breaker_tick(&b.brk, &b.bp, &bi, later, NULL) & SLUICE_BRK_OPENED,
@@ -401,10 +395,7 @@ static void test_import_keeps_a_jitter_seed(void **st)
 	setup_sc(&sc);
 	service_ctl_init(&a, &sc, &cfg, 1, now);
 	a.brk.rng = 0;
-	ctl_state_export(&a, now, &cs);
-
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_true(b.brk.rng != 0);
 	u1 = sluice_rng_uniform(&b.brk.rng);
 	u2 = sluice_rng_uniform(&b.brk.rng);
@@ -432,25 +423,19 @@ static void test_import_checks_the_baseline(void **st)
 	assert_true(a.base.value_us == 20000);
 
 	a.base.head = 10;
-	ctl_state_export(&a, now, &cs);
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	sluice_baseline_add(&b.base, &b.blp, &bw);
 	assert_true(b.base.value_us == 20000);
 
 	a.base.head = 3;
 	a.base.value_us = (double)UINT64_MAX;
-	ctl_state_export(&a, now, &cs);
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_int_equal(b.base.count, 3);
 	assert_true(b.base.value_us == 20000);
 	assert_true(b.objective_us == b.slo_ratio * 20000);
 
 	a.base.ring[1] = NAN;
-	ctl_state_export(&a, now, &cs);
-	service_ctl_init(&b, &sc, &cfg, 2, now);
-	assert_int_equal(ctl_state_import(&b, &cs, now), 0);
+	adopt_record(&b, &sc, &a, &cs, now);
 	assert_int_equal(b.base.count, 0);
 	assert_true(b.base.value_us == 0);
 }
