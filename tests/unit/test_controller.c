@@ -1249,6 +1249,33 @@ static void test_skipped_ticks_are_not_active_time(void **st)
 	assert_true(sluice_l0room_served_max(&b.l0room, SLUICE_L0ROOM_SERVED_S, now) > 290);
 }
 
+/* A reload that shortens the window while the limit's evidence floor holds: the floor keeps
+ * its start and the new config's hold (30 windows) from it, not the old one's. */
+static void test_reload_shortens_the_floor_hold(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	uint64_t now = 1000 * S;
+	(void)st;
+	setup_sc(&sc);
+	sc.aimd_window_ms = 10000;
+	service_ctl_init(&s, &sc, &cfg, 1, now);
+	assert_true(s.mp.floor_hold_ns == 300 * S);
+	s.lim.floor = 40;
+	s.lim.floor_until_ns = now + 300 * S;        /* set at now under 10 s windows */
+	sc.aimd_window_ms = 1000;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	assert_true(s.mp.floor_hold_ns == 30 * S);
+	assert_true(s.lim.floor_until_ns == now + 30 * S);
+	/* one set near the clock's start cannot wrap round to a hold without end */
+	sc.aimd_window_ms = 10000;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	s.lim.floor_until_ns = 100 * S;
+	sc.aimd_window_ms = 1000;
+	service_ctl_reconfigure(&s, &sc, &cfg);
+	assert_true(s.lim.floor_until_ns == 0);
+}
+
 /* A reload that lowers limit_max while a throughput cut's backlog drains: the drain gives L0
  * the limit before the cut (200), set under the old bounds. It is held to the new ones: no
  * class's threshold goes past the limit_max now in force (64). */
@@ -1855,6 +1882,7 @@ int main(void)
 		cmocka_unit_test(test_l0_room_caps_unchanged),
 		cmocka_unit_test(test_drain_keeps_the_l0_cap),
 		cmocka_unit_test(test_reload_bounds_the_drain),
+		cmocka_unit_test(test_reload_shortens_the_floor_hold),
 		cmocka_unit_test(test_slow_call_below_learned_objective),
 		cmocka_unit_test(test_quantiles_held_in_calm),
 		cmocka_unit_test(test_limit_sees_an_unordered_queue),

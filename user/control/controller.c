@@ -77,7 +77,17 @@ void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 void service_ctl_reconfigure(struct service_ctl *s, const struct service_conf *sc,
 			     const struct sluice_config *cfg)
 {
+	uint64_t hold = s->mp.floor_hold_ns;
+
 	load_params(s, sc, cfg);
+	/* A floor held under the old window keeps its start and this config's hold from it: a
+	 * window shortened from 10 s to 1 s would otherwise keep the limit from being cut below
+	 * it for 300 s, not 30. (A longer window does not stretch a hold already under way.) */
+	if (s->lim.floor_until_ns && s->mp.floor_hold_ns < hold) {
+		uint64_t less = hold - s->mp.floor_hold_ns;
+
+		s->lim.floor_until_ns = s->lim.floor_until_ns > less ? s->lim.floor_until_ns - less : 0;
+	}
 	sluice_limit_reconfigure(&s->lim, &s->mp);
 }
 
