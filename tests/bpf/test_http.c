@@ -398,7 +398,7 @@ static void test_classification(void **state)
 		{ "198.18.1.9", GET("/report", ""), 0, 0, 0 },                         /* source first */
 		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2, 0, 0 },   /* split: default */
 		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2, 0, 0 },          /* bad value */
-		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary", -1, 0, 0 },          /* no method */
+		{ "203.0.113.5", "\x00\x01\x02\x03\xff\xfe binary bytes", -1, 0, 0 },    /* no method */
 		{ "203.0.113.5", "get /x HTTP/1.1\r\n\r\n", 2, 0, 0 },   /* any token: Go takes it */
 		{ "203.0.113.5", "m3! /x HTTP/1.1\r\n\r\n", 2, 0, 0 },
 		{ "203.0.113.5", "get http://t/x HTTP/1.1\r\n\r\n", 2, 0, 0 },      /* absolute */
@@ -441,7 +441,7 @@ static void test_classification(void **state)
 		marks = untrusted(f);
 		struct pkt_spec rq = request(cases[i].src, (uint16_t)(2000 + i), cases[i].text);
 		if (cases[i].text[0] == 0)
-			rq.payload_len = 17;
+			rq.payload_len = 17;     /* the binary case's bytes, past its NUL (19 there) */
 		rq.dscp = (uint8_t)cases[i].dscp;
 		handshake(f, &rq);
 		admitted(f, &rq);
