@@ -40,7 +40,7 @@ FUZZ_PARSER_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_PARSERS))
 FUZZ_BINS  := $(BUILD)/fuzz/fuzz_datapath $(FUZZ_PARSER_BINS)
 TEST_ALL   := $(BINS) $(TOOL_BINS) $(UNIT_BINS) $(BPFT_BINS) $(E2E_OBJS) $(BENCH_BINS) $(FUZZ_BINS)
 
-.PHONY: all deps deps-check test test-build demo bench fuzz clean
+.PHONY: all deps deps-check test test-build demo bench fuzz san clean
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(BINS) $(TOOL_BINS)
@@ -199,12 +199,17 @@ bench: deps-check $(TEST_ALL)
 	@tools/bench.sh $(BUILD)
 
 # Per-packet cost of every data-path path over an empty program (tests/bpf/bench_pktcost.c).
+# The unit and BPF_PROG_TEST_RUN suites under AddressSanitizer and UBSan, in their own build
+# folder (tests/san.sh; 3-4 minutes on 2 CPUs): not part of `make test`.
+san: deps-check
+	tests/san.sh $(BUILD)-san
+
 .PHONY: pktcost
 pktcost: $(BUILD)/bench/bench_pktcost $(BUILD)/bench/empty_xdp.bpf.o
 	@$(BUILD)/bench/bench_pktcost $(BUILD)/bench/empty_xdp.bpf.o
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-san
 
 # ---- container image: deploy/Dockerfile built with buildah (tools/image.sh, docs/DEPLOY.md);
 # image-test runs only the image's end-to-end test (make test runs it too).
