@@ -31,24 +31,15 @@
 
 static void escape_label(char *dst, const char *s, size_t n)
 {
-	n = strnlen(s, n);
-	for (size_t i = 0; i < n;) {
-		size_t k = utf8_char_len(s + i, n - i);
+	char clean[LABEL_BUF(SLUICE_NAME_LEN)];
 
-		if (!k) {
-			memcpy(dst, UTF8_REPLACEMENT, 3);
-			dst += 3;
-			i++;
-			continue;
-		}
-		if (s[i] == '\\' || s[i] == '"' || s[i] == '\n') {
+	/* made UTF-8 first (3 bytes at most for each one read); the escapes then touch only
+	 * ASCII, 2 bytes for 1, so the whole stays within LABEL_BUF(n) */
+	utf8_scrub(clean, s, n < SLUICE_NAME_LEN ? n : SLUICE_NAME_LEN);
+	for (const char *p = clean; *p; p++) {
+		if (*p == '\\' || *p == '"' || *p == '\n')
 			*dst++ = '\\';
-			*dst++ = s[i] == '\n' ? 'n' : s[i];
-		} else {
-			memcpy(dst, s + i, k);
-			dst += k;
-		}
-		i += k;
+		*dst++ = *p == '\n' ? 'n' : *p;
 	}
 	*dst = '\0';
 }
