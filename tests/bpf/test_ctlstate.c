@@ -191,6 +191,43 @@ static void test_restart_continues(void **state)
 	assert_int_equal(w->d2.ctl[0].brk.state, SLUICE_BREAKER_CLOSED);
 }
 
+/* A sluiced that comes back more than SLUICE_CTL_STATE_MAX_AGE_S after the entries were last
+ * written (stopped for maintenance, say: the data path admitted everything meanwhile) takes
+ * the baselines and the cascade suppression from them, not the limit, the class cuts or the
+ * open breaker of the overload it last saw. */
+static void test_restart_after_a_long_stop(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns(), later = t + (SLUICE_CTL_STATE_MAX_AGE_S + 1) * 1000 * MS;
+	struct sluice_verdict v;
+	int opened = 1;
+	double base;
+
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	base = w->d.ctl[0].base.value_us;
+	w->d.cascade.suspended = 1;
+	w->d.cascade.suspended_since_ns = t;
+	for (int i = 0; i < w->d.cfg.n_services; i++)
+		daemon_ctl_export(&w->d, i, t);
+	daemon_ctl_cascade(&w->d, t);
+
+	start(w, &w->d2, later);
+	assert_true(w->d2.ctl[0].base.value_us == base);
+	assert_true(w->d2.ctl[0].objective_us > 1.1 * base);
+	assert_int_not_equal(w->d2.ctl[0].lim.limit, 23);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(w->d2.ctl[0].lad.admit[c], SLUICE_PROB_ONE);
+	assert_int_equal(w->d2.ctl[0].brk.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(w->d2.cascade.suspended, 1);
+	/* its first tick writes a verdict that sheds nothing */
+	tick(&w->d2, 0, later + 100 * MS, &v, &opened);
+	assert_int_equal(opened, 0);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(v.shed_prob[c], 0);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_CLOSED);
+}
+
 /* An entry belongs to the service it was written for: another name or port in that slot
  * starts afresh; a record of another version is refused, never misread. */
 static void test_slot_guard(void **state)
@@ -899,6 +936,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_restart_continues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_after_a_long_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slot_guard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cascade_carried_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),

@@ -440,6 +440,69 @@ static void test_import_checks_the_baseline(void **st)
 	assert_true(b.base.value_us == 0);
 }
 
+/* An entry written while the service was overloaded, adopted by a sluiced that starts more
+ * than SLUICE_CTL_STATE_MAX_AGE_S later (the data path admitted everything meanwhile): its
+ * baselines are adopted, its limit, class cuts and open breaker are not (they would shed a
+ * healthy service: the breaker alone answers 503 for up to 1.2 x open_s). Within the age, all
+ * of it; an entry dated ahead of the reader's clock is not trusted either. */
+static void test_old_entry_keeps_only_its_baselines(void **st)
+{
+	static struct sluice_ctl_slot slot;
+	struct service_conf sc;
+	struct service_ctl a, b, fresh;
+	struct sluice_baseline_window bw = { .samples = 100, .latency_us = 20000, .calls = 100 };
+	uint64_t now = 1000 * S, age = SLUICE_CTL_STATE_MAX_AGE_S * S;
+	const char *why;
+	(void)st;
+	setup_sc(&sc);
+	service_ctl_init(&a, &sc, &cfg, 1, now);
+	for (int k = 0; k < 3; k++) {
+		sluice_baseline_add(&a.base, &a.blp, &bw);
+		sluice_baseline_add(&a.base_mean, &a.llp, &bw);
+	}
+	assert_true(a.base.value_us == 20000 && a.base_mean.value_us == 20000);
+	a.lim.est = a.lim.limit = 5;
+	a.lad.admit[3] = 0;
+	a.lad.admit[2] = ONE / 2;
+	a.brk.state = SLUICE_BREAKER_OPEN;
+	a.brk.since_ns = now;
+	a.brk.open_until_ns = now + 10 * S;
+	ctl_slot_fill(&slot, &a, &sc, 0, 1, now);
+	service_ctl_init(&fresh, &sc, &cfg, 2, now + age + S);
+
+	/* at the age: all of it */
+	service_ctl_init(&b, &sc, &cfg, 2, now + age);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now + age, &why), 1);
+	assert_int_equal(b.lim.limit, 5);
+	assert_int_equal(b.lad.admit[3], 0);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_OPEN);
+
+	/* past it: the baselines and the objective they make, nothing it decided */
+	service_ctl_init(&b, &sc, &cfg, 2, now + age + S);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now + age + S, &why), 2);
+	assert_non_null(strstr(why, "older than"));
+	assert_true(b.base.value_us == 20000 && b.base_mean.value_us == 20000);
+	assert_true(b.objective_us == b.slo_ratio * 20000);
+	assert_int_equal(b.lim.limit, fresh.lim.limit);
+	assert_int_not_equal(b.lim.limit, 5);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		assert_int_equal(b.lad.admit[c], ONE);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_CLOSED);
+	assert_int_equal(b.have_prev, 0);
+
+	/* dated ahead of the reader (another boot's clock, a damaged entry): the same */
+	service_ctl_init(&b, &sc, &cfg, 2, now - S);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now - S, &why), 2);
+	assert_true(b.base.value_us == 20000);
+	assert_int_equal(b.brk.state, SLUICE_BREAKER_CLOSED);
+
+	/* an old entry of another version is still refused, not half read */
+	slot.state_len -= 8;
+	service_ctl_init(&b, &sc, &cfg, 2, now + age + S);
+	assert_int_equal(ctl_slot_adopt(&b, &sc, &slot, now + age + S, &why), -1);
+	assert_true(b.base.value_us == 0);
+}
+
 /* The node's cascade suppression rides in every service's record (version 4): a restart
  * finds it there, as it finds the breakers it suppressed. Version 3's record, its prefix, is
  * adopted and says nothing about it; a record cut short of the length it says is refused. */
@@ -1868,6 +1931,7 @@ int main(void)
 		cmocka_unit_test(test_import_keeps_a_jitter_seed),
 		cmocka_unit_test(test_import_checks_the_baseline),
 		cmocka_unit_test(test_slot_carries_the_cascade),
+		cmocka_unit_test(test_old_entry_keeps_only_its_baselines),
 		cmocka_unit_test(test_import_relearns_a_baseline_not_a_number),
 		cmocka_unit_test(test_skipped_ticks_are_not_active_time),
 		cmocka_unit_test(test_clock_leap_is_not_a_rate_fall),

@@ -987,6 +987,25 @@ int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, u
 	return 0;
 }
 
+int ctl_state_import_learned(struct service_ctl *s, const struct sluice_ctl_state *st,
+			     uint64_t now_ns)
+{
+	int version = ctl_state_adoptable(st);
+
+	(void)now_ns;
+	if (!version)
+		return -1;
+	s->base = st->base;
+	sluice_baseline_adopt(&s->base, &s->blp);          /* or forgotten: relearned */
+	if (version >= 3) {
+		sluice_baseline_seed(&s->base_little, st->base_little_us);
+		sluice_baseline_seed(&s->base_mean, st->base_mean_us);
+	}
+	s->have_prev = 0;
+	objective(s);
+	return 0;
+}
+
 uint32_t service_ctl_quantile_hold(const struct service_ctl *s, uint64_t next_ns)
 {
 	uint64_t lack;

@@ -218,6 +218,11 @@ int ctl_state_adoptable(const struct sluice_ctl_state *st);
 /* Adopt `st` into a controller initialised for the same service. Returns 0, or -1 (nothing
  * changed) when the version or size does not match. */
 int ctl_state_import(struct service_ctl *s, const struct sluice_ctl_state *st, uint64_t now_ns);
+/* Adopt only what `st` learned of the backend (the baselines: the unloaded latency, mean and
+ * queue), not what it decided (limit, ladder, breaker, objective missed): for a record too old
+ * to say anything of the traffic now. Returns 0, or -1 as ctl_state_import. */
+int ctl_state_import_learned(struct service_ctl *s, const struct sluice_ctl_state *st,
+			     uint64_t now_ns);
 
 /* Ask the CPU for the parts of s a tick reads and writes (hints only, no effect on the
  * result): the tick runs the services one after the other, each's state in lines of its

@@ -81,6 +81,9 @@ int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_co
 	       slot->port == (uint16_t)sc->port;
 }
 
+#define AGE_TEXT_(n) #n
+#define AGE_TEXT(n) AGE_TEXT_(n)
+
 int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 		   const struct sluice_ctl_slot *slot, uint64_t now_ns, const char **why)
 {
@@ -98,6 +101,18 @@ int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 	if (!ctl_state_copy(slot, &st)) {
 		*why = "the pinned state was written by another sluiced version";
 		return -1;
+	}
+	/* (a time ahead of now is no write of this boot's clock: not trusted either) */
+	if (slot->written_ns > now_ns ||
+	    now_ns - slot->written_ns > SLUICE_CTL_STATE_MAX_AGE_S * 1000000000ull) {
+		if (ctl_state_import_learned(s, &st, now_ns)) {
+			*why = "the pinned state was written by another sluiced version";
+			return -1;
+		}
+		*why = "the pinned state is older than " AGE_TEXT(SLUICE_CTL_STATE_MAX_AGE_S)
+		       " s (or dated ahead of now): its baselines adopted, not its limit, "
+		       "ladder or breaker";
+		return 2;
 	}
 	if (ctl_state_import(s, &st, now_ns)) {
 		*why = "the pinned state was written by another sluiced version";

@@ -36,9 +36,18 @@ int ctl_slot_cascade(const struct sluice_ctl_slot *slot, uint64_t *since_ns);
  * service, or never written, does not. */
 int ctl_slot_belongs(const struct sluice_ctl_slot *slot, const struct service_conf *sc);
 
-/* Adopt the entry into s (initialised for sc). Returns 1 when adopted, 0 when the entry is
- * not this service's (why says so), -1 when its record cannot be read by this sluiced
- * (another version or size: s is left as initialised). */
+/* How old an entry may be and still say how to shed now. While no sluiced runs, the data path
+ * admits everything (the heartbeat lapses), so what an entry decided (a limit, a class cut, an
+ * open breaker) was about traffic that has long gone by the time a sluiced stopped for longer
+ * comes back: adopted, it would refuse a healthy service's requests until the evidence undid
+ * it (an open breaker answers every request 503 for up to 1.2 x open_s). What it learned of the
+ * backend (the baselines) still holds. A crash or a rolling upgrade comes back well within it. */
+#define SLUICE_CTL_STATE_MAX_AGE_S 300
+
+/* Adopt the entry into s (initialised for sc). Returns 1 when adopted, 2 when only the
+ * baselines were (the entry was written more than SLUICE_CTL_STATE_MAX_AGE_S before now_ns,
+ * or after it: why says so), 0 when the entry is not this service's (why says so), -1 when its
+ * record cannot be read by this sluiced (another version or size: s is left as initialised). */
 int ctl_slot_adopt(struct service_ctl *s, const struct service_conf *sc,
 		   const struct sluice_ctl_slot *slot, uint64_t now_ns, const char **why);
 

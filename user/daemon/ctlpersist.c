@@ -54,7 +54,8 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 			d->books[i].ctl_reset_ack = slot_buf.reset_ack;  /* done requests stay done */
 			d->books[i].conncap.keep = 1;   /* and its connection caps stand */
 		}
-		if (rc == 1 && ctl_slot_cascade(&slot_buf, &since) && slot_buf.written_ns >= newest) {
+		/* the suppression is the operator's to lift, however old the entry */
+		if (rc >= 1 && ctl_slot_cascade(&slot_buf, &since) && slot_buf.written_ns >= newest) {
 			newest = slot_buf.written_ns;
 			cascade = since;
 		}
@@ -72,6 +73,15 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 				sluice_event_num(&ev, key[c], (double)d->ctl[i].lad.admit[c] /
 						 SLUICE_PROB_ONE);
 			}
+			sluice_event_num(&ev, "age_s", slot_buf.written_ns < now_ns ?
+					 (double)(now_ns - slot_buf.written_ns) / 1e9 : 0);
+			daemon_print_event(d, &ev);
+		} else if (rc == 2) {
+			struct sluice_event ev;
+
+			sluice_event_init(&ev, now_ns, SLUICE_EV_INFO, sc->name, SLUICE_EVM_DAEMON,
+					  "pinned", "baseline", why);
+			sluice_event_num(&ev, "baseline_us", d->ctl[i].base.value_us);
 			sluice_event_num(&ev, "age_s", slot_buf.written_ns < now_ns ?
 					 (double)(now_ns - slot_buf.written_ns) / 1e9 : 0);
 			daemon_print_event(d, &ev);
