@@ -123,6 +123,15 @@ static void learn(struct daemon *d, uint64_t now)
 	s->brk.open_dur_s = 5;
 }
 
+/* The first sluiced, started at t, with what an overload left in web's controller (learn);
+ * web's learned baseline. */
+static double start_after_overload(struct world *w, uint64_t t)
+{
+	start(w, &w->d, t);
+	learn(&w->d, t);
+	return w->d.ctl[0].base.value_us;
+}
+
 /* Cumulative counters of a long life: 100 000 calls, all errors, on one CPU's slot. */
 static void errors_in_counters(struct world *w, int svc)
 {
@@ -159,9 +168,7 @@ static void test_restart_continues(void **state)
 	int opened = 1;
 	double base;
 
-	start(w, &w->d, t);
-	learn(&w->d, t);
-	base = w->d.ctl[0].base.value_us;
+	base = start_after_overload(w, t);
 	assert_int_not_equal(w->d.ctl[1].lim.limit, 7);
 	w->d.ctl[1].lim.limit = w->d.ctl[1].lim.est = 7;      /* db learned something too */
 	for (int i = 0; i < w->d.cfg.n_services; i++)
@@ -203,9 +210,7 @@ static void test_restart_after_a_long_stop(void **state)
 	int opened = 1;
 	double base;
 
-	start(w, &w->d, t);
-	learn(&w->d, t);
-	base = w->d.ctl[0].base.value_us;
+	base = start_after_overload(w, t);
 	w->d.cascade.suspended = 1;
 	w->d.cascade.suspended_since_ns = t;
 	for (int i = 0; i < w->d.cfg.n_services; i++)
