@@ -332,7 +332,8 @@ struct {
 } ctl_requests SEC(".maps");
 
 /* Open-connection cap per service slot (struct sluice_conn_cap). sluiced writes the
- * thresholds, BPF the refusal counts. */
+ * thresholds (through sluice_set_conn_cap, which leaves the counts alone), BPF the refusal
+ * counts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);   /* sized at load, like the services */

@@ -1778,6 +1778,23 @@ int sluice_copy_counts(struct sluice_copy_counts *arg)
 	return 0;
 }
 
+/* Set the thresholds of one slot's open-connection cap (struct sluice_set_conn_cap), leaving
+ * its refusal counts to the atomics that move them. */
+SEC("syscall")
+int sluice_set_conn_cap(struct sluice_set_conn_cap *arg)
+{
+	__u32 svc = arg->svc;
+	struct sluice_conn_cap *cc = bpf_map_lookup_elem(&conn_cap, &svc);
+
+	arg->done = 0;
+	if (!cc)
+		return 0;
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		cc->threshold[c] = arg->threshold[c];
+	arg->done = 1;
+	return 0;
+}
+
 /* Fill the in-flight estimate and turn it on (struct sluice_publish_stripes): sluiced runs it
  * once after attaching. */
 SEC("syscall")

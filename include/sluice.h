@@ -395,6 +395,17 @@ struct sluice_copy_counts {
  * are attached (and after any migration has merged the old programs' counts) and then once a
  * second: it puts every CPU's unpublished change of every service slot into the in-flight
  * estimate and then lets takes use it (struct sluice_inflight_est). */
+/* Argument of the program sluice_set_conn_cap (BPF_PROG_TEST_RUN, from sluiced): the thresholds
+ * of one slot's `conn_cap` entry, stored in the kernel field by field, so that the refusal
+ * counts BPF adds to beside them are never written back with an older value (a read, a change
+ * and a write of the whole entry from userspace lost the refusals counted in between, and the
+ * count went back). */
+struct sluice_set_conn_cap {
+	__u32 svc;
+	__u32 threshold[SLUICE_NUM_CLASSES];
+	__s32 done;                      /* out: 1 written, 0 no such slot */
+};
+
 struct sluice_publish_stripes {
 	__u32 cpus;                      /* out: CPUs published, 0 when the estimate stays off */
 	__u32 pad;

@@ -46,9 +46,11 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 		struct bpf_program *cb = bpf_object__find_program_by_name(obj, "sluice_copy_counts");
 
 		struct bpf_program *pb = bpf_object__find_program_by_name(obj, "sluice_publish_stripes");
+		struct bpf_program *ccp = bpf_object__find_program_by_name(obj, "sluice_set_conn_cap");
 
 		m->copy_prog = cb ? bpf_program__fd(cb) : -1;
 		m->publish_prog = pb ? bpf_program__fd(pb) : -1;
+		m->conncap_prog = ccp ? bpf_program__fd(ccp) : -1;
 		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
 		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 		m->service_ports = bpf_object__find_map_fd_by_name(obj, "service_ports");

@@ -1297,15 +1297,11 @@ static void *syn_flood_run(void *arg)
 	return NULL;
 }
 
-/* sluiced programs the services at its start and at every reload, each service's conn_cap
- * entry too, whose refusal counts BPF adds to with atomics beside the thresholds sluiced
- * writes. Written back with the counts it had read, the entry lost every refusal counted in
- * between, and to a reader the count went back (to Prometheus a counter reset: rate() counts
- * the whole count again). Programming services whose cap did not change leaves the entry
- * alone: every refusal is counted while the services are programmed again and again. */
-static void test_reprogramming_keeps_connection_cap_refusals(void **state)
+/* The flood of syn_flood_run on pool's L3 while sluiced programs the services 300 times, or
+ * (vary) while pool's cap is set 20,000 times, L1's threshold changed each time: every
+ * refusal is counted. */
+static void reprogram_during_flood(struct fixture *f, int vary)
 {
-	struct fixture *f = *state;
 	struct syn_flood s = { .f = f, .syn = syn4("203.0.113.9", 999, 7002) };
 	struct pkt_spec l3a = syn4("203.0.113.9", 1, 7002), l3b = syn4("203.0.113.9", 2, 7002);
 	unsigned long long before;
@@ -1318,10 +1314,21 @@ static void test_reprogramming_keeps_connection_cap_refusals(void **state)
 	assert_int_equal(pthread_create(&t, NULL, syn_flood_run, &s), 0);
 	while (!__atomic_load_n(&s.runs, __ATOMIC_RELAXED))
 		sched_yield();            /* the flood is under way */
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0; i < 300 && !vary; i++) {
 		set_heartbeat(f, 0);      /* the cap applies only while the controller is alive */
 		assert_int_equal(maps_program_services(&f->m, &f->cfg, f->idx), 0);
 	}
+	/* the entry's own write, as programming a changed cap does it, many times a second */
+	for (int i = 0; i < 20000 && vary; i++) {
+		struct sluice_conn_cap cc = conn_cap_of(f, 4);
+
+		cc.threshold[1] = i % 2 ? 1 : 3;
+		if (i % 1000 == 0)
+			set_heartbeat(f, 0);
+		assert_int_equal(maps_write_conn_cap(&f->m, 4, cc.threshold), 0);
+	}
+	if (vary)
+		assert_int_equal(maps_program_services(&f->m, &f->cfg, f->idx), 0);
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_true(s.refused > 0);
@@ -1329,6 +1336,26 @@ static void test_reprogramming_keeps_connection_cap_refusals(void **state)
 	assert_int_equal(conn_cap_of(f, 4).threshold[3], 2);
 	for (int r = 0; r < SLUICE_REJ_REASONS; r++)
 		assert_int_equal(stats(f, 4, 3).rejected[r], 0);
+}
+
+/* sluiced programs the services at its start and at every reload, each service's conn_cap
+ * entry too, whose refusal counts BPF adds to with atomics beside the thresholds sluiced
+ * writes. Written back with the counts it had read, the entry lost every refusal counted in
+ * between, and to a reader the count went back (to Prometheus a counter reset: rate() counts
+ * the whole count again). Programming services whose cap did not change leaves the entry
+ * alone; a cap that changed is set in the kernel, threshold by threshold (sluice_set_conn_cap):
+ * every refusal is counted while the services are programmed again and again. */
+static void test_reprogramming_keeps_connection_cap_refusals(void **state)
+{
+	reprogram_during_flood(*state, 0);
+}
+
+static void test_changing_a_cap_keeps_its_refusals(void **state)
+{
+	struct fixture *f = *state;
+
+	reprogram_during_flood(f, 1);
+	assert_int_equal(conn_cap_of(f, 4).threshold[1], 3);   /* the config's again: 90 % of 4 */
 }
 
 /* An IPv6 client is its /64: 1000 addresses inside one /64 share one client's budget (two
@@ -3771,6 +3798,8 @@ int main(void)
 						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reprogramming_keeps_connection_cap_refusals,
 						setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_changing_a_cap_keeps_its_refusals, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_server_segment_completes_a_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_syn_never_displaces_a_pending_handshake, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_handshake_gives_way_to_a_new_isn, setup, harness_teardown),

@@ -754,6 +754,7 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->pending_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_pending_requests) : -1;
 	m->copy_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_copy_counts) : -1;
 	m->publish_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_publish_stripes) : -1;
+	m->conncap_prog = st->skel ? bpf_program__fd(st->skel->progs.sluice_set_conn_cap) : -1;
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 	m->service_ports = st->skel ? bpf_map__fd(st->skel->maps.service_ports) : -1;

@@ -822,6 +822,14 @@ int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *thres
 	if (maps_read_conn_cap(m, svc, &cc) == 0 &&
 	    !memcmp(cc.threshold, threshold, sizeof(cc.threshold)))
 		return 0;
+	if (m->conncap_prog >= 0 && svc >= 0) {
+		struct sluice_set_conn_cap a = { .svc = (__u32)svc };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+		memcpy(a.threshold, threshold, sizeof(a.threshold));
+		if (!bpf_prog_test_run_opts(m->conncap_prog, &o) && a.done)
+			return 0;
+	}
 	memcpy(cc.threshold, threshold, sizeof(cc.threshold));
 	return update_opt(m->conn_cap, svc, &cc);
 }

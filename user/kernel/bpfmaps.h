@@ -25,10 +25,11 @@ struct sluice_maps {
 	 * program, the data path's change counts (flowgc.h), the request scan
 	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
 	 * that fills them (read through mappings by maps_reader_read), and the program that
-	 * fills the in-flight estimate (maps_fold_estimate), and the bitmap of the service ports.
+	 * fills the in-flight estimate (maps_fold_estimate), the one that sets a connection
+	 * cap's thresholds (maps_write_conn_cap), and the bitmap of the service ports.
 	 * Never closed by maps_close. */
 	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
-	int publish_prog;
+	int publish_prog, conncap_prog;
 	int service_ports;           /* the bitmap of port_to_service's ports (mapconfig.h) */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
@@ -237,8 +238,9 @@ int maps_read_conn_cap(const struct sluice_maps *m, int svc, struct sluice_conn_
 /* Priority marks of slot svc ignored for an untrusted source, summed over CPUs; -ENOENT when
  * the pins predate the count (layout < 7). */
 int maps_read_untrusted(const struct sluice_maps *m, int svc, struct sluice_untrusted *out);
-/* Set the cap's thresholds of a slot, keeping its refusal counts; an entry that holds these
- * thresholds already is not written. */
+/* Set the cap's thresholds of a slot, keeping its refusal counts (in the kernel, by
+ * conncap_prog; without it, by writing the entry back with the counts read, which loses the
+ * refusals counted in between); an entry that holds these thresholds already is not written. */
 int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *threshold);
 /* An http service's open connections per class (zeros and -ENOENT before layout 9). */
 int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
