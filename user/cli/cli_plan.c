@@ -166,15 +166,17 @@ static int plan_do_apply(const void *args, void *ctx)
 	static struct sw_switch sw[SW_MAX];
 	static struct plan_finding f[MAX_FINDINGS];
 	const char *const *known = known_ptrs(o);
-	char err[1024], owner[SW_OWNER_LEN];
+	char err[1024], caller[SW_OWNER_LEN];
+	const char *owner = a->owner;
 	uint64_t now = (uint64_t)time(NULL);
 	json_t *arr, *req;
 	int n, nf, level;
 
-	if (a->owner)
-		snprintf(owner, sizeof(owner), "%s", a->owner);
-	else
-		switch_caller(owner, sizeof(owner));
+	/* --owner as given: sw_make refuses one too long rather than cutting it */
+	if (!owner) {
+		switch_caller(caller, sizeof(caller));
+		owner = caller;
+	}
 	if (load_plan(a->file, &p))
 		return EXIT_USAGE;
 	if (!known)

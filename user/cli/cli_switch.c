@@ -68,14 +68,17 @@ static int do_set(const void *args, void *ctx)
 {
 	const struct set_args *a = args;
 	struct cli_opts *o = ctx;
-	char err[512], owner[SW_OWNER_LEN];
+	char err[512], caller[SW_OWNER_LEN];
+	const char *owner = a->owner;
 	struct sw_switch sw;
 	json_t *req;
 
-	if (a->owner)
-		snprintf(owner, sizeof(owner), "%s", a->owner);
-	else
-		switch_caller(owner, sizeof(owner));
+	/* --owner as given: sw_make refuses one too long for the ledger (cut to fit, it would
+	 * name someone else, or end inside a character) */
+	if (!owner) {
+		switch_caller(caller, sizeof(caller));
+		owner = caller;
+	}
 	warn_unknown_services(o);
 	/* Checked here for exit 2 before anything is sent; sluiced checks again. */
 	if (sw_make(&sw, a->service, a->class, a->shed, a->reason, a->ttl, owner, wall_now(),

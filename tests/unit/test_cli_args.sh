@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# sluicectl's changing commands with bad arguments and no daemon: each must be refused by
+# sluicectl itself, exit 2 with the bad field named, before it looks for sluiced (which would
+# be exit 1, "no sluiced is running"), and an argument must never be cut to fit and sent.
+# A config in a temporary directory names the service; no daemon, no maps, no root. Emits TAP.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+CTL=$BUILD/sluicectl
+if [ ! -x "$CTL" ]; then
+	echo "1..0 # SKIP $CTL not built"
+	exit 0
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cat > "$dir/sluice.yaml" <<YAML
+interface: lo
+state_dir: $dir/state
+pin_dir: $dir/pin
+services:
+  - name: web
+    port: 8080
+YAML
+cat > "$dir/plan.yaml" <<YAML
+levels:
+  - name: level-1
+    description: shed reporting
+    actions:
+      - { service: web, class: L3, shed: 100 }
+    expected_saving: "10% CPU"
+    reversible: true
+    verified_at: $(date -u +%Y-%m-%d)
+YAML
+owner64=$(printf 'o%.0s' $(seq 64))
+reason256=$(printf 'r%.0s' $(seq 256))
+
+n=0
+# expect NAME PATTERN ARGS...: exit 2 and PATTERN on stderr.
+expect() {
+	local name=$1 pat=$2 out rc
+	shift 2
+	n=$((n + 1))
+	out=$("$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" "$@" 2>&1)
+	rc=$?
+	if [ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q -- "$pat"; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name: exit $rc"
+		printf '%s\n' "$out" | sed 's/^/# /'
+	fi
+}
+
+expect "switch set: an --owner of 64 bytes is refused, not cut to 63" \
+	"--owner: longer than 63 bytes" \
+	switch set web L3 --shed 50 --reason INC-1 --ttl 5m --owner "$owner64"
+expect "plan apply: an --owner of 64 bytes is refused, not cut to 63" \
+	"--owner: longer than 63 bytes" \
+	plan apply "$dir/plan.yaml" level-1 --reason INC-1 --ttl 5m --owner "$owner64"
+echo "1..$n"
