@@ -57,4 +57,20 @@ expect "switch set: an --owner of 64 bytes is refused, not cut to 63" \
 expect "plan apply: an --owner of 64 bytes is refused, not cut to 63" \
 	"--owner: longer than 63 bytes" \
 	plan apply "$dir/plan.yaml" level-1 --reason INC-1 --ttl 5m --owner "$owner64"
+# A --reason given to any changing command: not blank, at most 255 bytes (sluiced refuses a
+# longer one too, but that is exit 1, "refused", and it would audit a blank one).
+expect "switch renew: a --reason of 256 bytes" "--reason is longer than 255 bytes" \
+	switch renew web L3 --ttl 5m --reason "$reason256"
+expect "switch renew: a blank --reason" "--reason must not be blank" \
+	switch renew web L3 --ttl 5m --reason "  "
+expect "switch clear: a blank --reason" "--reason must not be blank" \
+	switch clear web L3 --reason ""
+expect "cascade clear: a --reason of 256 bytes" "--reason is longer than 255 bytes" \
+	cascade clear --reason "$reason256"
+expect "cascade clear: an empty --reason" "--reason must not be blank" \
+	cascade clear --reason ""
+expect "plan revert: a --reason of 256 bytes" "--reason is longer than 255 bytes" \
+	plan revert "$dir/plan.yaml" --reason "$reason256"
+expect "breaker reset: a --reason of 256 bytes" "--reason is longer than 255 bytes" \
+	breaker reset web --reason "$reason256"
 echo "1..$n"

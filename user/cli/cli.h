@@ -48,7 +48,8 @@ struct cli_opts {
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req);
 
 /* 1 (and said on stderr, "VERB: --reason ...") when an operator's reason cannot go into a
- * request: control characters, or not UTF-8; 0 for a usable one or none (NULL). */
+ * request: blank, SW_REASON_LEN bytes or more, control characters, or not UTF-8; 0 for a
+ * usable one or none (NULL). */
 int cli_reason_refused(const char *verb, const char *reason);
 
 /* Open the pinned maps for a command that reads them (verb names it in errors): exit code 0,

@@ -15,8 +15,21 @@
 
 int cli_reason_refused(const char *verb, const char *reason)
 {
-	const char *why = reason ? sw_text_problem(reason) : NULL;
+	char longer[48];
+	const char *why = NULL;
 
+	/* A reason given is held to a switch reason's rules, here for exit 2: sluiced refuses
+	 * a long one too, but as exit 1, and would audit a blank one as the reason. */
+	if (!reason)
+		return 0;
+	if (!reason[strspn(reason, " \t")])
+		why = "must not be blank (say why, e.g. an incident id)";
+	else if (strlen(reason) >= SW_REASON_LEN) {
+		snprintf(longer, sizeof(longer), "is longer than %d bytes", SW_REASON_LEN - 1);
+		why = longer;
+	} else {
+		why = sw_text_problem(reason);
+	}
 	if (why)
 		log_error("%s: --reason %s", verb, why);
 	return why != NULL;

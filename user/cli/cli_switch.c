@@ -117,11 +117,6 @@ static int do_clear(const void *args, void *ctx)
 	json_t *req;
 	int cls;
 
-	if (reason && (strlen(reason) >= SW_REASON_LEN || !reason[strspn(reason, " \t")])) {
-		log_error("switch clear: --reason must be non-blank and shorter "
-			"than %d bytes", SW_REASON_LEN);
-		return EXIT_USAGE;
-	}
 	if (cli_reason_refused("switch clear", reason))
 		return EXIT_USAGE;
 	/* The class must be valid; the service need not be configured any more (a switch of a
@@ -390,11 +385,6 @@ static int do_breaker_reset(const void *args, void *ctx)
 	if (sw_check_target(a->service, "L0", known_names(o), o->n_known, &cls,
 			    err, sizeof(err))) {
 		log_error("breaker reset: %s", err);
-		return EXIT_USAGE;
-	}
-	if (!a->reason[strspn(a->reason, " \t")] || strlen(a->reason) >= SW_REASON_LEN) {
-		log_error("breaker reset: --reason must be non-blank and shorter than %d bytes",
-			  SW_REASON_LEN);
 		return EXIT_USAGE;
 	}
 	if (cli_reason_refused("breaker reset", a->reason))
