@@ -11,7 +11,11 @@
 #include "ops/switches.h"
 #include "ops/switchstate.h"
 
-#define ANSWER_WAIT_MS 5000   /* sluiced answers after its next tick (plus the audit write) */
+/* sluiced answers at a tick: the first after the change when the verdict map shows it, else
+ * the second (daemon/opserver.h, OPS_VERIFY_TICKS), or a tick later still while the audit
+ * record waits its second (OPS_AUDIT_WAIT_MS). Allowed: this margin plus three ticks. */
+#define ANSWER_WAIT_MS 5000
+#define ANSWER_TICKS   3
 
 int cli_reason_refused(const char *verb, const char *reason)
 {
@@ -33,6 +37,17 @@ int cli_reason_refused(const char *verb, const char *reason)
 	if (why)
 		log_error("%s: --reason %s", verb, why);
 	return why != NULL;
+}
+
+/* How long to wait for sluiced's answer. Its ticks are control_interval_ms apart, which the
+ * config may set up to a minute: a fixed wait shorter than three of them would call a change
+ * sluiced applies "no answer, whether it applied is unknown", exit 1. The config is the
+ * daemon's own unless --config names another; without one, the default interval. */
+static int answer_wait_ms(const struct cli_opts *o)
+{
+	long long tick_ms = o->cfg ? o->cfg->control_interval_ms : 100;
+
+	return (int)(ANSWER_WAIT_MS + ANSWER_TICKS * tick_ms);
 }
 
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
@@ -77,7 +92,7 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 		goto out;
 	}
 	if (opp_send(fd, req, err, sizeof(err)) ||
-	    opp_recv(fd, ANSWER_WAIT_MS, &ans, err, sizeof(err))) {
+	    opp_recv(fd, answer_wait_ms(o), &ans, err, sizeof(err))) {
 		close(fd);
 		log_error("%s: no answer from sluiced (pid %ld): %s; whether it applied the change "
 			  "is unknown: check `sluicectl switch ls` and `switch log`", verb,
