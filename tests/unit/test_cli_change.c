@@ -54,12 +54,17 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct ctx *c = *state;
+	char path[80];
 
 	if (c->child > 0) {
 		kill(c->child, SIGKILL);
 		waitpid(c->child, NULL, 0);
 	}
 	unlink(c->o.rec.socket);
+	snprintf(path, sizeof(path), "%s.link", c->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/other", c->dir);
+	rmdir(path);
 	rmdir(c->dir);
 	free(c);
 	return 0;
@@ -130,12 +135,36 @@ static void test_quick_answer(void **state)
 	assert_int_equal(cli_change(&c->o, "switch set", a_switch_set()), EXIT_OK);
 }
 
+/* $SLUICE_STATE_DIR or --state-dir written with a trailing slash, or through a symlink, names
+ * the daemon's own state dir: the change was refused as "keeps its switches in DIR, not DIR/",
+ * exit 1, for every command of a shell that exported it so. Another directory still is. */
+static void test_state_dir_by_another_name(void **state)
+{
+	struct ctx *c = *state;
+	char slash[80], link[80], other[80];
+
+	snprintf(slash, sizeof(slash), "%s/", c->dir);
+	snprintf(link, sizeof(link), "%s.link", c->dir);
+	snprintf(other, sizeof(other), "%s/other", c->dir);
+	assert_int_equal(symlink(c->dir, link), 0);
+	assert_int_equal(mkdir(other, 0700), 0);
+	fake_daemon(c, 0);
+	c->o.state_dir_given = 1;
+	c->o.state_dir = other;
+	assert_int_equal(cli_change(&c->o, "switch set", a_switch_set()), EXIT_RUNTIME);
+	c->o.state_dir = link;
+	c->o.pin_dir_given = 1;
+	c->o.pin_dir = slash;
+	assert_int_equal(cli_change(&c->o, "switch set", a_switch_set()), EXIT_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_quick_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waits_for_a_daemon_with_slow_ticks, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_state_dir_by_another_name, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

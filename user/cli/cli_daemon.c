@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -50,6 +51,18 @@ static int answer_wait_ms(const struct cli_opts *o)
 	return (int)(ANSWER_WAIT_MS + ANSWER_TICKS * tick_ms);
 }
 
+/* Whether two names of a directory are the same directory: "/var/lib/sluice/", a symlink to
+ * it or a relative name are the daemon's "/var/lib/sluice", not another one. */
+static int same_dir(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return 1;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 {
 	char err[512], user[AUDIT_USER_LEN];
@@ -69,14 +82,14 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 			  o->rec_err);
 		goto out;
 	}
-	if (o->state_dir_given && strcmp(o->state_dir, o->rec.state_dir)) {
+	if (o->state_dir_given && !same_dir(o->state_dir, o->rec.state_dir)) {
 		log_error("%s: the running sluiced (pid %ld) keeps its switches in %s, not %s: "
 			  "nothing changed (drop --state-dir / $SLUICE_STATE_DIR, or point "
 			  "--run-dir at the daemon that uses %s)", verb, o->rec.pid,
 			  o->rec.state_dir, o->state_dir, o->state_dir);
 		goto out;
 	}
-	if (o->pin_dir_given && strcmp(o->pin_dir, o->rec.pin_dir)) {
+	if (o->pin_dir_given && !same_dir(o->pin_dir, o->rec.pin_dir)) {
 		log_error("%s: the running sluiced (pid %ld) pins its maps under %s, not %s: "
 			  "nothing changed", verb, o->rec.pid, o->rec.pin_dir, o->pin_dir);
 		goto out;
