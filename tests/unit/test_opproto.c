@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ops/audit.h"
@@ -287,6 +288,35 @@ static void test_plan_drill_age(void **state)
 	assert_non_null(strstr(why, "level A was drilled 51 days ago (the plan allows 30 days)"));
 }
 
+/* A sluiced that accepts nothing (stopped, hung) with a full queue of connections: the connect
+ * gives up after OPP_CONNECT_WAIT_MS with a reason. It waited for room forever, and every
+ * sluicectl after it with it; the alarm turns such a hang into this suite's failure. */
+static void test_connect_to_a_full_queue_gives_up(void **state)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/sluice-opp.XXXXXX", err[512];
+	int lfd, held, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/sluiced.sock", dir);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	held = opp_connect(a.sun_path, err, sizeof(err));   /* the queue's one place */
+	assert_true(held >= 0);
+	alarm(3 * OPP_CONNECT_WAIT_MS / 1000);
+	fd = opp_connect(a.sun_path, err, sizeof(err));
+	alarm(0);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(err, "takes no connection within"));
+	close(held);
+	close(lfd);
+	unlink(a.sun_path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_fields),
 		cmocka_unit_test(test_audit_whole_service),
 		cmocka_unit_test(test_plan_drill_age),
+		cmocka_unit_test(test_connect_to_a_full_queue_gives_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

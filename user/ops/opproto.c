@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -299,6 +300,7 @@ int opp_recv(int fd, int timeout_ms, json_t **out, char *err, size_t errlen)
 int opp_connect(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval wait = { OPP_CONNECT_WAIT_MS / 1000, (OPP_CONNECT_WAIT_MS % 1000) * 1000 };
 	int fd;
 
 	if (strlen(path) >= sizeof(a.sun_path))
@@ -307,9 +309,19 @@ int opp_connect(const char *path, char *err, size_t errlen)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errf(err, errlen, "socket: %s", strerror(errno));
+	/* A unix connect waits for room in the listener's queue as long as a send may block:
+	 * without a limit, a sluiced that stopped accepting kept the caller forever. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait))) {
+		int e = errno;
+		close(fd);
+		return errf(err, errlen, "SO_SNDTIMEO: %s", strerror(e));
+	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
 		close(fd);
+		if (e == EAGAIN)
+			return errf(err, errlen, "%s takes no connection within %d ms (sluiced "
+				    "busy or hung, its queue full)", path, OPP_CONNECT_WAIT_MS);
 		return errf(err, errlen, "cannot connect to %s: %s", path, strerror(e));
 	}
 	return fd;

@@ -77,7 +77,10 @@ int opp_send(int fd, const json_t *msg, char *err, size_t errlen);
 /* Wait up to timeout_ms for one datagram holding a JSON object. 0 and *out; -1 with err
  * (timeout, peer gone, not JSON). */
 int opp_recv(int fd, int timeout_ms, json_t **out, char *err, size_t errlen);
-/* Connect to the socket at path. The fd, or -1 with err. */
+/* Connect to the socket at path. The fd, or -1 with err. A sluiced that accepts nothing
+ * (stopped, hung) with its queue of connections full is given OPP_CONNECT_WAIT_MS, not
+ * forever: the connect, and every send on the fd, waits at most that long. */
+#define OPP_CONNECT_WAIT_MS 5000
 int opp_connect(const char *path, char *err, size_t errlen);
 /* A string member of a request, or NULL when absent or not a string. */
 const char *opp_str(const json_t *o, const char *key);
