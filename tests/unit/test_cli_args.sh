@@ -73,4 +73,7 @@ expect "plan revert: a --reason of 256 bytes" "--reason is longer than 255 bytes
 	plan revert "$dir/plan.yaml" --reason "$reason256"
 expect "breaker reset: a --reason of 256 bytes" "--reason is longer than 255 bytes" \
 	breaker reset web --reason "$reason256"
+# A renew needs a configured service (sluiced refuses one it does not run): a typo is exit 2.
+expect "switch renew: a service the config does not name" "unknown service" \
+	switch renew wbe L3 --ttl 5m
 echo "1..$n"

@@ -154,7 +154,11 @@ static int do_renew(const void *args, void *ctx)
 	json_t *req;
 	int cls;
 
-	if (sw_check_target(a->service, a->class, NULL, -1, &cls, err, sizeof(err)) ||
+	/* Unlike a clear, a renew needs the service configured (sluiced refuses it otherwise):
+	 * a name the pins or the config do not know is exit 2 here, nothing sent. */
+	warn_unknown_services(o);
+	if (sw_check_target(a->service, a->class, known_names(o), o->n_known, &cls, err,
+			    sizeof(err)) ||
 	    sw_renew(&probe, a->ttl, 1, wall_now(), err, sizeof(err))) {
 		log_error("switch renew: %s", err);
 		return EXIT_USAGE;
