@@ -76,4 +76,6 @@ expect "breaker reset: a --reason of 256 bytes" "--reason is longer than 255 byt
 # A renew needs a configured service (sluiced refuses one it does not run): a typo is exit 2.
 expect "switch renew: a service the config does not name" "unknown service" \
 	switch renew wbe L3 --ttl 5m
+expect "plan apply: a blank --reason" "--reason: required and must not be empty" \
+	plan apply "$dir/plan.yaml" level-1 --reason "   " --ttl 5m
 echo "1..$n"

@@ -343,7 +343,8 @@ int plan_level_switches(const struct sluice_plan *p, const char *level, const ch
 		return errf(err, errlen, "level \"%s\": no such level in %s (levels: %s)",
 			    level ? level : "", p->file, list);
 	}
-	if (!reason || !*reason)
+	/* blank counts as empty: "plan L2:   " would pass the switch's own check */
+	if (!reason || !reason[strspn(reason, " \t")])
 		return errf(err, errlen, "--reason: required and must not be empty "
 			    "(say why, e.g. an incident id)");
 	if (snprintf(full_reason, sizeof(full_reason), "plan %s: %s", level, reason) >=
