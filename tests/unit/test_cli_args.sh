@@ -78,4 +78,17 @@ expect "switch renew: a service the config does not name" "unknown service" \
 	switch renew wbe L3 --ttl 5m
 expect "plan apply: a blank --reason" "--reason: required and must not be empty" \
 	plan apply "$dir/plan.yaml" level-1 --reason "   " --ttl 5m
+# An empty directory names nothing: as a flag it is refused; as an environment variable
+# ($SLUICE_STATE_DIR=$UNSET) it is unset. Taken as "", the paths were "/switches.json" and
+# `switch ls` said "no switches in force: all traffic normal".
+expect "switch ls --state-dir \"\"" "--state-dir: must not be empty" switch ls --state-dir ""
+expect "--pin-dir \"\" status" "--pin-dir: must not be empty" --pin-dir "" status
+n=$((n + 1))
+out=$(SLUICE_STATE_DIR= "$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" switch ls 2>&1)
+if printf '%s\n' "$out" | grep -q "($dir/state/switches.json)"; then
+	echo "ok $n - an empty \$SLUICE_STATE_DIR is unset: the config's state dir is read"
+else
+	echo "not ok $n - an empty \$SLUICE_STATE_DIR: not the config's state dir"
+	printf '%s\n' "$out" | sed 's/^/# /'
+fi
 echo "1..$n"

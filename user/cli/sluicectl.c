@@ -49,18 +49,44 @@ static void load_known(struct cli_opts *o)
 		o->known_ptr[i] = o->known[i];
 }
 
+/* An environment variable that is set and not empty: `SLUICE_STATE_DIR=$UNSET sluicectl ...`
+ * means no state dir, not "" (which made the paths "/switches.json", "/audit.log": `switch
+ * ls` read no file there and said all traffic was normal). */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && v[0] ? v : NULL;
+}
+
+/* 1 (said) when a directory or file option was given empty: `--state-dir ""` names nothing. */
+static int empty_path_given(const struct cli_global_args *g)
+{
+	const struct { const char *v, *name; } opt[] = {
+		{ g->pin_dir, "--pin-dir" }, { g->state_dir, "--state-dir" },
+		{ g->config, "--config" }, { g->run_dir, "--run-dir" },
+	};
+
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i].v && !opt[i].v[0]) {
+			log_error("%s: must not be empty", opt[i].name);
+			return 1;
+		}
+	return 0;
+}
+
 /* The directories and the config: flags first, then the environment, then what the running
  * sluiced publishes (so that no flag is needed to reach it), then the config file. */
 static void resolve(struct cli_opts *o, const struct cli_global_args *g,
 		    struct sluice_config *cfg)
 {
-	const char *pin = g->pin_dir ? g->pin_dir : getenv("SLUICE_PIN_DIR");
-	const char *state = g->state_dir ? g->state_dir : getenv("SLUICE_STATE_DIR");
-	const char *conf = g->config ? g->config : getenv("SLUICE_CONFIG");
+	const char *pin = g->pin_dir ? g->pin_dir : env("SLUICE_PIN_DIR");
+	const char *state = g->state_dir ? g->state_dir : env("SLUICE_STATE_DIR");
+	const char *conf = g->config ? g->config : env("SLUICE_CONFIG");
 	struct doc_errors errs;
 	int r;
 
-	o->run_dir = g->run_dir ? g->run_dir : getenv("SLUICE_RUN_DIR") ? getenv("SLUICE_RUN_DIR")
+	o->run_dir = g->run_dir ? g->run_dir : env("SLUICE_RUN_DIR") ? env("SLUICE_RUN_DIR")
 		   : OPP_DEFAULT_RUN_DIR;
 	r = opp_record_read(o->run_dir, &o->rec, o->rec_err, sizeof(o->rec_err));
 	o->have_rec = r == 0;
@@ -152,6 +178,10 @@ int main(int argc, char **argv)
 		return rc == CLIOPT_HELP ? EXIT_OK : EXIT_USAGE;
 	}
 	log_init("sluicectl", g.verbose - g.quiet);
+	if (empty_path_given(&g)) {
+		free(args);
+		return EXIT_USAGE;
+	}
 	bpflog_route();
 	resolve(&o, &g, &cfg);
 	rc = cmd->run(args, &o);

@@ -332,7 +332,9 @@ int main(int argc, char **argv)
 
 	/* Publish where this daemon lives, so sluicectl needs no flags, and take changes only
 	 * through the socket (sluiced is the one writer of the state directory). */
-	run_dir = a.run_dir ? a.run_dir : getenv("SLUICE_RUN_DIR") ? getenv("SLUICE_RUN_DIR")
+	/* an empty $SLUICE_RUN_DIR is unset, as sluicectl takes it: both look in the same place */
+	run_dir = a.run_dir ? a.run_dir
+		: getenv("SLUICE_RUN_DIR") && getenv("SLUICE_RUN_DIR")[0] ? getenv("SLUICE_RUN_DIR")
 		: OPP_DEFAULT_RUN_DIR;
 	rec.pid = (long)getpid();
 	snprintf(rec.config, sizeof(rec.config), "%s", cfg_path);
