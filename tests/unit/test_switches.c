@@ -446,6 +446,26 @@ static void test_switch_unreadable(void **state)
 	free(s);
 }
 
+/* A FIFO where the file should be (a mistake, or someone's trap): refused as "not a regular
+ * file" at once. Opened for reading as it was, the open waited for a writer that never
+ * comes: sluiced's file writer stopped saving and auditing, `switch ls` hung. The alarm is
+ * only the watchdog of a hang; a pass never waits for it. */
+static void test_switch_fifo_refused_without_blocking(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_set *s = new_set();
+	char err[400];
+
+	assert_int_equal(mkfifo(c->path, 0600), 0);
+	alarm(10);
+	assert_int_equal(sw_load(c->path, s, err, sizeof(err)), -1);
+	alarm(0);
+	assert_int_equal(s->n, 0);
+	assert_non_null(strstr(err, "not a regular file"));
+	assert_non_null(strstr(err, "NO switches are in force"));
+	free(s);
+}
+
 static void test_switch_save_refuses_invalid(void **state)
 {
 	struct ctx *c = *state;
@@ -497,6 +517,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_corrupt_keeps_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_fifo_refused_without_blocking, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_switch_save_refuses_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_lock, setup, teardown),
 	};

@@ -564,7 +564,9 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 	sw_set_init(out);
 	if (err && errlen)
 		err[0] = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO at the path must reach the "not a regular file" check below, not
+	 * wait in open() for a writer that never comes (it means nothing to a regular file). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
