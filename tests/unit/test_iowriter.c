@@ -327,6 +327,55 @@ static void test_damaged_file_admits_all(void **state)
 	assert_int_equal(c->news.n_msgs, 0);
 }
 
+/* A damaged edit puts every switch out of force (normal, loudly): the audit log says so, one
+ * record per switch, so that when the file is put right the record of the switch coming back
+ * (normal -> shed) follows one of it going (shed -> normal). Unaudited, the log read as if
+ * the switch had been in force all along and was then set anew by the file. */
+static void test_damaged_edit_audits_what_it_drops(void **state)
+{
+	struct ctx *c = *state;
+	struct audit_entry e[3];
+	struct sw_switch sw;
+	char err[256], line[2048];
+	int n = 0, back = 0;
+	FILE *f;
+
+	mk(&sw, "web", "L3", "100", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_int_equal(c->news.set.n, 1);
+	write_file(c->sw, "{\"version\": 1, \"switches\": [");    /* cut short */
+	assert_int_equal(wait_set(c, 0), 0);
+	assert_true(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 0);
+	save(c, &sw, 1);                                           /* put right */
+	assert_int_equal(wait_set(c, 0), 0);
+	assert_false(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 1);
+	/* the record of its return is the last one written for this edit */
+	for (int i = 0; i < 300 && !back; i++) {
+		f = fopen(c->audit, "r");
+		n = 0;
+		while (f && n < 3 && fgets(line, sizeof(line), f))
+			assert_int_equal(audit_parse_line(line, &e[n++], err, sizeof(err)), 0);
+		if (f)
+			fclose(f);
+		back = n > 0 && e[n - 1].new.present;
+		if (!back)
+			usleep(10000);
+	}
+	assert_true(back);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].service, "web");
+	assert_true(e[0].old.present);
+	assert_false(e[0].new.present);
+	assert_string_equal(e[0].command, "file edit");
+	assert_non_null(strstr(e[0].reason, "damaged"));
+	assert_false(e[1].old.present);
+	assert_int_equal(e[1].new.shed_pct, 100);
+}
+
 /* A switch file that cannot be locked (its lock file is a directory: even root fails): the
  * job is reported failed and its change stays in the set handed back to the tick. */
 static void test_refused_job_stays_in_force(void **state)
@@ -511,6 +560,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_edit_then_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
 						teardown),

@@ -180,9 +180,10 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 	audit_all(w, j->audit, j->n_audit, j->seq);
 }
 
-/* An edit made outside sluiced: one "file edit" record per switch that differs. */
+/* An edit made outside sluiced: one "file edit" record per switch that differs. gone_why: the
+ * reason of the records of switches the edit removed. */
 static void audit_diff(struct iowriter *w, const struct sw_set *was, const struct sw_set *now,
-		       uint32_t uid)
+		       uint32_t uid, const char *gone_why)
 {
 	static struct audit_entry a[2 * SW_MAX];
 	uint64_t t = (uint64_t)time(NULL);
@@ -193,7 +194,7 @@ static void audit_diff(struct iowriter *w, const struct sw_set *was, const struc
 		const struct sw_switch *x = sw_set_find(now, o->service, o->class);
 		if (!sw_equal(o, x))
 			audit_entry_make(&a[n++], t, uid, "file", "file edit", o->service, o->class,
-					 o, x, x ? x->reason : "switch file edited outside sluiced");
+					 o, x, x ? x->reason : gone_why);
 	}
 	for (int i = 0; i < now->n; i++) {
 		const struct sw_switch *x = &now->sw[i];
@@ -269,12 +270,20 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 	remember(w, path);
 	if (rc) {
 		add_msg(w, "%s", err);
+		/* Every switch in force stops shedding here: that is a change like any other edit,
+		 * and the log must say so, or the record of a switch coming back when the file is
+		 * put right reads as if it had been in force all along. */
+		sw_set_init(&fresh);
+		if (w->first_read)
+			audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0,
+				   "switch file damaged: NO switches are in force");
 		sw_set_init(w->known);
 		post_set(w, seq, 1, 1, NULL, 0);
 		return;
 	}
 	if (w->first_read)
-		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0);
+		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0,
+			   "switch file edited outside sluiced");
 	*w->known = fresh;
 	w->unsaved = 0;    /* an edit by hand is the new truth; audit_diff recorded what it dropped */
 	post_set(w, seq, w->first_read, 0, NULL, 0);
