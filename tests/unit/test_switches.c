@@ -394,6 +394,10 @@ static void test_switch_corrupt_file(void **state)
 		       "expires_at");
 	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":100,\"expires_at\":2592201}]}",
 		       "more than 30 days");
+	/* a 30-minute switch written by hand in milliseconds: within 30 days of its set_at, but
+	 * it would shed until the year 56000 and its audit records could not be read back */
+	expect_corrupt(c, "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\",\"shed_pct\":50,\"reason\":\"r\",\"owner\":\"o\",\"set_at\":1714564800000,\"expires_at\":1714566600000}]}",
+		       "expires_at");
 }
 
 static void test_switch_corrupt_keeps_nothing(void **state)

@@ -204,6 +204,9 @@ int sw_validate(const struct sw_switch *sw, char *err, size_t errlen)
 		return errf(err, errlen, "owner: %s", sw_text_problem(sw->owner));
 	if (sw->expires_at <= sw->set_at)
 		return errf(err, errlen, "expires_at: must be later than set_at (ttl > 0)");
+	if (sw->expires_at > SW_MAX_TIME)
+		return errf(err, errlen, "expires_at: %llu is after the year 9999 (seconds since "
+			    "the epoch, not milliseconds)", (unsigned long long)sw->expires_at);
 	/* Each set or renewal gives at most SW_MAX_TTL_S from its own moment, which is before
 	 * the expiry it extends: a switch never lives past set_at + (renewals + 1) x the
 	 * maximum. A later expiry (a hand-edited file, a raw plan request) is a permanent

@@ -27,7 +27,8 @@
  * written.
  * Loading refuses the WHOLE file (-> empty set + error) on: bad JSON, wrong version, unknown or
  * missing keys, class not L0..L3, shed_pct outside 0..100, empty reason, empty service,
- * expires_at <= set_at, two switches for the same service/class, more than SW_MAX switches.
+ * expires_at <= set_at, expires_at after SW_MAX_TIME, two switches for the same service/class,
+ * more than SW_MAX switches.
  * Loading does not drop expired switches: call sw_set_expire(now) for that. */
 #ifndef SLUICE_SWITCHES_H
 #define SLUICE_SWITCHES_H
@@ -45,6 +46,10 @@
 #define SW_FILE_VERSION 1
 #define SW_RUNBOOK_LEN  256
 #define SW_DEFAULT_MAX_RENEWALS 3    /* `switch renew` beyond this is refused: set it anew */
+/* The latest set_at / expires_at a switch may have: 9999-12-31T23:59:59Z, the last second the
+ * ISO 8601 times of the audit log can write (a later one makes records `switch log` cannot
+ * read). It also catches a time written in milliseconds by hand. */
+#define SW_MAX_TIME             253402300799ull
 
 /* The kind of a switch (ledger field). */
 enum sw_kind { SW_KIND_OPS = 0, SW_KIND_RELEASE, SW_KIND_EXPERIMENT };
