@@ -273,6 +273,25 @@ static void test_audit_missing_log(void **state)
 	free(buf);
 }
 
+/* The audit log replaced by a FIFO (the stalled state directory sluiced itself survives):
+ * `switch log` says it cannot read it instead of waiting in open() for a writer that never
+ * comes. The alarm is only the watchdog of a hang; a pass never waits for it. */
+static void test_audit_print_fifo_refused(void **state)
+{
+	struct ctx *c = *state;
+	char err[256] = "", *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_int_equal(mkfifo(c->path, 0640), 0);
+	alarm(10);
+	assert_int_equal(audit_print(out, c->path, 0, err, sizeof(err)), -1);
+	alarm(0);
+	fclose(out);
+	assert_non_null(strstr(err, "not a regular file"));
+	free(buf);
+}
+
 static void test_audit_parse_rejects(void **state)
 {
 	struct audit_entry r;
@@ -395,6 +414,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_audit_each_line_is_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_print_human, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_missing_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_print_fifo_refused, setup, teardown),
 		cmocka_unit_test(test_audit_parse_rejects),
 		cmocka_unit_test(test_json_strict),
 		cmocka_unit_test(test_json_values),

@@ -280,9 +280,33 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
 	return 0;
 }
 
+/* The log opened for reading: a regular file, or NULL with errno (EINVAL: something else).
+ * O_NONBLOCK: a FIFO in its place must be refused, not wait in open() for a writer. */
+static FILE *open_log(const char *path)
+{
+	struct stat st;
+	FILE *f = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), e;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
+			errno = EINVAL;
+		else if (fcntl(fd, F_SETFL, 0) == 0)   /* back to blocking reads for stdio */
+			f = fdopen(fd, "r");
+	}
+	if (f)
+		return f;
+	e = errno;
+	close(fd);
+	errno = e;
+	return NULL;
+}
+
 int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
+	FILE *f = open_log(path);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -294,7 +318,8 @@ int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
 			fprintf(out, "no switch changes recorded (%s does not exist)\n", path);
 			return 0;
 		}
-		return errf(err, errlen, "cannot open audit log %s: %s", path, strerror(errno));
+		return errf(err, errlen, "cannot open audit log %s: %s", path,
+			    errno == EINVAL ? "not a regular file" : strerror(errno));
 	}
 	if (last > 0) {
 		while ((n = getline(&line, &cap, f)) > 0)
