@@ -279,6 +279,69 @@ static void test_edit_then_job(void **state)
 	assert_non_null(strstr(first, "\"shed_pct\":30"));
 }
 
+/* 1 when /proc/locks shows someone waiting for a lock on inode ino. */
+static int lock_waited_on(ino_t ino)
+{
+	char line[256], tag[32];
+	FILE *f = fopen("/proc/locks", "r");
+	int found = 0;
+
+	snprintf(tag, sizeof(tag), ":%lu ", (unsigned long)ino);
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "->") && strstr(line, tag);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* An edit made after the writer's last look, while its job waits for the lock (another
+ * writer holds it): the job reads the edited file under the lock. It must audit the edit
+ * before building on it, not take it into its save without a record. */
+static void test_edit_while_job_waits_for_lock(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct audit_entry e;
+	struct sw_switch sw;
+	char err[256], line[2048], lockp[160];
+	struct stat st;
+	uint64_t seq;
+	int fd, n = 0, waited = 0;
+	FILE *f;
+
+	mk(&sw, "web", "L3", "100", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	fd = sw_lock(c->sw, err, sizeof(err));
+	assert_true(fd >= 0);
+	snprintf(lockp, sizeof(lockp), "%s.lock", c->sw);
+	assert_int_equal(stat(lockp, &st), 0);
+	set_change(ch, "api", 1, "10");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	for (int i = 0; i < 300 && !waited; i++) {       /* the job has looked and now waits */
+		waited = lock_waited_on(st.st_ino);
+		if (!waited)
+			usleep(10000);
+	}
+	assert_true(waited);
+	sw.shed_pct = 30;
+	save(c, &sw, 1);                                  /* the edit, unseen by that look */
+	sw_unlock(fd);
+	assert_int_equal(wait_done(c, seq), 0);
+	f = fopen(c->audit, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		assert_int_equal(audit_parse_line(line, &e, err, sizeof(err)), 0);
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 1);
+	assert_string_equal(e.command, "file edit");
+	assert_string_equal(e.service, "web");
+	assert_int_equal(e.old.shed_pct, 100);
+	assert_int_equal(e.new.shed_pct, 30);
+}
+
 static void test_expiry_rewrites_file_and_audits(void **state)
 {
 	struct ctx *c = *state;
@@ -558,6 +621,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_job_writes_file_and_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_edit_audited_as_diff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_edit_then_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edit_while_job_waits_for_lock, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,

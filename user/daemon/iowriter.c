@@ -142,6 +142,57 @@ static void apply_changes(struct sw_set *set, const struct iow_job *j)
 	}
 }
 
+/* An edit made outside sluiced: one "file edit" record per switch that differs. gone_why: the
+ * reason of the records of switches the edit removed. */
+static void audit_diff(struct iowriter *w, const struct sw_set *was, const struct sw_set *now,
+		       uint32_t uid, const char *gone_why)
+{
+	static struct audit_entry a[2 * SW_MAX];
+	uint64_t t = (uint64_t)time(NULL);
+	int n = 0;
+
+	for (int i = 0; i < was->n; i++) {
+		const struct sw_switch *o = &was->sw[i];
+		const struct sw_switch *x = sw_set_find(now, o->service, o->class);
+		if (!sw_equal(o, x))
+			audit_entry_make(&a[n++], t, uid, "file", "file edit", o->service, o->class,
+					 o, x, x ? x->reason : gone_why);
+	}
+	for (int i = 0; i < now->n; i++) {
+		const struct sw_switch *x = &now->sw[i];
+		if (!sw_set_find(was, x->service, x->class))
+			audit_entry_make(&a[n++], t, uid, "file", "file edit", x->service, x->class,
+					 NULL, x, x->reason);
+	}
+	audit_all(w, a, n, 0);
+}
+
+static int same_set(const struct sw_set *a, const struct sw_set *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (int i = 0; i < a->n; i++)
+		if (!sw_equal(&a->sw[i], &b->sw[i]))
+			return 0;
+	return 1;
+}
+
+/* Under the lock the file holds what the thread last read or wrote, unless it was edited
+ * after the last look (while a job waited for the lock, or ran before it): audit that edit
+ * before a save builds on it, or the save takes it in without a record. note: what
+ * switch_writer_open said (non-empty: the file was damaged and moved aside). */
+static void audit_unseen_edit(struct iowriter *w, const char *path, const struct sw_set *cur,
+			      const char *note)
+{
+	struct stat s;
+
+	if (w->unsaved || same_set(w->known, cur))
+		return;
+	audit_diff(w, w->known, cur, stat(path, &s) == 0 ? (uint32_t)s.st_uid : 0,
+		   note[0] ? "switch file damaged: NO switches are in force"
+			   : "switch file edited outside sluiced");
+}
+
 static void run_job(struct iowriter *w, struct iow_job *j)
 {
 	static struct sw_set cur;
@@ -154,6 +205,7 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 		if (fd >= 0) {
 			if (note[0])
 				add_msg(w, "%s", note);
+			audit_unseen_edit(w, path, &cur, note);
 			/* After a refused save the file lacks changes still in force: build on
 			 * memory, or this save would drop them without a word. */
 			if (w->unsaved)
@@ -180,30 +232,6 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 	audit_all(w, j->audit, j->n_audit, j->seq);
 }
 
-/* An edit made outside sluiced: one "file edit" record per switch that differs. gone_why: the
- * reason of the records of switches the edit removed. */
-static void audit_diff(struct iowriter *w, const struct sw_set *was, const struct sw_set *now,
-		       uint32_t uid, const char *gone_why)
-{
-	static struct audit_entry a[2 * SW_MAX];
-	uint64_t t = (uint64_t)time(NULL);
-	int n = 0;
-
-	for (int i = 0; i < was->n; i++) {
-		const struct sw_switch *o = &was->sw[i];
-		const struct sw_switch *x = sw_set_find(now, o->service, o->class);
-		if (!sw_equal(o, x))
-			audit_entry_make(&a[n++], t, uid, "file", "file edit", o->service, o->class,
-					 o, x, x ? x->reason : gone_why);
-	}
-	for (int i = 0; i < now->n; i++) {
-		const struct sw_switch *x = &now->sw[i];
-		if (!sw_set_find(was, x->service, x->class))
-			audit_entry_make(&a[n++], t, uid, "file", "file edit", x->service, x->class,
-					 NULL, x, x->reason);
-	}
-	audit_all(w, a, n, 0);
-}
 
 static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 {
@@ -231,6 +259,9 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 		return;
 	}
 	w->sweep_warned = 0;
+	if (note[0])
+		add_msg(w, "%s", note);
+	audit_unseen_edit(w, p, &cur, note);
 	if (w->unsaved)
 		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
