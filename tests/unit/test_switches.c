@@ -436,6 +436,33 @@ static void test_switch_quarantine(void **state)
 	free(s);
 }
 
+/* Two damaged files moved aside in the same second: both are kept for the post-mortem (a
+ * rename onto the first name would silently replace the first one). */
+static void test_switch_quarantine_keeps_both(void **state)
+{
+	struct ctx *c = *state;
+	char err[400], first[256], second[256], text[64];
+	FILE *f;
+
+	write_file(c->path, "{first");
+	assert_int_equal(sw_quarantine(c->path, T0, first, sizeof(first), err, sizeof(err)), 0);
+	write_file(c->path, "{second");
+	assert_int_equal(sw_quarantine(c->path, T0, second, sizeof(second), err, sizeof(err)), 0);
+	assert_string_not_equal(first, second);
+	f = fopen(first, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "{first");
+	f = fopen(second, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "{second");
+	unlink(first);
+	unlink(second);
+}
+
 static void test_switch_unreadable(void **state)
 {
 	struct ctx *c = *state;
@@ -520,6 +547,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_corrupt_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_corrupt_keeps_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_quarantine_keeps_both, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_unreadable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_fifo_refused_without_blocking, setup,
 						teardown),

@@ -712,10 +712,22 @@ int sw_quarantine(const char *path, uint64_t now, char *saved_as, size_t saved_l
 		  char *err, size_t errlen)
 {
 	char dst[PATH_MAX];
+	struct stat st;
+	int n, k = 0;
 
-	if (snprintf(dst, sizeof(dst), "%s.corrupt.%llu", path, (unsigned long long)now) >=
-	    (int)sizeof(dst))
-		return errf(err, errlen, "switch file path too long: %s", path);
+	/* A name not taken yet: rename() would replace the copy of an earlier damaged file
+	 * moved aside in the same second, and with it that post-mortem. The caller holds the
+	 * switch lock, so no other writer picks the same name meanwhile. */
+	do {
+		n = k ? snprintf(dst, sizeof(dst), "%s.corrupt.%llu.%d", path,
+				 (unsigned long long)now, k)
+		      : snprintf(dst, sizeof(dst), "%s.corrupt.%llu", path, (unsigned long long)now);
+		if (n < 0 || n >= (int)sizeof(dst))
+			return errf(err, errlen, "switch file path too long: %s", path);
+	} while (lstat(dst, &st) == 0 && ++k < 1000);
+	if (k >= 1000)
+		return errf(err, errlen, "cannot move %s aside: %s and 999 more names are taken",
+			    path, dst);
 	if (rename(path, dst))
 		return errf(err, errlen, "cannot move %s to %s: %s", path, dst, strerror(errno));
 	if (saved_as && saved_len)

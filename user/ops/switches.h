@@ -154,7 +154,8 @@ int sw_serialize(const struct sw_set *s, char **out, size_t *outlen);
 int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen);
 
 /* Keep a damaged switch file for the post-mortem before a writer overwrites it: rename PATH to
- * PATH.corrupt.<now> (seconds). Call it when sw_load() returned -1 and the file exists, before
+ * PATH.corrupt.<now> (seconds; PATH.corrupt.<now>.N when that name is taken, so an earlier copy is
+ * never replaced). Call it when sw_load() returned -1 and the file exists, before
  * sw_save(). Writes the new name into saved_as (may be NULL). 0, or -1 with err. */
 int sw_quarantine(const char *path, uint64_t now, char *saved_as, size_t saved_len,
 		  char *err, size_t errlen);
