@@ -614,6 +614,38 @@ static void test_state_dir_ensure(void **state)
 	assert_non_null(strstr(err, "not a directory"));
 }
 
+/* A change the file refused is saved once the file takes writes again, with no other job to
+ * carry it: otherwise a restart would read the stale file and silently drop a switch that was
+ * in force (or bring back one that was cleared). */
+static void test_refused_change_saved_when_file_takes_writes(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct sw_set *onfile = malloc(sizeof(*onfile));
+	char err[256], lock[200];
+	uint64_t seq;
+	int saved = 0;
+
+	assert_non_null(onfile);
+	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	set_change(ch, "web", 1, "100");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_int_equal(access(c->sw, F_OK), -1);
+	assert_int_equal(rmdir(lock), 0);           /* the file system takes writes again */
+	for (int i = 0; i < 500 && !saved; i++) {
+		saved = sw_load(c->sw, onfile, err, sizeof(err)) == 0 && onfile->n == 1;
+		if (!saved)
+			usleep(10000);
+	}
+	assert_true(saved);
+	assert_non_null(sw_set_find(onfile, "web", 1));
+	free(onfile);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -630,6 +662,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_refused_change_saved_when_file_takes_writes,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_audited_when_file_locked, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_save_failed_audited_once, setup,

@@ -283,6 +283,36 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	audit_all(w, a, n, 0);
 }
 
+/* Changes the file refused (w->unsaved) are saved as soon as it takes writes again, once a
+ * second, not only with the next job: a restart reads the file, and would otherwise drop a
+ * switch that was in force or bring back one that was cleared. The refusal was reported with
+ * the job; a retry that fails says nothing more. */
+#define RESAVE_NS 1000000000ull
+
+static void resave(struct iowriter *w, const char *path)
+{
+	static struct sw_set cur;
+	char note[1024], err[1024], p[PATH_MAX];
+	unsigned long long now = monotonic_ns();
+	int fd;
+
+	if (!w->unsaved || now - w->resave_ns < RESAVE_NS)
+		return;
+	w->resave_ns = now;
+	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, p, sizeof(p), note,
+				sizeof(note), err, sizeof(err));
+	if (fd < 0)
+		return;
+	if (note[0])
+		add_msg(w, "%s", note);
+	if (switch_writer_save(path, w->known, err, sizeof(err)) == 0) {
+		w->unsaved = 0;
+		log_info("switch file %s written again: the switches in force are saved", path);
+	}
+	remember(w, path);
+	sw_unlock(fd);
+}
+
 static void watch_file(struct iowriter *w, uint64_t seq)
 {
 	static struct sw_set fresh;
@@ -294,6 +324,7 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 		return;
 	present = stat(path, &s) == 0;
 	if (w->first_read && ((present && same_file(w, &s)) || (!present && !w->have_file))) {
+		resave(w, path);
 		sweep_expired(w, path, seq);
 		return;
 	}

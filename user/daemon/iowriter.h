@@ -77,6 +77,7 @@ struct iowriter {
 	/* the thread's own */
 	struct sw_set *known;        /* what the file held when last read or written */
 	int unsaved;                 /* known holds changes the file refused: it is the truth */
+	unsigned long long resave_ns;   /* when saving them was last tried (monotonic) */
 	int sweep_warned;            /* an expiry sweep could not open the file: said so */
 	int have_file;
 	dev_t dev;
