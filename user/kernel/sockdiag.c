@@ -45,8 +45,12 @@ static int read_dump(int fd, sock_fn fn, void *ctx)
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
 		struct nlmsghdr *h;
 
+		/* A signal is not the end of the dump: the rest is still to come (taken for the
+		 * whole, a partial list of live flows would have the GC reclaim live ones). */
+		if (len < 0 && errno == EINTR)
+			continue;
 		if (len < 0)
-			return errno == EINTR ? 0 : -errno;
+			return -errno;
 		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
 			const struct inet_diag_msg *d = NLMSG_DATA(h);
 
