@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -335,6 +336,38 @@ static void test_refusal_quoting_a_long_request_is_answered(void **state)
 	json_decref(ans);
 }
 
+/* Out of file descriptors, a caller waits in the listen queue and the listening socket
+ * stays readable: the control loop must not poll it again before the next tick (it would spin
+ * on accept() failing), and after the tick the caller is served. */
+static void test_out_of_fds_waits_for_the_tick(void **state)
+{
+	struct ctx *c = *state;
+	struct pollfd pfd[1 + OPS_MAX_CONNS];
+	struct rlimit was, low;
+	char why[256];
+	int fd = opp_connect(c->path, why, sizeof(why)), next;
+
+	assert_true(fd >= 0);
+	next = dup(0);                 /* the lowest free descriptor: none past it */
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)next;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ops_handle(&c->s, c->d, monotonic_ns());   /* accept() fails: EMFILE */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(c->s.c[0].state, 0);      /* not accepted: it waits in the queue */
+	for (int i = 0, n = ops_pollfds(&c->s, pfd, 1 + OPS_MAX_CONNS); i < n; i++)
+		assert_int_not_equal(pfd[i].fd, c->s.lfd);
+	ops_after_tick(&c->s, c->d, monotonic_ns());
+	assert_true(ops_pollfds(&c->s, pfd, 1 + OPS_MAX_CONNS) >= 1);
+	assert_int_equal(pfd[0].fd, c->s.lfd);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	assert_true(c->s.c[0].state == 1);         /* accepted now */
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +378,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reason_checked_by_the_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_quoting_a_long_request_is_answered, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_fds_waits_for_the_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_groups_of_the_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
 	};

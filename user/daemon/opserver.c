@@ -88,7 +88,8 @@ int ops_pollfds(struct opserver *s, struct pollfd *pfd, int max)
 
 	if (s->lfd < 0)
 		return 0;
-	pfd[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+	if (!s->accept_paused)
+		pfd[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 	for (int i = 0; i < OPS_MAX_CONNS && n < max; i++)
 		if (s->c[i].state == 1)
 			pfd[n++] = (struct pollfd){ .fd = s->c[i].fd, .events = POLLIN };
@@ -256,6 +257,22 @@ static int free_slot(struct opserver *s, int may_change)
 	return stranger;
 }
 
+/* Out of descriptors or memory the caller stays in the listen queue and the socket stays
+ * readable: polled again at once, the control loop would spin on accept() until the tick.
+ * It is left alone until the next tick, which tries again; said once, not at every tick. */
+static void accept_failed(struct opserver *s)
+{
+	int e = errno;
+
+	if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+		return;
+	s->accept_paused = 1;
+	if (!s->accept_warned)
+		log_warn("operator socket: cannot accept a connection (%s): callers wait until "
+			 "it can", strerror(e));
+	s->accept_warned = 1;
+}
+
 void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 {
 	if (s->lfd < 0)
@@ -263,8 +280,11 @@ void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i, may;
 
-		if (fd < 0)
+		if (fd < 0) {
+			accept_failed(s);
 			break;
+		}
+		s->accept_warned = 0;
 		may = peer_may_change(d, fd);
 		i = free_slot(s, may);
 		if (i < 0) {
@@ -335,6 +355,7 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 	unsigned long long busy;
 	int queued;
 
+	s->accept_paused = 0;   /* the tick's look at the listen queue (accept_failed) */
 	iow_progress(&d->iow, &done, &busy, &queued);
 	for (int i = 0; i < OPS_MAX_CONNS; i++) {
 		struct ops_conn *c = &s->c[i];

@@ -51,6 +51,8 @@ struct opserver {
 	dev_t dev;                 /* the socket file this server made: removed at exit only if */
 	ino_t ino;                 /* it is still that one (a newer sluiced may own the path) */
 	struct ops_conn c[OPS_MAX_CONNS];
+	int accept_paused;         /* accept() failed for want of resources: until the next tick */
+	int accept_warned;         /* ... and said so (once, until one is accepted again) */
 };
 
 /* Listen on path (an old socket file there is replaced), mode 0666: anyone may ask, the
