@@ -937,6 +937,46 @@ static void test_record_continues_in_second_map(void **state)
 	sluice_bpf__destroy(a);
 }
 
+/* Lines of f (rewound) that contain needle. */
+static int lines_with(FILE *f, const char *needle)
+{
+	char line[4096];
+	int n = 0;
+
+	fflush(f);
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	return n;
+}
+
+/* Counters that cannot be read freeze every verdict where it stands (BPF keeps enforcing it,
+ * the heartbeat still beats): said once as an alert, not at every tick and not only at debug
+ * level, and said again when they can be read. */
+static void test_unreadable_counters_said_once(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	FILE *ev = tmpfile();
+	int fd;
+
+	assert_non_null(ev);
+	start(w, &w->d, t);
+	w->d.events = ev;
+	daemon_tick(&w->d, t);
+	fd = w->d.m.class_stats;
+	w->d.m.class_stats = -1;                  /* every read of the counters fails */
+	for (int k = 1; k <= 5; k++)
+		daemon_tick(&w->d, t + (uint64_t)k * 100 * MS);
+	assert_int_equal(lines_with(ev, "cannot read the counters"), 1);
+	w->d.m.class_stats = fd;
+	daemon_tick(&w->d, t + 600 * MS);
+	daemon_tick(&w->d, t + 700 * MS);
+	assert_int_equal(lines_with(ev, "counters read again"), 1);
+	w->d.events = w->null;
+	fclose(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -946,6 +986,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cascade_carried_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable_counters_said_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_requests_found_in_kernel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_filled_when_scraped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),

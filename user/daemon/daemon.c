@@ -768,6 +768,25 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->quiet = d->ctl[i].peaks[c] == (uint32_t)(in.inflight.cls[c] > 0 ? in.inflight.cls[c] : 0);
 }
 
+/* Counters that cannot be read leave every verdict where it stands (BPF keeps enforcing the
+ * last ones, the heartbeat still beats): no controller decides until they can be read again.
+ * Said once when it begins and once when it ends, not at every tick. */
+static void counters_read(struct daemon *d, int rc)
+{
+	char why[160];
+
+	if (rc && !d->counters_unreadable) {
+		snprintf(why, sizeof(why), "cannot read the counters (%s): every verdict stays as "
+			 "it is until they can", strerror(-rc));
+		log_error("%s", why);
+		daemon_event(d, SLUICE_EVM_DAEMON, "reading", "unreadable", why, "", SLUICE_EV_ALERT);
+	} else if (!rc && d->counters_unreadable) {
+		daemon_event(d, SLUICE_EVM_DAEMON, "unreadable", "reading",
+			     "counters read again: the controllers decide again", "", SLUICE_EV_INFO);
+	}
+	d->counters_unreadable = rc != 0;
+}
+
 void daemon_tick(struct daemon *d, unsigned long long now_ns)
 {
 	double dt_s = d->last_tick_ns ? (double)(now_ns - d->last_tick_ns) / 1e9 : 0;
@@ -793,7 +812,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	read_accept_queues(d);
 	daemon_node_tick(d, now_ns);
 
-	int n_hot = 0, n_used = 0;
+	int n_hot = 0, n_used = 0, rc;
 
 	/* The services still running their controller are read every tick; the quiet ones in
 	 * turn (maps_reader_read). */
@@ -804,10 +823,9 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			d->hot[n_hot++] = d->idx[i];
 	}
 	daemon_ctl_poll(d, n_used);
-	if (maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot)) {
-		/* keep the last verdicts: BPF keeps enforcing them */
-		log_debug("cannot read the counters this tick");
-	} else {
+	rc = maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot);
+	counters_read(d, rc);
+	if (!rc) {
 		double decay = exp(-dt_s / 60.0);
 
 		/* The histograms every controller will want, read ahead in a few batches (a

@@ -130,6 +130,7 @@ struct daemon {
 	struct iow_news news;                    /* what the writer found, taken each tick */
 	unsigned long long ticks;                /* ticks done */
 	int switch_error_logged;
+	int counters_unreadable;                 /* the tick cannot read them: said so */
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
