@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
+#include <bpf/bpf.h>
 #include "harness.h"
 #include "daemon/daemon.h"
 #include "daemon/ctlpersist.h"
@@ -977,6 +978,40 @@ static void test_unreadable_counters_said_once(void **state)
 	fclose(ev);
 }
 
+/* A tick whose read of the globals fails must not write back zeros over where the programs
+ * are attached: `sluicectl detach` finds the TC filters by them. A descriptor of the globals
+ * map opened write-only makes every read fail (EPERM) while writes go through. */
+static void test_unreadable_globals_keep_the_attachment(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	struct sluice_globals g;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int fd;
+	LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_WRONLY);
+
+	start(w, &w->d, t);
+	assert_int_equal(maps_read_globals(&w->d.m, &g), 0);
+	g.ifindex = 7;
+	g.netns_ino = 4026531840ull;
+	assert_int_equal(maps_write_globals(&w->d.m, &g), 0);
+	daemon_tick(&w->d, t);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(bpf_obj_get_info_by_fd(w->d.m.globals, &info, &len), 0);
+	fd = w->d.m.globals;
+	w->d.m.globals = bpf_map_get_fd_by_id_opts(info.id, &o);
+	assert_true(w->d.m.globals >= 0);
+	assert_int_not_equal(maps_read_globals(&w->d.m, &g), 0);
+	daemon_tick(&w->d, t + 100 * MS);
+	close(w->d.m.globals);
+	w->d.m.globals = fd;
+	assert_int_equal(maps_read_globals(&w->d.m, &g), 0);
+	assert_int_equal(g.heartbeat_ns, t + 100 * MS);   /* the heartbeat still beats */
+	assert_int_equal(g.ifindex, 7);
+	assert_int_equal(g.netns_ino, 4026531840ull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -987,6 +1022,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreadable_counters_said_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable_globals_keep_the_attachment, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pending_requests_found_in_kernel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_filled_when_scraped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_cost, setup, teardown),

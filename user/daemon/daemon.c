@@ -79,14 +79,35 @@ void daemon_event(struct daemon *d, int machine, const char *from, const char *t
 	print_event(d, &ev);
 }
 
+/* The heartbeat, written over the globals as read: they keep where the programs are attached
+ * (ifindex, netns_ino), which `sluicectl detach` looks for. A read that fails builds on the
+ * last one that did not (zeros would lose the attachment); with none, nothing is written (the
+ * data path fails open when the heartbeat is old, which admits). Failing is said once. */
 static void write_globals(struct daemon *d, unsigned long long now_ns)
 {
-	struct sluice_globals g = { 0 };
+	struct sluice_globals g;
+	int rc = maps_read_globals(&d->m, &g);
 
-	maps_read_globals(&d->m, &g); /* keeps ifindex */
-	g.heartbeat_ns = now_ns;
-	g.heartbeat_timeout_ns = (unsigned long long)d->cfg.heartbeat_timeout_ms * 1000000ull;
-	maps_write_globals(&d->m, &g);
+	if (rc == 0) {
+		d->globals = g;
+		d->have_globals = 1;
+	} else if (d->have_globals) {
+		g = d->globals;
+	}
+	if (rc == 0 || d->have_globals) {
+		int wrc;
+
+		g.heartbeat_ns = now_ns;
+		g.heartbeat_timeout_ns = (unsigned long long)d->cfg.heartbeat_timeout_ms * 1000000ull;
+		wrc = maps_write_globals(&d->m, &g);
+		rc = rc ? rc : wrc;
+	}
+	if (rc && !d->globals_failed)
+		log_error("cannot read or write the heartbeat (%s): the data path admits everything "
+			  "once it is older than %d ms", strerror(-rc), d->cfg.heartbeat_timeout_ms);
+	else if (!rc && d->globals_failed)
+		log_info("the heartbeat is read and written again");
+	d->globals_failed = rc != 0;
 }
 
 /* Which slots the tick reads in-flight of (http: requests; tcp reads busy). */

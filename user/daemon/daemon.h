@@ -131,6 +131,8 @@ struct daemon {
 	unsigned long long ticks;                /* ticks done */
 	int switch_error_logged;
 	int counters_unreadable;                 /* the tick cannot read them: said so */
+	struct sluice_globals globals;           /* as last read: where the programs are attached */
+	int have_globals, globals_failed;        /* ... read once; reading or writing failed: said */
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
