@@ -646,6 +646,46 @@ static void test_refused_change_saved_when_file_takes_writes(void **state)
 	free(onfile);
 }
 
+/* Audit records the log refused (here it is a directory: even root cannot append) are
+ * written once it takes them again, in order, with no other job to carry them: a change in
+ * force must not stay missing from the audit log for good because the disk was full when it
+ * was made. */
+static void test_refused_audit_written_when_log_takes_it(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct audit_entry *au = calloc(2, sizeof(*au));
+	char err[256], why[IOW_MSG_LEN];
+	uint64_t seq;
+	int n = 0;
+
+	assert_int_equal(mkdir(c->audit, 0700), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	set_change(ch, "web", 2, "70");
+	audit_entry_make(&au[0], wall(), 1000, "alice", "switch set", "web", 2, NULL, &ch->sw, NULL);
+	audit_entry_make(&au[1], wall(), 1000, "alice", "breaker reset", "api", -1, NULL, NULL,
+			 "INC-42");
+	seq = iow_enqueue(&c->w, ch, 1, au, 2);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "NOT in the audit log"));
+	assert_int_equal(rmdir(c->audit), 0);        /* the log takes writes again */
+	for (int i = 0; i < 500 && (n = count_lines(c->audit)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);
+	{
+		FILE *f = fopen(c->audit, "r");
+		char line[4096];
+
+		assert_non_null(f);
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_non_null(strstr(line, "switch set"));
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_non_null(strstr(line, "breaker reset"));
+		fclose(f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +704,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_saved_when_file_takes_writes,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_audit_written_when_log_takes_it, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_audited_when_file_locked, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_save_failed_audited_once, setup,

@@ -115,19 +115,68 @@ static void job_failed(struct iowriter *w, uint64_t seq, const char *why)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Records the audit log refused (a full disk) are kept, in order, and written as soon as it
+ * takes them again: a change in force must not be missing from the log for good. Returns
+ * how many are still held. */
+static int write_held(struct iowriter *w)
+{
+	char err[512];
+	int k = 0;
+
+	while (k < w->n_held && state_audit_append(w->state_dir, &w->held[k], err, sizeof(err)) == 0)
+		k++;
+	if (!k)
+		return w->n_held;
+	memmove(w->held, w->held + k, sizeof(*w->held) * (size_t)(w->n_held - k));
+	w->n_held -= k;
+	restrict_modes(w);
+	if (!w->n_held)
+		log_info("audit log written again: the records it refused are in it now");
+	return w->n_held;
+}
+
+static int hold(struct iowriter *w, const struct audit_entry *e)
+{
+	if (!w->held)
+		w->held = calloc(IOW_HELD_MAX, sizeof(*w->held));
+	if (!w->held || w->n_held >= IOW_HELD_MAX)
+		return -1;
+	w->held[w->n_held++] = *e;
+	return 0;
+}
+
 static void audit_all(struct iowriter *w, const struct audit_entry *a, int n, uint64_t seq)
 {
 	char err[512], msg[IOW_MSG_LEN];
+	int held = w->n_held ? write_held(w) : 0;
 
-	for (int i = 0; i < n; i++)
-		if (state_audit_append(w->state_dir, &a[i], err, sizeof(err))) {
-			snprintf(msg, sizeof(msg), "a change to %s is IN FORCE but NOT in the audit "
-				 "log: %s", a[i].service[0] ? a[i].service : "the node", err);
-			add_msg(w, "%s", msg);
-			job_failed(w, seq, msg);
-		}
+	for (int i = 0; i < n; i++) {
+		/* behind records still held: after them, or the log would be out of order */
+		if (held)
+			snprintf(err, sizeof(err), "earlier records still wait for it");
+		else if (state_audit_append(w->state_dir, &a[i], err, sizeof(err)) == 0)
+			continue;
+		held = hold(w, &a[i]) == 0;
+		snprintf(msg, sizeof(msg), "a change to %s is IN FORCE but NOT in the audit log: %s%s",
+			 a[i].service[0] ? a[i].service : "the node", err,
+			 held ? " (written once the log takes it)" : " (dropped: too many held)");
+		add_msg(w, "%s", msg);
+		job_failed(w, seq, msg);
+		held = w->n_held;
+	}
 	if (n)
 		restrict_modes(w);
+}
+
+/* Held audit records are tried again once a second while nothing else writes the log. */
+static void rewrite_held(struct iowriter *w)
+{
+	unsigned long long now = monotonic_ns();
+
+	if (!w->n_held || now - w->reaudit_ns < 1000000000ull)
+		return;
+	w->reaudit_ns = now;
+	write_held(w);
 }
 
 /* The changes of a job on a set (the file's, or the memory's when the file refused them). */
@@ -325,6 +374,7 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 	present = stat(path, &s) == 0;
 	if (w->first_read && ((present && same_file(w, &s)) || (!present && !w->have_file))) {
 		resave(w, path);
+		rewrite_held(w);
 		sweep_expired(w, path, seq);
 		return;
 	}

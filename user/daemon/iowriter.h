@@ -31,6 +31,7 @@
 #define IOW_MAX_MSGS    16
 #define IOW_MSG_LEN     1280
 #define IOW_FAILS       16      /* the last jobs that could not be saved or audited */
+#define IOW_HELD_MAX    256     /* audit records the log refused, kept to write later */
 
 struct iow_change {
 	char service[SLUICE_NAME_LEN];
@@ -78,6 +79,9 @@ struct iowriter {
 	struct sw_set *known;        /* what the file held when last read or written */
 	int unsaved;                 /* known holds changes the file refused: it is the truth */
 	unsigned long long resave_ns;   /* when saving them was last tried (monotonic) */
+	struct audit_entry *held;    /* records the audit log refused, oldest first */
+	int n_held;
+	unsigned long long reaudit_ns;  /* when writing them was last tried (monotonic) */
 	int sweep_warned;            /* an expiry sweep could not open the file: said so */
 	int have_file;
 	dev_t dev;
