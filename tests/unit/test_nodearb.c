@@ -202,6 +202,43 @@ static void test_missing_pressure_file_disables(void **st)
 	fclose(d.events);
 }
 
+/* A pressure file that stops being readable after the start (a cgroup's, removed with the
+ * cgroup) is no evidence, but not for ever: cuts held on no reading at all would shed L3 and
+ * L2 for good without a word. Past NODE_UNREADABLE_NS of failed reads arbitration turns off,
+ * as at a start without the file: said once, the cuts lifted. */
+static void test_pressure_file_unreadable_later_disables(void **st)
+{
+	static struct daemon d;
+	struct sluice_verdict v = { 0 };
+	char *out = NULL;
+	size_t len = 0;
+	const char *p;
+	int n = 0;
+	(void)st;
+	memset(&d, 0, sizeof(d));
+	sluice_config_defaults(&d.cfg);
+	d.cfg.node.arbitration = NODE_ARB_PSI;
+	snprintf(d.cfg.node.pressure_file, sizeof(d.cfg.node.pressure_file), "/dev/null");
+	d.events = open_memstream(&out, &len);
+	assert_non_null(d.events);
+	daemon_node_configure(&d, 1);
+	assert_int_equal(d.node.on, 1);
+	d.node.arb.admit[3] = 0;       /* a cut made while it could be read */
+	for (uint64_t t = 1; t <= NODE_UNREADABLE_NS / S + 3; t++)
+		daemon_node_tick(&d, t * S);   /* every read is empty: no reading */
+	fflush(d.events);
+	assert_int_equal(d.node.on, 0);
+	for (p = out; (p = strstr(p, "\"to\":\"disabled\"")); p++)
+		n++;
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(out, "cannot be read"));
+	daemon_node_apply(&d, &v);
+	assert_int_equal(v.shed_prob[3], 0);
+	daemon_node_close(&d);
+	fclose(d.events);
+	free(out);
+}
+
 /* The node block: off by default, written values taken, bad ones refused with the key. */
 static void test_config_node_block(void **st)
 {
@@ -243,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_combine),
 		cmocka_unit_test(test_psi_parse),
 		cmocka_unit_test(test_missing_pressure_file_disables),
+		cmocka_unit_test(test_pressure_file_unreadable_later_disables),
 		cmocka_unit_test(test_config_node_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

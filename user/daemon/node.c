@@ -60,7 +60,27 @@ void daemon_node_configure(struct daemon *d, uint64_t now_ns)
 	}
 	n->have_anchor = 0;
 	n->arrivals = 0;
+	n->unreadable_since_ns = 0;
 	(void)now_ns;
+}
+
+/* The pressure file has not been read for NODE_UNREADABLE_NS: off, as at a start without it,
+ * the node's cuts lifted (a reload that can read it turns arbitration on again). */
+static void unreadable_off(struct daemon *d, int e)
+{
+	int was_shedding = sluice_node_shedding(&d->node.arb);
+	char why[384];
+
+	snprintf(why, sizeof(why), "node arbitration disabled: %s cannot be read (%s) for %llu s; "
+		 "the node's cuts are lifted", d->cfg.node.pressure_file,
+		 e ? strerror(e) : "no pressure reading in it", NODE_UNREADABLE_NS / OBSERVE_NS);
+	log_warn("%s", why);
+	daemon_event(d, SLUICE_EVM_NODE, "psi", "disabled", why, "", SLUICE_EV_ALERT);
+	daemon_node_close(d);
+	sluice_node_init(&d->node.arb);
+	d->node.unreadable_since_ns = 0;
+	if (was_shedding)
+		wake_all(d);     /* the verdicts lose the node's cuts */
 }
 
 void daemon_node_tick(struct daemon *d, uint64_t now_ns)
@@ -79,7 +99,15 @@ void daemon_node_tick(struct daemon *d, uint64_t now_ns)
 		return;
 	len = pread(n->fd, buf, sizeof(buf) - 1, 0);
 	if (len <= 0 || (buf[len] = 0, sluice_psi_parse(buf, &total, &avg10))) {
+		int e = len < 0 ? errno : 0;
+
 		n->have_anchor = 0;     /* a failed read is a gap, not calm */
+		if (!n->unreadable_since_ns)
+			n->unreadable_since_ns = now_ns ? now_ns : 1;
+		else if (now_ns - n->unreadable_since_ns >= NODE_UNREADABLE_NS) {
+			unreadable_off(d, e);
+			return;
+		}
 	} else if (!n->have_anchor || total < n->anchor_total_us || now_ns <= n->anchor_ns) {
 		n->have_anchor = 1;
 	} else {
@@ -91,6 +119,7 @@ void daemon_node_tick(struct daemon *d, uint64_t now_ns)
 		obs.arrivals = n->arrivals;
 	}
 	if (n->have_anchor) {
+		n->unreadable_since_ns = 0;
 		n->anchor_total_us = total;
 		n->anchor_ns = now_ns;
 		n->arrivals = 0;

@@ -22,7 +22,12 @@ struct daemon_node {
 	int have_anchor;                 /* the reading the next observation is measured from */
 	uint64_t anchor_total_us, anchor_ns;
 	uint64_t arrivals;               /* at all services since the anchor */
+	uint64_t unreadable_since_ns;    /* the first of the failed reads in a row, 0: none */
 };
+
+/* Reads that fail this long in a row turn arbitration off (the cuts lifted), as a file that
+ * cannot be read at start does: a gap is no evidence, but cuts held on none would last. */
+#define NODE_UNREADABLE_NS (10 * 1000000000ull)
 
 /* (Re)configure from d->cfg.node (at start and on reload). Arbitration asked for but a file
  * that cannot be read: off, with a warning and an event. Keeps the arbiter's state while it
