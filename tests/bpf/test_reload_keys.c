@@ -72,10 +72,84 @@ static void test_switch_group_change_needs_a_restart(void **state)
 	sluice_config_free(&d.cfg);
 }
 
+/* An applied reload hands each service's learned state to the service of that name, wherever
+ * the new list puts it: here the first service goes (every later one moves up), two swap and
+ * one is new. */
+static const char *RUNNING =
+	"interface: lo\n"
+	"services:\n"
+	"  - { name: a, port: 8080, protocol: tcp }\n"
+	"  - { name: b, port: 8081, protocol: tcp }\n"
+	"  - { name: c, port: 8082, protocol: tcp }\n"
+	"  - { name: d, port: 8083, protocol: tcp }\n";
+static const char *MOVED =
+	"interface: lo\n"
+	"services:\n"
+	"  - { name: c, port: 8082, protocol: tcp }\n"
+	"  - { name: b, port: 8081, protocol: tcp }\n"
+	"  - { name: d, port: 8083, protocol: tcp }\n"
+	"  - { name: e, port: 8084, protocol: tcp }\n";
+
+static void test_learned_state_follows_the_name(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	int fd = mkstemp(path), n;
+	struct doc_errors errs;
+	int rc;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, MOVED, strlen(MOVED)), (ssize_t)strlen(MOVED));
+	close(fd);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(sluice_config_parse(RUNNING, strlen(RUNNING), "old", &d.cfg, &errs), 0);
+	n = d.cfg.n_services;
+	d.m = f->m;
+	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
+	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
+	d.books = calloc((size_t)n, sizeof(*d.books));
+	assert_non_null(d.idx);
+	assert_non_null(d.ctl);
+	assert_non_null(d.books);
+	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
+	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
+	/* what each running service learned: a baseline of (its index + 1) ms */
+	for (int i = 0; i < n; i++) {
+		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, 1);
+		d.ctl[i].base.value_us = 1000u * (unsigned)(i + 1);
+		d.books[i].ctl_reset_ack = (unsigned)(i + 1);
+	}
+	d.events = fopen("/dev/null", "w");
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+
+	rc = daemon_reload(&d, 1, monotonic_ns());
+	unlink(path);
+	assert_int_equal(rc, 1);
+	assert_int_equal(d.reloads_ok, 1);
+	assert_int_equal(d.cfg.n_services, 4);
+	assert_string_equal(d.cfg.services[0].name, "c");
+	assert_int_equal(d.ctl[0].base.value_us, 3000);
+	assert_int_equal(d.books[0].ctl_reset_ack, 3);
+	assert_int_equal(d.ctl[1].base.value_us, 2000);
+	assert_int_equal(d.books[1].ctl_reset_ack, 2);
+	assert_int_equal(d.ctl[2].base.value_us, 4000);
+	assert_int_equal(d.books[2].ctl_reset_ack, 4);
+	assert_int_equal(d.ctl[3].base.value_us, 0);     /* e: new, nothing learned */
+	assert_int_equal(d.books[3].ctl_reset_ack, 0);
+	fclose(d.events);
+	free(d.ctl);
+	free(d.books);
+	free(d.idx);
+	sluice_config_free(&d.cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_switch_group_change_needs_a_restart, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_learned_state_follows_the_name, setup,
 						harness_teardown),
 	};
 

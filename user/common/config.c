@@ -43,6 +43,37 @@ int sluice_config_service_index(const struct sluice_config *cfg, const char *nam
 	return -1;
 }
 
+int sluice_config_match_services(const struct sluice_config *from, const struct sluice_config *to,
+				 int *from_index)
+{
+	unsigned mask = 15;
+	int *at;                  /* name -> index in from + 1, open addressing */
+
+	while (mask + 1 < 2u * (unsigned)from->n_services)
+		mask = mask * 2 + 1;
+	if (!(at = calloc(mask + 1, sizeof(*at))))
+		return -1;
+	for (int j = 0; j < from->n_services; j++) {
+		unsigned h = sluice_service_name_hash(from->services[j].name) & mask;
+
+		while (at[h])
+			h = (h + 1) & mask;
+		at[h] = j + 1;
+	}
+	for (int i = 0; i < to->n_services; i++) {
+		const char *name = to->services[i].name;
+
+		from_index[i] = -1;
+		for (unsigned h = sluice_service_name_hash(name) & mask; at[h]; h = (h + 1) & mask)
+			if (!strcmp(from->services[at[h] - 1].name, name)) {
+				from_index[i] = at[h] - 1;
+				break;
+			}
+	}
+	free(at);
+	return 0;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* defaults */
 

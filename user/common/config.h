@@ -198,4 +198,12 @@ unsigned sluice_service_name_hash(const char *name);
 /* Index of the service called `name`, or -1. */
 int sluice_config_service_index(const struct sluice_config *cfg, const char *name);
 
+/* For each service of `to`, the index of the service of the same name in `from`, or -1:
+ * from_index holds to->n_services. A name looked up in a table, not in the list: a reload
+ * that removes or adds a service near the top of 65536 moves every later one's index, and a
+ * search of the list for each held the control loop for tens of seconds (the data path's
+ * heartbeat lapses after one second, and it then admits everything). 0, or -1 out of memory. */
+int sluice_config_match_services(const struct sluice_config *from, const struct sluice_config *to,
+				 int *from_index);
+
 #endif

@@ -910,7 +910,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	struct doc_errors errs;
 	struct service_ctl *new_ctl;
 	struct service_books *new_books;
-	int *new_idx;
+	int *new_idx, *was = NULL;    /* by new service: its index in the running config, or -1 */
 	size_t len = 0;
 	char *text = daemon_read_config(d->cfg_path, &len, &errs);
 	int rc = 0;
@@ -977,10 +977,13 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		d->cfg_len = len;
 		return -1;
 	}
-	if (alloc_services(next.n_services, &new_idx, &new_ctl, &new_books)) {
+	if (!(was = malloc(sizeof(*was) * (size_t)(next.n_services ? next.n_services : 1))) ||
+	    sluice_config_match_services(&d->cfg, &next, was) ||
+	    alloc_services(next.n_services, &new_idx, &new_ctl, &new_books)) {
 		log_error("config %s: out of memory; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		sluice_config_free(&next);
+		free(was);
 		free(text);
 		return -1;
 	}
@@ -1003,6 +1006,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     "cannot program the new config into the maps", "", SLUICE_EV_ALERT);
 		sluice_config_free(&next);
+		free(was);
 		free(new_idx);
 		free(new_ctl);
 		free(new_books);
@@ -1011,8 +1015,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	}
 	/* Learned state (limit, latency baseline, breaker) follows the service by name. */
 	for (int i = 0; i < next.n_services; i++) {
-		int j = i < d->cfg.n_services && !strcmp(d->cfg.services[i].name, next.services[i].name) ?
-			i : sluice_config_service_index(&d->cfg, next.services[i].name);
+		int j = was[i];
 
 		if (j >= 0) {
 			new_ctl[i] = d->ctl[j];
@@ -1024,6 +1027,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 					 now_ns);
 		}
 	}
+	free(was);
 	pthread_mutex_lock(&d->lock);     /* the metrics copy reads cfg.n_services */
 	sluice_config_free(&d->cfg);
 	free(d->idx);
