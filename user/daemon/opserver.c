@@ -312,6 +312,19 @@ void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 	}
 }
 
+/* The target's service in the running config, or -1. A reload between the request and the
+ * tick that judges it may have moved the service (one removed above it) or removed it: the
+ * index it had then would judge another service's verdict. */
+static int target_service(const struct daemon *d, const struct ops_target *t)
+{
+	if (!t->service[0])
+		return -1;
+	if (t->svc >= 0 && t->svc < d->cfg.n_services &&
+	    !strcmp(d->cfg.services[t->svc].name, t->service))
+		return t->svc;
+	return sluice_config_service_index(&d->cfg, t->service);
+}
+
 /* What the maps say now for each target: the switch shed per class, the breaker state. */
 static int verify(struct daemon *d, struct ops_conn *c, json_t *seen)
 {
@@ -320,13 +333,14 @@ static int verify(struct daemon *d, struct ops_conn *c, json_t *seen)
 
 	for (int k = 0; k < c->n_targets; k++) {
 		const struct ops_target *t = &c->targets[k];
+		int i = target_service(d, t);
 		struct sluice_verdict v;
 		const char *name;
 
-		if (t->svc < 0 || t->svc >= d->cfg.n_services)
-			continue;
-		name = d->cfg.services[t->svc].name;
-		if (maps_read_verdict(&d->m, d->idx[t->svc], &v)) {
+		if (i < 0)
+			continue;   /* no longer configured: nothing in the maps to judge */
+		name = d->cfg.services[i].name;
+		if (maps_read_verdict(&d->m, d->idx[i], &v)) {
 			all = 0;
 			continue;
 		}

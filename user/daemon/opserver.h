@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
+#include "sluice.h"
 
 #define OPS_MAX_CONNS      16
 #define OPS_REQ_WAIT_MS    2000    /* a connection that sends nothing is dropped */
@@ -26,7 +27,9 @@
 struct daemon;
 
 struct ops_target {
-	int svc;                   /* index into cfg.services */
+	int svc;                   /* index into cfg.services when the request was handled ... */
+	char service[SLUICE_NAME_LEN];  /* ... of this service: a reload before the tick that
+	                                 * judges the maps may have moved it or removed it */
 	int cls;                   /* -1: the breaker of the service */
 };
 

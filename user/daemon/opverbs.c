@@ -18,7 +18,10 @@ static int add_target(struct ops_req *r, int svc, int cls)
 	if (!t)
 		return -1;
 	r->c->targets = t;
-	t[r->c->n_targets++] = (struct ops_target){ svc, cls };
+	t += r->c->n_targets++;
+	*t = (struct ops_target){ .svc = svc, .cls = cls };
+	if (svc >= 0 && svc < r->d->cfg.n_services)
+		snprintf(t->service, sizeof(t->service), "%s", r->d->cfg.services[svc].name);
 	return 0;
 }
 
