@@ -232,6 +232,73 @@ static void test_request_judged_after_a_reload(void **state)
 	sluice_config_free(&d.cfg);
 }
 
+/* The Retry-After of a service's 503 as the map holds it. */
+static int retry_after_in_map(const struct sluice_maps *m, int slot)
+{
+	struct sluice_reply r;
+	__u32 k = (__u32)slot * 2 + SLUICE_REPLY_503;
+	const char *at;
+
+	assert_int_equal(bpf_map_lookup_elem(m->replies, &k, &r), 0);
+	r.text[sizeof(r.text) - 1] = 0;
+	at = strstr(r.text, "Retry-After: ");
+	assert_non_null(at);
+	return atoi(at + strlen("Retry-After: "));
+}
+
+/* The tick writes a service's 503 only when the Retry-After it wants (an open breaker's
+ * remaining time, else the config's) differs from the one it last wrote. A reload writes
+ * every service's 503 with the config's: what the tick counts as written must say so, or an
+ * open breaker's clients are told to come back after 2 s instead of 30 until the remaining
+ * time next moves. */
+static void test_reload_and_the_503_retry_after(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *running = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http, retry_after_s: 2 }\n"
+		"  - { name: b, port: 8081, protocol: http, retry_after_s: 2 }\n";
+	const char *next = "interface: lo\nservices:\n"
+		"  - { name: b, port: 8081, protocol: http, retry_after_s: 2 }\n";
+	int fd = mkstemp(path), n;
+	struct doc_errors errs;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
+	close(fd);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d.cfg, &errs), 0);
+	n = d.cfg.n_services;
+	d.m = f->m;
+	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
+	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
+	d.books = calloc((size_t)n, sizeof(*d.books));
+	assert_non_null(d.idx);
+	assert_non_null(d.ctl);
+	assert_non_null(d.books);
+	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
+	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
+	for (int i = 0; i < n; i++)
+		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, 1);
+	/* b's breaker is open for 30 s more: its tick wrote that */
+	assert_int_equal(maps_write_reply(&d.m, d.idx[1], SLUICE_REPLY_503, 30), 0);
+	d.books[1].retry_after_written = 30;
+	d.events = fopen("/dev/null", "w");
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+
+	assert_int_equal(daemon_reload(&d, 0, monotonic_ns()), 1);
+	unlink(path);
+	assert_string_equal(d.cfg.services[0].name, "b");
+	assert_int_equal(retry_after_in_map(&d.m, d.idx[0]), 2);
+	assert_int_equal(d.books[0].retry_after_written, 2);
+	fclose(d.events);
+	free(d.ctl);
+	free(d.books);
+	free(d.idx);
+	sluice_config_free(&d.cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +307,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_learned_state_follows_the_name, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_judged_after_a_reload, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reload_and_the_503_retry_after, setup,
 						harness_teardown),
 	};
 

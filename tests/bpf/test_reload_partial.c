@@ -104,6 +104,10 @@ static void test_failed_reload_leaves_the_running_config_in_the_maps(void **stat
 	assert_int_equal(before[DB], 1);
 	assert_int_equal(before[GONE], 1);
 
+	/* b's breaker is open for 30 s more: its tick wrote that into its 503 */
+	assert_int_equal(maps_write_reply(&f->m, f->idx[B], SLUICE_REPLY_503, 30), 0);
+	d.books[B].retry_after_written = 30;
+
 	/* The reload fails: the daemon keeps the old config ... */
 	assert_int_equal(daemon_reload(&d, 1, monotonic_ns()), -1);
 	assert_int_equal(d.reloads_failed, 1);
@@ -124,6 +128,18 @@ static void test_failed_reload_leaves_the_running_config_in_the_maps(void **stat
 		assert_int_equal(sv.port, 5432);
 		assert_int_equal(maps_read_service(&f->m, f->idx[GONE], &sv), 0);
 		assert_int_equal(sv.port, 6000);
+	}
+	/* the 503 the tick counts as written is the one the maps hold (the running config's,
+	 * written back): the open breaker's Retry-After is written again at the next tick */
+	{
+		struct sluice_reply r;
+		__u32 k = (__u32)f->idx[B] * 2 + SLUICE_REPLY_503;
+		char want[32];
+
+		assert_int_equal(bpf_map_lookup_elem(f->m.replies, &k, &r), 0);
+		r.text[sizeof(r.text) - 1] = 0;
+		snprintf(want, sizeof(want), "Retry-After: %u\r\n", d.books[B].retry_after_written);
+		assert_non_null(strstr(r.text, want));
 	}
 	syn_to(f, "198.18.0.5", 11, 80);
 	syn_to(f, "198.18.0.2", 12, 5432);

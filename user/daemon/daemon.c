@@ -998,10 +998,12 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		if (rc && maps_program_services(&d->m, &d->cfg, d->idx))
 			log_error("cannot program the running config back into the maps either");
 		/* a slot the new config took from a removed service got a zero verdict: every
-		 * running service's verdict is written again at the next tick */
+		 * running service's verdict is written again at the next tick (and its 503: the
+		 * program wrote the config's Retry-After into it) */
 		for (int i = 0; rc && i < d->cfg.n_services; i++) {
 			d->books[i].have_written = 0;
 			d->books[i].quiet = 0;
+			d->books[i].retry_after_written = (unsigned)d->cfg.services[i].retry_after_s;
 		}
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     "cannot program the new config into the maps", "", SLUICE_EV_ALERT);
@@ -1022,6 +1024,9 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 			new_books[i] = d->books[j];
 			service_ctl_reconfigure(&new_ctl[i], &next.services[i], &next);
 			new_books[i].quiet = 0; /* new parameters: run the controller once */
+			/* maps_program_services wrote the 503 with the config's Retry-After: an open
+			 * breaker's longer one is written again at the next tick */
+			new_books[i].retry_after_written = (unsigned)next.services[i].retry_after_s;
 		} else {
 			service_ctl_init(&new_ctl[i], &next.services[i], &next, now_ns + (unsigned)i,
 					 now_ns);
