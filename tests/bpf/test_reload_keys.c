@@ -16,6 +16,8 @@
 #include "harness.h"
 #include "daemon/daemon.h"
 #include "daemon/opserver.h"
+#include "daemon/ctlpersist.h"
+#include "control/ctlslot.h"
 #include "ops/opproto.h"
 
 static const char *OLD =
@@ -299,6 +301,66 @@ static void test_reload_and_the_503_retry_after(void **state)
 	sluice_config_free(&d.cfg);
 }
 
+/* The controller's ctl_state entry names its service by name and port (status, `sluicectl
+ * baseline reset` and a restart's adoption check both). A reload that moves a service to
+ * another port must have the entry say so at the next tick, not at a calm service's refresh
+ * 10 s later: until then the service's entry reads as another service's. */
+static void test_port_change_rewrites_the_ctl_state_entry(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	static struct sluice_ctl_slot slot;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *running = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n"
+		"  - { name: b, port: 8081, protocol: tcp }\n";
+	const char *next = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n"
+		"  - { name: b, port: 9091, protocol: tcp }\n";
+	unsigned long long now = monotonic_ns();
+	int fd = mkstemp(path), n;
+	struct doc_errors errs;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
+	close(fd);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d.cfg, &errs), 0);
+	n = d.cfg.n_services;
+	d.m = f->m;
+	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
+	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
+	d.books = calloc((size_t)n, sizeof(*d.books));
+	assert_non_null(d.idx);
+	assert_non_null(d.ctl);
+	assert_non_null(d.books);
+	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
+	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
+	d.events = fopen("/dev/null", "w");
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+	for (int i = 0; i < n; i++) {
+		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, now);
+		daemon_ctl_export_tick(&d, i, now);
+	}
+	assert_int_equal(maps_read_ctl_slot(&d.m, d.idx[1], &slot), 0);
+	assert_int_equal(slot.port, 8081);
+
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	unlink(path);
+	now += 100000000ull;                /* the next tick */
+	for (int i = 0; i < n; i++)
+		daemon_ctl_export_tick(&d, i, now);
+	assert_int_equal(maps_read_ctl_slot(&d.m, d.idx[1], &slot), 0);
+	assert_string_equal(slot.name, "b");
+	assert_int_equal(slot.port, 9091);
+	assert_true(ctl_slot_belongs(&slot, &d.cfg.services[1]));
+	fclose(d.events);
+	free(d.ctl);
+	free(d.books);
+	free(d.idx);
+	sluice_config_free(&d.cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +371,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_judged_after_a_reload, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reload_and_the_503_retry_after, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_port_change_rewrites_the_ctl_state_entry, setup,
 						harness_teardown),
 	};
 

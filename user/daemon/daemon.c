@@ -1027,6 +1027,12 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 			/* maps_program_services wrote the 503 with the config's Retry-After: an open
 			 * breaker's longer one is written again at the next tick */
 			new_books[i].retry_after_written = (unsigned)next.services[i].retry_after_s;
+			/* Its ctl_state entry names it by name and port: with the port changed, status,
+			 * `sluicectl baseline reset` and a restart's adoption take the entry for another
+			 * service's until it is written again, which a calm service's refresh leaves
+			 * for 10 s. Written at the next tick instead. */
+			if (next.services[i].port != d->cfg.services[j].port)
+				new_books[i].exported_ns = 0;
 		} else {
 			service_ctl_init(&new_ctl[i], &next.services[i], &next, now_ns + (unsigned)i,
 					 now_ns);
