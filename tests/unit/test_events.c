@@ -7,7 +7,17 @@
 #include <string.h>
 #include <math.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include "control/events.h"
+#include "daemon/daemon.h"
 
 static void test_json_line(void **st)
 {
@@ -71,12 +81,308 @@ static void test_json_keys_whatever_the_bytes(void **st)
 		"\"to\":\"gen\xef\xbf\xbd\",\"why\":\"bad key 'caf\xc3\xa9\xef\xbf\xbd': cut\"}");
 }
 
+
+/* A test that would block fails instead of hanging. */
+static void watchdog_fired(int sig)
+{
+	static const char msg[] = "watchdog: writing the events blocked\n";
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static void watchdog(unsigned s)
+{
+	signal(SIGALRM, watchdog_fired);
+	alarm(s);
+}
+
+/* Fill the write side of a pipe or socket pair until it takes no more, then give it back
+ * blocking, as sluiced's stdout is. */
+static void fill(int fd)
+{
+	char junk[4096];
+	int fl = fcntl(fd, F_GETFL);
+
+	memset(junk, 'x', sizeof(junk));
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	while (write(fd, junk, sizeof(junk)) > 0)
+		;
+	fcntl(fd, F_SETFL, fl);
+}
+
+static void emit_numbered(struct daemon *d, int i)
+{
+	struct sluice_event ev;
+
+	sluice_event_init(&ev, (uint64_t)i, SLUICE_EV_INFO, "web", SLUICE_EVM_DAEMON, "a", "b",
+			  "a reason long enough to make the line a few hundred bytes, as real "
+			  "events with their numbers are");
+	sluice_event_num(&ev, "seq", i);
+	daemon_print_event(d, &ev);
+}
+
+/* Read what the reader gets: the junk, then lines; every line whole JSON, numbered ones in
+ * order. Returns the lines (a NULL-terminated array of objects). */
+static json_t *read_lines(int rfd, struct daemon *d)
+{
+	json_t *all = json_array();
+	char *acc = NULL, buf[8192];
+	size_t len = 0;
+	ssize_t n;
+	int fl = fcntl(rfd, F_GETFL);
+
+	fcntl(rfd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		n = read(rfd, buf, sizeof(buf));
+		if (n > 0) {
+			acc = realloc(acc, len + (size_t)n + 1);
+			memcpy(acc + len, buf, (size_t)n);
+			len += (size_t)n;
+			continue;
+		}
+		/* the reader took all there was: the next tick writes more, if any waits */
+		if (d->evs.on && (d->evs.len || d->evs.dropping)) {
+			daemon_events_flush(d);
+			continue;
+		}
+		break;
+	}
+	acc = realloc(acc, len + 1);
+	acc[len] = 0;
+	for (char *p = acc, *nl; *p; p = nl + 1) {
+		json_error_t err;
+		json_t *o;
+
+		while (*p == 'x')
+			p++;
+		if (!*p)
+			break;
+		nl = strchr(p, '\n');
+		assert_non_null(nl);             /* never half a line */
+		*nl = 0;
+		o = json_loads(p, 0, &err);
+		assert_non_null(o);
+		json_array_append_new(all, o);
+	}
+	free(acc);
+	fcntl(rfd, F_SETFL, fl);
+	return all;
+}
+
+/* What the reader got: numbered lines 0..first-1, a gap of the dropped ones said by one
+ * "dropping" -> "writing" line, numbered lines after it; returns how many numbered lines. */
+static int check_order(json_t *lines, unsigned long long dropped)
+{
+	int next = 0, said = 0, numbered = 0;
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(lines, i, o) {
+		json_t *seq = json_object_get(o, "seq");
+
+		if (seq) {
+			assert_int_equal((int)json_integer_value(seq), next);
+			next++;
+			numbered++;
+			continue;
+		}
+		assert_string_equal(json_string_value(json_object_get(o, "to")), "writing");
+		assert_int_equal(said, 0);
+		assert_non_null(strstr(json_string_value(json_object_get(o, "why")), "dropped"));
+		said = 1;
+		next += (int)dropped;
+	}
+	assert_int_equal(said, dropped > 0);
+	return numbered;
+}
+
+/* A reader of stdout that stopped reading (journald behind, `sluiced | less` paused): events
+ * used to block the control loop in fflush until it read again, so no tick, the heartbeat aged
+ * and the data path failed open. Now emitting never waits: whole lines are kept while the
+ * buffer lasts, then dropped and counted; when the reader is back it gets the kept lines in
+ * order, one line saying how many were dropped, then the new ones. */
+static void unread_stream_never_blocks(int wfd, int rfd)
+{
+	static struct daemon d;
+	json_t *lines;
+	int i, n = 2000;
+	unsigned long long dropped;
+
+	memset(&d, 0, sizeof(d));
+	fill(wfd);
+	assert_int_equal(daemon_events_open(&d, wfd), 0);
+	watchdog(10);
+	for (i = 0; i < n; i++)
+		emit_numbered(&d, i);
+	daemon_events_flush(&d);         /* a tick with the reader still away */
+	alarm(0);
+	dropped = d.evs.dropped_total;
+	assert_true(dropped > 0);
+	assert_true(d.evs.len <= EVSTREAM_BUF_BYTES);
+
+	lines = read_lines(rfd, &d);
+	assert_int_equal(check_order(lines, dropped), n - (int)dropped);
+	json_decref(lines);
+	assert_int_equal(d.evs.dropping, 0);
+
+	/* the reader keeps up again: the next lines come at once, no tick needed */
+	emit_numbered(&d, n);
+	assert_int_equal(d.evs.len, 0);
+	lines = read_lines(rfd, &d);
+	assert_int_equal(json_array_size(lines), 1);
+	json_decref(lines);
+	assert_int_equal(d.evs.dropped_total, dropped);
+	daemon_events_close(&d, 0);
+}
+
+static void test_unread_pipe_never_blocks(void **st)
+{
+	int p[2];
+	(void)st;
+
+	assert_int_equal(pipe(p), 0);
+	unread_stream_never_blocks(p[1], p[0]);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* journald's stdout is a socket */
+static void test_unread_socket_never_blocks(void **st)
+{
+	int sv[2];
+	(void)st;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	unread_stream_never_blocks(sv[0], sv[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+struct drain {
+	int rfd;
+	size_t got;
+};
+
+static void *drain_all(void *arg)
+{
+	struct drain *dr = arg;
+	char buf[8192];
+	ssize_t n;
+
+	while ((n = read(dr->rfd, buf, sizeof(buf))) > 0)
+		dr->got += (size_t)n;
+	return NULL;
+}
+
+/* At exit (SIGTERM) the lines that wait are written out when the reader comes back within the
+ * wait; with no reader, the wait is bounded and the rest is given up. The descriptor given
+ * stays blocking throughout (a shell sharing a terminal never sees it change). */
+static void test_exit_writes_out_with_bounded_wait(void **st)
+{
+	static struct daemon d;
+	struct drain dr = { 0 };
+	pthread_t th;
+	size_t waiting;
+	int p[2];
+	(void)st;
+
+	assert_int_equal(pipe(p), 0);
+	fill(p[1]);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(daemon_events_open(&d, p[1]), 0);
+	watchdog(10);
+	for (int i = 0; i < 50; i++)
+		emit_numbered(&d, i);
+	waiting = d.evs.len;
+	assert_true(waiting > 0);
+	assert_int_equal(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0);
+	dr.rfd = p[0];
+	assert_int_equal(pthread_create(&th, NULL, drain_all, &dr), 0);
+	daemon_events_close(&d, 5000);
+	close(p[1]);
+	pthread_join(th, NULL);
+	assert_int_equal(d.evs.on, 0);
+	assert_true(dr.got >= waiting);
+	close(p[0]);
+
+	/* nobody reads: back after the wait, not stuck */
+	assert_int_equal(pipe(p), 0);
+	fill(p[1]);
+	assert_int_equal(daemon_events_open(&d, p[1]), 0);
+	emit_numbered(&d, 0);
+	daemon_events_close(&d, 20);
+	alarm(0);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A regular file takes every line at once, each complete as it is emitted. */
+static void test_regular_file_gets_every_line(void **st)
+{
+	static struct daemon d;
+	char path[] = "/tmp/sluice-events-XXXXXX", buf[65536];
+	int fd = mkstemp(path);
+	ssize_t n;
+	int lines = 0;
+	(void)st;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(daemon_events_open(&d, fd), 0);
+	for (int i = 0; i < 100; i++)
+		emit_numbered(&d, i);
+	assert_int_equal(d.evs.len, 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 0);
+	buf[n] = 0;
+	for (char *p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	assert_int_equal(lines, 100);
+	assert_int_equal(buf[n - 1], '\n');
+	daemon_events_close(&d, 0);
+	close(fd);
+}
+
+/* A reader gone for good (EPIPE): every event is dropped and counted, said once; the
+ * descriptor (made non-blocking itself: a pipe with no reader cannot be opened again) gets its
+ * flags back at the end. */
+static void test_reader_gone_drops_and_counts(void **st)
+{
+	static struct daemon d;
+	int p[2];
+	(void)st;
+
+	signal(SIGPIPE, SIG_IGN);            /* as sluiced does */
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(daemon_events_open(&d, p[1]), 0);
+	watchdog(10);
+	for (int i = 0; i < 3; i++)
+		emit_numbered(&d, i);
+	daemon_events_flush(&d);             /* no "writing" event: nothing would take it */
+	alarm(0);
+	assert_int_equal(d.evs.broken, EPIPE);
+	assert_int_equal(d.evs.dropped_total, 3);
+	assert_int_equal(d.evs.dropping, 3);
+	daemon_events_close(&d, 1000);
+	assert_int_equal(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0);
+	close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_line),
 		cmocka_unit_test(test_json_truncation_and_limits),
 		cmocka_unit_test(test_json_keys_whatever_the_bytes),
+		cmocka_unit_test(test_unread_pipe_never_blocks),
+		cmocka_unit_test(test_unread_socket_never_blocks),
+		cmocka_unit_test(test_exit_writes_out_with_bounded_wait),
+		cmocka_unit_test(test_regular_file_gets_every_line),
+		cmocka_unit_test(test_reader_gone_drops_and_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,12 +31,33 @@ char *daemon_read_config(const char *path, size_t *len, struct doc_errors *errs)
 	return ydoc_read_file(path, &text, len, errs) ? NULL : text;
 }
 
+/* One complete line to the events' way out. A full buffer is said once, on stderr, when it
+ * starts dropping; how many it dropped is said when it drained (daemon_events_flush). */
+static void put_event_line(struct daemon *d, const char *text, size_t n)
+{
+	if (!d->evs.on) {
+		fwrite(text, 1, n, d->events);
+		fflush(d->events);
+		return;
+	}
+	if (!evstream_put(&d->evs, text, n))
+		return;
+	if (d->evs.broken)
+		log_warn("cannot write the events to stdout (%s): dropping them from now on "
+			 "(counted in sluice_events_dropped_total)", strerror(d->evs.broken));
+	else
+		log_warn("stdout does not take the events as fast as they come (%zu KiB waiting): "
+			 "dropping them until it catches up, never holding up the control loop",
+			 d->evs.len / 1024);
+}
+
 static void print_event(struct daemon *d, const struct sluice_event *ev)
 {
-	char stamp[32], iso[64];
+	char stamp[32], iso[64], *text = NULL;
 	struct timespec ts;
 	struct tm tm;
 	json_t *line, *body;
+	size_t n;
 
 	if (ev->level == SLUICE_EV_DEBUG && !d->verbose)
 		return;
@@ -47,11 +68,45 @@ static void print_event(struct daemon *d, const struct sluice_event *ev)
 	/* The machines' JSON carries the monotonic clock; operators want wall time first. */
 	line = json_pack("{s:s}", "time", iso);
 	body = sluice_event_object(ev);
-	if (line && body && json_object_update(line, body) == 0)
-		jsonio_print_line(d->events, line);
+	if (line && body && json_object_update(line, body) == 0 &&
+	    jsonio_dump_text(line, 0, &text, &n) == 0)
+		put_event_line(d, text, n);
+	free(text);
 	json_decref(body);
 	json_decref(line);
-	fflush(d->events);
+}
+
+int daemon_events_open(struct daemon *d, int fd)
+{
+	return evstream_open(&d->evs, fd, EVSTREAM_BUF_BYTES);
+}
+
+void daemon_events_flush(struct daemon *d)
+{
+	char why[160];
+	unsigned long long n;
+
+	if (!d->evs.on || !(n = evstream_flush(&d->evs)))
+		return;
+	snprintf(why, sizeof(why), "%llu event%s dropped here: stdout did not take them as fast "
+		 "as they came", n, n == 1 ? " was" : "s were");
+	log_warn("stdout takes the events again; %s", why);
+	daemon_event(d, SLUICE_EVM_DAEMON, "dropping", "writing", why, "", SLUICE_EV_ALERT);
+}
+
+void daemon_events_close(struct daemon *d, int wait_ms)
+{
+	size_t left;
+
+	if (!d->evs.on)
+		return;
+	if (d->evs.dropping)
+		log_warn("%llu events were dropped at the end: stdout did not take them",
+			 d->evs.dropping);
+	left = evstream_close(&d->evs, wait_ms);
+	if (left)
+		log_warn("%zu bytes of events not written: stdout took none for %d ms", left,
+			 wait_ms);
 }
 
 void daemon_print_event(struct daemon *d, const struct sluice_event *ev)
@@ -307,6 +362,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 	x->cascade_triggers = d->cascade.triggers;
 	x->config_reloads = d->reloads_ok;
 	x->config_reload_failures = d->reloads_failed;
+	x->events_dropped = d->evs.dropped_total;
 	x->switch_file_error = d->switch_error_logged;
 	x->node_on = d->node.on;
 	x->node_pressure_pct = d->node.arb.last_pct;
@@ -815,6 +871,8 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	struct sluice_event_sink host_sink = daemon_sink(d, "");
 	int suppressed;
 
+	/* first, so this tick's events find room the reader made since the last */
+	daemon_events_flush(d);
 	d->last_tick_ns = now_ns;
 	{
 		unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?

@@ -15,6 +15,7 @@
 #include "daemon/metrics.h"
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
+#include "daemon/evstream.h"
 #include "kernel/sockdiag.h"
 #include "kernel/flowgc.h"
 #include "kernel/readwait.h"
@@ -136,7 +137,8 @@ struct daemon {
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	unsigned long long reloads_ok, reloads_failed;
 	int verbose;                             /* print debug-level events too */
-	FILE *events;                            /* JSON lines: stdout */
+	FILE *events;                            /* JSON lines, when evs is not on (tests) */
+	struct evstream evs;                     /* JSON lines: stdout, never blocking the tick */
 	/* The controller's side of /metrics is filled by the tick when a scrape asks for it
 	 * (a scrape every few seconds; the tick ten times a second): the scrape sets mx_asked
 	 * and waits for mx_gen to move. */
@@ -178,6 +180,16 @@ struct sluice_event_sink daemon_sink(struct daemon *d, const char *service);
 /* Stop the file writer (at most wait_ms: a thread stuck in a stalled file system is left). */
 void daemon_fini(struct daemon *d, int wait_ms);
 /* Print a controller-style event built by the caller (a JSON line with wall time). */
+void daemon_print_event(struct daemon *d, const struct sluice_event *ev);
+
+/* Send the event lines to fd (stdout) through d->evs, never blocking the tick (evstream.h).
+ * Returns 0, or -errno: the lines then go to d->events as they did. */
+int daemon_events_open(struct daemon *d, int fd);
+/* Write out the lines that wait (each tick); when a run of drops ends, say how many. */
+void daemon_events_flush(struct daemon *d);
+/* At exit: write out what waits, waiting for the reader at most wait_ms. */
+void daemon_events_close(struct daemon *d, int wait_ms);
+
 void daemon_print_event(struct daemon *d, const struct sluice_event *ev);
 
 /* Body for /metrics (called from the HTTP thread). */

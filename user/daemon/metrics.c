@@ -642,6 +642,10 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 		       "Config reloads: ok took effect, error was refused (the running config stayed).");
 		sample_u(b, "sluice_config_reloads_total", &ok, x->config_reloads);
 		sample_u(b, "sluice_config_reloads_total", &bad, x->config_reload_failures);
+		family(b, "sluice_events_dropped_total", "counter",
+		       "Event lines dropped whole because stdout did not take them as fast as they "
+		       "came (its buffer was full).");
+		sample_u(b, "sluice_events_dropped_total", NULL, x->events_dropped);
 		family(b, "sluice_switch_file_error", "gauge",
 		       "1 while the switch file is corrupt: running with no switches.");
 		sample_u(b, "sluice_switch_file_error", NULL,

@@ -250,6 +250,12 @@ int main(int argc, char **argv)
 	 * error on that write, never the process. */
 	signal(SIGPIPE, SIG_IGN);
 	d.events = stdout;
+	/* A reader of stdout that stops reading must never stop the ticks (the heartbeat would
+	 * age and the data path fail open): the lines go out without blocking (evstream.h). */
+	rc = daemon_events_open(&d, STDOUT_FILENO);
+	if (rc)
+		log_warn("events on stdout may hold up the control loop when nobody reads them: "
+			 "%s", strerror(-rc));
 	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", cfg_path);
 	d.cfg_text = daemon_read_config(cfg_path, &d.cfg_len, &errs);
 	if (!d.cfg_text || sluice_config_parse(d.cfg_text, d.cfg_len, cfg_path, &d.cfg, &errs)) {
@@ -383,6 +389,7 @@ int main(int argc, char **argv)
 	daemon_event(&d, SLUICE_EVM_DAEMON, "attached", "stopped",
 		     "pinned data path left in place; it fails open after heartbeat_timeout_ms; "
 		     "`sluicectl detach` removes it", ifs, SLUICE_EV_INFO);
+	daemon_events_close(&d, 1000);    /* a reader that keeps up gets every line */
 	readwait_stop(&d.rw);
 	maps_close(&d.m);
 	attach_release(&at);
