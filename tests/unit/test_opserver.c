@@ -368,6 +368,52 @@ static void test_out_of_fds_waits_for_the_tick(void **state)
 	close(fd);
 }
 
+/* The file writer's queue is full (a slow disk): a change must be refused before anything is
+ * changed. Applied in memory without a job, the writer's next news (a set that does not count
+ * it) replaced the set in force and dropped it, with no event and no audit record, after the
+ * operator was told it applied. */
+static void test_full_writer_queue_refuses_the_change(void **state)
+{
+	struct ctx *c = *state;
+	json_t *req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "op", "switch set", "service", "web",
+				"class", "L1", "shed", "50", "ttl", "1h", "reason", "INC-7 drill");
+	json_t *ans = NULL;
+	struct service_conf *svc = calloc(1, sizeof(*svc));
+	char err[256];
+	int fd, gen;
+
+	assert_non_null(svc);
+	snprintf(svc->name, sizeof(svc->name), "web");
+	c->d->cfg.services = svc;
+	c->d->cfg.n_services = 1;
+	c->d->events = stdout;                         /* a change's event, had it been made */
+	for (int i = 0; i < IOW_MAX_QUEUE; i++)      /* no thread runs: nothing drains it */
+		assert_true(iow_enqueue(&c->d->iow, NULL, 0, NULL, 0) > 0);
+	gen = (int)c->d->sw.generation;
+	fd = opp_connect(c->path, err, sizeof(err));
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, err, sizeof(err)), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	assert_int_equal(c->d->sw.set.n, 0);           /* memory as it was */
+	assert_int_equal((int)c->d->sw.generation, gen);
+	if (opp_recv(fd, 1000, &ans, err, sizeof(err)))
+		fail_msg("no answer: %s", err);
+	close(fd);
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "the switch file writer is busy"));
+	assert_non_null(strstr(opp_str(ans, "error"), "nothing changed"));
+	json_decref(ans);
+	while (c->d->iow.head) {
+		struct iow_job *j = c->d->iow.head;
+		c->d->iow.head = j->next;
+		free(j);
+	}
+	c->d->cfg.services = NULL;
+	c->d->cfg.n_services = 0;
+	free(svc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +427,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_out_of_fds_waits_for_the_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_groups_of_the_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_writer_queue_refuses_the_change, setup,
+						teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

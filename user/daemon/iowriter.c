@@ -506,6 +506,8 @@ void iow_stop(struct iowriter *w, int wait_ms)
 	struct timespec until;
 	int done;
 
+	free(w->spare);
+	w->spare = NULL;
 	if (!w->started)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -525,13 +527,34 @@ void iow_stop(struct iowriter *w, int wait_ms)
 	w->started = 0;
 }
 
+int iow_reserve(struct iowriter *w, char *err, size_t errlen)
+{
+	int queued;
+
+	if (!w->spare)
+		w->spare = calloc(1, sizeof(*w->spare));
+	if (!w->spare) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_mutex_lock(&w->mu);
+	queued = w->queued;
+	pthread_mutex_unlock(&w->mu);
+	if (queued < IOW_MAX_QUEUE)
+		return 0;   /* the thread only ever takes jobs out: the place stays free */
+	snprintf(err, errlen, "the switch file writer is busy (%d jobs wait for the state "
+		 "directory %s)", queued, w->state_dir);
+	return -1;
+}
+
 uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_changes,
 		     struct audit_entry *audit, int n_audit)
 {
-	struct iow_job *j = calloc(1, sizeof(*j));
+	struct iow_job *j = w->spare ? w->spare : calloc(1, sizeof(*j));
 	static uint64_t seq;   /* one writer per process */
 	uint64_t s = 0;
 
+	w->spare = NULL;
 	if (!j)
 		return 0;
 	pthread_mutex_lock(&w->mu);
@@ -551,7 +574,7 @@ uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_chang
 	}
 	pthread_mutex_unlock(&w->mu);
 	if (!s)
-		free(j);
+		w->spare = j;   /* kept for the next one */
 	return s;
 }
 

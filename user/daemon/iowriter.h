@@ -27,7 +27,7 @@
 #include "ops/audit.h"
 #include "ops/switches.h"
 
-#define IOW_MAX_QUEUE   64      /* jobs waiting; beyond this changes are refused */
+#define IOW_MAX_QUEUE   64      /* jobs waiting; beyond this changes are refused (iow_reserve) */
 #define IOW_MAX_MSGS    16
 #define IOW_MSG_LEN     1280
 #define IOW_FAILS       16      /* the last jobs that could not be saved or audited */
@@ -83,6 +83,7 @@ struct iowriter {
 	int n_held;
 	unsigned long long reaudit_ns;  /* when writing them was last tried (monotonic) */
 	int sweep_warned;            /* an expiry sweep could not open the file: said so */
+	struct iow_job *spare;       /* the enqueuer's: the job iow_reserve made room for */
 	int have_file;
 	dev_t dev;
 	ino_t ino;
@@ -99,9 +100,16 @@ int iow_start(struct iowriter *w, const char *state_dir, long group_gid, int wai
  * left behind: the process is exiting). */
 void iow_stop(struct iowriter *w, int wait_ms);
 
+/* Take a place for the next job before changing anything in memory: 0 when the next
+ * iow_enqueue is sure to take its job, -1 with err when the queue is full (a slow or stuck
+ * disk) or memory ran out; the caller then refuses the change and changes nothing. A change
+ * made in memory with no job would be undone by the thread's next news (a set that does not
+ * count it), without a word. Called by the thread that enqueues, as iow_enqueue. */
+int iow_reserve(struct iowriter *w, char *err, size_t errlen);
+
 /* Enqueue a job (ownership of changes/audit passes to the writer; they are malloc()ed).
- * Returns its sequence number (> 0), or 0 when the queue is full (nothing enqueued; the
- * caller frees them and refuses the change). */
+ * Returns its sequence number (> 0), or 0 when the queue is full or memory ran out (nothing
+ * enqueued; the caller frees them). Never 0 after iow_reserve returned 0. */
 uint64_t iow_enqueue(struct iowriter *w, struct iow_change *changes, int n_changes,
 		     struct audit_entry *audit, int n_audit);
 

@@ -40,7 +40,6 @@ struct ops_conn {
 	unsigned long long since_ns;
 	unsigned long long applied_tick;
 	uint64_t seq;              /* writer job to wait for (0: none) */
-	int unqueued;              /* the writer's queue was full: in force, not saved */
 	int verified;              /* the map was judged (reply holds "applied", "maps") */
 	json_t *reply;             /* the answer so far */
 	int n_targets;
