@@ -11,9 +11,11 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -371,6 +373,81 @@ static void test_expiry_rewrites_file_and_audits(void **state)
 	free(s);
 }
 
+/* The first read fails for want of a descriptor (EMFILE; ENOMEM or EIO are alike): the switches
+ * are out of force, loudly. The file is good and does not change, so its stat does not either:
+ * it must be read again (once a second) and its switches come back, without an audit record
+ * (nothing was edited, and the log already has them in force). Remembering the stat of the
+ * failed read kept them out of force until the file next changed, while `switch ls`, which
+ * reads the file, showed them in force. */
+static void test_failed_read_tried_again(void **state)
+{
+	struct ctx *c = *state;
+	struct rlimit was, low;
+	struct sw_switch sw;
+	char err[256];
+	int next;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	next = dup(0);                 /* the lowest free descriptor: none past it */
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)next;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_true(c->news.have_set);
+	assert_true(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 0);
+	assert_int_equal(c->news.n_msgs, 1);
+	assert_non_null(strstr(c->news.msgs[0], "cannot be read"));
+	assert_int_equal(wait_set(c, 0), 0);
+	assert_false(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 40);
+	assert_int_equal(count_lines(c->audit), -1);   /* no edit: nothing audited */
+}
+
+/* ... and later on, a read that fails when the file was touched (here its times: same content)
+ * puts its switches out of force, audited; once it reads again they come back, audited too,
+ * so the log never reads as if they had been out of force all along. */
+static void test_failed_read_later_comes_back_audited(void **state)
+{
+	struct ctx *c = *state;
+	struct rlimit was, low;
+	struct sw_switch sw;
+	char err[256];
+	int next, n = 0;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_int_equal(c->news.set.n, 1);
+	next = dup(0);
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)next;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(utimensat(AT_FDCWD, c->sw, NULL, 0), 0);   /* new times, no descriptor */
+	n = wait_set(c, 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(n, 0);
+	assert_true(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 0);
+	assert_int_equal(wait_set(c, 0), 0);
+	assert_false(c->news.corrupt);
+	assert_int_equal(c->news.set.n, 1);
+	for (int i = 0; i < 300 && (n = count_lines(c->audit)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);                        /* out of force, then back */
+}
+
 static void test_damaged_file_admits_all(void **state)
 {
 	struct ctx *c = *state;
@@ -697,6 +774,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_read_tried_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_read_later_comes_back_audited, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),

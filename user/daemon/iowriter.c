@@ -362,17 +362,60 @@ static void resave(struct iowriter *w, const char *path)
 	sw_unlock(fd);
 }
 
+/* A read of the switch file that failed (out of descriptors or memory, an I/O error) is tried
+ * again once a second even when the file looks the same: its stat is remembered like any
+ * other, and a good file that does not change would otherwise stay out of force for good,
+ * while `switch ls`, which reads it, shows its switches in force. */
+#define RELOAD_NS 1000000000ull
+
+static int reload_due(struct iowriter *w)
+{
+	unsigned long long now = monotonic_ns();
+
+	if (!w->load_failed || now - w->reload_ns < RELOAD_NS)
+		return 0;
+	w->reload_ns = now;
+	return 1;
+}
+
+/* The file could not be loaded (err): no switches in force, loudly. again: the same file as
+ * at the last look, read again. */
+static void load_failed(struct iowriter *w, uint64_t seq, const char *err, int again,
+			uint32_t uid)
+{
+	static struct sw_set none;
+
+	/* the same file failing the same way: said already, and nothing in force changes */
+	if (w->load_failed && again && !strcmp(err, w->load_err))
+		return;
+	if (!w->load_failed)
+		w->fail_audited = w->first_read && w->known->n;
+	w->load_failed = 1;
+	w->reload_ns = monotonic_ns();
+	snprintf(w->load_err, sizeof(w->load_err), "%s", err);
+	add_msg(w, "%s", err);
+	/* Every switch in force stops shedding here: that is a change like any other edit, and
+	 * the log must say so, or the record of a switch coming back when the file is put right
+	 * reads as if it had been in force all along. */
+	sw_set_init(&none);
+	if (w->first_read)
+		audit_diff(w, w->known, &none, uid, "switch file damaged: NO switches are in force");
+	sw_set_init(w->known);
+	post_set(w, seq, 1, 1, NULL, 0);
+}
+
 static void watch_file(struct iowriter *w, uint64_t seq)
 {
 	static struct sw_set fresh;
 	char path[PATH_MAX], err[1024];
 	struct stat s;
-	int present, rc;
+	int present, rc, same, retried, audit;
 
 	if (state_path(path, sizeof(path), w->state_dir, SW_FILE_NAME))
 		return;
 	present = stat(path, &s) == 0;
-	if (w->first_read && ((present && same_file(w, &s)) || (!present && !w->have_file))) {
+	same = w->first_read && ((present && same_file(w, &s)) || (!present && !w->have_file));
+	if (same && !reload_due(w)) {
 		resave(w, path);
 		rewrite_held(w);
 		sweep_expired(w, path, seq);
@@ -381,24 +424,24 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 	rc = sw_load(path, &fresh, err, sizeof(err));
 	remember(w, path);
 	if (rc) {
-		add_msg(w, "%s", err);
-		/* Every switch in force stops shedding here: that is a change like any other edit,
-		 * and the log must say so, or the record of a switch coming back when the file is
-		 * put right reads as if it had been in force all along. */
-		sw_set_init(&fresh);
-		if (w->first_read)
-			audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0,
-				   "switch file damaged: NO switches are in force");
-		sw_set_init(w->known);
-		post_set(w, seq, 1, 1, NULL, 0);
+		load_failed(w, seq, err, same, present ? (uint32_t)s.st_uid : 0);
 		return;
 	}
-	if (w->first_read)
+	/* The same file read again after a failure is no edit: its switches come back, audited
+	 * only if their going out of force was (a failure at the first read audited nothing, and
+	 * the log already has them in force). */
+	retried = w->load_failed && same;
+	audit = w->first_read && (!retried || w->fail_audited);
+	if (w->load_failed)
+		log_info("switch file %s read again: %d switch%s in force", path, fresh.n,
+			 fresh.n == 1 ? "" : "es");
+	w->load_failed = 0;
+	if (audit)
 		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0,
 			   "switch file edited outside sluiced");
 	*w->known = fresh;
 	w->unsaved = 0;    /* an edit by hand is the new truth; audit_diff recorded what it dropped */
-	post_set(w, seq, w->first_read, 0, NULL, 0);
+	post_set(w, seq, w->first_read && !retried, 0, NULL, 0);
 	sweep_expired(w, path, seq);
 }
 

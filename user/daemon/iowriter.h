@@ -83,6 +83,10 @@ struct iowriter {
 	int n_held;
 	unsigned long long reaudit_ns;  /* when writing them was last tried (monotonic) */
 	int sweep_warned;            /* an expiry sweep could not open the file: said so */
+	int load_failed;             /* the last read of the file failed: tried again each second */
+	int fail_audited;            /* ... and the switches it put out of force were audited */
+	unsigned long long reload_ns;   /* when it was last read after a failure (monotonic) */
+	char load_err[1024];         /* what that failure said (said once, while the same) */
 	struct iow_job *spare;       /* the enqueuer's: the job iow_reserve made room for */
 	int have_file;
 	dev_t dev;
