@@ -372,6 +372,40 @@ static void test_reader_gone_drops_and_counts(void **st)
 	close(p[1]);
 }
 
+/* A write that fails for a while (a file on a full disk: /dev/full says ENOSPC) is no reader
+ * gone: the lines wait, and once the descriptor takes writes again (here another file put in
+ * its place) they come out whole and in order; nothing is dropped. */
+static void test_full_disk_waits_and_resumes(void **st)
+{
+	static struct daemon d;
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC), p[2];
+	json_t *lines;
+	(void)st;
+
+	assert_true(full >= 0);
+	assert_int_equal(pipe(p), 0);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(daemon_events_open(&d, full), 0);
+	watchdog(10);
+	for (int i = 0; i < 3; i++)
+		emit_numbered(&d, i);
+	daemon_events_flush(&d);
+	assert_int_equal(d.evs.broken, 0);
+	assert_int_equal(d.evs.dropped_total, 0);
+	assert_true(d.evs.len > 0);
+	assert_true(dup2(p[1], d.evs.fd) == d.evs.fd);   /* the disk has room again */
+	daemon_events_flush(&d);
+	emit_numbered(&d, 3);
+	alarm(0);
+	lines = read_lines(p[0], &d);
+	assert_int_equal(check_order(lines, 0), 4);
+	json_decref(lines);
+	daemon_events_close(&d, 1000);
+	close(full);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_exit_writes_out_with_bounded_wait),
 		cmocka_unit_test(test_regular_file_gets_every_line),
 		cmocka_unit_test(test_reader_gone_drops_and_counts),
+		cmocka_unit_test(test_full_disk_waits_and_resumes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

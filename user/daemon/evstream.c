@@ -55,7 +55,10 @@ int evstream_open(struct evstream *es, int fd, size_t cap)
 	return 0;
 }
 
-/* As much of p as the descriptor takes now; a failure other than "full" marks it broken. */
+/* As much of p as the descriptor takes now. A reader gone (EPIPE and its kin) marks the stream
+ * broken for good; any other failure (a full disk under a file, EIO) is taken like a full
+ * pipe: what is left waits and is tried again at the next tick, so the events come back when
+ * the failure passes. */
 static size_t write_some(struct evstream *es, const char *p, size_t n)
 {
 	size_t done = 0;
@@ -68,10 +71,11 @@ static size_t write_some(struct evstream *es, const char *p, size_t n)
 			done += (size_t)w;
 		else if (w < 0 && errno == EINTR)
 			continue;
-		else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
+		else if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN ||
+				   errno == EBADF))
+			es->broken = errno;
 		else
-			es->broken = w < 0 ? errno : EIO;
+			break;
 	}
 	return done;
 }
@@ -134,6 +138,7 @@ size_t evstream_close(struct evstream *es, int wait_ms)
 	while (es->len && !es->broken) {
 		unsigned long long now = monotonic_ns();
 		struct pollfd pfd = { .fd = es->fd, .events = POLLOUT };
+		size_t before = es->len;
 		int r;
 
 		if (now >= end)
@@ -142,6 +147,8 @@ size_t evstream_close(struct evstream *es, int wait_ms)
 		if (r == 0 || (r < 0 && errno != EINTR))
 			break;
 		write_buffer(es);
+		if (r > 0 && es->len == before)
+			break;           /* writable, yet it took nothing (a full disk): no spinning */
 	}
 	left = es->len;
 	if (es->own_fd)
