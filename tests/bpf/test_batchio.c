@@ -316,12 +316,53 @@ static void test_tick_writes_what_it_decided(void **st)
 	assert_int_equal(s->d->cwb.n, 0);
 }
 
+/* An in-flight batch that cannot be read fails the read, and the next read still sees the
+ * counters that moved in it: the failed read's counters are no baseline (else a quiet service
+ * whose counters moved only then would be skipped until they moved again). */
+static void test_failed_inflight_read_keeps_changes(void **st)
+{
+	struct maps_reader *r = &s->d->rd;
+	struct sluice_maps *m = &s->d->m;
+	const struct sluice_inflight *mapped_if = r->inflight_map;
+	int n_used = 0, inflight_fd = m->inflight, moved = 0, seen = 0;
+	static int hot[N];
+	static unsigned char wants[N * 2];
+	(void)st;
+
+	assert_true((size_t)r->n_slots <= sizeof(wants));
+	memcpy(wants, r->wants_inflight, (size_t)r->n_slots);
+
+	for (int i = 0; i < N; i++) {
+		if (s->d->idx[i] >= n_used)
+			n_used = s->d->idx[i] + 1;
+		hot[i] = s->d->idx[i];
+	}
+	memset(r->wants_inflight, 1, (size_t)r->n_slots);
+	assert_int_equal(maps_reader_read(r, m, n_used, hot, N), 0);
+	traffic(90);
+	/* the in-flight batch cannot be read: no copy in the kernel, a closed fd */
+	r->inflight_map = NULL;
+	m->inflight = -1;
+	assert_int_not_equal(maps_reader_read(r, m, n_used, hot, N), 0);
+	m->inflight = inflight_fd;
+	r->inflight_map = mapped_if;
+	for (int i = 0; i < N; i++)
+		moved += maps_reader_changed(r, s->d->idx[i]);
+	assert_true(moved > N / 8);
+	assert_int_equal(maps_reader_read(r, m, n_used, hot, N), 0);
+	for (int i = 0; i < N; i += 1 + i % 5)
+		seen += maps_reader_changed(r, s->d->idx[i]);
+	assert_int_equal(seen, moved);
+	memcpy(r->wants_inflight, wants, (size_t)r->n_slots);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hist_read_ahead_equals_lookups),
 		cmocka_unit_test(test_concurrency_equals_lookups),
 		cmocka_unit_test(test_batched_writes),
+		cmocka_unit_test(test_failed_inflight_read_keeps_changes),
 		cmocka_unit_test(test_tick_writes_what_it_decided),
 	};
 	return cmocka_run_group_tests_name("batchio", tests, setup, teardown);

@@ -490,7 +490,7 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 						sizeof(*r->inflight), r->inflight, r->keys)) ||
 			 (err = maps_add_stripes(m, 0, (__u32)n_used, r->stripes, r->keys,
 						 r->inflight)))
-			return err;
+			goto fail;  /* the counters were read: their changes are to be seen again */
 		r->inflight_read = 1;
 	}
 	return 0;
