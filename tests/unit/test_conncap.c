@@ -26,6 +26,7 @@ struct fake_map {
 	__u64 rejected[SLUICE_NUM_CLASSES];
 	__s64 open[SLUICE_NUM_CLASSES];
 	int fail_writes, writes, reads;
+	int fail_open_reads;         /* http_conns cannot be read */
 };
 
 static void map_write(struct sluice_conncap *c, struct fake_map *m)
@@ -47,7 +48,8 @@ static int run_tick(struct sluice_conncap *c, const struct sluice_conncap_in *in
 	step = sluice_conncap_begin(c, in, now);
 	if (step == SLUICE_CONNCAP_READ) {
 		m->reads++;
-		step = sluice_conncap_decide(c, in, m->rejected, m->open, now);
+		step = sluice_conncap_decide(c, in, m->rejected,
+					     m->fail_open_reads ? NULL : m->open, now);
 	}
 	if (step == SLUICE_CONNCAP_WRITE)
 		map_write(c, m);
@@ -130,6 +132,44 @@ static void test_queue_and_open_connections_reach_the_rule(void **st)
 		run_tick(&c, &in, &m, t += TICK);
 	}
 	assert_int_equal(m.cap[3], 14);
+}
+
+/* A tick whose open connections cannot be read gives the rule no sample of them: a class
+ * holding connections over its cap is not cut because that tick read as none open, and one
+ * that fills its cap is still raised. */
+static void test_unread_open_connections_not_taken_as_none(void **st)
+{
+	struct sluice_conncap c = { .adopted = 1 };
+	struct sluice_conncap_in in = http_in();
+	struct fake_map m = { 0 };
+	uint64_t t = 1 * S;
+	(void)st;
+
+	in.inflight[0] = 2;
+	in.inflight[3] = 20;
+	in.room[3] = 20;
+	in.refused[3] = 1;
+	run_tick(&c, &in, &m, t);
+	assert_int_equal(m.cap[3], 20);
+	/* a queue while L3 holds 22 connections, over its cap: not cut, though one tick of
+	 * the window cannot read them */
+	in.refused[3] = 0;
+	m.open[0] = 2;
+	m.open[3] = 22;
+	latency(&in, 320, 1.375);
+	for (int n = 0; n < 5; n++) {
+		m.rejected[3] += 5;
+		m.fail_open_reads = n == 2;
+		run_tick(&c, &in, &m, t += TICK);
+	}
+	assert_int_equal(m.cap[3], 20);
+	/* a window in which none could be read decides nothing */
+	m.fail_open_reads = 1;
+	for (int n = 0; n < 5; n++) {
+		m.rejected[3] += 5;
+		run_tick(&c, &in, &m, t += TICK);
+	}
+	assert_int_equal(m.cap[3], 20);
 }
 
 static void test_l0_never_capped_nor_read(void **st)
@@ -487,6 +527,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cap_set_at_the_room),
 		cmocka_unit_test(test_queue_and_open_connections_reach_the_rule),
+		cmocka_unit_test(test_unread_open_connections_not_taken_as_none),
 		cmocka_unit_test(test_l0_never_capped_nor_read),
 		cmocka_unit_test(test_cleared_when_not_http_or_off),
 		cmocka_unit_test(test_failed_write_retried),

@@ -96,6 +96,7 @@ int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_
 {
 	struct sluice_connshare_input ci = {
 		.samples = in->samples, .mean_us = in->mean_us, .base_us = in->base_us,
+		.open_unread = !open,
 	};
 	int any = any_cap(c);
 
@@ -103,7 +104,7 @@ int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_
 		ci.refused[k] = in->refused[k];
 		ci.room[k] = in->room[k];
 		ci.inflight[k] = in->inflight[k];
-		ci.open[k] = open[k];
+		ci.open[k] = open ? open[k] : 0;
 		if (!rejected)
 			continue;
 		/* the SYNs the cap refused since the last read, while one was set; a count

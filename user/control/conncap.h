@@ -12,8 +12,8 @@
  *   }
  *   step = sluice_conncap_begin(c, in, now);
  *   if (step == SLUICE_CONNCAP_READ) {
- *           read the cap's refusal counts (NULL when unreadable) and the open connections
- *           (zeros when unreadable); step = sluice_conncap_decide(c, in, rejected, open, now);
+ *           read the cap's refusal counts and the open connections (each NULL when
+ *           unreadable); step = sluice_conncap_decide(c, in, rejected, open, now);
  *   }
  *   if (step == SLUICE_CONNCAP_WRITE) write c->share.cap, then sluice_conncap_written(c, ok);
  *   return sluice_conncap_held(c);              the service is not quiet while 1
@@ -95,7 +95,8 @@ int sluice_conncap_adopt(struct sluice_conncap *c, const uint32_t cap[SLUICE_NUM
 int sluice_conncap_begin(struct sluice_conncap *c, const struct sluice_conncap_in *in,
 			 uint64_t now_ns);
 /* The rest of the tick: rejected is the cap's refusal counts (NULL: not read), open each
- * class's open connections (map http_conns). Returns SLUICE_CONNCAP_WRITE when the caps are
+ * class's open connections (map http_conns; NULL: not read, the rule's window takes no
+ * sample of them). Returns SLUICE_CONNCAP_WRITE when the caps are
  * to be written, else SLUICE_CONNCAP_IDLE. */
 int sluice_conncap_decide(struct sluice_conncap *c, const struct sluice_conncap_in *in,
 			  const __u64 *rejected, const __s64 open[SLUICE_NUM_CLASSES],

@@ -13,7 +13,7 @@ static void window_restart(struct sluice_connshare *cs, uint64_t now_ns)
 	cs->win_ns = now_ns;
 	cs->win_samples = 0;
 	cs->win_sum_us = cs->win_inflight = 0;
-	cs->win_ticks = 0;
+	cs->win_ticks = cs->win_open_ticks = 0;
 	memset(cs->win_busy, 0, sizeof(cs->win_busy));
 	memset(cs->win_open, 0, sizeof(cs->win_open));
 	memset(cs->win_cap_refused, 0, sizeof(cs->win_cap_refused));
@@ -123,9 +123,11 @@ static void window_tick(struct sluice_connshare *cs, const struct sluice_connsha
 
 		cs->win_inflight += x;
 		cs->win_busy[k] += x;
-		cs->win_open[k] += in->open[k] > 0 ? (double)in->open[k] : 0;
+		if (!in->open_unread)
+			cs->win_open[k] += in->open[k] > 0 ? (double)in->open[k] : 0;
 		cs->win_cap_refused[k] += in->cap_refused[k];
 	}
+	cs->win_open_ticks += !in->open_unread;
 	if (now_ns - cs->win_ns < SLUICE_CONNSHARE_WIN_NS)
 		return;
 	/* too few samples for too long (or a gap in the ticks): no decision, a new window */
@@ -135,13 +137,19 @@ static void window_tick(struct sluice_connshare *cs, const struct sluice_connsha
 	}
 	if (cs->win_samples < SLUICE_CONNSHARE_WIN_SAMPLES)
 		return;
+	/* no tick of it could read the open connections: whether a cap holds them is not
+	 * known, no decision */
+	if (!cs->win_open_ticks) {
+		window_restart(cs, now_ns);
+		return;
+	}
 	secs = (double)(now_ns - cs->win_ns) / 1e9;
 	mean = cs->win_sum_us / (double)cs->win_samples;
 	rate = (double)cs->win_samples / secs;
 	total = cs->win_inflight / cs->win_ticks;
 	for (int k = 0; k < SLUICE_NUM_CLASSES; k++) {
 		busy[k] = cs->win_busy[k] / cs->win_ticks;
-		open[k] = cs->win_open[k] / cs->win_ticks;
+		open[k] = cs->win_open[k] / cs->win_open_ticks;
 	}
 	/* the lowest window mean of the last SLUICE_CONNSHARE_LOW_NS: the time in the service
 	 * of a window with nothing waiting, when the cap or the load gave one */

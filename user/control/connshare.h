@@ -96,6 +96,7 @@ struct sluice_connshare {
 	double win_busy[SLUICE_NUM_CLASSES];     /* each class's, likewise */
 	double win_open[SLUICE_NUM_CLASSES];     /* each class's open connections, likewise */
 	uint32_t win_ticks;
+	uint32_t win_open_ticks;                 /* ticks that could read the open connections */
 	uint64_t win_cap_refused[SLUICE_NUM_CLASSES];
 	/* what earlier windows showed */
 	double best_rate;                        /* the best response rate since a cap was
@@ -113,6 +114,10 @@ struct sluice_connshare_input {
 	                                            * shut); a cap never above it, MIN at least */
 	int64_t inflight[SLUICE_NUM_CLASSES];      /* each class's in-flight now */
 	int64_t open[SLUICE_NUM_CLASSES];          /* and its open connections */
+	int open_unread;                           /* 1: they could not be read this tick (the
+	                                            * window takes no sample of them: read as
+	                                            * none, a class over its cap would look
+	                                            * under it and be cut, one at it not raised) */
 	uint64_t samples;                          /* the tick's latency samples, all classes */
 	double mean_us;                            /* their mean */
 	double base_us;                            /* the unloaded mean time in the service (0:

@@ -707,6 +707,22 @@ static void report_churn_gate(struct daemon *d, const struct service_conf *sc,
 	sluice_event_emit(&sink, &ev);
 }
 
+/* http service i's open connections could not be read (rc): the cap's rule takes no sample
+ * of them (read as none, a class over its cap would look under it and be cut). Said once
+ * when it begins and once when it ends. */
+static void conns_read(struct daemon *d, int i, int rc)
+{
+	struct service_books *b = &d->books[i];
+
+	if (rc && !b->conns_unreadable)
+		log_error("service %s: cannot read its open connections (%s): the connection cap "
+			  "leaves them out until they can", d->cfg.services[i].name,
+			  strerror(-rc));
+	else if (!rc && b->conns_unreadable)
+		log_info("service %s: open connections read again", d->cfg.services[i].name);
+	b->conns_unreadable = rc != 0;
+}
+
 /* http service i: the lower classes' connection cap after this tick's verdict v, decided in
  * control/conncap.h; here only the maps are read and written, when it asks. Returns 1 while a
  * cap is set or a write is due: the service is not quiet, since the cap's refusals move no
@@ -748,9 +764,11 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	step = sluice_conncap_begin(c, &ci, now_ns);
 	if (step == SLUICE_CONNCAP_READ) {
 		int have = maps_read_conn_cap(&d->m, d->idx[i], &cc) == 0;
+		int rc = maps_read_http_conns(&d->m, d->idx[i], &open);
 
-		maps_read_http_conns(&d->m, d->idx[i], &open);     /* zeros when unreadable */
-		step = sluice_conncap_decide(c, &ci, have ? cc.rejected : NULL, open.cls, now_ns);
+		conns_read(d, i, rc);
+		step = sluice_conncap_decide(c, &ci, have ? cc.rejected : NULL, rc ? NULL : open.cls,
+					     now_ns);
 	}
 	if (step == SLUICE_CONNCAP_WRITE)
 		sluice_conncap_written(c, maps_write_http_conn_cap(&d->m, d->idx[i],

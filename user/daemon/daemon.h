@@ -74,6 +74,8 @@ struct service_books {
 	                                          * histograms held, per class */
 	/* http: the lower classes' connection cap (control/conncap.h) */
 	struct sluice_conncap conncap;
+	int conns_unreadable;                    /* its open connections could not be read
+	                                          * (said once) */
 };
 
 struct daemon {
