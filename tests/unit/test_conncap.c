@@ -27,6 +27,7 @@ struct fake_map {
 	__s64 open[SLUICE_NUM_CLASSES];
 	int fail_writes, writes, reads;
 	int fail_open_reads;         /* http_conns cannot be read */
+	int fail_adopt_reads;        /* the first tick cannot read the caps */
 };
 
 static void map_write(struct sluice_conncap *c, struct fake_map *m)
@@ -43,7 +44,8 @@ static int run_tick(struct sluice_conncap *c, const struct sluice_conncap_in *in
 {
 	int step;
 
-	if (sluice_conncap_adopting(c, in) && sluice_conncap_adopt(c, m->cap, m->rejected, now))
+	if (sluice_conncap_adopting(c, in) &&
+	    sluice_conncap_adopt(c, m->fail_adopt_reads ? NULL : m->cap, m->rejected, now))
 		map_write(c, m);
 	step = sluice_conncap_begin(c, in, now);
 	if (step == SLUICE_CONNCAP_READ) {
@@ -323,6 +325,20 @@ static void test_adopts_only_own_slot(void **st)
 	}
 }
 
+/* The first tick cannot read the map's caps: whatever caps the map holds are cleared (nobody
+ * would lift them otherwise, and they would refuse the class's SYNs for good). */
+static void test_unread_caps_cleared_at_adoption(void **st)
+{
+	struct sluice_conncap_in in = http_in();
+	struct sluice_conncap c = { .keep = 1 };
+	struct fake_map m = { .cap = { 0, 0, 0, 9 }, .fail_adopt_reads = 1 };
+	(void)st;
+
+	run_tick(&c, &in, &m, 1 * S);
+	assert_int_equal(m.cap[3], 0);
+	assert_int_equal(sluice_conncap_held(&c), 0);
+}
+
 static void test_cap_refusals_counted_only_under_a_cap(void **st)
 {
 	struct sluice_conncap c = { .adopted = 1 };
@@ -532,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_cleared_when_not_http_or_off),
 		cmocka_unit_test(test_failed_write_retried),
 		cmocka_unit_test(test_adopts_only_own_slot),
+		cmocka_unit_test(test_unread_caps_cleared_at_adoption),
 		cmocka_unit_test(test_cap_refusals_counted_only_under_a_cap),
 		cmocka_unit_test(test_refusals_between_caps_not_the_caps),
 		cmocka_unit_test(test_churn_sets_the_cap_on_the_second_tick),

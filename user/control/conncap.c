@@ -27,7 +27,9 @@ int sluice_conncap_adopt(struct sluice_conncap *c, const uint32_t cap[SLUICE_NUM
 			 const __u64 rejected[SLUICE_NUM_CLASSES], uint64_t now_ns)
 {
 	static const uint32_t none[SLUICE_NUM_CLASSES];
-	int foreign = !c->keep && (cap[1] | cap[2] | cap[3]);
+	/* caps that cannot be read are cleared too: left as they are, they would refuse the
+	 * class's SYNs with nobody to lift them */
+	int foreign = !cap || (!c->keep && (cap[1] | cap[2] | cap[3]));
 
 	c->adopted = 1;
 	/* another service's caps (a slot given to this one): not ours, cleared */

@@ -6,7 +6,8 @@
  * a step asks for it, so that a service with no cap and no refusal costs no map access:
  *
  *   if (sluice_conncap_adopting(c, in)) {       the first tick as http
- *           read the map's caps and the cap's refusal counts (zeros when unreadable);
+ *           read the map's caps (NULL when unreadable) and the cap's refusal counts
+ *           (zeros when unreadable);
  *           if (sluice_conncap_adopt(c, caps, rejected, now)) write zero caps, then
  *                   sluice_conncap_written(c, ok);
  *   }
@@ -85,8 +86,8 @@ enum { SLUICE_CONNCAP_IDLE, SLUICE_CONNCAP_READ, SLUICE_CONNCAP_WRITE };
 /* Whether the map's caps are to be looked at first (the service's first tick as http). */
 int sluice_conncap_adopting(const struct sluice_conncap *c, const struct sluice_conncap_in *in);
 /* Take the caps found in the map when they are the service's own (c->keep), and the cap's
- * refusal counts as they stand. Returns 1 when the map's caps are another service's and are
- * to be cleared (written as c->share.cap, all 0). */
+ * refusal counts as they stand. Returns 1 when the map's caps are another service's, or could
+ * not be read (cap NULL), and are to be cleared (written as c->share.cap, all 0). */
 int sluice_conncap_adopt(struct sluice_conncap *c, const uint32_t cap[SLUICE_NUM_CLASSES],
 			 const __u64 rejected[SLUICE_NUM_CLASSES], uint64_t now_ns);
 /* The tick up to the map reads: SLUICE_CONNCAP_IDLE (nothing to do), _WRITE (the caps were

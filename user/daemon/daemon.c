@@ -755,9 +755,10 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 		ci.inflight[k] = in->inflight.cls[k];
 	}
 	if (sluice_conncap_adopting(c, &ci)) {
-		maps_read_http_conn_cap(&d->m, d->idx[i], &found);  /* zeros when unreadable */
-		maps_read_conn_cap(&d->m, d->idx[i], &cc);
-		if (sluice_conncap_adopt(c, found.cap, cc.rejected, now_ns))
+		int have = maps_read_http_conn_cap(&d->m, d->idx[i], &found) == 0;
+
+		maps_read_conn_cap(&d->m, d->idx[i], &cc);     /* zeros when unreadable */
+		if (sluice_conncap_adopt(c, have ? found.cap : NULL, cc.rejected, now_ns))
 			sluice_conncap_written(c, maps_write_http_conn_cap(&d->m, d->idx[i],
 									     c->share.cap) == 0);
 	}
