@@ -381,8 +381,12 @@ int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps 
 	int err = maps_read_array(m->inflight_released, 0, (__u32)r->n_slots,
 				  sizeof(*r->released), r->released, r->keys);
 
-	return err ? err : maps_read_array(m->busy_released, 0, (__u32)r->n_slots,
-					   sizeof(*r->busy_released), r->busy_released, r->keys);
+	if (!err)
+		err = maps_read_array(m->busy_released, 0, (__u32)r->n_slots,
+				      sizeof(*r->busy_released), r->busy_released, r->keys);
+	/* not read (or in part): tried again by the next read of the counters */
+	r->released_stale = err != 0;
+	return err;
 }
 
 /* Read slots [first, first + n) into `stats`, marking those whose counters moved; `whole`:
@@ -456,6 +460,14 @@ int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_u
 
 	if (n_used > r->n_slots)
 		n_used = r->n_slots;
+	/* The GC's releases could not be re-read after a pass: kept as they were, every unit
+	 * released since would count as in flight. Read now, and every slot's concurrency
+	 * looked at again (a quiet service's moved with them, no counter did). */
+	if (r->released_stale) {
+		if ((err = maps_reader_reread_released(r, m)))
+			return err;
+		r->have_prev = 0;
+	}
 	memset(r->changed, 0, (size_t)r->n_slots);
 	memset(r->busy_read, 0, (size_t)r->n_slots);
 	if (!++r->gen)

@@ -86,6 +86,7 @@ struct maps_reader {
 	 * towards reading every in-flight in one batch. Zero (none) until set. */
 	unsigned char *wants_inflight;
 	struct sluice_inflight *inflight, *released;  /* released: the GC's, cached */
+	int released_stale;          /* the releases' last re-read failed: done by the next read */
 	unsigned char *stripes;      /* inflight_pcpu as read, all CPUs (scratch) */
 	/* tcp turns: busy as last read with the counters (a turn opens without moving a
 	 * counter, so a change of busy marks the slot changed too), the GC's releases (cached),
@@ -124,7 +125,7 @@ void maps_reader_free(struct maps_reader *r);
 int maps_reader_read(struct maps_reader *r, const struct sluice_maps *m, int n_used,
 		     const int *hot, int n_hot);
 /* inflight_released and busy_released are written by the flow GC only: re-read them after a
- * GC pass released. */
+ * GC pass released. One that fails is tried again by the next maps_reader_read. */
 int maps_reader_reread_released(struct maps_reader *r, const struct sluice_maps *m);
 /* Latency samples of slot svc, class cls, as last read. */
 long long maps_reader_samples(const struct maps_reader *r, int svc, int cls);
