@@ -352,6 +352,26 @@ static void test_reconcile_exact_and_only_at_rest(void **state)
 	assert_int_equal(maps_reconcile(&h->f.m, &recon), 0);
 	assert_int_equal(net(h, 0, 0), 1);
 	assert_int_equal(recon.slot[k].corrections, 2);
+
+	/* A leak corrected whose busy release cannot be written: the in-flight release that
+	 * was written is still a correction (sluiced re-reads the releases on it), not an
+	 * error that hides it. */
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	LIBBPF_OPTS(bpf_get_fd_by_id_opts, ro, .open_flags = BPF_F_RDONLY);
+	int busy_rel = h->f.m.busy_released, ro_fd;
+
+	assert_int_equal(bpf_obj_get_info_by_fd(busy_rel, &info, &len), 0);
+	assert_true((ro_fd = bpf_map_get_fd_by_id_opts(info.id, &ro)) >= 0);
+	assert_int_equal(bpf_map_lookup_elem(h->f.m.inflight, &k, &in), 0);
+	in.total += 3, in.cls[2] += 3;
+	assert_int_equal(bpf_map_update_elem(h->f.m.inflight, &k, &in, BPF_ANY), 0);
+	h->f.m.busy_released = ro_fd;
+	assert_int_equal(maps_reconcile(&h->f.m, &recon), 0);
+	assert_int_equal(maps_reconcile(&h->f.m, &recon), 1);
+	h->f.m.busy_released = busy_rel;
+	close(ro_fd);
+	assert_int_equal(net(h, 0, 0), 1);
 	recon_free(&recon);
 }
 

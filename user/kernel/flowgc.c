@@ -318,9 +318,13 @@ int maps_reconcile(const struct sluice_maps *m, struct recon_state *r)
 		rel[s].total += d_in.total;
 		brel[s].total += d_busy.total;
 		__u32 k = (__u32)s;
-		if (bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY) ||
-		    bpf_map_update_elem(m->busy_released, &k, &brel[s], BPF_ANY)) {
+		if (bpf_map_update_elem(m->inflight_released, &k, &rel[s], BPF_ANY)) {
 			err = -errno;
+			break;
+		}
+		if (bpf_map_update_elem(m->busy_released, &k, &brel[s], BPF_ANY)) {
+			err = -errno;
+			corrected++;  /* the in-flight release was written: the caller re-reads */
 			break;
 		}
 		__s64 units = (d_in.total < 0 ? -d_in.total : d_in.total) +
@@ -331,7 +335,8 @@ int maps_reconcile(const struct sluice_maps *m, struct recon_state *r)
 	}
 	free(w.unsure);
 	free(c1);
-	return err ? err : corrected;
+	/* releases written before a failure are corrections still: the caller re-reads them */
+	return corrected ? corrected : err;
 }
 
 struct flow_count {

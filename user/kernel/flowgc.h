@@ -23,7 +23,8 @@ int maps_gc_flows(const struct sluice_maps *m, unsigned long long now_ns,
  * request was half decided. A difference is corrected (booked in inflight_released /
  * busy_released, which only the controller writes) when two such sweeps in a row, with
  * nothing moving in between, saw the same one: a change in flight cannot look like that.
- * Returns the number of slots corrected, or -errno. Expected: 0, always. */
+ * Returns the number of slots corrected (those whose release was written before a failure
+ * too: the caller re-reads the releases on it), or -errno. Expected: 0, always. */
 struct recon_slot {
 	int have;                        /* the last sweep saw this slot at rest with a difference */
 	__u64 ops;                       /* ... at these change counts */
