@@ -425,6 +425,40 @@ static void test_reset_wakes_quiet(void **state)
 	assert_true(w->d.ctl[0].base.value_us == 0);
 }
 
+/* A quiet service whose counters moved runs its controller; a tick that then cannot read what
+ * the controller needs (a histogram here) leaves it not quiet: its counters were read, so the
+ * next tick sees no change of them, and it still runs then. */
+static void test_quiet_service_failed_read_runs_next_tick(void **state)
+{
+	struct world *w = *state;
+	uint64_t t = monotonic_ns();
+	int ncpus = libbpf_num_possible_cpus(), hist_fd;
+	struct sluice_svc_stats *st = calloc((size_t)ncpus, sizeof(*st));
+	__u32 k;
+
+	assert_non_null(st);
+	start(w, &w->d, t);
+	k = (__u32)w->d.idx[0];
+	daemon_tick(&w->d, t);
+	learn(&w->d, t);
+	w->d.books[0].quiet = 1;
+	daemon_tick(&w->d, t + 100 * MS);
+	assert_int_equal(w->d.books[0].ran, 0);
+	/* L0 took a latency sample; its histogram cannot be read */
+	assert_int_equal(bpf_map_lookup_elem(w->d.m.class_stats, &k, st), 0);
+	st[0].samples[0] += 100000;           /* more than a calm controller holds back */
+	st[0].cls[0].admitted++;
+	assert_int_equal(bpf_map_update_elem(w->d.m.class_stats, &k, st, BPF_ANY), 0);
+	hist_fd = w->d.m.latency_hist;
+	w->d.m.latency_hist = -1;
+	daemon_tick(&w->d, t + 200 * MS);
+	assert_int_equal(w->d.books[0].ran, 0);
+	w->d.m.latency_hist = hist_fd;
+	daemon_tick(&w->d, t + 300 * MS);
+	assert_int_equal(w->d.books[0].ran, 1);
+	free(st);
+}
+
 /* The kernel finds the slots whose request the controller has not acknowledged (the tick
  * reads those only): a generation above its ctl_state entry's ack, none written, an ack that
  * caught up, a slice's bounds, more than the list holds, a slice past the map's end. And a
@@ -1021,6 +1055,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cascade_carried_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_baseline_reset_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_wakes_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quiet_service_failed_read_runs_next_tick, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_unreadable_counters_said_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreadable_globals_keep_the_attachment, setup,
 						teardown),

@@ -818,8 +818,12 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
 		in.hist_at[c] = NULL;
 	if (maps_reader_concurrency(&d->rd, &d->m, d->idx[i], sc->protocol, &in.inflight) ||
-	    (want && maps_reader_hist_at(&d->rd, &d->m, d->idx[i], want, in.hist, in.hist_at)))
-		return; /* keep the last verdict: BPF keeps enforcing it */
+	    (want && maps_reader_hist_at(&d->rd, &d->m, d->idx[i], want, in.hist, in.hist_at))) {
+		/* keep the last verdict: BPF keeps enforcing it. Not quiet: the counters that
+		 * moved were read, the next tick sees no change of them and would skip it. */
+		b->quiet = 0;
+		return;
+	}
 	/* cumulative, summed over CPUs from the probe's mapped counters (no syscall) */
 	in.wait_have = readwait_read(&d->rw, d->idx[i], &in.wait) == 0;
 	in.listen.have = service_aq(d, i)->listeners > 0;
