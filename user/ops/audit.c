@@ -270,7 +270,9 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
 		off += (size_t)w;
 	}
 	free(line);
-	if (fsync(fd)) {
+	/* EINVAL: a file that cannot be synced (a FIFO, a character device): the record went to
+	 * it whole, and counting it as refused would write it again */
+	if (fsync(fd) && errno != EINVAL) {
 		int er = errno;
 		close(fd);
 		return errf(err, errlen, "cannot fsync audit log %s: %s", path, strerror(er));
