@@ -1298,7 +1298,7 @@ static void *syn_flood_run(void *arg)
 }
 
 /* The flood of syn_flood_run on pool's L3 while sluiced programs the services 300 times, or
- * (vary) while pool's cap is set 20,000 times, L1's threshold changed each time: every
+ * (vary) while pool's cap is set 5,000 times, L1's threshold changed each time: every
  * refusal is counted. */
 static void reprogram_during_flood(struct fixture *f, int vary)
 {
@@ -1319,7 +1319,7 @@ static void reprogram_during_flood(struct fixture *f, int vary)
 		assert_int_equal(maps_program_services(&f->m, &f->cfg, f->idx), 0);
 	}
 	/* the entry's own write, as programming a changed cap does it, many times a second */
-	for (int i = 0; i < 20000 && vary; i++) {
+	for (int i = 0; i < 5000 && vary; i++) {
 		struct sluice_conn_cap cc = conn_cap_of(f, 4);
 
 		cc.threshold[1] = i % 2 ? 1 : 3;

@@ -299,8 +299,13 @@ int opp_recv(int fd, int timeout_ms, json_t **out, char *err, size_t errlen)
 
 int opp_connect(const char *path, char *err, size_t errlen)
 {
+	return opp_connect_within(path, OPP_CONNECT_WAIT_MS, err, errlen);
+}
+
+int opp_connect_within(const char *path, int wait_ms, char *err, size_t errlen)
+{
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct timeval wait = { OPP_CONNECT_WAIT_MS / 1000, (OPP_CONNECT_WAIT_MS % 1000) * 1000 };
+	struct timeval wait = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
 	int fd;
 
 	if (strlen(path) >= sizeof(a.sun_path))
@@ -321,7 +326,7 @@ int opp_connect(const char *path, char *err, size_t errlen)
 		close(fd);
 		if (e == EAGAIN)
 			return errf(err, errlen, "%s takes no connection within %d ms (sluiced "
-				    "busy or hung, its queue full)", path, OPP_CONNECT_WAIT_MS);
+				    "busy or hung, its queue full)", path, wait_ms);
 		return errf(err, errlen, "cannot connect to %s: %s", path, strerror(e));
 	}
 	return fd;

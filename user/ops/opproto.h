@@ -82,6 +82,8 @@ int opp_recv(int fd, int timeout_ms, json_t **out, char *err, size_t errlen);
  * forever: the connect, and every send on the fd, waits at most that long. */
 #define OPP_CONNECT_WAIT_MS 5000
 int opp_connect(const char *path, char *err, size_t errlen);
+/* The same with the wait given (wait_ms > 0). */
+int opp_connect_within(const char *path, int wait_ms, char *err, size_t errlen);
 /* A string member of a request, or NULL when absent or not a string. */
 const char *opp_str(const json_t *o, const char *key);
 
