@@ -397,6 +397,7 @@ static void test_failed_read_tried_again(void **state)
 	low.rlim_cur = (rlim_t)next;
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	iow_take(&c->w, 0, &c->news);
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
 	assert_true(c->news.have_set);
@@ -425,6 +426,7 @@ static void test_failed_read_later_comes_back_audited(void **state)
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	iow_take(&c->w, 0, &c->news);
 	assert_int_equal(c->news.set.n, 1);
 	next = dup(0);
@@ -707,6 +709,7 @@ static void test_refused_change_saved_when_file_takes_writes(void **state)
 	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
 	assert_int_equal(mkdir(lock, 0700), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
@@ -738,6 +741,7 @@ static void test_refused_audit_written_when_log_takes_it(void **state)
 
 	assert_int_equal(mkdir(c->audit, 0700), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	set_change(ch, "web", 2, "70");
 	audit_entry_make(&au[0], wall(), 1000, "alice", "switch set", "web", 2, NULL, &ch->sw, NULL);
 	audit_entry_make(&au[1], wall(), 1000, "alice", "breaker reset", "api", -1, NULL, NULL,

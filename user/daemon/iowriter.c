@@ -17,6 +17,12 @@
 
 #define POLL_NS 100000000ull   /* look at the switch file ten times a second */
 
+/* What failed (a save, an audit record, a read) is tried again once a second. */
+static unsigned long long retry_every(const struct iowriter *w)
+{
+	return w->retry_ns ? w->retry_ns : 1000000000ull;
+}
+
 static void add_msg(struct iowriter *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -173,7 +179,7 @@ static void rewrite_held(struct iowriter *w)
 {
 	unsigned long long now = monotonic_ns();
 
-	if (!w->n_held || now - w->reaudit_ns < 1000000000ull)
+	if (!w->n_held || now - w->reaudit_ns < retry_every(w))
 		return;
 	w->reaudit_ns = now;
 	write_held(w);
@@ -336,7 +342,6 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
  * second, not only with the next job: a restart reads the file, and would otherwise drop a
  * switch that was in force or bring back one that was cleared. The refusal was reported with
  * the job; a retry that fails says nothing more. */
-#define RESAVE_NS 1000000000ull
 
 static void resave(struct iowriter *w, const char *path)
 {
@@ -345,7 +350,7 @@ static void resave(struct iowriter *w, const char *path)
 	unsigned long long now = monotonic_ns();
 	int fd;
 
-	if (!w->unsaved || now - w->resave_ns < RESAVE_NS)
+	if (!w->unsaved || now - w->resave_ns < retry_every(w))
 		return;
 	w->resave_ns = now;
 	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, p, sizeof(p), note,
@@ -366,13 +371,12 @@ static void resave(struct iowriter *w, const char *path)
  * again once a second even when the file looks the same: its stat is remembered like any
  * other, and a good file that does not change would otherwise stay out of force for good,
  * while `switch ls`, which reads it, shows its switches in force. */
-#define RELOAD_NS 1000000000ull
 
 static int reload_due(struct iowriter *w)
 {
 	unsigned long long now = monotonic_ns();
 
-	if (!w->load_failed || now - w->reload_ns < RELOAD_NS)
+	if (!w->load_failed || now - w->reload_ns < retry_every(w))
 		return 0;
 	w->reload_ns = now;
 	return 1;

@@ -86,6 +86,8 @@ struct iowriter {
 	int load_failed;             /* the last read of the file failed: tried again each second */
 	int fail_audited;            /* ... and the switches it put out of force were audited */
 	unsigned long long reload_ns;   /* when it was last read after a failure (monotonic) */
+	unsigned long long retry_ns;    /* how often what failed is tried again: 0 = each second
+					 * (set after iow_start; the tests shorten it) */
 	char load_err[1024];         /* what that failure said (said once, while the same) */
 	struct iow_job *spare;       /* the enqueuer's: the job iow_reserve made room for */
 	int have_file;
