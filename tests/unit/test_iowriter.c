@@ -373,6 +373,21 @@ static void test_expiry_rewrites_file_and_audits(void **state)
 	free(s);
 }
 
+/* Lower the descriptor limit to the lowest free descriptor: the next open fails with EMFILE.
+ * *was: the limit to put back. */
+static void no_more_descriptors(struct rlimit *was)
+{
+	struct rlimit low;
+	int next = dup(0);
+
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, was), 0);
+	low = *was;
+	low.rlim_cur = (rlim_t)next;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+}
+
 /* The first read fails for want of a descriptor (EMFILE; ENOMEM or EIO are alike): the switches
  * are out of force, loudly. The file is good and does not change, so its stat does not either:
  * it must be read again (once a second) and its switches come back, without an audit record
@@ -382,20 +397,13 @@ static void test_expiry_rewrites_file_and_audits(void **state)
 static void test_failed_read_tried_again(void **state)
 {
 	struct ctx *c = *state;
-	struct rlimit was, low;
+	struct rlimit was;
 	struct sw_switch sw;
 	char err[256];
-	int next;
 
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
-	next = dup(0);                 /* the lowest free descriptor: none past it */
-	assert_true(next >= 0);
-	close(next);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = (rlim_t)next;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	no_more_descriptors(&was);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
 	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	iow_take(&c->w, 0, &c->news);
@@ -418,10 +426,10 @@ static void test_failed_read_tried_again(void **state)
 static void test_failed_read_later_comes_back_audited(void **state)
 {
 	struct ctx *c = *state;
-	struct rlimit was, low;
+	struct rlimit was;
 	struct sw_switch sw;
 	char err[256];
-	int next, n = 0;
+	int n = 0;
 
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
@@ -429,13 +437,7 @@ static void test_failed_read_later_comes_back_audited(void **state)
 	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	iow_take(&c->w, 0, &c->news);
 	assert_int_equal(c->news.set.n, 1);
-	next = dup(0);
-	assert_true(next >= 0);
-	close(next);
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
-	low = was;
-	low.rlim_cur = (rlim_t)next;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	no_more_descriptors(&was);
 	assert_int_equal(utimensat(AT_FDCWD, c->sw, NULL, 0), 0);   /* new times, no descriptor */
 	n = wait_set(c, 0);
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
