@@ -39,6 +39,46 @@ static int setup(void **state)
 	return f ? 0 : -1;
 }
 
+/* A daemon d running `running` on the fixture's maps (slots assigned, services programmed,
+ * controllers initialised at now, events to /dev/null), whose config file (path, a mkstemp
+ * template) already holds `next`: what its reload reads. Returns the services running. */
+static int run_then_edit(struct fixture *f, struct daemon *d, const char *running,
+			 const char *next, char *path, uint64_t now)
+{
+	struct doc_errors errs;
+	int fd = mkstemp(path), n;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
+	close(fd);
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d->cfg, &errs), 0);
+	n = d->cfg.n_services;
+	d->m = f->m;
+	d->idx = calloc(2 * (size_t)n, sizeof(*d->idx));
+	d->ctl = calloc((size_t)n, sizeof(*d->ctl));
+	d->books = calloc((size_t)n, sizeof(*d->books));
+	assert_non_null(d->idx);
+	assert_non_null(d->ctl);
+	assert_non_null(d->books);
+	assert_int_equal(maps_assign_indices(&d->m, &d->cfg, d->idx), 0);
+	assert_int_equal(maps_program_services(&d->m, &d->cfg, d->idx), 0);
+	for (int i = 0; i < n; i++)
+		service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg, 1, now);
+	d->events = fopen("/dev/null", "w");
+	snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", path);
+	return n;
+}
+
+static void daemon_gone(struct daemon *d)
+{
+	fclose(d->events);
+	free(d->ctl);
+	free(d->books);
+	free(d->idx);
+	sluice_config_free(&d->cfg);
+}
+
 static void test_switch_group_change_needs_a_restart(void **state)
 {
 	struct fixture *f = *state;
@@ -69,11 +109,7 @@ static void test_switch_group_change_needs_a_restart(void **state)
 	assert_int_equal(d.reloads_ok, 0);
 	assert_string_equal(d.cfg.switch_group, "sre");
 	assert_int_equal(d.cfg.services[0].limit_fixed, 10);
-	fclose(d.events);
-	free(d.ctl);
-	free(d.books);
-	free(d.idx);
-	sluice_config_free(&d.cfg);
+	daemon_gone(&d);
 }
 
 /* An applied reload hands each service's learned state to the service of that name, wherever
@@ -99,33 +135,14 @@ static void test_learned_state_follows_the_name(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	int fd = mkstemp(path), n;
-	struct doc_errors errs;
+	int n = run_then_edit(f, &d, RUNNING, MOVED, path, 1);
 	int rc;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, MOVED, strlen(MOVED)), (ssize_t)strlen(MOVED));
-	close(fd);
-	memset(&d, 0, sizeof(d));
-	assert_int_equal(sluice_config_parse(RUNNING, strlen(RUNNING), "old", &d.cfg, &errs), 0);
-	n = d.cfg.n_services;
-	d.m = f->m;
-	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
-	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
-	d.books = calloc((size_t)n, sizeof(*d.books));
-	assert_non_null(d.idx);
-	assert_non_null(d.ctl);
-	assert_non_null(d.books);
-	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
-	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
 	/* what each running service learned: a baseline of (its index + 1) ms */
 	for (int i = 0; i < n; i++) {
-		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, 1);
 		d.ctl[i].base.value_us = 1000u * (unsigned)(i + 1);
 		d.books[i].ctl_reset_ack = (unsigned)(i + 1);
 	}
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
 
 	rc = daemon_reload(&d, 1, monotonic_ns());
 	unlink(path);
@@ -141,11 +158,7 @@ static void test_learned_state_follows_the_name(void **state)
 	assert_int_equal(d.books[2].ctl_reset_ack, 4);
 	assert_int_equal(d.ctl[3].base.value_us, 0);     /* e: new, nothing learned */
 	assert_int_equal(d.books[3].ctl_reset_ack, 0);
-	fclose(d.events);
-	free(d.ctl);
-	free(d.books);
-	free(d.idx);
-	sluice_config_free(&d.cfg);
+	daemon_gone(&d);
 }
 
 /* An operator's request is judged against the maps at the next tick; a config reload may come
@@ -166,32 +179,13 @@ static void test_request_judged_after_a_reload(void **state)
 	const char *next = "interface: lo\nservices:\n"
 		"  - { name: b, port: 8081, protocol: tcp }\n"
 		"  - { name: c, port: 8082, protocol: tcp }\n";
-	int fd = mkstemp(path), cfd, n;
+	int cfd;
 	struct sluice_verdict v;
-	struct doc_errors errs;
 	json_t *req, *ans = NULL, *seen;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
-	close(fd);
 	assert_non_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/ops.sock", dir);
-	memset(&d, 0, sizeof(d));
-	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d.cfg, &errs), 0);
-	n = d.cfg.n_services;
-	d.m = f->m;
-	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
-	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
-	d.books = calloc((size_t)n, sizeof(*d.books));
-	assert_non_null(d.idx);
-	assert_non_null(d.ctl);
-	assert_non_null(d.books);
-	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
-	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
-	for (int i = 0; i < n; i++)
-		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, 1);
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+	run_then_edit(f, &d, running, next, path, 1);
 	assert_int_equal(ops_listen(&ops, sock, why, sizeof(why)), 0);
 
 	cfd = opp_connect(sock, why, sizeof(why));
@@ -227,11 +221,7 @@ static void test_request_judged_after_a_reload(void **state)
 	ops_close(&ops);
 	unlink(path);
 	rmdir(dir);
-	fclose(d.events);
-	free(d.ctl);
-	free(d.books);
-	free(d.idx);
-	sluice_config_free(&d.cfg);
+	daemon_gone(&d);
 }
 
 /* The Retry-After of a service's 503 as the map holds it. */
@@ -263,42 +253,18 @@ static void test_reload_and_the_503_retry_after(void **state)
 		"  - { name: b, port: 8081, protocol: http, retry_after_s: 2 }\n";
 	const char *next = "interface: lo\nservices:\n"
 		"  - { name: b, port: 8081, protocol: http, retry_after_s: 2 }\n";
-	int fd = mkstemp(path), n;
-	struct doc_errors errs;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
-	close(fd);
-	memset(&d, 0, sizeof(d));
-	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d.cfg, &errs), 0);
-	n = d.cfg.n_services;
-	d.m = f->m;
-	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
-	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
-	d.books = calloc((size_t)n, sizeof(*d.books));
-	assert_non_null(d.idx);
-	assert_non_null(d.ctl);
-	assert_non_null(d.books);
-	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
-	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
-	for (int i = 0; i < n; i++)
-		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, 1);
+	run_then_edit(f, &d, running, next, path, 1);
 	/* b's breaker is open for 30 s more: its tick wrote that */
 	assert_int_equal(maps_write_reply(&d.m, d.idx[1], SLUICE_REPLY_503, 30), 0);
 	d.books[1].retry_after_written = 30;
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
 
 	assert_int_equal(daemon_reload(&d, 0, monotonic_ns()), 1);
 	unlink(path);
 	assert_string_equal(d.cfg.services[0].name, "b");
 	assert_int_equal(retry_after_in_map(&d.m, d.idx[0]), 2);
 	assert_int_equal(d.books[0].retry_after_written, 2);
-	fclose(d.events);
-	free(d.ctl);
-	free(d.books);
-	free(d.idx);
-	sluice_config_free(&d.cfg);
+	daemon_gone(&d);
 }
 
 /* The controller's ctl_state entry names its service by name and port (status, `sluicectl
@@ -318,30 +284,10 @@ static void test_port_change_rewrites_the_ctl_state_entry(void **state)
 		"  - { name: a, port: 8080, protocol: tcp }\n"
 		"  - { name: b, port: 9091, protocol: tcp }\n";
 	unsigned long long now = monotonic_ns();
-	int fd = mkstemp(path), n;
-	struct doc_errors errs;
+	int n = run_then_edit(f, &d, running, next, path, now);
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
-	close(fd);
-	memset(&d, 0, sizeof(d));
-	assert_int_equal(sluice_config_parse(running, strlen(running), "old", &d.cfg, &errs), 0);
-	n = d.cfg.n_services;
-	d.m = f->m;
-	d.idx = calloc(2 * (size_t)n, sizeof(*d.idx));
-	d.ctl = calloc((size_t)n, sizeof(*d.ctl));
-	d.books = calloc((size_t)n, sizeof(*d.books));
-	assert_non_null(d.idx);
-	assert_non_null(d.ctl);
-	assert_non_null(d.books);
-	assert_int_equal(maps_assign_indices(&d.m, &d.cfg, d.idx), 0);
-	assert_int_equal(maps_program_services(&d.m, &d.cfg, d.idx), 0);
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
-	for (int i = 0; i < n; i++) {
-		service_ctl_init(&d.ctl[i], &d.cfg.services[i], &d.cfg, 1, now);
+	for (int i = 0; i < n; i++)
 		daemon_ctl_export_tick(&d, i, now);
-	}
 	assert_int_equal(maps_read_ctl_slot(&d.m, d.idx[1], &slot), 0);
 	assert_int_equal(slot.port, 8081);
 
@@ -354,11 +300,7 @@ static void test_port_change_rewrites_the_ctl_state_entry(void **state)
 	assert_string_equal(slot.name, "b");
 	assert_int_equal(slot.port, 9091);
 	assert_true(ctl_slot_belongs(&slot, &d.cfg.services[1]));
-	fclose(d.events);
-	free(d.ctl);
-	free(d.books);
-	free(d.idx);
-	sluice_config_free(&d.cfg);
+	daemon_gone(&d);
 }
 
 int main(void)
