@@ -47,12 +47,14 @@ status() { $CTL status --json > "$TMP/status.json"; }
 cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if c['class']=='$1'][0]$2"; }
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 flood() { # flood OUT [S] [RATE]: L3 at RATE (200)/s for S (3) s and L0 at 10/s, keep-alive, in
-	   # the background
+	   # the background. L0's arrivals are evenly spaced: the tests below count on at least 20 of
+	   # them, and a Poisson count of mean 30 falls under 20 in about one run of fifty.
 	start_bg "$1.l3" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
 		--rate "${3:-200}" --duration "${2:-3}" --timeout-ms 3000 --quiet --class L3:1
 	L3PID=$LAST_PID
 	start_bg "$1.l0" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
-		--rate 10 --duration "${2:-3}" --timeout-ms 3000 --quiet --class L0:1:src=198.18.0.10
+		--arrivals uniform --rate 10 --duration "${2:-3}" --timeout-ms 3000 --quiet \
+		--class L0:1:src=198.18.0.10
 	L0PID=$LAST_PID
 }
 # The cap is set at L3's room (2: a tenth of 20), never above it, at least 2.

@@ -94,7 +94,7 @@ start_bg "$TMP/l3.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --m
 	--rate 300 --duration 3 --quiet --class L3:1:path=/report
 L3PID=$LAST_PID
 start_bg "$TMP/l0.json" $IN_CLI "$BUILD/tools/loadgen" --target $SRV_IP:8080 --mode http-keepalive \
-	--rate 20 --duration 3 --quiet --class L0:1:src=198.18.0.10
+	--arrivals uniform --rate 20 --duration 3 --quiet --class L0:1:src=198.18.0.10
 L0PID=$LAST_PID
 sleep 1.5   # part of the scenario: sample the rate in the middle of the 3 s flood
 # The rate comes from two snapshots 250 ms apart: a short window on a busy machine, so the
