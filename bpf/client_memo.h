@@ -19,7 +19,8 @@
  * - It is written back at least every SLUICE_MEMO_BYTES of client data and every
  *   SLUICE_MEMO_JIFFIES: the entry's client_next stays within the window a client FIN or RST
  *   is checked against at XDP (SLUICE_SEQ_WINDOW, four times as much), and its last-seen as
- *   fresh as the whole way keeps it.
+ *   fresh as the whole way keeps it. While the flow has a request open, every jiffy: the
+ *   whole way moves the request's start to its latest bytes.
  * - A write-back goes only into the entry the memo was taken from (its admission time tells a
  *   later connection on the same 4-tuple from it), and only while the entry still lies
  *   between where the memo took it and where the memo got to (forwards, and never from a
@@ -125,6 +126,7 @@ static __always_inline int client_data_followed(struct __sk_buff *skb, const str
 {
 	struct sluice_client_memo *m;
 	__u32 seq, end;
+	__u64 j;
 
 	if (!plain_data(p))
 		return 0;
@@ -135,8 +137,11 @@ static __always_inline int client_data_followed(struct __sk_buff *skb, const str
 	end = seq + p->payload_len;
 	if (seq != m->next && end != m->next)
 		return 0;
-	if (end - m->synced > SLUICE_MEMO_BYTES ||
-	    bpf_jiffies64() - m->jiffies >= SLUICE_MEMO_JIFFIES)
+	j = bpf_jiffies64();
+	if (end - m->synced > SLUICE_MEMO_BYTES || j - m->jiffies >= SLUICE_MEMO_JIFFIES)
+		return 0;
+	/* new bytes of an open request at a new tick: the whole way moves its start to them */
+	if (m->request_open && j != m->jiffies && seq == m->next)
 		return 0;
 	if (!no_method_byte(skb, p) || !memo_is_of(m, p))
 		return 0;
@@ -210,6 +215,7 @@ static __always_inline void client_memo_take(const struct sluice_flow_key *key,
 	m->admitted_ns = f->admitted_ns;
 	m->jiffies = bpf_jiffies64();
 	m->gathered = gathered;
+	m->request_open = (READ_ONCE(f->req_active) & SLUICE_OWN_STATE) == SLUICE_OWN_ACTIVE;
 	m->valid = 1;
 }
 

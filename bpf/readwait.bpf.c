@@ -65,8 +65,10 @@ struct {
 	SLUICE_FLOWS_SHAPE;
 } flows SEC(".maps");
 
-/* The unit already measured on a socket: its req_start_ns (one sample per request or turn;
- * a unit the server reads in several reads is measured at the first). Socket-local storage:
+/* The unit already measured on a socket (one sample per request or turn; a unit the server
+ * reads in several reads is measured at the first): a tcp turn's req_start_ns, an http
+ * request's first sequence number with the top bit set (its req_start_ns moves on while more
+ * of its bytes arrive). Socket-local storage:
  * written by this probe only, created for a socket only while its flow holds an open unit,
  * freed by the kernel with the socket (its memory is charged to the socket). Nobody else
  * reads it. Not pinned. */
@@ -119,7 +121,7 @@ int BPF_PROG(read_wait, struct sock *sk)
 	struct sluice_wait_stats *st;
 	struct sluice_flow *f;
 	__u32 port, v, w, cpu, idx, *p;
-	__u64 start, now, *last;
+	__u64 start, id, now, *last;
 	int slot;
 
 	/* A socket of another port: this lookup, and back. */
@@ -169,10 +171,11 @@ int BPF_PROG(read_wait, struct sock *sk)
 		return 0;
 	/* One sample per unit: a later read of the same one (a body, the rest of a turn) is not
 	 * its first. Readers of one socket hold its lock: no two at once. */
+	id = (w & SLUICE_OWN_TURN) ? start : SLUICE_SETUP_PENDING | READ_ONCE(f->req_seq);
 	last = bpf_sk_storage_get(&seen, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!last || *last == start)
+	if (!last || *last == id)
 		return 0;
-	*last = start;
+	*last = id;
 	now = bpf_ktime_get_ns();
 	if (now <= start)
 		return 0;

@@ -1216,6 +1216,27 @@ static __always_inline int tc_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/* More bytes of an open http request (the rest of its head, its body) before the server
+ * answered: the request's clock starts again from them. Its latency sample is then the
+ * server's time after the client's last bytes, not the client's own pace: a client that sends
+ * the first bytes of its requests early and the rest late would otherwise make slow samples
+ * while the backend idles, and the adaptive limit they steer binds every class. The start
+ * moves to the first such segment of each later tick of the coarse clock (now, which the
+ * caller has for last-seen): the exact clock is read only then, at most once a tick and
+ * request, and segments later in the same tick (a burst: microseconds) leave it. By
+ * compare-and-swap, so a start the next request wrote meanwhile is not put back. */
+static __always_inline void request_bytes_arrived(struct sluice_flow *f, __u64 now)
+{
+	__u32 w = READ_ONCE(f->req_active);
+	__u64 start;
+
+	if ((w & (SLUICE_OWN_STATE | SLUICE_OWN_TURN)) != SLUICE_OWN_ACTIVE)
+		return;
+	start = READ_ONCE(f->req_start_ns);
+	if (start && (__s64)(now - start) > 0)
+		__sync_val_compare_and_swap(&f->req_start_ns, start, bpf_ktime_get_ns());
+}
+
 /* An admitted request becomes the flow's: its token (service, class, client count) goes into
  * the ownership word by compare-and-swap from DECIDING. Should the flow have ended meanwhile
  * (a server FIN or RST, the GC, while this CPU decided: the word is DEAD, or the entry was
@@ -1300,7 +1321,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct src_answer src;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
 	__u32 tok;
-	int gathered;
+	int gathered, more = 0;
 	__u64 now;
 	int reason = 0, rc;
 
@@ -1420,9 +1441,12 @@ not_at_client:
 			st->retransmits++;
 	}
 not_a_start:
-	advance_by_client(f, seq, end);
+	more = advance_by_client(f, seq, end);
 undecided:
-	touch_flow(f, coarse_now());
+	now = coarse_now();
+	if (more)
+		request_bytes_arrived(f, now);
+	touch_flow(f, now);
 	client_memo_take(&key, f, gathered);
 	return TC_ACT_OK;
 }

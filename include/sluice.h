@@ -636,7 +636,10 @@ struct sluice_client_memo {
 	__u8 valid;
 	__u8 gathered;                   /* the whole way that took it found the entry as every
 	                                  * CPU's memo has it (or had no need to look) */
-	__u16 _pad;
+	__u8 request_open;               /* the entry had a request open: a segment of a later
+	                                  * jiffy goes the whole way, which moves the request's
+	                                  * start to it (sluice.bpf.c, request_bytes_arrived) */
+	__u8 _pad;
 };
 _Static_assert(sizeof(struct sluice_client_memo) == 64, "one cache line");
 

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <unistd.h>
 #include <poll.h>
+#include <time.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -2394,6 +2395,95 @@ static void upload_followed_here(struct fixture *f, struct pkt_spec *rq, struct 
 
 #define POST_UP "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 24\r\n\r\n"
 
+/* Returns at the start of a new tick of the kernel's coarse clock (the one TC ingress stamps
+ * late bytes with and whose jiffy the memo is taken in), waiting at most a second. */
+static unsigned long long next_tick(void)
+{
+	struct timespec t0, t;
+	unsigned long long deadline = monotonic_ns() + 1000000000ull;
+
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC_COARSE, &t0), 0);
+	do {
+		assert_int_equal(clock_gettime(CLOCK_MONOTONIC_COARSE, &t), 0);
+		assert_true(monotonic_ns() < deadline);
+	} while (t.tv_sec == t0.tv_sec && t.tv_nsec == t0.tv_nsec);
+	return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+/* The latency samples of class 2 so far: their count and sum (us). */
+static void samples_so_far(struct fixture *f, unsigned long long *n, unsigned long long *sum_us)
+{
+	struct sluice_hist h;
+
+	maps_read_hist(&f->m, f->idx[0], 2, &h);
+	*n = 0;
+	for (int i = 0; i < SLUICE_HIST_BUCKETS; i++)
+		*n += h.bucket[i];
+	*sum_us = h.sum_us;
+}
+
+/* A request whose first bytes came early and the rest late (a slow client, or one trickling
+ * its requests to make the service look slow) is timed from its late bytes: the server's time
+ * after the client's last bytes, not the client's pace. Whether the rest begins like a token
+ * (the whole way at TC ingress) or is a body segment this CPU's memo follows (it goes the
+ * whole way at a new tick while the request is open), the start moves to it; a sample is
+ * never longer than from the first byte, and nothing moves a start once the request ended. */
+static void test_request_timed_from_its_late_bytes(void **state)
+{
+	struct fixture *f = *state;
+
+	for (int i = 0; i < 2; i++) {
+		uint16_t port = (uint16_t)(1800 + i);
+		struct pkt_spec rq = request("203.0.113.30", port, i ? POST_UP :
+								   "GET /x HTTP/1.1\r\n");
+		struct sluice_flow_key k = flow_key("203.0.113.30", port);
+		unsigned long long n0, sum0, n, sum, early, tick;
+		struct pkt_spec last = rq, rest;
+		struct sluice_flow fl;
+
+		samples_so_far(f, &n0, &sum0);
+		handshake(f, &rq);
+		admitted(f, &rq);
+		if (i) { /* the body's first segment: the memo follows the client from its end */
+			last = after(&rq, "{\"a\": 1}");
+			admitted(f, &last);
+			struct sluice_client_memo m[libbpf_num_possible_cpus()];
+			uint32_t zero = 0;
+
+			assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.client_memo),
+							     &zero, m), 0);
+			assert_true(m[sched_getcpu()].valid && m[sched_getcpu()].request_open);
+		}
+		/* the request's first bytes came 300 ms ago (or at the clock's start) */
+		fl = flow_of(f, "203.0.113.30", port);
+		early = fl.req_start_ns > 300000000ull ? fl.req_start_ns - 300000000ull : 1;
+		fl.req_start_ns = early;
+		assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+		tick = next_tick();
+		rest = after(&last, i ? "{\"b\": 2}" : "Host: t\r\n\r\n");
+		admitted(f, &rest);
+		fl = flow_of(f, "203.0.113.30", port);
+		assert_true(fl.req_start_ns >= tick);
+		assert_true(fl.req_start_ns <= monotonic_ns());
+		assert_int_equal(fl.client_next, rest.seq + rest.payload_len);
+		struct pkt_spec rs = response("203.0.113.30", port,
+					      "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+		rs.ack = rest.seq + (uint32_t)rest.payload_len;
+		egress(f, &rs);
+		samples_so_far(f, &n, &sum);
+		assert_int_equal(n - n0, 1);
+		assert_true(sum - sum0 < 100000); /* not the 300 ms since the first bytes */
+		assert_int_equal(inflight(f), 0);
+		/* after the answer: more bytes that start nothing move no start */
+		fl = flow_of(f, "203.0.113.30", port);
+		early = fl.req_start_ns;
+		next_tick();
+		struct pkt_spec more = after(&rest, "{}");
+		admitted(f, &more);
+		assert_int_equal(flow_of(f, "203.0.113.30", port).req_start_ns, early);
+	}
+}
+
 /* An upload whose server answers before it has read the body (an early 413, say): the body's
  * segments after the first move only the memo; the client's next request starts where the
  * client really is, and is decided there. */
@@ -2761,6 +2851,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_timed_from_its_late_bytes, setup,
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_unanswered_refusal_admits, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_status_of_the_request_form_not_an_error, setup, harness_teardown),

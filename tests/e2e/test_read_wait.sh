@@ -76,10 +76,12 @@ wait_for 5 "the three listeners" sh -c "$IN_SRV ss -Hltn | grep -cE ':(8080|8081
 start_sluiced "$CFG" || { ok 1 "sluiced starts"; finish; exit 1; }
 
 # The closed-loop client: N keep-alive connections, each sending its next request when the
-# last is answered, until SECONDS have passed or it has had MAX answers. One JSON line.
+# last is answered, until SECONDS have passed or it has had MAX answers; with GAP, each request
+# in two parts GAP seconds apart (a trickling client). One JSON line.
 cat > "$TMP/client.py" <<'PY'
 import json, socket, sys, threading, time
 ip, port, n, secs, cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+gap = float(sys.argv[6]) if len(sys.argv) > 6 else 0
 req = b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n"
 lock = threading.Lock()
 tot = {"responses": 0, "errors": 0, "lat_s": 0.0}
@@ -92,7 +94,12 @@ def client():
         buf = b""
         while time.monotonic() < end and ok + err < cap:
             t0 = time.monotonic()
-            s.sendall(req)
+            if gap:
+                s.sendall(req[:19])
+                time.sleep(gap)
+                s.sendall(req[19:])
+            else:
+                s.sendall(req)
             while True:
                 i = buf.find(b"\r\n\r\n")
                 if i >= 0:
@@ -129,18 +136,22 @@ scrape() { $IN_SRV curl -s --max-time 2 "http://127.0.0.1:$(mport)/metrics" > "$
 mval() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/metrics.txt"; }
 waits() { mval "sluice_read_waits_total{service=\"$1\"}"; }
 waitsum() { mval "sluice_read_wait_seconds_total{service=\"$1\"}"; }
+hsum() { mval "sluice_request_duration_seconds_sum{service=\"$1\",class=\"L0\"}"; }
+hcount() { mval "sluice_request_duration_seconds_count{service=\"$1\",class=\"L0\"}"; }
 # close_to A B: A within max(2, 3 %) of B (B > 0)
 close_to() { python3 -c "import sys; a, b = $1, $2; sys.exit(0 if b > 0 and abs(a - b) <= max(2, 0.03 * b) else 1)"; }
 # lt / gt A B, as floats
 lt() { python3 -c "import sys; sys.exit(0 if $1 < $2 else 1)"; }
 gt() { python3 -c "import sys; sys.exit(0 if $1 > $2 else 1)"; }
-# run_load NAME SERVICE PORT CLIENTS SECONDS MAX: the closed loop; sets RESP, ERRS, LAT_MS, and
-# the probe's counts over it: DW (waits), MEAN_MS (their mean)
+# run_load NAME SERVICE PORT CLIENTS SECONDS MAX [GAP]: the closed loop; sets RESP, ERRS,
+# LAT_MS, the probe's counts over it: DW (waits), MEAN_MS (their mean), and sluice's mean
+# latency of the service's L0 requests over it: SLUICE_MS
 run_load() {
-	local w0 s0 w1 s1
-	scrape; w0=$(waits "$2"); s0=$(waitsum "$2")
-	in_cli python3 "$TMP/client.py" $SRV_IP "$3" "$4" "$5" "$6" > "$TMP/$1.json"
-	scrape; w1=$(waits "$2"); s1=$(waitsum "$2")
+	local w0 s0 w1 s1 h0 c0 h1 c1
+	scrape; w0=$(waits "$2"); s0=$(waitsum "$2"); h0=$(hsum "$2"); c0=$(hcount "$2")
+	in_cli python3 "$TMP/client.py" $SRV_IP "$3" "$4" "$5" "$6" ${7:-} > "$TMP/$1.json"
+	scrape; w1=$(waits "$2"); s1=$(waitsum "$2"); h1=$(hsum "$2"); c1=$(hcount "$2")
+	SLUICE_MS=$(python3 -c "print(round((${h1:-0} - ${h0:-0}) * 1e3 / max(${c1:-0} - ${c0:-0}, 1), 2))")
 	RESP=$(json_get "$TMP/$1.json" "d['responses']"); ERRS=$(json_get "$TMP/$1.json" "d['errors']")
 	LAT_MS=$(json_get "$TMP/$1.json" "d['mean_latency_ms']")
 	DW=$((${w1:-0} - ${w0:-0}))
@@ -194,6 +205,16 @@ run_load idle web 8080 2 2 2000
 ok $([ "$RESP" -ge 50 ] && [ "$ERRS" = 0 ] && close_to "$DW" "$RESP" && lt "$MEAN_MS" 2 && echo 0 || echo 1) \
 	"2 clients, 4 workers: no queue, mean wait $MEAN_MS ms (< 2), $DW waits for $RESP responses (latency $LAT_MS ms)" \
 	"$(grep read_wait "$TMP/metrics.txt")"
+
+# A trickling client (each request's first bytes, then the rest 100 ms later): the worker
+# reads the first part at once (one wait, under 2 ms), and the request is timed from its rest
+# (sluice's mean latency the server's 20 ms, not the 120 ms the client waits); the rest's read
+# is no second wait.
+run_load trickle web 8080 2 2 2000 0.1
+ok $([ "$RESP" -ge 10 ] && [ "$ERRS" = 0 ] && [ "$DW" = "$RESP" ] && lt "$MEAN_MS" 2 &&
+	lt "$SLUICE_MS" 50 && gt "$LAT_MS" 100 && echo 0 || echo 1) \
+	"2 clients trickling (100 ms between a request's parts): $DW waits for $RESP responses, mean wait $MEAN_MS ms (< 2); timed from the rest: $SLUICE_MS ms (< 50) where the client waited $LAT_MS ms" \
+	"$(grep -E 'read_wait|duration_seconds_(sum|count)\{service="web"' "$TMP/metrics.txt")"
 
 # --- 3. a server that reads at once and queues inside: the latency without the wait ---------
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
