@@ -45,6 +45,15 @@ static __always_inline void pick_rule(struct class_pick *best, __u8 order, __u8 
 	}
 }
 
+/* 1 when k (a key under svc | SLUICE_SRC_TRUST) is inside the service's trust_from: a
+ * prefix holds it, and not the v4-mapped range's own entry (SLUICE_SRC_UNTRUSTED). */
+static __always_inline int trust_lookup(const struct sluice_src_key *k)
+{
+	struct sluice_src_rule *r = bpf_map_lookup_elem(&source_rules, k);
+
+	return r && r->class != SLUICE_SRC_UNTRUSTED;
+}
+
 /* 1 when the address (v4-mapped for IPv4) is inside the service's trust_from (see
  * SLUICE_SRC_TRUST). */
 static __always_inline int addr_trusted(__u32 svc, const __u8 addr[16])
@@ -52,7 +61,7 @@ static __always_inline int addr_trusted(__u32 svc, const __u8 addr[16])
 	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
 
 	__builtin_memcpy(k.addr, addr, 16);
-	return bpf_map_lookup_elem(&source_rules, &k) != 0;
+	return trust_lookup(&k);
 }
 
 /* 1 when the packet's source is inside the service's trust_from. */
@@ -61,7 +70,7 @@ static __always_inline int source_trusted(__u32 svc, const struct pkt *p)
 	struct sluice_src_key k = { .prefixlen = 32 + 128, .svc = svc | SLUICE_SRC_TRUST };
 
 	pkt_addr(p, 1, k.addr);
-	return bpf_map_lookup_elem(&source_rules, &k) != 0;
+	return trust_lookup(&k);
 }
 
 /* What `source_rules` says of a unit's source: its source rule (order SLUICE_RULE_NONE: none
@@ -159,7 +168,7 @@ static __always_inline __u8 source_cache_of(const struct sluice_service *sc, __u
 	/* A service whose rules read no mark never asks for trust: no lookup (a rewrite that
 	 * adds such a rule stamps the service, and this answer no longer counts). */
 	k.svc = svc | SLUICE_SRC_TRUST;
-	if (service_reads_marks(sc) && bpf_map_lookup_elem(&source_rules, &k))
+	if (service_reads_marks(sc) && trust_lookup(&k))
 		c |= SLUICE_SRC_TRUSTED;
 	return c;
 }

@@ -241,6 +241,12 @@ struct sluice_src_key {
  * the source rules never lands on one. */
 #define SLUICE_SRC_TRUST      0x80000000u
 
+/* An IPv6 prefix never matches an IPv4 client: when one spans the v4-mapped range (::/0),
+ * that range (::ffff:0:0/96) gets an entry of its own in the same key space, which an IPv4
+ * source's longest match finds first -- among source rules, order SLUICE_RULE_NONE (no rule);
+ * among trust_from prefixes, class SLUICE_SRC_UNTRUSTED (not trusted). */
+#define SLUICE_SRC_UNTRUSTED  1
+
 struct sluice_src_rule {
 	__u8 class;
 	__u8 order;

@@ -1127,6 +1127,75 @@ static void test_first_matching_source_rule_wins(void **state)
 	assert_int_equal(stats(f, 0, 2).arrivals, 1);
 }
 
+/* Prefixes of one family only: IPv6 ::/0 covers every IPv6 client and no IPv4 one, IPv4
+ * 0.0.0.0/0 every IPv4 client and no IPv6 one, as source rules and as trust_from. */
+static const char *FAMILY_CONFIG =
+	"interface: lo\n"
+	"services:\n"
+	"  - name: six\n"
+	"    port: 5432\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 100 }\n"
+	"    default_class: L3\n"
+	"    trust_from: [\"::/0\"]\n"
+	"    classify:\n"
+	"      - { source: \"::/0\", class: L2 }\n"
+	"      - { source: 198.18.0.0/15, class: L0 }\n"
+	"      - { dscp: 46, class: L1 }\n"
+	"  - name: four\n"
+	"    port: 6000\n"
+	"    protocol: tcp\n"
+	"    limit: { fixed: 100 }\n"
+	"    default_class: L3\n"
+	"    trust_from: [0.0.0.0/0]\n"
+	"    classify:\n"
+	"      - { source: 0.0.0.0/0, class: L2 }\n"
+	"      - { source: 2001:db8:1::/48, class: L0 }\n"
+	"      - { dscp: 46, class: L1 }\n";
+
+static int setup_families(void **state)
+{
+	return (*state = harness_fixture(FAMILY_CONFIG, 0, 1000000000ull)) ? 0 : -1;
+}
+
+static void test_prefix_matches_only_its_own_family(void **state)
+{
+	struct fixture *f = *state;
+	struct pkt_spec v6 = { .v6 = 1, .src = "2001:db8:a::5", .dst = SERVER6, .sport = 7000,
+			       .dport = 5432, .seq = 1, .syn = 1, .dscp = 46, .tcp_opts = 20 };
+	struct pkt_spec v4 = syn4("203.0.113.9", 7001, 5432), v4rule = syn4("198.18.3.3", 7002, 5432);
+	unsigned long long marks = untrusted(f, 0);
+
+	/* six: ::/0 (rule 0) classes an IPv6 client L2; an IPv4 one it leaves to the rules
+	 * after it -- 198.18.0.0/15 (rule 1) is not shadowed by it -- and its DSCP mark is not
+	 * trusted: the default class, the mark counted as ignored. */
+	v4.dscp = 46;
+	xdp(f, &v6);
+	xdp(f, &v4);
+	xdp(f, &v4rule);
+	assert_int_equal(stats(f, 0, 2).arrivals, 1);
+	assert_int_equal(stats(f, 0, 3).arrivals, 1);
+	assert_int_equal(stats(f, 0, 0).arrivals, 1);
+	assert_int_equal(stats(f, 0, 1).arrivals, 0);
+	assert_int_equal(untrusted(f, 0), marks + 1);
+
+	/* four: the mirror image. */
+	marks = untrusted(f, 1);
+	v6.dport = v4.dport = 6000;
+	v6.sport = 7003;
+	v6.src = "2001:db8:1::7";                             /* rule 1: L0 */
+	xdp(f, &v6);
+	v6.sport = 7004;
+	v6.src = "2001:db8:a::6";                             /* no rule, mark untrusted: L3 */
+	xdp(f, &v6);
+	xdp(f, &v4);                                          /* rule 0: L2 */
+	assert_int_equal(stats(f, 1, 0).arrivals, 1);
+	assert_int_equal(stats(f, 1, 3).arrivals, 1);
+	assert_int_equal(stats(f, 1, 2).arrivals, 1);
+	assert_int_equal(stats(f, 1, 1).arrivals, 0);
+	assert_int_equal(untrusted(f, 1), marks + 1);
+}
+
 static void test_drop_mode(void **state)
 {
 	struct fixture *f = *state;
@@ -3775,6 +3844,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_v6_vlan_dscp_classified_and_rst, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_ip_options_and_ext_headers_decided, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_first_matching_source_rule_wins, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_matches_only_its_own_family,
+						setup_families, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_drop_mode, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_priority_count_never_blocks_higher_class, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrency_cap, setup, harness_teardown),

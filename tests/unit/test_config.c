@@ -745,6 +745,36 @@ static void test_trust_from(void **state)
 	expect_error(&f->errs, 10, "trust_from");
 }
 
+/* A prefix has one family: ::ffff:a.b.c.d/LEN is the IPv4 prefix it spells; ::/0 and ::/64
+ * are IPv6 prefixes that span the v4-mapped range (so it gets an entry of its own), which
+ * 2001:db8::/32 and the IPv4 0.0.0.0/0 do not. */
+static void test_prefix_families(void **state)
+{
+	struct fx *f = *state;
+	const char *good =
+		"interface: lo\n"
+		"services:\n"
+		"  - name: web\n"
+		"    port: 80\n"
+		"    trust_from: [\"::ffff:10.0.0.0/104\", \"::/0\", \"::/64\", \"2001:db8::/32\",\n"
+		"                 0.0.0.0/0, \"::fffe:0:0/95\"]\n";
+
+	expect_ok(f, parse(f, good));
+	const struct service_conf *s = &f->cfg.services[0];
+	assert_int_equal(s->n_trust, 6);
+	assert_true(s->trust[0].is_v4);
+	assert_int_equal(s->trust[0].prefix_len, 96 + 8);
+	assert_false(prefix_spans_v4(&s->trust[0]));
+	assert_false(s->trust[1].is_v4);
+	assert_true(prefix_spans_v4(&s->trust[1]));
+	assert_true(prefix_spans_v4(&s->trust[2]));
+	assert_false(prefix_spans_v4(&s->trust[3]));
+	assert_true(s->trust[4].is_v4);
+	assert_false(prefix_spans_v4(&s->trust[4]));
+	assert_false(s->trust[5].is_v4);
+	assert_true(prefix_spans_v4(&s->trust[5]));
+}
+
 static void test_bad_headroom(void **state)
 {
 	struct fx *f = *state;
@@ -1423,6 +1453,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_dscp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_from, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_families, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rule_name_lengths, setup, teardown),

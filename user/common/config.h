@@ -38,6 +38,11 @@ struct class_rule {
 	char path[SLUICE_PATH_LEN];       /* RULE_PATH */
 };
 
+/* 1 when r is an IPv6 prefix whose range holds the v4-mapped one (::ffff:0:0/96, where IPv4
+ * addresses are stored): ::/0, ::/64 and the like. Such a prefix must not match IPv4 clients,
+ * so the v4-mapped range gets an entry of its own beside it (see program_source_rules). */
+int prefix_spans_v4(const struct class_rule *r);
+
 struct breaker_conf {
 	int min_calls;                    /* 20 */
 	double error_rate;                /* 0.5 */

@@ -67,6 +67,9 @@ static const char *parse_addr_port(const char *s, struct service_conf *sc)
 	return NULL;
 }
 
+/* The first 12 bytes of an IPv4 address as source_rules stores it (::ffff:a.b.c.d). */
+static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
 static const char *parse_prefix(const char *s, struct class_rule *r)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
@@ -105,7 +108,26 @@ static const char *parse_prefix(const char *s, struct class_rule *r)
 			return "host bits set beyond the prefix length";
 	}
 	memcpy(r->addr, a, 16);
+	/* ::ffff:a.b.c.d/LEN (LEN >= 96) is the way a dual-stack socket spells an IPv4 client:
+	 * it is taken for the IPv4 prefix it names, the only clients it can match. */
+	if (!r->is_v4 && r->prefix_len >= 96 && !memcmp(a, v4_mapped_prefix, 12))
+		r->is_v4 = 1;
 	return NULL;
+}
+
+int prefix_spans_v4(const struct class_rule *r)
+{
+	int bits = r->prefix_len;
+
+	if (r->is_v4 || bits > 96)
+		return 0;
+	for (int i = 0; i < 12 && bits > 0; i++, bits -= 8) {
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+
+		if ((r->addr[i] & mask) != (v4_mapped_prefix[i] & mask))
+			return 0;
+	}
+	return 1;
 }
 
 /* A list of percentages: each 1..100, strictly increasing, ending at 100. */
@@ -701,6 +723,20 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 		}
 	}
 }
+/* Entries the v4-mapped range takes of its own in source_rules for service s: one beside its
+ * source rules and one beside its trust_from when an IPv6 prefix there spans the range (see
+ * prefix_spans_v4). */
+static int v4_range_entries(const struct service_conf *s)
+{
+	int rules = 0, trust = 0;
+
+	for (int j = 0; j < s->n_rules; j++)
+		rules |= s->rules[j].kind == RULE_SOURCE && prefix_spans_v4(&s->rules[j]);
+	for (int j = 0; j < s->n_trust; j++)
+		trust |= prefix_spans_v4(&s->trust[j]);
+	return rules + trust;
+}
+
 
 void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config *cfg)
 {
@@ -756,7 +792,8 @@ void config_parse_services(struct ydoc *d, yaml_node_t *n, struct sluice_config 
 		doc_err(d->errs, n, "too many services at an address (ADDR:PORT): %d, at most %d",
 			by_addr, SLUICE_MAX_ADDR_SERVICES);
 	for (int i = 0; i < cfg->n_services; i++)
-		src_rules += cfg->services[i].n_trust; /* the same map holds them */
+		src_rules += cfg->services[i].n_trust + /* the same map holds them */
+			     v4_range_entries(&cfg->services[i]);
 	if (src_rules > SLUICE_MAX_SRC_RULES)
 		doc_err(d->errs, n,
 			"too many source rules and trust_from prefixes in all: %d, at most %d",

@@ -98,12 +98,13 @@ out:
 	return rc;
 }
 
-/* Does rule a's prefix cover rule b's prefix? */
+/* Does rule a's prefix cover rule b's prefix? Never across families: an IPv6 prefix matches
+ * no IPv4 client, so ::/0 shadows no IPv4 rule after it. */
 static int prefix_covers(const struct class_rule *a, const struct class_rule *b)
 {
 	int bits = a->prefix_len;
 
-	if (bits > b->prefix_len)
+	if (bits > b->prefix_len || a->is_v4 != b->is_v4)
 		return 0;
 	for (int i = 0; i < 16 && bits > 0; i++, bits -= 8) {
 		__u8 mask = bits >= 8 ? 0xff : (__u8)(0xff << (8 - bits));
@@ -163,6 +164,23 @@ static void fill_service(struct sluice_service *sv, const struct service_conf *s
 	}
 }
 
+/* An IPv6 prefix among rules (::/0, ::/64...) spans the range IPv4 addresses are stored in:
+ * that range gets an entry of its own, val, under key space svc, so that an IPv4 client's
+ * longest match stops there (no rule, not trusted) and never reaches the IPv6 prefix. */
+static int write_v4_range(const struct sluice_maps *m, const struct class_rule *rules, int n,
+			  __u32 svc, struct sluice_src_rule val)
+{
+	struct sluice_src_key key = { .prefixlen = 32 + 96, .svc = svc };
+	int spans = 0;
+
+	for (int r = 0; r < n; r++)
+		spans |= (rules[r].kind == RULE_SOURCE) && prefix_spans_v4(&rules[r]);
+	if (!spans)
+		return 0;
+	key.addr[10] = key.addr[11] = 0xff;
+	return bpf_map_update_elem(m->source_rules, &key, &val, BPF_ANY);
+}
+
 static int program_source_rules(const struct sluice_maps *m, const struct sluice_config *cfg,
 				const int *idx)
 {
@@ -179,6 +197,14 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
 	for (int i = 0; i < cfg->n_services; i++) {
 		const struct service_conf *sc = &cfg->services[i];
 
+		/* Before the prefixes: an IPv4 0.0.0.0/0 is the same key and overwrites it. */
+		if (write_v4_range(m, sc->rules, sc->n_rules, (__u32)idx[i],
+				   (struct sluice_src_rule){ .order = SLUICE_RULE_NONE }))
+			err = -errno;
+		if (write_v4_range(m, sc->trust, sc->n_trust, (__u32)idx[i] | SLUICE_SRC_TRUST,
+				   (struct sluice_src_rule){ .order = SLUICE_RULE_NONE,
+							     .class = SLUICE_SRC_UNTRUSTED }))
+			err = -errno;
 		for (int r = 0; r < sc->n_rules; r++) {
 			const struct class_rule *cr = &sc->rules[r];
 			struct sluice_src_rule val = { .class = cr->class & 3, .order = r };
