@@ -775,6 +775,47 @@ static void test_prefix_families(void **state)
 	assert_true(prefix_spans_v4(&s->trust[5]));
 }
 
+/* A YAML tag is refused wherever it stands, at its line and column, with the file's other
+ * errors: no key reads one, so "port: !!str 80" would be the number 80 and "!!binary" its
+ * base64 text. Untagged, the same file loads. */
+static void test_yaml_tags_refused(void **state)
+{
+	struct fx *f = *state;
+	static const char *const tagged[] = {
+		"interface: lo\nservices:\n  - name: web\n    port: !!str 80\n",
+		"interface: lo\nservices:\n  - name: web\n    port: !!int 80\n",
+		"interface: lo\nservices:\n  - name: web\n    port: !foo 80\n",
+		"interface: lo\nservices:\n  - name: web\n    port: ! 80\n",
+		"interface: lo\nservices:\n  - name: web\n    !!str port: 80\n",
+		"interface: lo\nservices: !!seq\n  - name: web\n    port: 80\n",
+		"interface: lo\nservices:\n  - !!map { name: web, port: 80 }\n",
+		"interface: lo\nservices:\n  - name: web\n    port: 80\n    limit: !!map { fixed: 4 }\n",
+		"interface: lo\nservices:\n  - name: web\n    port: 80\n"
+		"    trust_from: [!!binary AAAA]\n",
+	};
+	static const int line[] = { 4, 4, 4, 4, 4, 2, 3, 5, 5 };
+	static const int column[] = { 11, 11, 11, 11, 5, 11, 5, 12, 18 };
+	static const char *const shown[] = { "'!!str'", "'!!int'", "'!foo'", "'!'", "'!!str'",
+					     "'!!seq'", "'!!map'", "'!!map'", "'!!binary'" };
+
+	for (size_t i = 0; i < sizeof(tagged) / sizeof(tagged[0]); i++) {
+		expect_fail(f, parse(f, tagged[i]), -1);
+		assert_true(f->errs.n >= 1);
+		if (!strstr(f->errs.e[0].msg, "YAML tag") || !strstr(f->errs.e[0].msg, shown[i]) ||
+		    f->errs.e[0].line != line[i] || f->errs.e[0].column != column[i]) {
+			dump_errors(&f->errs);
+			fail_msg("case %zu: wanted the tag %s at %d:%d", i, shown[i], line[i],
+				 column[i]);
+		}
+	}
+	/* The file's other errors come with it. */
+	expect_fail(f, parse(f, "interface: lo\nservices:\n  - name: web\n    port: !!str 80\n"
+				"    limit: { fixed: 0 }\n"), 2);
+	expect_error(&f->errs, 4, "YAML tag");
+	expect_error(&f->errs, 5, "limit");
+	expect_ok(f, parse(f, "interface: lo\nservices:\n  - name: web\n    port: 80\n"));
+}
+
 static void test_bad_headroom(void **state)
 {
 	struct fx *f = *state;
@@ -1454,6 +1495,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_dscp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_from, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_families, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yaml_tags_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rule_name_lengths, setup, teardown),

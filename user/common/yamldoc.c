@@ -96,6 +96,40 @@ static const yaml_char_t *event_anchor(const yaml_event_t *ev)
 	}
 }
 
+/* The tag an event carries as written ("!!int 80", "!foo {}"), or NULL for none. */
+static const yaml_char_t *event_tag(const yaml_event_t *ev)
+{
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT: return ev->data.scalar.tag;
+	case YAML_SEQUENCE_START_EVENT: return ev->data.sequence_start.tag;
+	case YAML_MAPPING_START_EVENT: return ev->data.mapping_start.tag;
+	default: return NULL;
+	}
+}
+
+/* A tag is refused wherever it stands: every key reads its value by its own type, so a tag
+ * could only be ignored -- "port: !!str 80" taken for the number, "!!binary" for its
+ * base64 text -- and a file would not mean what it says. The tag is shown in its short
+ * form (!!int, not tag:yaml.org,2002:int), bytes outside printable ASCII as '?' (%-escapes
+ * in a tag may give any byte, and messages go into JSON events). */
+static void refuse_tag(struct doc_errors *errs, int line, int column, const yaml_char_t *tag)
+{
+	static const char core[] = "tag:yaml.org,2002:";
+	const char *t = (const char *)tag, *pre = "";
+	char shown[40];
+	size_t n = 0;
+
+	if (!strncmp(t, core, sizeof(core) - 1)) {
+		pre = "!!";
+		t += sizeof(core) - 1;
+	}
+	for (; t[n] && n < sizeof(shown) - 4; n++)
+		shown[n] = t[n] > 0x20 && t[n] < 0x7f ? t[n] : '?';
+	snprintf(shown + n, sizeof(shown) - n, "%s", t[n] ? "..." : "");
+	err_at(errs, line, column, "YAML tag '%s%s' is not supported: remove it (each key reads "
+	       "its value as its own type: a number, a word, a list...)", pre, shown);
+}
+
 /* Refuse more than DOC_MAX_DIRECTIVES lines that start with '%' (libyaml reads every such
  * line as a directive, %YAML or %TAG), counted in the text itself: the parser compares each
  * %TAG with all before it, and does so before it gives the document's first event, where the
@@ -125,7 +159,10 @@ static int check_directives(const char *text, size_t len, struct doc_errors *err
  *    it (60000 take 5 s of CPU, the 380000 of a full file some three minutes).
  * The parser's events come as they are scanned and know nothing of anchors, so this pass
  * stops at the first offence, before either cost. 0, or -1 after reporting. A syntax error
- * ends the pass quietly: the load that follows reports it. */
+ * ends the pass quietly: the load that follows reports it. The same pass reports every tag
+ * (refuse_tag), the one place a tag written is told from none: the loaded document gives an
+ * untagged scalar the tag !!str. Those errors leave the load to go on (its caller refuses
+ * the file for them), so that the walk reports the file's other errors with them. */
 static int check_costly_shapes(const char *text, size_t len, struct doc_errors *errs)
 {
 	yaml_parser_t p;
@@ -142,6 +179,8 @@ static int check_costly_shapes(const char *text, size_t len, struct doc_errors *
 	while (!done && yaml_parser_parse(&p, &ev)) {
 		int line = (int)ev.start_mark.line + 1, column = (int)ev.start_mark.column + 1;
 
+		if (event_tag(&ev))
+			refuse_tag(errs, line, column, event_tag(&ev));
 		if (event_anchor(&ev) && ++anchors > DOC_MAX_ANCHORS) {
 			err_at(errs, line, column, "more than %d anchors (&name)", DOC_MAX_ANCHORS);
 			rc = -1;

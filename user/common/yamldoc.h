@@ -58,8 +58,8 @@ struct ydoc {
 /* Parse text as one YAML document into d (errs is initialised by the caller). Returns 0 when
  * a document was loaded (walk it, then ydoc_free()), -1 on a syntax error, a nesting deeper
  * than DOC_MAX_DEPTH, more than DOC_MAX_ANCHORS anchors or DOC_MAX_DIRECTIVES directives
- * (reported). A second document in the text is reported as an error but the first is still
- * returned. */
+ * (reported). A second document in the text, and every YAML tag (no getter reads one), are
+ * reported as errors but the first document is still returned. */
 int ydoc_parse(struct ydoc *d, const char *text, size_t len, struct doc_errors *errs);
 /* Read path (at most DOC_MAX_BYTES, to its end: pipes work too) into a malloc'd,
  * NUL-terminated buffer. 0, or -1 with the reason in errs. */
