@@ -1051,6 +1051,78 @@ static void test_server_roundtrip(void **st)
 	}
 }
 
+/* The status of one GET /metrics over IPv4 loopback, -1 when there is no answer within 5 s.
+ * Never fails the test itself, so a caller holding sockets gets to close them. */
+static int scrape_status(int port)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { 5, 0 };
+	char head[64] = "";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), code = -1;
+	size_t len = 0;
+	ssize_t n = 0;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    write(fd, req, sizeof(req) - 1) == (ssize_t)sizeof(req) - 1) {
+		while (len < sizeof(head) - 1 &&
+		       (n = read(fd, head + len, sizeof(head) - 1 - len)) > 0)
+			len += (size_t)n;
+		head[len] = '\0';
+		code = status_code(head);
+	}
+	close(fd);
+	return code;
+}
+
+/* A local process holding more connections than the server serves at a time, each with a
+ * request head it never finishes (a header line now and then keeps libmicrohttpd's idle
+ * timeout away), does not keep a scrape out: the scrape's connection closes the oldest of
+ * them, and is answered. Loopback only; every socket is closed. */
+static void test_server_scrape_past_held_connections(void **st)
+{
+	enum { HOLDERS = 70 };               /* more than the 64 served at a time */
+	static const char partial[] = "GET /metrics HTTP/1.1\r\nHost: a\r\nX-Slow: 1\r\n";
+	struct body_ctx ctx = { 0, 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { 5, 0 };
+	int fd[HOLDERS], held = 0, port;
+	struct metrics_server *srv;
+	char err[256];
+	(void)st;
+
+	srv = metrics_start("127.0.0.1:0", body_fn, &ctx, err, sizeof(err));
+	if (!srv)
+		fail_msg("metrics_start: %s", err);
+	port = metrics_port(srv);
+	a.sin_port = htons((uint16_t)port);
+	for (int i = 0; i < HOLDERS; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd[i] < 0)
+			break;
+		held++;
+		setsockopt(fd[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect */
+		if (connect(fd[i], (struct sockaddr *)&a, sizeof(a)) ||
+		    write(fd[i], partial, sizeof(partial) - 1) != (ssize_t)sizeof(partial) - 1)
+			break;
+	}
+	/* The scrape comes after all of them (the listen queue is first come, first served). */
+	int code = scrape_status(port), code2 = scrape_status(port);
+
+	for (int i = 0; i < held; i++)
+		close(fd[i]);
+	metrics_stop(srv);
+	assert_int_equal(held, HOLDERS);
+	assert_int_equal(code, 200);
+	assert_int_equal(code2, 200);
+}
+
 /* ":PORT" (empty host) listens on every address: reachable over IPv4 loopback. */
 static void test_server_any_address(void **st)
 {
@@ -1212,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(test_documented_families),
 		cmocka_unit_test(test_label_values_are_utf8),
 		cmocka_unit_test(test_server_roundtrip),
+		cmocka_unit_test(test_server_scrape_past_held_connections),
 		cmocka_unit_test(test_server_fixed_port_and_busy),
 		cmocka_unit_test(test_server_ipv6),
 		cmocka_unit_test(test_server_any_address),

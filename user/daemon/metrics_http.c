@@ -15,11 +15,30 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/* Connections served at a time. A client may open more, up to METRICS_CONN_SPARE beyond
+ * this: each one past it makes room by closing the oldest connection still waiting for its
+ * request (see make_room), so that a process holding every connection, trickling a header
+ * line now and then, cannot keep a scrape out -- the scrape, whose request comes at once,
+ * is never the oldest waiting. */
+#define METRICS_MAX_CONNS  64
+#define METRICS_CONN_SPARE 16
+
+/* One open connection, from libmicrohttpd's connection notifications. Only the server's
+ * own thread (MHD_USE_INTERNAL_POLLING_THREAD, where every callback runs) touches them. */
+struct metrics_conn {
+	struct metrics_conn *prev, *next;   /* oldest first */
+	struct MHD_Connection *c;
+	int answering;                      /* its request head is in: being answered */
+	int closing;                        /* shut down by make_room, not yet closed */
+};
+
 struct metrics_server {
 	struct MHD_Daemon *d;
 	metrics_body_fn fn;
 	void *ctx;
 	int port;
+	struct metrics_conn *oldest, *newest;
+	int open;                           /* connections not closing */
 };
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
@@ -38,6 +57,90 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 	return ret;
 }
 
+/* Over METRICS_MAX_CONNS: shut down the oldest connection waiting for (or idle before) its
+ * request. Its socket is shut, not closed, so libmicrohttpd closes it in its own time: here,
+ * in its thread, the connection is still open and its fd its own. None waiting (all being
+ * answered): nothing is closed, and past the spare libmicrohttpd refuses new ones. */
+static void make_room(struct metrics_server *srv)
+{
+	for (struct metrics_conn *mc = srv->oldest; mc && srv->open > METRICS_MAX_CONNS;
+	     mc = mc->next) {
+		const union MHD_ConnectionInfo *ci;
+
+		if (mc->answering || mc->closing || mc == srv->newest)
+			continue;
+		ci = MHD_get_connection_info(mc->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci || shutdown(ci->connect_fd, SHUT_RDWR))
+			continue;
+		mc->closing = 1;
+		srv->open--;
+	}
+}
+
+static void conn_unlink(struct metrics_server *srv, struct metrics_conn *mc)
+{
+	if (mc->prev)
+		mc->prev->next = mc->next;
+	else
+		srv->oldest = mc->next;
+	if (mc->next)
+		mc->next->prev = mc->prev;
+	else
+		srv->newest = mc->prev;
+}
+
+/* A connection opened (kept in order of arrival, oldest first) or closed. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct metrics_server *srv = cls;
+	struct metrics_conn *mc = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		mc = calloc(1, sizeof(*mc));
+		if (!mc)
+			return;              /* untracked: served, never closed for room */
+		mc->c = c;
+		mc->prev = srv->newest;
+		if (srv->newest)
+			srv->newest->next = mc;
+		else
+			srv->oldest = mc;
+		srv->newest = mc;
+		srv->open++;
+		*socket_context = mc;
+		make_room(srv);
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && mc) {
+		conn_unlink(srv, mc);
+		srv->open -= !mc->closing;
+		free(mc);
+		*socket_context = NULL;
+	}
+}
+
+/* c's tracking record, NULL when it has none. */
+static struct metrics_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A request answered: the connection waits for its next one (keep-alive), and may be closed
+ * for room again. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct metrics_conn *mc = conn_of(c);
+
+	(void)cls;
+	(void)con_cls;
+	(void)toe;
+	if (mc)
+		mc->answering = 0;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -47,10 +150,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	enum MHD_Result ret;
 	char *body = NULL;
 	size_t len = 0;
+	struct metrics_conn *mc = conn_of(c);
 
 	(void)version;
 	(void)upload_data;
 	(void)con_cls;
+	if (mc)
+		mc->answering = 1;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 		/* answer at once: any request body is not read */
 		*upload_data_size = 0;
@@ -232,7 +338,10 @@ struct metrics_server *metrics_start(const char *addr, metrics_body_fn fn, void 
 	srv->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, srv,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+				  MHD_OPTION_CONNECTION_LIMIT,
+				  (unsigned)(METRICS_MAX_CONNS + METRICS_CONN_SPARE),
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 				  MHD_OPTION_END);
 	if (!srv->d) {
 		close(fd);
