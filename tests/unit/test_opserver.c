@@ -27,6 +27,21 @@
 
 #define NOBODY 65534
 
+/* Every getgrnam() of this program, sluiced's code included, goes through here and is
+ * counted: a group database behind LDAP answers in seconds, so the operator socket must not
+ * ask it per connection. */
+static int getgrnam_calls;
+
+struct group *getgrnam(const char *name)
+{
+	static struct group gr;
+	static char buf[16384];
+	struct group *res = NULL;
+
+	getgrnam_calls++;
+	return getgrnam_r(name, &gr, buf, sizeof(buf), &res) == 0 ? res : NULL;
+}
+
 struct ctx {
 	char dir[64], path[128];
 	struct opserver s;
@@ -264,6 +279,33 @@ static void test_member_by_supplementary_group(void **state)
 	assert_int_equal(caller_of_group(*state, 0), 0);
 }
 
+/* The switch group is looked up once (at start, at a SIGHUP), not at every connection and
+ * request: with the group database behind a slow LDAP, each lookup held up the control loop
+ * (the ticks, the heartbeat) for as long as the directory took, and any local user could
+ * cause one per connect. The group is still honoured: "daemon" is checked from the gid
+ * resolved. */
+static void test_group_looked_up_once(void **state)
+{
+	struct ctx *c = *state;
+	char why[512];
+
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	ops_resolve_group(&c->s, c->d->cfg.switch_group);
+	getgrnam_calls = 0;
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(root_asks(c, why, sizeof(why)), 0);
+		assert_non_null(strstr(why, "unknown request"));
+	}
+	assert_int_equal(getgrnam_calls, 0);
+	/* a server nobody resolved for looks the group up once, and keeps it */
+	ops_resolve_group(&c->s, "");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(root_asks(c, why, sizeof(why)), 0);
+	assert_int_equal(getgrnam_calls, 1);
+	assert_int_equal(c->s.group_gid, getgrnam("daemon") ? (long)getgrnam("daemon")->gr_gid
+							       : -1);
+}
+
 /* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
 static json_t *clear_with_reason(struct ctx *c, const char *reason)
 {
@@ -429,6 +471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_writer_queue_refuses_the_change, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_group_looked_up_once, setup, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

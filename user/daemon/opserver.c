@@ -32,6 +32,7 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 
 	memset(s, 0, sizeof(*s));
 	s->lfd = -1;
+	s->group_gid = -1;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", path);
 		return -1;
@@ -56,6 +57,25 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 		s->ino = st.st_ino;
 	}
 	return 0;
+}
+
+void ops_resolve_group(struct opserver *s, const char *group)
+{
+	struct group *gr = group[0] ? getgrnam(group) : NULL;
+
+	snprintf(s->group, sizeof(s->group), "%s", group);
+	s->group_gid = gr ? (long)gr->gr_gid : -1;
+}
+
+/* The gid of the switch group, as resolved; a name other than the one resolved (a server
+ * nobody resolved for) is looked up once and kept. */
+static long switch_gid(struct opserver *s, const char *group)
+{
+	if (!group[0])
+		return -1;
+	if (strcmp(s->group, group))
+		ops_resolve_group(s, group);
+	return s->group_gid;
 }
 
 static void conn_free(struct ops_conn *c)
@@ -160,13 +180,12 @@ static int reason_refused(const json_t *j, char *why, size_t len)
 	return 0;
 }
 
-static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j,
-			   unsigned long long now_ns)
+static void handle_request(struct opserver *s, struct daemon *d, struct ops_conn *c,
+			   const json_t *j, unsigned long long now_ns)
 {
 	static struct ops_req r;
 	const char *op = opp_str(j, "op"), *sd = opp_str(j, "state_dir");
 	const char *group = d->cfg.switch_group;
-	struct group *gr = group[0] ? getgrnam(group) : NULL;
 	ops_verb_fn fn = ops_verb(op);
 	char why[512];
 	int rc;
@@ -179,7 +198,7 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 	r.now_ns = now_ns;
 	if (opp_peer_of(c->fd, &r.peer, why, sizeof(why)))
 		return refuse(c, "%s", why);
-	if (opp_peer_allowed(&r.peer, group, gr ? (long)gr->gr_gid : -1, why, sizeof(why))) {
+	if (opp_peer_allowed(&r.peer, group, switch_gid(s, group), why, sizeof(why))) {
 		log_warn("operator socket: refused uid %u: %s", (unsigned)r.peer.uid, why);
 		return refuse(c, "%s; nothing changed", why);
 	}
@@ -222,15 +241,14 @@ static void handle_request(struct daemon *d, struct ops_conn *c, const json_t *j
 }
 
 /* Whether the caller on fd may change anything, as its request will be judged. */
-static int peer_may_change(const struct daemon *d, int fd)
+static int peer_may_change(struct opserver *s, const struct daemon *d, int fd)
 {
 	const char *group = d->cfg.switch_group;
-	struct group *gr = group[0] ? getgrnam(group) : NULL;
 	struct opp_peer p;
 	char why[512];
 
 	return !opp_peer_of(fd, &p, why, sizeof(why)) &&
-	       !opp_peer_allowed(&p, group, gr ? (long)gr->gr_gid : -1, why, sizeof(why));
+	       !opp_peer_allowed(&p, group, switch_gid(s, group), why, sizeof(why));
 }
 
 /* A slot for a new connection, or -1. The socket is open to every local user: when the slots
@@ -282,7 +300,7 @@ void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 			break;
 		}
 		s->accept_warned = 0;
-		may = peer_may_change(d, fd);
+		may = peer_may_change(s, d, fd);
 		i = free_slot(s, may);
 		if (i < 0) {
 			close(fd);   /* busy: the client sees the connection closed */
@@ -304,7 +322,7 @@ void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 			conn_free(c);
 			continue;
 		}
-		handle_request(d, c, j, now_ns);
+		handle_request(s, d, c, j, now_ns);
 		json_decref(j);
 	}
 }

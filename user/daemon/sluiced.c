@@ -181,6 +181,8 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 			reload_pending = 1;
 		if (reload_pending) {
 			daemon_reload(d, reload_pending == 2, now);
+			if (reload_pending == 2)   /* SIGHUP: the group database may have changed */
+				ops_resolve_group(ops, d->cfg.switch_group);
 			reload_pending = 0;
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		}
@@ -358,6 +360,7 @@ int main(int argc, char **argv)
 		log_error("operator socket disabled: %s", err);
 		daemon_event(&d, SLUICE_EVM_DAEMON, "off", "off", err, "", SLUICE_EV_ALERT);
 	} else {
+		ops_resolve_group(&ops, d.cfg.switch_group);
 		log_info("operator socket %s (record %s/%s)", rec.socket, run_dir, OPP_RECORD_NAME);
 	}
 
