@@ -91,4 +91,39 @@ else
 	echo "not ok $n - an empty \$SLUICE_STATE_DIR: not the config's state dir"
 	printf '%s\n' "$out" | sed 's/^/# /'
 fi
+
+# --json is a contract for scripts: stdout is one JSON document and nothing else (messages
+# on stderr), with the documented exit code.
+# expect_json NAME RC CHECK ARGS...: exit RC, stdout one JSON document d for which the
+# Python expression CHECK holds.
+expect_json() {
+	local name=$1 want=$2 check=$3 rc
+	shift 3
+	n=$((n + 1))
+	"$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" "$@" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq "$want" ] && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$dir/out" "$check" 2>/dev/null; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name: exit $rc"
+		sed 's/^/# stdout: /' "$dir/out"
+		sed 's/^/# stderr: /' "$dir/err"
+	fi
+}
+mkdir -p "$dir/state"
+expect_json "switch log --json, no log yet: []" 0 'd == []' switch log --json
+printf '%s\n' '{"time":"2024-05-01T12:00:00Z","uid":1000,"user":"alice","command":"switch set","service":"web","class":"L3","old":null,"new":{"shed_pct":100,"reason":"INC-42","owner":"alice","expires_at":"2024-05-01T13:00:00Z"},"reason":"INC-42"}' \
+	'{"time":"2024-05-01T12:05:00Z","uid":1000,"user":"alice","command":"switch clear","service":"web","class":"L3","old":{"shed_pct":100,"reason":"INC-42","owner":"alice","expires_at":"2024-05-01T13:00:00Z"},"new":null,"reason":"done"}' \
+	> "$dir/state/audit.log"
+expect_json "switch log --json: the records, as in the log" 0 \
+	'[r["command"] for r in d] == ["switch set", "switch clear"] and d[0]["new"]["shed_pct"] == 100' \
+	switch log --json
+expect_json "--json switch log --last 1 (the global option)" 0 \
+	'len(d) == 1 and d[0]["reason"] == "done" and d[0]["new"] is None' --json switch log --last 1
+echo '{damaged' >> "$dir/state/audit.log"
+expect_json "switch log --json, a damaged record: the rest, exit 1" 1 'len(d) == 2' \
+	switch log --json
+rm -f "$dir/state/audit.log"
 echo "1..$n"

@@ -305,10 +305,13 @@ static int do_ls(const void *args, void *ctx)
 
 struct log_args {
 	const char *last;
+	int json;
 };
 
 static const struct cliopt log_opts[] = {
 	CLIOPT_STR(struct log_args, last, "last", "N", 0, "only the last N records (1..1000000)"),
+	CLIOPT_BOOL(struct log_args, json, "json", 0,
+		    "a JSON array of the records (as in the log) instead of the text"),
 	CLIOPT_TABLE_END,
 };
 
@@ -336,7 +339,8 @@ static int do_log(const void *args, void *ctx)
 		log_error("state directory path too long");
 		return EXIT_USAGE;
 	}
-	bad = audit_print(stdout, path, last, err, sizeof(err));
+	bad = o->json || a->json ? audit_print_json(stdout, stderr, path, last, err, sizeof(err))
+				 : audit_print(stdout, path, last, err, sizeof(err));
 	if (bad < 0) {
 		log_error("switch log: %s", err);
 		return EXIT_RUNTIME;
@@ -454,8 +458,10 @@ const struct clicmd cli_cmd_switch_log = {
 	.summary = "the audit log: every change, who and why",
 	.opts = log_opts,
 	.args_size = sizeof(struct log_args),
-	.notes = "exit codes: 0 ok, 1 unreadable records or log, 2 bad --last",
-	.example = "sluicectl switch log --last 20",
+	.notes = "--json: one array of the records, each as its line in the log ([] when there "
+		 "is none);\nunreadable records are said on stderr (exit 1), the others still "
+		 "printed.\nexit codes: 0 ok, 1 unreadable records or log, 2 bad --last",
+	.example = "sluicectl switch log --last 20\nsluicectl switch log --last 5 --json",
 	.run = do_log,
 };
 

@@ -65,20 +65,27 @@ static json_t *side_json(const struct audit_side *s)
 			 "renewals", s->renewals);
 }
 
-int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
+/* The record as a JSON object (NULL when out of memory). */
+static json_t *entry_json(const struct audit_entry *e)
 {
 	char iso[SLUICE_ISO_LEN];
-	json_t *o;
-	int rc;
 
 	/* the user as jsonio_text() writes it: a name that is not UTF-8 (a passwd entry in
 	 * another encoding) is audited with U+FFFD, not left unaudited */
-	o = json_pack("{s:s,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:s}",
-		      "time", time_format_iso(e->time, iso, sizeof(iso)), "uid", (json_int_t)e->uid,
-		      "user", jsonio_text(e->user), "command", e->command, "service", e->service,
-		      "class", e->class < 0 ? json_null() : json_string(sw_class_str(e->class)),
-		      "old", side_json(&e->old),
-		      "new", side_json(&e->new), "reason", e->reason);
+	return json_pack("{s:s,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:s}",
+			 "time", time_format_iso(e->time, iso, sizeof(iso)),
+			 "uid", (json_int_t)e->uid, "user", jsonio_text(e->user),
+			 "command", e->command, "service", e->service,
+			 "class", e->class < 0 ? json_null() : json_string(sw_class_str(e->class)),
+			 "old", side_json(&e->old), "new", side_json(&e->new),
+			 "reason", e->reason);
+}
+
+int audit_format_json(const struct audit_entry *e, char **out, size_t *outlen)
+{
+	json_t *o = entry_json(e);
+	int rc;
+
 	rc = jsonio_dump_text(o, 0, out, outlen);      /* one record per line */
 	json_decref(o);
 	return rc;
@@ -306,20 +313,25 @@ static FILE *open_log(const char *path)
 	return NULL;
 }
 
-int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
+/* What a walk over the log does with each line: a record, or NULL and why it is unreadable. */
+typedef void (*audit_each_fn)(void *ctx, long lineno, const struct audit_entry *e,
+			      const char *why);
+
+/* Every line of the log, oldest first (only the last `last` when last > 0), handed to each.
+ * Returns the lines read; -1 with err when the log cannot be opened or read, and -2 (err
+ * untouched) when it does not exist. */
+static long audit_walk(const char *path, int last, audit_each_fn each, void *ctx, char *err,
+		       size_t errlen)
 {
 	FILE *f = open_log(path);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	long total = 0, lineno = 0, skip = 0;
-	int bad = 0;
 
 	if (!f) {
-		if (errno == ENOENT) {
-			fprintf(out, "no switch changes recorded (%s does not exist)\n", path);
-			return 0;
-		}
+		if (errno == ENOENT)
+			return -2;
 		return errf(err, errlen, "cannot open audit log %s: %s", path,
 			    errno == EINVAL ? "not a regular file" : strerror(errno));
 	}
@@ -331,27 +343,83 @@ int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
 	}
 	while ((n = getline(&line, &cap, f)) > 0) {
 		struct audit_entry e;
-		char why[200], buf[1024];
+		char why[200];
 
 		if (++lineno <= skip)
 			continue;
 		if (line[n - 1] == '\n')
 			line[--n] = 0;
-		if (audit_parse_line(line, &e, why, sizeof(why))) {
-			fprintf(out, "line %ld: unreadable audit record: %s\n", lineno, why);
-			bad++;
-			continue;
-		}
-		fprintf(out, "%s\n", audit_format_human(&e, buf, sizeof(buf)));
+		if (audit_parse_line(line, &e, why, sizeof(why)))
+			each(ctx, lineno, NULL, why);
+		else
+			each(ctx, lineno, &e, NULL);
 	}
+	free(line);
 	if (ferror(f)) {
-		free(line);
 		fclose(f);
 		return errf(err, errlen, "cannot read audit log %s", path);
 	}
-	if (lineno == 0)
-		fprintf(out, "no switch changes recorded (%s is empty)\n", path);
-	free(line);
 	fclose(f);
-	return bad;
+	return lineno;
+}
+
+struct print_ctx {
+	FILE *out, *errs;
+	json_t *arr;           /* --json: the records so far */
+	int bad, oom;
+};
+
+static void print_human(void *ctx, long lineno, const struct audit_entry *e, const char *why)
+{
+	struct print_ctx *p = ctx;
+	char buf[1024];
+
+	if (!e) {
+		fprintf(p->out, "line %ld: unreadable audit record: %s\n", lineno, why);
+		p->bad++;
+		return;
+	}
+	fprintf(p->out, "%s\n", audit_format_human(e, buf, sizeof(buf)));
+}
+
+int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen)
+{
+	struct print_ctx p = { .out = out };
+	long lines = audit_walk(path, last, print_human, &p, err, errlen);
+
+	if (lines == -1)
+		return -1;
+	if (lines == -2)
+		fprintf(out, "no switch changes recorded (%s does not exist)\n", path);
+	else if (lines == 0)
+		fprintf(out, "no switch changes recorded (%s is empty)\n", path);
+	return p.bad;
+}
+
+static void collect_json(void *ctx, long lineno, const struct audit_entry *e, const char *why)
+{
+	struct print_ctx *p = ctx;
+
+	if (!e) {
+		fprintf(p->errs, "line %ld: unreadable audit record: %s\n", lineno, why);
+		p->bad++;
+		return;
+	}
+	if (json_array_append_new(p->arr, entry_json(e)))
+		p->oom = 1;
+}
+
+int audit_print_json(FILE *out, FILE *errs, const char *path, int last, char *err,
+		     size_t errlen)
+{
+	struct print_ctx p = { .out = out, .errs = errs, .arr = json_array() };
+	long lines;
+
+	if (!p.arr)
+		return errf(err, errlen, "out of memory");
+	lines = audit_walk(path, last, collect_json, &p, err, errlen);
+	if (lines != -1 && (p.oom || jsonio_print_line(out, p.arr)))
+		lines = errf(err, errlen, "out of memory");
+	json_decref(p.arr);
+	return lines == -1 ? -1 : p.bad;
 }

@@ -81,5 +81,11 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
  * Returns the number of unreadable lines (0 = all good), or -1 with err if the file cannot
  * be opened/read. */
 int audit_print(FILE *out, const char *path, int last, char *err, size_t errlen);
+/* The same records as one JSON array on one line of `out` (each as its line in the log,
+ * `[]` for a missing or empty log); unreadable lines are said on `errs` and counted, the
+ * readable ones still printed. Returns the number of unreadable lines, or -1 with err (then
+ * nothing was printed on out). */
+int audit_print_json(FILE *out, FILE *errs, const char *path, int last, char *err,
+		     size_t errlen);
 
 #endif
