@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,69 @@ static void test_state_dir_by_another_name(void **state)
 	assert_int_equal(cli_change(&c->o, "switch set", a_switch_set()), EXIT_OK);
 }
 
+/* What cli_change() printed on stdout, into buf. */
+static json_t *change_printing(struct ctx *c, int *rc, char *buf, size_t len)
+{
+	char path[96];
+	int saved = dup(STDOUT_FILENO), fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/stdout", c->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved >= 0 && fd >= 0);
+	fflush(stdout);
+	assert_int_equal(dup2(fd, STDOUT_FILENO), STDOUT_FILENO);
+	*rc = cli_change(&c->o, "switch set", a_switch_set());
+	fflush(stdout);
+	assert_int_equal(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+	close(saved);
+	n = pread(fd, buf, len - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_true(n >= 0);
+	buf[n] = 0;
+	return json_loads(buf, 0, NULL);     /* NULL unless the whole output is one document */
+}
+
+/* --json: a change's confirmation is one JSON object on stdout, sluiced's answer with the
+ * verb and the daemon, and nothing else there (it printed the line of text). */
+static void test_json_confirmation(void **state)
+{
+	struct ctx *c = *state;
+	char buf[4096];
+	json_t *j;
+	int rc;
+
+	c->o.json = 1;
+	fake_daemon(c, 0);
+	j = change_printing(c, &rc, buf, sizeof(buf));
+	assert_int_equal(rc, EXIT_OK);
+	if (!j)
+		print_message("# stdout: %s\n", buf);
+	assert_non_null(j);
+	assert_true(json_is_true(json_object_get(j, "ok")));
+	assert_true(json_is_true(json_object_get(j, "applied")));
+	assert_true(json_is_true(json_object_get(j, "audited")));
+	assert_string_equal(json_string_value(json_object_get(j, "op")), "switch set");
+	assert_string_equal(json_string_value(json_object_get(j, "message")), "web L3 shed 50%");
+	assert_int_equal(json_integer_value(json_object_get(j, "pid")), c->o.rec.pid);
+	json_decref(j);
+}
+
+/* --json and no daemon: exit 1, the reason on stderr, nothing on stdout. */
+static void test_json_no_daemon_prints_nothing(void **state)
+{
+	struct ctx *c = *state;
+	char buf[4096];
+	int rc;
+
+	c->o.json = 1;
+	c->o.have_rec = 0;
+	assert_null(change_printing(c, &rc, buf, sizeof(buf)));
+	assert_int_equal(rc, EXIT_RUNTIME);
+	assert_string_equal(buf, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +229,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waits_for_a_daemon_with_slow_ticks, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_by_another_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_confirmation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_no_daemon_prints_nothing, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/jsonio.h"
 #include "common/log.h"
 #include "ops/switches.h"
 #include "ops/switchstate.h"
@@ -63,12 +64,36 @@ static int same_dir(const char *a, const char *b)
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* The confirmation of a change sluiced put in force: a line of text, or with --json one JSON
+ * object, sluiced's answer as it came ("ok", "message", "applied", "audited", "ticks",
+ * "maps", ...) with "op" and the daemon's "pid" and "state_dir". */
+static void print_confirmation(const struct cli_opts *o, const char *verb, json_t *ans)
+{
+	const char *msg = opp_str(ans, "message");
+	long long ticks = json_integer_value(json_object_get(ans, "ticks"));
+
+	if (o->json) {
+		json_object_set_new(ans, "op", json_string(verb));
+		json_object_set_new(ans, "pid", json_integer((json_int_t)o->rec.pid));
+		json_object_set_new(ans, "state_dir", jsonio_text(o->rec.state_dir));
+		if (jsonio_print_line(stdout, ans))
+			log_error("%s: out of memory printing the answer", verb);
+		return;
+	}
+	if (ticks > 0)
+		printf("%s: %s (in the verdict map after %lld tick%s; sluiced pid %ld, state dir "
+		       "%s)\n", verb, msg ? msg : "done", ticks, ticks == 1 ? "" : "s", o->rec.pid,
+		       o->rec.state_dir);
+	else
+		printf("%s: %s (sluiced pid %ld, state dir %s)\n", verb, msg ? msg : "done",
+		       o->rec.pid, o->rec.state_dir);
+}
+
 int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 {
 	char err[512], user[AUDIT_USER_LEN];
 	const char *msg;
 	json_t *ans = NULL;
-	long long ticks;
 	int fd, rc = EXIT_RUNTIME;
 
 	if (!req) {
@@ -128,14 +153,7 @@ int cli_change(const struct cli_opts *o, const char *verb, json_t *req)
 		free(maps);
 		goto out;
 	}
-	ticks = json_integer_value(json_object_get(ans, "ticks"));
-	if (ticks > 0)
-		printf("%s: %s (in the verdict map after %lld tick%s; sluiced pid %ld, state dir "
-		       "%s)\n", verb, msg ? msg : "done", ticks, ticks == 1 ? "" : "s", o->rec.pid,
-		       o->rec.state_dir);
-	else
-		printf("%s: %s (sluiced pid %ld, state dir %s)\n", verb, msg ? msg : "done",
-		       o->rec.pid, o->rec.state_dir);
+	print_confirmation(o, verb, ans);
 	if (!json_is_true(json_object_get(ans, "audited"))) {
 		log_error("%s: IN FORCE but NOT (yet) saved and recorded in the audit log: %s", verb,
 			  opp_str(ans, "audit_error") ? opp_str(ans, "audit_error") : "?");
