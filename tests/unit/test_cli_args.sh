@@ -126,4 +126,21 @@ echo '{damaged' >> "$dir/state/audit.log"
 expect_json "switch log --json, a damaged record: the rest, exit 1" 1 'len(d) == 2' \
 	switch log --json
 rm -f "$dir/state/audit.log"
+# A command with no JSON form refuses --json (exit 2, nothing on stdout, nothing done) rather
+# than print its text where a script expects JSON.
+printf 'chains: [ ]\n' > "$dir/chains.yaml"
+for cmd in "top --iterations 1" "hist web L0" "plan check $dir/plan.yaml" \
+	   "plan show $dir/plan.yaml" "budget check $dir/chains.yaml" "baseline reset web" \
+	   "detach"; do
+	# shellcheck disable=SC2086  # the command's words
+	expect "$cmd --json: refused" "--json: this command has no JSON output" $cmd --json
+	n=$((n + 1))
+	# shellcheck disable=SC2086
+	if [ -z "$("$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" --json $cmd 2>/dev/null)" ]
+	then
+		echo "ok $n - --json $cmd: nothing on stdout"
+	else
+		echo "not ok $n - --json $cmd: printed on stdout"
+	fi
+done
 echo "1..$n"

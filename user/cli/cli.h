@@ -67,6 +67,9 @@ extern const struct clicmd cli_cmd_baseline_reset;
 
 /* sluicectl itself (its help is the list of commands), its global options, and every command
  * in the order `sluicectl --help` lists them (NULL-terminated). */
+/* 1 when the command's output has a JSON form (--json), 0 when it refuses --json. */
+int cli_has_json(const struct clicmd *cmd);
+
 extern const struct clicmd cli_program;
 extern const struct cliopt cli_global_opts[];
 extern const struct clicmd *const cli_commands[];

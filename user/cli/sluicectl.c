@@ -121,6 +121,17 @@ static void resolve(struct cli_opts *o, const struct cli_global_args *g,
 	load_known(o);
 }
 
+/* 1 (said) when --json was given to a command with no JSON form: run, it would print its
+ * text where a script expects JSON. */
+static int json_refused(const struct clicmd *cmd, const struct cli_global_args *g)
+{
+	if (!g->json || cli_has_json(cmd))
+		return 0;
+	log_error("%s: --json: this command has no JSON output (status, switch ls, switch log "
+		  "and the changing commands have); nothing done", cmd->name);
+	return 1;
+}
+
 /* A command's name that matched nothing: a group ("switch") gets its list of commands. */
 static int unknown_command(int argc, char **argv)
 {
@@ -178,7 +189,7 @@ int main(int argc, char **argv)
 		return rc == CLIOPT_HELP ? EXIT_OK : EXIT_USAGE;
 	}
 	log_init("sluicectl", g.verbose - g.quiet);
-	if (empty_path_given(&g)) {
+	if (empty_path_given(&g) || json_refused(cmd, &g)) {
 		free(args);
 		return EXIT_USAGE;
 	}
