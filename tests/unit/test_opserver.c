@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/opserver.h"
 #include "ops/opproto.h"
@@ -306,6 +307,26 @@ static void test_group_looked_up_once(void **state)
 							       : -1);
 }
 
+/* Kept until the next SIGHUP, a switch group the database does not know is said aloud: its
+ * members are locked out until then. */
+static void test_missing_group_is_said(void **state)
+{
+	struct ctx *c = *state;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	log_set_stream(f);
+	ops_resolve_group(&c->s, "sluice-no-such-grp");
+	log_set_stream(NULL);
+	fclose(f);
+	assert_int_equal(c->s.group_gid, -1);
+	assert_non_null(strstr(buf, "switch_group 'sluice-no-such-grp'"));
+	assert_non_null(strstr(buf, "only root may change switches"));
+	free(buf);
+}
+
 /* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
 static json_t *clear_with_reason(struct ctx *c, const char *reason)
 {
@@ -472,6 +493,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_writer_queue_refuses_the_change, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_looked_up_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_group_is_said, setup, teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,10 +61,17 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 
 void ops_resolve_group(struct opserver *s, const char *group)
 {
-	struct group *gr = group[0] ? getgrnam(group) : NULL;
+	struct group *gr;
 
+	errno = 0;
+	gr = group[0] ? getgrnam(group) : NULL;
 	snprintf(s->group, sizeof(s->group), "%s", group);
 	s->group_gid = gr ? (long)gr->gr_gid : -1;
+	/* kept until the next SIGHUP: a directory that did not answer is said, not guessed */
+	if (group[0] && !gr)
+		log_warn("switch_group '%s': %s: only root may change switches (SIGHUP looks "
+			 "again)", group, errno && errno != ENOENT && errno != ESRCH ?
+			 strerror(errno) : "no such group");
 }
 
 /* The gid of the switch group, as resolved; a name other than the one resolved (a server
