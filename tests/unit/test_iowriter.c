@@ -373,9 +373,9 @@ static void test_expiry_rewrites_file_and_audits(void **state)
 	free(s);
 }
 
-/* Lower the descriptor limit to the lowest free descriptor: the next open fails with EMFILE.
- * *was: the limit to put back. */
-static void no_more_descriptors(struct rlimit *was)
+/* Lower the descriptor limit so that `spare` more opens succeed and the one after fails with
+ * EMFILE. *was: the limit to put back. */
+static void descriptors_left(struct rlimit *was, int spare)
 {
 	struct rlimit low;
 	int next = dup(0);
@@ -384,8 +384,91 @@ static void no_more_descriptors(struct rlimit *was)
 	close(next);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, was), 0);
 	low = *was;
-	low.rlim_cur = (rlim_t)next;
+	low.rlim_cur = (rlim_t)(next + spare);
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+}
+
+/* The next open fails with EMFILE. */
+static void no_more_descriptors(struct rlimit *was)
+{
+	descriptors_left(was, 0);
+}
+
+/* Whether a copy of the switch file was moved aside in the state directory. */
+static int has_quarantined(const struct ctx *c)
+{
+	DIR *d = opendir(c->dir);
+	struct dirent *e;
+	int found = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		found |= strstr(e->d_name, ".corrupt.") != NULL;
+	closedir(d);
+	return found;
+}
+
+/* A good switch file that cannot be read for the moment (out of descriptors here; ENFILE,
+ * ENOMEM or EIO are alike) is not damaged: the writer must refuse and change nothing, not
+ * move it aside and start from an empty set, which the next save wrote over every switch in
+ * force. */
+static void test_writer_open_unreadable_is_not_damage(void **state)
+{
+	struct ctx *c = *state;
+	static struct sw_set set;
+	struct rlimit was;
+	struct sw_switch sw;
+	char path[256], note[1024], err[1024];
+	int fd;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	descriptors_left(&was, 1);                 /* the lock opens, the read does not */
+	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
+				sizeof(err));
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	if (fd >= 0)
+		sw_unlock(fd);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(err, "cannot be read"));
+	assert_false(has_quarantined(c));
+	assert_int_equal(sw_load(c->sw, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 1);
+}
+
+/* ... and a job that meets it is refused, kept in force, and saved with the file's switches
+ * once the file reads again. */
+static void test_job_on_unreadable_file_keeps_its_switches(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	static struct sw_set onfile;
+	struct rlimit was;
+	struct sw_switch sw;
+	char err[256];
+	uint64_t seq;
+	int done, saved = 0;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
+	set_change(ch, "api", 1, "100");
+	descriptors_left(&was, 1);      /* the lock opens, the read does not */
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	done = wait_done(c, seq);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(done, 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_false(has_quarantined(c));
+	for (int i = 0; i < 500 && !saved; i++) {
+		saved = sw_load(c->sw, &onfile, err, sizeof(err)) == 0 && onfile.n == 2;
+		if (!saved)
+			usleep(10000);
+	}
+	assert_true(saved);
+	assert_non_null(sw_set_find(&onfile, "web", 3));
+	assert_non_null(sw_set_find(&onfile, "api", 1));
 }
 
 /* The first read fails for want of a descriptor (EMFILE; ENOMEM or EIO are alike): the switches
@@ -781,6 +864,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expiry_rewrites_file_and_audits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_file_admits_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_read_tried_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_open_unreadable_is_not_damage, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_job_on_unreadable_file_keeps_its_switches, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_read_later_comes_back_audited, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,

@@ -557,6 +557,15 @@ bad:
 
 #define SW_MAX_FILE (4u << 20)
 
+/* The file is there but its content could not be had (out of descriptors or memory, an I/O
+ * error, no permission): nothing is known of it, so it is not damaged either. */
+static int unreadable(const char *path, int e, char *err, size_t errlen)
+{
+	errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
+	     strerror(e));
+	return SW_LOAD_UNREADABLE;
+}
+
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 {
 	char *buf = NULL;
@@ -573,14 +582,12 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL,
-			    path, strerror(errno));
+		return unreadable(path, errno, err, errlen);
 	}
 	if (fstat(fd, &st)) {
 		int e = errno;
 		close(fd);
-		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
-			    strerror(e));
+		return unreadable(path, e, err, errlen);
 	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SW_MAX_FILE) {
 		close(fd);
@@ -590,7 +597,7 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		close(fd);
-		return errf(err, errlen, "ERROR: switch file %s: out of memory" LOUD_TAIL, path);
+		return unreadable(path, ENOMEM, err, errlen);
 	}
 	while (len < (size_t)st.st_size) {
 		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
@@ -600,8 +607,7 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 			int e = errno;
 			free(buf);
 			close(fd);
-			return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL,
-				    path, strerror(e));
+			return unreadable(path, e, err, errlen);
 		}
 		if (r == 0)
 			break;

@@ -136,9 +136,13 @@ uint32_t sw_shed_ratio(const struct sw_set *s, const char *service, int cls, uin
 /* SLUICE_PROB_ONE - sw_shed_ratio(): the value for sluice_verdict.switch_admit[cls]. */
 uint32_t sw_admit_ratio(const struct sw_set *s, const char *service, int cls, uint64_t now);
 
-/* Load the state file. Missing file: empty set, returns 0, err = "". Empty, unreadable or
- * corrupt file: empty set ("normal"), returns -1, err holds a loud one-line message starting
- * with "ERROR: switch file PATH ..." and ending with "... NO switches are in force". */
+/* Load the state file. Missing file: empty set, returns 0, err = "". Empty or corrupt file
+ * (or not a regular file, or too large): empty set ("normal"), returns -1. A file that could
+ * not be read (open, stat or read failed, or memory ran out: often for the moment only):
+ * empty set, returns SW_LOAD_UNREADABLE; it is NOT damaged, and must not be moved aside or
+ * written over from what this load left. In both cases err holds a loud one-line message
+ * starting with "ERROR: switch file PATH ..." and ending with "... NO switches are in force". */
+#define SW_LOAD_UNREADABLE (-2)
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen);
 /* Parse file contents (used by sw_load; `name` appears in messages). Same contract. */
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,

@@ -113,7 +113,7 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 		       char *err, size_t errlen)
 {
 	char lerr[SWST_ERR_LEN], saved[PATH_MAX];
-	int fd;
+	int fd, rc;
 
 	if (note && notelen)
 		note[0] = 0;
@@ -124,7 +124,16 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 	fd = sw_lock(path, err, errlen);
 	if (fd < 0)
 		return -1;
-	if (sw_load(path, set, lerr, sizeof(lerr))) {
+	rc = sw_load(path, set, lerr, sizeof(lerr));
+	if (rc == SW_LOAD_UNREADABLE) {
+		/* Not damage: out of descriptors or memory, an I/O error. The file may hold every
+		 * switch in force; moved aside, the save after this wrote an empty set over them.
+		 * The writer tries again later (sluiced: once a second). */
+		sw_unlock(fd);
+		return errf(err, errlen, "%s\nnothing changed: the file is kept and tried again",
+			    lerr);
+	}
+	if (rc) {
 		struct stat s;
 
 		if (stat(path, &s) == 0) {
