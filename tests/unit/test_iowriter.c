@@ -660,6 +660,98 @@ static void test_refused_change_survives_next_job(void **state)
 	free(onfile);
 }
 
+/* Refuse the next job's save: the switch file's lock is a directory (even root fails). */
+static void refuse_saves(const struct ctx *c, char *lock, size_t len)
+{
+	snprintf(lock, len, "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+}
+
+/* Make the next look of the writer fail to read the file (out of descriptors while its times
+ * change), and wait until that empty set is handed out. */
+static void fail_next_read(struct ctx *c)
+{
+	struct rlimit was;
+	int n;
+
+	no_more_descriptors(&was);
+	assert_int_equal(utimensat(AT_FDCWD, c->sw, NULL, 0), 0);
+	do
+		n = wait_set(c, 0);
+	while (n == 0 && !c->news.corrupt);   /* past news of the jobs before */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(n, 0);
+	assert_true(c->news.corrupt);
+}
+
+/* A job saved once the file is written again; returns the set on file. */
+static void job_saved(struct ctx *c, const char *svc, int cls, struct sw_set *onfile)
+{
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	char err[256];
+	uint64_t seq;
+
+	set_change(ch, svc, cls, "30");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 0);
+	assert_int_equal(sw_load(c->sw, onfile, err, sizeof(err)), 0);
+}
+
+/* A refused save, then a read of the file that fails: the read empties the set in memory. That
+ * empty set must never be written over the file, whose switches were never read: the next
+ * save built on it and wiped every switch in force. */
+static void test_refused_save_then_failed_read_keeps_file(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	static struct sw_set onfile;
+	struct sw_switch sw;
+	char err[256], lock[200];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
+	refuse_saves(c, lock, sizeof(lock));
+	set_change(ch, "api", 1, "100");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	fail_next_read(c);
+	assert_int_equal(rmdir(lock), 0);
+	job_saved(c, "api", 2, &onfile);
+	assert_non_null(sw_set_find(&onfile, "web", 3));
+	assert_non_null(sw_set_find(&onfile, "api", 2));
+}
+
+/* ... nor a set holding only a change refused after such a failed read. */
+static void test_failed_read_then_refused_save_keeps_file(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	static struct sw_set onfile;
+	struct sw_switch sw;
+	char err[256], lock[200];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
+	fail_next_read(c);
+	refuse_saves(c, lock, sizeof(lock));
+	set_change(ch, "api", 1, "100");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_int_equal(rmdir(lock), 0);
+	job_saved(c, "api", 2, &onfile);
+	assert_non_null(sw_set_find(&onfile, "web", 3));
+	assert_non_null(sw_set_find(&onfile, "api", 2));
+}
+
 /* A switch that expires while the switch file cannot be rewritten (its lock is a directory)
  * is still an expiry: the audit log records it, once the file is written or at once. */
 static void test_expiry_audited_when_file_locked(void **state)
@@ -873,6 +965,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_job_stays_in_force, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_save_then_failed_read_keeps_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_read_then_refused_save_keeps_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_saved_when_file_takes_writes,

@@ -271,18 +271,23 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 				sw_unlock(fd);
 				*w->known = cur;
 				w->unsaved = 0;
+				w->known_unread = 0;
 				audit_all(w, j->audit, j->n_audit, j->seq);
 				return;
 			}
 			sw_unlock(fd);
 		}
 		/* The file refused it: the change stays in force in memory (the set handed back
-		 * keeps it), loudly; the audit record is still attempted. */
-		snprintf(msg, sizeof(msg), "switch change IN FORCE but NOT saved: %s", err);
+		 * keeps it), loudly; the audit record is still attempted. Memory is saved over the
+		 * file later only when it holds the file's switches: emptied by a failed read, it
+		 * holds only this change, and saving it would wipe every switch on file. */
+		snprintf(msg, sizeof(msg), "switch change IN FORCE but NOT saved: %s%s", err,
+			 w->known_unread ? "; the file could not be read either: set it again once "
+					   "it reads" : "");
 		add_msg(w, "%s", msg);
 		job_failed(w, j->seq, msg);
 		apply_changes(w->known, j);
-		w->unsaved = 1;
+		w->unsaved = !w->known_unread;
 	}
 	audit_all(w, j->audit, j->n_audit, j->seq);
 }
@@ -331,6 +336,7 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	remember(w, path);
 	sw_unlock(fd);
 	*w->known = cur;
+	w->known_unread = 0;   /* read under the lock just now */
 	for (int i = 0; i < n && i < SW_MAX; i++)
 		audit_entry_make(&a[i], now, (uint32_t)getuid(), "sluiced", "expire", gone[i].service,
 				 gone[i].class, &gone[i], NULL, NULL);
@@ -350,7 +356,7 @@ static void resave(struct iowriter *w, const char *path)
 	unsigned long long now = monotonic_ns();
 	int fd;
 
-	if (!w->unsaved || now - w->resave_ns < retry_every(w))
+	if (!w->unsaved || w->known_unread || now - w->resave_ns < retry_every(w))
 		return;
 	w->resave_ns = now;
 	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, p, sizeof(p), note,
@@ -404,7 +410,15 @@ static void load_failed(struct iowriter *w, uint64_t seq, const char *err, int a
 	sw_set_init(&none);
 	if (w->first_read)
 		audit_diff(w, w->known, &none, uid, "switch file damaged: NO switches are in force");
+	/* Changes the file refused go out of force with the rest: memory no longer holds the
+	 * file's switches under them, and saving it would write an empty set over a file that
+	 * was never read. */
+	if (w->unsaved)
+		add_msg(w, "switch changes that were NOT saved are out of force with the rest; set "
+			"them again once the file reads");
 	sw_set_init(w->known);
+	w->unsaved = 0;
+	w->known_unread = 1;
 	post_set(w, seq, 1, 1, NULL, 0);
 }
 
@@ -445,6 +459,7 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 			   "switch file edited outside sluiced");
 	*w->known = fresh;
 	w->unsaved = 0;    /* an edit by hand is the new truth; audit_diff recorded what it dropped */
+	w->known_unread = 0;
 	post_set(w, seq, w->first_read && !retried, 0, NULL, 0);
 	sweep_expired(w, path, seq);
 }

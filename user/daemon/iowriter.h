@@ -78,6 +78,8 @@ struct iowriter {
 	/* the thread's own */
 	struct sw_set *known;        /* what the file held when last read or written */
 	int unsaved;                 /* known holds changes the file refused: it is the truth */
+	int known_unread;            /* known was emptied by a read of the file that failed: it is
+				      * not the file's set, and nothing is saved from it */
 	unsigned long long resave_ns;   /* when saving them was last tried (monotonic) */
 	struct audit_entry *held;    /* records the audit log refused, oldest first */
 	int n_held;
