@@ -436,6 +436,41 @@ static void test_writer_open_unreadable_is_not_damage(void **state)
 	assert_int_equal(set.n, 1);
 }
 
+/* jansson's allocations fail while this is set (installed before the first parse, so the
+ * library's own bookkeeping sits on top of it). */
+static int json_allocs_fail;
+
+static void *test_json_malloc(size_t n)
+{
+	return json_allocs_fail ? NULL : malloc(n);
+}
+
+/* A good switch file parsed while memory runs out: jansson then reports a syntax error at a
+ * good token ("string or '}' expected near '"version"'"), and the writer took the file for
+ * damaged and moved it aside. Out of memory is not damage either. */
+static void test_writer_open_out_of_memory_is_not_damage(void **state)
+{
+	struct ctx *c = *state;
+	static struct sw_set set;
+	struct sw_switch sw;
+	char path[256], note[1024], err[1024];
+	int fd;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	json_allocs_fail = 1;
+	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
+				sizeof(err));
+	json_allocs_fail = 0;
+	if (fd >= 0)
+		sw_unlock(fd);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(err, "cannot be read"));
+	assert_false(has_quarantined(c));
+	assert_int_equal(sw_load(c->sw, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 1);
+}
+
 /* ... and a job that meets it is refused, kept in force, and saved with the file's switches
  * once the file reads again. */
 static void test_job_on_unreadable_file_keeps_its_switches(void **state)
@@ -960,6 +995,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_job_on_unreadable_file_keeps_its_switches, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_writer_open_out_of_memory_is_not_damage, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_read_later_comes_back_audited, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_edit_audits_what_it_drops, setup,
@@ -983,5 +1020,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),
 	};
+
+	json_set_alloc_funcs(test_json_malloc, free);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

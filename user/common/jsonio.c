@@ -2,7 +2,9 @@
 /* JSON on jansson; see jsonio.h. */
 #include "common/jsonio.h"
 
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "common/errf.h"
@@ -12,13 +14,46 @@
  * without the binary noise jansson's default of 17 digits shows. */
 #define JSONIO_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
+/* jansson tells a failed allocation from bad text in no reliable way: a string it could not
+ * copy reads as a syntax error at a good token. A good switch file must not be taken for a
+ * damaged one (moved aside, written over), so the allocations of a parse are watched: one
+ * that failed says why the parse did. Installed once, over whatever allocator is in place. */
+static json_malloc_t next_malloc;
+static json_free_t next_free;
+static _Thread_local int alloc_failed;
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+
+static void *watched_malloc(size_t n)
+{
+	void *p = next_malloc(n);
+
+	if (!p)
+		alloc_failed = 1;
+	return p;
+}
+
+static void watch_allocs(void)
+{
+	json_get_alloc_funcs(&next_malloc, &next_free);
+	json_set_alloc_funcs(watched_malloc, next_free);
+}
+
 json_t *jsonio_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	json_error_t e;
-	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+	json_t *v;
 
+	pthread_once(&watch_once, watch_allocs);
+	alloc_failed = 0;
+	v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
 	if (v)
 		return v;
+	if (alloc_failed || json_error_code(&e) == json_error_out_of_memory) {
+		errf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	errno = EINVAL;
 	if (json_error_code(&e) == json_error_duplicate_key)
 		errf(err, errlen, "line %d column %d: duplicate key (%s)", e.line, e.column, e.text);
 	else

@@ -14,7 +14,8 @@
 #include <jansson.h>
 
 /* Parse `len` bytes of `text`. The tree (json_decref() it), or NULL with
- * "line L column C: what" in err. */
+ * "line L column C: what" in err and errno EINVAL; or NULL with "out of memory" and errno
+ * ENOMEM when memory ran out (the text may well be good). */
 json_t *jsonio_parse(const char *text, size_t len, char *err, size_t errlen);
 /* "an object", "a string", "an integer", "a number with a fraction", ... for messages. */
 const char *jsonio_type_name(const json_t *v);

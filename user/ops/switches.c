@@ -509,6 +509,15 @@ static int check_top(const json_t *root, char *why, size_t whylen)
 	return 0;
 }
 
+/* The file is there but its content could not be had (out of descriptors or memory, an I/O
+ * error, no permission): nothing is known of it, so it is not damaged either. */
+static int unreadable(const char *path, int e, char *err, size_t errlen)
+{
+	errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
+	     strerror(e));
+	return SW_LOAD_UNREADABLE;
+}
+
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 	     char *err, size_t errlen)
 {
@@ -521,6 +530,8 @@ int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 	if (err && errlen)
 		err[0] = 0;
 	root = jsonio_parse(text, len, why, sizeof(why));
+	if (!root && errno == ENOMEM)
+		return unreadable(name, ENOMEM, err, errlen);
 	if (!root) {
 		int empty = 1;
 		for (size_t k = 0; k < len && empty; k++)
@@ -556,15 +567,6 @@ bad:
 }
 
 #define SW_MAX_FILE (4u << 20)
-
-/* The file is there but its content could not be had (out of descriptors or memory, an I/O
- * error, no permission): nothing is known of it, so it is not damaged either. */
-static int unreadable(const char *path, int e, char *err, size_t errlen)
-{
-	errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
-	     strerror(e));
-	return SW_LOAD_UNREADABLE;
-}
 
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 {

@@ -144,7 +144,8 @@ uint32_t sw_admit_ratio(const struct sw_set *s, const char *service, int cls, ui
  * starting with "ERROR: switch file PATH ..." and ending with "... NO switches are in force". */
 #define SW_LOAD_UNREADABLE (-2)
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen);
-/* Parse file contents (used by sw_load; `name` appears in messages). Same contract. */
+/* Parse file contents (used by sw_load; `name` appears in messages). Same contract (memory
+ * running out while parsing is SW_LOAD_UNREADABLE, not damage). */
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
 	     char *err, size_t errlen);
 /* One switch as the JSON object of the file format above (json_decref() it; NULL: out of
