@@ -170,6 +170,50 @@ static void test_audit_after_short_write(void **state)
 	assert_int_equal(audit_parse_line(lines[0], &back, err, sizeof(err)), 0);
 }
 
+/* The log ends mid-line (a record cut short, its truncate failed too) and whether it does
+ * cannot be told for the moment (no descriptor to read it with): the record must be refused
+ * (the writer keeps it and tries again), not glued onto the cut line, where both read as
+ * damaged and `switch log` loses the change. */
+static void test_audit_refused_when_its_end_cannot_be_read(void **state)
+{
+	struct ctx *c = *state;
+	struct audit_entry e, back;
+	struct sw_switch sw;
+	struct rlimit was, low;
+	char err[256], lines[4][2048];
+	FILE *f;
+	int n, next;
+
+	mk(&sw, "L3", "100", "INC-42", "30m", T0);
+	audit_entry_make(&e, T0, 1000, "alice", "switch set", "web", 3, NULL, &sw, NULL);
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	f = fopen(c->path, "a");
+	assert_non_null(f);
+	fputs("{\"time\":\"2024-05-01T12:", f);        /* cut short */
+	fclose(f);
+	next = dup(0);
+	assert_true(next >= 0);
+	close(next);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)next + 1;                 /* the append opens, the look back not */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	n = audit_append(c->path, &e, err, sizeof(err));
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	if (n == 0) {                                    /* written: it must read back */
+		n = read_lines(c->path, lines, 4);
+		lines[n - 1][strcspn(lines[n - 1], "\n")] = 0;
+		assert_int_equal(audit_parse_line(lines[n - 1], &back, err, sizeof(err)), 0);
+		return;
+	}
+	assert_int_equal(n, -1);
+	assert_int_equal(audit_append(c->path, &e, err, sizeof(err)), 0);
+	n = read_lines(c->path, lines, 4);
+	assert_int_equal(n, 3);
+	lines[2][strcspn(lines[2], "\n")] = 0;
+	assert_int_equal(audit_parse_line(lines[2], &back, err, sizeof(err)), 0);
+}
+
 static void test_audit_each_line_is_json(void **state)
 {
 	struct ctx *c = *state;
@@ -451,6 +495,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_audit_append_and_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_after_short_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_refused_when_its_end_cannot_be_read, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_audit_any_caller_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_each_line_is_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_print_human, setup, teardown),

@@ -219,21 +219,28 @@ char *audit_format_human(const struct audit_entry *e, char *buf, size_t len)
 
 /* 1 when the file's last byte is not a newline: a record cut short by a failed write (disk
  * full) or a crash. Appended to as is, the next record would be glued onto it and both lines
- * would read as damaged. */
+ * would read as damaged. -1 with errno when that cannot be told for the moment (out of
+ * descriptors, an I/O error): the record is refused then, and its writer tries again. */
 static int ends_mid_line(const char *path, int fd)
 {
 	struct stat st;
 	char last;
-	int rfd, mid;
+	ssize_t r;
+	int rfd, e;
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
 		return 0;
 	rfd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (rfd < 0)
-		return 0;
-	mid = pread(rfd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+		return -1;
+	r = pread(rfd, &last, 1, st.st_size - 1);
+	e = errno;
 	close(rfd);
-	return mid;
+	if (r < 0) {
+		errno = e;
+		return -1;
+	}
+	return r == 1 && last != '\n';
 }
 
 int audit_append(const char *path, const struct audit_entry *e, char *err, size_t errlen)
@@ -242,7 +249,7 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
 	size_t len, off = 0;
 	struct stat st;
 	off_t start = -1;
-	int fd;
+	int fd, mid;
 
 	if (audit_format_json(e, &line, &len))
 		return errf(err, errlen, "audit log %s: out of memory", path);
@@ -252,7 +259,15 @@ int audit_append(const char *path, const struct audit_entry *e, char *err, size_
 		free(line);
 		return errf(err, errlen, "cannot open audit log %s: %s", path, strerror(er));
 	}
-	if (ends_mid_line(path, fd) && write(fd, "\n", 1) != 1) {
+	mid = ends_mid_line(path, fd);
+	if (mid < 0) {
+		int er = errno;
+		free(line);
+		close(fd);
+		return errf(err, errlen, "cannot read the end of audit log %s: %s", path,
+			    strerror(er));
+	}
+	if (mid && write(fd, "\n", 1) != 1) {
 		int er = errno;
 		free(line);
 		close(fd);
