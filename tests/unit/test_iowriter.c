@@ -787,6 +787,42 @@ static void test_failed_read_then_refused_save_keeps_file(void **state)
 	assert_non_null(sw_set_find(&onfile, "api", 2));
 }
 
+/* ... and a change whose save is refused after the file was read again under the lock (its
+ * temp file cannot be made) is kept on the file's switches and saved with them later, not
+ * left on the emptied set, unsaved, to be dropped at the next read. */
+static void test_failed_read_then_refused_save_keeps_change(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	static struct sw_set onfile;
+	struct sw_switch sw;
+	char err[256], tmp[200];
+	uint64_t seq;
+	int saved = 0;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 3600000000000ull;   /* not read again before the job */
+	fail_next_read(c);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", c->sw, (long)getpid());
+	assert_int_equal(mkdir(tmp, 0700), 0);          /* the save cannot create its temp */
+	set_change(ch, "api", 1, "100");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_int_equal(rmdir(tmp), 0);
+	c->w.retry_ns = 100000000ull;       /* read and saved again ten times a second */
+	for (int i = 0; i < 500 && !saved; i++) {
+		saved = sw_load(c->sw, &onfile, err, sizeof(err)) == 0 && onfile.n == 2;
+		if (!saved)
+			usleep(10000);
+	}
+	assert_true(saved);
+	assert_non_null(sw_set_find(&onfile, "web", 3));
+	assert_non_null(sw_set_find(&onfile, "api", 1));
+}
+
 /* A switch that expires while the switch file cannot be rewritten (its lock is a directory)
  * is still an expiry: the audit log records it, once the file is written or at once. */
 static void test_expiry_audited_when_file_locked(void **state)
@@ -1006,6 +1042,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_read_then_refused_save_keeps_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_read_then_refused_save_keeps_change,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_survives_next_job, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused_change_saved_when_file_takes_writes,

@@ -276,6 +276,13 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 				return;
 			}
 			sw_unlock(fd);
+			/* Memory emptied by a failed read: the file was read just now, and its
+			 * switches (audited above as they came back) are what this change stays in
+			 * force on, and what is saved with it later. */
+			if (w->known_unread) {
+				*w->known = cur;
+				w->known_unread = 0;
+			}
 		}
 		/* The file refused it: the change stays in force in memory (the set handed back
 		 * keeps it), loudly; the audit record is still attempted. Memory is saved over the
@@ -454,6 +461,13 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 		log_info("switch file %s read again: %d switch%s in force", path, fresh.n,
 			 fresh.n == 1 ? "" : "es");
 	w->load_failed = 0;
+	/* Memory built since on this same file (read under the lock by a job whose save it
+	 * refused) holds changes it lacks: that stays the truth, to be saved. */
+	if (retried && w->unsaved) {
+		post_set(w, seq, 0, 0, NULL, 0);
+		sweep_expired(w, path, seq);
+		return;
+	}
 	if (audit)
 		audit_diff(w, w->known, &fresh, present ? (uint32_t)s.st_uid : 0,
 			   "switch file edited outside sluiced");
