@@ -303,6 +303,135 @@ static void test_port_change_rewrites_the_ctl_state_entry(void **state)
 	daemon_gone(&d);
 }
 
+/* Slot svc's per-CPU entry of map fd (key) filled with `v` on every CPU (u64 fields). */
+static void fill_percpu(int fd, __u32 key, int ncpus, size_t size, __u64 v)
+{
+	__u64 *all = calloc((size_t)ncpus, size);
+
+	assert_non_null(all);
+	for (size_t i = 0; i < (size_t)ncpus * (size / sizeof(*all)); i++)
+		all[i] = v;
+	assert_int_equal(bpf_map_update_elem(fd, &key, all, BPF_ANY), 0);
+	free(all);
+}
+
+/* What a service leaves in its slot while it runs: a verdict with its breaker open and L3
+ * shed, its controller's entry, an operator's baseline reset done (request 2, acknowledged),
+ * counters and histograms, refusals of its connection cap, an http connection cap, and two
+ * units still in flight. */
+static void leave_history(struct daemon *d, int i, unsigned long long now)
+{
+	const struct sluice_maps *m = &d->m;
+	__u32 k = (__u32)d->idx[i], key;
+	struct sluice_verdict v;
+	struct sluice_ctl_request rq;
+	struct sluice_conn_cap cc;
+	struct sluice_inflight inf;
+	__u32 cap[SLUICE_NUM_CLASSES] = { 0, 0, 5, 5 };
+
+	memset(&v, 0, sizeof(v));
+	v.breaker_state = SLUICE_BREAKER_OPEN;
+	v.shed_prob[3] = SLUICE_PROB_ONE;
+	assert_int_equal(maps_write_verdict(m, (int)k, &v), 0);
+	d->books[i].ctl_reset_ack = 2;
+	daemon_ctl_export(d, i, now);
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.name, sizeof(rq.name), "%s", d->cfg.services[i].name);
+	rq.port = (__u16)d->cfg.services[i].port;
+	rq.reset_gen = 2;
+	assert_int_equal(maps_write_ctl_request(m, (int)k, &rq), 0);
+	fill_percpu(m->class_stats, k, m->ncpus, sizeof(struct sluice_svc_stats), 7);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		int fd = maps_hist_fd(m, (int)k, c, &key);
+
+		fill_percpu(fd, key, m->ncpus, sizeof(struct sluice_hist), 3);
+	}
+	fill_percpu(m->untrusted_marks, k, m->ncpus, sizeof(struct sluice_untrusted), 4);
+	assert_int_equal(maps_read_conn_cap(m, (int)k, &cc), 0);
+	cc.rejected[3] = 9;
+	assert_int_equal(bpf_map_update_elem(m->conn_cap, &k, &cc, BPF_ANY), 0);
+	assert_int_equal(maps_write_http_conn_cap(m, (int)k, cap), 0);
+	memset(&inf, 0, sizeof(inf));
+	inf.cls[2] = 2;
+	inf.total = 2;
+	assert_int_equal(bpf_map_update_elem(m->inflight, &k, &inf, BPF_ANY), 0);
+}
+
+/* Service i's slot holds no decision, record or request of a service that ran there before. */
+static void assert_clean_decisions(const struct daemon *d, int i)
+{
+	const struct sluice_maps *m = &d->m;
+	static struct sluice_ctl_slot slot;
+	struct sluice_verdict v, zero;
+	struct sluice_ctl_request rq;
+	struct sluice_http_conn_cap hc;
+	int k = d->idx[i];
+
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(maps_read_verdict(m, k, &v), 0);
+	assert_memory_equal(&v, &zero, sizeof(v));                /* admit everything */
+	assert_int_equal(maps_read_http_conn_cap(m, k, &hc), 0);
+	assert_int_equal(hc.cap[3], 0);
+	assert_int_equal(maps_read_ctl_slot(m, k, &slot), 0);
+	assert_false(ctl_slot_belongs(&slot, &d->cfg.services[i])); /* no record to adopt */
+	assert_int_equal(maps_read_ctl_request(m, k, &rq), 0);
+	assert_int_equal(ctl_request_reset_gen(&rq, &d->cfg.services[i], d->books[i].ctl_reset_ack),
+			 0);                                         /* no reset done again */
+}
+
+/* The config file path holds `text` (for the next reload). */
+static void edit(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	assert_int_equal(fputs(text, fp) >= 0, 1);
+	fclose(fp);
+}
+
+/* A service a reload removed and a later one adds back gets the slot its name had, but starts
+ * from nothing there, as a new service does: admit-all until its controller's first tick, no
+ * record of its own to adopt at a restart, no operator request to do again. A service that ran through both reloads keeps everything. */
+static void test_readded_service_starts_clean(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *both = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n"
+		"  - { name: b, port: 8081, protocol: http }\n";
+	const char *only_a = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n";
+	unsigned long long now = monotonic_ns();
+	static struct sluice_ctl_slot slot;
+	struct sluice_verdict v;
+	struct sluice_svc_stats st;
+	int slot_b;
+
+	run_then_edit(f, &d, both, only_a, path, now);
+	leave_history(&d, 0, now);
+	leave_history(&d, 1, now);
+	slot_b = d.idx[1];
+
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	assert_int_equal(d.cfg.n_services, 1);
+	edit(path, both);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	unlink(path);
+	assert_int_equal(d.cfg.n_services, 2);
+	assert_int_equal(d.idx[1], slot_b);
+	assert_clean_decisions(&d, 1);
+
+	/* a ran throughout: its verdict, record and counters stand */
+	assert_int_equal(maps_read_verdict(&d.m, d.idx[0], &v), 0);
+	assert_int_equal(v.breaker_state, SLUICE_BREAKER_OPEN);
+	assert_int_equal(maps_read_ctl_slot(&d.m, d.idx[0], &slot), 0);
+	assert_true(ctl_slot_belongs(&slot, &d.cfg.services[0]));
+	assert_int_equal(maps_read_svc_stats(&d.m, d.idx[0], &st), 0);
+	assert_int_equal(st.cls[0].arrivals, 7ull * (unsigned)d.m.ncpus);
+	daemon_gone(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +444,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_and_the_503_retry_after, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_port_change_rewrites_the_ctl_state_entry, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_readded_service_starts_clean, setup,
 						harness_teardown),
 	};
 

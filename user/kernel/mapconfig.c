@@ -348,6 +348,54 @@ int maps_derive_port_bits(int port_to_service, int service_ports)
 	return err;
 }
 
+/* Is the slot, as it stood before this call, new to service sc? It is when another service or
+ * none had it (the name differs), and when a reload removed sc from it (the name stays, the
+ * port goes): what its maps hold was decided and counted while sc did not run there. */
+static int slot_new_to(const struct sluice_service *was, const struct service_conf *sc)
+{
+	return strncmp(was->name, sc->name, SLUICE_NAME_LEN) || !was->port;
+}
+
+/* Entry k of an optional array map set to zero (value size bytes). */
+static int zero_entry(int fd, __u32 k, size_t size)
+{
+	void *zero = calloc(1, size);
+	int err;
+
+	if (fd < 0) {
+		free(zero);
+		return 0;
+	}
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map_update_elem(fd, &k, zero, BPF_ANY) ? -errno : 0;
+	free(zero);
+	return err;
+}
+
+/* Slot k, new to the service about to take it, made as a slot never used: written before its
+ * port is published, so that its first packet meets none of it. Its decisions: the all-zero
+ * verdict (admit everything until the controller's first tick; never what the slot's previous
+ * service was told, an open breaker included). Of a slot some service had (named): its http
+ * connection cap, the controller's record (a restart adopts a record that names the
+ * service, and status shows it), the operator's request (done for the service before, it
+ * would be done again). */
+static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
+{
+	struct sluice_verdict zero;
+	int err;
+
+	memset(&zero, 0, sizeof(zero));
+	if (maps_write_verdict(m, (int)k, &zero))
+		return -errno;
+	if (!named)
+		return 0;       /* never any service's: nothing else was ever written there */
+	if ((err = zero_entry(m->http_conn_cap, k, sizeof(struct sluice_http_conn_cap))) ||
+	    (err = zero_entry(m->ctl_state, k, sizeof(struct sluice_ctl_slot))))
+		return err;
+	return zero_entry(m->ctl_requests, k, sizeof(struct sluice_ctl_request));
+}
+
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
@@ -366,18 +414,9 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		struct sluice_service sv;
 		__u32 k = idx[i];
 
-		/* A slot new to this service starts from the all-zero verdict (admit everything)
-		 * until the controller's first tick, written before its port is published below:
-		 * never what the slot's previous service was told, an open breaker included. */
-		if (strncmp(all[k].name, cfg->services[i].name, SLUICE_NAME_LEN)) {
-			struct sluice_verdict zero;
-
-			memset(&zero, 0, sizeof(zero));
-			if (maps_write_verdict(m, (int)k, &zero)) {
-				err = -errno;
-				goto out;
-			}
-		}
+		if (slot_new_to(&all[k], &cfg->services[i]) &&
+		    (err = clean_slot(m, k, all[k].name[0] != 0)))
+			goto out;
 		fill_service(&sv, &cfg->services[i]);
 		sv._pad1 = all[k]._pad1 > stamp ? all[k]._pad1 : stamp;
 		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY)) {
@@ -422,10 +461,12 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		if (rc && !err)
 			err = rc;
 	}
-	for (int s = 0; s < m->n_slots; s++) {
+	/* A removed service keeps its name (stable index, counters) but no port: from then on its
+	 * slot is new to whatever service takes it. Not after a failure: the running config is
+	 * written back, and its services still run where they ran. */
+	for (int s = 0; s < m->n_slots && !err; s++) {
 		__u32 k = s;
 
-		/* A removed service keeps its name (stable index, counters) but no port. */
 		if (!in_cfg[s] && all[s].name[0] && all[s].port) {
 			all[s].port = 0;
 			bpf_map_update_elem(m->services, &k, &all[s], BPF_ANY);
