@@ -72,6 +72,7 @@ static int run_then_edit(struct fixture *f, struct daemon *d, const char *runnin
 
 static void daemon_gone(struct daemon *d)
 {
+	recon_free(&d->recon);
 	fclose(d->events);
 	free(d->ctl);
 	free(d->books);
@@ -379,6 +380,36 @@ static void assert_clean_decisions(const struct daemon *d, int i)
 			 0);                                         /* no reset done again */
 }
 
+/* Service i's slot counts from zero, but for the units still in flight there. */
+static void assert_clean_counts(const struct daemon *d, int i)
+{
+	const struct sluice_maps *m = &d->m;
+	struct sluice_svc_stats st;
+	struct sluice_hist h;
+	struct sluice_untrusted u;
+	struct sluice_conn_cap cc;
+	struct sluice_inflight inf;
+	int k = d->idx[i];
+
+	assert_int_equal(maps_read_svc_stats(m, k, &st), 0);
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		assert_int_equal(st.cls[c].arrivals, 0);
+		assert_int_equal(st.cls[c].rejected[0], 0);
+		assert_int_equal(st.samples[c], 0);
+		assert_int_equal(maps_read_hist(m, k, c, &h), 0);
+		assert_int_equal(h.bucket[0], 0);
+		assert_int_equal(h.sum_us, 0);
+	}
+	assert_int_equal(maps_read_untrusted(m, k, &u), 0);
+	assert_int_equal(u.ignored, 0);
+	assert_int_equal(maps_read_conn_cap(m, k, &cc), 0);
+	assert_int_equal(cc.rejected[3], 0);
+	/* the units still open stay counted where they will be given back */
+	assert_int_equal(bpf_map_lookup_elem(m->inflight, &(__u32){ (__u32)k }, &inf), 0);
+	assert_int_equal(inf.cls[2], 2);
+	assert_int_equal(inf.total, 2);
+}
+
 /* The config file path holds `text` (for the next reload). */
 static void edit(const char *path, const char *text)
 {
@@ -391,7 +422,8 @@ static void edit(const char *path, const char *text)
 
 /* A service a reload removed and a later one adds back gets the slot its name had, but starts
  * from nothing there, as a new service does: admit-all until its controller's first tick, no
- * record of its own to adopt at a restart, no operator request to do again. A service that ran through both reloads keeps everything. */
+ * record of its own to adopt at a restart, no operator request to do again, counters from
+ * zero. A service that ran through both reloads keeps everything. */
 static void test_readded_service_starts_clean(void **state)
 {
 	struct fixture *f = *state;
@@ -421,6 +453,7 @@ static void test_readded_service_starts_clean(void **state)
 	assert_int_equal(d.cfg.n_services, 2);
 	assert_int_equal(d.idx[1], slot_b);
 	assert_clean_decisions(&d, 1);
+	assert_clean_counts(&d, 1);
 
 	/* a ran throughout: its verdict, record and counters stand */
 	assert_int_equal(maps_read_verdict(&d.m, d.idx[0], &v), 0);
@@ -429,6 +462,56 @@ static void test_readded_service_starts_clean(void **state)
 	assert_true(ctl_slot_belongs(&slot, &d.cfg.services[0]));
 	assert_int_equal(maps_read_svc_stats(&d.m, d.idx[0], &st), 0);
 	assert_int_equal(st.cls[0].arrivals, 7ull * (unsigned)d.m.ncpus);
+	daemon_gone(&d);
+}
+
+/* A new service given the slot a removed service left (every other slot taken) inherits none
+ * of its decisions, record or counters; the removed service's units still in flight stay
+ * counted, to be given back there. */
+static void test_reused_slot_starts_clean(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *both = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n"
+		"  - { name: b, port: 8081, protocol: http }\n";
+	const char *only_a = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n";
+	const char *a_and_c = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n"
+		"  - { name: c, port: 9090, protocol: http }\n";
+	unsigned long long now = monotonic_ns();
+	int slot_b;
+
+	run_then_edit(f, &d, both, only_a, path, now);
+	leave_history(&d, 1, now);
+	slot_b = d.idx[1];
+	/* in-flight corrections the reconciliation made in each slot (/metrics, by service) */
+	assert_int_equal(recon_init(&d.recon, d.m.n_slots), 0);
+	d.recon.slot[d.idx[0]].corrections = 3;
+	d.recon.slot[slot_b].corrections = 5;
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	/* every slot but b's named by a service gone long ago: c can only have b's */
+	for (int s = 0; s < d.m.n_slots; s++) {
+		struct sluice_service sv;
+
+		assert_int_equal(maps_read_service(&d.m, s, &sv), 0);
+		if (sv.name[0])
+			continue;
+		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
+		assert_int_equal(bpf_map_update_elem(d.m.services, &(__u32){ (__u32)s }, &sv,
+						     BPF_ANY), 0);
+	}
+	edit(path, a_and_c);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	unlink(path);
+	assert_string_equal(d.cfg.services[1].name, "c");
+	assert_int_equal(d.idx[1], slot_b);
+	assert_clean_decisions(&d, 1);
+	assert_clean_counts(&d, 1);
+	assert_int_equal(d.recon.slot[slot_b].corrections, 0);
+	assert_int_equal(d.recon.slot[d.idx[0]].corrections, 3);
 	daemon_gone(&d);
 }
 
@@ -446,6 +529,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_change_rewrites_the_ctl_state_entry, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_readded_service_starts_clean, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reused_slot_starts_clean, setup,
 						harness_teardown),
 	};
 

@@ -1117,6 +1117,10 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		} else {
 			service_ctl_init(&new_ctl[i], &next.services[i], &next, now_ns + (unsigned)i,
 					 now_ns);
+			/* its slot is new to it (mapconfig.h: counted from zero); so is the slot's
+			 * count of in-flight corrections, which /metrics shows as the service's */
+			if (d->recon.slot && new_idx[i] < d->recon.n_slots)
+				d->recon.slot[new_idx[i]].corrections = 0;
 		}
 	}
 	free(was);

@@ -356,6 +356,23 @@ static int slot_new_to(const struct sluice_service *was, const struct service_co
 	return strncmp(was->name, sc->name, SLUICE_NAME_LEN) || !was->port;
 }
 
+/* Entry key of a per-CPU map of u64 fields (size bytes a CPU) set to zero on every CPU. */
+static int zero_percpu(int fd, __u32 key, size_t size, int ncpus)
+{
+	void *zero = calloc((size_t)(ncpus > 0 ? ncpus : 1), size);
+	int err;
+
+	if (fd < 0) {
+		free(zero);
+		return 0;                       /* pins that predate the map: nothing kept */
+	}
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map_update_elem(fd, &key, zero, BPF_ANY) ? -errno : 0;
+	free(zero);
+	return err;
+}
+
 /* Entry k of an optional array map set to zero (value size bytes). */
 static int zero_entry(int fd, __u32 k, size_t size)
 {
@@ -379,7 +396,11 @@ static int zero_entry(int fd, __u32 k, size_t size)
  * service was told, an open breaker included). Of a slot some service had (named): its http
  * connection cap, the controller's record (a restart adopts a record that names the
  * service, and status shows it), the operator's request (done for the service before, it
- * would be done again). */
+ * would be done again), and the counters, histograms and refusal counts, which /metrics and
+ * status show as the service's own. Left as they are: in-flight, busy, open connections and
+ * handshakes under way, the releases of the GC and the clients' counts: they count units still
+ * open, which the slot's previous service admitted and which are given back here when they
+ * end (a count set to zero under them would end below zero). */
 static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
 {
 	struct sluice_verdict zero;
@@ -391,9 +412,20 @@ static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
 	if (!named)
 		return 0;       /* never any service's: nothing else was ever written there */
 	if ((err = zero_entry(m->http_conn_cap, k, sizeof(struct sluice_http_conn_cap))) ||
-	    (err = zero_entry(m->ctl_state, k, sizeof(struct sluice_ctl_slot))))
+	    (err = zero_entry(m->ctl_state, k, sizeof(struct sluice_ctl_slot))) ||
+	    (err = zero_entry(m->ctl_requests, k, sizeof(struct sluice_ctl_request))) ||
+	    (err = zero_entry(m->conn_cap, k, sizeof(struct sluice_conn_cap))) ||
+	    (err = zero_percpu(m->class_stats, k, sizeof(struct sluice_svc_stats), m->ncpus)) ||
+	    (err = zero_percpu(m->untrusted_marks, k, sizeof(struct sluice_untrusted), m->ncpus)))
 		return err;
-	return zero_entry(m->ctl_requests, k, sizeof(struct sluice_ctl_request));
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+		__u32 key;
+		int fd = maps_hist_fd(m, (int)k, c, &key);
+
+		if ((err = zero_percpu(fd, key, sizeof(struct sluice_hist), m->ncpus)))
+			return err;
+	}
+	return 0;
 }
 
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
