@@ -410,6 +410,17 @@ static void assert_clean_counts(const struct daemon *d, int i)
 	assert_int_equal(inf.total, 2);
 }
 
+/* Slot s holds one tcp turn under way (a unit still open there). */
+static void hold_a_turn(const struct sluice_maps *m, int s)
+{
+	struct sluice_inflight b;
+
+	memset(&b, 0, sizeof(b));
+	b.cls[1] = 1;
+	b.total = 1;
+	assert_int_equal(bpf_map_update_elem(m->busy, &(__u32){ (__u32)s }, &b, BPF_ANY), 0);
+}
+
 /* The config file path holds `text` (for the next reload). */
 static void edit(const char *path, const char *text)
 {
@@ -492,7 +503,8 @@ static void test_reused_slot_starts_clean(void **state)
 	d.recon.slot[d.idx[0]].corrections = 3;
 	d.recon.slot[slot_b].corrections = 5;
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
-	/* every slot but b's named by a service gone long ago: c can only have b's */
+	/* every slot but b's named by a service gone long ago, whose units are still open too:
+	 * c can only have b's */
 	for (int s = 0; s < d.m.n_slots; s++) {
 		struct sluice_service sv;
 
@@ -502,6 +514,7 @@ static void test_reused_slot_starts_clean(void **state)
 		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
 		assert_int_equal(bpf_map_update_elem(d.m.services, &(__u32){ (__u32)s }, &sv,
 						     BPF_ANY), 0);
+		hold_a_turn(&d.m, s);
 	}
 	edit(path, a_and_c);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
@@ -512,6 +525,73 @@ static void test_reused_slot_starts_clean(void **state)
 	assert_clean_counts(&d, 1);
 	assert_int_equal(d.recon.slot[slot_b].corrections, 0);
 	assert_int_equal(d.recon.slot[d.idx[0]].corrections, 3);
+	daemon_gone(&d);
+}
+
+/* A new service that must take a removed service's slot takes one where no unit is still
+ * open: in another, the removed service's flows would count in its in-flight until they end.
+ * Only when every such slot holds some does it share one. */
+static void test_reuse_prefers_a_slot_with_nothing_open(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *three = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n"
+		"  - { name: b, port: 8081, protocol: tcp }\n"
+		"  - { name: c, port: 8082, protocol: tcp }\n";
+	const char *only_a = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n";
+	const char *a_x = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n"
+		"  - { name: x, port: 9090, protocol: tcp }\n";
+	const char *a_x_y = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: tcp }\n"
+		"  - { name: x, port: 9090, protocol: tcp }\n"
+		"  - { name: y, port: 9091, protocol: tcp }\n";
+	unsigned long long now = monotonic_ns();
+	struct sluice_inflight inf;
+	int slot_b, slot_c;
+
+	run_then_edit(f, &d, three, only_a, path, now);
+	slot_b = d.idx[1];
+	slot_c = d.idx[2];
+	assert_true(slot_b < slot_c);
+	/* b's connections are still open (tcp: in-flight counts them) */
+	memset(&inf, 0, sizeof(inf));
+	inf.cls[0] = 3;
+	inf.total = 3;
+	assert_int_equal(bpf_map_update_elem(d.m.inflight, &(__u32){ (__u32)slot_b }, &inf,
+					     BPF_ANY), 0);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	for (int s = 0; s < d.m.n_slots; s++) {
+		struct sluice_service sv;
+
+		assert_int_equal(maps_read_service(&d.m, s, &sv), 0);
+		if (sv.name[0])
+			continue;
+		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
+		assert_int_equal(bpf_map_update_elem(d.m.services, &(__u32){ (__u32)s }, &sv,
+						     BPF_ANY), 0);
+	}
+	/* the gone slots hold nothing open either: only b's does */
+	edit(path, a_x);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	assert_int_not_equal(d.idx[1], slot_b);
+	assert_int_equal(d.idx[1], slot_c);
+	assert_int_equal(bpf_map_lookup_elem(d.m.inflight, &(__u32){ (__u32)slot_b }, &inf), 0);
+	assert_int_equal(inf.total, 3);
+	/* every removed slot holds units now: y shares one (the first, b's), whose units
+	 * stay counted there */
+	for (int s = 0; s < d.m.n_slots; s++)
+		if (s != slot_b && s != d.idx[0] && s != d.idx[1])
+			hold_a_turn(&d.m, s);
+	edit(path, a_x_y);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	unlink(path);
+	assert_int_equal(d.idx[2], slot_b);
+	assert_int_equal(bpf_map_lookup_elem(d.m.inflight, &(__u32){ (__u32)slot_b }, &inf), 0);
+	assert_int_equal(inf.total, 3);
 	daemon_gone(&d);
 }
 
@@ -531,6 +611,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readded_service_starts_clean, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_starts_clean, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reuse_prefers_a_slot_with_nothing_open, setup,
 						harness_teardown),
 	};
 

@@ -31,6 +31,27 @@ static struct sluice_service *read_all_services(const struct sluice_maps *m)
 	return all;
 }
 
+/* Does a count of slot s say units are still open there: requests or connections in flight,
+ * turns under way, open http connections? A count that cannot be read says so too. */
+static int slot_holds_units(const struct sluice_maps *m, int s)
+{
+	struct sluice_inflight n[3];
+	int rc = maps_read_inflight(m, s, &n[0]) | maps_read_busy(m, s, &n[1]);
+
+	if (maps_read_http_conns(m, s, &n[2]) && m->http_conns >= 0)
+		rc = -1;
+	if (rc)
+		return 1;
+	for (int k = 0; k < 3; k++) {
+		if (n[k].total)
+			return 1;
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			if (n[k].cls[c])
+				return 1;
+	}
+	return 0;
+}
+
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx)
 {
 	struct sluice_service *all;
@@ -72,14 +93,18 @@ int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config 
 		}
 	}
 	/* New names: slots never named first, so a removed service's counters survive a while;
-	 * then the slots of removed services. */
-	for (int pass = 0; pass < 2; pass++) {
+	 * then the slots of removed services with no unit open, and only then the others. The
+	 * units a removed service's flows still hold stay counted in its slot until they end
+	 * (mapconfig.h): a new service there would find them in its own in-flight and connection
+	 * counts, a tcp service's long-lived connections for as long as they last. */
+	for (int pass = 0; pass < 3; pass++) {
 		next = 0;
 		for (int i = 0; i < cfg->n_services; i++) {
 			if (idx[i] >= 0)
 				continue;
 			while (next < (unsigned)m->n_slots &&
-			       (used[next] || (pass == 0 && all[next].name[0])))
+			       (used[next] || (pass == 0 && all[next].name[0]) ||
+				(pass == 1 && slot_holds_units(m, (int)next))))
 				next++;
 			if (next == (unsigned)m->n_slots)
 				break;

@@ -13,7 +13,9 @@
 unsigned maps_service_slots(int n_services);
 
 /* Stable service indices across reloads and restarts: a service keeps the index its name
- * already has in the `services` map; new names take free slots. idx[i] for cfg->services[i].
+ * already has in the `services` map; new names take free slots: never named ones first, then
+ * removed services' slots where no unit is still open, then the others. idx[i] for
+ * cfg->services[i].
  * Returns 0, or -1 when no slot is free (more services than m->n_slots). */
 int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config *cfg, int *idx);
 
