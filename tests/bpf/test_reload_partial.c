@@ -151,10 +151,78 @@ static void test_failed_reload_leaves_the_running_config_in_the_maps(void **stat
 	free(d.books);
 }
 
+/* The same failure when the new config also adds a service and the only slot free of units
+ * still open is gone's (every other once named, its units still open): the new service took it
+ * and made it clean (its controller's entry, its http connection cap) before the failure.
+ * gone runs on, so both are written again at its next tick. */
+static const char *NEW_AND_FRESH =
+	"interface: lo\n"
+	"services:\n"
+	"  - { name: a, port: \"198.18.0.1:80\", protocol: tcp, limit: { fixed: 10 } }\n"
+	"  - { name: b, port: \"198.18.0.9:80\", protocol: tcp, limit: { fixed: 10 } }\n"
+	"  - { name: db, port: 5433, protocol: tcp, limit: { fixed: 10 } }\n"
+	"  - { name: fresh, port: 7000, protocol: tcp, limit: { fixed: 10 } }\n";
+
+static void test_failed_reload_rewrites_what_a_new_service_cleared(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	static struct sluice_ctl_slot slot;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	int fd = mkstemp(path);
+	struct sluice_inflight held = { .total = 1, .cls = { 1 } };
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, NEW_AND_FRESH, strlen(NEW_AND_FRESH)),
+			 (ssize_t)strlen(NEW_AND_FRESH));
+	close(fd);
+	for (int s = 0; s < f->m.n_slots; s++) {
+		struct sluice_service sv;
+
+		assert_int_equal(maps_read_service(&f->m, s, &sv), 0);
+		if (sv.name[0])
+			continue;
+		snprintf(sv.name, sizeof(sv.name), "old%d", s);
+		assert_int_equal(bpf_map_update_elem(f->m.services, &(__u32){ (__u32)s }, &sv,
+						     BPF_ANY), 0);
+		assert_int_equal(bpf_map_update_elem(f->m.busy, &(__u32){ (__u32)s }, &held,
+						     BPF_ANY), 0);
+	}
+	memset(&d, 0, sizeof(d));
+	d.cfg = f->cfg;
+	d.m = f->m;
+	d.idx = f->idx;
+	d.books = calloc((size_t)f->cfg.n_services, sizeof(*d.books));
+	d.events = fopen("/dev/null", "w");
+	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+	/* gone's entry written a moment ago, and its connection cap in force */
+	memset(&slot, 0, sizeof(slot));
+	snprintf(slot.name, sizeof(slot.name), "gone");
+	slot.port = 6000;
+	assert_int_equal(maps_write_ctl_slot(&f->m, f->idx[GONE], &slot), 0);
+	for (int i = 0; i < f->cfg.n_services; i++)
+		d.books[i].exported_ns = 1;
+	d.books[GONE].conncap.share.cap[3] = 4;
+
+	assert_int_equal(daemon_reload(&d, 1, monotonic_ns()), -1);
+	unlink(path);
+	assert_int_equal(d.cfg.n_services, 4);
+	/* fresh had taken gone's slot */
+	assert_int_equal(maps_read_ctl_slot(&f->m, f->idx[GONE], &slot), 0);
+	assert_int_equal(slot.name[0], 0);
+	/* written again at the next tick */
+	assert_int_equal(d.books[GONE].exported_ns, 0);
+	assert_true(d.books[GONE].conncap.dirty);
+	fclose(d.events);
+	free(d.books);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_failed_reload_leaves_the_running_config_in_the_maps,
+						setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_failed_reload_rewrites_what_a_new_service_cleared,
 						setup, harness_teardown),
 	};
 

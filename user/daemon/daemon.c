@@ -1078,13 +1078,17 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		 * keeps, so it is written back whole. */
 		if (rc && maps_program_services(&d->m, &d->cfg, d->idx))
 			log_error("cannot program the running config back into the maps either");
-		/* a slot the new config took from a removed service got a zero verdict: every
-		 * running service's verdict is written again at the next tick (and its 503: the
-		 * program wrote the config's Retry-After into it) */
+		/* a slot the new config took from a removed service was made clean (mapconfig.h):
+		 * every running service's verdict is written again at the next tick (and its 503:
+		 * the program wrote the config's Retry-After into it), and so are its controller's
+		 * entry and its http connection cap */
 		for (int i = 0; rc && i < d->cfg.n_services; i++) {
 			d->books[i].have_written = 0;
 			d->books[i].quiet = 0;
 			d->books[i].retry_after_written = (unsigned)d->cfg.services[i].retry_after_s;
+			d->books[i].exported_ns = 0;
+			if (sluice_conncap_held(&d->books[i].conncap))
+				d->books[i].conncap.dirty = 1;
 		}
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     "cannot program the new config into the maps", "", SLUICE_EV_ALERT);
