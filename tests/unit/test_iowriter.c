@@ -408,6 +408,69 @@ static int has_quarantined(const struct ctx *c)
 	return found;
 }
 
+/* Renames hook_from over hook_to once, when sw_load() has read a file: an operator's `mv`
+ * landing at that moment. */
+static char hook_from[256], hook_to[256];
+
+static void rename_in_once(const char *path)
+{
+	if (!hook_from[0])
+		return;
+	assert_int_equal(rename(hook_from, hook_to), 0);
+	hook_from[0] = 0;
+}
+
+static void arm_rename_in(struct ctx *c, const struct sw_switch *sws, int n)
+{
+	struct sw_set *s = malloc(sizeof(*s));
+	char err[256];
+
+	assert_non_null(s);
+	sw_set_init(s);
+	for (int i = 0; i < n; i++)
+		assert_true(sw_set_put(s, &sws[i], NULL) >= 0);
+	snprintf(hook_from, sizeof(hook_from), "%s/new.json", c->dir);
+	snprintf(hook_to, sizeof(hook_to), "%s", c->sw);
+	if (sw_save(hook_from, s, err, sizeof(err)))
+		fail_msg("sw_save: %s", err);
+	free(s);
+	sw_after_read_hook = rename_in_once;
+}
+
+static void disarm_rename_in(void)
+{
+	sw_after_read_hook = NULL;
+	hook_from[0] = 0;
+}
+
+/* An edit renamed in while the writer reads the file: later looks must compare the path with
+ * the file that was read, not with what was there a moment after, or the edit is taken as
+ * seen and never comes into force. */
+static void test_edit_renamed_in_during_the_read(void **state)
+{
+	struct ctx *c = *state;
+	struct sw_switch sw, edit;
+	char err[256];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	mk(&edit, "web", "L3", "70", "1h", wall());
+	arm_rename_in(c, &edit, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	disarm_rename_in();
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 40);   /* what the first read had */
+	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
+	assert_true(seq > 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.n, 1);
+	assert_int_equal(c->news.set.sw[0].shed_pct, 70);
+}
+
 /* A good switch file that cannot be read for the moment (out of descriptors here; ENFILE,
  * ENOMEM or EIO are alike) is not damaged: the writer must refuse and change nothing, not
  * move it aside and start from an empty set, which the next save wrote over every switch in
@@ -1053,6 +1116,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expiry_audited_when_file_locked, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_save_failed_audited_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_the_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,

@@ -57,18 +57,24 @@ static void post_set(struct iowriter *w, uint64_t seq, int external, int corrupt
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* What the next look compares the file with: s (NULL: no file). */
+static void remember_stat(struct iowriter *w, const struct stat *s)
+{
+	w->have_file = s != NULL;
+	if (!s)
+		return;
+	w->dev = s->st_dev;
+	w->ino = s->st_ino;
+	w->size = s->st_size;
+	w->mtime = s->st_mtim;
+	w->ctime = s->st_ctim;
+}
+
 static void remember(struct iowriter *w, const char *path)
 {
 	struct stat s;
 
-	w->have_file = stat(path, &s) == 0;
-	if (!w->have_file)
-		return;
-	w->dev = s.st_dev;
-	w->ino = s.st_ino;
-	w->size = s.st_size;
-	w->mtime = s.st_mtim;
-	w->ctime = s.st_ctim;
+	remember_stat(w, stat(path, &s) == 0 ? &s : NULL);
 }
 
 static int same_file(const struct iowriter *w, const struct stat *s)
@@ -433,7 +439,7 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 {
 	static struct sw_set fresh;
 	char path[PATH_MAX], err[1024];
-	struct stat s;
+	struct stat s, seen;
 	int present, rc, same, retried, audit;
 
 	if (state_path(path, sizeof(path), w->state_dir, SW_FILE_NAME))
@@ -446,8 +452,11 @@ static void watch_file(struct iowriter *w, uint64_t seq)
 		sweep_expired(w, path, seq);
 		return;
 	}
-	rc = sw_load(path, &fresh, err, sizeof(err));
-	remember(w, path);
+	rc = sw_load_seen(path, &fresh, &seen, err, sizeof(err));
+	/* The file that was read, not what is at the path now: a file an operator renamed in
+	 * after the read would be taken as seen, and never come into force. Nothing opened: the
+	 * look before the read (a file that could not be opened is not read again and again). */
+	remember_stat(w, seen.st_mode ? &seen : present ? &s : NULL);
 	if (rc) {
 		load_failed(w, seq, err, same, present ? (uint32_t)s.st_uid : 0);
 		return;

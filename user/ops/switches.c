@@ -568,13 +568,24 @@ bad:
 
 #define SW_MAX_FILE (4u << 20)
 
+void (*sw_after_read_hook)(const char *path);
+
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
+{
+	struct stat seen;
+
+	return sw_load_seen(path, out, &seen, err, errlen);
+}
+
+int sw_load_seen(const char *path, struct sw_set *out, struct stat *seen, char *err,
+		 size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
 	int fd, rc;
 
+	memset(seen, 0, sizeof(*seen));
 	sw_set_init(out);
 	if (err && errlen)
 		err[0] = 0;
@@ -591,6 +602,7 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 		close(fd);
 		return unreadable(path, e, err, errlen);
 	}
+	*seen = st;
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SW_MAX_FILE) {
 		close(fd);
 		return errf(err, errlen, "ERROR: switch file %s cannot be read (%s)" LOUD_TAIL, path,
@@ -616,6 +628,8 @@ int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen)
 		len += (size_t)r;
 	}
 	close(fd);
+	if (sw_after_read_hook)
+		sw_after_read_hook(path);
 	rc = sw_parse(buf, len, path, out, err, errlen);
 	free(buf);
 	return rc;

@@ -144,6 +144,15 @@ uint32_t sw_admit_ratio(const struct sw_set *s, const char *service, int cls, ui
  * starting with "ERROR: switch file PATH ..." and ending with "... NO switches are in force". */
 #define SW_LOAD_UNREADABLE (-2)
 int sw_load(const char *path, struct sw_set *out, char *err, size_t errlen);
+/* sw_load(), and into *seen the fstat() of the very file it read: what is at PATH a moment
+ * later may be another one, renamed in by an operator meanwhile. seen->st_mode is 0 when no
+ * file was opened (missing, or open() failed). */
+struct stat;
+int sw_load_seen(const char *path, struct sw_set *out, struct stat *seen, char *err,
+		 size_t errlen);
+/* Tests only (NULL in the programs): called by sw_load() once the file is read, before it is
+ * parsed, so a test can rename another file in at that moment as an operator's `mv` could. */
+extern void (*sw_after_read_hook)(const char *path);
 /* Parse file contents (used by sw_load; `name` appears in messages). Same contract (memory
  * running out while parsing is SW_LOAD_UNREADABLE, not damage). */
 int sw_parse(const char *text, size_t len, const char *name, struct sw_set *out,
