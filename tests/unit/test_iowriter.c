@@ -471,6 +471,33 @@ static void test_edit_renamed_in_during_the_read(void **state)
 	assert_int_equal(c->news.set.sw[0].shed_pct, 70);
 }
 
+/* A good file renamed in over a damaged one while the writer reads the damaged one: the file
+ * moved aside must be the damaged one that was read, not the good one, which is read instead. */
+static void test_writer_open_moves_aside_only_what_it_read(void **state)
+{
+	struct ctx *c = *state;
+	static struct sw_set set;
+	struct sw_switch good;
+	char path[256], note[1024], err[1024];
+	int fd;
+
+	write_file(c->sw, "{\"version\": 1, \"switches\": [");
+	mk(&good, "web", "L3", "70", "1h", wall());
+	arm_rename_in(c, &good, 1);
+	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
+				sizeof(err));
+	disarm_rename_in();
+	if (fd < 0)
+		fail_msg("switch_writer_open: %s", err);
+	sw_unlock(fd);
+	assert_string_equal(note, "");
+	assert_false(has_quarantined(c));
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.sw[0].shed_pct, 70);
+	assert_int_equal(sw_load(c->sw, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 1);
+}
+
 /* A good switch file that cannot be read for the moment (out of descriptors here; ENFILE,
  * ENOMEM or EIO are alike) is not damaged: the writer must refuse and change nothing, not
  * move it aside and start from an empty set, which the next save wrote over every switch in
@@ -1119,6 +1146,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_the_read, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_only_what_it_read,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

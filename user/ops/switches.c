@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sluice: manual degradation switches. See switches.h. */
+#define _GNU_SOURCE   /* renameat2 */
 #include "common/errf.h"
 #include "ops/switches.h"
 #include "common/duration.h"
@@ -727,6 +728,19 @@ int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
 		fsync(dfd); /* best effort: the rename is already visible */
 		close(dfd);
 	}
+	return 0;
+}
+
+int sw_rename_noreplace(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -1;
+	/* a file system without the flag: link() refuses a taken name just as atomically */
+	if (link(from, to))
+		return -1;
+	unlink(from);
 	return 0;
 }
 

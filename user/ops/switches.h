@@ -173,6 +173,8 @@ int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen);
  * sw_save(). Writes the new name into saved_as (may be NULL). 0, or -1 with err. */
 int sw_quarantine(const char *path, uint64_t now, char *saved_as, size_t saved_len,
 		  char *err, size_t errlen);
+/* rename(from, to), but never over a file at `to`: -1 with errno EEXIST then. */
+int sw_rename_noreplace(const char *from, const char *to);
 
 /* Serialise concurrent writers (CLI vs daemon expiring): exclusive flock on PATH.lock (created
  * 0644). Returns the fd to pass to sw_unlock(), or -1 with err. Readers need no lock. */

@@ -108,12 +108,33 @@ void switch_caller(char *name, size_t len)
 		snprintf(name, len, "uid%u", (unsigned)getuid());
 }
 
+/* Move the damaged file aside, but only the very file that was read (seen): a good file an
+ * operator renamed in since the read is put back where it was. 0: moved (saved names where
+ * to); 1: PATH holds another file now, or none, to be read again; -1 with err. */
+static int move_damaged_aside(const char *path, const struct stat *seen, uint64_t now,
+			      char *saved, size_t savedlen, char *err, size_t errlen)
+{
+	struct stat moved;
+
+	if (sw_quarantine(path, now, saved, savedlen, err, errlen))
+		return lstat(path, &moved) && errno == ENOENT ? 1 : -1;
+	if (lstat(saved, &moved) == 0 && moved.st_dev == seen->st_dev &&
+	    moved.st_ino == seen->st_ino)
+		return 0;
+	/* not what was read: back, unless yet another file took the name meanwhile */
+	if (sw_rename_noreplace(saved, path))
+		return errf(err, errlen, "%s was replaced while it was read, and the new file, "
+			    "moved to %s, cannot be put back (%s)", path, saved, strerror(errno));
+	return 1;
+}
+
 int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 		       char *path, size_t pathlen, char *note, size_t notelen,
 		       char *err, size_t errlen)
 {
-	char lerr[SWST_ERR_LEN], saved[PATH_MAX];
-	int fd, rc;
+	char lerr[SWST_ERR_LEN], qerr[256], saved[PATH_MAX];
+	struct stat seen;
+	int fd, rc, moved;
 
 	if (note && notelen)
 		note[0] = 0;
@@ -124,34 +145,34 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 	fd = sw_lock(path, err, errlen);
 	if (fd < 0)
 		return -1;
-	rc = sw_load(path, set, lerr, sizeof(lerr));
-	if (rc == SW_LOAD_UNREADABLE) {
-		/* Not damage: out of descriptors or memory, an I/O error. The file may hold every
-		 * switch in force; moved aside, the save after this wrote an empty set over them.
-		 * The writer tries again later (sluiced: once a second). */
-		sw_unlock(fd);
-		return errf(err, errlen, "%s\nnothing changed: the file is kept and tried again",
-			    lerr);
-	}
-	if (rc) {
-		struct stat s;
-
-		if (stat(path, &s) == 0) {
-			char qerr[256];
-			if (sw_quarantine(path, now, saved, sizeof(saved), qerr, sizeof(qerr))) {
-				sw_unlock(fd);
-				return errf(err, errlen, "%s\nand it cannot be moved aside (%s): "
-					    "nothing changed", lerr, qerr);
-			}
-			errf(note, notelen, "%s\nthe damaged file was moved aside to %s; starting "
-			     "from an empty set (see `sluicectl switch log` for what was in force)",
-			     lerr, saved);
-		} else {
+	/* An operator's `mv new switches.json` takes no lock: the file moved aside must be the
+	 * one found damaged, not a good one renamed in after the read. */
+	for (int tries = 0; ; tries++) {
+		rc = sw_load_seen(path, set, &seen, lerr, sizeof(lerr));
+		if (rc == SW_LOAD_UNREADABLE) {
+			/* Not damage: out of descriptors or memory, an I/O error. The file may hold
+			 * every switch in force; moved aside, the save after this wrote an empty
+			 * set over them. The writer tries again later (sluiced: once a second). */
 			sw_unlock(fd);
-			return errf(err, errlen, "%s", lerr);
+			return errf(err, errlen, "%s\nnothing changed: the file is kept and tried "
+				    "again", lerr);
 		}
-		sw_set_init(set);
+		if (!rc)
+			return fd;
+		moved = move_damaged_aside(path, &seen, now, saved, sizeof(saved), qerr,
+					   sizeof(qerr));
+		if (!moved)
+			break;
+		if (moved < 0 || tries == 2) {
+			sw_unlock(fd);
+			return errf(err, errlen, "%s\nand it cannot be moved aside (%s): nothing "
+				    "changed", lerr, moved < 0 ? qerr : "it is replaced again and "
+				    "again while it is read");
+		}
 	}
+	errf(note, notelen, "%s\nthe damaged file was moved aside to %s; starting from an empty "
+	     "set (see `sluicectl switch log` for what was in force)", lerr, saved);
+	sw_set_init(set);
 	return fd;
 }
 

@@ -49,7 +49,8 @@ void switch_caller(char *name, size_t len);
 /* Writer protocol of docs/OPERATIONS.md, first half: create STATE_DIR (0755), take sw_lock()
  * on STATE_DIR/switches.json (path returned in path), sw_load() it into set. A damaged file is
  * moved aside with sw_quarantine() and the set starts empty; note then holds the loud message
- * (caller prints it). A file that could not be read (SW_LOAD_UNREADABLE) is not damaged: it
+ * (caller prints it). Only the very file found damaged is moved: one renamed in after the read
+ * (by hand, without the lock) is put back and read instead. A file that could not be read (SW_LOAD_UNREADABLE) is not damaged: it
  * is left alone and -1 returned, so nothing is built on a set that was never read. Returns
  * the lock fd (release with sw_unlock()), or -1 with err. */
 int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
