@@ -14,6 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "common/duration.h"
 #include "ops/switches.h"
@@ -436,6 +441,61 @@ static void test_switch_quarantine(void **state)
 	free(s);
 }
 
+/* From here on, in this process, every stat of a path fails with EIO. */
+static int stats_fail(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __NR_lstat
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_lstat, 3, 0),
+#else
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_statx, 3, 0),
+#endif
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_newfstatat, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_statx, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* A name whose stat fails (an I/O error, memory running out) is not free: the earlier copy
+ * moved aside under it must not be replaced by the next one. */
+static void test_switch_quarantine_stat_error_is_not_free(void **state)
+{
+	struct ctx *c = *state;
+	char err[400], first[256], second[300], text[64];
+	FILE *f;
+	pid_t pid;
+	int status;
+
+	write_file(c->path, "{first");
+	assert_int_equal(sw_quarantine(c->path, T0, first, sizeof(first), err, sizeof(err)), 0);
+	write_file(c->path, "{second");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (stats_fail())
+			_exit(2);
+		_exit(sw_quarantine(c->path, T0, NULL, 0, err, sizeof(err)) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 2);   /* the filter went in */
+	f = fopen(first, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "{first");
+	unlink(first);
+	snprintf(second, sizeof(second), "%s.1", first);
+	unlink(second);
+}
+
 /* Two damaged files moved aside in the same second: both are kept for the post-mortem (a
  * rename onto the first name would silently replace the first one). */
 static void test_switch_quarantine_keeps_both(void **state)
@@ -548,6 +608,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_corrupt_keeps_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine_keeps_both, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_quarantine_stat_error_is_not_free, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_switch_unreadable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_fifo_refused_without_blocking, setup,
 						teardown),

@@ -748,27 +748,29 @@ int sw_quarantine(const char *path, uint64_t now, char *saved_as, size_t saved_l
 		  char *err, size_t errlen)
 {
 	char dst[PATH_MAX];
-	struct stat st;
-	int n, k = 0;
+	int n;
 
 	/* A name not taken yet: rename() would replace the copy of an earlier damaged file
-	 * moved aside in the same second, and with it that post-mortem. The caller holds the
-	 * switch lock, so no other writer picks the same name meanwhile. */
-	do {
+	 * moved aside in the same second, and with it that post-mortem. Asked of the rename
+	 * itself, not of a stat before it: a stat that fails (out of memory, an I/O error)
+	 * says nothing of whether the name is free. */
+	for (int k = 0; k < 1000; k++) {
 		n = k ? snprintf(dst, sizeof(dst), "%s.corrupt.%llu.%d", path,
 				 (unsigned long long)now, k)
 		      : snprintf(dst, sizeof(dst), "%s.corrupt.%llu", path, (unsigned long long)now);
 		if (n < 0 || n >= (int)sizeof(dst))
 			return errf(err, errlen, "switch file path too long: %s", path);
-	} while (lstat(dst, &st) == 0 && ++k < 1000);
-	if (k >= 1000)
-		return errf(err, errlen, "cannot move %s aside: %s and 999 more names are taken",
-			    path, dst);
-	if (rename(path, dst))
-		return errf(err, errlen, "cannot move %s to %s: %s", path, dst, strerror(errno));
-	if (saved_as && saved_len)
-		snprintf(saved_as, saved_len, "%s", dst);
-	return 0;
+		if (sw_rename_noreplace(path, dst) == 0) {
+			if (saved_as && saved_len)
+				snprintf(saved_as, saved_len, "%s", dst);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return errf(err, errlen, "cannot move %s to %s: %s", path, dst,
+				    strerror(errno));
+	}
+	return errf(err, errlen, "cannot move %s aside: %s and 999 more names are taken", path,
+		    dst);
 }
 
 int sw_lock(const char *path, char *err, size_t errlen)
