@@ -408,8 +408,8 @@ static int has_quarantined(const struct ctx *c)
 	return found;
 }
 
-/* Renames hook_from over hook_to once, when sw_load() has read a file: an operator's `mv`
- * landing at that moment. */
+/* Renames hook_from over hook_to once, from the hook it is installed as (sw_load() has read a
+ * file, sw_save() has renamed one): an operator's `mv` landing at that moment. */
 static char hook_from[256], hook_to[256];
 
 static void rename_in_once(const char *path)
@@ -434,12 +434,12 @@ static void arm_rename_in(struct ctx *c, const struct sw_switch *sws, int n)
 	if (sw_save(hook_from, s, err, sizeof(err)))
 		fail_msg("sw_save: %s", err);
 	free(s);
-	sw_after_read_hook = rename_in_once;
 }
 
 static void disarm_rename_in(void)
 {
 	sw_after_read_hook = NULL;
+	sw_after_save_hook = NULL;
 	hook_from[0] = 0;
 }
 
@@ -457,6 +457,7 @@ static void test_edit_renamed_in_during_the_read(void **state)
 	save(c, &sw, 1);
 	mk(&edit, "web", "L3", "70", "1h", wall());
 	arm_rename_in(c, &edit, 1);
+	sw_after_read_hook = rename_in_once;
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
 	disarm_rename_in();
 	iow_take(&c->w, 0, &c->news);
@@ -471,6 +472,33 @@ static void test_edit_renamed_in_during_the_read(void **state)
 	assert_int_equal(c->news.set.sw[0].shed_pct, 70);
 }
 
+/* An edit renamed in just after a job's save: later looks must compare the path with the
+ * file that was saved, or the edit is taken as the writer's own and never comes into force. */
+static void test_edit_renamed_in_after_a_save(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	struct sw_switch edit;
+	char err[256];
+	uint64_t seq;
+
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&edit, "api", "L1", "20", "1h", wall());
+	arm_rename_in(c, &edit, 1);
+	sw_after_save_hook = rename_in_once;
+	set_change(ch, "web", 2, "70");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	sw_after_save_hook = NULL;
+	disarm_rename_in();
+	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
+	assert_int_equal(wait_done(c, seq), 0);
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.n, 1);
+	assert_string_equal(c->news.set.sw[0].service, "api");
+}
+
 /* A good file renamed in over a damaged one while the writer reads the damaged one: the file
  * moved aside must be the damaged one that was read, not the good one, which is read instead. */
 static void test_writer_open_moves_aside_only_what_it_read(void **state)
@@ -479,13 +507,15 @@ static void test_writer_open_moves_aside_only_what_it_read(void **state)
 	static struct sw_set set;
 	struct sw_switch good;
 	char path[256], note[1024], err[1024];
+	struct stat seen;
 	int fd;
 
 	write_file(c->sw, "{\"version\": 1, \"switches\": [");
 	mk(&good, "web", "L3", "70", "1h", wall());
 	arm_rename_in(c, &good, 1);
-	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
-				sizeof(err));
+	sw_after_read_hook = rename_in_once;
+	fd = switch_writer_open(c->dir, wall(), &set, &seen, path, sizeof(path), note, sizeof(note),
+				err, sizeof(err));
 	disarm_rename_in();
 	if (fd < 0)
 		fail_msg("switch_writer_open: %s", err);
@@ -509,13 +539,14 @@ static void test_writer_open_unreadable_is_not_damage(void **state)
 	struct rlimit was;
 	struct sw_switch sw;
 	char path[256], note[1024], err[1024];
+	struct stat seen;
 	int fd;
 
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
 	descriptors_left(&was, 1);                 /* the lock opens, the read does not */
-	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
-				sizeof(err));
+	fd = switch_writer_open(c->dir, wall(), &set, &seen, path, sizeof(path), note, sizeof(note),
+				err, sizeof(err));
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
 	if (fd >= 0)
 		sw_unlock(fd);
@@ -544,13 +575,14 @@ static void test_writer_open_out_of_memory_is_not_damage(void **state)
 	static struct sw_set set;
 	struct sw_switch sw;
 	char path[256], note[1024], err[1024];
+	struct stat seen;
 	int fd;
 
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
 	json_allocs_fail = 1;
-	fd = switch_writer_open(c->dir, wall(), &set, path, sizeof(path), note, sizeof(note), err,
-				sizeof(err));
+	fd = switch_writer_open(c->dir, wall(), &set, &seen, path, sizeof(path), note, sizeof(note),
+				err, sizeof(err));
 	json_allocs_fail = 0;
 	if (fd >= 0)
 		sw_unlock(fd);
@@ -1148,6 +1180,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_only_what_it_read,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_edit_renamed_in_after_a_save, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

@@ -70,11 +70,12 @@ static void remember_stat(struct iowriter *w, const struct stat *s)
 	w->ctime = s->st_ctim;
 }
 
-static void remember(struct iowriter *w, const char *path)
+/* A file read or saved under the lock (st_mode 0: none at the path). Not the path's stat after
+ * it: an operator's `mv` takes no lock, and a file renamed in meanwhile would be taken as
+ * seen, and never come into force. */
+static void remember_file(struct iowriter *w, const struct stat *s)
 {
-	struct stat s;
-
-	remember_stat(w, stat(path, &s) == 0 ? &s : NULL);
+	remember_stat(w, s->st_mode ? s : NULL);
 }
 
 static int same_file(const struct iowriter *w, const struct stat *s)
@@ -258,11 +259,12 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 {
 	static struct sw_set cur;
 	char path[PATH_MAX], note[1024], err[1024], msg[IOW_MSG_LEN];
+	struct stat seen, written;
 	int fd;
 
 	if (j->n_changes) {
-		fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, path, sizeof(path),
-					note, sizeof(note), err, sizeof(err));
+		fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, &seen, path,
+					sizeof(path), note, sizeof(note), err, sizeof(err));
 		if (fd >= 0) {
 			if (note[0])
 				add_msg(w, "%s", note);
@@ -272,8 +274,8 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 			if (w->unsaved)
 				cur = *w->known;
 			apply_changes(&cur, j);
-			if (switch_writer_save(path, &cur, err, sizeof(err)) == 0) {
-				remember(w, path);
+			if (switch_writer_save(path, &cur, &written, err, sizeof(err)) == 0) {
+				remember_file(w, &written);
 				sw_unlock(fd);
 				*w->known = cur;
 				w->unsaved = 0;
@@ -313,14 +315,15 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	static struct audit_entry a[SW_MAX];
 	char note[1024], err[1024], p[PATH_MAX];
 	uint64_t now = (uint64_t)time(NULL);
+	struct stat seen, written;
 	int fd, n, k = 0;
 
 	for (int i = 0; i < w->known->n; i++)
 		k += w->known->sw[i].expires_at <= now;
 	if (!k)
 		return;
-	fd = switch_writer_open(w->state_dir, now, &cur, p, sizeof(p), note, sizeof(note), err,
-				sizeof(err));
+	fd = switch_writer_open(w->state_dir, now, &cur, &seen, p, sizeof(p), note, sizeof(note),
+				err, sizeof(err));
 	if (fd < 0) {
 		/* Nothing sheds past its expiry anyway (the admit ratio looks at expires_at). Keep
 		 * them and try again at the next look: dropped here, the file would keep them and
@@ -338,15 +341,16 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	if (w->unsaved)
 		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
-	if (n > 0 && switch_writer_save(path, &cur, err, sizeof(err))) {
+	if (n > 0 && switch_writer_save(path, &cur, &written, err, sizeof(err))) {
 		add_msg(w, "switch expiry: cannot save %s: %s", path, err);
 		/* The file still holds them: the next save builds on memory, or it would write
 		 * them back and the sweep after it audit the same expiry again. */
 		w->unsaved = 1;
 	} else if (n > 0) {
 		w->unsaved = 0;
+		seen = written;
 	}
-	remember(w, path);
+	remember_file(w, &seen);
 	sw_unlock(fd);
 	*w->known = cur;
 	w->known_unread = 0;   /* read under the lock just now */
@@ -367,22 +371,24 @@ static void resave(struct iowriter *w, const char *path)
 	static struct sw_set cur;
 	char note[1024], err[1024], p[PATH_MAX];
 	unsigned long long now = monotonic_ns();
+	struct stat seen, written;
 	int fd;
 
 	if (!w->unsaved || w->known_unread || now - w->resave_ns < retry_every(w))
 		return;
 	w->resave_ns = now;
-	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, p, sizeof(p), note,
-				sizeof(note), err, sizeof(err));
+	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, &seen, p, sizeof(p),
+				note, sizeof(note), err, sizeof(err));
 	if (fd < 0)
 		return;
 	if (note[0])
 		add_msg(w, "%s", note);
-	if (switch_writer_save(path, w->known, err, sizeof(err)) == 0) {
+	if (switch_writer_save(path, w->known, &written, err, sizeof(err)) == 0) {
 		w->unsaved = 0;
+		seen = written;
 		log_info("switch file %s written again: the switches in force are saved", path);
 	}
-	remember(w, path);
+	remember_file(w, &seen);
 	sw_unlock(fd);
 }
 

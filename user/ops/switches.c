@@ -675,12 +675,23 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+void (*sw_after_save_hook)(const char *path);
+
 int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
+{
+	struct stat written;
+
+	return sw_save_seen(path, s, &written, err, errlen);
+}
+
+int sw_save_seen(const char *path, const struct sw_set *s, struct stat *written, char *err,
+		 size_t errlen)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX], *data, *slash;
 	size_t len;
 	int fd, dfd;
 
+	memset(written, 0, sizeof(*written));
 	for (int i = 0; i < s->n; i++) {
 		char verr[160];
 		if (sw_validate(&s->sw[i], verr, sizeof(verr)))
@@ -697,6 +708,9 @@ int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
 		free(data);
 		return errf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
 	}
+	/* 0644 whatever the umask (`switch ls` reads it), set on this file: once renamed, the
+	 * name may already be another's */
+	fchmod(fd, 0644);
 	if (write_all(fd, data, len) || fsync(fd)) {
 		int e = errno;
 		free(data);
@@ -705,16 +719,20 @@ int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
 		return errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 	}
 	free(data);
-	if (close(fd)) {
-		int e = errno;
-		unlink(tmp);
-		return errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-	}
 	if (rename(tmp, path)) {
 		int e = errno;
+		close(fd);
 		unlink(tmp);
 		return errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(e));
 	}
+	/* What was written, as it is after the rename (which changes its ctime): what is at the
+	 * path a moment later may be a file an operator renamed in. fsync() above already said
+	 * whether the data reached the disk. */
+	if (fstat(fd, written))
+		memset(written, 0, sizeof(*written));
+	close(fd);
+	if (sw_after_save_hook)
+		sw_after_save_hook(path);
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash == dir)

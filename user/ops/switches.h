@@ -166,6 +166,12 @@ int sw_serialize(const struct sw_set *s, char **out, size_t *outlen);
 /* Write atomically: PATH.tmp.PID, fsync, rename over PATH, fsync the directory. Mode 0644.
  * 0, or -1 with err (the old file is untouched on failure). */
 int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen);
+/* sw_save(), and into *written the fstat() of the file it renamed to PATH (st_mode 0 when
+ * none was, or fstat() failed). */
+int sw_save_seen(const char *path, const struct sw_set *s, struct stat *written, char *err,
+		 size_t errlen);
+/* Tests only (NULL in the programs): called by sw_save() once the file is renamed to PATH. */
+extern void (*sw_after_save_hook)(const char *path);
 
 /* Keep a damaged switch file for the post-mortem before a writer overwrites it: rename PATH to
  * PATH.corrupt.<now> (seconds; PATH.corrupt.<now>.N when that name is taken, so an earlier copy is

@@ -129,11 +129,10 @@ static int move_damaged_aside(const char *path, const struct stat *seen, uint64_
 }
 
 int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
-		       char *path, size_t pathlen, char *note, size_t notelen,
+		       struct stat *seen, char *path, size_t pathlen, char *note, size_t notelen,
 		       char *err, size_t errlen)
 {
 	char lerr[SWST_ERR_LEN], qerr[256], saved[PATH_MAX];
-	struct stat seen;
 	int fd, rc, moved;
 
 	if (note && notelen)
@@ -148,7 +147,7 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 	/* An operator's `mv new switches.json` takes no lock: the file moved aside must be the
 	 * one found damaged, not a good one renamed in after the read. */
 	for (int tries = 0; ; tries++) {
-		rc = sw_load_seen(path, set, &seen, lerr, sizeof(lerr));
+		rc = sw_load_seen(path, set, seen, lerr, sizeof(lerr));
 		if (rc == SW_LOAD_UNREADABLE) {
 			/* Not damage: out of descriptors or memory, an I/O error. The file may hold
 			 * every switch in force; moved aside, the save after this wrote an empty
@@ -159,7 +158,7 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 		}
 		if (!rc)
 			return fd;
-		moved = move_damaged_aside(path, &seen, now, saved, sizeof(saved), qerr,
+		moved = move_damaged_aside(path, seen, now, saved, sizeof(saved), qerr,
 					   sizeof(qerr));
 		if (!moved)
 			break;
@@ -173,13 +172,12 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 	errf(note, notelen, "%s\nthe damaged file was moved aside to %s; starting from an empty "
 	     "set (see `sluicectl switch log` for what was in force)", lerr, saved);
 	sw_set_init(set);
+	memset(seen, 0, sizeof(*seen));   /* nothing at the path now */
 	return fd;
 }
 
-int switch_writer_save(const char *path, const struct sw_set *set, char *err, size_t errlen)
+int switch_writer_save(const char *path, const struct sw_set *set, struct stat *written,
+		       char *err, size_t errlen)
 {
-	if (sw_save(path, set, err, errlen))
-		return -1;
-	chmod(path, 0644);
-	return 0;
+	return sw_save_seen(path, set, written, err, errlen);
 }

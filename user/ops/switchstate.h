@@ -51,12 +51,15 @@ void switch_caller(char *name, size_t len);
  * moved aside with sw_quarantine() and the set starts empty; note then holds the loud message
  * (caller prints it). Only the very file found damaged is moved: one renamed in after the read
  * (by hand, without the lock) is put back and read instead. A file that could not be read (SW_LOAD_UNREADABLE) is not damaged: it
- * is left alone and -1 returned, so nothing is built on a set that was never read. Returns
+ * is left alone and -1 returned, so nothing is built on a set that was never read. *seen: the
+ * fstat() of the file read, st_mode 0 when none is at the path (see sw_load_seen). Returns
  * the lock fd (release with sw_unlock()), or -1 with err. */
 int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
-		       char *path, size_t pathlen, char *note, size_t notelen,
+		       struct stat *seen, char *path, size_t pathlen, char *note, size_t notelen,
 		       char *err, size_t errlen);
-/* sw_save() then chmod 0644 (readable by `switch ls` whatever the umask). 0 / -1 with err. */
-int switch_writer_save(const char *path, const struct sw_set *set, char *err, size_t errlen);
+/* sw_save_seen(): mode 0644 whatever the umask (readable by `switch ls`); *written is the
+ * file saved (see sw_save_seen). 0 / -1 with err. */
+int switch_writer_save(const char *path, const struct sw_set *set, struct stat *written,
+		       char *err, size_t errlen);
 
 #endif
