@@ -528,6 +528,28 @@ static void test_writer_open_moves_aside_only_what_it_read(void **state)
 	assert_int_equal(set.n, 1);
 }
 
+/* A damaged file reached through a symlink is the file that was read: moved aside. */
+static void test_writer_open_moves_aside_damaged_symlink(void **state)
+{
+	struct ctx *c = *state;
+	static struct sw_set set;
+	char path[256], note[1024], err[1024], target[300];
+	struct stat seen;
+	int fd;
+
+	snprintf(target, sizeof(target), "%s/target.json", c->dir);
+	write_file(target, "{garbage");
+	assert_int_equal(symlink("target.json", c->sw), 0);
+	fd = switch_writer_open(c->dir, wall(), &set, &seen, path, sizeof(path), note, sizeof(note),
+				err, sizeof(err));
+	if (fd < 0)
+		fail_msg("switch_writer_open: %s", err);
+	sw_unlock(fd);
+	assert_non_null(strstr(note, "moved aside"));
+	assert_true(has_quarantined(c));
+	assert_int_equal(set.n, 0);
+}
+
 /* A good switch file that cannot be read for the moment (out of descriptors here; ENFILE,
  * ENOMEM or EIO are alike) is not damaged: the writer must refuse and change nothing, not
  * move it aside and start from an empty set, which the next save wrote over every switch in
@@ -1181,6 +1203,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_only_what_it_read,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_edit_renamed_in_after_a_save, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_damaged_symlink, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

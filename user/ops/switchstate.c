@@ -118,7 +118,8 @@ static int move_damaged_aside(const char *path, const struct stat *seen, uint64_
 
 	if (sw_quarantine(path, now, saved, savedlen, err, errlen))
 		return lstat(path, &moved) && errno == ENOENT ? 1 : -1;
-	if (lstat(saved, &moved) == 0 && moved.st_dev == seen->st_dev &&
+	/* stat, not lstat: a symlink at the path was read through (sw_load opens it) */
+	if (stat(saved, &moved) == 0 && moved.st_dev == seen->st_dev &&
 	    moved.st_ino == seen->st_ino)
 		return 0;
 	/* not what was read: back, unless yet another file took the name meanwhile */
