@@ -499,6 +499,37 @@ static void test_edit_renamed_in_after_a_save(void **state)
 	assert_string_equal(c->news.set.sw[0].service, "api");
 }
 
+/* An edit renamed in while a job reads the file under the lock (the operator's `mv` takes no
+ * lock): the job's save must not write over it, but build on it: both end up on file, and the
+ * edit is audited as one. */
+static void test_edit_renamed_in_during_a_job_is_kept(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	static struct sw_set onfile;
+	struct sw_switch sw, edit;
+	char err[256];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	mk(&edit, "api", "L1", "20", "1h", wall());
+	arm_rename_in(c, &edit, 1);
+	sw_after_read_hook = rename_in_once;
+	set_change(ch, "web", 2, "70");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	disarm_rename_in();
+	assert_false(iow_job_failed(&c->w, seq, NULL, 0));
+	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
+	assert_int_equal(onfile.n, 2);
+	assert_non_null(sw_set_find(&onfile, "api", 1));
+	assert_non_null(sw_set_find(&onfile, "web", 2));
+	assert_null(sw_set_find(&onfile, "web", 3));   /* the edit dropped it */
+	assert_int_equal(count_lines(c->audit), 2);      /* web L3 gone, api L1 new */
+}
+
 /* A good file renamed in over a damaged one while the writer reads the damaged one: the file
  * moved aside must be the damaged one that was read, not the good one, which is read instead. */
 static void test_writer_open_moves_aside_only_what_it_read(void **state)
@@ -1204,6 +1235,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_edit_renamed_in_after_a_save, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_damaged_symlink, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_a_job_is_kept, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,

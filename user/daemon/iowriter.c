@@ -255,42 +255,69 @@ static void audit_unseen_edit(struct iowriter *w, const char *path, const struct
 			   : "switch file edited outside sluiced");
 }
 
+/* One try at saving job j on the file as it is under the lock: 0 saved; SW_SAVE_REPLACED when
+ * a file was renamed in since the read (an operator's `mv` takes no lock: it is read and built
+ * on at the next try, not written over); -1 with err. */
+static int try_job(struct iowriter *w, struct iow_job *j, char *err, size_t errlen)
+{
+	static struct sw_set cur, read;
+	char path[PATH_MAX], note[1024];
+	struct stat seen, written;
+	int fd, rc;
+
+	fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, &seen, path,
+				sizeof(path), note, sizeof(note), err, errlen);
+	if (fd < 0)
+		return -1;
+	if (note[0])
+		add_msg(w, "%s", note);
+	audit_unseen_edit(w, path, &cur, note);
+	read = cur;
+	/* After a refused save the file lacks changes still in force: build on memory, or this
+	 * save would drop them without a word. */
+	if (w->unsaved)
+		cur = *w->known;
+	apply_changes(&cur, j);
+	rc = switch_writer_save(path, &cur, &seen, &written, err, errlen);
+	if (rc == 0) {
+		remember_file(w, &written);
+		sw_unlock(fd);
+		*w->known = cur;
+		w->unsaved = 0;
+		w->known_unread = 0;
+		return 0;
+	}
+	sw_unlock(fd);
+	if (rc == SW_SAVE_REPLACED) {
+		/* What was read is audited in (above): the next try's edit is the step from it */
+		if (!w->unsaved) {
+			*w->known = read;
+			w->known_unread = 0;
+		}
+		return rc;
+	}
+	/* Memory emptied by a failed read: the file was read just now, and its switches
+	 * (audited above as they came back) are what this change stays in force on, and what is
+	 * saved with it later. */
+	if (w->known_unread) {
+		*w->known = cur;
+		w->known_unread = 0;
+	}
+	return -1;
+}
+
 static void run_job(struct iowriter *w, struct iow_job *j)
 {
-	static struct sw_set cur;
-	char path[PATH_MAX], note[1024], err[1024], msg[IOW_MSG_LEN];
-	struct stat seen, written;
-	int fd;
+	char err[1024], msg[IOW_MSG_LEN];
+	int rc = 0;
 
 	if (j->n_changes) {
-		fd = switch_writer_open(w->state_dir, (uint64_t)time(NULL), &cur, &seen, path,
-					sizeof(path), note, sizeof(note), err, sizeof(err));
-		if (fd >= 0) {
-			if (note[0])
-				add_msg(w, "%s", note);
-			audit_unseen_edit(w, path, &cur, note);
-			/* After a refused save the file lacks changes still in force: build on
-			 * memory, or this save would drop them without a word. */
-			if (w->unsaved)
-				cur = *w->known;
-			apply_changes(&cur, j);
-			if (switch_writer_save(path, &cur, &written, err, sizeof(err)) == 0) {
-				remember_file(w, &written);
-				sw_unlock(fd);
-				*w->known = cur;
-				w->unsaved = 0;
-				w->known_unread = 0;
-				audit_all(w, j->audit, j->n_audit, j->seq);
-				return;
-			}
-			sw_unlock(fd);
-			/* Memory emptied by a failed read: the file was read just now, and its
-			 * switches (audited above as they came back) are what this change stays in
-			 * force on, and what is saved with it later. */
-			if (w->known_unread) {
-				*w->known = cur;
-				w->known_unread = 0;
-			}
+		for (int tries = 0; tries < 3; tries++)
+			if ((rc = try_job(w, j, err, sizeof(err))) != SW_SAVE_REPLACED)
+				break;
+		if (rc == 0) {
+			audit_all(w, j->audit, j->n_audit, j->seq);
+			return;
 		}
 		/* The file refused it: the change stays in force in memory (the set handed back
 		 * keeps it), loudly; the audit record is still attempted. Memory is saved over the
@@ -310,13 +337,13 @@ static void run_job(struct iowriter *w, struct iow_job *j)
 
 static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 {
-	static struct sw_set cur;
+	static struct sw_set cur, read;
 	static struct sw_switch gone[SW_MAX];
 	static struct audit_entry a[SW_MAX];
 	char note[1024], err[1024], p[PATH_MAX];
 	uint64_t now = (uint64_t)time(NULL);
 	struct stat seen, written;
-	int fd, n, k = 0;
+	int fd, n, k = 0, rc = 0;
 
 	for (int i = 0; i < w->known->n; i++)
 		k += w->known->sw[i].expires_at <= now;
@@ -338,10 +365,23 @@ static void sweep_expired(struct iowriter *w, const char *path, uint64_t seq)
 	if (note[0])
 		add_msg(w, "%s", note);
 	audit_unseen_edit(w, p, &cur, note);
+	read = cur;
 	if (w->unsaved)
 		cur = *w->known;   /* the file lacks changes in force (see run_job) */
 	n = sw_set_expire(&cur, now, gone, SW_MAX);
-	if (n > 0 && switch_writer_save(path, &cur, &written, err, sizeof(err))) {
+	if (n > 0)
+		rc = switch_writer_save(path, &cur, &seen, &written, err, sizeof(err));
+	if (rc == SW_SAVE_REPLACED) {
+		/* A file renamed in since the read: not written over. The next look reads it,
+		 * audits it against what was read here (audited in above), and sweeps it. */
+		sw_unlock(fd);
+		if (!w->unsaved) {
+			*w->known = read;
+			w->known_unread = 0;
+		}
+		return;
+	}
+	if (rc) {
 		add_msg(w, "switch expiry: cannot save %s: %s", path, err);
 		/* The file still holds them: the next save builds on memory, or it would write
 		 * them back and the sweep after it audit the same expiry again. */
@@ -383,7 +423,8 @@ static void resave(struct iowriter *w, const char *path)
 		return;
 	if (note[0])
 		add_msg(w, "%s", note);
-	if (switch_writer_save(path, w->known, &written, err, sizeof(err)) == 0) {
+	/* not over a file renamed in since the read: the next look reads that one */
+	if (switch_writer_save(path, w->known, &seen, &written, err, sizeof(err)) == 0) {
 		w->unsaved = 0;
 		seen = written;
 		log_info("switch file %s written again: the switches in force are saved", path);

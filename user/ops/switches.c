@@ -681,11 +681,26 @@ int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen)
 {
 	struct stat written;
 
-	return sw_save_seen(path, s, &written, err, errlen);
+	return sw_save_seen(path, s, NULL, &written, err, errlen);
 }
 
-int sw_save_seen(const char *path, const struct sw_set *s, struct stat *written, char *err,
-		 size_t errlen)
+/* Whether PATH is still the file `read` describes (st_mode 0: still no file), unchanged. */
+static int still_read_file(const char *path, const struct stat *read)
+{
+	struct stat now;
+
+	if (stat(path, &now))
+		return errno == ENOENT && !read->st_mode;
+	return read->st_mode && now.st_dev == read->st_dev && now.st_ino == read->st_ino &&
+	       now.st_size == read->st_size &&
+	       now.st_mtim.tv_sec == read->st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == read->st_mtim.tv_nsec &&
+	       now.st_ctim.tv_sec == read->st_ctim.tv_sec &&
+	       now.st_ctim.tv_nsec == read->st_ctim.tv_nsec;
+}
+
+int sw_save_seen(const char *path, const struct sw_set *s, const struct stat *read,
+		 struct stat *written, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX], *data, *slash;
 	size_t len;
@@ -719,6 +734,14 @@ int sw_save_seen(const char *path, const struct sw_set *s, struct stat *written,
 		return errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 	}
 	free(data);
+	/* Looked at last, just before the rename: the write and fsync take the longest */
+	if (read && !still_read_file(path, read)) {
+		close(fd);
+		unlink(tmp);
+		errf(err, errlen, "%s was replaced or edited since it was read: not written over",
+		     path);
+		return SW_SAVE_REPLACED;
+	}
 	if (rename(tmp, path)) {
 		int e = errno;
 		close(fd);

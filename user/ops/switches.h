@@ -167,9 +167,13 @@ int sw_serialize(const struct sw_set *s, char **out, size_t *outlen);
  * 0, or -1 with err (the old file is untouched on failure). */
 int sw_save(const char *path, const struct sw_set *s, char *err, size_t errlen);
 /* sw_save(), and into *written the fstat() of the file it renamed to PATH (st_mode 0 when
- * none was, or fstat() failed). */
-int sw_save_seen(const char *path, const struct sw_set *s, struct stat *written, char *err,
-		 size_t errlen);
+ * none was, or fstat() failed). read (NULL: not looked at): what the caller read at PATH (see
+ * sw_load_seen); when PATH is no longer that file, unchanged, just before the rename (an
+ * operator renamed or wrote another in), nothing is written and SW_SAVE_REPLACED returned
+ * with err: read it again and build on that. */
+#define SW_SAVE_REPLACED (-2)
+int sw_save_seen(const char *path, const struct sw_set *s, const struct stat *read,
+		 struct stat *written, char *err, size_t errlen);
 /* Tests only (NULL in the programs): called by sw_save() once the file is renamed to PATH. */
 extern void (*sw_after_save_hook)(const char *path);
 

@@ -177,8 +177,8 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 	return fd;
 }
 
-int switch_writer_save(const char *path, const struct sw_set *set, struct stat *written,
-		       char *err, size_t errlen)
+int switch_writer_save(const char *path, const struct sw_set *set, const struct stat *read,
+		       struct stat *written, char *err, size_t errlen)
 {
-	return sw_save_seen(path, set, written, err, errlen);
+	return sw_save_seen(path, set, read, written, err, errlen);
 }

@@ -58,8 +58,10 @@ int switch_writer_open(const char *state_dir, uint64_t now, struct sw_set *set,
 		       struct stat *seen, char *path, size_t pathlen, char *note, size_t notelen,
 		       char *err, size_t errlen);
 /* sw_save_seen(): mode 0644 whatever the umask (readable by `switch ls`); *written is the
- * file saved (see sw_save_seen). 0 / -1 with err. */
-int switch_writer_save(const char *path, const struct sw_set *set, struct stat *written,
-		       char *err, size_t errlen);
+ * file saved. read: the *seen of switch_writer_open. An operator's `mv` takes no lock: a file
+ * renamed in since the read is not written over (SW_SAVE_REPLACED: open and read again).
+ * 0 / -1 / SW_SAVE_REPLACED with err. */
+int switch_writer_save(const char *path, const struct sw_set *set, const struct stat *read,
+		       struct stat *written, char *err, size_t errlen);
 
 #endif
