@@ -411,10 +411,11 @@ static int has_quarantined(const struct ctx *c)
 /* Renames hook_from over hook_to once, from the hook it is installed as (sw_load() has read a
  * file, sw_save() has renamed one): an operator's `mv` landing at that moment. */
 static char hook_from[256], hook_to[256];
+static int hook_skip;   /* calls to let by first */
 
 static void rename_in_once(const char *path)
 {
-	if (!hook_from[0])
+	if (!hook_from[0] || hook_skip-- > 0)
 		return;
 	assert_int_equal(rename(hook_from, hook_to), 0);
 	hook_from[0] = 0;
@@ -441,6 +442,7 @@ static void disarm_rename_in(void)
 	sw_after_read_hook = NULL;
 	sw_after_save_hook = NULL;
 	hook_from[0] = 0;
+	hook_skip = 0;
 }
 
 /* An edit renamed in while the writer reads the file: later looks must compare the path with
@@ -528,6 +530,38 @@ static void test_edit_renamed_in_during_a_job_is_kept(void **state)
 	assert_non_null(sw_set_find(&onfile, "web", 2));
 	assert_null(sw_set_find(&onfile, "web", 3));   /* the edit dropped it */
 	assert_int_equal(count_lines(c->audit), 2);      /* web L3 gone, api L1 new */
+}
+
+/* ... and while an expiry sweep reads it: the sweep leaves it to the next look, which loads it
+ * (an expiry saved over it would have dropped the edit). */
+static void test_edit_renamed_in_during_a_sweep_is_kept(void **state)
+{
+	struct ctx *c = *state;
+	static struct sw_set onfile;
+	struct sw_switch sw, edit;
+	char err[256];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1s", wall());
+	save(c, &sw, 1);
+	mk(&edit, "api", "L1", "20", "1h", wall());
+	arm_rename_in(c, &edit, 1);
+	hook_skip = 1;                         /* the first read; the next is the sweep's */
+	sw_after_read_hook = rename_in_once;
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	for (int i = 0; i < 300 && hook_from[0]; i++)
+		usleep(10000);
+	assert_false(hook_from[0]);
+	disarm_rename_in();
+	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
+	assert_int_equal(onfile.n, 1);
+	assert_string_equal(onfile.sw[0].service, "api");
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.n, 1);
+	assert_string_equal(c->news.set.sw[0].service, "api");
 }
 
 /* A good file renamed in over a damaged one while the writer reads the damaged one: the file
@@ -1237,6 +1271,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_writer_open_moves_aside_damaged_symlink, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_a_job_is_kept, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_a_sweep_is_kept, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
