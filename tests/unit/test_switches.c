@@ -466,6 +466,61 @@ static int stats_fail(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
+/* From here on, in this process, the renameat2 system call fails with ENOSYS (an old kernel, a
+ * sandbox); glibc then says EINVAL, as for a file system without RENAME_NOREPLACE. */
+static int renameat2_missing(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat2, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Without renameat2() a damaged file is still moved aside, next to the earlier copy. */
+static void test_switch_quarantine_without_renameat2(void **state)
+{
+	struct ctx *c = *state;
+	char err[400], first[256], second[300], text[64];
+	FILE *f;
+	pid_t pid;
+	int status;
+
+	write_file(c->path, "{first");
+	assert_int_equal(sw_quarantine(c->path, T0, first, sizeof(first), err, sizeof(err)), 0);
+	write_file(c->path, "{second");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (renameat2_missing())
+			_exit(2);
+		_exit(sw_quarantine(c->path, T0, NULL, 0, err, sizeof(err)) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(access(c->path, F_OK), -1);
+	snprintf(second, sizeof(second), "%s.1", first);
+	f = fopen(second, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "{second");
+	f = fopen(first, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "{first");
+	unlink(first);
+	unlink(second);
+}
+
 /* A name whose stat fails (an I/O error, memory running out) is not free: the earlier copy
  * moved aside under it must not be replaced by the next one. */
 static void test_switch_quarantine_stat_error_is_not_free(void **state)
@@ -611,6 +666,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switch_corrupt_keeps_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine_keeps_both, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_quarantine_without_renameat2, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_switch_quarantine_stat_error_is_not_free, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_switch_unreadable, setup, teardown),
