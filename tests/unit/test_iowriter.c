@@ -970,6 +970,46 @@ static void test_refused_save_then_failed_read_keeps_file(void **state)
 	assert_non_null(sw_set_find(&onfile, "api", 2));
 }
 
+/* An edit renamed in while a job builds on memory that holds a change the file refused: no
+ * try may write memory over the edit. The edit comes into force, the new truth like any other
+ * edit, and is what stays on file. */
+static void test_edit_renamed_in_under_unsaved_changes_is_kept(void **state)
+{
+	struct ctx *c = *state;
+	struct iow_change *ch = calloc(1, sizeof(*ch)), *ch2 = calloc(1, sizeof(*ch2));
+	static struct sw_set onfile;
+	struct sw_switch sw, edit;
+	char err[256], lock[200];
+	uint64_t seq;
+
+	mk(&sw, "web", "L3", "40", "1h", wall());
+	save(c, &sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
+	refuse_saves(c, lock, sizeof(lock));
+	set_change(ch, "api", 1, "100");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	assert_int_equal(rmdir(lock), 0);
+	mk(&edit, "api", "L2", "20", "1h", wall());
+	arm_rename_in(c, &edit, 1);
+	sw_after_read_hook = rename_in_once;
+	set_change(ch2, "web", 2, "70");
+	seq = iow_enqueue(&c->w, ch2, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	disarm_rename_in();
+	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
+	assert_int_equal(onfile.n, 1);
+	assert_non_null(sw_set_find(&onfile, "api", 2));
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.n, 1);
+	assert_non_null(sw_set_find(&c->news.set, "api", 2));
+}
+
 /* ... nor a set holding only a change refused after such a failed read. */
 static void test_failed_read_then_refused_save_keeps_file(void **state)
 {
@@ -1274,6 +1314,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_edit_renamed_in_during_a_sweep_is_kept, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_edit_renamed_in_under_unsaved_changes_is_kept,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir_ensure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stalled_audit_never_blocks_the_taker, setup,
 						teardown),

@@ -288,12 +288,13 @@ static int try_job(struct iowriter *w, struct iow_job *j, char *err, size_t errl
 		return 0;
 	}
 	sw_unlock(fd);
-	if (rc == SW_SAVE_REPLACED) {
-		/* What was read is audited in (above): the next try's edit is the step from it */
-		if (!w->unsaved) {
-			*w->known = read;
-			w->known_unread = 0;
-		}
+	/* What was read is audited in (above): the next try's edit is the step from it. Not
+	 * when memory holds changes the file lacks: a next try builds on memory again, and would
+	 * write it over the edit. The job fails; the next look loads the edit, the new truth
+	 * like any other, and audits what it drops. */
+	if (rc == SW_SAVE_REPLACED && !w->unsaved) {
+		*w->known = read;
+		w->known_unread = 0;
 		return rc;
 	}
 	/* Memory emptied by a failed read: the file was read just now, and its switches
