@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 
 #include "harness.h"
@@ -595,6 +596,71 @@ static void test_reuse_prefers_a_slot_with_nothing_open(void **state)
 	daemon_gone(&d);
 }
 
+/* The wait probe's counters as sluiced maps them (kernel/readwait.h), over ncpus CPUs and the
+ * fixture's slots: anonymous memory in place of the probe's map, which the test writes. */
+static struct sluice_wait_stats *probe_counters(struct daemon *d, int ncpus)
+{
+	size_t len = sizeof(struct sluice_wait_stats) * (size_t)ncpus * (size_t)d->m.n_slots;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(p != MAP_FAILED);
+	d->rw.stats = p;
+	d->rw.map_len = len;
+	d->rw.slots = d->m.n_slots;
+	d->rw.ncpus = ncpus;
+	return p;
+}
+
+/* The probe measured n waits of ns each in slot s on CPU cpu. */
+static void probe_counts(struct daemon *d, struct sluice_wait_stats *w, int cpu, int s,
+			 __u64 n, __u64 ns)
+{
+	w[cpu * d->m.n_slots + s].count += n;
+	w[cpu * d->m.n_slots + s].sum_ns += n * ns;
+}
+
+/* The wait probe's counts of a slot new to its service (not pinned, so not cleaned with the
+ * maps) start from zero too: /metrics shows them as the service's own counters, a series
+ * that must not start at a removed service's totals. Those of a service kept through the
+ * reloads stand, and the new service's grow from zero with what the probe counts next. */
+static void test_readded_service_reads_its_own_waits(void **state)
+{
+	struct fixture *f = *state;
+	static struct daemon d;
+	char path[] = "/tmp/sluice-reload-XXXXXX";
+	const char *both = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n"
+		"  - { name: b, port: 8081, protocol: http }\n";
+	const char *only_a = "interface: lo\nservices:\n"
+		"  - { name: a, port: 8080, protocol: http }\n";
+	unsigned long long now = monotonic_ns();
+	struct sluice_wait_stats *w, got;
+
+	run_then_edit(f, &d, both, only_a, path, now);
+	w = probe_counters(&d, 2);
+	probe_counts(&d, w, 0, d.idx[0], 4, 1000);
+	probe_counts(&d, w, 1, d.idx[1], 6, 2000);
+	probe_counts(&d, w, 0, d.idx[1], 1, 5000);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	edit(path, both);
+	assert_int_equal(daemon_reload(&d, 0, now), 1);
+	unlink(path);
+	assert_int_equal(d.cfg.n_services, 2);
+	assert_int_equal(readwait_read(&d.rw, d.idx[1], &got), 0);
+	assert_int_equal(got.count, 0);
+	assert_int_equal(got.sum_ns, 0);
+	probe_counts(&d, w, 1, d.idx[1], 2, 3000);
+	assert_int_equal(readwait_read(&d.rw, d.idx[1], &got), 0);
+	assert_int_equal(got.count, 2);
+	assert_int_equal(got.sum_ns, 6000);
+	/* a ran throughout */
+	assert_int_equal(readwait_read(&d.rw, d.idx[0], &got), 0);
+	assert_int_equal(got.count, 4);
+	assert_int_equal(got.sum_ns, 4000);
+	readwait_stop(&d.rw);
+	daemon_gone(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +679,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reused_slot_starts_clean, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reuse_prefers_a_slot_with_nothing_open, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_readded_service_reads_its_own_waits, setup,
 						harness_teardown),
 	};
 

@@ -1125,6 +1125,10 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 			 * count of in-flight corrections, which /metrics shows as the service's */
 			if (d->recon.slot && new_idx[i] < d->recon.n_slots)
 				d->recon.slot[new_idx[i]].corrections = 0;
+			/* and so are the probe's waits in it (sluiced's probe, not in the pins) */
+			if (readwait_slot_passed(&d->rw, new_idx[i]))
+				log_warn("service %s: out of memory: its read waits start at its "
+					 "slot's previous service's", next.services[i].name);
 		}
 	}
 	free(was);

@@ -155,21 +155,46 @@ int readwait_start(struct readwait *rw, const struct sluice_bpf *dp, char *err, 
 	return 0;
 }
 
-int readwait_read(const struct readwait *rw, int slot, struct sluice_wait_stats *out)
+/* Slot's totals since the probe was loaded, summed over CPUs (slot in range). */
+static void read_totals(const struct readwait *rw, int slot, struct sluice_wait_stats *out)
 {
-	const struct sluice_wait_stats *e;
+	const struct sluice_wait_stats *e = rw->stats + slot;
 
 	out->count = 0;
 	out->sum_ns = 0;
-	if (!rw->stats || slot < 0 || slot >= rw->slots)
-		return -1;
-	e = rw->stats + slot;
 	/* The count first: the probe adds to the sum before the count, so (in x86's order) the
 	 * sum read after holds at least the samples counted. */
 	for (int c = 0; c < rw->ncpus; c++, e += rw->slots) {
 		out->count += __atomic_load_n(&e->count, __ATOMIC_ACQUIRE);
 		out->sum_ns += __atomic_load_n(&e->sum_ns, __ATOMIC_RELAXED);
 	}
+}
+
+int readwait_read(const struct readwait *rw, int slot, struct sluice_wait_stats *out)
+{
+	out->count = 0;
+	out->sum_ns = 0;
+	if (!rw->stats || slot < 0 || slot >= rw->slots)
+		return -1;
+	read_totals(rw, slot, out);
+	/* the totals only grow: a base read from them earlier is never above them */
+	if (rw->base) {
+		out->count -= rw->base[slot].count;
+		out->sum_ns -= rw->base[slot].sum_ns;
+	}
+	return 0;
+}
+
+/* A base kept in sluiced rather than the map's entries zeroed: that would take a syscall a
+ * CPU (the map is mapped read-only), and a write racing the probe's adds could lose one or
+ * keep a sum without its count. */
+int readwait_slot_passed(struct readwait *rw, int slot)
+{
+	if (!rw->stats || slot < 0 || slot >= rw->slots)
+		return 0;
+	if (!rw->base && !(rw->base = calloc((size_t)rw->slots, sizeof(*rw->base))))
+		return -ENOMEM;
+	read_totals(rw, slot, &rw->base[slot]);
 	return 0;
 }
 
@@ -179,5 +204,6 @@ void readwait_stop(struct readwait *rw)
 		munmap((void *)rw->stats, rw->map_len);
 	if (rw->skel)
 		readwait_bpf__destroy(rw->skel);
+	free(rw->base);
 	memset(rw, 0, sizeof(*rw));
 }

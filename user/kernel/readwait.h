@@ -23,6 +23,9 @@ struct readwait {
 	const struct sluice_wait_stats *stats;   /* `wait_stats` mapped: [cpu * slots + slot] */
 	size_t map_len;
 	int slots, ncpus;
+	/* By slot, the slot's totals when it last passed to a service new to it: what the
+	 * service's counts start from (NULL until a slot first passes). */
+	struct sluice_wait_stats *base;
 };
 
 /* Load and attach the probe over the loaded data path dp (its maps are shared, never
@@ -36,10 +39,16 @@ static inline int readwait_on(const struct readwait *rw)
 	return rw->stats != NULL;
 }
 
-/* Slot's cumulative counts since the probe was loaded, summed over CPUs: 0, or -1 when the
- * probe is off or the slot out of range (out zeroed). Neither count goes back while one
- * probe runs. */
+/* Slot's cumulative counts since the probe was loaded, or since the slot passed to its
+ * service (readwait_slot_passed), summed over CPUs: 0, or -1 when the probe is off or the
+ * slot out of range (out zeroed). Neither count goes back while one probe runs. */
 int readwait_read(const struct readwait *rw, int slot, struct sluice_wait_stats *out);
+
+/* The slot just passed to a service new to it (a reload: another service's slot, or its own
+ * back after a reload removed it): its counts read from zero from now on, as /metrics shows
+ * them under the new service's name (a counter series never starts at another's total).
+ * 0, also with the probe off (nothing counted); -ENOMEM when it cannot be done. */
+int readwait_slot_passed(struct readwait *rw, int slot);
 
 /* Detach and free (nothing is pinned: the probe is gone). Safe on an off one. */
 void readwait_stop(struct readwait *rw);
