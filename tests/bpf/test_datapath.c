@@ -3068,6 +3068,60 @@ static void test_reused_slot_never_inherits_a_verdict(void **state)
 	assert_int_not_equal(v.class_threshold[0], 0);
 }
 
+/* A service given a removed service's slot meets none of its client limits' state: the
+ * removed service's token bucket ran its client's arrival time up to burst / rate seconds
+ * ahead, which refused the new service's first connection from that client, a unit it never
+ * admitted. A client entry that still counts a unit open stays, for its flow to give it back. */
+static void test_reused_slot_never_inherits_a_client_bucket(void **state)
+{
+	struct fixture *f = *state;
+	struct sluice_config next;
+	struct doc_errors errs;
+	int idx[SLUICE_MAX_SERVICES];
+	char text[4096];
+	const char *cut = strstr(CONFIG, "  - name: metered\n"), *rest = strstr(CONFIG, "  - name: pool\n");
+	struct sluice_client_key held = { .svc = (__u32)f->idx[3] };
+	struct sluice_client c = { .in_flight = 1, .tat_ns = monotonic_ns() + 60000000000ull }, got;
+
+	/* the metered service's client spends its burst; its connections end */
+	for (uint16_t p = 1; p <= 2; p++) {
+		struct pkt_spec s = syn4("198.18.1.2", p, 7001);
+		assert_int_equal(connect_(f, &s), XDP_PASS);
+		answered_then_fin(f, &s);
+	}
+	/* another of its clients still has a connection open (counted, as by a cap) */
+	held.addr[10] = held.addr[11] = 0xff;
+	held.addr[12] = 198, held.addr[13] = 18, held.addr[14] = 1, held.addr[15] = 3;
+	assert_int_equal(bpf_map_update_elem(f->m.clients, &held, &c, BPF_ANY), 0);
+	/* every never-named slot taken by a removed service with a unit still open: the new
+	 * service can only have metered's */
+	for (int s = 0; s < f->m.n_slots; s++) {
+		struct sluice_service sv;
+		struct sluice_inflight b = { .total = 1 };
+
+		if (maps_read_service(&f->m, s, &sv) == 0 && sv.name[0])
+			continue;
+		memset(&sv, 0, sizeof(sv));
+		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
+		assert_int_equal(bpf_map_update_elem(f->m.services, &(__u32){ (__u32)s }, &sv, BPF_ANY), 0);
+		b.cls[0] = 1;
+		assert_int_equal(bpf_map_update_elem(f->m.busy, &(__u32){ (__u32)s }, &b, BPF_ANY), 0);
+	}
+	snprintf(text, sizeof(text), "%.*s%s  - name: fresh\n    port: 9000\n    protocol: tcp\n"
+		 "    limit: { fixed: 100 }\n    default_class: L0\n"
+		 "    client_limit: { rate: 1, burst: 2 }\n", (int)(cut - CONFIG), CONFIG, rest);
+	assert_int_equal(sluice_config_parse(text, strlen(text), "test", &next, &errs), 0);
+	assert_int_equal(maps_assign_indices(&f->m, &next, idx), 0);
+	assert_int_equal(idx[next.n_services - 1], f->idx[3]);
+	assert_int_equal(maps_program_services(&f->m, &next, idx), 0);
+	set_heartbeat(f, 0);
+	struct pkt_spec s = syn4("198.18.1.2", 3, 9000);
+	assert_int_equal(connect_(f, &s), XDP_PASS);
+	assert_int_equal(bpf_map_lookup_elem(f->m.clients, &held, &got), 0);
+	assert_int_equal(got.in_flight, 1);
+	sluice_config_free(&next);
+}
+
 static struct sluice_port_bits port_bits(struct fixture *f)
 {
 	struct sluice_port_bits b;
@@ -3887,6 +3941,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lapsed_handshake_gives_back_nothing, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_all_zero_verdict_admits, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_verdict, setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_reused_slot_never_inherits_a_client_bucket, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_port_bits_follow_the_ports, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_attempt_keeps_shedding_on,
 						setup_small_table, harness_teardown),

@@ -422,10 +422,11 @@ static int zero_entry(int fd, __u32 k, size_t size)
  * connection cap, the controller's record (a restart adopts a record that names the
  * service, and status shows it), the operator's request (done for the service before, it
  * would be done again), and the counters, histograms and refusal counts, which /metrics and
- * status show as the service's own. Left as they are: in-flight, busy, open connections and
- * handshakes under way, the releases of the GC and the clients' counts: they count units still
- * open, which the slot's previous service admitted and which are given back here when they
- * end (a count set to zero under them would end below zero). */
+ * status show as the service's own (the clients' entries too, after the slots: forget_clients).
+ * Left as they are: in-flight, busy, open connections and handshakes under way, the releases
+ * of the GC and the clients' entries counting units still open: they count units the slot's
+ * previous service admitted, which are given back here when they end (a count set to zero
+ * under them would end below zero). */
 static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
 {
 	struct sluice_verdict zero;
@@ -453,17 +454,109 @@ static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
 	return 0;
 }
 
+struct client_sweep {
+	struct sluice_client_key *keys;
+	int n, cap;
+};
+
+/* Keep key k to delete it after the walk (deleting while walking restarts a hash walk). */
+static int keep_client_key(struct client_sweep *sw, const struct sluice_client_key *k)
+{
+	if (sw->n == sw->cap) {
+		int cap = sw->cap ? sw->cap * 2 : 64;
+		void *p = realloc(sw->keys, sizeof(*sw->keys) * (size_t)cap);
+
+		if (!p)
+			return -ENOMEM;
+		sw->keys = p;
+		sw->cap = cap;
+	}
+	sw->keys[sw->n++] = *k;
+	return 0;
+}
+
+static int sweep_one(struct client_sweep *sw, const unsigned char *passed, int n_slots,
+		     const struct sluice_client_key *k, const struct sluice_client *c)
+{
+	if (k->svc >= (__u32)n_slots || !passed[k->svc] || c->in_flight > 0)
+		return 0;
+	return keep_client_key(sw, k);
+}
+
+/* The `clients` entries of the slots marked in passed[] (slots new to their service) that
+ * count no unit open, deleted: the new service's clients meet none of the previous
+ * service's limits there. Its token bucket leaves a client's arrival time up to burst / rate
+ * seconds ahead, which refused the new service's first units from that client; and nothing
+ * will give anything back to such an entry. An entry counting units still open stays: the
+ * previous service's flows give them back to it when they end (deleted, its count would
+ * start again from their first release, below what is open). One walk of the map, at a
+ * reload that gives a named slot to a service, never on the tick. */
+static int forget_clients(const struct sluice_maps *m, const unsigned char *passed)
+{
+	enum { CHUNK = 1024 };
+	struct sluice_client_key *keys = malloc(sizeof(*keys) * CHUNK), key, next;
+	struct sluice_client *vals = malloc(sizeof(*vals) * CHUNK), c;
+	struct client_sweep sw = { 0 };
+	__u32 in_batch = 0, out_batch = 0;
+	int first = 1, have = 0, rc = 0;
+
+	if (m->clients < 0)
+		goto out;
+	if (!keys || !vals) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		__u32 count = CHUNK;
+		int err = bpf_map_lookup_batch(m->clients, first ? NULL : &in_batch, &out_batch,
+					       keys, vals, &count, &opts);
+		int e = err ? errno : 0;
+
+		if (err && e != ENOENT) {
+			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP))
+				goto one_by_one;
+			rc = -e;
+			goto out;
+		}
+		for (__u32 i = 0; i < count && !rc; i++)
+			rc = sweep_one(&sw, passed, m->n_slots, &keys[i], &vals[i]);
+		if (rc || e == ENOENT)
+			goto delete;
+		in_batch = out_batch;
+		first = 0;
+	}
+one_by_one:
+	while (!rc && bpf_map_get_next_key(m->clients, have ? &key : NULL, &next) == 0) {
+		key = next;
+		have = 1;
+		if (bpf_map_lookup_elem(m->clients, &key, &c) == 0)
+			rc = sweep_one(&sw, passed, m->n_slots, &key, &c);
+	}
+delete:
+	for (int i = 0; i < sw.n && !rc; i++)
+		if (bpf_map_delete_elem(m->clients, &sw.keys[i]) && errno != ENOENT)
+			rc = -errno;       /* gone already: the LRU took it */
+out:
+	free(sw.keys);
+	free(keys);
+	free(vals);
+	return rc;
+}
+
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
 	struct sluice_service *all = read_all_services(m);
 	unsigned char *in_cfg = calloc((size_t)m->n_slots, 1), *port_in_cfg = calloc(65536, 1);
+	unsigned char *passed = calloc((size_t)m->n_slots, 1);   /* named slots new to their service */
+	int any_passed = 0;
 	/* Each service is written stamped already (before the trie changes; the stamp never goes
 	 * back): from then on no answer cached before counts, even while the trie changes. */
 	__u32 stamp = sluice_rules_second(monotonic_ns());
 	int err = 0;
 
-	if (!all || !in_cfg || !port_in_cfg) {
+	if (!all || !in_cfg || !port_in_cfg || !passed) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -471,9 +564,12 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		struct sluice_service sv;
 		__u32 k = idx[i];
 
-		if (slot_new_to(&all[k], &cfg->services[i]) &&
-		    (err = clean_slot(m, k, all[k].name[0] != 0)))
-			goto out;
+		if (slot_new_to(&all[k], &cfg->services[i])) {
+			if ((err = clean_slot(m, k, all[k].name[0] != 0)))
+				goto out;
+			passed[k] = all[k].name[0] != 0;
+			any_passed |= passed[k];
+		}
 		fill_service(&sv, &cfg->services[i]);
 		sv._pad1 = all[k]._pad1 > stamp ? all[k]._pad1 : stamp;
 		if (bpf_map_update_elem(m->services, &k, &sv, BPF_ANY)) {
@@ -498,6 +594,9 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		maps_write_reply(m, idx[i], SLUICE_REPLY_429, cfg->services[i].retry_after_s);
 		maps_write_reply(m, idx[i], SLUICE_REPLY_503, cfg->services[i].retry_after_s);
 	}
+	/* before the ports: a new service's first client finds its entry gone */
+	if (any_passed && (err = forget_clients(m, passed)))
+		goto out;
 	/* Ports: clear those in force before this call and no longer configured (only they can
 	 * need clearing; a walk over all 65536 entries would cost a syscall each), then set the
 	 * current ones. */
@@ -540,5 +639,6 @@ out:
 	free(all);
 	free(in_cfg);
 	free(port_in_cfg);
+	free(passed);
 	return err;
 }

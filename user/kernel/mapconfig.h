@@ -23,8 +23,9 @@ int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config 
  * open), source_rules and replies for cfg (indices from maps_assign_indices). Removed
  * services lose their port and rules; their counters stay. A slot new to its service (another
  * service's or none's, or its own that a reload removed it from) keeps no decision, record,
- * request or counter of before: the service starts there as a new one. Only its counts of
- * units still open stay (the previous service's, given back there when they end). */
+ * request, counter or client entry of before: the service starts there as a new one. Only
+ * its counts of units still open stay (the previous service's, given back there when they
+ * end), a client's among them. */
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx);
 
