@@ -23,15 +23,6 @@ static const struct cliopt reset_opts[] = {
 	CLIOPT_TABLE_END,
 };
 
-static int find_slot(const struct sluice_maps *m, const char *name, struct sluice_service *sv)
-{
-	for (int s = 0; s < SLUICE_MAX_SERVICES; s++)
-		if (maps_read_service(m, s, sv) == 0 && sv->port &&
-		    strncmp(sv->name, name, SLUICE_NAME_LEN) == 0)
-			return s;
-	return -1;
-}
-
 static int slot_is(const struct sluice_ctl_slot *c, const struct sluice_service *sv)
 {
 	return c->name[0] && c->port == sv->port && strncmp(c->name, sv->name, SLUICE_NAME_LEN) == 0;
@@ -73,7 +64,7 @@ static int do_reset(const void *args, void *ctx)
 		log_error("baseline reset: nothing reset");
 		return EXIT_RUNTIME;
 	}
-	s = find_slot(&m, a->service, &sv);
+	s = maps_find_service(&m, a->service, &sv);
 	if (s < 0) {
 		log_error("baseline reset: no service '%s' in the pinned maps at %s", a->service,
 			  o->pin_dir);

@@ -225,6 +225,9 @@ int maps_read_concurrency(const struct sluice_maps *m, int svc, int protocol,
 			  struct sluice_inflight *out);
 
 int maps_read_service(const struct sluice_maps *m, int svc, struct sluice_service *out);
+/* The slot of the service running under `name` (its `services` entry has a port), its entry
+ * in *sv; -1 when none does. */
+int maps_find_service(const struct sluice_maps *m, const char *name, struct sluice_service *sv);
 int maps_read_verdict(const struct sluice_maps *m, int svc, struct sluice_verdict *out);
 int maps_write_verdict(const struct sluice_maps *m, int svc, const struct sluice_verdict *v);
 int maps_read_globals(const struct sluice_maps *m, struct sluice_globals *out);
