@@ -54,6 +54,7 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 		m->busy_copy = bpf_object__find_map_fd_by_name(obj, "busy_copy");
 		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 		m->service_ports = bpf_object__find_map_fd_by_name(obj, "service_ports");
+		m->addr_class = bpf_object__find_map_fd_by_name(obj, "addr_class");
 	}
 	return maps_learn_sizes(m);
 }

@@ -3071,7 +3071,8 @@ static void test_reused_slot_never_inherits_a_verdict(void **state)
 /* A service given a removed service's slot meets none of its client limits' state: the
  * removed service's token bucket ran its client's arrival time up to burst / rate seconds
  * ahead, which refused the new service's first connection from that client, a unit it never
- * admitted. A client entry that still counts a unit open stays, for its flow to give it back. */
+ * admitted. A client entry that still counts a unit open stays, for its flow to give it back.
+ * Nor does it meet the classes the removed service gave its clients' requests. */
 static void test_reused_slot_never_inherits_a_client_bucket(void **state)
 {
 	struct fixture *f = *state;
@@ -3093,6 +3094,13 @@ static void test_reused_slot_never_inherits_a_client_bucket(void **state)
 	held.addr[10] = held.addr[11] = 0xff;
 	held.addr[12] = 198, held.addr[13] = 18, held.addr[14] = 1, held.addr[15] = 3;
 	assert_int_equal(bpf_map_update_elem(f->m.clients, &held, &c, BPF_ANY), 0);
+	/* and the class its requests were given, which an http SYN of the address is judged by
+	 * for a minute; another service's stays */
+	struct sluice_addr_class ac = { .seen_ns = monotonic_ns(), .class = 0 }, acgot;
+	struct sluice_client_key other = held;
+	other.svc = (__u32)f->idx[0];
+	assert_int_equal(bpf_map_update_elem(f->m.addr_class, &held, &ac, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(f->m.addr_class, &other, &ac, BPF_ANY), 0);
 	/* every never-named slot taken by a removed service with a unit still open: the new
 	 * service can only have metered's */
 	for (int s = 0; s < f->m.n_slots; s++) {
@@ -3119,6 +3127,8 @@ static void test_reused_slot_never_inherits_a_client_bucket(void **state)
 	assert_int_equal(connect_(f, &s), XDP_PASS);
 	assert_int_equal(bpf_map_lookup_elem(f->m.clients, &held, &got), 0);
 	assert_int_equal(got.in_flight, 1);
+	assert_int_not_equal(bpf_map_lookup_elem(f->m.addr_class, &held, &acgot), 0);
+	assert_int_equal(bpf_map_lookup_elem(f->m.addr_class, &other, &acgot), 0);
 	sluice_config_free(&next);
 }
 

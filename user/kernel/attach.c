@@ -758,4 +758,5 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->busy_copy = st->skel ? bpf_map__fd(st->skel->maps.busy_copy) : -1;
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 	m->service_ports = st->skel ? bpf_map__fd(st->skel->maps.service_ports) : -1;
+	m->addr_class = st->skel ? bpf_map__fd(st->skel->maps.addr_class) : -1;
 }

@@ -26,11 +26,13 @@ struct sluice_maps {
 	 * (maps_pending_requests), and the copies of `busy` and of in-flight and the program
 	 * that fills them (read through mappings by maps_reader_read), and the program that
 	 * fills the in-flight estimate (maps_fold_estimate), the one that sets a connection
-	 * cap's thresholds (maps_write_conn_cap), and the bitmap of the service ports.
+	 * cap's thresholds (maps_write_conn_cap), the bitmap of the service ports, and
+	 * `addr_class` (a slot new to its service forgets its entries: mapconfig.c).
 	 * Never closed by maps_close. */
 	int reclaim_prog, own_ops, pending_prog, copy_prog, busy_copy, inflight_copy;
 	int publish_prog, conncap_prog;
 	int service_ports;           /* the bitmap of port_to_service's ports (mapconfig.h) */
+	int addr_class;              /* the class clients' requests were given lately */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };

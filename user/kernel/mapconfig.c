@@ -455,13 +455,20 @@ static int clean_slot(const struct sluice_maps *m, __u32 k, int named)
 }
 
 struct client_sweep {
-	struct sluice_client_key *keys;
+	const unsigned char *passed;     /* by slot: new to its service */
+	int n_slots;
+	int counts;                      /* the map's values are struct sluice_client */
+	struct sluice_client_key *keys;  /* to delete */
 	int n, cap;
 };
 
-/* Keep key k to delete it after the walk (deleting while walking restarts a hash walk). */
-static int keep_client_key(struct client_sweep *sw, const struct sluice_client_key *k)
+/* Keep key k to delete it after the walk (deleting while walking restarts a hash walk): an
+ * entry of a slot new to its service, unless it counts units still open. */
+static int sweep_one(struct client_sweep *sw, const struct sluice_client_key *k, const void *v)
 {
+	if (k->svc >= (__u32)sw->n_slots || !sw->passed[k->svc] ||
+	    (sw->counts && ((const struct sluice_client *)v)->in_flight > 0))
+		return 0;
 	if (sw->n == sw->cap) {
 		int cap = sw->cap ? sw->cap * 2 : 64;
 		void *p = realloc(sw->keys, sizeof(*sw->keys) * (size_t)cap);
@@ -475,42 +482,28 @@ static int keep_client_key(struct client_sweep *sw, const struct sluice_client_k
 	return 0;
 }
 
-static int sweep_one(struct client_sweep *sw, const unsigned char *passed, int n_slots,
-		     const struct sluice_client_key *k, const struct sluice_client *c)
-{
-	if (k->svc >= (__u32)n_slots || !passed[k->svc] || c->in_flight > 0)
-		return 0;
-	return keep_client_key(sw, k);
-}
-
-/* The `clients` entries of the slots marked in passed[] (slots new to their service) that
- * count no unit open, deleted: the new service's clients meet none of the previous
- * service's limits there. Its token bucket leaves a client's arrival time up to burst / rate
- * seconds ahead, which refused the new service's first units from that client; and nothing
- * will give anything back to such an entry. An entry counting units still open stays: the
- * previous service's flows give them back to it when they end (deleted, its count would
- * start again from their first release, below what is open). One walk of the map, at a
- * reload that gives a named slot to a service, never on the tick. */
-static int forget_clients(const struct sluice_maps *m, const unsigned char *passed)
+/* The entries of the slots marked in sw->passed of a map keyed by client (fd, values of vsize
+ * bytes), deleted: one walk of the map (batches, entry by entry where the kernel has none). */
+static int forget_slots_clients(int fd, size_t vsize, struct client_sweep *sw)
 {
 	enum { CHUNK = 1024 };
 	struct sluice_client_key *keys = malloc(sizeof(*keys) * CHUNK), key, next;
-	struct sluice_client *vals = malloc(sizeof(*vals) * CHUNK), c;
-	struct client_sweep sw = { 0 };
+	unsigned char *vals = malloc(vsize * CHUNK), *v = malloc(vsize);
 	__u32 in_batch = 0, out_batch = 0;
 	int first = 1, have = 0, rc = 0;
 
-	if (m->clients < 0)
-		goto out;
-	if (!keys || !vals) {
+	sw->n = 0;
+	if (fd < 0)
+		goto out;                   /* pins that predate the map, or not loaded here */
+	if (!keys || !vals || !v) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (;;) {
 		LIBBPF_OPTS(bpf_map_batch_opts, opts);
 		__u32 count = CHUNK;
-		int err = bpf_map_lookup_batch(m->clients, first ? NULL : &in_batch, &out_batch,
-					       keys, vals, &count, &opts);
+		int err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, keys, vals,
+					       &count, &opts);
 		int e = err ? errno : 0;
 
 		if (err && e != ENOENT) {
@@ -520,27 +513,50 @@ static int forget_clients(const struct sluice_maps *m, const unsigned char *pass
 			goto out;
 		}
 		for (__u32 i = 0; i < count && !rc; i++)
-			rc = sweep_one(&sw, passed, m->n_slots, &keys[i], &vals[i]);
+			rc = sweep_one(sw, &keys[i], vals + vsize * i);
 		if (rc || e == ENOENT)
 			goto delete;
 		in_batch = out_batch;
 		first = 0;
 	}
 one_by_one:
-	while (!rc && bpf_map_get_next_key(m->clients, have ? &key : NULL, &next) == 0) {
+	while (!rc && bpf_map_get_next_key(fd, have ? &key : NULL, &next) == 0) {
 		key = next;
 		have = 1;
-		if (bpf_map_lookup_elem(m->clients, &key, &c) == 0)
-			rc = sweep_one(&sw, passed, m->n_slots, &key, &c);
+		if (bpf_map_lookup_elem(fd, &key, v) == 0)
+			rc = sweep_one(sw, &key, v);
 	}
 delete:
-	for (int i = 0; i < sw.n && !rc; i++)
-		if (bpf_map_delete_elem(m->clients, &sw.keys[i]) && errno != ENOENT)
+	for (int i = 0; i < sw->n && !rc; i++)
+		if (bpf_map_delete_elem(fd, &sw->keys[i]) && errno != ENOENT)
 			rc = -errno;       /* gone already: the LRU took it */
 out:
-	free(sw.keys);
 	free(keys);
 	free(vals);
+	free(v);
+	return rc;
+}
+
+/* What the slots marked in passed[] (slots new to their service) kept of their previous
+ * service's clients, forgotten: the new service's clients meet none of it there.
+ * - `clients`: its token bucket leaves a client's arrival time up to burst / rate seconds
+ *   ahead, which refused the new service's first units from that client. An entry that
+ *   counts units still open stays: the previous service's flows give them back to it when
+ *   they end (deleted, its count would start again from their first release, below what is
+ *   open); an entry with none has nothing more to be given back.
+ * - `addr_class`: the class the previous service's rules gave a client's requests (its
+ *   trusted marks) raised the new service's judgement of that client's http SYNs for a
+ *   minute, whatever the new service trusts.
+ * One walk of each map, at a reload that gives a named slot to a service, never on the tick. */
+static int forget_clients(const struct sluice_maps *m, const unsigned char *passed)
+{
+	struct client_sweep sw = { .passed = passed, .n_slots = m->n_slots, .counts = 1 };
+	int rc = forget_slots_clients(m->clients, sizeof(struct sluice_client), &sw);
+
+	sw.counts = 0;
+	if (!rc)
+		rc = forget_slots_clients(m->addr_class, sizeof(struct sluice_addr_class), &sw);
+	free(sw.keys);
 	return rc;
 }
 
