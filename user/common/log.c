@@ -7,6 +7,8 @@
 static const char *log_prog = "sluice";
 static int log_verb;
 static FILE *log_out;
+static void (*log_put)(void *ctx, const char *line, size_t n);
+static void *log_put_ctx;
 
 /* The word each level is tagged with; info carries none, so the daemon's routine lines
  * ("sluiced: attached to eth0 ...") read as before. */
@@ -36,9 +38,32 @@ void log_set_stream(FILE *f)
 	log_out = f;
 }
 
+void log_set_sink(void (*put)(void *ctx, const char *line, size_t n), void *ctx)
+{
+	log_put_ctx = ctx;
+	log_put = put;
+}
+
 FILE *log_stream(void)
 {
 	return log_out ? log_out : stderr;
+}
+
+/* The message as one piece, cut short if it must be but always ending in its newline: the
+ * sink takes or drops it whole. */
+static void put_whole(const char *word, const char *line)
+{
+	char whole[2304];
+	int n = snprintf(whole, sizeof(whole), "%s: %s%s%s\n", log_prog, word ? word : "",
+			 word ? ": " : "", line);
+
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(whole)) {
+		n = (int)sizeof(whole) - 1;
+		whole[n - 1] = '\n';
+	}
+	log_put(log_put_ctx, whole, (size_t)n);
 }
 
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
@@ -56,6 +81,10 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 		line[--n] = 0;
 	if (word && !strncasecmp(line, word, strlen(word)) && line[strlen(word)] == ':')
 		word = NULL;
+	if (log_put) {
+		put_whole(word, line);
+		return;
+	}
 	fprintf(f, "%s: %s%s%s\n", log_prog, word ? word : "", word ? ": " : "", line);
 	fflush(f);
 }

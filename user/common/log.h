@@ -22,6 +22,10 @@ int log_enabled(enum log_level level);
 /* Where messages go (stderr unless a test redirects them); NULL restores stderr. */
 void log_set_stream(FILE *f);
 FILE *log_stream(void);
+/* Hand every message, whole (prefix and newline included), to put instead of the stream:
+ * sluiced's control loop must never wait for stderr (daemon/logstream.h). NULL: the stream
+ * again. Set before any other thread logs. */
+void log_set_sink(void (*put)(void *ctx, const char *line, size_t n), void *ctx);
 
 /* One message; the newline is added. A message that already begins with its level's word
  * ("ERROR: switch file ..." from the switch-file reader) is not tagged twice. */

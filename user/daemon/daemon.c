@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/jsonio.h"
 #include "common/log.h"
+#include "daemon/logstream.h"
 #include "kernel/mapconfig.h"
 #include "kernel/flowgc.h"
 #include "kernel/replies.h"
@@ -894,8 +895,9 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	struct sluice_event_sink host_sink = daemon_sink(d, "");
 	int suppressed;
 
-	/* first, so this tick's events find room the reader made since the last */
+	/* first, so this tick's events and messages find room the readers made since the last */
 	daemon_events_flush(d);
+	logstream_flush();
 	d->last_tick_ns = now_ns;
 	{
 		unsigned long long tick = (unsigned long long)(d->cfg.control_interval_ms > 0 ?
@@ -985,6 +987,22 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	d->ticks++;
 }
 
+/* A config's errors through the log, never straight to stderr: the tick must not wait for it
+ * (daemon/logstream.h). */
+static void log_doc_errors(const struct doc_errors *errs)
+{
+	for (int i = 0; i < errs->n && i < DOC_MAX_ERRORS; i++) {
+		const struct doc_error *e = &errs->e[i];
+
+		if (e->line > 0 && e->column > 0)
+			log_error("%s:%d:%d: %s", errs->file, e->line, e->column, e->msg);
+		else if (e->line > 0)
+			log_error("%s:%d: %s", errs->file, e->line, e->msg);
+		else
+			log_error("%s: %s", errs->file, e->msg);
+	}
+}
+
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 {
 	struct sluice_config next = { 0 };
@@ -1008,7 +1026,7 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		return 0;
 	}
 	if (sluice_config_parse(text, len, d->cfg_path, &next, &errs) != 0) {
-		doc_errors_print(stderr, &errs);
+		log_doc_errors(&errs);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
 			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);

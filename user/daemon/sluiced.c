@@ -16,6 +16,7 @@
 #include "daemon/cfgwatch.h"
 #include "daemon/cmdline.h"
 #include "daemon/daemon.h"
+#include "daemon/logstream.h"
 #include "daemon/opserver.h"
 #include "ops/opproto.h"
 #include "daemon/ctlpersist.h"
@@ -252,6 +253,11 @@ int main(int argc, char **argv)
 	 * error on that write, never the process. */
 	signal(SIGPIPE, SIG_IGN);
 	d.events = stdout;
+	/* Nor may journald behind on stderr: the messages are written as the events are. */
+	rc = logstream_open(STDERR_FILENO, LOGSTREAM_BUF_BYTES);
+	if (rc)
+		log_warn("messages on stderr may hold up the control loop when nobody reads them: "
+			 "%s", strerror(-rc));
 	/* A reader of stdout that stops reading must never stop the ticks (the heartbeat would
 	 * age and the data path fail open): the lines go out without blocking (evstream.h). */
 	rc = daemon_events_open(&d, STDOUT_FILENO);
@@ -393,6 +399,7 @@ int main(int argc, char **argv)
 		     "pinned data path left in place; it fails open after heartbeat_timeout_ms; "
 		     "`sluicectl detach` removes it", ifs, SLUICE_EV_INFO);
 	daemon_events_close(&d, 1000);    /* a reader that keeps up gets every line */
+	logstream_close(1000);
 	readwait_stop(&d.rw);
 	maps_close(&d.m);
 	attach_release(&at);
