@@ -61,8 +61,9 @@ static inline void scale_free(struct scale *s)
 	free(s);
 }
 
-/* Load, program and init a daemon for n services. NULL on failure (reason on stderr). */
-static inline struct scale *scale_setup(int n, int last_limit_fixed)
+/* Load, program and init a daemon for n services, its maps sized for room_for services (a
+ * reload may grow to them). NULL on failure (reason on stderr). */
+static inline struct scale *scale_setup_room(int n, int last_limit_fixed, int room_for)
 {
 	struct scale *s = calloc(1, sizeof(*s));
 	struct doc_errors errs;
@@ -88,9 +89,9 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 		goto fail;
 	bpf_object__for_each_map(map, s->skel->obj)
 		bpf_map__set_pin_path(map, NULL);
-	attach_size_services(s->skel->obj, maps_service_slots(n));
+	attach_size_services(s->skel->obj, maps_service_slots(room_for));
 	if (sluice_bpf__load(s->skel)) {
-		fprintf(stderr, "cannot load the BPF object sized for %d services\n", n);
+		fprintf(stderr, "cannot load the BPF object sized for %d services\n", room_for);
 		goto fail;
 	}
 	if (harness_maps_of(s->skel->obj, &s->d->m) || maps_fold_estimate(&s->d->m) <= 0)
@@ -107,6 +108,12 @@ static inline struct scale *scale_setup(int n, int last_limit_fixed)
 fail:
 	scale_free(s);
 	return NULL;
+}
+
+/* Load, program and init a daemon for n services. NULL on failure (reason on stderr). */
+static inline struct scale *scale_setup(int n, int last_limit_fixed)
+{
+	return scale_setup_room(n, last_limit_fixed, n);
 }
 
 /* One frame through XDP; returns the XDP action, -1 on error. */

@@ -194,6 +194,7 @@ static int alloc_services(int n, int **idx, struct service_ctl **ctl, struct ser
 
 void daemon_free(struct daemon *d)
 {
+	daemon_reload_wait(d);
 	free(d->idx);
 	free(d->ctl);
 	free(d->books);
@@ -286,6 +287,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 
 void daemon_fini(struct daemon *d, int wait_ms)
 {
+	daemon_reload_wait(d);
 	iow_stop(&d->iow, wait_ms);
 }
 /* The five measures (docs/METRICS.md), kept as the daemon sees each tick. */
@@ -1003,15 +1005,107 @@ static void log_doc_errors(const struct doc_errors *errs)
 	}
 }
 
-int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
-{
-	struct sluice_config next = { 0 };
+/* A reload's read and parse: on a thread of its own (daemon_reload_start), as they touch
+ * nothing of the daemon's but the bytes of the config in force, which only the tick changes,
+ * and only once the job is over. */
+struct reload_job {
+	pthread_t thread;
+	int done;                     /* the thread is over (atomic): join, then apply */
+	int force;
+	char path[512];
+	const char *old_text;         /* d->cfg_text at the start */
+	size_t old_len;
+	/* what the read and parse found */
+	char *text;                   /* NULL: the read failed (errs says why) */
+	size_t len;
+	int unchanged;                /* the same bytes as in force, and not forced */
+	int parse_rc;
 	struct doc_errors errs;
+	struct sluice_config next;
+	/* next's per-service arrays, their pages touched (NULL: apply allocates them). 65,000
+	 * services' controllers are over a gigabyte: the first touch of it took seconds. */
+	int *new_idx;
+	struct service_ctl *new_ctl;
+	struct service_books *new_books;
+};
+
+/* Fault in the pages of zeroed memory now (off the tick), not at its first use. */
+static void touch_pages(void *p, size_t n)
+{
+	for (size_t o = 0; o < n; o += 4096)
+		((volatile char *)p)[o] = 0;
+}
+
+/* The heartbeat, written between the steps of a long reload (every RELOAD_BEAT_EVERY
+ * services): the controllers wait for it, the data path keeps their verdicts meanwhile
+ * rather than admitting everything. */
+#define RELOAD_BEAT_EVERY 1024
+
+static void reload_beat(void *ctx)
+{
+	write_globals(ctx, monotonic_ns());
+}
+
+static struct reload_job *reload_job_new(const struct daemon *d, int force)
+{
+	struct reload_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->force = force;
+	snprintf(j->path, sizeof(j->path), "%s", d->cfg_path);
+	j->old_text = d->cfg_text;
+	j->old_len = d->cfg_len;
+	return j;
+}
+
+static void reload_parse(struct reload_job *j)
+{
+	j->text = daemon_read_config(j->path, &j->len, &j->errs);
+	if (!j->text)
+		return;
+	if (!j->force && j->old_text && j->len == j->old_len &&
+	    !memcmp(j->text, j->old_text, j->len)) {
+		j->unchanged = 1;
+		return;
+	}
+	j->parse_rc = sluice_config_parse(j->text, j->len, j->path, &j->next, &j->errs);
+	if (!j->parse_rc &&
+	    !alloc_services(j->next.n_services, &j->new_idx, &j->new_ctl, &j->new_books)) {
+		touch_pages(j->new_ctl, sizeof(*j->new_ctl) * (size_t)j->next.n_services);
+		touch_pages(j->new_books, sizeof(*j->new_books) * (size_t)j->next.n_services);
+	}
+}
+
+/* Arrays the reload did not take. */
+static void reload_job_free_arrays(struct reload_job *j)
+{
+	free(j->new_idx);
+	free(j->new_ctl);
+	free(j->new_books);
+	j->new_idx = NULL;
+	j->new_ctl = NULL;
+	j->new_books = NULL;
+}
+
+static void *reload_thread(void *arg)
+{
+	struct reload_job *j = arg;
+
+	reload_parse(j);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long long now_ns)
+{
+	struct sluice_config next;
+	struct doc_errors errs = job->errs;
 	struct service_ctl *new_ctl;
 	struct service_books *new_books;
 	int *new_idx, *was = NULL;    /* by new service: its index in the running config, or -1 */
-	size_t len = 0;
-	char *text = daemon_read_config(d->cfg_path, &len, &errs);
+	size_t len = job->len;
+	char *text = job->text;
 	int rc = 0;
 
 	if (!text) {
@@ -1021,11 +1115,12 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 			     SLUICE_EV_ALERT);
 		return -1;
 	}
-	if (!force && d->cfg_text && len == d->cfg_len && !memcmp(text, d->cfg_text, len)) {
+	if (job->unchanged) {
 		free(text);
 		return 0;
 	}
-	if (sluice_config_parse(text, len, d->cfg_path, &next, &errs) != 0) {
+	next = job->next;
+	if (job->parse_rc != 0) {
 		log_doc_errors(&errs);
 		d->reloads_failed++;
 		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
@@ -1076,18 +1171,28 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 		d->cfg_len = len;
 		return -1;
 	}
+	new_idx = job->new_idx;
+	new_ctl = job->new_ctl;
+	new_books = job->new_books;
+	job->new_idx = NULL;
+	job->new_ctl = NULL;
+	job->new_books = NULL;
 	if (!(was = malloc(sizeof(*was) * (size_t)(next.n_services ? next.n_services : 1))) ||
 	    sluice_config_match_services(&d->cfg, &next, was) ||
-	    alloc_services(next.n_services, &new_idx, &new_ctl, &new_books)) {
+	    (!new_ctl && alloc_services(next.n_services, &new_idx, &new_ctl, &new_books))) {
 		log_error("config %s: out of memory; keeping the running config", d->cfg_path);
 		d->reloads_failed++;
 		sluice_config_free(&next);
 		free(was);
+		free(new_idx);
+		free(new_ctl);
+		free(new_books);
 		free(text);
 		return -1;
 	}
 	if (maps_assign_indices(&d->m, &next, new_idx) ||
-	    (rc = maps_program_services(&d->m, &next, new_idx)) != 0) {
+	    (rc = maps_program_services_beat(&d->m, &next, new_idx, RELOAD_BEAT_EVERY,
+					     reload_beat, d)) != 0) {
 		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
 		/* maps_program_services writes service by service, zeroes the ports of removed
@@ -1122,6 +1227,8 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	for (int i = 0; i < next.n_services; i++) {
 		int j = was[i];
 
+		if (i % RELOAD_BEAT_EVERY == RELOAD_BEAT_EVERY - 1)
+			reload_beat(d);
 		if (j >= 0) {
 			new_ctl[i] = d->ctl[j];
 			new_books[i] = d->books[j];
@@ -1172,6 +1279,75 @@ int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
 	d->reloads_ok++;
 	daemon_event(d, SLUICE_EVM_CONFIG, "old", "new", "config reloaded", "", SLUICE_EV_INFO);
 	return 1;
+}
+
+int daemon_reload(struct daemon *d, int force, unsigned long long now_ns)
+{
+	struct reload_job *j;
+	int rc;
+
+	daemon_reload_wait(d);
+	if (!(j = reload_job_new(d, force))) {
+		log_error("config %s: out of memory; keeping the running config", d->cfg_path);
+		d->reloads_failed++;
+		return -1;
+	}
+	reload_parse(j);
+	rc = reload_apply(d, j, now_ns);
+	reload_job_free_arrays(j);
+	free(j);
+	return rc;
+}
+
+int daemon_reload_start(struct daemon *d, int force, unsigned long long now_ns)
+{
+	struct reload_job *j;
+
+	if (d->reload)
+		return 1;
+	if (!(j = reload_job_new(d, force)))
+		return daemon_reload(d, force, now_ns) >= 0 ? 0 : -1;
+	if (pthread_create(&j->thread, NULL, reload_thread, j)) {
+		/* no thread: the tick waits for the parse, as it always did */
+		free(j);
+		return daemon_reload(d, force, now_ns) >= 0 ? 0 : -1;
+	}
+	d->reload = j;
+	return 0;
+}
+
+int daemon_reload_busy(const struct daemon *d)
+{
+	return d->reload != NULL;
+}
+
+int daemon_reload_finish(struct daemon *d, unsigned long long now_ns)
+{
+	struct reload_job *j = d->reload;
+	int rc;
+
+	if (!j || !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_join(j->thread, NULL);
+	d->reload = NULL;
+	rc = reload_apply(d, j, now_ns);
+	reload_job_free_arrays(j);
+	free(j);
+	return rc;
+}
+
+void daemon_reload_wait(struct daemon *d)
+{
+	struct reload_job *j = d->reload;
+
+	if (!j)
+		return;
+	pthread_join(j->thread, NULL);
+	d->reload = NULL;
+	free(j->text);
+	sluice_config_free(&j->next);
+	reload_job_free_arrays(j);
+	free(j);
 }
 
 int daemon_metrics_body(void *ctx, char **body, size_t *len)

@@ -21,6 +21,8 @@
 #include "kernel/readwait.h"
 #include "daemon/node.h"
 
+struct reload_job;
+
 /* Per-service bookkeeping beyond the controller: the five measures and reply state. */
 struct service_books {
 	double ew_arrivals, ew_ok, ew_retrans;   /* 60 s exponentially weighted sums */
@@ -138,6 +140,7 @@ struct daemon {
 	int have_globals, globals_failed;        /* ... read once; reading or writing failed: said */
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	unsigned long long reloads_ok, reloads_failed;
+	struct reload_job *reload;               /* a reload's parse under way (daemon.c) */
 	int verbose;                             /* print debug-level events too */
 	FILE *events;                            /* JSON lines, when evs is not on (tests) */
 	struct evstream evs;                     /* JSON lines: stdout, never blocking the tick */
@@ -166,10 +169,24 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns);
 /* Free what daemon_init allocated. */
 void daemon_free(struct daemon *d);
 
-/* Reload the config file if its bytes changed (force: even if not). An invalid file is
- * refused with its errors on stderr and an event; the running config stays. Returns 1 when a
+/* Reload the config file if its bytes changed (force: even if not), all in this call. An
+ * invalid file is refused with its errors on stderr and an event; the running config stays. Returns 1 when a
  * new config took effect, 0 when unchanged, -1 when refused. */
 int daemon_reload(struct daemon *d, int force, unsigned long long now_ns);
+
+/* The same, with the read and parse on a thread of their own: a config of 65,000 services
+ * parses for seconds, and a tick that waited for it wrote no heartbeat meanwhile (the data
+ * path failed open). The ticks go on; daemon_reload_finish, at a tick, applies the result
+ * once the parse is over. Returns 0 (started, or done at once when no thread could be had),
+ * 1 when one is under way already (nothing started: ask again after it), -1 refused. */
+int daemon_reload_start(struct daemon *d, int force, unsigned long long now_ns);
+/* Whether a reload's parse is under way or waits to be applied. */
+int daemon_reload_busy(const struct daemon *d);
+/* Apply the reload started, if its parse is over: as daemon_reload returns; 0 also while it
+ * runs or when none was started. */
+int daemon_reload_finish(struct daemon *d, unsigned long long now_ns);
+/* Wait for the reload under way, if any, and drop it (at the end). */
+void daemon_reload_wait(struct daemon *d);
 
 /* Emit a daemon-level event (attach, reload, switch expiry...) as one JSON line; machine is
  * an enum sluice_ev_machine. */

@@ -134,7 +134,7 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 	/* The first tick looks at the config once: an edit made after it was read and before
 	 * its directory was watched (while the programs loaded, or while another sluiced held
 	 * the pins) is applied then; an unchanged file costs a read and a compare. */
-	int running = 1, reload_pending = 1, links_changed = 0;
+	int running = 1, reload_pending = 1, links_changed = 0, applied;
 	unsigned long long next_rescan = monotonic_ns() + IFACE_RESCAN_NS;
 	unsigned long long interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 	unsigned long long next = monotonic_ns();
@@ -180,8 +180,15 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 		cfgwatch_look(cw, now);
 		if (cfgwatch_due(cw, now) && !reload_pending)
 			reload_pending = 1;
-		if (reload_pending) {
-			daemon_reload(d, reload_pending == 2, now);
+		/* the parse runs beside the ticks (a big config takes seconds); one at a time, a
+		 * request made meanwhile waits for it */
+		applied = daemon_reload_finish(d, now);
+		if (applied) /* the heartbeats it wrote are newer than now: the tick's must not be older */
+			now = monotonic_ns();
+		if (applied > 0)
+			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
+		if (reload_pending && !daemon_reload_busy(d)) {
+			daemon_reload_start(d, reload_pending == 2, now);
 			if (reload_pending == 2)   /* SIGHUP: the group database may have changed */
 				ops_resolve_group(ops, d->cfg.switch_group);
 			reload_pending = 0;

@@ -206,8 +206,22 @@ static int write_v4_range(const struct sluice_maps *m, const struct class_rule *
 	return bpf_map_update_elem(m->source_rules, &key, &val, BPF_ANY);
 }
 
+/* The caller's heartbeat while services are written (maps_program_services_beat): called
+ * after every `every` of them, in each pass over the config. */
+struct prog_beat {
+	int every, n;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+static void beat_one(struct prog_beat *b)
+{
+	if (b->fn && b->every > 0 && ++b->n % b->every == 0)
+		b->fn(b->ctx);
+}
+
 static int program_source_rules(const struct sluice_maps *m, const struct sluice_config *cfg,
-				const int *idx)
+				const int *idx, struct prog_beat *b)
 {
 	struct sluice_src_key key, next;
 	int err = 0;
@@ -222,6 +236,7 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
 	for (int i = 0; i < cfg->n_services; i++) {
 		const struct service_conf *sc = &cfg->services[i];
 
+		beat_one(b);
 		/* Before the prefixes: an IPv4 0.0.0.0/0 is the same key and overwrites it. */
 		if (write_v4_range(m, sc->rules, sc->n_rules, (__u32)idx[i],
 				   (struct sluice_src_rule){ .order = SLUICE_RULE_NONE }))
@@ -270,7 +285,7 @@ static int program_source_rules(const struct sluice_maps *m, const struct sluice
  * never none. port_state: 1 = some service on the port (input), bit 1 set here when the port
  * has an address-specific one. */
 static int program_ports(const struct sluice_maps *m, const struct sluice_config *cfg,
-			 const int *idx, unsigned char *port_state)
+			 const int *idx, unsigned char *port_state, struct prog_beat *b)
 {
 	__u32 *port_only = calloc(65536, sizeof(*port_only));
 	struct sluice_addr_key key, next;
@@ -282,6 +297,7 @@ static int program_ports(const struct sluice_maps *m, const struct sluice_config
 		const struct service_conf *sc = &cfg->services[i];
 		__u32 v = (__u32)idx[i] + 1;
 
+		beat_one(b);
 		if (!sc->has_addr) {
 			port_only[sc->port & 0xffff] = v;
 			continue;
@@ -299,6 +315,7 @@ static int program_ports(const struct sluice_maps *m, const struct sluice_config
 	for (int i = 0; i < cfg->n_services; i++) {
 		__u32 port = (__u32)cfg->services[i].port, v = port_only[port & 0xffff];
 
+		beat_one(b);
 		if (port_state[port & 0xffff] & 2)
 			v |= SLUICE_PORT_BY_ADDR;
 		if (bpf_map_update_elem(m->port_to_service, &port, &v, BPF_ANY))
@@ -329,7 +346,7 @@ out:
  * stamped, its rules changed or not: rewrites are rare, and a flow that loses its cache only
  * walks the trie again. */
 static int stamp_rules(const struct sluice_maps *m, const struct sluice_config *cfg,
-		       const int *idx)
+		       const int *idx, struct prog_beat *b)
 {
 	__u32 stamp = sluice_rules_second(monotonic_ns());
 	int err = 0;
@@ -338,6 +355,7 @@ static int stamp_rules(const struct sluice_maps *m, const struct sluice_config *
 		struct sluice_service sv;
 		__u32 k = idx[i];
 
+		beat_one(b);
 		if (bpf_map_lookup_elem(m->services, &k, &sv)) {
 			err = -errno;
 			continue;
@@ -563,6 +581,12 @@ static int forget_clients(const struct sluice_maps *m, const unsigned char *pass
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx)
 {
+	return maps_program_services_beat(m, cfg, idx, 0, NULL, NULL);
+}
+
+int maps_program_services_beat(const struct sluice_maps *m, const struct sluice_config *cfg,
+			       const int *idx, int every, void (*beat)(void *ctx), void *ctx)
+{
 	struct sluice_service *all = read_all_services(m);
 	unsigned char *in_cfg = calloc((size_t)m->n_slots, 1), *port_in_cfg = calloc(65536, 1);
 	unsigned char *passed = calloc((size_t)m->n_slots, 1);   /* named slots new to their service */
@@ -570,6 +594,7 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 	/* Each service is written stamped already (before the trie changes; the stamp never goes
 	 * back): from then on no answer cached before counts, even while the trie changes. */
 	__u32 stamp = sluice_rules_second(monotonic_ns());
+	struct prog_beat b = { .every = every, .fn = beat, .ctx = ctx };
 	int err = 0;
 
 	if (!all || !in_cfg || !port_in_cfg || !passed) {
@@ -580,6 +605,7 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		struct sluice_service sv;
 		__u32 k = idx[i];
 
+		beat_one(&b);
 		if (slot_new_to(&all[k], &cfg->services[i])) {
 			if ((err = clean_slot(m, k, all[k].name[0] != 0)))
 				goto out;
@@ -624,7 +650,7 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 			err = -errno;
 	}
 	if (!err)
-		err = program_ports(m, cfg, idx, port_in_cfg);
+		err = program_ports(m, cfg, idx, port_in_cfg, &b);
 	/* After the array, from what it holds whatever failed above: a port added is in the
 	 * array before its bit says so, and a bit never goes missing for a port it still has. */
 	if (m->service_ports >= 0) {
@@ -645,10 +671,10 @@ int maps_program_services(const struct sluice_maps *m, const struct sluice_confi
 		}
 	}
 	if (!err) {
-		err = program_source_rules(m, cfg, idx);
+		err = program_source_rules(m, cfg, idx, &b);
 		/* Stamped again once the trie is written, even when some write failed: whatever
 		 * it holds now is what later flows' answers come from. */
-		if (stamp_rules(m, cfg, idx) && !err)
+		if (stamp_rules(m, cfg, idx, &b) && !err)
 			err = -EIO;
 	}
 out:

@@ -28,6 +28,10 @@ int maps_assign_indices(const struct sluice_maps *m, const struct sluice_config 
  * end), a client's among them. */
 int maps_program_services(const struct sluice_maps *m, const struct sluice_config *cfg,
 			  const int *idx);
+/* The same, calling beat(ctx) after every `every` services: a reload of tens of thousands of
+ * services writes for a second or more, and the daemon's heartbeat must not age meanwhile. */
+int maps_program_services_beat(const struct sluice_maps *m, const struct sluice_config *cfg,
+			       const int *idx, int every, void (*beat)(void *ctx), void *ctx);
 
 /* Rewrite the service ports' bitmap (`service_ports`, not pinned) from port_to_service: a bit
  * for every port whose value is not 0. When the array cannot be read, every bit is set, so
