@@ -317,7 +317,7 @@ static void test_exit_writes_out_with_bounded_wait(void **st)
 	close(p[1]);
 }
 
-/* A regular file takes every line at once, each complete as it is emitted. */
+/* A regular file gets every line, each complete, from its writer thread. */
 static void test_regular_file_gets_every_line(void **st)
 {
 	static struct daemon d;
@@ -333,7 +333,7 @@ static void test_regular_file_gets_every_line(void **st)
 	assert_int_equal(daemon_events_open(&d, fd), 0);
 	for (int i = 0; i < 100; i++)
 		emit_numbered(&d, i);
-	assert_int_equal(d.evs.len, 0);
+	assert_true(evstream_drained(&d.evs, 5000));
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
 	assert_true(n > 0);
 	buf[n] = 0;
@@ -342,6 +342,72 @@ static void test_regular_file_gets_every_line(void **st)
 	assert_int_equal(lines, 100);
 	assert_int_equal(buf[n - 1], '\n');
 	daemon_events_close(&d, 0);
+	close(fd);
+}
+
+/* A file on a stalled disk (a hung NFS mount, a device in error recovery): its writes wait,
+ * and cannot be made not to. The tick only queues the lines; while the disk holds the writer,
+ * emitting returns at once, lines beyond the buffer are dropped whole and counted, and once
+ * the disk moves again the kept ones are in the file, in order, then one line saying how many
+ * were dropped. */
+static pthread_mutex_t disk_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t disk_cv = PTHREAD_COND_INITIALIZER;
+static int disk_stalled, disk_waiting;
+
+static ssize_t stalled_write(int fd, const void *p, size_t n)
+{
+	pthread_mutex_lock(&disk_mu);
+	while (disk_stalled) {
+		disk_waiting = 1;
+		pthread_cond_broadcast(&disk_cv);
+		pthread_cond_wait(&disk_cv, &disk_mu);
+	}
+	pthread_mutex_unlock(&disk_mu);
+	return write(fd, p, n);
+}
+
+static void test_stalled_disk_never_blocks(void **st)
+{
+	static struct daemon d;
+	char path[] = "/tmp/sluice-events-XXXXXX";
+	int fd = mkstemp(path), rfd, n = 3000;
+	unsigned long long dropped;
+	json_t *lines;
+	(void)st;
+
+	assert_true(fd >= 0);
+	rfd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	unlink(path);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(daemon_events_open(&d, fd), 0);
+	d.evs.write_fn = stalled_write;
+	disk_stalled = 1;
+	watchdog(10);
+	emit_numbered(&d, 0);
+	pthread_mutex_lock(&disk_mu);         /* the writer is in the disk's hands */
+	while (!disk_waiting)
+		pthread_cond_wait(&disk_cv, &disk_mu);
+	pthread_mutex_unlock(&disk_mu);
+	for (int i = 1; i < n; i++)
+		emit_numbered(&d, i);
+	daemon_events_flush(&d);              /* a tick with the disk still stalled */
+	alarm(0);
+	dropped = d.evs.dropped_total;
+	assert_true(dropped > 0);
+
+	pthread_mutex_lock(&disk_mu);         /* the disk moves again */
+	disk_stalled = 0;
+	pthread_cond_broadcast(&disk_cv);
+	pthread_mutex_unlock(&disk_mu);
+	assert_true(evstream_drained(&d.evs, 5000));
+	daemon_events_flush(&d);              /* the next tick says how many were dropped */
+	assert_true(evstream_drained(&d.evs, 5000));
+	lines = read_lines(rfd, &d);
+	assert_int_equal(check_order(lines, dropped), n - (int)dropped);
+	json_decref(lines);
+	daemon_events_close(&d, 1000);
+	close(rfd);
 	close(fd);
 }
 
@@ -416,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_unread_socket_never_blocks),
 		cmocka_unit_test(test_exit_writes_out_with_bounded_wait),
 		cmocka_unit_test(test_regular_file_gets_every_line),
+		cmocka_unit_test(test_stalled_disk_never_blocks),
 		cmocka_unit_test(test_reader_gone_drops_and_counts),
 		cmocka_unit_test(test_full_disk_waits_and_resumes),
 	};

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -34,6 +35,90 @@ static void make_nonblocking(struct evstream *es, int fd)
 		es->restore_fl = fl;
 }
 
+/* Failures that end the stream for good; anything else (a full disk, EIO) is tried again. */
+static int gone_for_good(int err)
+{
+	return err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == EBADF;
+}
+
+/* A file's writer: takes what the tick queued and writes it, blocking as long as the disk
+ * makes it wait; a write that fails (ENOSPC) is tried again a second later, or at the next
+ * line queued. Ends at stop once all is written, or at stop with the disk still refusing. */
+static void *writer_main(void *arg)
+{
+	struct evstream *es = arg;
+
+	pthread_mutex_lock(&es->mu);
+	for (;;) {
+		ssize_t w;
+		int err;
+
+		if (es->out_off == es->out_len) {
+			char *t = es->out;
+
+			if (!es->len) {
+				pthread_cond_broadcast(&es->cv);   /* drained */
+				if (es->stop)
+					break;
+				pthread_cond_wait(&es->cv, &es->mu);
+				continue;
+			}
+			es->out = es->buf;
+			es->out_off = 0;
+			es->out_len = es->len;
+			es->buf = t;
+			es->len = 0;
+		}
+		pthread_mutex_unlock(&es->mu);
+		w = es->write_fn(es->fd, es->out + es->out_off, es->out_len - es->out_off);
+		err = errno;
+		pthread_mutex_lock(&es->mu);
+		if (w > 0) {
+			es->out_off += (size_t)w;
+		} else if (w < 0 && err == EINTR) {
+			continue;
+		} else if (w < 0 && gone_for_good(err)) {
+			es->broken = err;
+			es->out_off = es->out_len;
+			es->len = 0;
+		} else if (es->stop) {
+			break;            /* the disk still refuses, and the process is ending */
+		} else {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&es->cv, &es->mu, &ts);
+		}
+	}
+	es->exited = 1;
+	pthread_cond_broadcast(&es->cv);
+	pthread_mutex_unlock(&es->mu);
+	return NULL;
+}
+
+static void start_writer(struct evstream *es)
+{
+	pthread_condattr_t ca;
+
+	es->out = malloc(es->cap);
+	if (!es->out)
+		return;
+	pthread_mutex_init(&es->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&es->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&es->thread, NULL, writer_main, es)) {
+		pthread_cond_destroy(&es->cv);
+		pthread_mutex_destroy(&es->mu);
+		free(es->out);
+		es->out = NULL;
+		return;
+	}
+	es->threaded = 1;
+}
+
 int evstream_open(struct evstream *es, int fd, size_t cap)
 {
 	struct stat st;
@@ -47,10 +132,13 @@ int evstream_open(struct evstream *es, int fd, size_t cap)
 	if (!es->buf)
 		return -ENOMEM;
 	es->cap = cap;
+	es->write_fn = write;
 	if (S_ISSOCK(st.st_mode))
 		es->sock = 1;
 	else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		make_nonblocking(es, fd);
+	else
+		start_writer(es);   /* failing that, written at the tick as before */
 	es->on = 1;
 	return 0;
 }
@@ -65,14 +153,13 @@ static size_t write_some(struct evstream *es, const char *p, size_t n)
 
 	while (done < n && !es->broken) {
 		ssize_t w = es->sock ? send(es->fd, p + done, n - done, MSG_DONTWAIT | MSG_NOSIGNAL)
-				     : write(es->fd, p + done, n - done);
+				     : es->write_fn(es->fd, p + done, n - done);
 
 		if (w > 0)
 			done += (size_t)w;
 		else if (w < 0 && errno == EINTR)
 			continue;
-		else if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN ||
-				   errno == EBADF))
+		else if (w < 0 && gone_for_good(errno))
 			es->broken = errno;
 		else
 			break;
@@ -94,8 +181,27 @@ static int drop(struct evstream *es)
 	return es->dropping++ == 0;
 }
 
+/* A file's: the line is queued whole for its thread, or dropped whole. */
+static int put_queued(struct evstream *es, const char *line, size_t n)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&es->mu);
+	if (es->broken || es->dropping || n > es->cap - es->len) {
+		r = drop(es);
+	} else {
+		memcpy(es->buf + es->len, line, n);
+		es->len += n;
+		pthread_cond_signal(&es->cv);
+	}
+	pthread_mutex_unlock(&es->mu);
+	return r;
+}
+
 int evstream_put(struct evstream *es, const char *line, size_t n)
 {
+	if (es->threaded)
+		return put_queued(es, line, n);
 	/* once dropping, until the buffer drained: the gap stays one gap, said where it is */
 	if (es->broken || es->dropping || n > es->cap)
 		return drop(es);
@@ -122,6 +228,17 @@ unsigned long long evstream_flush(struct evstream *es)
 {
 	unsigned long long n = es->dropping;
 
+	if (es->threaded) {
+		pthread_mutex_lock(&es->mu);
+		n = es->dropping;
+		if (n && !es->len && es->out_off == es->out_len && !es->broken)
+			es->dropping = 0;
+		else
+			n = 0;
+		pthread_mutex_unlock(&es->mu);
+		return n;
+	}
+
 	write_buffer(es);
 	if (!n || es->len || es->broken)
 		return 0;
@@ -129,11 +246,74 @@ unsigned long long evstream_flush(struct evstream *es)
 	return n;
 }
 
+/* Wait until the thread wrote all (1) or the deadline passed (0); with es->mu held. */
+static int wait_written(struct evstream *es, unsigned long long end)
+{
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+
+	while ((es->len || es->out_off != es->out_len) && !es->exited && !es->broken)
+		if (pthread_cond_timedwait(&es->cv, &es->mu, &ts) == ETIMEDOUT)
+			break;
+	return !es->len && es->out_off == es->out_len;
+}
+
+int evstream_drained(struct evstream *es, int wait_ms)
+{
+	unsigned long long end = monotonic_ns() + (unsigned long long)wait_ms * 1000000ull;
+	int r;
+
+	if (!es->threaded) {
+		write_buffer(es);
+		return !es->len;
+	}
+	pthread_mutex_lock(&es->mu);
+	r = wait_written(es, end);
+	pthread_mutex_unlock(&es->mu);
+	return r;
+}
+
+/* A file's thread: stopped once it wrote what waits (wait_ms at most), then joined; a
+ * thread still in a write then is left behind, es with it (untouched from then on, the process
+ * is ending). Returns the bytes left. */
+static size_t close_queued(struct evstream *es, int wait_ms)
+{
+	unsigned long long end = monotonic_ns() + (unsigned long long)wait_ms * 1000000ull;
+	size_t left;
+	int done;
+
+	pthread_mutex_lock(&es->mu);
+	wait_written(es, end);
+	es->stop = 1;
+	pthread_cond_broadcast(&es->cv);
+	left = es->len + (es->out_len - es->out_off);
+	if (!left)
+		while (!es->exited)
+			pthread_cond_wait(&es->cv, &es->mu);   /* it ends at once: nothing to write */
+	done = es->exited;
+	pthread_mutex_unlock(&es->mu);
+	if (!done) {
+		/* es stays as it is: the thread still uses it */
+		pthread_detach(es->thread);
+		return left;
+	}
+	pthread_join(es->thread, NULL);
+	pthread_cond_destroy(&es->cv);
+	pthread_mutex_destroy(&es->mu);
+	free(es->out);
+	free(es->buf);
+	memset(es, 0, sizeof(*es));
+	es->restore_fl = -1;
+	return left;
+}
+
 size_t evstream_close(struct evstream *es, int wait_ms)
 {
 	unsigned long long end = monotonic_ns() + (unsigned long long)wait_ms * 1000000ull;
 	size_t left;
 
+	if (es->threaded)
+		return close_queued(es, wait_ms);
 	write_buffer(es);
 	while (es->len && !es->broken) {
 		unsigned long long now = monotonic_ns();

@@ -9,7 +9,9 @@
 #ifndef SLUICE_EVSTREAM_H
 #define SLUICE_EVSTREAM_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* About a thousand event lines: several seconds of a burst of state changes. */
 #define EVSTREAM_BUF_BYTES (256 * 1024)
@@ -25,13 +27,26 @@ struct evstream {
 	size_t len, cap;
 	unsigned long long dropping;      /* events dropped since the buffer filled up */
 	unsigned long long dropped_total; /* events dropped, in all */
+	/* A regular file (or a block device) cannot be made non-blocking, and its writes wait
+	 * for a stalled disk (a hung NFS mount, a device in error recovery, writeback throttled):
+	 * a thread of its own writes it, and the tick only copies lines into buf. */
+	int threaded;
+	pthread_t thread;
+	pthread_mutex_t mu;               /* guards buf, len, out_*, the drop counts, stop */
+	pthread_cond_t cv;                /* lines to write or stop; the thread wrote all */
+	char *out;                        /* the thread's: the bytes it is writing now */
+	size_t out_off, out_len;
+	int stop, exited;
+	/* write(2); a test puts a stalled disk in its place */
+	ssize_t (*write_fn)(int fd, const void *p, size_t n);
 };
 
 /* Take over fd (sluiced's stdout) for the event lines, buffering at most cap bytes. A pipe,
  * FIFO or terminal is opened again as a non-blocking description of our own (so whoever shares
  * the one given, a shell, keeps a blocking one); failing that, fd itself is made non-blocking
  * until evstream_close. A socket (journald's) is written with MSG_DONTWAIT; a regular file as
- * it is (its writes never wait for a reader). Returns 0, or -errno (nothing taken over). */
+ * through a thread of its own (its writes wait for the disk). Returns 0, or -errno (nothing
+ * taken over). */
 int evstream_open(struct evstream *es, int fd, size_t cap);
 
 /* Queue one complete line (its '\n' included): written at once when nothing waits and the
@@ -43,8 +58,13 @@ int evstream_put(struct evstream *es, const char *line, size_t n);
  * events were dropped when that run of drops just ended (the buffer drained), else 0. */
 unsigned long long evstream_flush(struct evstream *es);
 
-/* Write out what waits, waiting for the reader at most wait_ms, and give the descriptor back.
- * Returns the bytes left unwritten. */
+/* Wait at most wait_ms for what waits to be written (a file's thread, mostly: tests). Returns
+ * 1 when nothing waits. */
+int evstream_drained(struct evstream *es, int wait_ms);
+
+/* Write out what waits, waiting for the reader (or the disk) at most wait_ms, and give the
+ * descriptor back. A file's thread still stuck in a write then is left behind with its bytes:
+ * the process is ending. Returns the bytes left unwritten. */
 size_t evstream_close(struct evstream *es, int wait_ms);
 
 #endif
