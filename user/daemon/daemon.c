@@ -20,6 +20,11 @@
 #include "daemon/ctlpersist.h"
 
 #define NS 1000000000ull
+/* Long work over the services writes the heartbeat after every this many of them. */
+#define RELOAD_BEAT_EVERY 1024
+/* ... and within a tick, once the last is this old (a tick of tens of thousands of services
+ * runs for seconds; one of a few never writes it twice). */
+#define TICK_BEAT_NS (100 * 1000000ull)
 
 /* The daemon reads its config as `sluiced --check` and sluicectl do (ydoc_read_file): at most
  * DOC_MAX_BYTES, and a read error (a directory, EIO) is an error rather than an empty file, so
@@ -157,6 +162,10 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 		g.heartbeat_timeout_ns = (unsigned long long)d->cfg.heartbeat_timeout_ms * 1000000ull;
 		wrc = maps_write_globals(&d->m, &g);
 		rc = rc ? rc : wrc;
+		if (!wrc) {
+			d->beat_ns = now_ns;
+			d->beat_real_ns = monotonic_ns();
+		}
 	}
 	if (rc && !d->globals_failed)
 		log_error("cannot read or write the heartbeat (%s): the data path admits everything "
@@ -164,6 +173,21 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 	else if (!rc && d->globals_failed)
 		log_info("the heartbeat is read and written again");
 	d->globals_failed = rc != 0;
+}
+
+/* Mid-work: the heartbeat moved on by the time passed since it was written (on the clock
+ * the tick was given), once that is TICK_BEAT_NS. */
+static void beat_if_due(struct daemon *d)
+{
+	unsigned long long real = monotonic_ns();
+
+	if (d->beat_real_ns && real - d->beat_real_ns >= TICK_BEAT_NS)
+		write_globals(d, d->beat_ns + (real - d->beat_real_ns));
+}
+
+static void reader_beat(void *ctx)
+{
+	beat_if_due(ctx);
 }
 
 /* Which slots the tick reads in-flight of (http: requests; tcp reads busy). */
@@ -246,6 +270,8 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		snprintf(err, errlen, "out of memory for %d services", d->cfg.n_services);
 		return -1;
 	}
+	d->rd.beat = reader_beat;
+	d->rd.beat_ctx = d;
 	if (maps_assign_indices(&d->m, &d->cfg, d->idx)) {
 		snprintf(err, errlen, "no free service slot in the maps (%d slots)", d->m.n_slots);
 		return -1;
@@ -930,6 +956,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	}
 	daemon_ctl_poll(d, n_used);
 	rc = maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot);
+	beat_if_due(d);
 	counters_read(d, rc);
 	if (!rc) {
 		double decay = exp(-dt_s / 60.0);
@@ -948,6 +975,10 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			    maps_reader_changed(&d->rd, d->idx[ahead])))
 				prefetch_service(d, ahead, now_ns);
 			tick_service(d, i, suppressed, now_ns, wall_s, dt_s, decay, &host_sink);
+			/* a tick that runs tens of thousands of controllers (the first after a start
+			 * or a reload with them) takes seconds: the heartbeat must not age meanwhile */
+			if (i % 64 == 63)
+				beat_if_due(d);
 		}
 		flush_verdicts(d);
 		daemon_ctl_flush(d);
@@ -1039,11 +1070,10 @@ static void touch_pages(void *p, size_t n)
 /* The heartbeat, written between the steps of a long reload (every RELOAD_BEAT_EVERY
  * services): the controllers wait for it, the data path keeps their verdicts meanwhile
  * rather than admitting everything. */
-#define RELOAD_BEAT_EVERY 1024
 
 static void reload_beat(void *ctx)
 {
-	write_globals(ctx, monotonic_ns());
+	beat_if_due(ctx);
 }
 
 static struct reload_job *reload_job_new(const struct daemon *d, int force)

@@ -138,6 +138,7 @@ struct daemon {
 	int counters_unreadable;                 /* the tick cannot read them: said so */
 	struct sluice_globals globals;           /* as last read: where the programs are attached */
 	int have_globals, globals_failed;        /* ... read once; reading or writing failed: said */
+	unsigned long long beat_ns, beat_real_ns;   /* the heartbeat last written, and when */
 	unsigned long long last_gc_ns, last_tick_ns, last_slow_ns;
 	unsigned long long reloads_ok, reloads_failed;
 	struct reload_job *reload;               /* a reload's parse under way (daemon.c) */

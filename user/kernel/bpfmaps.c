@@ -709,6 +709,8 @@ static int read_run(struct maps_reader *r, const struct sluice_maps *m, int c, _
 			      sizeof(struct sluice_hist) * (size_t)r->ncpus, r->hraw, r->keys);
 	if (!err)
 		take_run(r, c, start, end - start, pos);
+	if (r->beat)
+		r->beat(r->beat_ctx);
 	return err;
 }
 

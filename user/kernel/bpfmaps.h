@@ -76,6 +76,10 @@ int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u
 
 struct maps_reader {
 	int n_slots, ncpus;
+	/* called after each batch of histograms read (NULL: none): a read of tens of thousands
+	 * of services' takes a second, and the daemon's heartbeat must not age meanwhile */
+	void (*beat)(void *ctx);
+	void *beat_ctx;
 	size_t stats_len;            /* bytes of one service's class_stats entry (all CPUs) */
 	unsigned char *stats;        /* raw per-CPU class_stats, as last read, per slot */
 	unsigned char *scratch;      /* one batch as it arrives */
