@@ -5,7 +5,10 @@
  * data path failed open (admitted everything) until the reload was over. The parse and the
  * memory now come from a thread of their own while the ticks go on (daemon_reload_start), and
  * the steps left to the tick (daemon_reload_finish) write the heartbeat as they go. So does
- * the first tick after it, which reads and runs all 65,000 controllers for seconds. */
+ * the first tick after it, which reads and runs all the controllers.
+ * The test reloads 20,000 services (4-5 s, 0.6 GB; 65,000 took 13 s and 1.9 GB) and holds the
+ * heartbeat to half the data path's timeout: 145-173 ms here with every step above, where the
+ * reload on the tick left it a second and a half old and more. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,7 +18,7 @@
 #include "scale.h"
 
 #define RUNNING 64
-#define BIG 65000
+#define BIG 20000
 #define TICK_NS 10000000ull        /* the control interval the loop below keeps */
 
 /* The data path's view: how old the heartbeat is, looked at every millisecond as a packet
@@ -76,8 +79,8 @@ static void write_big(struct scale *s, char *path)
 
 /* From the reload's start until the big config is in force and has ticked, as sluiced's loop
  * runs: a tick every TICK_NS, the reload applied at the tick after its parse is over, then the
- * first ticks that run all 65,000 controllers (seconds). The heartbeat is never older than the
- * data path's timeout (1 s here). */
+ * first ticks that run all BIG controllers. The heartbeat is never older than half the data
+ * path's timeout (1 s here). */
 static void test_big_reload_keeps_the_heartbeat(void **st)
 {
 	struct scale *s = scale_setup_room(RUNNING, 0, BIG);
@@ -109,7 +112,7 @@ static void test_big_reload_keeps_the_heartbeat(void **st)
 		if (next < now)
 			next = now;
 	}
-	/* the first ticks that run all 65,000 controllers */
+	/* the first ticks that run all BIG controllers */
 	for (int k = 0; k < 3; k++)
 		daemon_tick(s->d, monotonic_ns());
 	__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
@@ -120,7 +123,7 @@ static void test_big_reload_keeps_the_heartbeat(void **st)
 	assert_int_equal(s->d->cfg.n_services, BIG);
 	assert_int_equal(s->d->reloads_ok, 1);
 	assert_true(ticks > 0);
-	assert_true(w.worst < timeout_ns);
+	assert_true(w.worst < timeout_ns / 2);
 	unlink(path);
 	scale_free(s);
 }
