@@ -100,6 +100,35 @@ static int call_libbpf(libbpf_print_fn_t fn, enum libbpf_print_level l, const ch
 	return r;
 }
 
+static char sunk[512];
+static size_t sunk_n;
+
+static void sink(void *ctx, const char *line, size_t n)
+{
+	(void)ctx;
+	if (sunk_n + n < sizeof(sunk)) {
+		memcpy(sunk + sunk_n, line, n);
+		sunk_n += n;
+		sunk[sunk_n] = 0;
+	}
+}
+
+/* A config's errors keep the form tools read (FILE:LINE:COL: message, no prefix), on the
+ * stream and through sluiced's sink alike, shown even at -qq. */
+static void test_plain_lines_keep_their_form(void **state)
+{
+	log_init("sluiced", -2);
+	log_plain("%s:%d:%d: %s", "/etc/sluice.yaml", 4, 11, "bad port");
+	log_plain("last\n");
+	assert_string_equal(text(), "/etc/sluice.yaml:4:11: bad port\nlast\n");
+	sunk_n = 0;
+	log_set_sink(sink, NULL);
+	log_plain("%s:%d: %s", "/etc/sluice.yaml", 5, "unknown key");
+	log_error("whole");
+	log_set_sink(NULL, NULL);
+	assert_string_equal(sunk, "/etc/sluice.yaml:5: unknown key\nsluiced: error: whole\n");
+}
+
 static void test_libbpf_routed(void **state)
 {
 	libbpf_print_fn_t fn;
@@ -133,6 +162,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verbose_and_quiet, open_log, close_log),
 		cmocka_unit_test_setup_teardown(test_level_word_once, open_log, close_log),
 		cmocka_unit_test_setup_teardown(test_libbpf_routed, open_log, close_log),
+		cmocka_unit_test_setup_teardown(test_plain_lines_keep_their_form, open_log, close_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,3 +97,28 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	log_vmsg(level, fmt, ap);
 	va_end(ap);
 }
+
+void log_plain(const char *fmt, ...)
+{
+	char line[2304];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	while (n && line[n - 1] == '\n')
+		n--;
+	line[n++] = '\n';
+	line[n] = 0;
+	if (log_put) {
+		log_put(log_put_ctx, line, (size_t)n);
+		return;
+	}
+	fputs(line, log_stream());
+	fflush(log_stream());
+}

@@ -32,6 +32,11 @@ void log_set_sink(void (*put)(void *ctx, const char *line, size_t n), void *ctx)
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(enum log_level level, const char *fmt, va_list ap);
 
+/* One line as it is, without the prefix: what tools read by its form, such as a config's
+ * "FILE:LINE:COL: message" errors (the form compilers use, which editors jump to). Always
+ * shown; through the sink like any message. */
+void log_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

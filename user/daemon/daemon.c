@@ -1028,11 +1028,11 @@ static void log_doc_errors(const struct doc_errors *errs)
 		const struct doc_error *e = &errs->e[i];
 
 		if (e->line > 0 && e->column > 0)
-			log_error("%s:%d:%d: %s", errs->file, e->line, e->column, e->msg);
+			log_plain("%s:%d:%d: %s", errs->file, e->line, e->column, e->msg);
 		else if (e->line > 0)
-			log_error("%s:%d: %s", errs->file, e->line, e->msg);
+			log_plain("%s:%d: %s", errs->file, e->line, e->msg);
 		else
-			log_error("%s: %s", errs->file, e->msg);
+			log_plain("%s: %s", errs->file, e->msg);
 	}
 }
 
