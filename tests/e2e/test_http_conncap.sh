@@ -48,7 +48,7 @@ cls() { json_get "$TMP/status.json" "[c for c in d['services'][0]['classes'] if 
 lg() { json_get "$1" "d['classes']['$2']['$3']"; }
 flood() { # flood OUT [S] [RATE]: L3 at RATE (200)/s for S (3) s and L0 at 10/s, keep-alive, in
 	   # the background. L0's arrivals are Poisson from a fixed seed: the tests below count on
-	   # at least 20 of them (29 in 3 s, 44 in 4 s with seed 1; an unseeded count of mean 30 fell
+	   # at least 20 of them (29 in 3 s, 44 in 4 s with --seed 1; an unseeded count of mean 30 fell
 	   # under 20 in about one run of fifty), and evenly spaced ones (one every 100 ms, each
 	   # answered in 200 ms) would keep exactly L3's room of 2 in flight, so L3 would never be
 	   # admitted and never hold a connection for the cap to count.
