@@ -397,10 +397,6 @@ struct sluice_copy_counts {
 	__u32 copied;                    /* out: entries copied (the map's end stops it sooner) */
 };
 
-/* Context of the syscall program sluice_publish_stripes, which sluiced runs after its programs
- * are attached (and after any migration has merged the old programs' counts) and then once a
- * second: it puts every CPU's unpublished change of every service slot into the in-flight
- * estimate and then lets takes use it (struct sluice_inflight_est). */
 /* Argument of the program sluice_set_conn_cap (BPF_PROG_TEST_RUN, from sluiced): the thresholds
  * of one slot's `conn_cap` entry, stored in the kernel field by field, so that the refusal
  * counts BPF adds to beside them are never written back with an older value (a read, a change
@@ -412,6 +408,10 @@ struct sluice_set_conn_cap {
 	__s32 done;                      /* out: 1 written, 0 no such slot */
 };
 
+/* Context of the syscall program sluice_publish_stripes, which sluiced runs after its programs
+ * are attached (and after any migration has merged the old programs' counts) and then once a
+ * second: it puts every CPU's unpublished change of every service slot into the in-flight
+ * estimate and then lets takes use it (struct sluice_inflight_est). */
 struct sluice_publish_stripes {
 	__u32 cpus;                      /* out: CPUs published, 0 when the estimate stays off */
 	__u32 pad;
