@@ -57,17 +57,25 @@ void doc_err(struct doc_errors *errs, const yaml_node_t *at, const char *fmt, ..
 	va_end(ap);
 }
 
+void doc_error_format(const struct doc_errors *errs, int i, char *buf, size_t n)
+{
+	const struct doc_error *e = &errs->e[i];
+
+	if (e->line > 0 && e->column > 0)
+		snprintf(buf, n, "%s:%d:%d: %s", errs->file, e->line, e->column, e->msg);
+	else if (e->line > 0)
+		snprintf(buf, n, "%s:%d: %s", errs->file, e->line, e->msg);
+	else
+		snprintf(buf, n, "%s: %s", errs->file, e->msg);
+}
+
 void doc_errors_print(FILE *f, const struct doc_errors *errs)
 {
-	for (int i = 0; i < errs->n && i < DOC_MAX_ERRORS; i++) {
-		const struct doc_error *e = &errs->e[i];
+	char line[DOC_ERROR_LINE];
 
-		if (e->line > 0 && e->column > 0)
-			fprintf(f, "%s:%d:%d: %s\n", errs->file, e->line, e->column, e->msg);
-		else if (e->line > 0)
-			fprintf(f, "%s:%d: %s\n", errs->file, e->line, e->msg);
-		else
-			fprintf(f, "%s: %s\n", errs->file, e->msg);
+	for (int i = 0; i < errs->n && i < DOC_MAX_ERRORS; i++) {
+		doc_error_format(errs, i, line, sizeof(line));
+		fprintf(f, "%s\n", line);
 	}
 }
 

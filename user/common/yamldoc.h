@@ -45,6 +45,9 @@ void doc_errors_init(struct doc_errors *errs, const char *file);
 void doc_err(struct doc_errors *errs, const yaml_node_t *at, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* "file:line:column: msg" per error ("file: msg" when not tied to a place). */
+/* Error i as one line, "FILE:LINE:COL: message" (the form compilers use), without newline. */
+#define DOC_ERROR_LINE 1024
+void doc_error_format(const struct doc_errors *errs, int i, char *buf, size_t n);
 void doc_errors_print(FILE *f, const struct doc_errors *errs);
 
 /* ---- documents ---- */

@@ -1024,15 +1024,11 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
  * (daemon/logstream.h). */
 static void log_doc_errors(const struct doc_errors *errs)
 {
-	for (int i = 0; i < errs->n && i < DOC_MAX_ERRORS; i++) {
-		const struct doc_error *e = &errs->e[i];
+	char line[DOC_ERROR_LINE];
 
-		if (e->line > 0 && e->column > 0)
-			log_plain("%s:%d:%d: %s", errs->file, e->line, e->column, e->msg);
-		else if (e->line > 0)
-			log_plain("%s:%d: %s", errs->file, e->line, e->msg);
-		else
-			log_plain("%s: %s", errs->file, e->msg);
+	for (int i = 0; i < errs->n && i < DOC_MAX_ERRORS; i++) {
+		doc_error_format(errs, i, line, sizeof(line));
+		log_plain("%s", line);
 	}
 }
 
