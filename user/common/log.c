@@ -49,13 +49,13 @@ FILE *log_stream(void)
 	return log_out ? log_out : stderr;
 }
 
-/* The message as one piece, cut short if it must be but always ending in its newline: the
- * sink takes or drops it whole. */
-static void put_whole(const char *word, const char *line)
+/* head and line as one message ending in its newline (cut short if it must be): to the sink,
+ * which takes or drops it whole, or to the stream. */
+static void emit(const char *head, const char *line)
 {
 	char whole[2304];
-	int n = snprintf(whole, sizeof(whole), "%s: %s%s%s\n", log_prog, word ? word : "",
-			 word ? ": " : "", line);
+	int n = snprintf(whole, sizeof(whole), "%s%s\n", head, line);
+	FILE *f;
 
 	if (n < 0)
 		return;
@@ -63,30 +63,38 @@ static void put_whole(const char *word, const char *line)
 		n = (int)sizeof(whole) - 1;
 		whole[n - 1] = '\n';
 	}
-	log_put(log_put_ctx, whole, (size_t)n);
+	if (log_put) {
+		log_put(log_put_ctx, whole, (size_t)n);
+		return;
+	}
+	f = log_stream();
+	fputs(whole, f);
+	fflush(f);
+}
+
+/* The formatted text without the newlines it ends in (the message gets its own). */
+static void format_line(char *line, size_t size, const char *fmt, va_list ap)
+{
+	size_t n;
+
+	vsnprintf(line, size, fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = 0;
 }
 
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	const char *word = level <= LOG_DEBUG ? level_word[level] : NULL;
-	char line[2048];
-	size_t n;
-	FILE *f = log_stream();
+	char line[2048], head[96];
 
 	if (!log_enabled(level))
 		return;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n && line[n - 1] == '\n')
-		line[--n] = 0;
+	format_line(line, sizeof(line), fmt, ap);
 	if (word && !strncasecmp(line, word, strlen(word)) && line[strlen(word)] == ':')
 		word = NULL;
-	if (log_put) {
-		put_whole(word, line);
-		return;
-	}
-	fprintf(f, "%s: %s%s%s\n", log_prog, word ? word : "", word ? ": " : "", line);
-	fflush(f);
+	snprintf(head, sizeof(head), "%s: %s%s", log_prog, word ? word : "", word ? ": " : "");
+	emit(head, line);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
@@ -100,25 +108,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 void log_plain(const char *fmt, ...)
 {
-	char line[2304];
+	char line[2048];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	format_line(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	while (n && line[n - 1] == '\n')
-		n--;
-	line[n++] = '\n';
-	line[n] = 0;
-	if (log_put) {
-		log_put(log_put_ctx, line, (size_t)n);
-		return;
-	}
-	fputs(line, log_stream());
-	fflush(log_stream());
+	emit("", line);
 }
