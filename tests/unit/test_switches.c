@@ -444,6 +444,47 @@ static void test_switch_quarantine(void **state)
 	free(s);
 }
 
+/* Installs seccomp filter f (n statements) in this process, for good. */
+static int filter_in(struct sock_filter *f, size_t n)
+{
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* sw_quarantine of path in a child that first installs narrow (its own filter, so the
+ * test process keeps every system call): the child's exit status, 2 when narrow failed. */
+static int quarantine_restricted(const char *path, int (*narrow)(void))
+{
+	char err[400];
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (narrow())
+			_exit(2);
+		_exit(sw_quarantine(path, T0, NULL, 0, err, sizeof(err)) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* The first line of file path is text. */
+static void first_line_is(const char *path, const char *text)
+{
+	char got[64];
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	assert_string_equal(got, text);
+}
+
 /* From here on, in this process, every stat of a path fails with EIO. */
 static int stats_fail(void)
 {
@@ -459,11 +500,8 @@ static int stats_fail(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return filter_in(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* From here on, in this process, the renameat2 system call fails with ENOSYS (an old kernel, a
@@ -476,47 +514,24 @@ static int renameat2_missing(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return filter_in(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* Without renameat2() a damaged file is still moved aside, next to the earlier copy. */
 static void test_switch_quarantine_without_renameat2(void **state)
 {
 	struct ctx *c = *state;
-	char err[400], first[256], second[300], text[64];
-	FILE *f;
-	pid_t pid;
-	int status;
+	char err[400], first[256], second[300];
 
 	write_file(c->path, "{first");
 	assert_int_equal(sw_quarantine(c->path, T0, first, sizeof(first), err, sizeof(err)), 0);
 	write_file(c->path, "{second");
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (renameat2_missing())
-			_exit(2);
-		_exit(sw_quarantine(c->path, T0, NULL, 0, err, sizeof(err)) ? 1 : 0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(quarantine_restricted(c->path, renameat2_missing), 0);
 	assert_int_equal(access(c->path, F_OK), -1);
 	snprintf(second, sizeof(second), "%s.1", first);
-	f = fopen(second, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(text, sizeof(text), f));
-	fclose(f);
-	assert_string_equal(text, "{second");
-	f = fopen(first, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(text, sizeof(text), f));
-	fclose(f);
-	assert_string_equal(text, "{first");
+	first_line_is(second, "{second");
+	first_line_is(first, "{first");
 	unlink(first);
 	unlink(second);
 }
@@ -526,29 +541,13 @@ static void test_switch_quarantine_without_renameat2(void **state)
 static void test_switch_quarantine_stat_error_is_not_free(void **state)
 {
 	struct ctx *c = *state;
-	char err[400], first[256], second[300], text[64];
-	FILE *f;
-	pid_t pid;
-	int status;
+	char err[400], first[256], second[300];
 
 	write_file(c->path, "{first");
 	assert_int_equal(sw_quarantine(c->path, T0, first, sizeof(first), err, sizeof(err)), 0);
 	write_file(c->path, "{second");
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (stats_fail())
-			_exit(2);
-		_exit(sw_quarantine(c->path, T0, NULL, 0, err, sizeof(err)) ? 1 : 0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_not_equal(WEXITSTATUS(status), 2);   /* the filter went in */
-	f = fopen(first, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(text, sizeof(text), f));
-	fclose(f);
-	assert_string_equal(text, "{first");
+	assert_int_not_equal(quarantine_restricted(c->path, stats_fail), 2); /* the filter went in */
+	first_line_is(first, "{first");
 	unlink(first);
 	snprintf(second, sizeof(second), "%s.1", first);
 	unlink(second);
