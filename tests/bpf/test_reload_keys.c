@@ -87,24 +87,9 @@ static void test_switch_group_change_needs_a_restart(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	int fd = mkstemp(path);
-	struct doc_errors errs;
 	int rc;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, NEW, strlen(NEW)), (ssize_t)strlen(NEW));
-	close(fd);
-	memset(&d, 0, sizeof(d));
-	/* the daemon's own copies: an accepted reload frees them */
-	assert_int_equal(sluice_config_parse(OLD, strlen(OLD), "old", &d.cfg, &errs), 0);
-	d.m = f->m;
-	d.idx = calloc(2 * (size_t)f->cfg.n_services, sizeof(*d.idx));
-	memcpy(d.idx, f->idx, sizeof(*d.idx) * (size_t)f->cfg.n_services);
-	d.ctl = calloc((size_t)f->cfg.n_services, sizeof(*d.ctl));
-	d.books = calloc((size_t)f->cfg.n_services, sizeof(*d.books));
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
-
+	run_then_edit(f, &d, OLD, NEW, path, 1);
 	rc = daemon_reload(&d, 1, monotonic_ns());
 	unlink(path);
 	assert_int_equal(rc, -1);
@@ -423,6 +408,25 @@ static void hold_a_turn(const struct sluice_maps *m, int s)
 	assert_int_equal(bpf_map_update_elem(m->busy, &(__u32){ (__u32)s }, &b, BPF_ANY), 0);
 }
 
+/* Every slot no service names is given to a service gone long ago ("gone<slot>"), so that a
+ * new service can only take a slot a reload freed; with_open_turn: each also holds a tcp turn
+ * still under way, as a gone service's flows may. */
+static void name_the_free_slots(struct daemon *d, bool with_open_turn)
+{
+	for (int s = 0; s < d->m.n_slots; s++) {
+		struct sluice_service sv;
+
+		assert_int_equal(maps_read_service(&d->m, s, &sv), 0);
+		if (sv.name[0])
+			continue;
+		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
+		assert_int_equal(bpf_map_update_elem(d->m.services, &(__u32){ (__u32)s }, &sv,
+						     BPF_ANY), 0);
+		if (with_open_turn)
+			hold_a_turn(&d->m, s);
+	}
+}
+
 /* The config file path holds `text` (for the next reload). */
 static void edit(const char *path, const char *text)
 {
@@ -433,6 +437,16 @@ static void edit(const char *path, const char *text)
 	fclose(fp);
 }
 
+/* Two http services, and the same with b removed: the configs the slot-reuse tests run and
+ * reload between. */
+static const char *HTTP_A_AND_B =
+	"interface: lo\nservices:\n"
+	"  - { name: a, port: 8080, protocol: http }\n"
+	"  - { name: b, port: 8081, protocol: http }\n";
+static const char *HTTP_ONLY_A =
+	"interface: lo\nservices:\n"
+	"  - { name: a, port: 8080, protocol: http }\n";
+
 /* A service a reload removed and a later one adds back gets the slot its name had, but starts
  * from nothing there, as a new service does: admit-all until its controller's first tick, no
  * record of its own to adopt at a restart, no operator request to do again, counters from
@@ -442,25 +456,20 @@ static void test_readded_service_starts_clean(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	const char *both = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n"
-		"  - { name: b, port: 8081, protocol: http }\n";
-	const char *only_a = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n";
 	unsigned long long now = monotonic_ns();
 	static struct sluice_ctl_slot slot;
 	struct sluice_verdict v;
 	struct sluice_svc_stats st;
 	int slot_b;
 
-	run_then_edit(f, &d, both, only_a, path, now);
+	run_then_edit(f, &d, HTTP_A_AND_B, HTTP_ONLY_A, path, now);
 	leave_history(&d, 0, now);
 	leave_history(&d, 1, now);
 	slot_b = d.idx[1];
 
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	assert_int_equal(d.cfg.n_services, 1);
-	edit(path, both);
+	edit(path, HTTP_A_AND_B);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	unlink(path);
 	assert_int_equal(d.cfg.n_services, 2);
@@ -486,18 +495,13 @@ static void test_reused_slot_starts_clean(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	const char *both = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n"
-		"  - { name: b, port: 8081, protocol: http }\n";
-	const char *only_a = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n";
 	const char *a_and_c = "interface: lo\nservices:\n"
 		"  - { name: a, port: 8080, protocol: http }\n"
 		"  - { name: c, port: 9090, protocol: http }\n";
 	unsigned long long now = monotonic_ns();
 	int slot_b;
 
-	run_then_edit(f, &d, both, only_a, path, now);
+	run_then_edit(f, &d, HTTP_A_AND_B, HTTP_ONLY_A, path, now);
 	leave_history(&d, 1, now);
 	slot_b = d.idx[1];
 	/* in-flight corrections the reconciliation made in each slot (/metrics, by service) */
@@ -507,17 +511,7 @@ static void test_reused_slot_starts_clean(void **state)
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	/* every slot but b's named by a service gone long ago, whose units are still open too:
 	 * c can only have b's */
-	for (int s = 0; s < d.m.n_slots; s++) {
-		struct sluice_service sv;
-
-		assert_int_equal(maps_read_service(&d.m, s, &sv), 0);
-		if (sv.name[0])
-			continue;
-		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
-		assert_int_equal(bpf_map_update_elem(d.m.services, &(__u32){ (__u32)s }, &sv,
-						     BPF_ANY), 0);
-		hold_a_turn(&d.m, s);
-	}
+	name_the_free_slots(&d, true);
 	edit(path, a_and_c);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	unlink(path);
@@ -566,16 +560,7 @@ static void test_reuse_prefers_a_slot_with_nothing_open(void **state)
 	assert_int_equal(bpf_map_update_elem(d.m.inflight, &(__u32){ (__u32)slot_b }, &inf,
 					     BPF_ANY), 0);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
-	for (int s = 0; s < d.m.n_slots; s++) {
-		struct sluice_service sv;
-
-		assert_int_equal(maps_read_service(&d.m, s, &sv), 0);
-		if (sv.name[0])
-			continue;
-		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
-		assert_int_equal(bpf_map_update_elem(d.m.services, &(__u32){ (__u32)s }, &sv,
-						     BPF_ANY), 0);
-	}
+	name_the_free_slots(&d, false);
 	/* the gone slots hold nothing open either: only b's does */
 	edit(path, a_x);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
@@ -629,21 +614,16 @@ static void test_readded_service_reads_its_own_waits(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	const char *both = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n"
-		"  - { name: b, port: 8081, protocol: http }\n";
-	const char *only_a = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n";
 	unsigned long long now = monotonic_ns();
 	struct sluice_wait_stats *w, got;
 
-	run_then_edit(f, &d, both, only_a, path, now);
+	run_then_edit(f, &d, HTTP_A_AND_B, HTTP_ONLY_A, path, now);
 	w = probe_counters(&d, 2);
 	probe_counts(&d, w, 0, d.idx[0], 4, 1000);
 	probe_counts(&d, w, 1, d.idx[1], 6, 2000);
 	probe_counts(&d, w, 0, d.idx[1], 1, 5000);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
-	edit(path, both);
+	edit(path, HTTP_A_AND_B);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	unlink(path);
 	assert_int_equal(d.cfg.n_services, 2);
@@ -685,15 +665,10 @@ static void test_find_service_reads_only_the_slots(void **state)
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	const char *both = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n"
-		"  - { name: b, port: 8081, protocol: http }\n";
-	const char *only_a = "interface: lo\nservices:\n"
-		"  - { name: a, port: 8080, protocol: http }\n";
 	unsigned long long now = monotonic_ns();
 	struct sluice_service sv;
 
-	run_then_edit(f, &d, both, only_a, path, now);
+	run_then_edit(f, &d, HTTP_A_AND_B, HTTP_ONLY_A, path, now);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	unlink(path);
 	counted_fd = d.m.services;
