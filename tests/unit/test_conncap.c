@@ -76,6 +76,34 @@ static void latency(struct sluice_conncap_in *in, double rate, double q)
 	in->mean_us = BASE_US * q;
 }
 
+/* n ticks of 100 ms after *t (moved on to the last), the cap refusing syn SYNs in each. */
+static void ticks(struct sluice_conncap *c, struct sluice_conncap_in *in, struct fake_map *m,
+		  uint64_t *t, int n, __u64 syn)
+{
+	for (int i = 0; i < n; i++) {
+		m->rejected[3] += syn;
+		run_tick(c, in, m, *t += TICK);
+	}
+}
+
+/* L3 capped at t at its room of 20, 22 in flight (2 of them L0's); then its refusals stop
+ * while the latency shows a queue: 1.375x the unloaded mean at 320 responses/s, L0 holding 2
+ * connections and L3 l3_open. */
+static void capped_at_20_then_queued(struct sluice_conncap *c, struct sluice_conncap_in *in,
+				     struct fake_map *m, uint64_t t, __s64 l3_open)
+{
+	in->inflight[0] = 2;
+	in->inflight[3] = 20;
+	in->room[3] = 20;
+	in->refused[3] = 1;
+	run_tick(c, in, m, t);
+	assert_int_equal(m->cap[3], 20);
+	in->refused[3] = 0;
+	m->open[0] = 2;
+	m->open[3] = l3_open;
+	latency(in, 320, 1.375);
+}
+
 static void test_cap_set_at_the_room(void **st)
 {
 	struct sluice_conncap c = { .adopted = 1 };
@@ -103,36 +131,21 @@ static void test_queue_and_open_connections_reach_the_rule(void **st)
 	uint64_t t = 1 * S;
 	(void)st;
 
-	in.inflight[0] = 2;
-	in.inflight[1] = in.inflight[2] = 0;
-	in.inflight[3] = 20;
-	in.room[3] = 20;
-	in.refused[3] = 1;
-	run_tick(&c, &in, &m, t);
-	assert_int_equal(m.cap[3], 20);
 	/* 22 in flight at 1.375x the unloaded mean for half a second, L3 holding its 20
 	 * connections: a queue of 6 (22 x (1 - 1/1.375)) */
-	in.refused[3] = 0;
-	m.open[0] = 2;
-	m.open[3] = 20;
-	latency(&in, 320, 1.375);
-	for (int n = 0; n < 5; n++)
-		run_tick(&c, &in, &m, t += TICK);
+	capped_at_20_then_queued(&c, &in, &m, t, 20);
+	ticks(&c, &in, &m, &t, 5, 0);
 	assert_int_equal(m.cap[3], 14);
 	/* the same, but L3 holds 30 connections from before its cap: not cut (its connections
 	 * over the cap are what queue, and they go one request at a time) */
 	m.open[3] = 30;
-	for (int n = 0; n < 5; n++)
-		run_tick(&c, &in, &m, t += TICK);
+	ticks(&c, &in, &m, &t, 5, 0);
 	assert_int_equal(m.cap[3], 14);
 	/* without latency samples nothing moves, and the cap is held while it refuses SYNs */
 	in.samples = 0;
 	in.mean_us = 0;
 	m.open[3] = 14;
-	for (int n = 0; n < 50; n++) {
-		m.rejected[3] += 5;
-		run_tick(&c, &in, &m, t += TICK);
-	}
+	ticks(&c, &in, &m, &t, 50, 5);
 	assert_int_equal(m.cap[3], 14);
 }
 
@@ -147,18 +160,9 @@ static void test_unread_open_connections_not_taken_as_none(void **st)
 	uint64_t t = 1 * S;
 	(void)st;
 
-	in.inflight[0] = 2;
-	in.inflight[3] = 20;
-	in.room[3] = 20;
-	in.refused[3] = 1;
-	run_tick(&c, &in, &m, t);
-	assert_int_equal(m.cap[3], 20);
 	/* a queue while L3 holds 22 connections, over its cap: not cut, though one tick of
 	 * the window cannot read them */
-	in.refused[3] = 0;
-	m.open[0] = 2;
-	m.open[3] = 22;
-	latency(&in, 320, 1.375);
+	capped_at_20_then_queued(&c, &in, &m, t, 22);
 	for (int n = 0; n < 5; n++) {
 		m.rejected[3] += 5;
 		m.fail_open_reads = n == 2;
@@ -167,10 +171,7 @@ static void test_unread_open_connections_not_taken_as_none(void **st)
 	assert_int_equal(m.cap[3], 20);
 	/* a window in which none could be read decides nothing */
 	m.fail_open_reads = 1;
-	for (int n = 0; n < 5; n++) {
-		m.rejected[3] += 5;
-		run_tick(&c, &in, &m, t += TICK);
-	}
+	ticks(&c, &in, &m, &t, 5, 5);
 	assert_int_equal(m.cap[3], 20);
 }
 
@@ -416,6 +417,18 @@ static struct sluice_conncap_in churn_in(void)
 	return in;
 }
 
+/* Two ticks from t of a closed loop's churn, L3 holding its 16 connections: capped. Returns
+ * the second tick's time. */
+static uint64_t churned_into_a_cap(struct sluice_conncap *c, struct sluice_conncap_in *in,
+				   struct fake_map *m, uint64_t t)
+{
+	m->open[3] = 16;
+	churn_tick(c, in, m, 4000, 0, t);
+	churn_tick(c, in, m, 4000, 0, t += TICK);
+	assert_int_not_equal(m->cap[3], 0);
+	return t;
+}
+
 /* A closed loop's churn (4,000 refusals a tick, 129 per response) sets the cap at the second
  * tick in a row, not the first; a tick without churn between two breaks the run. */
 static void test_churn_sets_the_cap_on_the_second_tick(void **st)
@@ -472,10 +485,7 @@ static void test_churn_cap_held_by_refused_syns_lifted_without_churn(void **st)
 	uint64_t t = 1 * S, calm;
 	(void)st;
 
-	m.open[3] = 16;
-	churn_tick(&c, &in, &m, 4000, 0, t);
-	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
-	assert_int_not_equal(m.cap[3], 0);
+	t = churned_into_a_cap(&c, &in, &m, t);
 	for (int n = 0; n < 100; n++) {                /* 10 s of refused SYNs only */
 		churn_tick(&c, &in, &m, 0, 10000, t += TICK);
 		assert_int_not_equal(m.cap[3], 0);
@@ -522,10 +532,7 @@ static void test_churn_gate_closed_after_a_mode_change(void **st)
 	uint64_t t = 1 * S;
 	(void)st;
 
-	m.open[3] = 16;
-	churn_tick(&c, &in, &m, 4000, 0, t);
-	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
-	assert_int_not_equal(m.cap[3], 0);
+	t = churned_into_a_cap(&c, &in, &m, t);
 	assert_int_not_equal(c.churn_until_ns, 0);
 	in.on = CONN_CAP_AUTO;                          /* reloaded to auto */
 	churn_tick(&c, &in, &m, 4000, 0, t += TICK);
