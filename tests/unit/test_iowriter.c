@@ -147,6 +147,41 @@ static int wait_set(struct ctx *c, uint64_t sent)
 	return -1;
 }
 
+/* Wait up to 3 s for the writer to finish a job with nothing to do: it has looked at the
+ * file at least once since now. */
+static void look_again(struct ctx *c)
+{
+	uint64_t seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);
+
+	assert_true(seq > 0);
+	assert_int_equal(wait_done(c, seq), 0);
+}
+
+/* Wait up to 5 s for the audit log to hold n lines; returns how many it held last. */
+static int wait_audit_lines(struct ctx *c, int n)
+{
+	int got = count_lines(c->audit);
+
+	for (int i = 0; i < 500 && got < n; i++) {
+		usleep(10000);
+		got = count_lines(c->audit);
+	}
+	return got;
+}
+
+/* Wait up to 5 s for the switch file to hold n switches (read into onfile); 0 when it did. */
+static int wait_on_file(struct ctx *c, struct sw_set *onfile, int n)
+{
+	char err[256];
+
+	for (int i = 0; i < 500; i++) {
+		if (sw_load(c->sw, onfile, err, sizeof(err)) == 0 && onfile->n == n)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
 static uint64_t wall(void)
 {
 	return (uint64_t)time(NULL);
@@ -164,15 +199,49 @@ static void set_change(struct iow_change *ch, const char *service, int cls, cons
 	ch->present = 1;
 }
 
+/* A job setting service's class cls to shed pct, which the writer finishes but reports
+ * failed (its save refused). */
+static void refused_job(struct ctx *c, const char *service, int cls, const char *pct)
+{
+	struct iow_change *ch = calloc(1, sizeof(*ch));
+	uint64_t seq;
+
+	set_change(ch, service, cls, pct);
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+}
+
+/* The switch file holds sw, web's L3 shed pct for an hour, and the writer starts on it. */
+static void start_on_web_l3(struct ctx *c, const char *pct, struct sw_switch *sw)
+{
+	char err[256];
+
+	mk(sw, "web", "L3", pct, "1h", wall());
+	save(c, sw, 1);
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+}
+
+/* Refuse the next job's save: the switch file's lock is a directory (even root fails). */
+static void refuse_saves(const struct ctx *c, char *lock, size_t len)
+{
+	snprintf(lock, len, "%s.lock", c->sw);
+	assert_int_equal(mkdir(lock, 0700), 0);
+}
+
+/* Refuse the next save its temp file: a directory stands at the name it would take. */
+static void refuse_temp_files(const struct ctx *c, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s.tmp.%ld", c->sw, (long)getpid());
+	assert_int_equal(mkdir(tmp, 0700), 0);
+}
+
 static void test_first_read(void **state)
 {
 	struct ctx *c = *state;
 	struct sw_switch sw;
-	char err[256];
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	/* iow_start waited for the first read: the news is there at once */
 	iow_take(&c->w, 0, &c->news);
 	assert_true(c->news.have_set);
@@ -218,9 +287,7 @@ static void test_direct_edit_audited_as_diff(void **state)
 	char err[256], line[2048];
 	FILE *f;
 
-	mk(&sw[0], "web", "L3", "100", "1h", wall());
-	save(c, sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "100", &sw[0]);
 	iow_take(&c->w, 0, &c->news);
 	sw[0].shed_pct = 50;
 	mk(&sw[1], "api", "L1", "10", "1h", wall());
@@ -229,9 +296,7 @@ static void test_direct_edit_audited_as_diff(void **state)
 	assert_int_equal(wait_set(c, 0), 0);
 	assert_true(c->news.external);
 	assert_int_equal(c->news.set.n, 2);
-	for (int i = 0; i < 100 && count_lines(c->audit) < 2; i++)
-		usleep(10000);
-	assert_int_equal(count_lines(c->audit), 2);
+	assert_int_equal(wait_audit_lines(c, 2), 2);
 	f = fopen(c->audit, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -256,14 +321,12 @@ static void test_edit_then_job(void **state)
 	struct ctx *c = *state;
 	struct iow_change *ch = calloc(1, sizeof(*ch));
 	struct sw_switch sw;
-	char err[256], line[2048], first[2048] = "";
+	char line[2048], first[2048] = "";
 	uint64_t seq;
 	FILE *f;
 	int n = 0;
 
-	mk(&sw, "web", "L3", "100", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "100", &sw);
 	usleep(20000);
 	sw.shed_pct = 30;
 	save(c, &sw, 1);                  /* the edit ... */
@@ -311,9 +374,7 @@ static void test_edit_while_job_waits_for_lock(void **state)
 	int fd, n = 0, waited = 0;
 	FILE *f;
 
-	mk(&sw, "web", "L3", "100", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "100", &sw);
 	fd = sw_lock(c->sw, err, sizeof(err));
 	assert_true(fd >= 0);
 	snprintf(lockp, sizeof(lockp), "%s.lock", c->sw);
@@ -367,9 +428,7 @@ static void test_expiry_rewrites_file_and_audits(void **state)
 	assert_int_equal(sw_load(c->sw, s, err, sizeof(err)), 0);
 	assert_int_equal(s->n, 1);
 	assert_string_equal(s->sw[0].service, "web");
-	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
-		usleep(10000);
-	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(wait_audit_lines(c, 1), 1);
 	free(s);
 }
 
@@ -453,7 +512,6 @@ static void test_edit_renamed_in_during_the_read(void **state)
 	struct ctx *c = *state;
 	struct sw_switch sw, edit;
 	char err[256];
-	uint64_t seq;
 
 	mk(&sw, "web", "L3", "40", "1h", wall());
 	save(c, &sw, 1);
@@ -465,9 +523,7 @@ static void test_edit_renamed_in_during_the_read(void **state)
 	iow_take(&c->w, 0, &c->news);
 	assert_true(c->news.have_set);
 	assert_int_equal(c->news.set.sw[0].shed_pct, 40);   /* what the first read had */
-	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
-	assert_true(seq > 0);
-	assert_int_equal(wait_done(c, seq), 0);
+	look_again(c);
 	iow_take(&c->w, 0, &c->news);
 	assert_true(c->news.have_set);
 	assert_int_equal(c->news.set.n, 1);
@@ -493,8 +549,7 @@ static void test_edit_renamed_in_after_a_save(void **state)
 	assert_int_equal(wait_done(c, seq), 0);
 	sw_after_save_hook = NULL;
 	disarm_rename_in();
-	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
-	assert_int_equal(wait_done(c, seq), 0);
+	look_again(c);
 	iow_take(&c->w, 0, &c->news);
 	assert_true(c->news.have_set);
 	assert_int_equal(c->news.set.n, 1);
@@ -513,9 +568,7 @@ static void test_edit_renamed_in_during_a_job_is_kept(void **state)
 	char err[256];
 	uint64_t seq;
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	mk(&edit, "api", "L1", "20", "1h", wall());
 	arm_rename_in(c, &edit, 1);
 	sw_after_read_hook = rename_in_once;
@@ -540,7 +593,6 @@ static void test_edit_renamed_in_during_a_sweep_is_kept(void **state)
 	static struct sw_set onfile;
 	struct sw_switch sw, edit;
 	char err[256];
-	uint64_t seq;
 
 	mk(&sw, "web", "L3", "40", "1s", wall());
 	save(c, &sw, 1);
@@ -553,8 +605,7 @@ static void test_edit_renamed_in_during_a_sweep_is_kept(void **state)
 		usleep(10000);
 	assert_false(hook_from[0]);
 	disarm_rename_in();
-	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
-	assert_int_equal(wait_done(c, seq), 0);
+	look_again(c);
 	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
 	assert_int_equal(onfile.n, 1);
 	assert_string_equal(onfile.sw[0].service, "api");
@@ -689,13 +740,10 @@ static void test_job_on_unreadable_file_keeps_its_switches(void **state)
 	static struct sw_set onfile;
 	struct rlimit was;
 	struct sw_switch sw;
-	char err[256];
 	uint64_t seq;
-	int done, saved = 0;
+	int done;
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	set_change(ch, "api", 1, "100");
 	descriptors_left(&was, 1);      /* the lock opens, the read does not */
@@ -705,12 +753,7 @@ static void test_job_on_unreadable_file_keeps_its_switches(void **state)
 	assert_int_equal(done, 0);
 	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
 	assert_false(has_quarantined(c));
-	for (int i = 0; i < 500 && !saved; i++) {
-		saved = sw_load(c->sw, &onfile, err, sizeof(err)) == 0 && onfile.n == 2;
-		if (!saved)
-			usleep(10000);
-	}
-	assert_true(saved);
+	assert_int_equal(wait_on_file(c, &onfile, 2), 0);
 	assert_non_null(sw_set_find(&onfile, "web", 3));
 	assert_non_null(sw_set_find(&onfile, "api", 1));
 }
@@ -755,12 +798,9 @@ static void test_failed_read_later_comes_back_audited(void **state)
 	struct ctx *c = *state;
 	struct rlimit was;
 	struct sw_switch sw;
-	char err[256];
 	int n = 0;
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
 	iow_take(&c->w, 0, &c->news);
 	assert_int_equal(c->news.set.n, 1);
@@ -774,9 +814,7 @@ static void test_failed_read_later_comes_back_audited(void **state)
 	assert_int_equal(wait_set(c, 0), 0);
 	assert_false(c->news.corrupt);
 	assert_int_equal(c->news.set.n, 1);
-	for (int i = 0; i < 300 && (n = count_lines(c->audit)) < 2; i++)
-		usleep(10000);
-	assert_int_equal(n, 2);                        /* out of force, then back */
+	assert_int_equal(wait_audit_lines(c, 2), 2);   /* out of force, then back */
 }
 
 static void test_damaged_file_admits_all(void **state)
@@ -811,9 +849,7 @@ static void test_damaged_edit_audits_what_it_drops(void **state)
 	int n = 0, back = 0;
 	FILE *f;
 
-	mk(&sw, "web", "L3", "100", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "100", &sw);
 	iow_take(&c->w, 0, &c->news);
 	assert_int_equal(c->news.set.n, 1);
 	write_file(c->sw, "{\"version\": 1, \"switches\": [");    /* cut short */
@@ -856,8 +892,7 @@ static void test_refused_job_stays_in_force(void **state)
 	char err[256], why[IOW_MSG_LEN], lock[200];
 	uint64_t seq;
 
-	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
-	assert_int_equal(mkdir(lock, 0700), 0);
+	refuse_saves(c, lock, sizeof(lock));
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
 	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
@@ -878,22 +913,18 @@ static void test_refused_job_stays_in_force(void **state)
 static void test_refused_change_survives_next_job(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch)), *ch2 = calloc(1, sizeof(*ch2));
+	struct iow_change *ch = calloc(1, sizeof(*ch));
 	char err[256], lock[200];
 	struct sw_set *onfile = malloc(sizeof(*onfile));
 	uint64_t seq;
 
 	assert_non_null(onfile);
-	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
-	assert_int_equal(mkdir(lock, 0700), 0);
+	refuse_saves(c, lock, sizeof(lock));
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
-	set_change(ch, "web", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refused_job(c, "web", 1, "100");
 	assert_int_equal(rmdir(lock), 0);           /* the file system takes writes again */
-	set_change(ch2, "web", 2, "30");
-	seq = iow_enqueue(&c->w, ch2, 1, NULL, 0);
+	set_change(ch, "web", 2, "30");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 0);
 	assert_int_equal(wait_set(c, seq), 0);
@@ -902,13 +933,6 @@ static void test_refused_change_survives_next_job(void **state)
 	assert_int_equal(sw_load(c->sw, onfile, err, sizeof(err)), 0);
 	assert_int_equal(onfile->n, 2);
 	free(onfile);
-}
-
-/* Refuse the next job's save: the switch file's lock is a directory (even root fails). */
-static void refuse_saves(const struct ctx *c, char *lock, size_t len)
-{
-	snprintf(lock, len, "%s.lock", c->sw);
-	assert_int_equal(mkdir(lock, 0700), 0);
 }
 
 /* Make the next look of the writer fail to read the file (out of descriptors while its times
@@ -948,21 +972,14 @@ static void job_saved(struct ctx *c, const char *svc, int cls, struct sw_set *on
 static void test_refused_save_then_failed_read_keeps_file(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch));
 	static struct sw_set onfile;
 	struct sw_switch sw;
-	char err[256], lock[200];
-	uint64_t seq;
+	char lock[200];
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
 	refuse_saves(c, lock, sizeof(lock));
-	set_change(ch, "api", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refused_job(c, "api", 1, "100");
 	fail_next_read(c);
 	assert_int_equal(rmdir(lock), 0);
 	job_saved(c, "api", 2, &onfile);
@@ -976,31 +993,25 @@ static void test_refused_save_then_failed_read_keeps_file(void **state)
 static void test_edit_renamed_in_under_unsaved_changes_is_kept(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch)), *ch2 = calloc(1, sizeof(*ch2));
+	struct iow_change *ch = calloc(1, sizeof(*ch));
 	static struct sw_set onfile;
 	struct sw_switch sw, edit;
 	char err[256], lock[200];
 	uint64_t seq;
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
 	refuse_saves(c, lock, sizeof(lock));
-	set_change(ch, "api", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refused_job(c, "api", 1, "100");
 	assert_int_equal(rmdir(lock), 0);
 	mk(&edit, "api", "L2", "20", "1h", wall());
 	arm_rename_in(c, &edit, 1);
 	sw_after_read_hook = rename_in_once;
-	set_change(ch2, "web", 2, "70");
-	seq = iow_enqueue(&c->w, ch2, 1, NULL, 0);
+	set_change(ch, "web", 2, "70");
+	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
 	assert_int_equal(wait_done(c, seq), 0);
 	disarm_rename_in();
-	seq = iow_enqueue(&c->w, NULL, 0, NULL, 0);          /* a look at the file, at least */
-	assert_int_equal(wait_done(c, seq), 0);
+	look_again(c);
 	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
 	assert_int_equal(onfile.n, 1);
 	assert_non_null(sw_set_find(&onfile, "api", 2));
@@ -1014,22 +1025,15 @@ static void test_edit_renamed_in_under_unsaved_changes_is_kept(void **state)
 static void test_failed_read_then_refused_save_keeps_file(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch));
 	static struct sw_set onfile;
 	struct sw_switch sw;
-	char err[256], lock[200];
-	uint64_t seq;
+	char lock[200];
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 3600000000000ull;   /* no retry by itself meanwhile: the job decides */
 	fail_next_read(c);
 	refuse_saves(c, lock, sizeof(lock));
-	set_change(ch, "api", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refused_job(c, "api", 1, "100");
 	assert_int_equal(rmdir(lock), 0);
 	job_saved(c, "api", 2, &onfile);
 	assert_non_null(sw_set_find(&onfile, "web", 3));
@@ -1042,32 +1046,18 @@ static void test_failed_read_then_refused_save_keeps_file(void **state)
 static void test_failed_read_then_refused_save_keeps_change(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch));
 	static struct sw_set onfile;
 	struct sw_switch sw;
-	char err[256], tmp[200];
-	uint64_t seq;
-	int saved = 0;
+	char tmp[200];
 
-	mk(&sw, "web", "L3", "40", "1h", wall());
-	save(c, &sw, 1);
-	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	start_on_web_l3(c, "40", &sw);
 	c->w.retry_ns = 3600000000000ull;   /* not read again before the job */
 	fail_next_read(c);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", c->sw, (long)getpid());
-	assert_int_equal(mkdir(tmp, 0700), 0);          /* the save cannot create its temp */
-	set_change(ch, "api", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refuse_temp_files(c, tmp, sizeof(tmp));
+	refused_job(c, "api", 1, "100");
 	assert_int_equal(rmdir(tmp), 0);
 	c->w.retry_ns = 100000000ull;       /* read and saved again ten times a second */
-	for (int i = 0; i < 500 && !saved; i++) {
-		saved = sw_load(c->sw, &onfile, err, sizeof(err)) == 0 && onfile.n == 2;
-		if (!saved)
-			usleep(10000);
-	}
-	assert_true(saved);
+	assert_int_equal(wait_on_file(c, &onfile, 2), 0);
 	assert_non_null(sw_set_find(&onfile, "web", 3));
 	assert_non_null(sw_set_find(&onfile, "api", 1));
 }
@@ -1082,14 +1072,11 @@ static void test_expiry_audited_when_file_locked(void **state)
 
 	mk(&sw, "api", "L3", "100", "1m", wall() - 3600);   /* expired an hour ago */
 	save(c, &sw, 1);
-	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
-	assert_int_equal(mkdir(lock, 0700), 0);
+	refuse_saves(c, lock, sizeof(lock));
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
 	usleep(300000);
 	assert_int_equal(rmdir(lock), 0);
-	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
-		usleep(10000);
-	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(wait_audit_lines(c, 1), 1);
 }
 
 /* An expiry whose save fails is audited once: the next job must not write the expired
@@ -1106,12 +1093,9 @@ static void test_expiry_save_failed_audited_once(void **state)
 	assert_non_null(onfile);
 	mk(&sw, "api", "L3", "100", "1m", wall() - 3600);   /* expired an hour ago */
 	save(c, &sw, 1);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", c->sw, (long)getpid());
-	assert_int_equal(mkdir(tmp, 0700), 0);              /* the save cannot create its temp */
+	refuse_temp_files(c, tmp, sizeof(tmp));
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
-	for (int i = 0; i < 100 && count_lines(c->audit) < 1; i++)
-		usleep(10000);
-	assert_int_equal(count_lines(c->audit), 1);
+	assert_int_equal(wait_audit_lines(c, 1), 1);
 	assert_int_equal(rmdir(tmp), 0);
 	set_change(ch, "web", 1, "100");
 	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
@@ -1196,29 +1180,17 @@ static void test_state_dir_ensure(void **state)
 static void test_refused_change_saved_when_file_takes_writes(void **state)
 {
 	struct ctx *c = *state;
-	struct iow_change *ch = calloc(1, sizeof(*ch));
 	struct sw_set *onfile = malloc(sizeof(*onfile));
 	char err[256], lock[200];
-	uint64_t seq;
-	int saved = 0;
 
 	assert_non_null(onfile);
-	snprintf(lock, sizeof(lock), "%s.lock", c->sw);
-	assert_int_equal(mkdir(lock, 0700), 0);
+	refuse_saves(c, lock, sizeof(lock));
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
 	c->w.retry_ns = 100000000ull;   /* tried again ten times a second */
-	set_change(ch, "web", 1, "100");
-	seq = iow_enqueue(&c->w, ch, 1, NULL, 0);
-	assert_int_equal(wait_done(c, seq), 0);
-	assert_int_equal(iow_job_failed(&c->w, seq, NULL, 0), 1);
+	refused_job(c, "web", 1, "100");
 	assert_int_equal(access(c->sw, F_OK), -1);
 	assert_int_equal(rmdir(lock), 0);           /* the file system takes writes again */
-	for (int i = 0; i < 500 && !saved; i++) {
-		saved = sw_load(c->sw, onfile, err, sizeof(err)) == 0 && onfile->n == 1;
-		if (!saved)
-			usleep(10000);
-	}
-	assert_true(saved);
+	assert_int_equal(wait_on_file(c, onfile, 1), 0);
 	assert_non_null(sw_set_find(onfile, "web", 1));
 	free(onfile);
 }
@@ -1234,7 +1206,6 @@ static void test_refused_audit_written_when_log_takes_it(void **state)
 	struct audit_entry *au = calloc(2, sizeof(*au));
 	char err[256], why[IOW_MSG_LEN];
 	uint64_t seq;
-	int n = 0;
 
 	assert_int_equal(mkdir(c->audit, 0700), 0);
 	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
@@ -1248,9 +1219,7 @@ static void test_refused_audit_written_when_log_takes_it(void **state)
 	assert_int_equal(iow_job_failed(&c->w, seq, why, sizeof(why)), 1);
 	assert_non_null(strstr(why, "NOT in the audit log"));
 	assert_int_equal(rmdir(c->audit), 0);        /* the log takes writes again */
-	for (int i = 0; i < 500 && (n = count_lines(c->audit)) < 2; i++)
-		usleep(10000);
-	assert_int_equal(n, 2);
+	assert_int_equal(wait_audit_lines(c, 2), 2);
 	{
 		FILE *f = fopen(c->audit, "r");
 		char line[4096];
