@@ -1123,6 +1123,21 @@ static void *reload_thread(void *arg)
 	return NULL;
 }
 
+/* A reload refused for what the new config says (next, parsed from text): the running config
+ * stays, and the refused text is kept as the last one read, so that the same bad bytes are not
+ * reported again at every tick. Returns -1. */
+static int refuse_reload(struct daemon *d, struct sluice_config *next, char *text, size_t len,
+			 const char *why)
+{
+	d->reloads_failed++;
+	daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", why, "", SLUICE_EV_ALERT);
+	sluice_config_free(next);
+	free(d->cfg_text);
+	d->cfg_text = text;
+	d->cfg_len = len;
+	return -1;
+}
+
 static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long long now_ns)
 {
 	struct sluice_config next;
@@ -1148,14 +1163,8 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 	next = job->next;
 	if (job->parse_rc != 0) {
 		log_doc_errors(&errs);
-		d->reloads_failed++;
-		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
-			     errs.n ? errs.e[0].msg : "invalid config", "", SLUICE_EV_ALERT);
-		sluice_config_free(&next);
-		free(d->cfg_text);
-		d->cfg_text = text; /* don't re-report the same bad bytes every tick */
-		d->cfg_len = len;
-		return -1;
+		return refuse_reload(d, &next, text, len,
+				     errs.n ? errs.e[0].msg : "invalid config");
 	}
 	if (d->pin_override[0])
 		snprintf(next.pin_dir, sizeof(next.pin_dir), "%s", d->pin_override);
@@ -1172,15 +1181,9 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 		log_error("config %s: interface, xdp_mode, pin_dir, state_dir, switch_group and "
 			  "metrics_address changes need a restart; keeping the running config",
 			  d->cfg_path);
-		d->reloads_failed++;
-		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept",
-			     "a change of interface, xdp_mode, pin_dir, state_dir, switch_group or "
-			     "metrics_address needs a restart", "", SLUICE_EV_ALERT);
-		sluice_config_free(&next);
-		free(d->cfg_text);
-		d->cfg_text = text;
-		d->cfg_len = len;
-		return -1;
+		return refuse_reload(d, &next, text, len,
+				     "a change of interface, xdp_mode, pin_dir, state_dir, "
+				     "switch_group or metrics_address needs a restart");
 	}
 	if (next.n_services > d->m.n_slots) {
 		/* The per-service maps were sized at start, for the config of then. */
@@ -1189,13 +1192,7 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 		snprintf(why, sizeof(why), "%d services, the maps hold %d: more services need a "
 			 "restart", next.n_services, d->m.n_slots);
 		log_error("config %s: %s; keeping the running config", d->cfg_path, why);
-		d->reloads_failed++;
-		daemon_event(d, SLUICE_EVM_CONFIG, "running", "kept", why, "", SLUICE_EV_ALERT);
-		sluice_config_free(&next);
-		free(d->cfg_text);
-		d->cfg_text = text;
-		d->cfg_len = len;
-		return -1;
+		return refuse_reload(d, &next, text, len, why);
 	}
 	new_idx = job->new_idx;
 	new_ctl = job->new_ctl;
