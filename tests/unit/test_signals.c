@@ -188,43 +188,58 @@ static uint64_t rnd(void)
 	return xs;
 }
 
+/* One random tick from prev/ph to cur/ch: each class's counters move, rest or count from zero
+ * again, its histogram takes samples (under 100 ms, or with slow_too some up to 70 s) or starts
+ * again. Returns the classes whose histogram did not move that the caller says so of (not
+ * always: the hint is optional); given is ch with those poisoned, as they must not be read. */
+static unsigned random_tick(const struct sluice_class_stats *prev, const struct sluice_hist *ph,
+			    struct sluice_class_stats *cur, struct sluice_hist *ch,
+			    struct sluice_hist *given, int slow_too)
+{
+	const int n64 = (int)(sizeof(cur[0]) / sizeof(uint64_t));
+	unsigned same = 0;
+
+	memcpy(cur, prev, 4 * sizeof(cur[0]));
+	memcpy(ch, ph, 4 * sizeof(ch[0]));
+	for (int c = 0; c < 4; c++) {
+		int mode = (int)(rnd() % 6);
+		uint64_t *u = (uint64_t *)&cur[c];
+
+		if (mode >= 2)
+			u[rnd() % (uint64_t)n64] += rnd() % 5;
+		if (mode >= 4)
+			for (int j = (int)(rnd() % 4); j > 0; j--)
+				add(&ch[c], slow_too ? rnd() % (rnd() % 2 ? 100000 : 70000000) :
+					rnd() % 100000, 1 + rnd() % 3);
+		if (rnd() % 300 == 0)
+			u[rnd() % (uint64_t)n64] = 0;          /* counters from zero */
+		if (rnd() % 300 == 0) {
+			memset(&ch[c], 0, sizeof(ch[c]));      /* histogram from zero */
+			add(&ch[c], 50, 1);
+		}
+		if (!memcmp(&ch[c], &ph[c], sizeof(ch[c])) && rnd() % 4)
+			same |= 1u << c;
+	}
+	memcpy(given, ch, 4 * sizeof(given[0]));
+	for (int c = 0; c < 4; c++)
+		if (same >> c & 1)   /* not read by the caller: must not be looked at */
+			memset(&given[c], 0x77, sizeof(given[c]));
+	return same;
+}
+
 static void test_update_gives_what_compute_gives(void **st)
 {
 	struct sluice_class_stats prev[4], cur[4];
 	struct sluice_hist ph[4], ch[4], given[4];
 	struct sluice_service_signals kept, fresh;
-	const int n64 = (int)(sizeof(cur[0]) / sizeof(uint64_t));
 	(void)st;
 	stats_zero(prev, ph);
 	memset(&kept, 0, sizeof(kept));
 	for (int t = 0; t < 20000; t++) {
-		unsigned same = 0;
+		unsigned same;
 		uint64_t dt = (rnd() % 3) * 100000000ull, slow = (rnd() % 2) * (rnd() % 200000);
 
-		memcpy(cur, prev, sizeof(cur));
-		memcpy(ch, ph, sizeof(ch));
-		for (int c = 0; c < 4; c++) {
-			int mode = (int)(rnd() % 6);
-			uint64_t *u = (uint64_t *)&cur[c];
-
-			if (mode >= 2)
-				u[rnd() % (uint64_t)n64] += rnd() % 5;
-			if (mode >= 4)
-				for (int j = (int)(rnd() % 4); j > 0; j--)
-					add(&ch[c], rnd() % 100000, 1 + rnd() % 3);
-			if (rnd() % 300 == 0)
-				u[rnd() % (uint64_t)n64] = 0;          /* counters from zero */
-			if (rnd() % 300 == 0) {
-				memset(&ch[c], 0, sizeof(ch[c]));      /* histogram from zero */
-				add(&ch[c], 50, 1);
-			}
-			if (!memcmp(&ch[c], &ph[c], sizeof(ch[c])) && rnd() % 4)
-				same |= 1u << c;
-		}
-		memcpy(given, ch, sizeof(given));
-		for (int c = 0; c < 4; c++)
-			if (same >> c & 1)   /* not read by the caller: must not be looked at */
-				memset(&given[c], 0x77, sizeof(given[c]));
+		same = random_tick(prev, ph, cur, ch, given, 0);
 		memset(&fresh, 0x5a, sizeof(fresh));
 		sluice_signals_compute(prev, cur, ph, ch, dt, slow, &fresh);
 		sluice_signals_update(prev, cur, ph, given, same, dt, slow, &kept);
@@ -259,42 +274,18 @@ static void test_step_gives_what_compute_gives(void **st)
 	struct sluice_class_stats prev[4], cur[4];
 	struct sluice_hist ph[4], ch[4], given[4], snap[4];
 	struct sluice_service_signals kept, fresh;
-	const int n64 = (int)(sizeof(cur[0]) / sizeof(uint64_t));
 	(void)st;
 	stats_zero(prev, ph);
 	memcpy(snap, ph, sizeof(snap));
 	memset(&kept, 0, sizeof(kept));
 	for (int t = 0; t < 20000; t++) {
-		unsigned same = 0;
+		unsigned same;
 		uint64_t dt = (rnd() % 3) * 100000000ull, slow = (rnd() % 2) * (rnd() % 200000);
 		const struct sluice_hist *at[4];
 
-		memcpy(cur, prev, sizeof(cur));
-		memcpy(ch, ph, sizeof(ch));
-		for (int c = 0; c < 4; c++) {
-			int mode = (int)(rnd() % 6);
-			uint64_t *u = (uint64_t *)&cur[c];
-
-			if (mode >= 2)
-				u[rnd() % (uint64_t)n64] += rnd() % 5;
-			if (mode >= 4)
-				for (int j = (int)(rnd() % 4); j > 0; j--)
-					add(&ch[c], rnd() % (rnd() % 2 ? 100000 : 70000000), 1 + rnd() % 3);
-			if (rnd() % 300 == 0)
-				u[rnd() % (uint64_t)n64] = 0;          /* counters from zero */
-			if (rnd() % 300 == 0) {
-				memset(&ch[c], 0, sizeof(ch[c]));      /* histogram from zero */
-				add(&ch[c], 50, 1);
-			}
-			if (!memcmp(&ch[c], &ph[c], sizeof(ch[c])) && rnd() % 4)
-				same |= 1u << c;
-		}
-		memcpy(given, ch, sizeof(given));
-		for (int c = 0; c < 4; c++) {
+		same = random_tick(prev, ph, cur, ch, given, 1);
+		for (int c = 0; c < 4; c++)
 			at[c] = &given[c];
-			if (same >> c & 1)   /* not read by the caller: must not be looked at */
-				memset(&given[c], 0x77, sizeof(given[c]));
-		}
 		memset(&fresh, 0x5a, sizeof(fresh));
 		sluice_signals_compute(prev, cur, ph, ch, dt, slow, &fresh);
 		sluice_signals_step(prev, cur, snap, at, same, dt, slow, &kept);
