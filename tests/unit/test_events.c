@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "control/events.h"
 #include "daemon/daemon.h"
+#include "fillfd.h"
 
 static void test_json_line(void **st)
 {
@@ -95,20 +96,6 @@ static void watchdog(unsigned s)
 {
 	signal(SIGALRM, watchdog_fired);
 	alarm(s);
-}
-
-/* Fill the write side of a pipe or socket pair until it takes no more, then give it back
- * blocking, as sluiced's stdout is. */
-static void fill(int fd)
-{
-	char junk[4096];
-	int fl = fcntl(fd, F_GETFL);
-
-	memset(junk, 'x', sizeof(junk));
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	while (write(fd, junk, sizeof(junk)) > 0)
-		;
-	fcntl(fd, F_SETFL, fl);
 }
 
 static void emit_numbered(struct daemon *d, int i)

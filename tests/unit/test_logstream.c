@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "daemon/logstream.h"
+#include "fillfd.h"
 
 /* A test that would block fails instead of hanging. */
 static void watchdog_fired(int sig)
@@ -27,19 +28,6 @@ static void watchdog_fired(int sig)
 	(void)sig;
 	(void)!write(1, msg, sizeof(msg) - 1);
 	_exit(1);
-}
-
-/* The pipe's write side as sluiced's stderr is: blocking. */
-static void fill(int fd)
-{
-	char junk[4096];
-	int fl = fcntl(fd, F_GETFL);
-
-	memset(junk, 'x', sizeof(junk));
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	while (write(fd, junk, sizeof(junk)) > 0)
-		;
-	fcntl(fd, F_SETFL, fl);
 }
 
 static void *log_from_thread(void *arg)
