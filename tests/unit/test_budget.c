@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops/budget.h"
+#include "errtext.h"
 
 #define FIX "tests/unit/fixtures/"
 
@@ -267,15 +268,11 @@ static void test_budget_bad_file(void **state)
 {
 	struct budget_file *bf = malloc(sizeof(*bf));
 	struct doc_errors errs;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+	char *buf;
 	(void)state;
 
 	assert_int_equal(budget_load(FIX "budget_bad.yaml", bf, &errs), -1);
-	out = open_memstream(&buf, &len);
-	doc_errors_print(out, &errs);
-	fclose(out);
+	buf = errors_text(&errs);
 	print_message("%s", buf);
 	/* file:line:column, one message format for every YAML file (common/yamldoc.h) */
 	assert_non_null(strstr(buf, FIX "budget_bad.yaml:4:5: unknown key 'timeout' in chain broken"));

@@ -19,6 +19,7 @@
 #include "control/breaker.h"
 #include "control/cascade.h"
 #include "control/retrystorm.h"
+#include "errtext.h"
 
 struct fx {
 	struct sluice_config cfg;
@@ -1360,25 +1361,17 @@ static void test_empty_file(void **state)
 static void test_print_errors(void **state)
 {
 	struct fx *f = *state;
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *mem;
+	char *buf;
 
 	expect_fail(f, parse(f, "interface: eth0\nfoo: 1\nservices: []\n"), 2);
-	mem = open_memstream(&buf, &size);
-	assert_non_null(mem);
-	doc_errors_print(mem, &f->errs);
-	fclose(mem);
+	buf = errors_text(&f->errs);
 	/* file:line:column, the column of the key or value at fault */
 	assert_non_null(strstr(buf, "inline.yaml:2:1: unknown key 'foo' at top level\n"));
 	assert_non_null(strstr(buf, "inline.yaml:3:11: no services\n"));
 	free(buf);
 
 	expect_fail(f, load(f, "empty.yaml"), 1);
-	mem = open_memstream(&buf, &size);
-	assert_non_null(mem);
-	doc_errors_print(mem, &f->errs);
-	fclose(mem);
+	buf = errors_text(&f->errs);
 	assert_non_null(strstr(buf, "empty.yaml: no services"));
 	assert_null(strstr(buf, "empty.yaml:0"));
 	free(buf);

@@ -13,6 +13,7 @@
 #include "common/duration.h"
 #include "ops/plan.h"
 #include "ops/switches.h"
+#include "errtext.h"
 
 #define FIX "tests/unit/fixtures/"
 
@@ -250,15 +251,11 @@ static void test_plan_bad_files(void **state)
 {
 	struct sluice_plan *p = malloc(sizeof(*p));
 	struct doc_errors errs;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+	char *buf;
 	(void)state;
 
 	assert_int_equal(plan_load(FIX "plan_bad.yaml", p, &errs), -1);
-	out = open_memstream(&buf, &len);
-	doc_errors_print(out, &errs);
-	fclose(out);
+	buf = errors_text(&errs);
 	print_message("%s", buf);
 	/* file:line:column, one message format for every YAML file (common/yamldoc.h) */
 	assert_non_null(strstr(buf, FIX "plan_bad.yaml:3:5: unknown key 'colour' in level L1 (allowed: name,"));
