@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "oldslots.h"
 #include "daemon/daemon.h"
 #include "daemon/opserver.h"
 #include "daemon/ctlpersist.h"
@@ -401,36 +402,6 @@ static void assert_clean_counts(const struct daemon *d, int i)
 	assert_int_equal(inf.total, 2);
 }
 
-/* Slot s holds one tcp turn under way (a unit still open there). */
-static void hold_a_turn(const struct sluice_maps *m, int s)
-{
-	struct sluice_inflight b;
-
-	memset(&b, 0, sizeof(b));
-	b.cls[1] = 1;
-	b.total = 1;
-	assert_int_equal(bpf_map_update_elem(m->busy, &(__u32){ (__u32)s }, &b, BPF_ANY), 0);
-}
-
-/* Every slot no service names is given to a service gone long ago ("gone<slot>"), so that a
- * new service can only take a slot a reload freed; with_open_turn: each also holds a tcp turn
- * still under way, as a gone service's flows may. */
-static void name_the_free_slots(struct daemon *d, bool with_open_turn)
-{
-	for (int s = 0; s < d->m.n_slots; s++) {
-		struct sluice_service sv;
-
-		assert_int_equal(maps_read_service(&d->m, s, &sv), 0);
-		if (sv.name[0])
-			continue;
-		snprintf(sv.name, sizeof(sv.name), "gone%d", s);
-		assert_int_equal(bpf_map_update_elem(d->m.services, &(__u32){ (__u32)s }, &sv,
-						     BPF_ANY), 0);
-		if (with_open_turn)
-			hold_a_turn(&d->m, s);
-	}
-}
-
 /* The config file path holds `text` (for the next reload). */
 static void edit(const char *path, const char *text)
 {
@@ -515,7 +486,7 @@ static void test_reused_slot_starts_clean(void **state)
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	/* every slot but b's named by a service gone long ago, whose units are still open too:
 	 * c can only have b's */
-	name_the_free_slots(&d, true);
+	name_the_free_slots(&d.m, true);
 	edit(path, a_and_c);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
 	unlink(path);
@@ -564,7 +535,7 @@ static void test_reuse_prefers_a_slot_with_nothing_open(void **state)
 	assert_int_equal(bpf_map_update_elem(d.m.inflight, &(__u32){ (__u32)slot_b }, &inf,
 					     BPF_ANY), 0);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);
-	name_the_free_slots(&d, false);
+	name_the_free_slots(&d.m, false);
 	/* the gone slots hold nothing open either: only b's does */
 	edit(path, a_x);
 	assert_int_equal(daemon_reload(&d, 0, now), 1);

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "pktbuild.h"
+#include "oldslots.h"
 #include "daemon/daemon.h"
 
 static const char *OLD =
@@ -74,26 +75,35 @@ static void syn_to(struct fixture *f, const char *dst, uint16_t sport, uint16_t 
 	assert_int_equal(r.err, 0);
 }
 
+/* A daemon d running the fixture's config on its maps (its own books, events to /dev/null),
+ * whose config file (path, a mkstemp template) already holds `next`: what its reload reads. */
+static void daemon_about_to_reload(struct fixture *f, struct daemon *d, const char *next,
+				   char *path)
+{
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, next, strlen(next)), (ssize_t)strlen(next));
+	close(fd);
+	memset(d, 0, sizeof(*d));
+	d->cfg = f->cfg;
+	d->m = f->m;
+	d->idx = f->idx;
+	d->books = calloc((size_t)f->cfg.n_services, sizeof(*d->books));
+	assert_non_null(d->books);
+	d->events = fopen("/dev/null", "w");
+	snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", path);
+}
+
 static void test_failed_reload_leaves_the_running_config_in_the_maps(void **state)
 {
 	struct fixture *f = *state;
 	static struct daemon d;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	int fd = mkstemp(path);
 	unsigned long long before[4];
 	__u32 v;
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, NEW, strlen(NEW)), (ssize_t)strlen(NEW));
-	close(fd);
-	memset(&d, 0, sizeof(d));
-	d.cfg = f->cfg;
-	d.m = f->m;
-	d.idx = f->idx;
-	d.books = calloc((size_t)f->cfg.n_services, sizeof(*d.books));
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
-
+	daemon_about_to_reload(f, &d, NEW, path);
 	/* every service of the running config is judged */
 	syn_to(f, "198.18.0.5", 1, 80);
 	syn_to(f, "198.18.0.2", 2, 5432);
@@ -169,32 +179,9 @@ static void test_failed_reload_rewrites_what_a_new_service_cleared(void **state)
 	static struct daemon d;
 	static struct sluice_ctl_slot slot;
 	char path[] = "/tmp/sluice-reload-XXXXXX";
-	int fd = mkstemp(path);
-	struct sluice_inflight held = { .total = 1, .cls = { 1 } };
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, NEW_AND_FRESH, strlen(NEW_AND_FRESH)),
-			 (ssize_t)strlen(NEW_AND_FRESH));
-	close(fd);
-	for (int s = 0; s < f->m.n_slots; s++) {
-		struct sluice_service sv;
-
-		assert_int_equal(maps_read_service(&f->m, s, &sv), 0);
-		if (sv.name[0])
-			continue;
-		snprintf(sv.name, sizeof(sv.name), "old%d", s);
-		assert_int_equal(bpf_map_update_elem(f->m.services, &(__u32){ (__u32)s }, &sv,
-						     BPF_ANY), 0);
-		assert_int_equal(bpf_map_update_elem(f->m.busy, &(__u32){ (__u32)s }, &held,
-						     BPF_ANY), 0);
-	}
-	memset(&d, 0, sizeof(d));
-	d.cfg = f->cfg;
-	d.m = f->m;
-	d.idx = f->idx;
-	d.books = calloc((size_t)f->cfg.n_services, sizeof(*d.books));
-	d.events = fopen("/dev/null", "w");
-	snprintf(d.cfg_path, sizeof(d.cfg_path), "%s", path);
+	name_the_free_slots(&f->m, true);
+	daemon_about_to_reload(f, &d, NEW_AND_FRESH, path);
 	/* gone's entry written a moment ago, and its connection cap in force */
 	memset(&slot, 0, sizeof(slot));
 	snprintf(slot.name, sizeof(slot.name), "gone");
