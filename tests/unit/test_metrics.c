@@ -113,6 +113,7 @@ static void make_snapshot(struct status_snapshot *s, struct metrics_extra *x)
 	x->config_reloads = 3;
 	x->config_reload_failures = 1;
 	x->events_dropped = 5;
+	x->log_dropped = 7;
 	x->switch_file_error = 0;
 	x->node_on = 1;
 	x->node_admit[0] = x->node_admit[1] = x->node_admit[2] = 1;
@@ -317,6 +318,7 @@ static void test_exact_lines(void **st)
 	assert_line(t, "sluice_config_reloads_total{result=\"ok\"} 3");
 	assert_line(t, "sluice_config_reloads_total{result=\"error\"} 1");
 	assert_line(t, "sluice_events_dropped_total 5");
+	assert_line(t, "sluice_log_messages_dropped_total 7");
 	assert_line(t, "sluice_switch_file_error 0");
 	assert_line(t, "sluice_node_admit_ratio{class=\"L3\"} 0.25");
 	assert_line(t, "sluice_node_admit_ratio{class=\"L2\"} 1");

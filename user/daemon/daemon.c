@@ -392,6 +392,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 	x->config_reloads = d->reloads_ok;
 	x->config_reload_failures = d->reloads_failed;
 	x->events_dropped = d->evs.dropped_total;
+	x->log_dropped = logstream_dropped();
 	x->switch_file_error = d->switch_error_logged;
 	x->node_on = d->node.on;
 	x->node_pressure_pct = d->node.arb.last_pct;

@@ -646,6 +646,10 @@ static void render_process(FILE *b, const struct status_snapshot *snap, const st
 		       "Event lines dropped whole because stdout did not take them as fast as they "
 		       "came (its buffer was full).");
 		sample_u(b, "sluice_events_dropped_total", NULL, x->events_dropped);
+		family(b, "sluice_log_messages_dropped_total", "counter",
+		       "Log messages dropped whole because stderr did not take them as fast as they "
+		       "came (its buffer was full).");
+		sample_u(b, "sluice_log_messages_dropped_total", NULL, x->log_dropped);
 		family(b, "sluice_switch_file_error", "gauge",
 		       "1 while the switch file is corrupt: running with no switches.");
 		sample_u(b, "sluice_switch_file_error", NULL,

@@ -48,6 +48,7 @@ struct metrics_extra {
 	unsigned long long cascade_triggers;
 	unsigned long long config_reloads, config_reload_failures;  /* took effect / refused */
 	unsigned long long events_dropped;  /* event lines stdout did not take (evstream.h) */
+	unsigned long long log_dropped;     /* messages stderr did not take (logstream.h) */
 	int switch_file_error;      /* the switch file is corrupt: running with no switches */
 	int node_on;                /* node-wide arbitration running */
 	double node_admit[SLUICE_NUM_CLASSES];   /* its admit fraction per class */
