@@ -10,7 +10,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -41,6 +45,43 @@ struct group *getgrnam(const char *name)
 
 	getgrnam_calls++;
 	return getgrnam_r(name, &gr, buf, sizeof(buf), &res) == 0 ? res : NULL;
+}
+
+/* ... and so is every getpwuid(): the password database may be as slow, and the request
+ * path must not ask it either. */
+static int getpwuid_calls;
+
+struct passwd *getpwuid(uid_t uid)
+{
+	static struct passwd pw;
+	static char buf[16384];
+	struct passwd *res = NULL;
+
+	getpwuid_calls++;
+	return getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 ? res : NULL;
+}
+
+/* A directory that does not answer until the test lets it: the lookup thread sits in it. */
+static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stall_cv = PTHREAD_COND_INITIALIZER;
+static int stall_entered, stall_released;
+
+static int stalled_lookup(uint32_t uid, char *name, size_t len)
+{
+	pthread_mutex_lock(&stall_mu);
+	stall_entered++;
+	pthread_cond_broadcast(&stall_cv);
+	while (!stall_released)
+		pthread_cond_wait(&stall_cv, &stall_mu);
+	pthread_mutex_unlock(&stall_mu);
+	snprintf(name, len, "dir-user%u", (unsigned)uid);
+	return 0;
+}
+
+/* A directory that is down. */
+static int failing_lookup(uint32_t uid, char *name, size_t len)
+{
+	return -1;
 }
 
 struct ctx {
@@ -477,6 +518,170 @@ static void test_full_writer_queue_refuses_the_change(void **state)
 	free(svc);
 }
 
+/* Root's "switch set" of web/class, with no name of its own choosing in the request; the
+ * request is handled (nothing waits for a tick here) and its audit record, held in the
+ * writer's queue (no writer thread runs), returned. */
+static const struct audit_entry *root_sets(struct ctx *c, const char *cls)
+{
+	json_t *req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "op", "switch set", "service",
+				"web", "class", cls, "shed", "50", "ttl", "1h", "reason", "drill");
+	char err[256];
+	int fd = opp_connect(c->path, err, sizeof(err));
+	const struct iow_job *j;
+
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, err, sizeof(err)), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	close(fd);
+	for (j = c->d->iow.head; j && j->next; j = j->next)
+		;                        /* the newest job */
+	assert_non_null(j);
+	assert_int_equal(j->n_audit, 1);
+	return &j->audit[0];
+}
+
+static void web_service(struct ctx *c)
+{
+	struct service_conf *svc = calloc(1, sizeof(*svc));
+
+	assert_non_null(svc);
+	snprintf(svc->name, sizeof(svc->name), "web");
+	c->d->cfg.services = svc;
+	c->d->cfg.n_services = 1;
+	c->d->events = fopen("/dev/null", "w");
+	assert_non_null(c->d->events);
+}
+
+static void drop_web_service(struct ctx *c)
+{
+	ops_close(&c->s);               /* the connections waiting for a tick */
+	while (c->d->iow.head) {
+		struct iow_job *j = c->d->iow.head;
+		c->d->iow.head = j->next;
+		free(j->changes);
+		free(j->audit);
+		free(j);
+	}
+	free(c->d->iow.spare);
+	c->d->iow.spare = NULL;
+	fclose(c->d->events);
+	c->d->events = NULL;
+	free(c->d->cfg.services);
+	c->d->cfg.services = NULL;
+	c->d->cfg.n_services = 0;
+}
+
+/* Until the table names uid as want (the lookup thread is done with it): 0, or -1 after 5 s. */
+static int named_within(struct ctx *c, uint32_t uid, const char *want)
+{
+	char name[UIDN_NAME_LEN];
+
+	for (int i = 0; i < 5000; i++) {
+		uidn_name(&c->d->names, uid, name, sizeof(name));
+		if (!strcmp(name, want))
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* The caller's user name is not looked up in the password database while the request is
+ * handled: with NSS behind LDAP or sssd one lookup can take seconds, and the control loop
+ * (the ticks, the heartbeat the data path fails open without) waited for it at every
+ * request. Here the directory does not answer at all: the request is handled all the same,
+ * its audit record carries the uid, named "uid0" for now, and the name comes with the next
+ * request once the directory has answered. */
+static void test_slow_directory_does_not_hold_up_requests(void **state)
+{
+	struct ctx *c = *state;
+	int (*real_lookup)(uint32_t, char *, size_t) = uidn_lookup;
+	const struct audit_entry *a;
+	struct timespec until;
+	char err[256];
+
+	web_service(c);
+	stall_entered = stall_released = 0;
+	uidn_lookup = stalled_lookup;
+	assert_int_equal(uidn_start(&c->d->names, "", err, sizeof(err)), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&stall_mu);
+	while (!stall_entered)        /* the thread is in the lookup of root's name */
+		if (pthread_cond_timedwait(&stall_cv, &stall_mu, &until) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&stall_mu);
+	assert_int_equal(stall_entered, 1);
+
+	getpwuid_calls = 0;
+	a = root_sets(c, "L1");
+	assert_int_equal(getpwuid_calls, 0);
+	assert_int_equal(a->uid, 0);
+	assert_string_equal(a->user, "uid0");
+	assert_string_equal(a->command, "switch set");
+	assert_int_equal(c->s.c[0].state, 2);          /* handled: waits for the tick */
+
+	pthread_mutex_lock(&stall_mu);
+	stall_released = 1;
+	pthread_cond_broadcast(&stall_cv);
+	pthread_mutex_unlock(&stall_mu);
+	assert_int_equal(named_within(c, 0, "dir-user0"), 0);
+	a = root_sets(c, "L2");
+	assert_string_equal(a->user, "dir-user0");
+	assert_int_equal(a->uid, 0);
+	assert_int_equal(getpwuid_calls, 0);
+
+	uidn_stop(&c->d->names, 1000);
+	uidn_lookup = real_lookup;
+	drop_web_service(c);
+}
+
+/* A caller who is not root is named by its uid from SO_PEERCRED, never by the name it
+ * sends: with the directory down, a member of the switch group (nobody, in "daemon") that
+ * claims to be root is recorded as uid65534, the request still answered. */
+static void test_failing_directory_names_the_uid(void **state)
+{
+	struct ctx *c = *state;
+	const struct group *gr = getgrnam("daemon");
+	int (*real_lookup)(uint32_t, char *, size_t) = uidn_lookup;
+	char err[256];
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	assert_non_null(gr);
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	ops_resolve_group(&c->s, c->d->cfg.switch_group);
+	uidn_lookup = failing_lookup;
+	assert_int_equal(uidn_start(&c->d->names, "", err, sizeof(err)), 0);
+	getpwuid_calls = 0;
+	c->child = fork();
+	assert_true(c->child >= 0);
+	if (c->child == 0) {
+		json_t *req = json_pack("{s:s,s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+					"class", "L0", "user", "root"), *ans = NULL;
+		gid_t g = gr->gr_gid;
+		int fd;
+
+		if (setgroups(1, &g) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		fd = opp_connect(c->path, err, sizeof(err));
+		if (fd < 0 || opp_send(fd, req, err, sizeof(err)) ||
+		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
+			_exit(2);
+		if (!json_is_true(json_object_get(ans, "ok")))
+			_exit(3);
+		if (json_integer_value(json_object_get(ans, "uid")) != NOBODY)
+			_exit(4);
+		_exit(strcmp(opp_str(ans, "user") ? opp_str(ans, "user") : "", "uid65534") ? 5 : 0);
+	}
+	assert_int_equal(serve_child(c), 0);
+	assert_int_equal(getpwuid_calls, 0);
+	uidn_stop(&c->d->names, 1000);
+	uidn_lookup = real_lookup;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +699,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_looked_up_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_group_is_said, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_directory_does_not_hold_up_requests, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failing_directory_names_the_uid, setup,
+						teardown),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);

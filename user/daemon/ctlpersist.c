@@ -4,7 +4,6 @@
 #include "control/ctlslot.h"
 #include "common/log.h"
 
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,20 +177,17 @@ int daemon_ctl_pending(const struct daemon *d, int i)
 
 /* The audit record of an operator's baseline reset, in the state directory's audit log next
  * to switch changes and breaker resets (the incident review asks who reset what, and what
- * the baseline was before): user from the uid sluicectl wrote into the request, written by
+ * the baseline was before): user from the uid sluicectl wrote into the request (named as
+ * daemon/uidnames.h has it, never looked up here: this is the tick), written by
  * the file writer thread like every other record. A full queue is said on stderr and in the
  * event log, never silently dropped. */
 static void audit_reset(struct daemon *d, const struct service_conf *sc,
 			const struct sluice_ctl_request *rq, uint32_t gen, unsigned was_us)
 {
 	struct audit_entry *a = calloc(1, sizeof(*a));
-	struct passwd *pw = getpwuid(rq->uid);
 	char user[AUDIT_USER_LEN], why[SW_REASON_LEN];
 
-	if (pw && pw->pw_name)
-		snprintf(user, sizeof(user), "%s", pw->pw_name);
-	else
-		snprintf(user, sizeof(user), "uid%u", (unsigned)rq->uid);
+	uidn_name(&d->names, rq->uid, user, sizeof(user));
 	if (was_us)
 		snprintf(why, sizeof(why), "baseline %.1f ms forgotten (request %u)", was_us / 1000.0,
 			 (unsigned)gen);

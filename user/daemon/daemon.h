@@ -15,6 +15,7 @@
 #include "daemon/metrics.h"
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
+#include "daemon/uidnames.h"
 #include "daemon/evstream.h"
 #include "kernel/sockdiag.h"
 #include "kernel/flowgc.h"
@@ -131,6 +132,8 @@ struct daemon {
 	struct switch_state sw;                  /* the set in force (sw.set); only the tick and
 	                                          * the operator socket, one thread, touch it */
 	struct iowriter iow;                     /* the state directory's one writer */
+	struct uid_names names;                  /* operators' user names, looked up off the
+	                                          * control loop (uidnames.h) */
 	uint64_t sw_sent;                        /* last writer job enqueued */
 	struct iow_news news;                    /* what the writer found, taken each tick */
 	unsigned long long ticks;                /* ticks done */

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <grp.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,18 +149,15 @@ static void refuse(struct ops_conn *c, const char *fmt, ...)
 static void caller_name(struct ops_req *r)
 {
 	const char *claimed = opp_str(r->j, "user");
-	struct passwd *pw;
 
-	/* Root may name the person behind sudo; anyone else is who the kernel says. */
+	/* Root may name the person behind sudo; anyone else is who the kernel says, named as
+	 * the daemon's own table has the uid (never what the caller claims, never a lookup in
+	 * the password database here: that may take seconds, and the ticks would wait). */
 	if (r->peer.uid == 0 && claimed && claimed[0]) {
 		snprintf(r->user, sizeof(r->user), "%s", claimed);
 		return;
 	}
-	pw = getpwuid(r->peer.uid);
-	if (pw && pw->pw_name)
-		snprintf(r->user, sizeof(r->user), "%s", pw->pw_name);
-	else
-		snprintf(r->user, sizeof(r->user), "uid%u", (unsigned)r->peer.uid);
+	uidn_name(&r->d->names, r->peer.uid, r->user, sizeof(r->user));
 }
 
 /* The request's own "reason" goes into the audit record (switch clear and renew, plan revert,

@@ -189,8 +189,10 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		if (reload_pending && !daemon_reload_busy(d)) {
 			daemon_reload_start(d, reload_pending == 2, now);
-			if (reload_pending == 2)   /* SIGHUP: the group database may have changed */
+			if (reload_pending == 2) { /* SIGHUP: the group database may have changed */
 				ops_resolve_group(ops, d->cfg.switch_group);
+				uidn_refresh(&d->names, d->cfg.switch_group);
+			}
 			reload_pending = 0;
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		}
@@ -331,6 +333,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	daemon_ctl_import(&d, monotonic_ns());
+	if (uidn_start(&d.names, d.cfg.switch_group, err, sizeof(err)))
+		log_warn("%s: audit records name operators by uid only (uidN)", err);
 	attached_names(&at, ifs, sizeof(ifs));
 	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
@@ -399,6 +403,7 @@ int main(int argc, char **argv)
 	opp_record_remove(run_dir, rec.pid);
 	daemon_ctl_export_all(&d, monotonic_ns());
 	daemon_fini(&d, 1000);
+	uidn_stop(&d.names, 1000);
 
 	if (ms)
 		metrics_stop(ms);

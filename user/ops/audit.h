@@ -11,10 +11,12 @@
  * "old"/"new" are null when there was no switch before / after the change (set of a new switch,
  * clear, expiry). "command" is free text chosen by the writer; sluice uses "switch set",
  * "switch clear", "switch renew", "plan apply LEVEL", "plan revert", "breaker reset",
- * "cascade clear", "baseline reset" (the uid and user of the sluicectl that asked, through
- * the pinned request), "expire" (user "sluiced") and "file edit" (user "file": the switch file was
+ * "cascade clear", "baseline reset" (the uid of the sluicectl that asked, through the
+ * pinned request), "expire" (user "sluiced") and "file edit" (user "file": the switch file was
  * changed outside sluiced; one record per switch that differs). Since sluiced is the one
- * writer, it writes every record; the "uid" is the caller's, from its socket credentials.
+ * writer, it writes every record; the "uid" is the caller's, from its socket credentials,
+ * and "user" sluiced's own name for that uid ("uidN" until it has one; root's
+ * sluicectl may name the person behind sudo).
  * Each side also carries the ledger fields "kind", "runbook" and "renewals" (optional when
  * read: older records lack them).
  * Time is seconds since the epoch (UTC) passed in by the caller (see duration.h).
