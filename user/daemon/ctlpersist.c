@@ -9,9 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-/* One entry is 3.7 KB: kept off the stack, the daemon is single-threaded on this path. */
-static struct sluice_ctl_slot slot_buf;
-
 /* The cascade suppression in force as the entries carry it: since when, 0 = none. */
 static uint64_t cascade_since(const struct daemon *d)
 {
@@ -37,6 +34,7 @@ static void adopt_cascade(struct daemon *d, uint64_t since, unsigned long long n
 void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 {
 	uint64_t newest = 0, cascade = 0, since;
+	struct sluice_ctl_slot slot_buf; /* 3.7 KB: a thread's stack holds it easily */
 
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		const struct service_conf *sc = &d->cfg.services[i];
@@ -239,6 +237,7 @@ void daemon_ctl_requests(struct daemon *d, int i, unsigned long long now_ns)
 void daemon_ctl_export(struct daemon *d, int i, unsigned long long now_ns)
 {
 	struct service_books *b = &d->books[i];
+	struct sluice_ctl_slot slot_buf;
 
 	b->ctl_ticks++;
 	ctl_slot_fill(&slot_buf, &d->ctl[i], &d->cfg.services[i], b->ctl_reset_ack, b->ctl_ticks,
