@@ -2410,6 +2410,16 @@ static unsigned long long next_tick(void)
 	return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
 }
 
+/* The kernel's coarse clock now (what TC ingress stamps late bytes by; it moves a tick at a
+ * time). */
+static unsigned long long coarse_ns(void)
+{
+	struct timespec t;
+
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC_COARSE, &t), 0);
+	return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
 /* The latency samples of class 2 so far: their count and sum (us). */
 static void samples_so_far(struct fixture *f, unsigned long long *n, unsigned long long *sum_us)
 {
@@ -2482,6 +2492,146 @@ static void test_request_timed_from_its_late_bytes(void **state)
 		admitted(f, &more);
 		assert_int_equal(flow_of(f, "203.0.113.30", port).req_start_ns, early);
 	}
+}
+
+/* This CPU's memo of the client at src:sport: 1 when it holds that client (*m then filled). */
+static int memo_here_of(struct fixture *f, const char *src, uint16_t sport,
+			struct sluice_client_memo *m)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct sluice_client_memo *all = calloc((size_t)ncpu, sizeof(*all));
+	struct sluice_flow_key k = flow_key(src, sport);
+	uint32_t zero = 0;
+	int held;
+
+	assert_non_null(all);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.client_memo), &zero, all),
+			 0);
+	*m = all[sched_getcpu()];
+	free(all);
+	held = m->valid && !memcmp(&m->key, &k, sizeof(k));
+	return held;
+}
+
+/* A request's first bytes 300 ms back (or at the clock's start): any later start is a move. */
+static unsigned long long start_made_early(struct fixture *f, const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = flow_key(src, sport);
+	struct sluice_flow fl = flow_of(f, src, sport);
+
+	fl.req_start_ns = fl.req_start_ns > 300000000ull ? fl.req_start_ns - 300000000ull : 1;
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+	return fl.req_start_ns;
+}
+
+/* Only the client's new bytes, where it is, move an open request's start, and where the
+ * entry and this CPU's memo have the client. A resend (whole, or of the last bytes), a
+ * segment ahead of a gap, one far out of the window or behind it, data with RST, a bare ACK:
+ * none moves anything, however late it comes. A segment that resends the last bytes and
+ * carries new ones on (a stack cutting a resend anew) does: its new bytes are the client's. */
+static void test_request_start_moved_only_by_in_order_bytes(void **state)
+{
+	struct fixture *f = *state;
+	const char *src = "203.0.113.32";
+	struct pkt_spec rq = request(src, 1820, "GET /x HTTP/1.1\r\n");
+	uint32_t next = rq.seq + (uint32_t)rq.payload_len;
+	struct sluice_client_memo m;
+	unsigned long long early;
+	struct sluice_flow fl;
+
+	handshake(f, &rq);
+	admitted(f, &rq);
+	early = start_made_early(f, src, 1820);
+
+	struct pkt_spec tail = after(&rq, "Host: t\r\n\r\n"), seg[7];
+	for (int i = 0; i < 7; i++)
+		seg[i] = tail;
+	seg[0] = rq;                                         /* the request again */
+	seg[1].seq = next - 2, seg[1].payload = "\r\n";      /* its last bytes again */
+	seg[1].payload_len = 2;
+	seg[2].seq = next + 1;                               /* ahead of a gap */
+	seg[3].seq = next + 0x80000000u;                     /* far out of the window */
+	seg[4].seq = next - SLUICE_SEQ_WINDOW - 64;          /* behind the window */
+	seg[5].rst = 1;                                      /* new bytes, with RST */
+	seg[6].payload = NULL, seg[6].payload_len = 0;       /* a bare ACK where the client is */
+	for (int i = 0; i < 7; i++) {
+		admitted(f, &seg[i]);
+		fl = flow_of(f, src, 1820);
+		assert_int_equal(fl.req_start_ns, early);
+		assert_int_equal(fl.client_next, next);
+		if (memo_here_of(f, src, 1820, &m))
+			assert_int_equal(m.next, next);
+	}
+	assert_int_equal(stats(f, 2).arrivals, 1);
+
+	struct pkt_spec overlap = tail;
+	overlap.seq = next - 2, overlap.payload = "\r\nHost: t\r\n\r\n";
+	overlap.payload_len = strlen(overlap.payload);
+	admitted(f, &overlap);
+	fl = flow_of(f, src, 1820);
+	assert_true(fl.req_start_ns > early);
+	assert_true(fl.req_start_ns <= monotonic_ns());
+	assert_int_equal(fl.client_next, next + (uint32_t)strlen(tail.payload));
+	assert_true(memo_here_of(f, src, 1820, &m) && m.request_open);
+	assert_int_equal(m.next, fl.client_next);
+}
+
+/* What timing a request from its last bytes cannot tell: bytes past the request's end, sent
+ * while it is open (the next request pipelined, or a blank line a server skips before a
+ * request line, sent for the purpose), move its start like the rest of its head would. TC
+ * ingress does not follow the stream to the request's end, and could not hold a client to
+ * it: what the server's stack puts together (a gap filled later, bytes sent twice with
+ * different content) is the client's to make differ from what TC sees. So a client can make
+ * its own requests' samples short -- down to under a tick with a byte every tick, one whole
+ * way a tick while the request is open -- as it could make them long when requests were timed
+ * from their first byte. The bound: one sample per request it had admitted (the pipelined
+ * one is no unit of its own), its share of the service's samples. */
+static void test_bytes_past_the_request_move_its_start(void **state)
+{
+	struct fixture *f = *state;
+	const char *src = "203.0.113.33";
+	struct pkt_spec rq = request(src, 1830, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+	unsigned long long n0, sum0, n, sum, early, tick;
+
+	samples_so_far(f, &n0, &sum0);
+	handshake(f, &rq);
+	admitted(f, &rq);
+	early = start_made_early(f, src, 1830);
+	tick = next_tick();
+	struct pkt_spec blank = after(&rq, "\r\n"), second = after(&blank, "GET /b HTTP/1.1\r\n\r\n");
+	admitted(f, &blank);
+	assert_true(flow_of(f, src, 1830).req_start_ns >= tick);
+	admitted(f, &second);
+	assert_true(flow_of(f, src, 1830).req_start_ns > early);
+	assert_int_equal(stats(f, 2).arrivals, 1); /* the pipelined request: no unit of its own */
+	/* A client sending a byte a segment: each of these goes the whole way (a token
+	 * character first), but only the first of a tick moves the start (one read of the
+	 * exact clock, one swap). */
+	struct pkt_spec last = second;
+	int same_tick = 0;
+
+	for (int i = 0; i < 100 && !same_tick; i++) {
+		unsigned long long t0 = coarse_ns(), moved;
+		struct pkt_spec a = after(&last, "x"), b = after(&a, "x");
+
+		admitted(f, &a);
+		moved = flow_of(f, src, 1830).req_start_ns;
+		admitted(f, &b);
+		last = b;
+		if (coarse_ns() == t0) {
+			same_tick = 1;
+			assert_int_equal(flow_of(f, src, 1830).req_start_ns, moved);
+		}
+	}
+	assert_true(same_tick);
+
+	struct pkt_spec rs = response(src, 1830, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	rs.ack = last.seq + (uint32_t)last.payload_len;
+	egress(f, &rs);
+	samples_so_far(f, &n, &sum);
+	assert_int_equal(n - n0, 1);
+	assert_true(sum - sum0 < 100000); /* from the bytes past it, not the 300 ms of its own */
+	assert_int_equal(inflight(f), 0);
 }
 
 /* An upload whose server answers before it has read the body (an early 413, say): the body's
@@ -2852,6 +3002,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_request_start_and_end, setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_request_timed_from_its_late_bytes, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_request_start_moved_only_by_in_order_bytes, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_bytes_past_the_request_move_its_start, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap_unanswered_refusal_admits, setup,
 						harness_teardown),
