@@ -84,6 +84,46 @@ static int failing_lookup(uint32_t uid, char *name, size_t len)
 	return -1;
 }
 
+/* The group database behind the lookup thread: "daemon" has its real gid (daemon_gid), no
+ * other group exists; while grp_down every lookup fails (EIO), while grp_held a lookup waits
+ * for the test (a directory that takes seconds). A lookup made by the control loop's thread
+ * (the test's) is counted in grp_on_control_loop and never waits: the test would hang. */
+static pthread_mutex_t grp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t grp_cv = PTHREAD_COND_INITIALIZER;
+static int grp_down, grp_held, grp_waiting, grp_on_control_loop;
+static uint32_t daemon_gid;
+static pthread_t control_loop;
+
+static int test_group_lookup(const char *group, uint32_t *gid)
+{
+	int rc = ENOENT;
+
+	pthread_mutex_lock(&grp_mu);
+	grp_on_control_loop += pthread_equal(pthread_self(), control_loop) != 0;
+	grp_waiting++;
+	pthread_cond_broadcast(&grp_cv);
+	while (grp_held && !pthread_equal(pthread_self(), control_loop))
+		pthread_cond_wait(&grp_cv, &grp_mu);
+	grp_waiting--;
+	if (grp_down) {
+		rc = EIO;
+	} else if (!strcmp(group, "daemon")) {
+		*gid = daemon_gid;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&grp_mu);
+	return rc;
+}
+
+static void grp_set(int down, int held)
+{
+	pthread_mutex_lock(&grp_mu);
+	grp_down = down;
+	grp_held = held;
+	pthread_cond_broadcast(&grp_cv);
+	pthread_mutex_unlock(&grp_mu);
+}
+
 struct ctx {
 	char dir[64], path[128];
 	struct opserver s;
@@ -107,6 +147,9 @@ static int setup(void **state)
 	if (!c->d || ops_listen(&c->s, c->path, err, sizeof(err)))
 		return -1;
 	c->release = -1;
+	grp_set(0, 0);
+	control_loop = pthread_self();
+	grp_on_control_loop = 0;
 	*state = c;
 	return 0;
 }
@@ -120,6 +163,8 @@ static int teardown(void **state)
 	if (c->child > 0)
 		waitpid(c->child, NULL, 0);
 	ops_close(&c->s);
+	grp_set(0, 0);                 /* a lookup held by a failed test */
+	uidn_stop(&c->d->names, 1000);
 	rmdir(c->dir);
 	free(c->d);
 	free(c);
@@ -260,22 +305,61 @@ static void test_full_of_operators_turns_away(void **state)
 		close(fds[i]);
 }
 
-/* A caller of uid NOBODY asks for a "switch clear" of web/L0, with the group "daemon" as the
- * switch group: with late_join, it has no group when it connects and joins "daemon" right
- * after (by its saved uid 0); else it is in "daemon" from the start. 0 when the answer is the
- * one wanted (a refusal for the late joiner, ok for the member). */
-static int caller_of_group(struct ctx *c, int late_join)
+/* The lookup thread started with the group database above, and switch_group set to group. */
+static void names_for(struct ctx *c, const char *group)
 {
 	const struct group *gr = getgrnam("daemon");
+	char err[256];
 
 	assert_non_null(gr);
-	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	daemon_gid = (uint32_t)gr->gr_gid;
+	uidn_group_lookup = test_group_lookup;
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "%s", group);
+	assert_int_equal(uidn_start(&c->d->names, group, err, sizeof(err)), 0);
+}
+
+/* Until the thread's answer for group is state: 0, or -1 after 5 s. This takes the warning
+ * an answer other than FOUND is logged with. */
+static int group_state_within(struct ctx *c, const char *group, int state)
+{
+	uint32_t gid;
+	char why[128];
+	int say;
+
+	for (int i = 0; i < 5000; i++) {
+		if (uidn_group(&c->d->names, group, &gid, why, sizeof(why), &say) == state)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* Ticks (the operator socket's part) until the log in f holds needle: 0, or -1 after 5 s. */
+static int logged_within(struct ctx *c, FILE *f, char **buf, const char *needle)
+{
+	for (int i = 0; i < 5000; i++) {
+		ops_after_tick(&c->s, c->d, monotonic_ns());
+		fflush(f);
+		if (*buf && strstr(*buf, needle))
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* A caller of uid NOBODY asks for a "switch clear" of web/L0: with late_join, it has no group
+ * when it connects and joins "daemon" right after (by its saved uid 0); else it is in
+ * "daemon" from the start. 0 when it is refused with an error holding want_error, or, with
+ * want_error NULL, when it is answered ok. */
+static int member_asks(struct ctx *c, int late_join, const char *want_error)
+{
+	assert_true(daemon_gid > 0);
 	c->child = fork();
 	assert_true(c->child >= 0);
 	if (c->child == 0) {
 		json_t *req = json_pack("{s:s,s:s,s:s}", "op", "switch clear", "service", "web",
 					"class", "L0"), *ans = NULL;
-		gid_t g = gr->gr_gid;
+		gid_t g = daemon_gid;
 		const char *e;
 		char err[256];
 		int fd;
@@ -291,11 +375,19 @@ static int caller_of_group(struct ctx *c, int late_join)
 		    opp_recv(fd, 5000, &ans, err, sizeof(err)))
 			_exit(3);
 		e = opp_str(ans, "error");
-		if (late_join)
-			_exit(e && strstr(e, "permission denied") ? 0 : 4);
+		if (want_error)
+			_exit(e && strstr(e, want_error) ? 0 : 4);
 		_exit(json_is_true(json_object_get(ans, "ok")) ? 0 : 4);
 	}
 	return serve_child(c);
+}
+
+/* The switch group "daemon" resolved; a caller of it asks as member_asks(). */
+static int caller_of_group(struct ctx *c, int late_join)
+{
+	names_for(c, "daemon");
+	assert_int_equal(group_state_within(c, "daemon", UIDN_GROUP_FOUND), 0);
+	return member_asks(c, late_join, late_join ? "permission denied" : NULL);
 }
 
 /* The caller is judged as it was when it connected, as SO_PEERCRED gives its uid: a caller
@@ -321,35 +413,83 @@ static void test_member_by_supplementary_group(void **state)
 	assert_int_equal(caller_of_group(*state, 0), 0);
 }
 
-/* The switch group is looked up once (at start, at a SIGHUP), not at every connection and
- * request: with the group database behind a slow LDAP, each lookup held up the control loop
- * (the ticks, the heartbeat) for as long as the directory took, and any local user could
- * cause one per connect. The group is still honoured: "daemon" is checked from the gid
- * resolved. */
-static void test_group_looked_up_once(void **state)
+/* The switch group is looked up by the names' thread (at start, at a SIGHUP), never by the
+ * control loop: with the group database behind a slow LDAP, each lookup held the ticks and
+ * the heartbeat for as long as the directory took, and any local user could cause one per
+ * connect. Here the database holds its answer for a renamed group: root's request is
+ * answered and the tick runs all the same, a member of the new group is told it is being
+ * resolved, and is let in once it is. */
+static void test_group_resolved_off_the_control_loop(void **state)
 {
 	struct ctx *c = *state;
 	char why[512];
 
-	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
-	ops_resolve_group(&c->s, c->d->cfg.switch_group);
-	getgrnam_calls = 0;
-	for (int i = 0; i < 5; i++) {
-		assert_int_equal(root_asks(c, why, sizeof(why)), 0);
-		assert_non_null(strstr(why, "unknown request"));
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
 	}
+	names_for(c, "sluice-no-such-grp");
+	assert_int_equal(group_state_within(c, "sluice-no-such-grp", UIDN_GROUP_MISSING), 0);
+	grp_set(0, 1);
+	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
+	getgrnam_calls = 0;
+	assert_int_equal(root_asks(c, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "unknown request"));
+	ops_after_tick(&c->s, c->d, monotonic_ns());
+	assert_int_equal(member_asks(c, 0, "switch_group 'daemon' is being resolved"), 0);
+	ops_after_tick(&c->s, c->d, monotonic_ns());
 	assert_int_equal(getgrnam_calls, 0);
-	/* a server nobody resolved for looks the group up once, and keeps it */
-	ops_resolve_group(&c->s, "");
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(root_asks(c, why, sizeof(why)), 0);
-	assert_int_equal(getgrnam_calls, 1);
-	assert_int_equal(c->s.group_gid, getgrnam("daemon") ? (long)getgrnam("daemon")->gr_gid
-							       : -1);
+	assert_int_equal(grp_on_control_loop, 0);
+
+	grp_set(0, 0);
+	assert_int_equal(group_state_within(c, "daemon", UIDN_GROUP_FOUND), 0);
+	assert_int_equal(member_asks(c, 0, NULL), 0);
+	assert_int_equal(getgrnam_calls, 0);
+	assert_int_equal(grp_on_control_loop, 0);
 }
 
-/* Kept until the next SIGHUP, a switch group the database does not know is said aloud: its
- * members are locked out until then. */
+/* How often needle is in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A group database that does not answer locks the group's members out (nobody is let in on
+ * a group not known), says so in the refusal, and logs it once, not at every request. */
+static void test_failed_group_lookup_refuses_and_is_said_once(void **state)
+{
+	struct ctx *c = *state;
+	char *buf = NULL, warn[160];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (geteuid() != 0) {
+		print_message("# skip reason: needs root (callers of another uid)\n");
+		skip();
+	}
+	assert_non_null(f);
+	snprintf(warn, sizeof(warn), "switch_group 'daemon': %s: only root may change switches",
+		 strerror(EIO));
+	grp_set(1, 0);
+	log_set_stream(f);
+	names_for(c, "daemon");
+	assert_int_equal(logged_within(c, f, &buf, warn), 0);
+	assert_int_equal(member_asks(c, 0, "switch_group 'daemon' could not be looked up"), 0);
+	assert_int_equal(member_asks(c, 0, "a SIGHUP looks it up again"), 0);
+	ops_after_tick(&c->s, c->d, monotonic_ns());
+	fflush(f);
+	log_set_stream(NULL);
+	fclose(f);
+	assert_int_equal(occurrences(buf, warn), 1);
+	free(buf);
+}
+
+/* A switch group the database does not know is said aloud: its members are locked out until
+ * a SIGHUP finds it. */
 static void test_missing_group_is_said(void **state)
 {
 	struct ctx *c = *state;
@@ -359,11 +499,12 @@ static void test_missing_group_is_said(void **state)
 
 	assert_non_null(f);
 	log_set_stream(f);
-	ops_resolve_group(&c->s, "sluice-no-such-grp");
+	names_for(c, "sluice-no-such-grp");
+	assert_int_equal(logged_within(c, f, &buf,
+				       "switch_group 'sluice-no-such-grp': no such group"), 0);
 	log_set_stream(NULL);
 	fclose(f);
-	assert_int_equal(c->s.group_gid, -1);
-	assert_non_null(strstr(buf, "switch_group 'sluice-no-such-grp'"));
+	assert_non_null(strstr(buf, "switch_group 'sluice-no-such-grp': no such group"));
 	assert_non_null(strstr(buf, "only root may change switches"));
 	free(buf);
 }
@@ -651,10 +792,9 @@ static void test_failing_directory_names_the_uid(void **state)
 		skip();
 	}
 	assert_non_null(gr);
-	snprintf(c->d->cfg.switch_group, sizeof(c->d->cfg.switch_group), "daemon");
-	ops_resolve_group(&c->s, c->d->cfg.switch_group);
 	uidn_lookup = failing_lookup;
-	assert_int_equal(uidn_start(&c->d->names, "", err, sizeof(err)), 0);
+	names_for(c, "daemon");
+	assert_int_equal(group_state_within(c, "daemon", UIDN_GROUP_FOUND), 0);
 	getpwuid_calls = 0;
 	c->child = fork();
 	assert_true(c->child >= 0);
@@ -697,7 +837,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_member_by_supplementary_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_writer_queue_refuses_the_change, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_group_looked_up_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_resolved_off_the_control_loop, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_group_lookup_refuses_and_is_said_once,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_group_is_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_directory_does_not_hold_up_requests, setup,
 						teardown),

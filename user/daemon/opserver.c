@@ -4,7 +4,6 @@
 #include "daemon/opserver.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +30,6 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 
 	memset(s, 0, sizeof(*s));
 	s->lfd = -1;
-	s->group_gid = -1;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", path);
 		return -1;
@@ -58,30 +56,45 @@ int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-void ops_resolve_group(struct opserver *s, const char *group)
+/* The state of the switch group's gid as the lookup thread has it (uidnames.h), never a
+ * lookup here: the group database may be a directory that takes seconds, and any local user's
+ * connect would hold up the ticks. An answer that locks the members out is logged once. */
+static int switch_gid(struct daemon *d, const char *group, uint32_t *gid, char *why, size_t len)
 {
-	struct group *gr;
+	int say, state = uidn_group(&d->names, group, gid, why, len, &say);
 
-	errno = 0;
-	gr = group[0] ? getgrnam(group) : NULL;
-	snprintf(s->group, sizeof(s->group), "%s", group);
-	s->group_gid = gr ? (long)gr->gr_gid : -1;
-	/* kept until the next SIGHUP: a directory that did not answer is said, not guessed */
-	if (group[0] && !gr)
-		log_warn("switch_group '%s': %s: only root may change switches (SIGHUP looks "
-			 "again)", group, errno && errno != ENOENT && errno != ESRCH ?
-			 strerror(errno) : "no such group");
+	if (say)
+		log_warn("switch_group '%s': %s: only root may change switches (a SIGHUP looks "
+			 "again)", group, why);
+	return state;
 }
 
-/* The gid of the switch group, as resolved; a name other than the one resolved (a server
- * nobody resolved for) is looked up once and kept. */
-static long switch_gid(struct opserver *s, const char *group)
+/* Whether the caller p may change anything: 0, or -1 with why. Root always; anyone else by
+ * the gid of the switch group as it was last resolved, and only under that name: a name
+ * not resolved yet, or whose lookup failed, lets nobody but root in. */
+static int caller_refused(struct daemon *d, const struct opp_peer *p, char *why, size_t len)
 {
-	if (!group[0])
+	const char *group = d->cfg.switch_group;
+	char fail[128];
+	uint32_t gid = 0;
+	int state;
+
+	if (p->uid == 0 || !group[0])
+		return opp_peer_allowed(p, group, -1, why, len);
+	state = switch_gid(d, group, &gid, fail, sizeof(fail));
+	if (state == UIDN_GROUP_PENDING) {
+		snprintf(why, len, "permission denied: switch_group '%s' is being resolved (looked "
+			 "up in the group database); until it is only root may change switches: try "
+			 "again in a moment", group);
 		return -1;
-	if (strcmp(s->group, group))
-		ops_resolve_group(s, group);
-	return s->group_gid;
+	}
+	if (state == UIDN_GROUP_FAILED) {
+		snprintf(why, len, "permission denied: switch_group '%s' could not be looked up "
+			 "(%s); only root may change switches until a SIGHUP looks it up again",
+			 group, fail);
+		return -1;
+	}
+	return opp_peer_allowed(p, group, state == UIDN_GROUP_FOUND ? (long)gid : -1, why, len);
 }
 
 static void conn_free(struct ops_conn *c)
@@ -188,7 +201,6 @@ static void handle_request(struct opserver *s, struct daemon *d, struct ops_conn
 {
 	static struct ops_req r;
 	const char *op = opp_str(j, "op"), *sd = opp_str(j, "state_dir");
-	const char *group = d->cfg.switch_group;
 	ops_verb_fn fn = ops_verb(op);
 	char why[512];
 	int rc;
@@ -201,7 +213,7 @@ static void handle_request(struct opserver *s, struct daemon *d, struct ops_conn
 	r.now_ns = now_ns;
 	if (opp_peer_of(c->fd, &r.peer, why, sizeof(why)))
 		return refuse(c, "%s", why);
-	if (opp_peer_allowed(&r.peer, group, switch_gid(s, group), why, sizeof(why))) {
+	if (caller_refused(d, &r.peer, why, sizeof(why))) {
 		log_warn("operator socket: refused uid %u: %s", (unsigned)r.peer.uid, why);
 		return refuse(c, "%s; nothing changed", why);
 	}
@@ -244,14 +256,12 @@ static void handle_request(struct opserver *s, struct daemon *d, struct ops_conn
 }
 
 /* Whether the caller on fd may change anything, as its request will be judged. */
-static int peer_may_change(struct opserver *s, const struct daemon *d, int fd)
+static int peer_may_change(struct daemon *d, int fd)
 {
-	const char *group = d->cfg.switch_group;
 	struct opp_peer p;
 	char why[512];
 
-	return !opp_peer_of(fd, &p, why, sizeof(why)) &&
-	       !opp_peer_allowed(&p, group, switch_gid(s, group), why, sizeof(why));
+	return !opp_peer_of(fd, &p, why, sizeof(why)) && !caller_refused(d, &p, why, sizeof(why));
 }
 
 /* A slot for a new connection, or -1. The socket is open to every local user: when the slots
@@ -303,7 +313,7 @@ void ops_handle(struct opserver *s, struct daemon *d, unsigned long long now_ns)
 			break;
 		}
 		s->accept_warned = 0;
-		may = peer_may_change(s, d, fd);
+		may = peer_may_change(d, fd);
 		i = free_slot(s, may);
 		if (i < 0) {
 			close(fd);   /* busy: the client sees the connection closed */
@@ -388,6 +398,13 @@ void ops_after_tick(struct opserver *s, struct daemon *d, unsigned long long now
 	int queued;
 
 	s->accept_paused = 0;   /* the tick's look at the listen queue (accept_failed) */
+	if (d->cfg.switch_group[0]) {
+		/* a lookup that locks the members out is said when it comes, not at a connect */
+		uint32_t gid;
+		char why[128];
+
+		switch_gid(d, d->cfg.switch_group, &gid, why, sizeof(why));
+	}
 	iow_progress(&d->iow, &done, &busy, &queued);
 	for (int i = 0; i < OPS_MAX_CONNS; i++) {
 		struct ops_conn *c = &s->c[i];

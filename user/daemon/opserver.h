@@ -55,8 +55,6 @@ struct opserver {
 	struct ops_conn c[OPS_MAX_CONNS];
 	int accept_paused;         /* accept() failed for want of resources: until the next tick */
 	int accept_warned;         /* ... and said so (once, until one is accepted again) */
-	char group[32];            /* the switch_group whose gid was looked up ("" none yet) */
-	long group_gid;            /* its gid, -1 when it does not exist */
 };
 
 /* Listen on path (an old socket file there is replaced), mode 0666: anyone may ask, the
@@ -64,12 +62,6 @@ struct opserver {
  * needs it. 0, or -1 with err. */
 int ops_listen(struct opserver *s, const char *path, char *err, size_t errlen);
 void ops_close(struct opserver *s);
-/* Look the config's switch_group up in the group database now: at start and at a forced
- * reload, never per connection. The database may be a directory service (LDAP through NSS)
- * that takes seconds to answer; looked up at every connect, any local user could hold up
- * the control loop, and the ticks with it, by connecting over and over. A group created
- * later counts from the next SIGHUP. */
-void ops_resolve_group(struct opserver *s, const char *group);
 /* The fds to poll (listening socket and connections); returns how many were added. */
 int ops_pollfds(struct opserver *s, struct pollfd *pfd, int max);
 /* Accept and read what is ready; handle complete requests. */

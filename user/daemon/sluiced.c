@@ -189,10 +189,10 @@ static void run_loop(struct daemon *d, int sfd, struct cfgwatch *cw, struct opse
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		if (reload_pending && !daemon_reload_busy(d)) {
 			daemon_reload_start(d, reload_pending == 2, now);
-			if (reload_pending == 2) { /* SIGHUP: the group database may have changed */
-				ops_resolve_group(ops, d->cfg.switch_group);
+			/* SIGHUP: the group database may have changed (looked up by the
+			 * names' thread: the ticks do not wait for it) */
+			if (reload_pending == 2)
 				uidn_refresh(&d->names, d->cfg.switch_group);
-			}
 			reload_pending = 0;
 			interval = (unsigned long long)d->cfg.control_interval_ms * 1000000ull;
 		}
@@ -334,7 +334,8 @@ int main(int argc, char **argv)
 	}
 	daemon_ctl_import(&d, monotonic_ns());
 	if (uidn_start(&d.names, d.cfg.switch_group, err, sizeof(err)))
-		log_warn("%s: audit records name operators by uid only (uidN)", err);
+		log_warn("%s: audit records name operators by uid only (uidN), and only root may "
+			 "change switches (switch_group is not looked up)", err);
 	attached_names(&at, ifs, sizeof(ifs));
 	daemon_event(&d, SLUICE_EVM_DAEMON, at.adopted ? "pinned" : "detached", "attached",
 		     at.adopted ? "adopted the pinned data path" : "attached a new data path",
@@ -377,7 +378,6 @@ int main(int argc, char **argv)
 		log_error("operator socket disabled: %s", err);
 		daemon_event(&d, SLUICE_EVM_DAEMON, "off", "off", err, "", SLUICE_EV_ALERT);
 	} else {
-		ops_resolve_group(&ops, d.cfg.switch_group);
 		log_info("operator socket %s (record %s/%s)", rec.socket, run_dir, OPP_RECORD_NAME);
 	}
 

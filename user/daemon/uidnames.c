@@ -37,6 +37,30 @@ static int lookup_passwd(uint32_t uid, char *name, size_t len)
 
 int (*uidn_lookup)(uint32_t uid, char *name, size_t len) = lookup_passwd;
 
+static int lookup_group(const char *group, uint32_t *gid)
+{
+	size_t size = 16384;
+	int rc = ERANGE;
+
+	while (rc == ERANGE && size <= UIDN_BUF_MAX) {
+		char *buf = malloc(size);
+		struct group gr, *res = NULL;
+
+		if (!buf)
+			return ENOMEM;
+		rc = getgrnam_r(group, &gr, buf, size, &res);
+		if (rc == 0 && res)
+			*gid = (uint32_t)res->gr_gid;
+		else if (rc == 0 || rc == ESRCH || rc == EBADF || rc == EPERM)
+			rc = ENOENT;   /* the ways getgrnam_r(3) says the name is not there */
+		free(buf);
+		size *= 2;
+	}
+	return rc;
+}
+
+int (*uidn_group_lookup)(const char *group, uint32_t *gid) = lookup_group;
+
 static struct uidn_entry *find(struct uid_names *t, uint32_t uid)
 {
 	for (int i = 0; i < t->n; i++)
@@ -110,6 +134,26 @@ static void add_members(struct uid_names *t, const char *group)
 	free(buf);
 }
 
+/* Look group's gid up and keep the answer, unless the name was changed meanwhile (its own
+ * lookup is then waiting: an answer for the old name must not stand for the new one). */
+static void resolve_group(struct uid_names *t, const char *group)
+{
+	uint32_t gid = 0;
+	int rc = uidn_group_lookup(group, &gid);
+
+	pthread_mutex_lock(&t->mu);
+	if (!strcmp(t->group, group)) {
+		memset(&t->g, 0, sizeof(t->g));
+		snprintf(t->g.name, sizeof(t->g.name), "%s", group);
+		t->g.gid = gid;
+		t->g.state = rc == 0 ? UIDN_GROUP_FOUND : rc == ENOENT ? UIDN_GROUP_MISSING
+			   : UIDN_GROUP_FAILED;
+		snprintf(t->g.why, sizeof(t->g.why), "%s", rc == ENOENT ? "no such group"
+			 : strerror(rc));
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
 static void *resolver_main(void *arg)
 {
 	struct uid_names *t = arg;
@@ -118,22 +162,26 @@ static void *resolver_main(void *arg)
 
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
-		int n = 0, refresh = t->refresh;
+		int n = 0, refresh = t->refresh, group_wanted = t->refresh || t->group_wanted;
 
-		if (!t->refresh && !t->wanted) {
+		if (!t->refresh && !t->wanted && !t->group_wanted) {
 			pthread_cond_wait(&t->cv, &t->mu);
 			continue;
 		}
 		t->refresh = 0;
 		t->wanted = 0;
+		t->group_wanted = 0;
 		snprintf(group, sizeof(group), "%s", t->group);
 		for (int i = 0; i < t->n; i++)
 			if (refresh || !t->e[i].named)
 				uids[n++] = t->e[i].uid;
 		pthread_mutex_unlock(&t->mu);
-		/* the lookups, with the table free for the control loop to read */
-		if (refresh && group[0])
+		/* the lookups, with the table free for the control loop to read; the gid first:
+		 * operators wait for it, not for their names */
+		if (group_wanted && group[0]) {
+			resolve_group(t, group);
 			add_members(t, group);
+		}
 		for (int i = 0; i < n; i++) {
 			int rc = uidn_lookup(uids[i], name, sizeof(name));
 
@@ -223,4 +271,33 @@ void uidn_refresh(struct uid_names *t, const char *group)
 	t->refresh = 1;
 	pthread_cond_signal(&t->cv);
 	pthread_mutex_unlock(&t->mu);
+}
+
+int uidn_group(struct uid_names *t, const char *group, uint32_t *gid, char *why, size_t len,
+	       int *say)
+{
+	int state;
+
+	*say = 0;
+	if (!t->started) {
+		snprintf(why, len, "the thread that looks it up is not running");
+		return UIDN_GROUP_FAILED;
+	}
+	pthread_mutex_lock(&t->mu);
+	if (strcmp(t->g.name, group)) {
+		state = UIDN_GROUP_PENDING;
+		if (strcmp(t->group, group)) {
+			snprintf(t->group, sizeof(t->group), "%s", group);
+			t->group_wanted = 1;
+			pthread_cond_signal(&t->cv);
+		}
+	} else {
+		state = t->g.state;
+		*gid = t->g.gid;
+		snprintf(why, len, "%s", t->g.why);
+		*say = state != UIDN_GROUP_FOUND && !t->g.said;
+		t->g.said = 1;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return state;
 }
