@@ -23,6 +23,7 @@
 #include "ops/switches.h"
 #include "ops/switchstate.h"
 #include "daemon/iowriter.h"
+#include "daemon/uidnames.h"
 #include "common/clock.h"
 
 #define T0 1714564800ull /* 2024-05-01T12:00:00Z: the fake clock's start */
@@ -277,6 +278,49 @@ static void test_job_writes_file_and_audit(void **state)
 	iow_take(&c->w, seq + 1, &c->news);
 	assert_false(c->news.have_set);
 	free(s);
+}
+
+static int named_4242(uint32_t uid, char *name, size_t len)
+{
+	if (uid != 4242)
+		return -1;
+	snprintf(name, len, "alice");
+	return 0;
+}
+
+/* The control loop names a caller the names' thread has not looked up yet "uidN" (it never
+ * waits for the password database); the writer, which may wait, puts the name in the log.
+ * A name root gave (sudo's user) and a uid the database does not know stay as they are. */
+static void test_audit_names_the_caller(void **state)
+{
+	struct ctx *c = *state;
+	int (*real_lookup)(uint32_t, char *, size_t) = uidn_lookup;
+	struct audit_entry *au = calloc(3, sizeof(*au));
+	char err[256], line[2048];
+	FILE *f;
+	uint64_t seq;
+
+	uidn_lookup = named_4242;
+	assert_int_equal(iow_start(&c->w, c->dir, -1, 1000, err, sizeof(err)), 0);
+	audit_entry_make(&au[0], wall(), 4242, "uid4242", "cascade clear", "", -1, NULL, NULL,
+			 "INC-1");
+	audit_entry_make(&au[1], wall(), 0, "uid4242", "cascade clear", "", -1, NULL, NULL,
+			 "INC-2");
+	audit_entry_make(&au[2], wall(), 4343, "uid4343", "cascade clear", "", -1, NULL, NULL,
+			 "INC-3");
+	seq = iow_enqueue(&c->w, NULL, 0, au, 3);
+	assert_true(seq > 0);
+	assert_int_equal(wait_done(c, seq), 0);
+	uidn_lookup = real_lookup;
+	f = fopen(c->audit, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "\"uid\":4242,\"user\":\"alice\""));
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "\"uid\":0,\"user\":\"uid4242\""));
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "\"uid\":4343,\"user\":\"uid4343\""));
+	fclose(f);
 }
 
 static void test_direct_edit_audited_as_diff(void **state)
@@ -1238,6 +1282,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_first_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_writes_file_and_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_names_the_caller, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_edit_audited_as_diff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_edit_then_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_edit_while_job_waits_for_lock, setup,

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "daemon/uidnames.h"
 #include "ops/switchstate.h"
 
 #define POLL_NS 100000000ull   /* look at the switch file ten times a second */
@@ -158,18 +159,36 @@ static int hold(struct iowriter *w, const struct audit_entry *e)
 	return 0;
 }
 
+/* A record made before the names' thread knew the caller says "uidN" (the control loop never
+ * waits for the password database). This thread may wait for it: the log gets the name when
+ * the database gives one, else keeps "uidN" (the uid is in the record either way). Root's
+ * name is looked up at start, and a name root gave for itself (sudo) is kept as given. */
+static void name_the_caller(struct audit_entry *e)
+{
+	char placeholder[AUDIT_USER_LEN], name[AUDIT_USER_LEN];
+
+	snprintf(placeholder, sizeof(placeholder), "uid%u", (unsigned)e->uid);
+	if (e->uid == 0 || strcmp(e->user, placeholder))
+		return;
+	if (uidn_lookup(e->uid, name, sizeof(name)) == 0 && name[0])
+		snprintf(e->user, sizeof(e->user), "%s", name);
+}
+
 static void audit_all(struct iowriter *w, const struct audit_entry *a, int n, uint64_t seq)
 {
 	char err[512], msg[IOW_MSG_LEN];
 	int held = w->n_held ? write_held(w) : 0;
+	struct audit_entry e;
 
 	for (int i = 0; i < n; i++) {
+		e = a[i];
+		name_the_caller(&e);
 		/* behind records still held: after them, or the log would be out of order */
 		if (held)
 			snprintf(err, sizeof(err), "earlier records still wait for it");
-		else if (state_audit_append(w->state_dir, &a[i], err, sizeof(err)) == 0)
+		else if (state_audit_append(w->state_dir, &e, err, sizeof(err)) == 0)
 			continue;
-		held = hold(w, &a[i]) == 0;
+		held = hold(w, &e) == 0;
 		snprintf(msg, sizeof(msg), "a change to %s is IN FORCE but NOT in the audit log: %s%s",
 			 a[i].service[0] ? a[i].service : "the node", err,
 			 held ? " (written once the log takes it)" : " (dropped: too many held)");
