@@ -827,6 +827,23 @@ static void test_bad_headroom(void **state)
 	expect_error(&f->errs, 9, "unknown key 'L5'");
 }
 
+/* `headroom: {}` names no class: it is refused rather than read as every default percentage
+ * capping its class, the opposite of leaving the key out (no class capped). */
+static void test_empty_headroom(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, parse(f, "interface: lo\nservices:\n  - name: web\n    port: 80\n"
+				"    headroom: {}\n"), 1);
+	expect_error(&f->errs, 5, "bad headroom in service 'web': give at least one of L0, L1, "
+		     "L2, L3");
+	assert_int_equal(f->errs.e[0].column, 15);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n  - name: web\n    port: 80\n"
+			      "    headroom: { L3: 20 }\n"));
+	assert_int_equal(f->cfg.services[0].headroom_written, 1u << 3);
+	sluice_config_free(&f->cfg);
+}
+
 static void test_bad_class(void **state)
 {
 	struct fx *f = *state;
@@ -1477,6 +1494,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_headroom, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_headroom, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_class, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_duplicate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_duplicate_key, setup, teardown),

@@ -553,7 +553,14 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 		ha.where = sub;
 		ha.conf = s;
 		s->headroom_set = 1;          /* written percentages are caps in every mode */
-		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where))
+		/* An empty mapping writes no class, yet a written headroom with no class named
+		 * is taken as every percentage written: each class capped, the opposite of
+		 * leaving the key out. */
+		if (yget_type(d, v, YAML_MAPPING_NODE, key, a->where) &&
+		    v->data.mapping.pairs.top == v->data.mapping.pairs.start)
+			ydoc_bad(d, v, key, a->where, "give at least one of L0, L1, L2, L3 (without "
+				 "the key no class is capped)");
+		else if (v && v->type == YAML_MAPPING_NODE)
 			ymap_each(d, v, sub, headroom_pair, &ha);
 	} else if (!strcmp(key, "default_class")) {
 		if (yget_scalar(d, v, key, a->where)) {
