@@ -342,6 +342,32 @@ static void test_exact_lines(void **st)
 	free(t);
 }
 
+/* The breaker as the data path reads the verdict: open refuses all, half-open admits its step,
+ * and any other state admits everything, as closed. sluice_breaker_state is 0, 1 or 2 and
+ * nothing else, and the admit ratio follows the state, not a share the state does not use. */
+static void test_breaker_as_the_data_path_reads_it(void **st)
+{
+	struct status_snapshot s;
+	char *t;
+	(void)st;
+
+	make_snapshot(&s, NULL);
+	s.s[0].v.breaker_state = 7;                   /* no state the data path knows */
+	s.s[0].v.breaker_shed = SLUICE_PROB_ONE / 2;
+	s.s[1].v.breaker_shed = 0;                    /* db: open, whatever the share says */
+	t = render(&s, NULL);
+	assert_line(t, "sluice_breaker_state{service=\"web\"} 0");
+	assert_line(t, "sluice_breaker_admit_ratio{service=\"web\"} 1");
+	assert_line(t, "sluice_breaker_state{service=\"db\"} 1");
+	assert_line(t, "sluice_breaker_admit_ratio{service=\"db\"} 0");
+	free(t);
+	s.s[0].v.breaker_state = SLUICE_BREAKER_CLOSED;
+	t = render(&s, NULL);
+	assert_line(t, "sluice_breaker_admit_ratio{service=\"web\"} 1");
+	free(t);
+	status_free(&s);
+}
+
 static void test_histogram_cumulative(void **st)
 {
 	struct status_snapshot s;
@@ -1278,6 +1304,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_lines),
+		cmocka_unit_test(test_breaker_as_the_data_path_reads_it),
 		cmocka_unit_test(test_histogram_cumulative),
 		cmocka_unit_test(test_label_escaping),
 		cmocka_unit_test(test_grammar_and_help_type),

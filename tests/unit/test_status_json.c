@@ -174,6 +174,39 @@ static char *status_text(const struct status_snapshot *s)
 	return text;
 }
 
+/* breaker.state and breaker.step as the data path reads the verdict: a state it does not
+ * know admits everything (closed, step 1), open admits nothing (step 0) whatever share the
+ * verdict holds beside it. */
+static void test_status_json_breaker_as_the_data_path(void **state)
+{
+	static struct status_snapshot s;
+	char *text;
+	json_t *v;
+	(void)state;
+
+	snapshot(&s);
+	s.s[0].v.breaker_state = 7;
+	s.s[0].v.breaker_shed = SLUICE_PROB_ONE / 2;
+	text = status_text(&s);
+	v = json_loads(text, 0, NULL);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(at(v, "services.0.breaker.state")), "closed");
+	assert_true(json_real_value(at(v, "services.0.breaker.step")) == 1.0);
+	json_decref(v);
+	free(text);
+	s.s[0].v.breaker_state = SLUICE_BREAKER_OPEN;
+	s.s[0].v.breaker_shed = 0;
+	text = status_text(&s);
+	v = json_loads(text, 0, NULL);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(at(v, "services.0.breaker.state")), "open");
+	assert_true(json_is_real(at(v, "services.0.breaker.step")));
+	assert_true(json_real_value(at(v, "services.0.breaker.step")) == 0.0);
+	json_decref(v);
+	free(text);
+	status_free(&s);
+}
+
 /* The heartbeat's age as the data path judges it: a heartbeat stamped a moment after the
  * snapshot's clock is fresh (age 0, alive), not 584 years old and silent. */
 static void test_status_heartbeat_edges(void **state)
@@ -334,6 +367,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_json_keys_and_types),
+		cmocka_unit_test(test_status_json_breaker_as_the_data_path),
 		cmocka_unit_test(test_status_heartbeat_edges),
 		cmocka_unit_test(test_status_json_names_whatever_the_bytes),
 		cmocka_unit_test(test_status_json_keys_documented),

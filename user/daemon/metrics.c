@@ -221,11 +221,7 @@ static double breaker_admit(const struct svc_ref *r)
 {
 	if (r->x)
 		return r->x->breaker_admit;
-	switch (r->s->v.breaker_state) {
-	case SLUICE_BREAKER_OPEN: return 0.0;
-	case SLUICE_BREAKER_HALF_OPEN: return (double)sluice_prob_complement(r->s->v.breaker_shed) / SLUICE_PROB_ONE;
-	default: return 1.0;
-	}
+	return breaker_admit_ratio(&r->s->v);
 }
 
 /* One info sample per configured service. */
@@ -347,7 +343,7 @@ static void render_limit_breaker(FILE *b, const struct svc_ref *sv, int n)
 	       "Circuit breaker state: 0 closed, 1 open, 2 half-open.");
 	for (int i = 0; i < n; i++) {
 		struct lbl l = { sv[i].name, -1, NULL, NULL };
-		sample_u(b, "sluice_breaker_state", &l, sv[i].s->v.breaker_state);
+		sample_u(b, "sluice_breaker_state", &l, (unsigned long long)breaker_state(&sv[i].s->v));
 	}
 	family(b, "sluice_breaker_admit_ratio", "gauge",
 	       "Fraction of units the breaker lets through: 1 closed, 0 open, the step half-open.");

@@ -29,6 +29,25 @@ const char *breaker_name(int s)
 	return sluice_breaker_state_name(s);
 }
 
+int breaker_state(const struct sluice_verdict *v)
+{
+	return v->breaker_state == SLUICE_BREAKER_OPEN ||
+	       v->breaker_state == SLUICE_BREAKER_HALF_OPEN ? (int)v->breaker_state
+							    : SLUICE_BREAKER_CLOSED;
+}
+
+double breaker_admit_ratio(const struct sluice_verdict *v)
+{
+	switch (breaker_state(v)) {
+	case SLUICE_BREAKER_OPEN:
+		return 0.0;
+	case SLUICE_BREAKER_HALF_OPEN:
+		return (double)sluice_prob_complement(v->breaker_shed) / SLUICE_PROB_ONE;
+	default:
+		return 1.0;
+	}
+}
+
 void status_free(struct status_snapshot *s)
 {
 	free(s->s);
@@ -592,7 +611,7 @@ static json_t *service_json(const struct service_status *sv)
 		"protocol", protocol_name(sv->svc.protocol), "limit", (json_int_t)sv->v.limit,
 		"in_flight", (json_int_t)sv->in_flight,
 		"breaker", "state", breaker_name((int)sv->v.breaker_state),
-		"step", jsonio_fixed((double)sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE, 2),
+		"step", jsonio_fixed(breaker_admit_ratio(&sv->v), 2),
 		"classes", classes);
 	if (o)
 		ctl_json(o, &sv->ctl);

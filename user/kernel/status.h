@@ -91,6 +91,11 @@ const char *protocol_name(int p);
 /* enum sluice_ctl_algorithm -> "gradient" | "aimd" | "fixed". */
 const char *ctl_algorithm_name(int a);
 const char *breaker_name(int s);
+/* The verdict's breaker as the data path reads it (bpf/admit.h): open refuses every unit,
+ * half-open admits its step's share, any other state admits all as closed. The state is
+ * enum sluice_breaker_state; the share admitted is 0..1. */
+int breaker_state(const struct sluice_verdict *v);
+double breaker_admit_ratio(const struct sluice_verdict *v);
 
 /* The table: fits 120 columns (rejections summed, no error/429 counts); wide: every column
  * (a column per reject reason, errors, 429s, retransmits, fail-open admits). Both say what
