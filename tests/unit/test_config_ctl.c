@@ -170,6 +170,39 @@ static void test_warnings(void **st)
 	assert_int_equal(config_warnings(&cfg, &w), 0);
 }
 
+/* A key that is valid but has no effect next to another is said by --check: a fixed limit
+ * runs no algorithm, and of latency_slo and a numeric target_latency_ms only one objective
+ * holds. */
+static void test_warnings_keys_without_effect(void **st)
+{
+	struct doc_errors w;
+	(void)st;
+	assert_int_equal(parse_svc("    limit: { fixed: 20 }\n    latency_slo: 40ms\n"
+				   "    limit_algorithm: aimd\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "service 'web': limit_algorithm aimd has no effect: a fixed limit "
+			    "(20) does not move"));
+	assert_int_equal(w.e[0].line, 3);
+	assert_int_equal(parse_svc("    limit: { fixed: 20 }\n    latency_slo: 40ms\n"
+				   "    limit_algorithm: gradient\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_int_equal(parse_svc("    limit: { fixed: 20 }\n    latency_slo: 40ms\n"
+				   "    limit_algorithm: auto\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    latency_slo: 1.5x\n    target_latency_ms: 40\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "service 'web': latency_slo 1.5x has no effect: target_latency_ms "
+			    "(40) sets the objective"));
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    target_latency_ms: 40\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "service 'web': target_latency_ms (40) has no effect: latency_slo "
+			    "50ms sets the objective"));
+	assert_int_equal(parse_svc("    latency_slo: 1.5x\n    target_latency_ms: auto\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    target_latency_ms: 40\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_keys_through_yaml),
 		cmocka_unit_test(test_key_function),
 		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_warnings_keys_without_effect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

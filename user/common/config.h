@@ -93,6 +93,9 @@ struct service_conf {
 	double latency_slo_ratio;         /* 1.2: objective = ratio x the unloaded baseline */
 	double latency_slo_ms;            /* > 0: an absolute objective instead of the ratio */
 	int min_samples;                  /* 20: latency samples a window needs to decide */
+	int limit_algorithm_written;      /* the key was written (--check: a fixed limit has none) */
+	int latency_slo_written;          /* the key was written (--check: beside a numeric
+	                                   * target_latency_ms one of the two is ignored) */
 	int headroom_set;                 /* `headroom` was written: its percentages are caps */
 	unsigned headroom_written;        /* bit k: headroom's key Lk was written */
 	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */

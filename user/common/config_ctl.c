@@ -17,6 +17,8 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	s->latency_slo_ratio = 1.2;
 	s->latency_slo_ms = 0;
 	s->min_samples = 20;
+	s->limit_algorithm_written = 0;
+	s->latency_slo_written = 0;
 	s->headroom_set = 0;
 	s->headroom_written = 0;
 	/* Recovery steps pass on evidence (enough samples within the objective) and wait at least
@@ -58,6 +60,7 @@ int sluice_service_ctl_key(struct service_conf *s, const char *key, const char *
 		for (int i = 0; i < 3; i++)
 			if (!strcmp(val, names[i])) {
 				s->limit_algorithm = i;
+				s->limit_algorithm_written = 1;
 				return 1;
 			}
 		snprintf(err, errlen, "expected auto, gradient or aimd");
@@ -71,6 +74,7 @@ int sluice_service_ctl_key(struct service_conf *s, const char *key, const char *
 			}
 			s->latency_slo_ratio = d;
 			s->latency_slo_ms = 0;
+			s->latency_slo_written = 1;
 			return 1;
 		}
 		if (num_with(val, "ms", &d) || (num_with(val, "s", &d) && (d *= 1000, 1))) {
@@ -79,6 +83,7 @@ int sluice_service_ctl_key(struct service_conf *s, const char *key, const char *
 				return -1;
 			}
 			s->latency_slo_ms = d;
+			s->latency_slo_written = 1;
 			return 1;
 		}
 		snprintf(err, errlen, "expected a ratio of the baseline (1.2x) or a latency (50ms, 0.2s)");

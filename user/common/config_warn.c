@@ -50,6 +50,29 @@ static int conn_cap_warnings(struct doc_errors *out, int n, const struct service
 	return n;
 }
 
+/* Keys written with a value another key overrides: each is valid, one does nothing. */
+static int without_effect_warnings(struct doc_errors *out, int n, const struct service_conf *s)
+{
+	static const char *const algorithms[] = { "auto", "gradient", "aimd" };
+
+	if (s->limit_fixed > 0 && s->limit_algorithm_written &&
+	    s->limit_algorithm != LIMIT_ALG_AUTO)
+		n = warn(out, n, s->line, "service '%s': limit_algorithm %s has no effect: a fixed "
+			 "limit (%d) does not move", s->name, algorithms[s->limit_algorithm],
+			 s->limit_fixed);
+	if (s->latency_slo_written && s->target_latency_ms > 0) {
+		if (s->latency_slo_ms > 0)
+			n = warn(out, n, s->line, "service '%s': target_latency_ms (%g) has no "
+				 "effect: latency_slo %gms sets the objective", s->name,
+				 s->target_latency_ms, s->latency_slo_ms);
+		else
+			n = warn(out, n, s->line, "service '%s': latency_slo %gx has no effect: "
+				 "target_latency_ms (%g) sets the objective", s->name,
+				 s->latency_slo_ratio, s->target_latency_ms);
+	}
+	return n;
+}
+
 /* A header or DSCP rule: a class the client marks itself. */
 static int has_client_marked_rule(const struct service_conf *s)
 {
@@ -98,6 +121,7 @@ int config_warnings(const struct sluice_config *cfg, struct doc_errors *out)
 		if (s->retry_after_s == 0 && s->protocol == SLUICE_PROTO_HTTP)
 			n = warn(out, n, s->line, "service '%s': retry_after_s 0 tells refused clients "
 				 "to come back at once, feeding the overload it sheds", s->name);
+		n = without_effect_warnings(out, n, s);
 		if (!s->n_trust && has_client_marked_rule(s))
 			n = warn(out, n, s->line, "service '%s': its header and dscp rules are inert "
 				 "without trust_from (no source is trusted to set a priority); list the "
