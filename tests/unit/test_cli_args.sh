@@ -143,4 +143,33 @@ for cmd in "top --iterations 1" "hist web L0" "plan check $dir/plan.yaml" \
 		echo "not ok $n - --json $cmd: printed on stdout"
 	fi
 done
+# detach with a pin dir where nothing of sluice is pinned (a typo, the state dir): nothing
+# can be pinned outside a BPF filesystem, so nothing there is removed, and it is exit 1,
+# "nothing attached" -- not every file of the directory unlinked and exit 0, "detached".
+mkdir -p "$dir/notpins"
+echo keep > "$dir/notpins/switches.json"
+n=$((n + 1))
+"$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" --pin-dir "$dir/notpins" detach \
+	>"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "nothing attached" "$dir/err" && [ ! -s "$dir/out" ] &&
+   [ "$(cat "$dir/notpins/switches.json" 2>/dev/null)" = keep ]; then
+	echo "ok $n - detach: a directory that is not a BPF filesystem is left as it is, exit 1"
+else
+	echo "not ok $n - detach: a directory that is not a BPF filesystem: exit $rc"
+	sed 's/^/# stdout: /' "$dir/out"
+	sed 's/^/# stderr: /' "$dir/err"
+	ls -la "$dir/notpins" 2>&1 | sed 's/^/# /'
+fi
+n=$((n + 1))
+rm -rf "$dir/notpins"
+mkdir "$dir/notpins"
+"$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" --pin-dir "$dir/notpins" detach \
+	>/dev/null 2>&1
+rc=$?
+if [ $rc -eq 1 ] && [ -d "$dir/notpins" ]; then
+	echo "ok $n - detach: an empty directory that is not a BPF filesystem stays, exit 1"
+else
+	echo "not ok $n - detach: an empty directory that is not a BPF filesystem: exit $rc"
+fi
 echo "1..$n"

@@ -173,7 +173,8 @@ const struct clicmd cli_cmd_hist = {
 const struct clicmd cli_cmd_detach = {
 	.name = "detach",
 	.summary = "remove programs, links and maps from the node",
-	.notes = "exit codes: 0 removed, 1 nothing attached or removal failed",
+	.notes = "A pin dir that is not on a BPF filesystem holds nothing of sluice: nothing there "
+		 "is removed.\nexit codes: 0 removed, 1 nothing attached or removal failed",
 	.example = "sluicectl detach",
 	.run = do_detach,
 };

@@ -688,6 +688,7 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	struct sluice_globals g = { 0 };
 	char path[768];
 	struct dirent *de;
+	struct statfs fs;
 	DIR *d;
 	int found = 0;
 
@@ -727,6 +728,14 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 			return -errno;
 		}
 		return 0;
+	}
+	/* Pins live on a BPF filesystem only: a directory elsewhere (a typo, the state dir)
+	 * holds nothing of sluice, and its files are someone's data. */
+	if (!found && fstatfs(dirfd(d), &fs) == 0 && fs.f_type != BPF_FS_MAGIC) {
+		closedir(d);
+		snprintf(err, errlen, "nothing attached under %s (not a BPF filesystem: nothing "
+			 "removed)", pin_dir);
+		return -ENOENT;
 	}
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
