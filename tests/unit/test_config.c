@@ -827,6 +827,24 @@ static void test_bad_headroom(void **state)
 	expect_error(&f->errs, 9, "unknown key 'L5'");
 }
 
+/* state_dir and pin_dir are absolute: sluiced publishes them as written and sluicectl reads
+ * them from its own working directory, so a relative one named two different places (switch
+ * ls read a file that was not there and said all traffic was normal). */
+static void test_relative_dirs(void **state)
+{
+	struct fx *f = *state;
+
+	expect_fail(f, parse(f, "interface: lo\nstate_dir: var/sluice\npin_dir: ./pins\n"
+				"services:\n  - name: web\n    port: 80\n"), 2);
+	expect_error(&f->errs, 2, "bad state_dir 'var/sluice': must be an absolute path");
+	expect_error(&f->errs, 3, "bad pin_dir './pins': must be an absolute path");
+	expect_ok(f, parse(f, "interface: lo\nstate_dir: /var/sluice\npin_dir: /sys/fs/bpf/s\n"
+			      "services:\n  - name: web\n    port: 80\n"));
+	assert_string_equal(f->cfg.state_dir, "/var/sluice");
+	assert_string_equal(f->cfg.pin_dir, "/sys/fs/bpf/s");
+	sluice_config_free(&f->cfg);
+}
+
 /* `headroom: {}` names no class: it is refused rather than read as every default percentage
  * capping its class, the opposite of leaving the key out (no class capped). */
 static void test_empty_headroom(void **state)
@@ -1494,6 +1512,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_headroom, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_relative_dirs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_headroom, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_class, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_duplicate, setup, teardown),

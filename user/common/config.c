@@ -307,6 +307,16 @@ static void node_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 
 /* ---- top level ---- */
 
+/* A directory sluicectl finds through sluiced's record or the config: read from another
+ * working directory, a relative path would name another place. */
+static void get_absolute_path(struct ydoc *d, yaml_node_t *v, const char *key, char *out,
+			      size_t size)
+{
+	if (yget_string(d, v, key, "", out, size, false) && out[0] != '/')
+		ydoc_bad(d, v, key, "", "must be an absolute path (sluicectl, run from another "
+			 "directory, would look elsewhere)");
+}
+
 struct root_arg {
 	struct sluice_config *cfg;
 	yaml_node_t *interface, *services, *control, *heartbeat;
@@ -345,9 +355,9 @@ static void root_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 				ydoc_bad(d, v, key, "", "%s", why);
 		}
 	} else if (!strcmp(key, "state_dir")) {
-		yget_string(d, v, key, "", cfg->state_dir, sizeof(cfg->state_dir), false);
+		get_absolute_path(d, v, key, cfg->state_dir, sizeof(cfg->state_dir));
 	} else if (!strcmp(key, "pin_dir")) {
-		yget_string(d, v, key, "", cfg->pin_dir, sizeof(cfg->pin_dir), false);
+		get_absolute_path(d, v, key, cfg->pin_dir, sizeof(cfg->pin_dir));
 	} else if (!strcmp(key, "switch_group")) {
 		yget_string(d, v, key, "", cfg->switch_group, sizeof(cfg->switch_group), true);
 	} else if (!strcmp(key, "switch_max_renewals")) {
