@@ -197,6 +197,49 @@ static void test_switch_validation(void **state)
 	assert_null(sw_text_problem("INC-42 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5"));
 }
 
+/* New text is held to more than C0 controls: the C1 controls (U+009B is a terminal's CSI, as
+ * ESC [ is), the line and paragraph separators (a line break to a log viewer) and the
+ * bidirectional controls (they reorder what a terminal shows of the line) are refused from
+ * a reason, an owner and a runbook. A switch file that already holds one still loads: what
+ * was accepted before is not made a damaged file, which would lift every switch. */
+static void test_switch_new_text_controls(void **state)
+{
+	static const char *const refused[] = {
+		"a\xc2\x85" "b",           /* U+0085 NEL */
+		"a\xc2\x9b" "31mb",        /* U+009B CSI */
+		"a\xe2\x80\xa8" "b",       /* U+2028 LINE SEPARATOR */
+		"a\xe2\x80\xa9" "b",       /* U+2029 PARAGRAPH SEPARATOR */
+		"a\xe2\x80\xae" "b",       /* U+202E RIGHT-TO-LEFT OVERRIDE */
+		"a\xe2\x81\xa6" "b",       /* U+2066 LEFT-TO-RIGHT ISOLATE */
+	};
+	const char *file = "{\"version\":1,\"switches\":[{\"service\":\"web\",\"class\":\"L3\","
+			   "\"shed_pct\":50,\"reason\":\"a\\u009bb\",\"owner\":\"alice\","
+			   "\"set_at\":1000,\"expires_at\":2000}]}";
+	struct sw_set *set = new_set();
+	struct sw_switch sw;
+	char err[300];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		expect_make_error("web", "L3", "50", refused[i], "1h", "alice",
+				  "--reason: contains control characters");
+		expect_make_error("web", "L3", "50", "r", "1h", refused[i],
+				  "--owner: contains control characters");
+		assert_int_equal(sw_make(&sw, "web", "L3", "50", "r", "1h", "bob", T0, known, 2,
+					 err, sizeof(err)), 0);
+		assert_int_equal(sw_set_ledger(&sw, NULL, refused[i], err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "--runbook: contains control characters"));
+	}
+	/* letters of any script, and the marks text needs, are fine */
+	assert_int_equal(sw_make(&sw, "web", "L3", "50", "INC-42 \xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d "
+				 "\xe2\x80\x94 caf\xc3\xa9 \xc2\xa0\xe2\x82\xac", "1h", "bob", T0, known,
+				 2, err, sizeof(err)), 0);
+	assert_int_equal(sw_parse(file, strlen(file), "switches.json", set, err, sizeof(err)), 0);
+	assert_int_equal(set->n, 1);
+	assert_string_equal(set->sw[0].reason, "a\xc2\x9b" "b");
+	free(set);
+}
+
 static void test_switch_make_ok(void **state)
 {
 	struct sw_switch sw;
@@ -657,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_duration_format),
 		cmocka_unit_test(test_time_iso),
 		cmocka_unit_test(test_switch_validation),
+		cmocka_unit_test(test_switch_new_text_controls),
 		cmocka_unit_test(test_switch_make_ok),
 		cmocka_unit_test(test_switch_lifecycle),
 		cmocka_unit_test_setup_teardown(test_switch_persist_roundtrip, setup, teardown),

@@ -34,7 +34,7 @@ int cli_reason_refused(const char *verb, const char *reason)
 		snprintf(longer, sizeof(longer), "is longer than %d bytes", SW_REASON_LEN - 1);
 		why = longer;
 	} else {
-		why = sw_text_problem(reason);
+		why = sw_new_text_problem(reason);
 	}
 	if (why)
 		log_error("%s: --reason %s", verb, why);

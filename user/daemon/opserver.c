@@ -189,8 +189,8 @@ static int reason_refused(const json_t *j, char *why, size_t len)
 		snprintf(why, len, "reason: longer than %d bytes", SW_REASON_LEN - 1);
 		return -1;
 	}
-	if (sw_text_problem(reason)) {
-		snprintf(why, len, "reason: %s", sw_text_problem(reason));
+	if (sw_new_text_problem(reason)) {
+		snprintf(why, len, "reason: %s", sw_new_text_problem(reason));
 		return -1;
 	}
 	return 0;

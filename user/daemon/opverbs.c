@@ -265,6 +265,15 @@ static int do_plan_apply(struct ops_req *r)
 	 * what `switch set` ever gives. */
 	for (int i = 0; i < in.n; i++) {
 		uint64_t ttl = in.sw[i].expires_at - in.sw[i].set_at;   /* > 0: sw_parse checked */
+		const char *why = sw_new_text_problem(in.sw[i].reason) ? "reason" :
+				  sw_new_text_problem(in.sw[i].owner) ? "owner" :
+				  sw_new_text_problem(in.sw[i].runbook) ? "runbook" : NULL;
+
+		if (why) {
+			snprintf(r->msg, sizeof(r->msg), "plan apply: %s %s: %s contains control "
+				 "characters", in.sw[i].service, sw_class_str(in.sw[i].class), why);
+			return -1;
+		}
 
 		if (ttl > SW_MAX_TTL_S) {
 			snprintf(r->msg, sizeof(r->msg), "plan apply: %s %s lives %llu s, more than "

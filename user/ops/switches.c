@@ -58,6 +58,35 @@ const char *sw_text_problem(const char *s)
 	return NULL;
 }
 
+/* 1 when valid UTF-8 text s holds a C1 control (U+0080..U+009F: U+009B is a terminal's CSI,
+ * as ESC [ is), a line or paragraph separator (U+2028, U+2029: a line break to a log viewer)
+ * or a bidirectional embedding, override or isolate (U+202A..U+202E, U+2066..U+2069: they
+ * reorder what a terminal shows of the rest of the line). Their lead bytes never occur
+ * inside another character, so the bytes are matched as they are. */
+static int has_display_control(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++) {
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			return 1;
+		if (p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xa8 && p[2] <= 0xae)
+			return 1;
+		if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+			return 1;
+	}
+	return 0;
+}
+
+const char *sw_new_text_problem(const char *s)
+{
+	const char *why = sw_text_problem(s);
+
+	if (!why && has_display_control(s))
+		why = "contains control characters";
+	return why;
+}
+
 static int blank(const char *s)
 {
 	for (; *s; s++)
@@ -145,8 +174,8 @@ int sw_set_ledger(struct sw_switch *sw, const char *kind, const char *runbook, c
 		if (strlen(runbook) >= SW_RUNBOOK_LEN)
 			return errf(err, errlen, "--runbook: longer than %d bytes",
 				    SW_RUNBOOK_LEN - 1);
-		if (sw_text_problem(runbook))
-			return errf(err, errlen, "--runbook: %s", sw_text_problem(runbook));
+		if (sw_new_text_problem(runbook))
+			return errf(err, errlen, "--runbook: %s", sw_new_text_problem(runbook));
 		snprintf(sw->runbook, sizeof(sw->runbook), "%s", runbook);
 	}
 	return 0;
@@ -255,8 +284,8 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 			    "(say why, e.g. an incident id)");
 	if (strlen(reason) >= SW_REASON_LEN)
 		return errf(err, errlen, "--reason: longer than %d bytes", SW_REASON_LEN - 1);
-	if (sw_text_problem(reason))
-		return errf(err, errlen, "--reason: %s", sw_text_problem(reason));
+	if (sw_new_text_problem(reason))
+		return errf(err, errlen, "--reason: %s", sw_new_text_problem(reason));
 	if (!ttl || !*ttl)
 		return errf(err, errlen, "--ttl: required (every switch expires; e.g. 30m, 2h)");
 	if (duration_parse(ttl, &ttl_s, derr, sizeof(derr)))
@@ -268,8 +297,8 @@ int sw_make(struct sw_switch *out, const char *service, const char *class_name,
 		return errf(err, errlen, "--owner: must not be empty");
 	if (strlen(owner) >= SW_OWNER_LEN)
 		return errf(err, errlen, "--owner: longer than %d bytes", SW_OWNER_LEN - 1);
-	if (sw_text_problem(owner))
-		return errf(err, errlen, "--owner: %s", sw_text_problem(owner));
+	if (sw_new_text_problem(owner))
+		return errf(err, errlen, "--owner: %s", sw_new_text_problem(owner));
 
 	snprintf(out->service, sizeof(out->service), "%s", service);
 	out->class = cls;

@@ -93,6 +93,10 @@ int sw_renew(struct sw_switch *sw, const char *ttl, int max_renewals, uint64_t n
 /* NULL when s may be a reason, owner or runbook (no control characters, valid UTF-8), else
  * what is wrong with it ("is not valid UTF-8"). */
 const char *sw_text_problem(const char *s);
+/* The same for text a new change brings (a request, a command line): also no C1 control, no
+ * line or paragraph separator and no bidirectional override or isolate. A switch file keeps
+ * being read by sw_text_problem's rules, so one that held such text still loads. */
+const char *sw_new_text_problem(const char *s);
 
 /* Validate a service name against the configured ones (known == NULL or n_known < 0: any
  * non-empty name up to SLUICE_NAME_LEN-1 characters) and a class name. Returns 0 and *cls, or
