@@ -510,6 +510,22 @@ static void test_missing_group_is_said(void **state)
 }
 
 /* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
+/* Root's request req (taken), answered after one handling. */
+static json_t *ask(struct ctx *c, json_t *req)
+{
+	json_t *ans = NULL;
+	char err[256];
+	int fd = opp_connect(c->path, err, sizeof(err));
+
+	assert_true(fd >= 0);
+	assert_int_equal(opp_send(fd, req, err, sizeof(err)), 0);
+	json_decref(req);
+	ops_handle(&c->s, c->d, monotonic_ns());
+	assert_int_equal(opp_recv(fd, 1000, &ans, err, sizeof(err)), 0);
+	close(fd);
+	return ans;
+}
+
 static json_t *clear_with_reason(struct ctx *c, const char *reason)
 {
 	json_t *req = json_pack("{s:s,s:s,s:s,s:s}", "op", "switch clear", "service", "web",
@@ -543,6 +559,22 @@ static void test_reason_checked_by_the_daemon(void **state)
 	ans = clear_with_reason(c, "drill\n2024-05-01T12:00:00Z root(0) switch set web/L0: forged");
 	assert_false(json_is_true(json_object_get(ans, "ok")));
 	assert_non_null(strstr(opp_str(ans, "error"), "reason: contains control characters"));
+	json_decref(ans);
+
+	/* a line separator breaks a log viewer's line as a line feed does */
+	ans = clear_with_reason(c, "drill\xe2\x80\xa8" "forged");
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "reason: contains control characters"));
+	json_decref(ans);
+
+	/* a plan's switches are new text too: a right-to-left override in one's reason */
+	ans = ask(c, json_pack("{s:s,s:s,s:[{s:s,s:s,s:i,s:s,s:s,s:I,s:I}]}", "op", "plan apply",
+			       "level", "l1", "switches", "service", "web", "class", "L3",
+			       "shed_pct", 50, "reason", "plan p level l1: \xe2\x80\xae" "1-CNI",
+			       "owner", "root", "set_at", (json_int_t)1000,
+			       "expires_at", (json_int_t)2000));
+	assert_false(json_is_true(json_object_get(ans, "ok")));
+	assert_non_null(strstr(opp_str(ans, "error"), "reason contains control characters"));
 	json_decref(ans);
 
 	for (int i = 0; i < 150; i++)
