@@ -201,6 +201,18 @@ static void test_warnings_keys_without_effect(void **st)
 	assert_int_equal(config_warnings(&cfg, &w), 0);
 	assert_int_equal(parse_svc("    target_latency_ms: 40\n"), 0);
 	assert_int_equal(config_warnings(&cfg, &w), 0);
+	/* an http service answers a refused request 429 (503 from the breaker); reject only
+	 * says how the SYNs its connection cap refuses are answered, and with the cap off there
+	 * are none */
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    reject: drop\n"
+				   "    connection_cap: off\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 1);
+	assert_true(has(&w, "service 'web': reject drop has no effect: with connection_cap off "
+			    "no SYN of this http service is refused"));
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    reject: drop\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
+	assert_int_equal(parse_svc("    latency_slo: 50ms\n    connection_cap: off\n"), 0);
+	assert_int_equal(config_warnings(&cfg, &w), 0);
 }
 
 int main(void)

@@ -70,6 +70,13 @@ static int without_effect_warnings(struct doc_errors *out, int n, const struct s
 				 "target_latency_ms (%g) sets the objective", s->name,
 				 s->latency_slo_ratio, s->target_latency_ms);
 	}
+	/* an http service answers a refused request 429 (503 from the breaker): reject says only
+	 * how the SYNs its connection cap refuses are answered */
+	if (s->protocol == SLUICE_PROTO_HTTP && s->reject == SLUICE_REJECT_DROP &&
+	    s->connection_cap == CONN_CAP_OFF)
+		n = warn(out, n, s->line, "service '%s': reject drop has no effect: with "
+			 "connection_cap off no SYN of this http service is refused (a refused "
+			 "request is answered 429, or 503 from the breaker)", s->name);
 	return n;
 }
 
