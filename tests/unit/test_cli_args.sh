@@ -172,4 +172,18 @@ if [ $rc -eq 1 ] && [ -d "$dir/notpins" ]; then
 else
 	echo "not ok $n - detach: an empty directory that is not a BPF filesystem: exit $rc"
 fi
+# sluiced publishes its pin dir and socket for sluicectl, which resolves them from its own
+# working directory: a relative --pin-dir or --run-dir is refused (exit 2), --check included.
+for opt in --pin-dir --run-dir; do
+	n=$((n + 1))
+	"$BUILD/sluiced" --check "$dir/sluice.yaml" "$opt" rel/dir >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq 2 ] && grep -q -- "$opt rel/dir: must be an absolute path" "$dir/err"; then
+		echo "ok $n - sluiced $opt rel/dir: refused, exit 2"
+	else
+		echo "not ok $n - sluiced $opt rel/dir: exit $rc"
+		sed 's/^/# stdout: /' "$dir/out"
+		sed 's/^/# stderr: /' "$dir/err"
+	fi
+done
 echo "1..$n"

@@ -7,10 +7,10 @@ static const struct cliopt sluiced_opts[] = {
 	CLIOPT_STR(struct sluiced_args, check, "check", "FILE", 0,
 		   "only validate FILE: each error with its line; exit 0 or 2"),
 	CLIOPT_STR(struct sluiced_args, pin_dir, "pin-dir", "DIR", 0,
-		   "pin the data path here instead of the config's pin_dir"),
+		   "pin the data path here instead of the config's pin_dir (an absolute path)"),
 	CLIOPT_STR(struct sluiced_args, run_dir, "run-dir", "DIR", 0,
-		   "publish sluiced.json and the operator socket here (default $SLUICE_RUN_DIR, "
-		   "/run/sluice)"),
+		   "publish sluiced.json and the operator socket here, an absolute path (default "
+		   "$SLUICE_RUN_DIR, /run/sluice)"),
 	CLIOPT_BOOL(struct sluiced_args, no_read_wait, "no-read-wait", 0,
 		    "do not load the probe of the wait before the server reads (its metrics and "
 		    "the limit's wait signal stay off)"),

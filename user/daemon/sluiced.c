@@ -215,6 +215,23 @@ static void attached_names(const struct attach_state *at, char *buf, size_t len)
 					 at->ifaces[i].name);
 }
 
+/* 1 (said) when --pin-dir or --run-dir is relative: sluiced publishes them for sluicectl,
+ * which resolves them from its own working directory, another place. */
+static int relative_dir_given(const struct sluiced_args *a)
+{
+	const struct { const char *v, *name; } opt[] = {
+		{ a->pin_dir, "--pin-dir" }, { a->run_dir, "--run-dir" },
+	};
+
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i].v && opt[i].v[0] != '/') {
+			log_error("%s %s: must be an absolute path (sluicectl, run from another "
+				  "directory, would look elsewhere)", opt[i].name, opt[i].v);
+			return 1;
+		}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon d;
@@ -240,6 +257,8 @@ int main(int argc, char **argv)
 	if (rc != CLIOPT_OK)
 		return 2;
 	log_init("sluiced", a.verbose - a.quiet);
+	if (relative_dir_given(&a))
+		return 2;
 	if (a.check)
 		return check_config(a.check);
 	if (!a.config) {
