@@ -172,6 +172,17 @@ if [ $rc -eq 1 ] && [ -d "$dir/notpins" ]; then
 else
 	echo "not ok $n - detach: an empty directory that is not a BPF filesystem: exit $rc"
 fi
+# Numbers on the command line are plain decimals, as in the config: strtod took "0x10" for
+# 16 seconds and " 5" (a leading blank) for 5.
+expect "top --interval 0x10: not a hex number" "--interval must be 0.1..3600 seconds, not '0x10'" \
+	top --interval 0x10
+expect "top --interval ' 1': no leading blank" "--interval must be 0.1..3600 seconds" \
+	top --interval " 1"
+expect "top --iterations ' 5': no leading blank" "--iterations must be a whole number" \
+	top --iterations " 5"
+expect "switch log --last ' 5': no leading blank" "--last must be a whole number" \
+	switch log --last " 5"
+
 # sluiced publishes its pin dir and socket for sluicectl, which resolves them from its own
 # working directory: a relative --pin-dir or --run-dir is refused (exit 2), --check included.
 for opt in --pin-dir --run-dir; do

@@ -19,6 +19,7 @@
 #include "kernel/bpfmaps.h"
 #include "common/duration.h"
 #include "common/jsonio.h"
+#include "common/yamldoc.h"
 #include "ops/switches.h"
 #include "ops/switchstate.h"
 #include "common/clock.h"
@@ -323,12 +324,10 @@ static int do_log(const void *args, void *ctx)
 	int last = 0, bad;
 
 	if (a->last) {
-		char *end;
-		long v;
+		long long v;
 
-		errno = 0;
-		v = strtol(a->last, &end, 10);
-		if (errno || end == a->last || *end || v < 1 || v > 1000000) {
+		/* a plain decimal: strtol takes leading blanks */
+		if (!yparse_int(a->last, &v) || v < 1 || v > 1000000) {
 			log_error("switch log: --last must be a whole number "
 				"1..1000000, not '%s'", a->last);
 			return EXIT_USAGE;

@@ -26,6 +26,7 @@
 #include "kernel/bpfmaps.h"
 #include "common/duration.h"
 #include "common/names.h"
+#include "common/yamldoc.h"
 #include "control/signals.h"
 #include "kernel/status.h"
 #include "ops/switches.h"
@@ -259,25 +260,24 @@ static const struct cliopt top_opts[] = {
 	CLIOPT_TABLE_END,
 };
 
-/* --interval and --iterations as numbers; 0, or -1 after an error naming the bad value. */
+/* --interval and --iterations as numbers, plain decimals as in the config (strtod takes hex,
+ * leading blanks and nan); 0, or -1 after an error naming the bad value. */
 static int top_numbers(const struct top_args *a, double *interval, long *iterations)
 {
-	char *end;
+	long long n;
 
-	if (a->interval) {
-		*interval = strtod(a->interval, &end);
-		if (*end || end == a->interval || !(*interval >= 0.1 && *interval <= 3600)) {
-			log_error("top: --interval must be 0.1..3600 seconds, not '%s'", a->interval);
-			return -1;
-		}
+	if (a->interval &&
+	    (!yparse_double(a->interval, interval) || !(*interval >= 0.1 && *interval <= 3600))) {
+		log_error("top: --interval must be 0.1..3600 seconds, not '%s'", a->interval);
+		return -1;
 	}
 	if (a->iterations) {
-		*iterations = strtol(a->iterations, &end, 10);
-		if (*end || end == a->iterations || *iterations < 1 || *iterations > 100000000) {
+		if (!yparse_int(a->iterations, &n) || n < 1 || n > 100000000) {
 			log_error("top: --iterations must be a whole number >= 1, not '%s'",
 				  a->iterations);
 			return -1;
 		}
+		*iterations = (long)n;
 	}
 	return 0;
 }
