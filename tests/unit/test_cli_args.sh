@@ -172,6 +172,35 @@ if [ $rc -eq 1 ] && [ -d "$dir/notpins" ]; then
 else
 	echo "not ok $n - detach: an empty directory that is not a BPF filesystem: exit $rc"
 fi
+# detach pointed at the root of a BPF file system (--pin-dir /sys/fs/bpf, say), where other
+# tools pin their maps and links: it takes nothing off and unlinks nothing, exit 1 naming
+# why. Before, every pin at that root was unlinked and every pinned link taken off. Root
+# only: the test mounts a BPF file system of its own on a temporary directory, with a map of
+# "another tool" pinned in it, and unmounts it again.
+if [ "$(id -u)" = 0 ] && command -v bpftool >/dev/null; then
+	n=$((n + 1))
+	mkdir -p "$dir/bpfroot"
+	trap 'umount "$dir/bpfroot" 2>/dev/null; rm -rf "$dir"' EXIT
+	if mount -t bpf bpf "$dir/bpfroot" &&
+	   bpftool map create "$dir/bpfroot/other_tool" type array key 4 value 4 entries 1 \
+		name other_tool; then
+		"$CTL" --run-dir "$dir/run" --config "$dir/sluice.yaml" --pin-dir "$dir/bpfroot" \
+			detach >"$dir/out" 2>"$dir/err"
+		rc=$?
+		if [ $rc -eq 1 ] && grep -q "root of a mounted file system" "$dir/err" &&
+		   [ -e "$dir/bpfroot/other_tool" ] && [ ! -s "$dir/out" ]; then
+			echo "ok $n - detach: the root of a BPF file system is refused, another tool's pin stays, exit 1"
+		else
+			echo "not ok $n - detach: the root of a BPF file system: exit $rc"
+			sed 's/^/# stderr: /' "$dir/err"
+			ls -la "$dir/bpfroot" 2>&1 | sed 's/^/# /'
+		fi
+	else
+		echo "not ok $n - detach: could not mount a BPF file system with a pin to try it on"
+	fi
+	rm -f "$dir/bpfroot/other_tool"
+	umount "$dir/bpfroot" 2>/dev/null
+fi
 # Numbers on the command line are plain decimals, as in the config: strtod took "0x10" for
 # 16 seconds and " 5" (a leading blank) for 5.
 expect "top --interval 0x10: not a hex number" "--interval must be 0.1..3600 seconds, not '0x10'" \

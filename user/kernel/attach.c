@@ -2,6 +2,7 @@
 #include "kernel/attach.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,18 +37,68 @@ static __u64 current_netns_ino(void)
 	return stat("/proc/self/ns/net", &st) == 0 ? (__u64)st.st_ino : 0;
 }
 
+/* 1 when dir is the root of a mounted file system (its device is not its parent's, or it is
+ * "/"): for a BPF file system, the place every tool on the host pins in. sluice's pins live
+ * in a directory of their own below it: a pin dir at the root would have detach take off
+ * other tools' links and unlink their pins, and the attach mount over the root's parent. */
+static int is_mount_root(const char *dir)
+{
+	char parent[PATH_MAX];
+	struct stat d, p;
+
+	snprintf(parent, sizeof(parent), "%s/..", dir);
+	if (stat(dir, &d) != 0 || stat(parent, &p) != 0)
+		return 0;
+	return d.st_dev != p.st_dev || d.st_ino == p.st_ino;
+}
+
+static int refuse_mount_root(const char *pin_dir, char *err, size_t errlen)
+{
+	if (!is_mount_root(pin_dir))
+		return 0;
+	snprintf(err, errlen, "pin dir %s is the root of a mounted file system, where other tools "
+		 "pin too: sluice's pins go in a directory of their own (the default is "
+		 SLUICE_PIN_DIR "); nothing done", pin_dir);
+	return -EINVAL;
+}
+
+/* 1 when dir holds anything: a directory with files is not one to mount over. */
+static int has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int any = 0;
+
+	if (!d)
+		return 0;
+	while (!any && (de = readdir(d)))
+		any = strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return any;
+}
+
 static int ensure_bpffs_dir(const char *pin_dir, char *err, size_t errlen)
 {
 	char parent[512];
 	struct statfs fs;
 	char *slash;
+	int rc = refuse_mount_root(pin_dir, err, errlen);
 
+	if (rc)
+		return rc;
 	snprintf(parent, sizeof(parent), "%s", pin_dir);
 	slash = strrchr(parent, '/');
 	if (slash && slash != parent)
 		*slash = 0;
 	if (statfs(parent, &fs) == 0 && fs.f_type != BPF_FS_MAGIC) {
-		/* Hosts without a bpffs mount (a bare container): mount one. */
+		/* Hosts without a bpffs mount (a bare container): mount one, over an empty
+		 * directory only (a mount over /sys/fs would hide the host's cgroups). */
+		if (has_entries(parent)) {
+			snprintf(err, errlen, "%s is not a BPF file system and holds other files: "
+				 "mount one there (mount -t bpf bpf DIR) or choose a pin dir below "
+				 "one; nothing mounted", parent);
+			return -ENOTDIR;
+		}
 		if (mount("bpf", parent, "bpf", 0, NULL) != 0) {
 			snprintf(err, errlen, "%s is not a bpf filesystem and mounting one failed: %s",
 				 parent, strerror(errno));
@@ -690,8 +741,10 @@ int detach_all(const char *pin_dir, char *err, size_t errlen)
 	struct dirent *de;
 	struct statfs fs;
 	DIR *d;
-	int found = 0;
+	int found = 0, rc = refuse_mount_root(pin_dir, err, errlen);
 
+	if (rc)
+		return rc;
 	if (maps_open_pinned(pin_dir, &m) == 0) {
 		if (maps_read_globals(&m, &g) == 0 && g.ifindex && g.netns_ino &&
 		    g.netns_ino != current_netns_ino()) {
