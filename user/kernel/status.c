@@ -180,6 +180,9 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 		struct service_status *s = &out->s[out->n];
 		struct sluice_inflight inf;
 
+		/* a read that fails (out of memory) shows 0, never another slot's or the
+		 * stack's leftovers */
+		memset(&inf, 0, sizeof(inf));
 		memset(s, 0, sizeof(*s));
 		s->svc = svcs[i];
 		if (!s->svc.name[0] || !s->svc.port)
@@ -203,6 +206,7 @@ int status_collect(const struct sluice_maps *m, struct status_snapshot *out, int
 			struct sluice_inflight conns;
 			struct sluice_conn_cap cc;
 
+			memset(&cc, 0, sizeof(cc));
 			if ((http ? maps_read_http_conns(m, i, &conns) :
 				    maps_read_inflight(m, i, &conns)) == 0) {
 				s->connections = conns.total;
