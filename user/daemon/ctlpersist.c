@@ -31,6 +31,9 @@ static void adopt_cascade(struct daemon *d, uint64_t since, unsigned long long n
 	d->cascade_written = cascade_since(d);
 }
 
+/* The adoption writes the heartbeat after every this many services (daemon_beat_if_due). */
+#define IMPORT_BEAT_EVERY 1024
+
 void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 {
 	uint64_t newest = 0, cascade = 0, since;
@@ -41,6 +44,9 @@ void daemon_ctl_import(struct daemon *d, unsigned long long now_ns)
 		const char *why = "";
 		int rc;
 
+		/* tens of thousands of entries take a quarter of a second and more */
+		if (i % IMPORT_BEAT_EVERY == IMPORT_BEAT_EVERY - 1)
+			daemon_beat_if_due(d);
 		if (maps_read_ctl_slot(&d->m, d->idx[i], &slot_buf)) {
 			log_warn("%s: the pinned controller state cannot be read; starting afresh",
 				 sc->name);

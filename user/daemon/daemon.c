@@ -190,6 +190,23 @@ static void reader_beat(void *ctx)
 	beat_if_due(ctx);
 }
 
+void daemon_beat_if_due(struct daemon *d)
+{
+	beat_if_due(d);
+}
+
+/* Does the data path enforce the verdicts in the maps now: a heartbeat written (by a previous
+ * sluiced whose pins this one adopts) and not older than the timeout it was written with? As
+ * the data path judges it (bpf/admit.h), a heartbeat a little ahead of now included. */
+static int heartbeat_live(const struct daemon *d, unsigned long long now_ns)
+{
+	struct sluice_globals g;
+
+	if (maps_read_globals(&d->m, &g) || !g.heartbeat_ns)
+		return 0;
+	return g.heartbeat_ns >= now_ns || now_ns - g.heartbeat_ns <= g.heartbeat_timeout_ns;
+}
+
 /* Which slots the tick reads in-flight of (http: requests; tcp reads busy). */
 static void reader_wants(struct daemon *d)
 {
@@ -272,11 +289,21 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	}
 	d->rd.beat = reader_beat;
 	d->rd.beat_ctx = d;
+	/* A restart that adopts a live data path: what the maps hold is the previous sluiced's
+	 * last good state, and programming and adopting tens of thousands of services takes
+	 * seconds, after which the first tick decides again. The heartbeat is kept fresh
+	 * meanwhile (every RELOAD_BEAT_EVERY services, as a reload's), so those verdicts stay in
+	 * force rather than the data path admitting everything. A first start (no heartbeat
+	 * ever) or one after the data path failed open has no decision in force to keep: the
+	 * heartbeat waits for the end of the setup, as it did. */
+	if (heartbeat_live(d, now_ns))
+		write_globals(d, now_ns);
 	if (maps_assign_indices(&d->m, &d->cfg, d->idx)) {
 		snprintf(err, errlen, "no free service slot in the maps (%d slots)", d->m.n_slots);
 		return -1;
 	}
-	if ((rc = maps_program_services(&d->m, &d->cfg, d->idx))) {
+	if ((rc = maps_program_services_beat(&d->m, &d->cfg, d->idx, RELOAD_BEAT_EVERY,
+					     reader_beat, d))) {
 		snprintf(err, errlen, "cannot program service maps: %s", strerror(-rc));
 		return -1;
 	}
@@ -284,6 +311,8 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	sluice_cascade_params_from_conf(&d->cfg.cascade, &d->cp);
 	sluice_cascade_init(&d->cascade);
 	for (int i = 0; i < d->cfg.n_services; i++) {
+		if (i % RELOAD_BEAT_EVERY == RELOAD_BEAT_EVERY - 1)
+			beat_if_due(d);
 		service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg,
 				 now_ns ^ (0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1)), now_ns);
 		memset(&d->books[i], 0, sizeof(d->books[i]));
@@ -299,7 +328,8 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		pthread_condattr_destroy(&ca);
 	}
 	daemon_node_configure(d, now_ns);
-	write_globals(d, now_ns);
+	/* kept fresh through the setup: on from the last beat, never back to the setup's start */
+	write_globals(d, d->beat_real_ns ? d->beat_ns + (monotonic_ns() - d->beat_real_ns) : now_ns);
 	if (state_dir_ensure(d->cfg.state_dir, werr, sizeof(werr)))
 		log_warn("%s: switch changes stay in memory until it can be created", werr);
 	if (iow_start(&d->iow, d->cfg.state_dir, gr ? (long)gr->gr_gid : -1, 500, werr,

@@ -159,7 +159,9 @@ struct daemon {
 };
 
 /* Set up controller state for the loaded config and program the maps; start the file writer
- * (it reads the switch file; waits for that at most half a second). */
+ * (it reads the switch file; waits for that at most half a second). Adopting a live data path
+ * (a restart: the previous sluiced's heartbeat within its timeout), it keeps the heartbeat
+ * fresh as it goes; otherwise it writes the first one at its end. */
 int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t errlen);
 
 /* One control tick: reads every service's counters in one batch, runs the controller for the
@@ -169,6 +171,11 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
  * slot or the ticks a second changed. */
 const struct service_books *daemon_service_turns(struct daemon *d, int i);
 void daemon_tick(struct daemon *d, unsigned long long now_ns);
+
+/* Between steps of long work over the services (a restart's adoption of the pinned state):
+ * the heartbeat moved on by the time passed, once the last one written is 100 ms old. Nothing
+ * until this daemon has written one (daemon_init). */
+void daemon_beat_if_due(struct daemon *d);
 
 /* Free what daemon_init allocated. */
 void daemon_free(struct daemon *d);
