@@ -14,6 +14,7 @@
 #include "scale.h"
 #include "daemon/ctlpersist.h"
 #include "control/ctlslot.h"
+#include "kernel/replies.h"
 
 #define N 300
 
@@ -392,6 +393,72 @@ static void test_failed_release_reread_read_next(void **st)
 	assert_int_equal(maps_reader_reread_released(r, m), 0);
 }
 
+/* A controller's first tick (after a start; a service a reload added) reads the histograms
+ * of the classes that counted samples only, and takes the others as the empty ones they are;
+ * nor does it write again the 503 the maps' programming wrote. Both were a read or a write
+ * for every configured service: at 20,000 services (most of them never with traffic) they
+ * were over half the first tick. A daemon of its own, so that its first tick is seen; then a
+ * reload that adds a service, and its first tick. */
+static void test_first_tick_reads_what_counted(void **st)
+{
+	struct scale *f = scale_setup(N, 0);
+	struct sluice_reply marked, now;
+	int with_samples = 0, idle = N - 1;
+	__u32 key;
+	(void)st;
+
+	assert_non_null(f);
+	/* a turn on one service, counted when its flow ends: a latency sample */
+	scale_unit(f, 0, 21000, 0);
+	scale_turn(f, 0, 21000, 0);
+	scale_turn(f, 0, 21000, 1);
+	scale_rst(f, 0, 21000, sizeof(SCALE_QUERY) - 1);
+	/* a 503 the tick has no reason to write: still there after it */
+	assert_int_equal(maps_write_reply(&f->d->m, f->d->idx[idle], SLUICE_REPLY_503, 77), 0);
+	build_http_reply(&marked, SLUICE_REPLY_503, 77);
+	f->d->rd.hist_syscalls = 0;
+	daemon_tick(f->d, monotonic_ns());
+	for (int i = 0; i < N; i++)
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
+			struct sluice_hist h;
+
+			with_samples += maps_reader_samples(&f->d->rd, f->d->idx[i], c) != 0;
+			/* every controller's snapshot is what the maps hold */
+			assert_int_equal(maps_read_hist(&f->d->m, f->d->idx[i], c, &h), 0);
+			assert_memory_equal(&f->d->ctl[i].prev_h[c], &h, sizeof(h));
+		}
+	print_message("# first tick: %d classes with samples of %d, %lld histogram lookups\n",
+		      with_samples, N * SLUICE_NUM_CLASSES, f->d->rd.hist_syscalls);
+	assert_true(with_samples > 0);
+	assert_true(f->d->rd.hist_syscalls <= with_samples);
+	key = (__u32)f->d->idx[idle] * 2 + SLUICE_REPLY_503;
+	assert_int_equal(bpf_map_lookup_elem(f->d->m.replies, &key, &now), 0);
+	assert_memory_equal(&now, &marked, sizeof(now));
+
+	/* a service added by a reload: the same at its first tick */
+	{
+		char path[] = "/tmp/sluice-batchio.XXXXXX", *text = scale_config(N + 1, 0, f->state_dir);
+		int fd = mkstemp(path);
+
+		assert_non_null(text);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+		close(fd);
+		free(text);
+		snprintf(f->d->cfg_path, sizeof(f->d->cfg_path), "%s", path);
+		assert_int_equal(daemon_reload(f->d, 0, monotonic_ns()), 1);
+		unlink(path);
+	}
+	assert_int_equal(maps_write_reply(&f->d->m, f->d->idx[N], SLUICE_REPLY_503, 77), 0);
+	f->d->rd.hist_syscalls = 0;
+	daemon_tick(f->d, monotonic_ns());
+	assert_int_equal(f->d->rd.hist_syscalls, 0);
+	key = (__u32)f->d->idx[N] * 2 + SLUICE_REPLY_503;
+	assert_int_equal(bpf_map_lookup_elem(f->d->m.replies, &key, &now), 0);
+	assert_memory_equal(&now, &marked, sizeof(now));
+	scale_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_failed_inflight_read_keeps_changes),
 		cmocka_unit_test(test_failed_release_reread_read_next),
 		cmocka_unit_test(test_tick_writes_what_it_decided),
+		cmocka_unit_test(test_first_tick_reads_what_counted),
 	};
 	return cmocka_run_group_tests_name("batchio", tests, setup, teardown);
 }

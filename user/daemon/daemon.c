@@ -316,6 +316,9 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg,
 				 now_ns ^ (0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1)), now_ns);
 		memset(&d->books[i], 0, sizeof(d->books[i]));
+		/* what maps_program_services wrote into its 503, so the first tick does not
+		 * write it again (a syscall per service: a tenth of a second at 20,000) */
+		d->books[i].retry_after_written = (unsigned)d->cfg.services[i].retry_after_s;
 	}
 	switch_state_init(&d->sw);
 	pthread_mutex_init(&d->lock, NULL);
@@ -659,6 +662,23 @@ const struct service_books *daemon_service_turns(struct daemon *d, int i)
 	return b;
 }
 
+/* The classes of service i whose slot counted latency samples. A class that counted none has
+ * an empty histogram: its slot's histograms and counters start from zero together (a slot
+ * new to its service, a layout that renews them), and BPF counts a sample after putting it
+ * in the histogram, so one caught in between is counted by the tick that sees its count.
+ * A controller's first tick takes those as empty without reading them: after a start or a
+ * reload of tens of thousands of services, most of which have never had traffic, reading
+ * every histogram was most of that tick. */
+static unsigned classes_with_samples(const struct daemon *d, int i)
+{
+	unsigned mask = 0;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		if (maps_reader_samples(&d->rd, d->idx[i], c))
+			mask |= 1u << c;
+	return mask;
+}
+
 static unsigned hist_classes_to_read(struct daemon *d, int i)
 {
 	struct service_books *b = &d->books[i];
@@ -668,7 +688,7 @@ static unsigned hist_classes_to_read(struct daemon *d, int i)
 	if (b->hist_want_tick == d->ticks + 1)
 		return b->hist_want;
 	if (!b->primed)
-		want = (1u << SLUICE_NUM_CLASSES) - 1;
+		want = classes_with_samples(d, i);
 	for (int c = 0; b->primed && c < SLUICE_NUM_CLASSES; c++) {
 		long long n = maps_reader_samples(&d->rd, d->idx[i], c) - (long long)b->hist_samples[c];
 
@@ -839,6 +859,9 @@ static int tick_conn_cap(struct daemon *d, int i, const struct sluice_verdict *v
 	return sluice_conncap_held(c);
 }
 
+/* The histogram of a class that counted no sample (classes_with_samples). */
+static const struct sluice_hist no_samples;
+
 static void tick_service(struct daemon *d, int i, int suppressed, unsigned long long now_ns,
 			 uint64_t wall_s, double dt_s, double decay,
 			 const struct sluice_event_sink *host_sink)
@@ -869,8 +892,9 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 	in.hist_deferred = b->hist_held;
 	in.hist_same = ~(want | in.hist_deferred) & ((1u << SLUICE_NUM_CLASSES) - 1);
 	if (!d->ctl[i].have_prev) {
-		/* the books' mirror aside, a controller's first tick reads them all */
-		want = (1u << SLUICE_NUM_CLASSES) - 1;
+		/* the books' mirror aside, a controller's first tick takes every histogram: those
+		 * of the classes that counted samples read, the others empty */
+		want = classes_with_samples(d, i);
 		in.hist_same = 0;
 		in.hist_deferred = 0;
 	}
@@ -884,6 +908,10 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 		b->quiet = 0;
 		return;
 	}
+	if (!d->ctl[i].have_prev)
+		for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+			if (!(want >> c & 1))
+				in.hist_at[c] = &no_samples;
 	/* cumulative, summed over CPUs from the probe's mapped counters (no syscall) */
 	in.wait_have = readwait_read(&d->rw, d->idx[i], &in.wait) == 0;
 	in.listen.have = service_aq(d, i)->listeners > 0;
@@ -1300,6 +1328,8 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 		} else {
 			service_ctl_init(&new_ctl[i], &next.services[i], &next, now_ns + (unsigned)i,
 					 now_ns);
+			/* the 503 maps_program_services wrote, as for a service kept */
+			new_books[i].retry_after_written = (unsigned)next.services[i].retry_after_s;
 			/* its slot is new to it (mapconfig.h: counted from zero); so is the slot's
 			 * count of in-flight corrections, which /metrics shows as the service's */
 			if (d->recon.slot && new_idx[i] < d->recon.n_slots)
