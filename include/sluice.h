@@ -1002,8 +1002,8 @@ struct sluice_pkt_stats {
 
 /* ---- Latency histograms (PERCPU_ARRAY, one map per class, index = service: `latency_hist`
  * for L0, `latency_hist1` .. `latency_hist3` for L1 .. L3, SLUICE_HIST_MAP_NAMES) ----
- * Log-linear in microseconds: values 0..3 exact, then 4 sub-buckets per power of two up to
- * 2^26 us (67 s). Bucket i >= 4 covers [lo, hi) with p = (i-4)/4 + 2, s = (i-4)%4,
+ * Log-linear in microseconds: values 0..3 exact, then 4 sub-buckets per power of two, the
+ * last power 2^26 us (67 s); the last bucket, from 7 << 24 us (117 s), is open. Bucket i >= 4 covers [lo, hi) with p = (i-4)/4 + 2, s = (i-4)%4,
  * lo = (4+s) << (p-2), hi = (5+s) << (p-2). */
 #define SLUICE_HIST_MAX_POW   26
 #define SLUICE_HIST_BUCKETS   (4 + (SLUICE_HIST_MAX_POW - 1) * 4)   /* 104 */

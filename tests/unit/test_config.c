@@ -838,6 +838,9 @@ static void test_relative_dirs(void **state)
 				"services:\n  - name: web\n    port: 80\n"), 2);
 	expect_error(&f->errs, 2, "bad state_dir 'var/sluice': must be an absolute path");
 	expect_error(&f->errs, 3, "bad pin_dir './pins': must be an absolute path");
+	expect_fail(f, parse(f, "interface: lo\npin_dir: /sys/fs/bpf/\n"
+				"services:\n  - name: web\n    port: 80\n"), 1);
+	expect_error(&f->errs, 2, "bad pin_dir '/sys/fs/bpf/': is the BPF file system's root");
 	expect_ok(f, parse(f, "interface: lo\nstate_dir: /var/sluice\npin_dir: /sys/fs/bpf/s\n"
 			      "services:\n  - name: web\n    port: 80\n"));
 	assert_string_equal(f->cfg.state_dir, "/var/sluice");

@@ -357,7 +357,18 @@ static void root_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_node
 	} else if (!strcmp(key, "state_dir")) {
 		get_absolute_path(d, v, key, cfg->state_dir, sizeof(cfg->state_dir));
 	} else if (!strcmp(key, "pin_dir")) {
+		size_t n;
+
 		get_absolute_path(d, v, key, cfg->pin_dir, sizeof(cfg->pin_dir));
+		n = strlen(cfg->pin_dir);
+		while (n > 1 && cfg->pin_dir[n - 1] == '/')
+			n--;
+		/* sluiced refuses it at start too (any file system's root): said here already,
+		 * for the usual place, so a --check before a rollout catches it */
+		if (n == strlen("/sys/fs/bpf") && !strncmp(cfg->pin_dir, "/sys/fs/bpf", n))
+			ydoc_bad(d, v, key, "", "is the BPF file system's root, where other tools pin "
+				 "too: use a directory of sluice's own below it (the default is "
+				 SLUICE_PIN_DIR ")");
 	} else if (!strcmp(key, "switch_group")) {
 		yget_string(d, v, key, "", cfg->switch_group, sizeof(cfg->switch_group), true);
 	} else if (!strcmp(key, "switch_max_renewals")) {
