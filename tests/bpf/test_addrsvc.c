@@ -31,7 +31,7 @@ enum { A, B, C, ANY, ONLY, PLAIN, N_SVC };
 
 static int setup(void **state)
 {
-	return (*state = harness_fixture(CONFIG, 0, 1000000000ull)) ? 0 : -1;
+	return (*state = harness_shared_fixture(CONFIG, 0, 1000000000ull)) ? 0 : -1;
 }
 
 /* A class_stats counter (at offset off) of a service, summed over its classes. */
@@ -318,5 +318,5 @@ int main(void)
 	/* A private network namespace: nothing here touches the host's interfaces. */
 	if (unshare(CLONE_NEWNET) != 0)
 		return 1;
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, harness_shared_release);
 }

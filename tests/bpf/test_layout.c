@@ -61,6 +61,8 @@ struct pair {
 	char pin_dir[128];
 };
 
+/* Objects of their own (harness_fixture, not a shared one): the tests pin maps under pin_dir and
+ * copy one object's maps into the other's, as an upgrade does. */
 static int setup(void **state)
 {
 	struct pair *p = calloc(1, sizeof(*p));

@@ -106,7 +106,8 @@ static int teardown(void **state)
 
 /* The three programs on lo (XDP generic: lo has no driver mode). The namespace goes with the
  * process, and the attachments with it; a setup that fails undoes what it did, since cmocka
- * runs no teardown after it. */
+ * runs no teardown after it. An object of its own (harness_fixture, not the shared one): real
+ * sockets' segments run the attached programs, whose sk_storage a reset could not clear. */
 static int setup(void **state)
 {
 	int lo = (int)if_nametoindex("lo");

@@ -39,7 +39,7 @@ static const char *CONFIG =
 
 static int setup(void **state)
 {
-	return (*state = harness_fixture(CONFIG, 0, 3600000000000ull)) ? 0 : -1;
+	return (*state = harness_shared_fixture(CONFIG, 0, 3600000000000ull)) ? 0 : -1;
 }
 
 #define REQ "GET /big HTTP/1.1\r\nHost: t\r\n\r\n"
@@ -277,5 +277,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused_syn_left_to_tc, setup, harness_teardown),
 	};
 
-	return cmocka_run_group_tests_name("nic", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("nic", tests, NULL, harness_shared_release);
 }

@@ -36,7 +36,7 @@ static const char *NEW =
 
 static int setup(void **state)
 {
-	struct fixture *f = harness_fixture(OLD, 0, 1000000000ull);
+	struct fixture *f = harness_shared_fixture(OLD, 0, 1000000000ull);
 
 	*state = f;
 	return f ? 0 : -1;
@@ -686,5 +686,5 @@ int main(void)
 		printf("1..0 # SKIP needs root\n");
 		return 0;
 	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, harness_shared_release);
 }
