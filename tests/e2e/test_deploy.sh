@@ -101,7 +101,7 @@ ok $? "the switches.json of ConfigMap sluice-switches is a valid switch file (sw
 KUBECTL=${KUBECTL:-kubectl}   # KUBECTL=/nonexistent runs this test as on a plain Debian 12
 if command -v "$KUBECTL" >/dev/null 2>&1 && "$KUBECTL" kustomize "$K8S" > "$TMP/kustomized.yaml" 2>"$TMP/kustomize.err"; then
 	n=$(grep -c '^kind:' "$TMP/kustomized.yaml")
-	ok $([ "$n" -eq 5 ] && echo 0 || echo 1) "kubectl kustomize deploy/kubernetes builds all $n objects (no cluster needed)"
+	ok $([ "$n" -eq 6 ] && echo 0 || echo 1) "kubectl kustomize deploy/kubernetes builds all $n objects (no cluster needed)"
 elif command -v "$KUBECTL" >/dev/null 2>&1; then
 	ok 1 "kubectl kustomize deploy/kubernetes builds" "$(cat "$TMP/kustomize.err")"
 else
@@ -142,7 +142,7 @@ for im in k.get('images') or []:
         errs.append(f"images: {im['name']} is not an image of the DaemonSet ({images})")
 for e in errs: print(e)
 print(f'{len(seen)} objects')
-sys.exit(1 if errs or len(seen) != 5 else 0)
+sys.exit(1 if errs or len(seen) != 6 else 0)
 P
 )
 ok $? "kustomization.yaml assembles all manifests of deploy/kubernetes ($(echo "$out" | tail -1), checked with python3-yaml)" "$out"
@@ -175,6 +175,16 @@ need(spec['selector']['matchLabels'].items() <= meta['labels'].items(), 'selecto
 need(pod.get('hostNetwork') is True, 'hostNetwork must be true (programs attach to the host NIC)')
 need(pod.get('dnsPolicy') == 'ClusterFirstWithHostNet', 'dnsPolicy must be ClusterFirstWithHostNet')
 need(pod.get('priorityClassName') == 'system-node-critical', 'priorityClassName must be system-node-critical')
+# Clusters may admit a system-* priority class only in a namespace whose ResourceQuota scope
+# selects it (GKE by default): without one the DaemonSet creates no pod at all.
+pc = pod.get('priorityClassName', '')
+need(not pc.startswith('system-') or ds['metadata']['namespace'] == 'kube-system' or any(
+        k == 'ResourceQuota' and o['metadata'].get('namespace') == ds['metadata']['namespace'] and
+        any(e.get('scopeName') == 'PriorityClass' and e.get('operator') == 'In' and pc in e.get('values', [])
+            for e in (o.get('spec', {}).get('scopeSelector') or {}).get('matchExpressions', []))
+        for (k, _), o in objs.items()),
+     f'priorityClassName {pc} outside kube-system needs a ResourceQuota in {ds["metadata"]["namespace"]} '
+     'whose scopeSelector has PriorityClass In [' + pc + ']')
 need(any(t.get('operator') == 'Exists' and 'key' not in t for t in pod.get('tolerations', [])),
      'must tolerate every taint (operator: Exists)')
 us = spec.get('updateStrategy', {})
@@ -273,9 +283,11 @@ KEYS = {
     'volumeMount': {'name', 'mountPath', 'readOnly', 'subPath', 'mountPropagation', 'subPathExpr'},
     'volume': {'name', 'hostPath', 'configMap', 'emptyDir', 'secret', 'projected', 'downwardAPI'},
     'port': {'name', 'containerPort', 'hostPort', 'protocol', 'hostIP'},
+    'rq.spec': {'hard', 'scopes', 'scopeSelector'},
+    'scopeExpr': {'scopeName', 'operator', 'values'},
 }
 HOSTPATH_TYPES = {'', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'}
-API = {'Namespace': 'v1', 'ServiceAccount': 'v1', 'ConfigMap': 'v1', 'DaemonSet': 'apps/v1'}
+API = {'Namespace': 'v1', 'ServiceAccount': 'v1', 'ConfigMap': 'v1', 'DaemonSet': 'apps/v1', 'ResourceQuota': 'v1'}
 errs = []
 def need(cond, msg):
     if not cond: errs.append(msg)
@@ -315,6 +327,19 @@ for f, o in objs:
     if kind == 'ConfigMap':
         for k, v in typed(o, 'data', dict, w).items():
             need(re.match(r'^[-._a-zA-Z0-9]+$', k) and isinstance(v, str), f'{w}.data.{k}: bad key or non-string value')
+    if kind == 'ResourceQuota':
+        q = keys(o.get('spec'), 'rq.spec', f'{w}.spec')
+        for k, v in (typed(q, 'hard', dict, f'{w}.spec') or {}).items():
+            need(isinstance(v, str) and QTY.match(v), f'{w}.spec.hard.{k}: {v!r} (a quoted quantity)')
+        for e in (q.get('scopeSelector') or {}).get('matchExpressions', []):
+            keys(e, 'scopeExpr', f'{w}.spec.scopeSelector')
+            need(e.get('scopeName') in ('PriorityClass', 'Terminating', 'NotTerminating', 'BestEffort',
+                                        'NotBestEffort', 'CrossNamespacePodAffinity', 'VolumeAttributesClass')
+                 and e.get('operator') in ('In', 'NotIn', 'Exists', 'DoesNotExist'),
+                 f'{w}.spec.scopeSelector: bad expression {e}')
+            need(e.get('operator') not in ('In', 'NotIn') or
+                 (isinstance(e.get('values'), list) and e['values'] and all(isinstance(x, str) for x in e['values'])),
+                 f'{w}.spec.scopeSelector: {e.get("operator")} needs a non-empty list of values')
     if kind != 'DaemonSet': continue
     s = keys(o.get('spec'), 'ds.spec', f'{w}.spec')
     typed(s.get('selector', {}), 'matchLabels', dict, f'{w}.spec.selector')
