@@ -238,6 +238,16 @@ need(any(p.get('containerPort') == int(port) for p in c.get('ports', [])), f'con
 rp = c.get('readinessProbe', {}).get('httpGet', {})
 need(rp.get('path') == '/metrics' and str(rp.get('port')) == port, f'readinessProbe must GET /metrics on {port}')
 need('livenessProbe' in c, 'no livenessProbe')
+# A pod whose control loop stalls after it turned Ready must still count as unavailable when
+# the liveness probe has it killed: found within the probe's failures, gone at the grace
+# period's end (a stuck loop never reads its SIGTERM). Kubernetes defaults where a field is
+# left out.
+lp = c.get('livenessProbe', {})
+live_window = lp.get('periodSeconds', 10) * lp.get('failureThreshold', 3) + lp.get('timeoutSeconds', 1) + \
+    lp.get('terminationGracePeriodSeconds', pod.get('terminationGracePeriodSeconds', 30))
+need(spec.get('minReadySeconds', 0) > live_window,
+     f"minReadySeconds {spec.get('minReadySeconds', 0)} must exceed the time the liveness probe takes to find "
+     f"and kill a stalled controller ({live_window} s), or a rollout moves on to the next node first")
 for e in errs: print(e)
 sys.exit(1 if errs else 0)
 P
