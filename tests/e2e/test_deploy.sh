@@ -475,13 +475,13 @@ for pat in '^Type=simple$' '^ExecStartPre=/usr/local/bin/sluiced --check /etc/sl
 	'^ExecStart=/usr/local/bin/sluiced --config /etc/sluice/sluice.yaml$' '^ExecReload=/bin/kill -HUP \$MAINPID$' \
 	'^Restart=always$' '^RestartSec=1$' '^NoNewPrivileges=yes$' '^ProtectSystem=strict$' \
 	'^ReadWritePaths=.*/var/lib/sluice' '^ReadWritePaths=.*/sys/fs/bpf' '^LimitMEMLOCK=infinity$' \
-	'^KillSignal=SIGTERM$'; do
+	'^KillSignal=SIGTERM$' '^Nice=-[0-9]+$' '^OOMScoreAdjust=-[0-9]+$'; do
 	grep -qE "$pat" "$UNIT" || miss="$miss [$pat]"
 done
 bset=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT" | tr ' ' '\n' | sed 's/^CAP_//' | sort | tr '\n' ' ')
 want=$(echo $CAPS | tr ' ' '\n' | sort | tr '\n' ' ')
 [ "$bset" = "$want" ] || miss="$miss [CapabilityBoundingSet $bset != $want]"
-ok $([ -z "$miss" ] && echo 0 || echo 1) "systemd unit: check before start, HUP reload, restart, the DaemonSet's capability set, sandbox" "missing:$miss"
+ok $([ -z "$miss" ] && echo 0 || echo 1) "systemd unit: check before start, HUP reload, restart, priority over the workloads (nice, OOM score), the DaemonSet's capability set, sandbox" "missing:$miss"
 # With a switch_group, sluiced hands the state dir and the audit log to root:GROUP (chown);
 # root may give a file to a group it is not in only with CAP_CHOWN. The unit's bounding set
 # must allow that chown, or the group's members read no audit log.
