@@ -457,6 +457,27 @@ required = ['sluice_requests_admitted_total', 'sluice_requests_rejected_total', 
             'sluice_degradation_actions_total', 'sluice_retry_amplification_ratio']
 for m in required:
     if m not in used: errs.append(f'dashboard does not show {m}')
+# PromQL by metric type (as metrics.c declares each family): rate()/increase() only over
+# counters and histogram series, a counter never plotted raw (its value is the total since the
+# pins were made, and it restarts at a detach), histogram_quantile over _bucket kept by le.
+types = {}
+for fn, t in re.findall(r'static void (\w+)\(FILE \*b,[^{]*const char \*name[^{]*\)\s*\{(?:[^}]|\}(?!\n\n))*?family\(b, name, "(\w+)"', code):
+    for m in re.findall(fn + r'\(\s*b,[^"]*"(sluice_[a-z0-9_]+)"', code): types[m] = t
+for m, t in re.findall(r'family\(\s*b,\s*"(sluice_[a-z0-9_]+)",\s*"(\w+)"', code): types[m] = t
+for m in re.findall(r'CLASS_COUNTER\(\s*"(sluice_[a-z0-9_]+)"', code): types[m] = 'counter'
+for m, t in re.findall(r'SVC_EXTRA\(\s*"(sluice_[a-z0-9_]+)",\s*"(\w+)"', code): types[m] = t
+def mtype(name):
+    base = re.sub(r'_(bucket|sum|count)$', '', name)
+    return 'counter' if name != base and types.get(base) == 'histogram' else types.get(name)
+for e in exprs:
+    for m in re.finditer(r'\b(sluice_[a-z0-9_]+)', e):
+        t, in_rate = mtype(m[1]), re.search(r'\b(rate|irate|increase)\(\s*$', e[:m.start()])
+        if t is None: errs.append(f'{m[1]}: no metric type found in user/daemon/metrics.c')
+        elif in_rate and t != 'counter': errs.append(f'{m[1]} is a {t}: rate()/increase() is for counters: {e}')
+        elif not in_rate and t == 'counter': errs.append(f'{m[1]} is a counter: plot its rate() or increase(): {e}')
+    for q in re.finditer(r'histogram_quantile\(', e):
+        if not re.search(r'\bby \([^)]*\ble\b[^)]*\) \((rate|irate|increase)\(sluice_[a-z0-9_]+_bucket\b', e[q.end():]):
+            errs.append(f'histogram_quantile needs sum by (..., le) (rate(..._bucket)): {e}')
 if not any('histogram_quantile(0.99' in e and '_bucket' in e for e in exprs): errs.append('no p99 from the histogram')
 if not any('histogram_quantile(0.5' in e and '_bucket' in e for e in exprs): errs.append('no p50 from the histogram')
 if not any('by (class, reason)' in e for e in exprs): errs.append('no rejected rate by class and reason')
