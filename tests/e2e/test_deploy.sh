@@ -190,6 +190,9 @@ need(any(t.get('operator') == 'Exists' and 'key' not in t for t in pod.get('tole
 us = spec.get('updateStrategy', {})
 need(us.get('type') == 'RollingUpdate' and us.get('rollingUpdate', {}).get('maxUnavailable') == 1,
      'updateStrategy must be RollingUpdate with maxUnavailable 1')
+need(us.get('rollingUpdate', {}).get('maxSurge', 0) in (0, '0%'),
+     'maxSurge must be 0: a surge pod cannot be scheduled beside the old one (hostPort), and the old one '
+     'goes only once the new one is available, so the rollout would stop for good')
 need(isinstance(pod.get('terminationGracePeriodSeconds'), int), 'terminationGracePeriodSeconds missing')
 sa = pod.get('serviceAccountName')
 need(('ServiceAccount', sa) in objs, f'serviceAccountName {sa} has no ServiceAccount manifest')
