@@ -18,6 +18,7 @@
 #include "daemon/daemon.h"
 #include "daemon/logstream.h"
 #include "daemon/opserver.h"
+#include "daemon/procsig.h"
 #include "ops/opproto.h"
 #include "daemon/ctlpersist.h"
 #include "kernel/attach.h"
@@ -270,16 +271,9 @@ int main(int argc, char **argv)
 	pin_override = a.pin_dir;
 	/* -v also prints the debug-level events on stdout, as it always has. */
 	d.verbose = log_enabled(LOG_DEBUG);
-	/* Block the signals before any thread exists (the metrics server's), so they reach
+	/* Before any thread exists (the metrics server's), so the stop and reload signals reach
 	 * only the signalfd of the main loop. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	/* A reader that goes away (a FIFO in the state dir, a client that hangs up) must cost an
-	 * error on that write, never the process. */
-	signal(SIGPIPE, SIG_IGN);
+	procsig_setup(&mask);
 	d.events = stdout;
 	/* Nor may journald behind on stderr: the messages are written as the events are. */
 	rc = logstream_open(STDERR_FILENO, LOGSTREAM_BUF_BYTES);
