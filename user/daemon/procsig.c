@@ -15,4 +15,9 @@ void procsig_setup(sigset_t *mask)
 	/* A reader that goes away (a FIFO in the state dir, a client that hangs up) must cost an
 	 * error on that write, never the process. */
 	signal(SIGPIPE, SIG_IGN);
+	/* In a container sluiced is PID 1 and inherits every orphan there (a probe's shell killed
+	 * at its timeout leaves its sluicectl and grep). It starts no children and waits for
+	 * none: with SIGCHLD ignored the kernel reaps them, instead of a zombie per orphan
+	 * holding a pid of the pod's limit until the probes cannot fork. */
+	signal(SIGCHLD, SIG_IGN);
 }

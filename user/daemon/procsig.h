@@ -6,7 +6,7 @@
 #include <signal.h>
 
 /* Block SIGTERM, SIGINT and SIGHUP (in *mask, for the main loop's signalfd: no thread sees
- * them) and ignore SIGPIPE. */
+ * them), ignore SIGPIPE, and have the kernel reap children (orphans handed to PID 1). */
 void procsig_setup(sigset_t *mask);
 
 #endif
