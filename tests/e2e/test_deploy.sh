@@ -149,7 +149,7 @@ ok $? "kustomization.yaml assembles all manifests of deploy/kubernetes ($(echo "
 
 if have_pyyaml; then
 	out=$(python3 - "$CAPS" "$TMP/cm/sluice.yaml" <<'P' 2>&1
-import glob, sys, yaml
+import glob, re, sys, yaml
 caps = set(sys.argv[1].split())
 cfg = yaml.safe_load(open(sys.argv[2]))
 objs = {}
@@ -242,11 +242,13 @@ rp = c.get('readinessProbe', {}).get('httpGet', {})
 need(rp.get('path') == '/metrics' and str(rp.get('port')) == port, f'readinessProbe must GET /metrics on {port}')
 need('livenessProbe' in c, 'no livenessProbe')
 # A pod whose control loop stalls after it turned Ready must still count as unavailable when
-# the liveness probe has it killed: found within the probe's failures, gone at the grace
-# period's end (a stuck loop never reads its SIGTERM). Kubernetes defaults where a field is
-# left out.
+# the liveness probe has it killed: once the heartbeat is as old as the probe allows (awk -v
+# max=S), found within the probe's failures, gone at the grace period's end (a stuck loop
+# never reads its SIGTERM). Kubernetes defaults where a field is left out.
 lp = c.get('livenessProbe', {})
-live_window = lp.get('periodSeconds', 10) * lp.get('failureThreshold', 3) + lp.get('timeoutSeconds', 1) + \
+age_max = re.search(r'-v max=([0-9]+)', ' '.join(lp.get('exec', {}).get('command', [])))
+live_window = (int(age_max[1]) if age_max else 0) + \
+    lp.get('periodSeconds', 10) * lp.get('failureThreshold', 3) + lp.get('timeoutSeconds', 1) + \
     lp.get('terminationGracePeriodSeconds', pod.get('terminationGracePeriodSeconds', 30))
 need(spec.get('minReadySeconds', 0) > live_window,
      f"minReadySeconds {spec.get('minReadySeconds', 0)} must exceed the time the liveness probe takes to find "
@@ -412,6 +414,44 @@ sys.exit(1 if errs or not objs else 0)
 P
 )
 	ok $? "manifests: every field known for its Kubernetes type, required fields and types, names, volumes and mounts, capabilities, quantities ($(echo "$out" | tail -1))" "$out"
+fi
+
+# The liveness probe's verdict on what `sluicectl status` says, with a stand-in sluicectl on
+# PATH printing the status line of each case (the probe runs with /bin/sh and the image's
+# tools, as in the pod). A controller that is slow under load (its heartbeat past
+# heartbeat_timeout_ms, so the data path admits everything for now) must not be killed:
+# restarting it costs a program load on a busy node, and repeated restarts back off for
+# minutes. One silent for good, or no status at all, must fail the probe.
+if have_pyyaml; then
+	probe_cmd() { python3 -c 'import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+c = [c for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == "sluiced"][0]
+cmd = c[sys.argv[2]]["exec"]["command"]
+assert cmd[:2] == ["/bin/sh", "-c"] and len(cmd) == 3, cmd
+print(cmd[2])' "$DS" "$1"; }
+	LIVE=$(probe_cmd livenessProbe)
+	mkdir -p "$TMP/fakebin"
+	bad=""
+	for case in "pass 0.050 true" "pass 1.700 false" "pass 4.000 false" "fail 45.000 false" \
+		"fail 86400.000 false" "fail -1 false" "fail none -"; do
+		set -- $case
+		if [ "$2" = none ]; then
+			printf '#!/bin/sh\necho "sluicectl: error: status: nothing attached" >&2\nexit 1\n' > "$TMP/fakebin/sluicectl"
+		else
+			printf '#!/bin/sh\necho '"'"'{"controller_alive":%s,"heartbeat_age_s":%s,"flows":3,"services":[]}'"'"'\n' \
+				"$3" "$2" > "$TMP/fakebin/sluicectl"
+		fi
+		chmod +x "$TMP/fakebin/sluicectl"
+		PATH="$TMP/fakebin:$PATH" /bin/sh -c "$LIVE" > /dev/null 2>&1
+		rc=$?
+		{ [ "$1" = pass ] && [ $rc -eq 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 0 ]; } ||
+			bad="$bad [heartbeat age $2: expected $1, exit $rc]"
+	done
+	ok $([ -z "$bad" ] && echo 0 || echo 1) \
+		"liveness probe: a controller slowed by load (heartbeat 1.7 s, 4 s old) lives; one silent 45 s, never started, or no status fails" \
+		"probe: $LIVE" "wrong:$bad"
+else
+	skip "liveness probe verdicts" "python3-yaml is missing"
 fi
 
 # ---------------------------------------------------------------- dashboard --------------

@@ -81,6 +81,9 @@ print(" ".join(c["capabilities"]["add"]))' "$DS")
 PROBE=$(python3 -c 'import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 print(d["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["exec"]["command"][2])' "$DS")
+LIVE=$(python3 -c 'import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+print(d["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"][2])' "$DS")
 capbnd=$((0x$(awk '/^CapBnd/{print $2}' /proc/self/status)))
 bset=-all; want=0; lacking=""
 for c in $CAPS; do
@@ -168,6 +171,9 @@ if ! kill -0 "$POD_PID" 2>/dev/null; then finish; exit 1; fi
 
 out=$(in_pod /bin/sh -c "$PROBE" 2>&1)
 ok $? "the DaemonSet's startup probe passes inside the pod with the image's sluicectl: $PROBE" "$out"
+# The liveness probe reads heartbeat_age_s from the real status with the image's own awk.
+out=$(in_pod /bin/sh -c "$LIVE" 2>&1)
+ok $? "the DaemonSet's liveness probe passes inside the pod with the image's sluicectl and awk" "$LIVE" "$out"
 
 # ---------------------------------------------------------------- it sheds ---------------
 # limit 4, L3 headroom 50%: 2 busy L3 connections at a time; 40 arrive within 1 s, each
