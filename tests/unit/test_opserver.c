@@ -49,17 +49,7 @@ struct group *getgrnam(const char *name)
 
 /* ... and so is every getpwuid(): the password database may be as slow, and the request
  * path must not ask it either. */
-static int getpwuid_calls;
-
-struct passwd *getpwuid(uid_t uid)
-{
-	static struct passwd pw;
-	static char buf[16384];
-	struct passwd *res = NULL;
-
-	getpwuid_calls++;
-	return getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 ? res : NULL;
-}
+#include "pwcount.h"
 
 /* A directory that does not answer until the test lets it: the lookup thread sits in it. */
 static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -509,7 +499,6 @@ static void test_missing_group_is_said(void **state)
 	free(buf);
 }
 
-/* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
 /* Root's request req (taken), answered after one handling. */
 static json_t *ask(struct ctx *c, json_t *req)
 {
@@ -526,20 +515,11 @@ static json_t *ask(struct ctx *c, json_t *req)
 	return ans;
 }
 
+/* Root's "switch clear" of a switch that is not there, with this reason: the answer. */
 static json_t *clear_with_reason(struct ctx *c, const char *reason)
 {
-	json_t *req = json_pack("{s:s,s:s,s:s,s:s}", "op", "switch clear", "service", "web",
-				"class", "L0", "reason", reason), *ans = NULL;
-	char err[256];
-	int fd = opp_connect(c->path, err, sizeof(err));
-
-	assert_true(fd >= 0);
-	assert_int_equal(opp_send(fd, req, err, sizeof(err)), 0);
-	json_decref(req);
-	ops_handle(&c->s, c->d, monotonic_ns());
-	assert_int_equal(opp_recv(fd, 1000, &ans, err, sizeof(err)), 0);
-	close(fd);
-	return ans;
+	return ask(c, json_pack("{s:s,s:s,s:s,s:s}", "op", "switch clear", "service", "web",
+				"class", "L0", "reason", reason));
 }
 
 /* A request's reason goes into the audit record: any client may write to the socket, so the
