@@ -64,6 +64,9 @@ s0=$(succ L0); s1=$(succ L1); s2=$(succ L2); s3=$(succ L3)
 l0_lost() { json_get "$TMP/L0.json" "'sent %d: 429 %d, 503 %d, refused %d, reset %d, timeout %d, other %d' % tuple(d['classes']['L0'][k] for k in ('sent', 'http_429', 'http_503', 'refused', 'reset', 'timeout', 'errors'))"; }
 ok $(python3 -c "import sys; sys.exit(0 if $s0 >= 99.9 else 1)" && echo 0 || echo 1) \
 	"3x overload: L0 success $s0% (>= 99.9%)" "L0 $(l0_lost)"
+# which step refused L0, if any (the data path's own counts): a refusal is explained, not guessed
+"$BUILD/sluicectl" --pin-dir "$PIN" status --json > "$TMP/st.json" 2>/dev/null
+echo "# L0 refused by: $(json_get "$TMP/st.json" "[c['rejected_by'] for c in [s for s in d['services'] if s['name'] == 'shop'][0]['classes'] if c['class'] == 'L0'][0]" 2>&1)"
 echo "# L0 $(l0_lost); the limit's lowest: $(grep '"service":"shop","machine":"aimd"' "$LOG" |
 	grep -o '"limit_to":[0-9]*' | cut -d: -f2 | sort -n | head -1)"   # every run
 ok $(python3 -c "import sys; sys.exit(0 if $s3 <= $s2 <= $s1 <= $s0 and $s3 < 10 else 1)" && echo 0 || echo 1) \
