@@ -70,6 +70,54 @@ int maps_learn_sizes(struct sluice_maps *m)
 	return 0;
 }
 
+int maps_walk_hash(int fd, size_t ksize, size_t vsize, maps_entry_fn fn, void *ctx)
+{
+	enum { CHUNK = 1024 };
+	unsigned char *keys = malloc(ksize * CHUNK), *vals = malloc(vsize * CHUNK);
+	unsigned char *key = malloc(ksize), *next = malloc(ksize);
+	__u32 in_batch = 0, out_batch = 0;
+	int first = 1, have = 0, rc = 0;
+
+	if (!keys || !vals || !key || !next) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		__u32 count = CHUNK;
+		int err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, keys, vals,
+					       &count, &opts);
+		int e = err ? errno : 0;
+
+		if (err && e != ENOENT) {
+			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP))
+				goto one_by_one;
+			rc = -e;
+			goto out;
+		}
+		for (__u32 i = 0; i < count && !rc; i++)
+			rc = fn(ctx, keys + ksize * i, vals + vsize * i);
+		if (rc || e == ENOENT)
+			goto out;
+		in_batch = out_batch;
+		first = 0;
+	}
+one_by_one:
+	/* vals holds one value here: the batch never filled it */
+	while (!rc && bpf_map_get_next_key(fd, have ? key : NULL, next) == 0) {
+		memcpy(key, next, ksize);
+		have = 1;
+		if (bpf_map_lookup_elem(fd, key, vals) == 0)
+			rc = fn(ctx, key, vals);
+	}
+out:
+	free(keys);
+	free(vals);
+	free(key);
+	free(next);
+	return rc;
+}
+
 int maps_read_array(int fd, __u32 first, __u32 n, size_t stride, void *vals, __u32 *keys)
 {
 	__u32 done = 0, *own = NULL;

@@ -56,6 +56,13 @@ int maps_open_pinned(const char *pin_dir, struct sluice_maps *m);
 /* Fill m->ncpus and m->n_slots from the open `services` map (maps_open_pinned does it). */
 int maps_learn_sizes(struct sluice_maps *m);
 
+/* Every entry of a hash map (keys of ksize, values of vsize bytes): in batches of 1024, one
+ * syscall each, where the kernel has batch lookups for it, else key by key. fn(ctx, key,
+ * value) returns non-zero to stop the walk, and the walk returns that value; else 0, or
+ * -errno when a batch lookup failed (-ENOMEM: no room for a batch). */
+typedef int (*maps_entry_fn)(void *ctx, const void *key, const void *value);
+int maps_walk_hash(int fd, size_t ksize, size_t vsize, maps_entry_fn fn, void *ctx);
+
 /* Entries [first, first + n) of an array map in one syscall (bpf_map_lookup_batch; entry by
  * entry where the kernel has no batch lookup). vals holds n values of `stride` bytes: the
  * value size, or for a per-CPU map round_up(value size, 8) x ncpus. keys: room for n keys

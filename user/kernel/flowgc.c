@@ -7,55 +7,28 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-/* Visit every flow: in batches of 1024 (one syscall each) where the kernel supports batch
- * lookups of hash maps, else key by key. fn returns non-zero to stop. */
+/* Visit every flow (maps_walk_hash). fn returns non-zero to stop; the walk returns 0 then. */
 typedef int (*flow_visit_fn)(void *ctx, const struct sluice_flow_key *k, const struct sluice_flow *f);
+
+struct flow_visit {
+	flow_visit_fn fn;
+	void *ctx;
+};
+
+static int visit_flow(void *ctx, const void *k, const void *v)
+{
+	const struct flow_visit *w = ctx;
+
+	return w->fn(w->ctx, k, v) ? 1 : 0;
+}
 
 static int walk_flows(const struct sluice_maps *m, flow_visit_fn fn, void *ctx)
 {
-	enum { CHUNK = 1024 };
-	struct sluice_flow_key *keys = malloc(sizeof(*keys) * CHUNK), key, next;
-	struct sluice_flow *vals = malloc(sizeof(*vals) * CHUNK), f;
-	__u32 in_batch = 0, out_batch = 0;
-	int first = 1, have = 0, rc = 0;
+	struct flow_visit w = { fn, ctx };
+	int rc = maps_walk_hash(m->flows, sizeof(struct sluice_flow_key), sizeof(struct sluice_flow),
+				visit_flow, &w);
 
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		__u32 count = CHUNK;
-		int err = bpf_map_lookup_batch(m->flows, first ? NULL : &in_batch, &out_batch,
-					       keys, vals, &count, &opts);
-		int e = err ? errno : 0;
-
-		if (err && e != ENOENT) {
-			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP))
-				goto one_by_one;
-			rc = -e;
-			goto out;
-		}
-		for (__u32 i = 0; i < count; i++)
-			if (fn(ctx, &keys[i], &vals[i]))
-				goto out;
-		if (e == ENOENT)
-			goto out;
-		in_batch = out_batch;
-		first = 0;
-	}
-one_by_one:
-	while (bpf_map_get_next_key(m->flows, have ? &key : NULL, &next) == 0) {
-		key = next;
-		have = 1;
-		if (bpf_map_lookup_elem(m->flows, &key, &f) == 0 && fn(ctx, &key, &f))
-			break;
-	}
-out:
-	free(keys);
-	free(vals);
-	return rc;
+	return rc > 0 ? 0 : rc;
 }
 
 struct stale_scan {

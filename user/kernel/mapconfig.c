@@ -502,56 +502,22 @@ static int sweep_one(struct client_sweep *sw, const struct sluice_client_key *k,
 
 /* The entries of the slots marked in sw->passed of a map keyed by client (fd, values of vsize
  * bytes), deleted: one walk of the map (batches, entry by entry where the kernel has none). */
+static int sweep_entry(void *ctx, const void *k, const void *v)
+{
+	return sweep_one(ctx, k, v);
+}
+
 static int forget_slots_clients(int fd, size_t vsize, struct client_sweep *sw)
 {
-	enum { CHUNK = 1024 };
-	struct sluice_client_key *keys = malloc(sizeof(*keys) * CHUNK), key, next;
-	unsigned char *vals = malloc(vsize * CHUNK), *v = malloc(vsize);
-	__u32 in_batch = 0, out_batch = 0;
-	int first = 1, have = 0, rc = 0;
+	int rc;
 
 	sw->n = 0;
 	if (fd < 0)
-		goto out;                   /* pins that predate the map, or not loaded here */
-	if (!keys || !vals || !v) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		__u32 count = CHUNK;
-		int err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, keys, vals,
-					       &count, &opts);
-		int e = err ? errno : 0;
-
-		if (err && e != ENOENT) {
-			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP))
-				goto one_by_one;
-			rc = -e;
-			goto out;
-		}
-		for (__u32 i = 0; i < count && !rc; i++)
-			rc = sweep_one(sw, &keys[i], vals + vsize * i);
-		if (rc || e == ENOENT)
-			goto delete;
-		in_batch = out_batch;
-		first = 0;
-	}
-one_by_one:
-	while (!rc && bpf_map_get_next_key(fd, have ? &key : NULL, &next) == 0) {
-		key = next;
-		have = 1;
-		if (bpf_map_lookup_elem(fd, &key, v) == 0)
-			rc = sweep_one(sw, &key, v);
-	}
-delete:
+		return 0;                   /* pins that predate the map, or not loaded here */
+	rc = maps_walk_hash(fd, sizeof(struct sluice_client_key), vsize, sweep_entry, sw);
 	for (int i = 0; i < sw->n && !rc; i++)
 		if (bpf_map_delete_elem(fd, &sw->keys[i]) && errno != ENOENT)
 			rc = -errno;       /* gone already: the LRU took it */
-out:
-	free(keys);
-	free(vals);
-	free(v);
 	return rc;
 }
 
