@@ -548,6 +548,15 @@ static void disarm_rename_in(void)
 	hook_skip = 0;
 }
 
+/* The writer's news after a look: the switches on file are one, the api edit renamed in. */
+static void expect_news_of_api_alone(struct ctx *c)
+{
+	iow_take(&c->w, 0, &c->news);
+	assert_true(c->news.have_set);
+	assert_int_equal(c->news.set.n, 1);
+	assert_string_equal(c->news.set.sw[0].service, "api");
+}
+
 /* An edit renamed in while the writer reads the file: later looks must compare the path with
  * the file that was read, not with what was there a moment after, or the edit is taken as
  * seen and never comes into force. */
@@ -594,10 +603,7 @@ static void test_edit_renamed_in_after_a_save(void **state)
 	sw_after_save_hook = NULL;
 	disarm_rename_in();
 	look_again(c);
-	iow_take(&c->w, 0, &c->news);
-	assert_true(c->news.have_set);
-	assert_int_equal(c->news.set.n, 1);
-	assert_string_equal(c->news.set.sw[0].service, "api");
+	expect_news_of_api_alone(c);
 }
 
 /* An edit renamed in while a job reads the file under the lock (the operator's `mv` takes no
@@ -653,10 +659,7 @@ static void test_edit_renamed_in_during_a_sweep_is_kept(void **state)
 	assert_int_equal(sw_load(c->sw, &onfile, err, sizeof(err)), 0);
 	assert_int_equal(onfile.n, 1);
 	assert_string_equal(onfile.sw[0].service, "api");
-	iow_take(&c->w, 0, &c->news);
-	assert_true(c->news.have_set);
-	assert_int_equal(c->news.set.n, 1);
-	assert_string_equal(c->news.set.sw[0].service, "api");
+	expect_news_of_api_alone(c);
 }
 
 /* A good file renamed in over a damaged one while the writer reads the damaged one: the file
