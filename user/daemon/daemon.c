@@ -177,7 +177,7 @@ static void write_globals(struct daemon *d, unsigned long long now_ns)
 
 /* Mid-work: the heartbeat moved on by the time passed since it was written (on the clock
  * the tick was given), once that is TICK_BEAT_NS. */
-static void beat_if_due(struct daemon *d)
+void daemon_beat_if_due(struct daemon *d)
 {
 	unsigned long long real = monotonic_ns();
 
@@ -185,14 +185,12 @@ static void beat_if_due(struct daemon *d)
 		write_globals(d, d->beat_ns + (real - d->beat_real_ns));
 }
 
-static void reader_beat(void *ctx)
+/* The same, for long work over the services that calls back between them (the tick's reads,
+ * the map programming of a start or a reload): the heartbeat keeps the verdicts in force
+ * rather than the data path admitting everything while the controllers wait. */
+static void beat_cb(void *ctx)
 {
-	beat_if_due(ctx);
-}
-
-void daemon_beat_if_due(struct daemon *d)
-{
-	beat_if_due(d);
+	daemon_beat_if_due(ctx);
 }
 
 /* Does the data path enforce the verdicts in the maps now: a heartbeat written (by a previous
@@ -287,7 +285,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		snprintf(err, errlen, "out of memory for %d services", d->cfg.n_services);
 		return -1;
 	}
-	d->rd.beat = reader_beat;
+	d->rd.beat = beat_cb;
 	d->rd.beat_ctx = d;
 	/* A restart that adopts a live data path: what the maps hold is the previous sluiced's
 	 * last good state, and programming and adopting tens of thousands of services takes
@@ -303,7 +301,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 		return -1;
 	}
 	if ((rc = maps_program_services_beat(&d->m, &d->cfg, d->idx, RELOAD_BEAT_EVERY,
-					     reader_beat, d))) {
+					     beat_cb, d))) {
 		snprintf(err, errlen, "cannot program service maps: %s", strerror(-rc));
 		return -1;
 	}
@@ -312,7 +310,7 @@ int daemon_init(struct daemon *d, unsigned long long now_ns, char *err, size_t e
 	sluice_cascade_init(&d->cascade);
 	for (int i = 0; i < d->cfg.n_services; i++) {
 		if (i % RELOAD_BEAT_EVERY == RELOAD_BEAT_EVERY - 1)
-			beat_if_due(d);
+			daemon_beat_if_due(d);
 		service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg,
 				 now_ns ^ (0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1)), now_ns);
 		memset(&d->books[i], 0, sizeof(d->books[i]));
@@ -1015,7 +1013,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 	}
 	daemon_ctl_poll(d, n_used);
 	rc = maps_reader_read(&d->rd, &d->m, n_used, d->hot, n_hot);
-	beat_if_due(d);
+	daemon_beat_if_due(d);
 	counters_read(d, rc);
 	if (!rc) {
 		double decay = exp(-dt_s / 60.0);
@@ -1037,7 +1035,7 @@ void daemon_tick(struct daemon *d, unsigned long long now_ns)
 			/* a tick that runs tens of thousands of controllers (the first after a start
 			 * or a reload with them) takes seconds: the heartbeat must not age meanwhile */
 			if (i % 64 == 63)
-				beat_if_due(d);
+				daemon_beat_if_due(d);
 		}
 		flush_verdicts(d);
 		daemon_ctl_flush(d);
@@ -1120,15 +1118,6 @@ static void touch_pages(void *p, size_t n)
 {
 	for (size_t o = 0; o < n; o += 4096)
 		((volatile char *)p)[o] = 0;
-}
-
-/* The heartbeat, written between the steps of a long reload (every RELOAD_BEAT_EVERY
- * services): the controllers wait for it, the data path keeps their verdicts meanwhile
- * rather than admitting everything. */
-
-static void reload_beat(void *ctx)
-{
-	beat_if_due(ctx);
 }
 
 static struct reload_job *reload_job_new(const struct daemon *d, int force)
@@ -1274,7 +1263,7 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 	}
 	if (maps_assign_indices(&d->m, &next, new_idx) ||
 	    (rc = maps_program_services_beat(&d->m, &next, new_idx, RELOAD_BEAT_EVERY,
-					     reload_beat, d)) != 0) {
+					     beat_cb, d)) != 0) {
 		log_error("cannot program the new config into the maps");
 		d->reloads_failed++;
 		/* maps_program_services writes service by service, zeroes the ports of removed
@@ -1310,7 +1299,7 @@ static int reload_apply(struct daemon *d, struct reload_job *job, unsigned long 
 		int j = was[i];
 
 		if (i % RELOAD_BEAT_EVERY == RELOAD_BEAT_EVERY - 1)
-			reload_beat(d);
+			daemon_beat_if_due(d);
 		if (j >= 0) {
 			new_ctl[i] = d->ctl[j];
 			new_books[i] = d->books[j];
