@@ -565,12 +565,7 @@ static void *writer_main(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		if (!w->head && !w->stop) {
-			clock_gettime(CLOCK_MONOTONIC, &until);
-			until.tv_nsec += (long)POLL_NS;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			clock_deadline(CLOCK_MONOTONIC, POLL_NS, &until);
 			pthread_cond_timedwait(&w->cv, &w->mu, &until);
 		}
 		if (w->stop && !w->head) {
@@ -638,13 +633,7 @@ int iow_start(struct iowriter *w, const char *state_dir, long group_gid, int wai
 		return -1;
 	}
 	w->started = 1;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(CLOCK_MONOTONIC, (unsigned long long)wait_ms * 1000000ull, &until);
 	pthread_mutex_lock(&w->mu);
 	while (!w->first_read)
 		if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 /* A database entry bigger than this is no user sluice should name. */
 #define UIDN_BUF_MAX (1 << 20)
 
@@ -220,13 +222,7 @@ void uidn_stop(struct uid_names *t, int wait_ms)
 
 	if (!t->started)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(CLOCK_REALTIME, (unsigned long long)wait_ms * 1000000ull, &until);
 	pthread_mutex_lock(&t->mu);
 	t->stop = 1;
 	pthread_cond_broadcast(&t->cv);
