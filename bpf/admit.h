@@ -6,6 +6,7 @@
 #define SLUICE_ADMIT_H
 
 #include "maps.h"
+#include "unread.h"
 #include "parse.h"
 
 /* A plain read the compiler makes exactly once (what a compare-and-swap is then tried with). */
@@ -588,6 +589,57 @@ static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
 	return 0;
 }
 
+/* The read gate (sluice_unread, SLUICE_VERDICT_READ_GATE): 1 when a request of class cls must
+ * be refused because the server has left requests unread for the gate's age and
+ * one of a higher class is among them, or as many as the class may wait behind
+ * (SLUICE_NUM_CLASSES - 1 - cls; L0 is never refused here). The age is measured from when the
+ * total last rose from 0: a queue the server keeps emptying is not a queue. Counted in the
+ * map's `refused` here, as decided (a refusal that cannot be answered cleanly admits the
+ * request instead, like any other: counted all the same; the class's headroom refusals in
+ * class_stats are counted once the answer is sent). A global function, verified once. */
+__attribute__((noinline))
+int read_gate_refuses(__u32 svc, __u32 cls, __u64 now)
+{
+	struct sluice_unread *u;
+	__s64 total, ahead;
+
+	cls &= 3;
+	if (!cls)
+		return 0;
+	u = bpf_map_lookup_elem(&unread, &svc);
+	if (!u)
+		return 0;
+	total = READ_ONCE(u->total);
+	/* signed: since_ns may be a moment later than this CPU's clock read */
+	if (total <= 0 || (__s64)(now - READ_ONCE(u->since_ns)) < (__s64)SLUICE_READ_GATE_AGE_NS)
+		return 0;
+	ahead = READ_ONCE(u->cls[0]);
+	if (cls > 1)
+		ahead += READ_ONCE(u->cls[1]);
+	if (cls > 2)
+		ahead += READ_ONCE(u->cls[2]);
+	if (ahead <= 0 && total < (__s64)(SLUICE_NUM_CLASSES - cls))
+		return 0;
+	__sync_fetch_and_add(&u->refused[cls], 1);
+	return 1;
+}
+
+/* A request admitted while the gate is armed waits unread: counted before its word shows
+ * SLUICE_OWN_UNREAD, so whoever clears the bit finds the count there. Global, verified once. */
+__attribute__((noinline))
+int unread_add(__u32 svc, __u32 cls, __u64 now)
+{
+	struct sluice_unread *u = bpf_map_lookup_elem(&unread, &svc);
+
+	if (!u)
+		return 0;
+	if (READ_ONCE(u->total) <= 0)
+		u->since_ns = now; /* the queue starts: written before the total shows it */
+	__sync_fetch_and_add(&u->cls[cls & 3], 1);
+	__sync_fetch_and_add(&u->total, 1);
+	return 0;
+}
+
 /* Decide one unit of (svc, cls). take = 1 (an http request): on admit one in-flight slot is
  * taken and 1 is returned. take = 0 (a tcp SYN): the same decision against the service's busy
  * flows (`busy`: connections with a turn open; idle ones hold no capacity), but nothing is
@@ -595,7 +647,8 @@ static __always_inline int publish_stripes(struct sluice_publish_stripes *arg)
  * handshakes admitted but not yet complete count against L1..L3 meanwhile. On reject, 0 is
  * returned and *reason says why. */
 static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
-				      struct sluice_class_stats *st, int *reason, int take)
+				      struct sluice_class_stats *st, int *reason, int take,
+				      __u32 *vflags)
 {
 	struct sluice_inflight *inf, *rel;
 	struct sluice_verdict *v;
@@ -618,6 +671,8 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 	v = bpf_map_lookup_elem(&verdicts, &svc);
 	if (!v)
 		goto take;
+	if (vflags)
+		*vflags = v->flags;
 	if (draw_refused(v->switch_shed[cls])) {
 		*reason = SLUICE_REJ_SWITCH;
 		return 0;
@@ -628,6 +683,12 @@ static __always_inline int admit_unit(__u32 svc, __u32 cls, __u64 now,
 		return 0;
 	}
 	if (v->flags & SLUICE_VERDICT_SHUT(cls)) {
+		*reason = SLUICE_REJ_HEADROOM;
+		return 0;
+	}
+	/* An http request while the read gate is armed: no room while what the server has not
+	 * read would be served before it. */
+	if (take && (v->flags & SLUICE_VERDICT_READ_GATE) && read_gate_refuses(svc, cls, now)) {
 		*reason = SLUICE_REJ_HEADROOM;
 		return 0;
 	}
@@ -1025,6 +1086,7 @@ struct own_units {
 	__u8 conn;                       /* a tcp connection slot (inflight) */
 	__u8 client;                     /* a count against the client's cap */
 	__u8 pending;                    /* a fresh connection counted in `halfopen` */
+	__u8 unread;                     /* the open request is counted in `unread` */
 };
 
 static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
@@ -1038,8 +1100,10 @@ static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
 		u->conn = !!(w & SLUICE_OWN_CONN);
 		u->client = !!(w & SLUICE_OWN_CLIENT);
 		u->pending = !!(w & SLUICE_OWN_PENDING);
+		u->unread = !!(w & SLUICE_OWN_UNREAD);
 	} else {
 		u->pending = 0;
+		u->unread = 0;
 		u->svc = f->svc;
 		u->cls = f->class & 3;
 		u->turn = u->conn = f->tracked_inflight;
@@ -1052,14 +1116,21 @@ static __always_inline void own_units_of(const struct sluice_flow *f, __u32 w,
  * is open or another CPU took it first. A tcp word keeps its connection. */
 static __always_inline int own_take_open(struct sluice_flow *f, struct own_units *u)
 {
-	__u32 w = READ_ONCE(f->req_active), nw = 0;
+	__u32 w = READ_ONCE(f->req_active), nw = 0, seen;
 
 	if ((w & SLUICE_OWN_STATE) != SLUICE_OWN_ACTIVE)
 		return 0;
 	if ((w & SLUICE_OWN_TAGGED) && (w & SLUICE_OWN_CONN))
 		nw = w & ~(SLUICE_OWN_STATE | SLUICE_OWN_TURN);
-	if (__sync_val_compare_and_swap(&f->req_active, w, nw) != w)
-		return 0;
+	seen = __sync_val_compare_and_swap(&f->req_active, w, nw);
+	if (seen != w) {
+		/* The wait probe takes SLUICE_OWN_UNREAD off an open request at the server's first
+		 * read (the one change it makes to a word): the request is still open, once more. */
+		if (!(w & SLUICE_OWN_UNREAD) || seen != (w & ~SLUICE_OWN_UNREAD) ||
+		    __sync_val_compare_and_swap(&f->req_active, seen, nw) != seen)
+			return 0;
+		w = seen;
+	}
 	own_units_of(f, w, u);
 	if (!(w & SLUICE_OWN_TAGGED) && u->turn) {
 		/* an older layout's tcp flow: its connection and client stay with the flow */
@@ -1188,6 +1259,8 @@ static __always_inline int end_flow(struct sluice_flow_key *key, int server_rese
 		count_unit(&busy, u.svc, u.cls, -1);
 	else if (u.unit)
 		release_unit(u.svc, u.cls);
+	if (u.unit && u.unread)
+		unread_take_off(u.svc, u.cls);
 	if (u.client)
 		release_client(u.svc, key->client_addr);
 	if (u.pending)

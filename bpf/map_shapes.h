@@ -28,4 +28,12 @@
 	__type(key, struct sluice_flow_key);         \
 	__type(value, struct sluice_flow)
 
+/* The requests the server has not read yet, per service (struct sluice_unread): shared with the
+ * wait probe (bpf/readwait.bpf.c), which takes a request off at the server's first read. */
+#define SLUICE_UNREAD_SHAPE \
+	__uint(type, BPF_MAP_TYPE_ARRAY); \
+	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS); \
+	__type(key, __u32); \
+	__type(value, struct sluice_unread)
+
 #endif

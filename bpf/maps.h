@@ -215,6 +215,14 @@ struct {
 	__type(value, struct sluice_inflight_est);
 } inflight_est SEC(".maps");
 
+/* An http service's admitted requests the server has not read yet (struct sluice_unread, the
+ * read gate): added when a request is admitted while the gate is armed, taken off at the
+ * server's first read (the wait probe, bpf/readwait.bpf.c, which shares this map) or at the
+ * request's end. Not pinned: each load starts from 0 (sluice_unread says why that is safe). */
+struct {
+	SLUICE_UNREAD_SHAPE;
+} unread SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SLUICE_MIN_SERVICE_SLOTS);

@@ -10,9 +10,11 @@
  * A BTF tracepoint at tcp_rcv_space_adjust, which tcp_recvmsg (and the kernel's other ways of
  * reading a TCP socket) calls each time it has copied data to the application. For a socket
  * whose local port is a service, the probe reads that connection's entry of the data path's
- * `flows` (the same map, shared by fd, never written here): while the entry holds an open
- * unit -- an http request, or a tcp turn -- the first read after the unit started is one
- * sample, now - req_start_ns, counted for the service in `wait_stats`.
+ * `flows` (the same map, shared by fd): while the entry holds an open unit -- an http request,
+ * or a tcp turn -- the first read after the unit started is one sample, now - req_start_ns,
+ * counted for the service in `wait_stats`. The one write to `flows`: an http request counted
+ * by the read gate (SLUICE_OWN_UNREAD in its ownership word) is read now, so the bit is taken
+ * off and the request's count in `unread` with it.
  *
  * What a packet can do here: nothing it could not already do to `flows`. The probe runs on
  * reads of local sockets, creates no entry in any map of the data path, and keeps one 8-byte
@@ -46,7 +48,7 @@ const volatile __u32 nr_cpus = 1;
 
 /* The data path's maps, their shapes from map_shapes.h (bpf/maps.h's too); the loader hands
  * this object the loaded data path's own maps (bpf_map__reuse_fd) before load, so nothing is
- * created or pinned here. Read only: the probe never writes any of them.
+ * created or pinned here. The probe writes none of them but for the read gate's bit above.
  *   port_to_service  local port -> service index + 1 (0: none), SLUICE_PORT_BY_ADDR flag;
  *                    written by sluiced
  *   addr_services    (local address, port) -> service index + 1 for the ports flagged
@@ -64,6 +66,14 @@ struct {
 struct {
 	SLUICE_FLOWS_SHAPE;
 } flows SEC(".maps");
+
+/* The read gate's counts (struct sluice_unread), the data path's map handed over like the
+ * ones above: the probe takes a request off at the server's first read of it. */
+struct {
+	SLUICE_UNREAD_SHAPE;
+} unread SEC(".maps");
+
+#include "unread.h"
 
 /* The unit already measured on a socket (one sample per request or turn; a unit the server
  * reads in several reads is measured at the first): a tcp turn's req_start_ns, an http
@@ -169,6 +179,13 @@ int BPF_PROG(read_wait, struct sock *sk)
 	start = READ_ONCE(f->req_start_ns);
 	if (!start || (start & SLUICE_SETUP_PENDING) || READ_ONCE(f->req_active) != w)
 		return 0;
+	/* The read gate: a request counted unread is read now. The bit is cleared by
+	 * compare-and-swap, the one change this probe makes to a word, and whoever clears it
+	 * takes the count off: this read, or the request's end should that come first. */
+	if ((w & (SLUICE_OWN_UNREAD | SLUICE_OWN_TURN | SLUICE_OWN_TAGGED)) ==
+		    (SLUICE_OWN_UNREAD | SLUICE_OWN_TAGGED) &&
+	    __sync_val_compare_and_swap(&f->req_active, w, w & ~SLUICE_OWN_UNREAD) == w)
+		unread_take_off(w >> SLUICE_OWN_SVC_SHIFT, (w >> SLUICE_OWN_CLASS_SHIFT) & 3);
 	/* One sample per unit: a later read of the same one (a body, the rest of a turn) is not
 	 * its first. Readers of one socket hold its lock: no two at once. */
 	id = (w & SLUICE_OWN_TURN) ? start : SLUICE_SETUP_PENDING | READ_ONCE(f->req_seq);

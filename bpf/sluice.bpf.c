@@ -463,7 +463,7 @@ static __always_inline int handle_syn(struct xdp_md *ctx, struct pkt *p, __u32 s
 		return XDP_PASS;
 	st->arrivals++;
 
-	if (admit_unit(svc, pick.class, now, st, &reason, 0)) {
+	if (admit_unit(svc, pick.class, now, st, &reason, 0, NULL)) {
 		if (!admit_conn_cap(svc, pick.class, now)) {
 			reason = SLUICE_REJ_REASONS; /* counted in conn_cap */
 			goto refuse;
@@ -1022,6 +1022,8 @@ static __always_inline void end_request(struct __sk_buff *skb, const struct pkt 
 	if (svc >= SLUICE_MAX_SERVICES)
 		return;
 	release_unit(svc, cls);
+	if (u->unread)
+		unread_take_off(svc, cls); /* answered before the probe saw a read (or none runs) */
 	if (u->client)
 		release_client(svc, key->client_addr);
 	own_bump(svc);
@@ -1243,7 +1245,8 @@ static __always_inline void request_bytes_arrived(struct sluice_flow *f, __u64 n
  * even reused), the swap fails and the decider gives back what it took itself. */
 static __always_inline void commit_request(struct sluice_flow *f, struct sluice_flow_key *key,
 					   __u32 svc, __u32 cls, __u8 counted, __u32 seq,
-					   __u32 end, __u64 now, struct sluice_class_stats *st)
+					   __u32 end, __u64 now, struct sluice_class_stats *st,
+					   __u32 gate)
 {
 	__u32 w = SLUICE_OWN_ACTIVE | sluice_own_tag(svc, cls) | (counted ? SLUICE_OWN_CLIENT : 0);
 
@@ -1251,6 +1254,11 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 	f->req_seq = seq;
 	f->req_start_ns = now;
 	f->client_next = end;
+	/* The read gate armed: the request waits unread until the server reads it. */
+	if (gate) {
+		w |= SLUICE_OWN_UNREAD;
+		unread_add(svc, cls, now);
+	}
 	SLUICE_TEST_HOOK(SLUICE_HOOK_DECIDING, key);
 	if (__sync_val_compare_and_swap(&f->req_active, SLUICE_OWN_DECIDING, w) ==
 	    SLUICE_OWN_DECIDING) {
@@ -1258,6 +1266,8 @@ static __always_inline void commit_request(struct sluice_flow *f, struct sluice_
 		own_bump(svc);
 		return;
 	}
+	if (gate)
+		unread_take_off(svc, cls);
 	release_unit(svc, cls);
 	if (counted)
 		release_client(svc, key->client_addr);
@@ -1320,7 +1330,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 	struct class_pick pick;
 	struct src_answer src;
 	__u32 seq = bpf_ntohl(p->tcp->seq), end = seq + p->payload_len, kind, rk;
-	__u32 tok;
+	__u32 tok, vflags = 0, gate = 0;
 	int gathered, more = 0;
 	__u64 now;
 	int reason = 0, rc;
@@ -1384,9 +1394,10 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		reason = SLUICE_REJ_REASONS; /* counted in conn_cap */
 		goto refuse;
 	}
-	if (admit_unit(svc, pick.class, now, st, &reason, 1)) {
+	if (admit_unit(svc, pick.class, now, st, &reason, 1, &vflags)) {
 		__u8 counted;
 
+		gate = vflags & SLUICE_VERDICT_READ_GATE;
 		if (!admit_client(sc, svc, key.client_addr, now, &counted, 1)) {
 			release_unit(svc, pick.class);
 			reason = SLUICE_REJ_CLIENT_LIMIT;
@@ -1395,7 +1406,7 @@ static __always_inline int start_request(struct __sk_buff *skb, struct pkt *p, _
 		st->admitted++;
 		if (tok & TOKEN_CONNECT)
 			f->flags |= SLUICE_FLOW_CONNECT_ASKED; /* a tunnel if its answer is a 2xx */
-		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st);
+		commit_request(f, &key, svc, pick.class & 3, counted, seq, end, now, st, gate);
 		return TC_ACT_OK;
 	}
 refuse:

@@ -276,6 +276,10 @@ struct sluice_verdict {
  * lower classes never hold a slot a higher class needs (adaptive headroom). Without the flag
  * every class is compared with the service's total in-flight (fixed headroom). */
 #define SLUICE_VERDICT_PRIORITY_COUNT 1u
+/* The read gate is armed (struct sluice_unread): requests admitted meanwhile are counted until
+ * the server reads them, and the lower classes wait for what the server has not read. Set by
+ * the controller only while the wait probe runs. */
+#define SLUICE_VERDICT_READ_GATE      2u
 /* Class k has no room at all (a threshold of 0 in the controller's terms). */
 #define SLUICE_VERDICT_SHUT(k)        (1u << (8 + ((k) & 3)))
 
@@ -578,7 +582,12 @@ struct sluice_flow {
  *                     under another key): the GC deletes it
  *   SLUICE_OWN_PENDING tcp: the connection is counted in its service's `halfopen` fresh
  *                     connections (no client data yet); whoever swaps it out (the first turn,
- *                     the end) takes it off. Older programs ignore the bit (the count lapses) */
+ *                     the end) takes it off. Older programs ignore the bit (the count lapses) *
+ *   SLUICE_OWN_UNREAD http: the open request is counted in its service's `unread` (admitted
+ *                     while the read gate was armed, not read by the server yet); cleared by
+ *                     compare-and-swap at the server's first read of it (the wait probe),
+ *                     else by whoever swaps the request out: whoever clears it takes the
+ *                     count off. Older programs ignore the bit */
 #define SLUICE_OWN_STATE       3u
 #define SLUICE_OWN_IDLE        0u
 #define SLUICE_OWN_ACTIVE      1u
@@ -591,6 +600,7 @@ struct sluice_flow {
 #define SLUICE_OWN_CONN        0x80u
 #define SLUICE_OWN_ORPHAN      0x100u
 #define SLUICE_OWN_PENDING     0x200u
+#define SLUICE_OWN_UNREAD      0x400u
 #define SLUICE_OWN_SVC_SHIFT   16        /* 16 bits: the service index */
 #define SLUICE_OWN_OPS_BUCKETS 256       /* the data path's change counts (map own_ops) */
 
@@ -865,6 +875,38 @@ struct sluice_inflight {
 	__s64 total;
 	__s64 cls[SLUICE_NUM_CLASSES];
 };
+
+/* Map `unread` (ARRAY, one per service, not pinned): an http service's requests admitted while
+ * the read gate was armed (SLUICE_VERDICT_READ_GATE) that the server has not read yet, in
+ * total and by class -- a queue at the server's door that the server will take in its own
+ * order, which is not the classes' order. Each such request's ownership word carries
+ * SLUICE_OWN_UNREAD; whoever clears the bit takes its count off (at the server's first read
+ * of it, or at its end). A count never goes below 0: a decrement that would is given back
+ * (after a restart, words counted in the last load's map are taken off a fresh one: the
+ * counts read low until the queue next empties, which only lets more in). since_ns: when the
+ * total last rose from 0 (written by the increment that saw it empty; two at once both
+ * write about the same time). refused: the requests the gate refused, by class (also
+ * counted as refused for headroom in class_stats). */
+struct sluice_unread {
+	__s64 total;
+	__s64 cls[SLUICE_NUM_CLASSES];
+	__u64 since_ns;
+	__u64 refused[SLUICE_NUM_CLASSES];
+};
+
+/* The read gate: while it is armed, a request of class k > 0 is refused (429, like a
+ * headroom refusal) when the server has left some admitted request unread continuously for
+ * SLUICE_READ_GATE_AGE_NS or more and either a request of a higher class is among those
+ * waiting or they number SLUICE_NUM_CLASSES - k or more (L3 waits behind none, L2 behind
+ * one, L1 behind two). Whatever waits unread will be served before anything admitted after
+ * it: a server's listener picks up ready connections in its own order (Apache: keep-alive
+ * requests before new connections), so on a saturated server the only way L0 overtakes the
+ * lower classes is for them not to be there. A server that reads at once has nothing unread
+ * for long, and nothing is refused. The age is also the controller's arming threshold: the
+ * gate is armed for SLUICE_READ_GATE_HOLD_NS after a tick whose requests waited that long
+ * on average before the server read them (docs/CONTROLLER.md, "The read gate"). */
+#define SLUICE_READ_GATE_AGE_NS  1000000ull
+#define SLUICE_READ_GATE_HOLD_NS 2000000000ull
 
 /* The wait before the server reads (bpf/readwait.bpf.c, optional; not part of the pinned
  * layout): per service slot, how many admitted requests (http) or turns (tcp) the server

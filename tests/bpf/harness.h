@@ -55,6 +55,7 @@ static inline int harness_maps_of(struct bpf_object *obj, struct sluice_maps *m)
 		m->inflight_copy = bpf_object__find_map_fd_by_name(obj, "inflight_copy");
 		m->service_ports = bpf_object__find_map_fd_by_name(obj, "service_ports");
 		m->addr_class = bpf_object__find_map_fd_by_name(obj, "addr_class");
+		m->unread = bpf_object__find_map_fd_by_name(obj, "unread");
 	}
 	return maps_learn_sizes(m);
 }

@@ -17,7 +17,7 @@ static __always_inline int admit_one(void)
 	struct sluice_class_stats *st = class_stats_of(0, 2);
 	int reason = 0;
 
-	return st && admit_unit(0, 2, bpf_ktime_get_ns(), st, &reason, 1);
+	return st && admit_unit(0, 2, bpf_ktime_get_ns(), st, &reason, 1, NULL);
 }
 
 /* One unit admitted and given back at once. */

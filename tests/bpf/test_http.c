@@ -3001,6 +3001,199 @@ static void test_forged_syn_keeps_what_the_memo_followed(void **state)
  * before each test leaves every map as a fresh load does: after tests that leave requests,
  * connection counts, learned classes and memos behind, the reset object is compared map by
  * map with one loaded afresh. */
+/* ---- The read gate (struct sluice_unread, SLUICE_VERDICT_READ_GATE) ----
+ * The wait probe that takes a request off at the server's first read is a tracepoint: here
+ * its one write (the word's SLUICE_OWN_UNREAD cleared, the counts taken off) is done by hand
+ * (probe_reads); tests/e2e/test_read_wait.sh runs the real probe. */
+
+static int unread_fd(struct fixture *f)
+{
+	return bpf_map__fd(f->skel->maps.unread);
+}
+
+static struct sluice_unread unread_of(struct fixture *f)
+{
+	struct sluice_unread u;
+	__u32 k = (__u32)f->idx[0];
+
+	assert_int_equal(bpf_map_lookup_elem(unread_fd(f), &k, &u), 0);
+	return u;
+}
+
+/* What waits unread: counts by class, since_ns as given (the refusals kept) (1: long ago on any host, as the
+ * monotonic clock has run more than the gate's age since boot by the time a test runs). */
+static void set_unread(struct fixture *f, __s64 l0, __s64 l1, __s64 l2, __s64 l3, __u64 since_ns)
+{
+	struct sluice_unread u = unread_of(f); /* the gate's refusals as they are */
+	__u32 k = (__u32)f->idx[0];
+
+	u.total = l0 + l1 + l2 + l3;
+	u.cls[0] = l0, u.cls[1] = l1, u.cls[2] = l2, u.cls[3] = l3;
+	u.since_ns = since_ns;
+	assert_int_equal(bpf_map_update_elem(unread_fd(f), &k, &u, BPF_ANY), 0);
+}
+
+static void arm_read_gate(struct fixture *f, int on)
+{
+	struct sluice_verdict v;
+
+	assert_int_equal(maps_read_verdict(&f->m, f->idx[0], &v), 0);
+	v.flags = on ? v.flags | SLUICE_VERDICT_READ_GATE : v.flags & ~SLUICE_VERDICT_READ_GATE;
+	assert_int_equal(maps_write_verdict(&f->m, f->idx[0], &v), 0);
+}
+
+static __u64 mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* A request start of a connection just made: 1 when admitted, 0 when refused (429 + RST). */
+static int gate_request(struct fixture *f, const char *src, uint16_t sport, const char *text)
+{
+	struct pkt_spec rq = request(src, sport, text);
+	struct run r;
+
+	handshake(f, &rq);
+	r = ingress(f, &rq);
+	assert_int_equal(r.ret, TC_ACT_UNSPEC);
+	return harness_unchanged(&r);
+}
+
+/* The server reads the request open on (src, sport), as the wait probe sees it. */
+static void probe_reads(struct fixture *f, const char *src, uint16_t sport)
+{
+	struct sluice_flow_key k = flow_key(src, sport);
+	struct sluice_flow fl;
+	struct sluice_unread u = unread_of(f);
+	__u32 cls, idx = (__u32)f->idx[0];
+
+	assert_int_equal(bpf_map_lookup_elem(f->m.flows, &k, &fl), 0);
+	assert_true(fl.req_active & SLUICE_OWN_UNREAD);
+	cls = (fl.req_active >> SLUICE_OWN_CLASS_SHIFT) & 3;
+	fl.req_active &= ~SLUICE_OWN_UNREAD;
+	assert_int_equal(bpf_map_update_elem(f->m.flows, &k, &fl, BPF_EXIST), 0);
+	u.total--, u.cls[cls]--;
+	assert_int_equal(bpf_map_update_elem(unread_fd(f), &idx, &u, BPF_ANY), 0);
+}
+
+static void answer(struct fixture *f, const char *src, uint16_t sport, const char *text)
+{
+	struct pkt_spec rs = response(src, sport, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+
+	rs.ack = 5000 + (uint32_t)strlen(text);
+	egress(f, &rs);
+}
+
+/* While an L0 request waits unread (past the gate's age), every lower class is refused with
+ * the 429 and counted as refused for headroom and by the gate; L0 itself is admitted and
+ * counted unread. */
+static void test_read_gate_refuses_lower_classes_behind_unread_l0(void **state)
+{
+	struct fixture *f = *state;
+
+	arm_read_gate(f, 1);
+	set_unread(f, 1, 0, 0, 0, 1);
+	assert_false(gate_request(f, "203.0.113.5", 4100, GET("/report", "")));   /* L3 */
+	assert_false(gate_request(f, "203.0.113.2", 4101, GET("/x", "")));        /* L1 */
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(stats(f, 1).rejected[SLUICE_REJ_HEADROOM], 1);
+	assert_int_equal(unread_of(f).refused[3], 1);
+	assert_int_equal(unread_of(f).refused[1], 1);
+	assert_int_equal(inflight(f), 0);
+	assert_true(gate_request(f, "198.18.1.5", 4102, GET("/x", "")));          /* L0 */
+	assert_int_equal(unread_of(f).total, 2);
+	assert_int_equal(unread_of(f).cls[0], 2);
+	assert_true(flow_of(f, "198.18.1.5", 4102).req_active & SLUICE_OWN_UNREAD);
+	assert_int_equal(unread_of(f).refused[0], 0);
+}
+
+/* With no higher class waiting, class k may find up to 3 - k requests unread ahead of it: L3
+ * none, L2 one, L1 two. */
+static void test_read_gate_depth_by_class(void **state)
+{
+	struct fixture *f = *state;
+
+	arm_read_gate(f, 1);
+	set_unread(f, 0, 0, 0, 1, 1);
+	assert_false(gate_request(f, "203.0.113.5", 4110, GET("/report", "")));   /* L3 behind 1 */
+	assert_true(gate_request(f, "203.0.113.9", 4111, GET("/x", "")));         /* L2 behind 1 */
+	assert_int_equal(unread_of(f).total, 2);
+	assert_false(gate_request(f, "203.0.113.9", 4112, GET("/x", "")));        /* L2 behind 2,
+										      * one an L2 */
+	set_unread(f, 0, 0, 0, 2, 1);
+	assert_false(gate_request(f, "203.0.113.9", 4113, GET("/x", "")));        /* L2 behind 2 */
+	assert_true(gate_request(f, "203.0.113.2", 4114, GET("/x", "")));         /* L1 behind 2 */
+	assert_false(gate_request(f, "203.0.113.2", 4115, GET("/x", "")));        /* L1 behind an L1 */
+	assert_int_equal(unread_of(f).refused[3], 1);
+	assert_int_equal(unread_of(f).refused[2], 2);
+	assert_int_equal(unread_of(f).refused[1], 1);
+}
+
+/* Nothing is refused by the gate while what waits is younger than its age (a server that
+ * keeps up reads within it), nor while the controller has not armed it; a request admitted
+ * unarmed is not counted. */
+static void test_read_gate_needs_its_age_and_its_arming(void **state)
+{
+	struct fixture *f = *state;
+
+	arm_read_gate(f, 1);
+	set_unread(f, 1, 0, 0, 0, mono_now_ns() + 1000000000ull); /* starts "now" (and then some) */
+	assert_true(gate_request(f, "203.0.113.5", 4120, GET("/report", "")));
+	assert_int_equal(unread_of(f).total, 2);
+	arm_read_gate(f, 0);
+	set_unread(f, 1, 0, 0, 0, 1);
+	assert_true(gate_request(f, "203.0.113.5", 4121, GET("/report", "")));
+	assert_int_equal(unread_of(f).total, 1);
+	assert_false(flow_of(f, "203.0.113.5", 4121).req_active & SLUICE_OWN_UNREAD);
+	assert_int_equal(stats(f, 3).rejected[SLUICE_REJ_HEADROOM], 0);
+}
+
+/* Every way a counted request can go takes its count off exactly once: read by the server
+ * and then answered, answered unread, ended by the client's RST; and a word counted in an
+ * earlier load's map (a restart) takes nothing below 0. */
+static void test_read_gate_counts_back_to_zero(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = GET("/x", "");
+	struct pkt_spec rst = request("203.0.113.9", 4132, text);
+	__u64 before = mono_now_ns();
+
+	arm_read_gate(f, 1);
+	assert_true(gate_request(f, "203.0.113.9", 4130, text));
+	assert_int_equal(unread_of(f).total, 1);
+	assert_int_equal(unread_of(f).cls[2], 1);
+	assert_true(unread_of(f).since_ns >= before);
+	probe_reads(f, "203.0.113.9", 4130);
+	answer(f, "203.0.113.9", 4130, text);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(unread_of(f).total, 0);
+	assert_int_equal(unread_of(f).cls[2], 0);
+
+	assert_true(gate_request(f, "203.0.113.9", 4131, text));
+	answer(f, "203.0.113.9", 4131, text);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(unread_of(f).total, 0);
+
+	assert_true(gate_request(f, "203.0.113.9", 4132, text));
+	rst.seq += (uint32_t)rst.payload_len, rst.payload = NULL, rst.payload_len = 0;
+	rst.psh = 0, rst.rst = 1;
+	run_xdp(f, &rst);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(unread_of(f).total, 0);
+	assert_int_equal(unread_of(f).cls[2], 0);
+
+	/* counted by the last load: this map starts at 0 */
+	assert_true(gate_request(f, "203.0.113.9", 4133, text));
+	set_unread(f, 0, 0, 0, 0, 0);
+	answer(f, "203.0.113.9", 4133, text);
+	assert_int_equal(inflight(f), 0);
+	assert_int_equal(unread_of(f).total, 0);
+	assert_int_equal(unread_of(f).cls[2], 0);
+}
+
 static void test_reset_leaves_every_map_as_loaded(void **state)
 {
 	void (*const runs[])(void **) = {
@@ -3095,6 +3288,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resend_at_the_entry_after_a_move, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_spent_gathers_tried_again, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_read_gate_refuses_lower_classes_behind_unread_l0,
+						setup, harness_teardown),
+		cmocka_unit_test_setup_teardown(test_read_gate_depth_by_class, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_read_gate_needs_its_age_and_its_arming, setup,
+						harness_teardown),
+		cmocka_unit_test_setup_teardown(test_read_gate_counts_back_to_zero, setup,
 						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_reset_leaves_every_map_as_loaded, setup,
 						harness_teardown),

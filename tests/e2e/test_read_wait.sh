@@ -5,7 +5,8 @@
 #     sluice_read_waits_total / sluice_read_wait_seconds_total;
 #  2. an http server whose workers read their own requests (testserver --worker-reads, 4
 #     workers x 20 ms) under a fixed limit well above them: 16 keep-alive clients make the
-#     requests queue in the sockets, and the mean wait is tens of ms; 2 clients (below the
+#     requests queue in the sockets, and the mean wait is tens of ms (which arms the read
+#     gate, whose unread count is back to exactly 0 after the load); 2 clients (below the
 #     workers) wait well under 2 ms; either way every request served is measured once
 #     (the count within a few % of the responses);
 #  3. the same server reading every request at once into its own queue (testserver's default
@@ -200,6 +201,18 @@ ok $([ "$RESP" -ge 200 ] && [ "$ERRS" = 0 ] && close_to "$DW" "$RESP" && echo 0 
 ok $(gt "$MEAN_MS" 10 && echo 0 || echo 1) \
 	"16 clients, 4 workers reading their own requests: the requests wait in the sockets, mean $MEAN_MS ms (> 10; latency $LAT_MS ms)" \
 	"$(grep read_wait "$TMP/metrics.txt")"
+
+# The read gate: those waits arm it for the service (its http requests then count as unread
+# until the server reads them), and when the load is over every count has been taken off
+# again, at the server's read (the probe) or at the answer: 0 unread. The clients are all L0,
+# whom the gate never refuses.
+GATE_ARMED=$(mval 'sluice_read_gate_armed{service="web"}')
+gate_drained() { scrape; [ "$(mval 'sluice_read_gate_unread{service="web"}')" = 0 ]; }
+wait_for 3 "the read gate's unread count back to 0" gate_drained || true
+ok $([ "$GATE_ARMED" = 1 ] && [ "$(mval 'sluice_read_gate_unread{service="web"}')" = 0 ] &&
+	[ "$(mval 'sluice_read_gate_refusals_total{service="web"}')" = 0 ] && echo 0 || echo 1) \
+	"the waits armed the read gate (armed: ${GATE_ARMED:-none}), every request it counted was taken off again (unread now: $(mval 'sluice_read_gate_unread{service="web"}')), and no L0 request was refused" \
+	"$(grep read_gate "$TMP/metrics.txt")"
 
 run_load idle web 8080 2 2 2000
 ok $([ "$RESP" -ge 50 ] && [ "$ERRS" = 0 ] && close_to "$DW" "$RESP" && lt "$MEAN_MS" 2 && echo 0 || echo 1) \

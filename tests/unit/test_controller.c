@@ -1707,6 +1707,60 @@ static void test_wait_counters_are_deltas(void **st)
 	assert_int_equal(s.wk.trims, 0);
 }
 
+/* One 100 ms tick of 32 answers at 50 ms, each read by the server after `wait_ns` (counted
+ * when `probe`); the verdict's flags. */
+static uint32_t gate_tick(struct service_ctl *s, const struct service_conf *sc,
+			  struct ctl_inputs *in, uint64_t *now, uint64_t wait_ns, int probe)
+{
+	struct sluice_verdict v;
+	int opened;
+
+	*now += 100 * MS;
+	traffic(in, 3, 32, 0, 50000, 16);
+	in->wait_have = probe;
+	if (probe) {
+		in->wait.count += 32;
+		in->wait.sum_ns += 32 * wait_ns;
+	}
+	service_ctl_tick(s, sc, in, 0, *now, NULL, &v, &opened);
+	return v.flags & SLUICE_VERDICT_READ_GATE;
+}
+
+/* The read gate is armed by the wait probe's evidence alone: an http service's tick whose
+ * reads waited the gate's age (1 ms) or more on average arms it for 2 s after that tick. Never
+ * while the server reads promptly, never without the probe, never for a tcp service. */
+static void test_read_gate_armed_by_waits(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	uint64_t now = 0;
+	(void)st;
+	for (int proto = SLUICE_PROTO_HTTP; proto >= SLUICE_PROTO_TCP; proto--) {
+		setup_sc(&sc);
+		sc.protocol = proto;
+		memset(&in, 0, sizeof(in));
+		service_ctl_init(&s, &sc, &cfg, 1, now);
+		for (int t = 0; t < 20; t++)            /* prompt reads: 0.9 ms */
+			assert_false(gate_tick(&s, &sc, &in, &now, 900000, 1));
+		/* one tick of 1 ms waits: armed from that tick on, for 2 s (the tick that ends
+		 * them included: 20 ticks) */
+		assert_int_equal(gate_tick(&s, &sc, &in, &now, 1000000, 1) != 0,
+				 proto == SLUICE_PROTO_HTTP);
+		for (int t = 1; t < 20; t++)
+			assert_int_equal(gate_tick(&s, &sc, &in, &now, 200000, 1) != 0,
+					 proto == SLUICE_PROTO_HTTP);
+		assert_false(gate_tick(&s, &sc, &in, &now, 200000, 1));
+		/* armed again, then the probe gone: disarmed at once */
+		assert_int_equal(gate_tick(&s, &sc, &in, &now, 5000000, 1) != 0,
+				 proto == SLUICE_PROTO_HTTP);
+		assert_false(gate_tick(&s, &sc, &in, &now, 5000000, 0));
+		/* long waits without the probe are no evidence */
+		for (int t = 0; t < 3; t++)
+			assert_false(gate_tick(&s, &sc, &in, &now, 5000000, 0));
+	}
+}
+
 /* One 100 ms tick of 32 answers of L3 at `us` each, `inflight` in flight, each measured as
  * having waited `wait_ns` before the server read it; the controller's events to sink. */
 static void wait_tick_to(struct service_ctl *s, const struct service_conf *sc,
@@ -1955,6 +2009,7 @@ int main(void)
 		cmocka_unit_test(test_limit_mean_needs_both_estimates),
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),
+		cmocka_unit_test(test_read_gate_armed_by_waits),
 		cmocka_unit_test(test_wait_decides_early),
 		cmocka_unit_test(test_lower_class_errors_leave_the_breaker_closed),
 	};

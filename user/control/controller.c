@@ -250,6 +250,27 @@ static void l0_room_threshold(struct service_ctl *s, uint64_t now_ns,
 		out->class_threshold[0] = room;
 }
 
+/* The read gate (sluice.h, SLUICE_VERDICT_READ_GATE) for an http service: armed while the wait
+ * probe runs and, within the last SLUICE_READ_GATE_HOLD_NS, a tick's requests waited on
+ * average SLUICE_READ_GATE_AGE_NS or more before the server first read them: the server lets
+ * requests queue at its door. A server that reads at once (calm, or one that takes every
+ * request in and queues it inside) never arms it. What arms it is the probe's own evidence,
+ * not the gate's refusals: a gate that refuses with nothing waiting (were a count ever off)
+ * is disarmed by the next ticks' waits. */
+static void read_gate_evidence(struct service_ctl *s, int wait_have, uint64_t wait_n,
+			       uint64_t wait_ns, uint64_t now_ns)
+{
+	if (wait_have && wait_n && wait_ns / wait_n >= SLUICE_READ_GATE_AGE_NS)
+		s->read_gate_until_ns = now_ns + SLUICE_READ_GATE_HOLD_NS;
+}
+
+static int read_gate_armed(const struct service_ctl *s, const struct service_conf *sc,
+			   const struct ctl_inputs *in, uint64_t now_ns)
+{
+	return sc->protocol == SLUICE_PROTO_HTTP && in->wait_have &&
+	       now_ns < s->read_gate_until_ns;
+}
+
 static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 			  const struct ctl_inputs *in, uint64_t now_ns, struct sluice_verdict *out)
 {
@@ -281,6 +302,8 @@ static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
 		out->shed_prob[c] = sluice_prob_complement(s->lad.admit[c]);
 		out->switch_shed[c] = sluice_prob_complement(in->switch_admit[c]);
 	}
+	if (read_gate_armed(s, sc, in, now_ns))
+		out->flags |= SLUICE_VERDICT_READ_GATE;
 	out->breaker_state = (uint32_t)s->brk.state;
 	out->breaker_shed = sluice_prob_complement(sluice_breaker_admit(&s->brk, &s->bp));
 	out->retry_after_s = (uint32_t)sc->retry_after_s;
@@ -643,6 +666,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	}
 	snapshot(s, in, now_ns);
 	wait_have = wait_delta(s, in, &wait_n, &wait_ns);
+	read_gate_evidence(s, wait_have, wait_n, wait_ns, now_ns);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */

@@ -100,6 +100,9 @@ struct service_ctl {
 	uint64_t windows;             /* decided windows */
 	uint64_t above_since_ns;      /* objective missed since (decided windows), 0 = met */
 	uint64_t dead_until_ns;       /* samples before this show the limit before the last cut */
+	uint64_t read_gate_until_ns;  /* http: the read gate stays armed until then (0 = never
+	                               * armed): SLUICE_READ_GATE_HOLD_NS after the last tick whose
+	                               * reads waited SLUICE_READ_GATE_AGE_NS on average */
 	int ladder_on_latency;        /* the last decision handed latency to the ladder */
 	int saturated;                /* the last decided window: in-flight reached the limit, or
 				       * the limit refused L0 */

@@ -476,6 +476,17 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 			e->wait_trims = s->wk.trims;
 			e->wait_undone = s->wk.undone;
 		}
+		{
+			struct sluice_unread u;
+
+			e->read_gate_armed = b->have_written &&
+					     (b->written.flags & SLUICE_VERDICT_READ_GATE) != 0;
+			if (maps_read_unread(&d->m, d->idx[i], &u) == 0) {
+				e->unread = u.total;
+				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+					e->gate_refused += u.refused[c];
+			}
+		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
 			if (!w || w->expires_at <= wall_s)

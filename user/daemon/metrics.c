@@ -553,6 +553,16 @@ static void render_read_wait(FILE *b, const struct svc_ref *sv, int n,
 	SVC_EXTRA("sluice_read_wait_undone_total", "counter", e->wait_undone,
 		  "Trims undone because the wait did not follow the limit down (a server that "
 		  "reads late whatever its load; that wait is then ignored).");
+	/* the read gate (sluice.h, struct sluice_unread), which the probe's reads drive */
+	SVC_EXTRA("sluice_read_gate_armed", "gauge", e->read_gate_armed,
+		  "1 while the read gate is armed: the server's reads waited 1 ms or more on "
+		  "average within the last 2 s, and lower classes wait for what it has not read.");
+	SVC_EXTRA("sluice_read_gate_unread", "gauge", e->unread,
+		  "Requests admitted while the read gate was armed that the server has not read "
+		  "yet.");
+	SVC_EXTRA("sluice_read_gate_refusals_total", "counter", e->gate_refused,
+		  "Requests of the lower classes refused because the server left requests unread "
+		  "(also counted in sluice_rejected_total, reason headroom).");
 }
 
 /* Process-wide: the controller, the data path's packet counters, config and switch file. */

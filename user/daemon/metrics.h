@@ -41,6 +41,9 @@ struct metrics_service_extra {
 	double window_wait_s;           /* the controller's last decided window's mean wait, -1
 	                                 * none (control/waitknee.h) */
 	unsigned long long wait_trims, wait_undone;   /* its trims of the limit, and undone */
+	int read_gate_armed;            /* the read gate is armed (SLUICE_VERDICT_READ_GATE) */
+	long long unread;               /* requests counted unread now (sluice_unread.total) */
+	unsigned long long gate_refused;   /* requests the read gate refused, every class */
 };
 
 struct metrics_extra {

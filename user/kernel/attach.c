@@ -122,7 +122,7 @@ static const struct { const char *name; unsigned per; } per_service[] = {
 	{ "latency_hist3", 1 },
 	{ "halfopen", 1 },
 	{ "ctl_state", 1 }, { "ctl_requests", 1 }, { "conn_cap", 1 }, { "untrusted_marks", 1 },
-	{ "http_conns", 1 }, { "http_conn_cap", 1 },
+	{ "http_conns", 1 }, { "http_conn_cap", 1 }, { "unread", 1 },
 };
 #define N_PER_SERVICE (sizeof(per_service) / sizeof(per_service[0]))
 
@@ -821,4 +821,5 @@ void attach_flow_handles(const struct attach_state *st, struct sluice_maps *m)
 	m->inflight_copy = st->skel ? bpf_map__fd(st->skel->maps.inflight_copy) : -1;
 	m->service_ports = st->skel ? bpf_map__fd(st->skel->maps.service_ports) : -1;
 	m->addr_class = st->skel ? bpf_map__fd(st->skel->maps.addr_class) : -1;
+	m->unread = st->skel ? bpf_map__fd(st->skel->maps.unread) : -1;
 }

@@ -33,6 +33,7 @@ struct sluice_maps {
 	int publish_prog, conncap_prog;
 	int service_ports;           /* the bitmap of port_to_service's ports (mapconfig.h) */
 	int addr_class;              /* the class clients' requests were given lately */
+	int unread;                  /* the read gate's counts (sluice_unread) */
 	int ncpus;
 	int n_slots;                 /* service slots: max_entries of `services` (sized at load) */
 };
@@ -262,6 +263,9 @@ int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *thres
 /* An http service's open connections per class (zeros and -ENOENT before layout 9). */
 int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
 /* Set the http connection cap of a slot, per class (0 = none); -ENOENT before layout 9. */
+/* The read gate's counts of service slot svc (sluice_unread); -ENOENT without the map (pins
+ * opened by sluicectl: the map is the loaded object's). */
+int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out);
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out);
 int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);

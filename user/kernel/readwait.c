@@ -126,6 +126,7 @@ int readwait_start(struct readwait *rw, const struct sluice_bpf *dp, char *err, 
 	rw->skel->rodata->nr_cpus = (__u32)ncpus;
 	if ((rc = bpf_map__set_max_entries(rw->skel->maps.wait_stats, slots * (unsigned)ncpus)) ||
 	    (rc = bpf_map__reuse_fd(rw->skel->maps.flows, bpf_map__fd(dp->maps.flows))) ||
+	    (rc = bpf_map__reuse_fd(rw->skel->maps.unread, bpf_map__fd(dp->maps.unread))) ||
 	    (rc = bpf_map__reuse_fd(rw->skel->maps.port_to_service,
 				    bpf_map__fd(dp->maps.port_to_service))) ||
 	    (rc = bpf_map__reuse_fd(rw->skel->maps.addr_services,
