@@ -3042,14 +3042,6 @@ static void arm_read_gate(struct fixture *f, int on)
 	assert_int_equal(maps_write_verdict(&f->m, f->idx[0], &v), 0);
 }
 
-static __u64 mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 /* A request start of a connection just made: 1 when admitted, 0 when refused (429 + RST). */
 static int gate_request(struct fixture *f, const char *src, uint16_t sport, const char *text)
 {
@@ -3140,7 +3132,7 @@ static void test_read_gate_needs_its_age_and_its_arming(void **state)
 	struct fixture *f = *state;
 
 	arm_read_gate(f, 1);
-	set_unread(f, 1, 0, 0, 0, mono_now_ns() + 1000000000ull); /* starts "now" (and then some) */
+	set_unread(f, 1, 0, 0, 0, monotonic_ns() + 1000000000ull); /* starts "now" (and then some) */
 	assert_true(gate_request(f, "203.0.113.5", 4120, GET("/report", "")));
 	assert_int_equal(unread_of(f).total, 2);
 	arm_read_gate(f, 0);
@@ -3159,7 +3151,7 @@ static void test_read_gate_counts_back_to_zero(void **state)
 	struct fixture *f = *state;
 	const char *text = GET("/x", "");
 	struct pkt_spec rst = request("203.0.113.9", 4132, text);
-	__u64 before = mono_now_ns();
+	__u64 before = monotonic_ns();
 
 	arm_read_gate(f, 1);
 	assert_true(gate_request(f, "203.0.113.9", 4130, text));

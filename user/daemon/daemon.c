@@ -412,7 +412,15 @@ static const struct acceptq *service_aq(const struct daemon *d, int i)
 static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 {
 	struct metrics_extra *x = &d->mx;
+	/* the read gate's counts, rendered only while the wait probe runs: one batch for every
+	 * slot, read before the lock */
+	struct sluice_unread *unread = readwait_on(&d->rw) && d->m.n_slots > 0 ?
+		calloc((size_t)d->m.n_slots, sizeof(*unread)) : NULL;
 
+	if (unread && maps_read_unread_all(&d->m, unread)) {
+		free(unread);
+		unread = NULL;
+	}
 	pthread_mutex_lock(&d->lock);
 	d->mx_asked = 0;
 	d->mx_gen++;
@@ -435,6 +443,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 
 		if (!ns) {
 			pthread_mutex_unlock(&d->lock);
+			free(unread);
 			return;
 		}
 		x->s = ns;
@@ -476,16 +485,14 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 			e->wait_trims = s->wk.trims;
 			e->wait_undone = s->wk.undone;
 		}
-		{
-			struct sluice_unread u;
+		e->read_gate_armed = b->have_written &&
+				     (b->written.flags & SLUICE_VERDICT_READ_GATE) != 0;
+		if (unread) {
+			const struct sluice_unread *u = &unread[d->idx[i]];
 
-			e->read_gate_armed = b->have_written &&
-					     (b->written.flags & SLUICE_VERDICT_READ_GATE) != 0;
-			if (maps_read_unread(&d->m, d->idx[i], &u) == 0) {
-				e->unread = u.total;
-				for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-					e->gate_refused += u.refused[c];
-			}
+			e->unread = u->total;
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+				e->gate_refused += u->refused[c];
 		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
@@ -499,6 +506,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
+	free(unread);
 }
 
 /* Take what the file writer found (daemon/iowriter.h): never waits for a disk. A damaged

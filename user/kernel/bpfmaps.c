@@ -922,13 +922,11 @@ int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inf
 	return lookup_opt(m->http_conns, svc, out);
 }
 
-int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out)
+int maps_read_unread_all(const struct sluice_maps *m, struct sluice_unread *out)
 {
-	__u32 k = (__u32)svc;
-
 	if (m->unread < 0)
 		return -ENOENT;
-	return bpf_map_lookup_elem(m->unread, &k, out) ? -errno : 0;
+	return maps_read_array(m->unread, 0, (__u32)m->n_slots, sizeof(*out), out, NULL);
 }
 
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out)

@@ -263,9 +263,9 @@ int maps_write_conn_cap(const struct sluice_maps *m, int svc, const __u32 *thres
 /* An http service's open connections per class (zeros and -ENOENT before layout 9). */
 int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inflight *out);
 /* Set the http connection cap of a slot, per class (0 = none); -ENOENT before layout 9. */
-/* The read gate's counts of service slot svc (sluice_unread); -ENOENT without the map (pins
- * opened by sluicectl: the map is the loaded object's). */
-int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out);
+/* The read gate's counts of every service slot (sluice_unread), out[n_slots], in one batch;
+ * -ENOENT without the map (pins opened by sluicectl: the map is the loaded object's). */
+int maps_read_unread_all(const struct sluice_maps *m, struct sluice_unread *out);
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out);
 int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
