@@ -1761,6 +1761,45 @@ static void test_read_gate_armed_by_waits(void **st)
 	}
 }
 
+/* The read gate's refusals are not the limit's. A surge the gate sheds (its refusals counted as
+ * headroom refusals by the data path, in-flight at the server's 16 workers, latency at the
+ * baseline) leaves the limit where it was: raising a limit the gate refuses under moves
+ * nothing, and leaves it far above the workers for whatever comes after the gate. The same
+ * refusals made by the limit's thresholds (no gate counts) do raise it: the probe's rule. */
+static void test_read_gate_refusals_leave_the_limit(void **st)
+{
+	struct service_conf sc;
+	struct service_ctl s;
+	struct ctl_inputs in;
+	struct sluice_verdict v;
+	uint64_t now = 0;
+	uint32_t before, most;
+	int opened;
+	(void)st;
+	setup_sc(&sc);
+	for (int gate = 1; gate >= 0; gate--) {
+		memset(&in, 0, sizeof(in));
+		in.gate_have = 1;                         /* read from the first tick (sluiced) */
+		service_ctl_init(&s, &sc, &cfg, 1, 0);
+		now = learn_50ms(&s, &sc, &in, 0);
+		before = most = s.lim.limit;
+		assert_true(s.calm_set);                  /* a limit set in calm: fast growth may */
+		for (int t = 0; t < 100; t++) {           /* 10 s: 30 answered, 64 refused a tick */
+			traffic(&in, 3, 30, 0, 50000, 14);
+			in.stats[3].arrivals += 64;
+			in.stats[3].rejected[SLUICE_REJ_HEADROOM] += 64;
+			in.gate_refused += gate ? 64 : 0;
+			service_ctl_tick(&s, &sc, &in, 0, now += 100 * MS, NULL, &v, &opened);
+			if (s.lim.limit > most)
+				most = s.lim.limit;
+		}
+		if (gate)
+			assert_int_equal(most, before);
+		else
+			assert_true(most > before);
+	}
+}
+
 /* One 100 ms tick of 32 answers of L3 at `us` each, `inflight` in flight, each measured as
  * having waited `wait_ns` before the server read it; the controller's events to sink. */
 static void wait_tick_to(struct service_ctl *s, const struct service_conf *sc,
@@ -2010,6 +2049,7 @@ int main(void)
 		cmocka_unit_test(test_http_rate_is_responses),
 		cmocka_unit_test(test_wait_counters_are_deltas),
 		cmocka_unit_test(test_read_gate_armed_by_waits),
+		cmocka_unit_test(test_read_gate_refusals_leave_the_limit),
 		cmocka_unit_test(test_wait_decides_early),
 		cmocka_unit_test(test_lower_class_errors_leave_the_breaker_closed),
 	};

@@ -435,13 +435,15 @@ static const struct sluice_hist *hist_now(const struct ctl_inputs *in, int c)
  * tick and not a factor: on Apache a x 1.5 taken at a surge's first tick (26 -> 39) was then
  * pinned by the evidence floor for the whole surge. The first cut ends the calm. */
 static void fast_growth(struct service_ctl *s, const struct ctl_inputs *in, uint64_t now_ns,
-			uint64_t span_ns, int decided, int queue_sat,
+			uint64_t span_ns, int decided, int queue_sat, uint64_t gate_n,
 			const struct sluice_event_sink *sink)
 {
 	const struct sluice_class_signals *t = &s->sig.total;
 	uint32_t inflight = in->inflight.total > 0 ?
 		(in->inflight.total > UINT32_MAX ? UINT32_MAX : (uint32_t)in->inflight.total) : 0;
-	int bound = t->rejected[SLUICE_REJ_HEADROOM] > 0 || (inflight && inflight >= s->lim.limit);
+	/* the read gate's refusals are not the limit binding (see mi.bound) */
+	int bound = t->rejected[SLUICE_REJ_HEADROOM] > gate_n ||
+		    (inflight && inflight >= s->lim.limit);
 	double rate = span_ns ? (double)t->samples * 1e9 / (double)span_ns : 0;
 
 	if (s->lim.cuts != s->calm_cuts || s->above_since_ns)
@@ -485,6 +487,23 @@ static int wait_delta(struct service_ctl *s, const struct ctl_inputs *in, uint64
 	return have;
 }
 
+/* This tick's read-gate refusals. The counts move only while the gate is armed, so a tick that
+ * did not read them (the gate not armed) keeps the last snapshot: the next read's delta is
+ * still refusals of this service's gate. Counts that went back (the data path loaded anew:
+ * its map is not pinned) are a new snapshot. */
+static uint64_t gate_delta(struct service_ctl *s, const struct ctl_inputs *in)
+{
+	uint64_t d;
+
+	if (!in->gate_have)
+		return 0;
+	d = s->have_prev_gate && in->gate_refused >= s->prev_gate_refused ?
+	    in->gate_refused - s->prev_gate_refused : 0;
+	s->prev_gate_refused = in->gate_refused;
+	s->have_prev_gate = 1;
+	return d;
+}
+
 /* The knee from the wait before the server reads (control/waitknee.h) for the window just
  * decided: apply what the rule said after the limit's own decision. A trim goes only below
  * where the limit now is (the median's cut may have gone further: then there is no trim of
@@ -517,7 +536,7 @@ static struct sluice_waitknee_input wait_input(const struct service_ctl *s,
 	struct sluice_waitknee_input wi = {
 		.waits = r->waits, .wait_us = r->wait_us, .mean_us = r->mean_us,
 		.limit = s->lim.limit, .peak_inflight = r->peak_inflight,
-		.bound = r->headroom_rej > 0, .rate = rate,
+		.bound = r->limit_rej > 0, .rate = rate,
 	};
 
 	return wi;
@@ -628,7 +647,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	struct sluice_breaker_input bi;
 	struct sluice_evwin_result r;
 	const struct sluice_hist *cur_h = s->prev_h;     /* the histograms now, once snapshot */
-	uint64_t dt_ns, span_ns, wait_n, wait_ns;
+	uint64_t dt_ns, span_ns, wait_n, wait_ns, gate_n;
 	int rc, full, queue_sat, decided, wait_have;
 	double qx;
 	uint64_t within = 0;
@@ -637,6 +656,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	if (!s->have_prev) {
 		/* cumulative counters are not one tick's delta: only remember where they are */
 		wait_delta(s, in, &wait_n, &wait_ns);
+		gate_delta(s, in);
 		snapshot(s, in, now_ns);
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 		objective(s);
@@ -667,6 +687,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 	snapshot(s, in, now_ns);
 	wait_have = wait_delta(s, in, &wait_n, &wait_ns);
 	read_gate_evidence(s, wait_have, wait_n, wait_ns, now_ns);
+	gate_n = gate_delta(s, in);
 	/* after a cut, samples completing within two latencies were admitted before it: they say
 	 * nothing about the new limit (dead time), so the next window starts after them */
 	if (now_ns - dt_ns < s->dead_until_ns ||      /* the tick began in the dead time */
@@ -683,6 +704,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 			sluice_evwin_idle_until(&s->win, now_ns - s->tick_ns);
 		sluice_evwin_add(&s->win, sig, in->inflight.total, now_ns);
 		sluice_evwin_add_wait(&s->win, wait_have, wait_n, wait_ns);
+		sluice_evwin_add_gate(&s->win, gate_n);
 	}
 
 	bi.completed = sig->total.completed;
@@ -741,12 +763,15 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		objective(s);
 		slow_call_check(s, now_ns, sink);
 		mi.latency_us = limit_signal(s, &r, little_us,
-					     r.headroom_rej > 0 && 10 * r.headroom_rej >= r.arrivals);
+					     r.limit_rej > 0 && 10 * r.limit_rej >= r.arrivals);
 		mi.aim_us = s->aim_us;
 		mi.base_us = s->base.value_us;
 		mi.objective_us = s->objective_us;
 		mi.peak_inflight = r.peak_inflight;
-		mi.bound = r.headroom_rej > 0;
+		/* the limit bound: its own refusals, not the read gate's (raising a limit the gate
+		 * refuses under moves nothing, and on a long surge left it at 34-67 on 16 workers,
+		 * where it came to 20 without the gate, for whatever follows the gate's end) */
+		mi.bound = r.limit_rej > 0;
 		mi.full = full;
 		mi.queue_saturated = queue_sat;
 		mi.samples = r.samples;
@@ -832,7 +857,7 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		sluice_evwin_reset(&s->win, now_ns, cur_h);
 	}
 	throughput_cut(s, sc, in, now_ns, dt_ns, span_ns, decided, sink);
-	fast_growth(s, in, now_ns, span_ns, decided, queue_sat, sink);
+	fast_growth(s, in, now_ns, span_ns, decided, queue_sat, gate_n, sink);
 	/* recovery evidence, tick by tick: the samples within the objective, while it is met */
 	if (!s->above_since_ns && s->objective_us > 0)
 		li.good_samples = within;

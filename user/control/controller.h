@@ -129,6 +129,8 @@ struct service_ctl {
 	 * runs, decided on with the window; kept only while sluiced runs */
 	struct sluice_wait_stats prev_wait;   /* the probe's counters at the last tick */
 	int have_prev_wait;
+	uint64_t prev_gate_refused;   /* the read gate's refusals at the last tick that read them */
+	int have_prev_gate;
 	struct sluice_waitknee wk;
 	struct sluice_waitknee_params wp;
 	/* the breaker's counts by class (control/breaker.h): this second's bucket every tick;
@@ -157,10 +159,20 @@ struct ctl_inputs {
 	struct sluice_wait_stats wait;  /* cumulative waits before the server's first read
 	                              * (user/kernel/readwait.h), read when wait_have */
 	int wait_have;                /* the wait probe runs: 0 = no wait signal this tick */
+	uint64_t gate_refused;        /* cumulative read-gate refusals, all classes (struct
+	                              * sluice_unread), read when gate_have: the caller reads
+	                              * them while the verdict in force arms the gate */
+	int gate_have;
 };
 
 void service_ctl_init(struct service_ctl *s, const struct service_conf *sc,
 		      const struct sluice_config *cfg, uint64_t seed, uint64_t now_ns);
+/* 0 until a tick had the read gate's refusal counts (ctl_inputs.gate_have): the caller reads
+ * them once before the gate is first armed, then only while it is. */
+static inline int service_ctl_gate_counted(const struct service_ctl *s)
+{
+	return s->have_prev_gate;
+}
 /* New config for the same service: keeps learned state (limit, baseline, breaker). */
 void service_ctl_reconfigure(struct service_ctl *s, const struct service_conf *sc,
 			     const struct sluice_config *cfg);

@@ -68,6 +68,11 @@ void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uin
 	w->wait_ns += wait_ns;
 }
 
+void sluice_evwin_add_gate(struct sluice_evwin *w, uint64_t refused)
+{
+	w->gate_rej += refused;
+}
+
 int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 		      uint64_t min_samples)
 {
@@ -113,6 +118,7 @@ void sluice_evwin_result(const struct sluice_evwin *w, const struct sluice_hist 
 	out->resp_429 = w->resp_429;
 	out->arrivals = w->arrivals;
 	out->headroom_rej = w->headroom_rej;
+	out->limit_rej = w->headroom_rej > w->gate_rej ? w->headroom_rej - w->gate_rej : 0;
 	out->peak_inflight = w->peak_inflight;
 	out->mean_inflight = w->ticks ? (double)w->inflight_sum / (double)w->ticks : 0;
 	out->dur_ns = now_ns - w->start_ns;

@@ -32,6 +32,8 @@ struct sluice_evwin {
 	                               * window (control/waitknee.h), and their sum */
 	int wait_gap;                 /* a tick of the window had no wait signal: its waits
 	                               * are not the window's (the result says none) */
+	uint64_t gate_rej;            /* of headroom_rej, what the read gate refused (as the
+	                               * data path counts them: may run ahead of headroom_rej) */
 	/* last: the counters above are touched every tick, these only when a window starts or
 	 * is decided */
 	struct sluice_hist base[SLUICE_NUM_CLASSES];  /* the cumulative histograms at the start:
@@ -41,6 +43,9 @@ struct sluice_evwin {
 /* What a closed window says. */
 struct sluice_evwin_result {
 	uint64_t samples, calls, errors, resp_429, arrivals, headroom_rej;
+	uint64_t limit_rej;           /* of headroom_rej, the refusals of the limit and the
+	                               * thresholds made from it: not the read gate's, which
+	                               * no limit moves (0 when the gate refused them all) */
 	uint32_t peak_inflight;
 	double mean_inflight;         /* in-flight averaged over the window's ticks */
 	uint64_t dur_ns;
@@ -71,6 +76,8 @@ void sluice_evwin_idle_until(struct sluice_evwin *w, uint64_t since_ns);
 /* Add one tick's waits before the server's first read (deltas); have 0: the tick had no wait
  * signal, and the window then has none. */
 void sluice_evwin_add_wait(struct sluice_evwin *w, int have, uint64_t waits, uint64_t wait_ns);
+/* Add one tick's read-gate refusals (a delta; sluice.h, SLUICE_VERDICT_READ_GATE). */
+void sluice_evwin_add_gate(struct sluice_evwin *w, uint64_t refused);
 /* 1 when the window is old enough (window_ns) and has min_samples samples. */
 int sluice_evwin_full(const struct sluice_evwin *w, uint64_t now_ns, uint64_t window_ns,
 		      uint64_t min_samples);

@@ -931,6 +931,22 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 				in.hist_at[c] = &no_samples;
 	/* cumulative, summed over CPUs from the probe's mapped counters (no syscall) */
 	in.wait_have = readwait_read(&d->rw, d->idx[i], &in.wait) == 0;
+	/* the read gate's refusals, which the limit does not count as its own: read (one
+	 * lookup) while the verdict in force arms the gate, the only time they move, and once
+	 * before, so that the first tick armed has a count to take its refusals from */
+	in.gate_have = 0;
+	in.gate_refused = 0;
+	if (sc->protocol == SLUICE_PROTO_HTTP &&
+	    ((b->have_written && (b->written.flags & SLUICE_VERDICT_READ_GATE)) ||
+	     !service_ctl_gate_counted(&d->ctl[i]))) {
+		struct sluice_unread u;
+
+		if (maps_read_unread(&d->m, d->idx[i], &u) == 0) {
+			in.gate_have = 1;
+			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+				in.gate_refused += u.refused[c];
+		}
+	}
 	in.listen.have = service_aq(d, i)->listeners > 0;
 	in.listen.queued = service_aq(d, i)->queued;
 	in.listen.backlog = service_aq(d, i)->backlog;

@@ -929,6 +929,14 @@ int maps_read_unread_all(const struct sluice_maps *m, struct sluice_unread *out)
 	return maps_read_array(m->unread, 0, (__u32)m->n_slots, sizeof(*out), out, NULL);
 }
 
+int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->unread < 0)
+		return -ENOENT;
+	return lookup_opt(m->unread, svc, out);
+}
+
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out)
 {
 	memset(out, 0, sizeof(*out));

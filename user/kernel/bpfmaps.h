@@ -266,6 +266,8 @@ int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inf
 /* The read gate's counts of every service slot (sluice_unread), out[n_slots], in one batch;
  * -ENOENT without the map (pins opened by sluicectl: the map is the loaded object's). */
 int maps_read_unread_all(const struct sluice_maps *m, struct sluice_unread *out);
+/* One slot's (zeros and -ENOENT without the map). */
+int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out);
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out);
 int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
