@@ -187,6 +187,8 @@ OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 read -r _ rt0 rc0 <<<"$(prog_stats)"
 run_load queued web 8080 16 2 2000
+# what `sluicectl status` says of the gate, read at once (it stays armed 2 s after the waits)
+"$BUILD/sluicectl" --pin-dir "$PIN" status --json --no-rates > "$TMP/status-armed.json"
 read -r _ rt1 rc1 <<<"$(prog_stats)"
 sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 if [ -n "${rc1:-}" ] && [ "$((rc1 - rc0))" -gt 0 ]; then
@@ -214,6 +216,10 @@ ok $([ "$GATE_ARMED" = 1 ] && [ "$DRAINED" = yes ] &&
 	[ "$(mval 'sluice_read_gate_refusals_total{service="web"}')" = 0 ] && echo 0 || echo 1) \
 	"the waits armed the read gate (armed: ${GATE_ARMED:-none}), every request it counted was taken off again (unread now: $(mval 'sluice_read_gate_unread{service="web"}')), and no L0 request was refused" \
 	"$(grep read_gate "$TMP/metrics.txt")"
+STATUS_GATE=$(json_get "$TMP/status-armed.json" "[x['read_gate_armed'] for x in d['services'] if x['name'] == 'web'][0]")
+ok $([ "$STATUS_GATE" = True ] && echo 0 || echo 1) \
+	"sluicectl status --json says the gate is armed right after the load (read_gate_armed: ${STATUS_GATE:-none})" \
+	"$(cat "$TMP/status-armed.json")"
 
 run_load idle web 8080 2 2 2000
 ok $([ "$RESP" -ge 50 ] && [ "$ERRS" = 0 ] && close_to "$DW" "$RESP" && lt "$MEAN_MS" 2 && echo 0 || echo 1) \

@@ -66,6 +66,8 @@ static json_t *at(json_t *o, const char *path)
 	return o;
 }
 
+static char *status_text(const struct status_snapshot *s);
+
 static void test_status_json_keys_and_types(void **state)
 {
 	static struct status_snapshot s;
@@ -131,8 +133,26 @@ static void test_status_json_keys_and_types(void **state)
 	assert_true(json_is_null(at(v, "services.0.recovery.last_recovery_s")));
 	assert_int_equal(json_integer_value(at(v, "packets.service")), 100);
 	assert_int_equal(json_object_size(at(v, "packets")), 5);
+	assert_true(json_is_false(at(v, "services.0.read_gate_armed")));
 	json_decref(v);
 	free(text);
+	/* the read gate armed by the verdict in force; a tcp service has none: null */
+	s.s[0].v.flags |= SLUICE_VERDICT_READ_GATE;
+	text = status_text(&s);
+	v = jsonio_parse(text, strlen(text), err, sizeof(err));
+	assert_non_null(v);
+	assert_true(json_is_true(at(v, "services.0.read_gate_armed")));
+	json_decref(v);
+	free(text);
+	s.s[0].svc.protocol = SLUICE_PROTO_TCP;
+	text = status_text(&s);
+	v = jsonio_parse(text, strlen(text), err, sizeof(err));
+	assert_non_null(v);
+	assert_true(json_is_null(at(v, "services.0.read_gate_armed")));
+	json_decref(v);
+	free(text);
+	s.s[0].svc.protocol = SLUICE_PROTO_HTTP;
+	s.s[0].v.flags = 0;
 	/* a baseline known: integers in microseconds */
 	s.s[0].ctl.signal = 2;
 	s.s[0].ctl.baseline_us = 50100;

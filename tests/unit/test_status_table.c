@@ -251,6 +251,11 @@ static void test_status_table_controller_line(void **state)
 	s.s[0].ctl.known = 0;                          /* no entry: no line, nothing made up */
 	t = table(&s, 0);
 	assert_null(strstr(t, "signal ok"));
+	assert_null(strstr(t, "read gate"));           /* said only while armed */
+	free(t);
+	s.s[0].v.flags |= SLUICE_VERDICT_READ_GATE;
+	t = table(&s, 0);
+	assert_non_null(strstr(t, "read gate armed\n"));
 	free(t);
 }
 

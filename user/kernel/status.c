@@ -468,6 +468,9 @@ void status_print_table(FILE *f, const struct status_snapshot *s, int wide)
 		if (sv->v.breaker_state == SLUICE_BREAKER_HALF_OPEN)
 			fprintf(f, " (this step admits %.0f%%)",
 				100.0 * sluice_prob_complement(sv->v.breaker_shed) / SLUICE_PROB_ONE);
+		/* said only while armed: it refuses the lower classes under the limit */
+		if (sv->svc.protocol == SLUICE_PROTO_HTTP && (sv->v.flags & SLUICE_VERDICT_READ_GATE))
+			fprintf(f, "  read gate armed");
 		fputc('\n', f);
 		ctl_line(f, &sv->ctl);
 		class_head(f);
@@ -628,6 +631,11 @@ static json_t *service_json(const struct service_status *sv)
 	if (o)
 		json_object_set_new(o, "untrusted_priority", sv->untrusted_priority >= 0 ?
 				    json_integer(sv->untrusted_priority) : json_null());
+	/* the read gate is http's: null for a tcp service */
+	if (o)
+		json_object_set_new(o, "read_gate_armed", sv->svc.protocol == SLUICE_PROTO_HTTP ?
+				    json_boolean(sv->v.flags & SLUICE_VERDICT_READ_GATE) :
+				    json_null());
 	return o;
 }
 
