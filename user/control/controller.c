@@ -769,8 +769,9 @@ void service_ctl_tick(struct service_ctl *s, const struct service_conf *sc,
 		mi.objective_us = s->objective_us;
 		mi.peak_inflight = r.peak_inflight;
 		/* the limit bound: its own refusals, not the read gate's (raising a limit the gate
-		 * refuses under moves nothing, and on a long surge left it at 34-67 on 16 workers,
-		 * where it came to 20 without the gate, for whatever follows the gate's end) */
+		 * refuses under moves nothing, and on the bench's step it took the limit to 42-101
+		 * on 16 workers, where it came to 20 without the gate, for whatever follows the
+		 * gate's end: docs/CONTROLLER.md, "The gate's refusals are not the limit's") */
 		mi.bound = r.limit_rej > 0;
 		mi.full = full;
 		mi.queue_saturated = queue_sat;
