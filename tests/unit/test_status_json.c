@@ -68,6 +68,21 @@ static json_t *at(json_t *o, const char *path)
 
 static char *status_text(const struct status_snapshot *s);
 
+/* The JSON type of the first service's read_gate_armed. */
+static json_type read_gate_armed_key(const struct status_snapshot *s)
+{
+	char *text = status_text(s), err[200];
+	json_t *v = jsonio_parse(text, strlen(text), err, sizeof(err));
+	json_type t;
+
+	if (!v)
+		fail_msg("%s: %s", err, text);
+	t = json_typeof(at(v, "services.0.read_gate_armed"));
+	json_decref(v);
+	free(text);
+	return t;
+}
+
 static void test_status_json_keys_and_types(void **state)
 {
 	static struct status_snapshot s;
@@ -138,19 +153,9 @@ static void test_status_json_keys_and_types(void **state)
 	free(text);
 	/* the read gate armed by the verdict in force; a tcp service has none: null */
 	s.s[0].v.flags |= SLUICE_VERDICT_READ_GATE;
-	text = status_text(&s);
-	v = jsonio_parse(text, strlen(text), err, sizeof(err));
-	assert_non_null(v);
-	assert_true(json_is_true(at(v, "services.0.read_gate_armed")));
-	json_decref(v);
-	free(text);
+	assert_int_equal(read_gate_armed_key(&s), JSON_TRUE);
 	s.s[0].svc.protocol = SLUICE_PROTO_TCP;
-	text = status_text(&s);
-	v = jsonio_parse(text, strlen(text), err, sizeof(err));
-	assert_non_null(v);
-	assert_true(json_is_null(at(v, "services.0.read_gate_armed")));
-	json_decref(v);
-	free(text);
+	assert_int_equal(read_gate_armed_key(&s), JSON_NULL);
 	s.s[0].svc.protocol = SLUICE_PROTO_HTTP;
 	s.s[0].v.flags = 0;
 	/* a baseline known: integers in microseconds */
