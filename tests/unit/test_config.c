@@ -505,6 +505,31 @@ static void test_connection_cap(void **state)
 	expect_error(&f->errs, 6, "connection_cap");
 }
 
+/* read_gate: http only; auto by default, off as written, anything else an error. */
+static void test_read_gate_key(void **state)
+{
+	struct fx *f = *state;
+
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"));
+	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_AUTO);   /* the default */
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"
+			      "    read_gate: off\n"));
+	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_OFF);
+	expect_ok(f, parse(f, "interface: lo\nservices:\n"
+			      "  - name: web\n    port: 80\n    protocol: http\n"
+			      "    read_gate: auto\n"));
+	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_AUTO);
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: db\n    port: 5432\n    read_gate: off\n"), 1);
+	expect_error(&f->errs, 5, "needs protocol: http");
+	expect_fail(f, parse(f, "interface: lo\nservices:\n"
+				"  - name: web\n    port: 80\n    protocol: http\n"
+				"    read_gate: on\n"), 1);
+	expect_error(&f->errs, 6, "read_gate");
+}
+
 /* max_connections: the per-class shape of the cap, where it is refused, what --check warns. */
 static void test_max_connections(void **state)
 {
@@ -1498,6 +1523,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_headroom_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_gate_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_function, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_style, setup, teardown),

@@ -1758,6 +1758,10 @@ static void test_read_gate_armed_by_waits(void **st)
 		/* long waits without the probe are no evidence */
 		for (int t = 0; t < 3; t++)
 			assert_false(gate_tick(&s, &sc, &in, &now, 5000000, 0));
+		/* read_gate: off in the config: never armed, whatever the waits */
+		sc.read_gate = READ_GATE_OFF;
+		for (int t = 0; t < 3; t++)
+			assert_false(gate_tick(&s, &sc, &in, &now, 5000000, 1));
 	}
 }
 

@@ -101,7 +101,12 @@ struct service_conf {
 	int max_connections;              /* tcp: open connections at most (L0's share), 0 = off */
 	int connection_cap;               /* http, CONN_CAP_*: when a lower class's connections are
 	                                   * capped (control/conncap.h) */
+	int read_gate;                    /* http, READ_GATE_*: whether the wait probe's evidence
+	                                   * may arm the read gate (sluice.h) */
 };
+
+/* service_conf.read_gate, in the order of the config's names */
+enum { READ_GATE_OFF = 0, READ_GATE_AUTO = 1 };
 
 /* service_conf.connection_cap, in the order of the config's names */
 enum { CONN_CAP_OFF = 0, CONN_CAP_AUTO = 1, CONN_CAP_CHURN = 2 };

@@ -29,6 +29,7 @@ void sluice_service_ctl_defaults(struct service_conf *s)
 	 * (control/conncap.h): a cap costs an open loop goodput, the churn costs a closed loop
 	 * more */
 	s->connection_cap = CONN_CAP_CHURN;
+	s->read_gate = READ_GATE_AUTO;
 }
 
 /* "12.5" -> 12.5 with nothing after the number but `suffix`. A plain decimal only: no sign,

@@ -475,14 +475,14 @@ struct svc_arg {
 	const char *where;
 	int idx;
 	struct service_conf *s;
-	yaml_node_t *name, *port, *protocol, *reject, *max_conn, *conn_cap;
+	yaml_node_t *name, *port, *protocol, *reject, *max_conn, *conn_cap, *read_gate;
 };
 
 static const char *const service_keys[] = { "name", "port", "protocol", "reject",
 	"retry_after_s", "limit", "target_latency_ms", "aimd_window_ms", "headroom",
 	"default_class", "classify", "breaker", "recovery_steps", "recovery_step_s",
 	"headroom_mode", "client_limit", "limit_algorithm", "latency_slo", "min_samples",
-	"max_connections", "trust_from", "connection_cap", NULL };
+	"max_connections", "trust_from", "connection_cap", "read_gate", NULL };
 
 static const char *const headroom_mode_names[] = { "adaptive", "fixed" };
 
@@ -490,6 +490,8 @@ static const char *const proto_names[] = { "tcp", "http" };   /* = enum sluice_p
 static const char *const reject_names[] = { "rst", "drop" };  /* = enum sluice_reject_mode */
 /* = service_conf.connection_cap (CONN_CAP_*) */
 static const char *const conn_cap_names[] = { "off", "auto", "churn" };
+/* = service_conf.read_gate (READ_GATE_*) */
+static const char *const read_gate_names[] = { "off", "auto" };
 
 static bool is_ctl_key(const char *key)
 {
@@ -598,6 +600,9 @@ static void service_pair(struct ydoc *d, const char *key, yaml_node_t *k, yaml_n
 	} else if (!strcmp(key, "connection_cap")) {
 		if (yget_enum(d, v, key, a->where, conn_cap_names, 3, &s->connection_cap))
 			a->conn_cap = v;
+	} else if (!strcmp(key, "read_gate")) {
+		if (yget_enum(d, v, key, a->where, read_gate_names, 2, &s->read_gate))
+			a->read_gate = v;
 	} else if (!strcmp(key, "max_connections")) {
 		if (yget_int(d, v, key, a->where, 0, 1000000, &s->max_connections))
 			a->max_conn = v;
@@ -697,6 +702,10 @@ static void parse_service(struct ydoc *d, yaml_node_t *n, int idx, struct sluice
 		ydoc_bad(d, a.conn_cap, "connection_cap", where,
 			 "needs protocol: http (a tcp service caps its connections with "
 			 "max_connections)");
+	if (a.read_gate && s->protocol != SLUICE_PROTO_HTTP)
+		ydoc_bad(d, a.read_gate, "read_gate", where,
+			 "needs protocol: http (the gate holds back http requests the server has "
+			 "not read)");
 	if (a.max_conn && s->max_connections && s->protocol == SLUICE_PROTO_HTTP)
 		ydoc_bad(d, a.max_conn, "max_connections", where,
 			 "needs protocol: tcp (an http service is admitted per request; its "

@@ -267,8 +267,8 @@ static void read_gate_evidence(struct service_ctl *s, int wait_have, uint64_t wa
 static int read_gate_armed(const struct service_ctl *s, const struct service_conf *sc,
 			   const struct ctl_inputs *in, uint64_t now_ns)
 {
-	return sc->protocol == SLUICE_PROTO_HTTP && in->wait_have &&
-	       now_ns < s->read_gate_until_ns;
+	return sc->protocol == SLUICE_PROTO_HTTP && sc->read_gate == READ_GATE_AUTO &&
+	       in->wait_have && now_ns < s->read_gate_until_ns;
 }
 
 static void write_verdict(struct service_ctl *s, const struct service_conf *sc,
