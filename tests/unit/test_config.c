@@ -476,58 +476,61 @@ static void test_headroom_mode(void **state)
 	expect_error(&f->errs, 3, "headroom_mode");
 }
 
-/* connection_cap: http only; churn by default, off and auto as written. */
-static void test_connection_cap(void **state)
+/* An http-only enum key of a service: `dflt` without it, each of names[i] read as values[i],
+ * refused on a tcp service ("needs protocol: http") and for `bad`. */
+static void check_http_enum_key(struct fx *f, const char *key,
+				int (*get)(const struct service_conf *), int dflt,
+				const char *const *names, const int *values, int n, const char *bad)
 {
-	struct fx *f = *state;
+	char text[256];
 
 	expect_ok(f, parse(f, "interface: lo\nservices:\n"
 			      "  - name: web\n    port: 80\n    protocol: http\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_CHURN);   /* the default */
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"
-			      "    connection_cap: off\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_OFF);
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"
-			      "    connection_cap: auto\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_AUTO);
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"
-			      "    connection_cap: churn\n"));
-	assert_int_equal(f->cfg.services[0].connection_cap, CONN_CAP_CHURN);
-	expect_fail(f, parse(f, "interface: lo\nservices:\n"
-				"  - name: db\n    port: 5432\n    connection_cap: auto\n"), 1);
+	assert_int_equal(get(&f->cfg.services[0]), dflt);
+	for (int i = 0; i < n; i++) {
+		snprintf(text, sizeof(text), "interface: lo\nservices:\n"
+			 "  - name: web\n    port: 80\n    protocol: http\n    %s: %s\n", key, names[i]);
+		expect_ok(f, parse(f, text));
+		assert_int_equal(get(&f->cfg.services[0]), values[i]);
+	}
+	snprintf(text, sizeof(text), "interface: lo\nservices:\n"
+		 "  - name: db\n    port: 5432\n    %s: %s\n", key, names[0]);
+	expect_fail(f, parse(f, text), 1);
 	expect_error(&f->errs, 5, "needs protocol: http");
-	expect_fail(f, parse(f, "interface: lo\nservices:\n"
-				"  - name: web\n    port: 80\n    protocol: http\n"
-				"    connection_cap: 12\n"), 1);
-	expect_error(&f->errs, 6, "connection_cap");
+	snprintf(text, sizeof(text), "interface: lo\nservices:\n"
+		 "  - name: web\n    port: 80\n    protocol: http\n    %s: %s\n", key, bad);
+	expect_fail(f, parse(f, text), 1);
+	expect_error(&f->errs, 6, key);
+}
+
+static int conn_cap_of(const struct service_conf *s)
+{
+	return s->connection_cap;
+}
+
+static int read_gate_of(const struct service_conf *s)
+{
+	return s->read_gate;
+}
+
+/* connection_cap: http only; churn by default, off and auto as written. */
+static void test_connection_cap(void **state)
+{
+	static const char *const names[] = { "off", "auto", "churn" };
+	static const int values[] = { CONN_CAP_OFF, CONN_CAP_AUTO, CONN_CAP_CHURN };
+
+	check_http_enum_key(*state, "connection_cap", conn_cap_of, CONN_CAP_CHURN, names, values,
+			    3, "12");
 }
 
 /* read_gate: http only; auto by default, off as written, anything else an error. */
 static void test_read_gate_key(void **state)
 {
-	struct fx *f = *state;
+	static const char *const names[] = { "off", "auto" };
+	static const int values[] = { READ_GATE_OFF, READ_GATE_AUTO };
 
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"));
-	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_AUTO);   /* the default */
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"
-			      "    read_gate: off\n"));
-	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_OFF);
-	expect_ok(f, parse(f, "interface: lo\nservices:\n"
-			      "  - name: web\n    port: 80\n    protocol: http\n"
-			      "    read_gate: auto\n"));
-	assert_int_equal(f->cfg.services[0].read_gate, READ_GATE_AUTO);
-	expect_fail(f, parse(f, "interface: lo\nservices:\n"
-				"  - name: db\n    port: 5432\n    read_gate: off\n"), 1);
-	expect_error(&f->errs, 5, "needs protocol: http");
-	expect_fail(f, parse(f, "interface: lo\nservices:\n"
-				"  - name: web\n    port: 80\n    protocol: http\n"
-				"    read_gate: on\n"), 1);
-	expect_error(&f->errs, 6, "read_gate");
+	check_http_enum_key(*state, "read_gate", read_gate_of, READ_GATE_AUTO, names, values, 2,
+			    "on");
 }
 
 /* max_connections: the per-class shape of the cap, where it is refused, what --check warns. */
