@@ -582,7 +582,7 @@ struct sluice_flow {
  *                     under another key): the GC deletes it
  *   SLUICE_OWN_PENDING tcp: the connection is counted in its service's `halfopen` fresh
  *                     connections (no client data yet); whoever swaps it out (the first turn,
- *                     the end) takes it off. Older programs ignore the bit (the count lapses) *
+ *                     the end) takes it off. Older programs ignore the bit (the count lapses)
  *   SLUICE_OWN_UNREAD http: the open request is counted in its service's `unread` (admitted
  *                     while the read gate was armed, not read by the server yet); cleared by
  *                     compare-and-swap at the server's first read of it (the wait probe),

@@ -491,8 +491,7 @@ static void fill_metrics_extra(struct daemon *d, uint64_t wall_s)
 			const struct sluice_unread *u = &unread[d->idx[i]];
 
 			e->unread = u->total;
-			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-				e->gate_refused += u->refused[c];
+			e->gate_refused = unread_refusals(u);
 		}
 		for (int c = 0; c < SLUICE_NUM_CLASSES; c++) {
 			const struct sw_switch *w = sw_set_find(&d->sw.set, d->cfg.services[i].name, c);
@@ -943,8 +942,7 @@ static void tick_service(struct daemon *d, int i, int suppressed, unsigned long 
 
 		if (maps_read_unread(&d->m, d->idx[i], &u) == 0) {
 			in.gate_have = 1;
-			for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
-				in.gate_refused += u.refused[c];
+			in.gate_refused = unread_refusals(&u);
 		}
 	}
 	in.listen.have = service_aq(d, i)->listeners > 0;

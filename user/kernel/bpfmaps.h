@@ -268,6 +268,15 @@ int maps_read_http_conns(const struct sluice_maps *m, int svc, struct sluice_inf
 int maps_read_unread_all(const struct sluice_maps *m, struct sluice_unread *out);
 /* One slot's (zeros and -ENOENT without the map). */
 int maps_read_unread(const struct sluice_maps *m, int svc, struct sluice_unread *out);
+/* The read gate's refusals of a slot, every class. */
+static inline unsigned long long unread_refusals(const struct sluice_unread *u)
+{
+	unsigned long long n = 0;
+
+	for (int c = 0; c < SLUICE_NUM_CLASSES; c++)
+		n += u->refused[c];
+	return n;
+}
 int maps_read_http_conn_cap(const struct sluice_maps *m, int svc, struct sluice_http_conn_cap *out);
 int maps_write_http_conn_cap(const struct sluice_maps *m, int svc, const __u32 *cap);
 int maps_read_ctl_request(const struct sluice_maps *m, int svc, struct sluice_ctl_request *out);
