@@ -134,12 +134,11 @@ struct line_scan {
 
 enum { LS_POS, LS_INSIDE, LS_RESULT, LS_FIRST };
 
-/* One bpf_loop step: at a line start, the end of the headers, or the name compared in four
+/* One step of the scan: at a line start, the end of the headers, or the name compared in four
  * words (then the value decides, and the scan ends); then the line's end is looked for 8
- * bytes at a time, up to 64 bytes per step. */
-static long scan_header_line(__u32 n, void *vctx)
+ * bytes at a time, up to 64 bytes per step. 1 when the scan is over. */
+static __always_inline long scan_line_step(struct line_scan *ls)
 {
-	struct line_scan *ls = vctx;
 	const char *b = ls->b;
 	__u32 *st = ls->state;
 	__u32 l = st[LS_POS], len = ls->len, hlen = ls->hlen, at;
@@ -196,6 +195,24 @@ static long scan_header_line(__u32 n, void *vctx)
 	return 0;
 }
 
+/* bpf_loop's callback: three steps of the scan. A callback's call and return cost 7-10 ns on
+ * a host whose returns go through a mitigation thunk, and a request's head is mostly a handful
+ * of short lines: three a call take five lines in two calls, not five. The barrier between
+ * two steps has the next read the scan's state from the map value, where the verifier does
+ * not follow it, so it checks three steps and not every sequence of their exits (without it,
+ * two steps a call took TC ingress's walk from 112,549 to 149,511 instructions; with it, three
+ * take it to 121,577). */
+static long scan_header_lines(__u32 n, void *vctx)
+{
+	if (scan_line_step(vctx))
+		return 1;
+	asm volatile("" ::: "memory");
+	if (scan_line_step(vctx))
+		return 1;
+	asm volatile("" ::: "memory");
+	return scan_line_step(vctx);
+}
+
 /* Class from the header named sc->header in b[0 .. len), -1 when none, or SCAN_FALLBACK for
  * the byte machine (a value that opens with 8 or more blanks). */
 static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
@@ -215,8 +232,9 @@ static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
 	sb->scan_state[LS_INSIDE] = 0;
 	sb->scan_state[LS_RESULT] = -1;
 	sb->scan_state[LS_FIRST] = 1;   /* the request line is no header */
-	/* A line takes at least 2 bytes (a line of 1 ends the headers): 130 steps see all. */
-	bpf_loop(SLUICE_SCAN_LEN / 2 + 2, scan_header_line, &ls, 0);
+	/* A line takes at least 2 bytes (a line of 1 ends the headers): 130 steps see all, and
+	 * 44 calls of three are 132. */
+	bpf_loop((SLUICE_SCAN_LEN / 2 + 2 + 2) / 3, scan_header_lines, &ls, 0);
 	return (int)sb->scan_state[LS_RESULT];
 }
 
