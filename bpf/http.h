@@ -238,34 +238,28 @@ static __always_inline int header_class_words(struct scan_buf *sb, __u32 len,
 	return (int)sb->scan_state[LS_RESULT];
 }
 
-/* Path-prefix comparison of every rule, one byte per bpf_loop step: step k compares byte
- * k % SLUICE_PATH_LEN of rule k / SLUICE_PATH_LEN. (Open-coded loops over rules and bytes
- * multiply verifier states past the limit.) */
-struct path_cmp {
-	const char *buf;
-	const struct sluice_service *sc;
-	__u32 off;                       /* where the path starts in buf */
-	__u32 len;                       /* bytes valid in buf */
-	__u32 mismatch;                  /* bit r: rule r does not match */
-};
-
-static long cmp_path_byte(__u32 k, void *vctx)
+/* Whether a path rule's prefix is the path's start (at off in b, len bytes valid): its up to
+ * SLUICE_PATH_LEN bytes compared as 8-byte words under a mask of its length, with no loop and
+ * no call. (One byte per bpf_loop step made a service with path rules pay a callback call per
+ * byte of every rule, 96 a request start: 1,167-1,227 ns over empty against 348-355 without.) The
+ * bytes read past len, stale ones of an earlier request, decide nothing: a prefix that runs
+ * past len does not match. */
+static __always_inline int path_rule_matches(const char *b, __u32 off, __u32 len,
+					     const struct sluice_path_rule *rule)
 {
-	struct path_cmp *pc = vctx;
-	__u32 r = k / SLUICE_PATH_LEN, j = k % SLUICE_PATH_LEN;
-	const struct sluice_path_rule *rule;
+	__u32 n = rule->len;
+	__u64 d = 0;
 
-	if (r >= SLUICE_MAX_PATH_RULES)
-		return 1;
-	asm volatile("" : "+r"(r));
-	rule = &pc->sc->path[r & (SLUICE_MAX_PATH_RULES - 1)];
-	asm volatile("" : "+r"(j));
-	if (j >= rule->len || j >= SLUICE_PATH_LEN)
+	if (!n || n > SLUICE_PATH_LEN || off + n > len)
 		return 0;
-	if (pc->off + j >= pc->len ||
-	    pc->buf[(pc->off + j) & (SLUICE_SCAN_LEN - 1)] != rule->prefix[j])
-		pc->mismatch |= 1u << r;
-	return 0;
+	off &= 31; /* it is below 24 (after a method's space): the verifier is told so */
+#pragma unroll
+	for (int w = 0; w < SLUICE_PATH_LEN / 8; w++) {
+		__u64 m = n >= 8 * (w + 1) ? ~0ull : n <= 8 * w ? 0 : (1ull << (8 * (n - 8 * w))) - 1;
+
+		d |= (load8(b + off + 8 * w) ^ load8(rule->prefix + 8 * w)) & m;
+	}
+	return !d;
 }
 
 /* Path prefix and priority header of a request from its first segment. A global function:
@@ -312,11 +306,27 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 		}
 	}
 	if (path_off) {
-		struct path_cmp pc = { .buf = sb->b, .sc = sc, .off = path_off, .len = len };
+		__u32 matched = 0;
 
-		bpf_loop(SLUICE_MAX_PATH_RULES * SLUICE_PATH_LEN, cmp_path_byte, &pc, 0);
+		/* Read back from the map value (scan_state is free until the header scan), the
+		 * path's start is one unknown to the verifier, not a state for each byte the
+		 * method's space could be at. */
+		sb->scan_state[1] = path_off;
+		asm volatile("" ::: "memory");
+		path_off = sb->scan_state[1];
+#pragma unroll
 		for (int r = 0; r < SLUICE_MAX_PATH_RULES; r++)
-			if (sc->path[r].len && !(pc.mismatch & (1u << r)))
+			matched |= path_rule_matches(sb->b, path_off, len, &sc->path[r]) << r;
+		/* The same with the rules' outcomes (the header scan sets its state afresh after):
+		 * the verifier then walks what follows once per rule picked or not, not once more
+		 * for every way each compare ended (TC ingress: 115,705 instructions, 124,747
+		 * without; with neither read back, 137,889). */
+		sb->scan_state[0] = matched;
+		asm volatile("" ::: "memory");
+		matched = sb->scan_state[0];
+#pragma unroll
+		for (int r = 0; r < SLUICE_MAX_PATH_RULES; r++)
+			if (matched & (1u << r))
 				pick_rule(&best, sc->path[r].order, sc->path[r].class);
 	}
 	best_order &= 0xff;

@@ -75,6 +75,17 @@ static const char *CONFIG =
 	"    classify:\n"
 	"      - { source: 198.18.1.0/24, class: L0 }\n"
 	"      - { header: \"X-Priority\", class: from-header }\n"
+	"  - name: webpath\n"      /* http, path rules before the header: the example configs' shape */
+	"    port: 8082\n"
+	"    protocol: http\n"
+	"    limit: { fixed: 1000000 }\n"
+	"    default_class: L2\n"
+	"    trust_from: [198.19.0.0/16, 2001:2::/32]\n"
+	"    classify:\n"
+	"      - { path_prefix: /checkout, class: L0 }\n"
+	"      - { path_prefix: /api/v2/reports/monthly, class: L3 }\n"
+	"      - { path_prefix: /static/, class: L3 }\n"
+	"      - { header: \"X-Priority\", class: from-header }\n"
 	"  - name: webfull\n"      /* http, one slot: every further request gets the 429 */
 	"    port: 8081\n"
 	"    protocol: http\n"
@@ -936,6 +947,12 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	stream_tc_path(NAME("tc-ingress.request-start-keepalive-stream"), tci, loops / rounds,
 		       prep_stream_keepalive, &c, f->v6, 0,
 		       MOVES([T_ARRIVALS] = 1, [T_ADMITTED] = 1, [T_INFLIGHT] = 1));
+	/* A request start on a service whose path rules come first (every rule's prefix against
+	 * the path /item, none matching, then the header). */
+	c.dport = 8082;
+	loop_path(NAME("tc-ingress.request-start-path-rules"), tci, 1, loops, prep_request, &c,
+		  TC_ACT_UNSPEC, MOVES([T_ARRIVALS] = 1, [T_ADMITTED] = 1, [T_INFLIGHT] = 1));
+	c.dport = 8080;
 
 	/* SYN refused with an RST (XDP_TX): service `tiny` holds its one slot (a connection
 	 * whose query is unanswered: busy; an idle one would hold nothing). */

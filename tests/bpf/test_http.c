@@ -50,7 +50,8 @@ static const char *CONFIG =
 	"      - { header: X-Priority, class: from-header }\n"
 	"      - { path_prefix: /pay, class: L0 }\n"
 	"      - { dscp: 46, class: L1 }\n"
-	"      - { source: 203.0.113.0/30, class: L1 }\n";   /* inside trust_from */
+	"      - { source: 203.0.113.0/30, class: L1 }\n"    /* inside trust_from */
+	"      - { path_prefix: /api/v2/orders/export, class: L3 }\n";  /* three words */
 
 static int setup(void **state)
 {
@@ -396,6 +397,18 @@ static void test_classification(void **state)
 		{ "203.0.113.5", GET("/report/q", "X-Priority: L0\r\n"), 3, 0, 0 },   /* path rule first */
 		{ "203.0.113.5", GET("/pay", "X-Priority: L1\r\n"), 1, 0, 0 },        /* header before /pay */
 		{ "203.0.113.5", GET("/pay", ""), 0, 0, 0 },                           /* path */
+		{ "203.0.113.5", GET("/PAY", ""), 2, 0, 0 },                 /* a path is exact */
+		{ "203.0.113.5", GET("/api/v2/orders/export?m=12", ""), 3, 0, 0 }, /* 21 bytes */
+		{ "203.0.113.5", GET("/api/v2/orders/exporT", ""), 2, 0, 0 },  /* third word */
+		{ "203.0.113.5", GET("/api/v2/orderz/export", ""), 2, 0, 0 },  /* second word */
+		{ "203.0.113.5", GET("/api/v2/orders/expor", ""), 2, 0, 0 },   /* one byte short */
+		/* A segment that ends inside a prefix: the path's bytes in the scratch buffer after
+		 * it are the previous request's (the same prefix, a case before: one CPU), and
+		 * must not complete it. */
+		{ "203.0.113.5", "GET /api/v2/orders/export HTTP/1.1\r\n\r\n", 3, 0, 0 },
+		{ "203.0.113.5", "GET /api/v2/orders/exp", 2, 0, 0 },
+		{ "203.0.113.5", "GET /report/q HTTP/1.1\r\n\r\n", 3, 0, 0 },
+		{ "203.0.113.5", "GET /repo", 2, 0, 0 },
 		{ "198.18.1.9", GET("/report", ""), 0, 0, 0 },                         /* source first */
 		{ "203.0.113.5", "GET /x HTTP/1.1\r\nHost: t\r\nX-Prio", 2, 0, 0 },   /* split: default */
 		{ "203.0.113.5", GET("/x", "X-Priority: L7\r\n"), 2, 0, 0 },          /* bad value */
