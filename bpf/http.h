@@ -29,9 +29,9 @@ struct header_scan {
  * value; BS_CLASS: the result, 0..3 or -1. */
 enum { BS_POS, BS_LINE, BS_VALUE, BS_CLASS };
 
-static long scan_header_byte(__u32 i, void *vctx)
+/* The machine at byte i of the request: 1 when the scan is over. */
+static __always_inline long header_byte_step(__u32 i, struct header_scan *hs)
 {
-	struct header_scan *hs = vctx;
 	const struct sluice_service *sc = hs->sc;
 	__u32 *st = hs->state;
 	int pos;
@@ -72,8 +72,30 @@ static long scan_header_byte(__u32 i, void *vctx)
 	return 0;
 }
 
+/* bpf_loop's callback for the byte machine: eight bytes a call. Any client can send its
+ * priority value behind 8 or more blanks and have each of its requests scanned this way: one
+ * byte a call cost a request start 1,308 ns over empty against 388 for the word-wise scan
+ * (6 alternating pktcost runs, median); eight a call, 649 (4 a call 809, 16 a call 659). The
+ * barrier between two steps has each read the machine's state from the map value, so the
+ * verifier checks eight steps, not every sequence of their exits (TC ingress 118,123
+ * instructions against 115,705). */
+#define SCAN_BYTES_PER_CALL 8
+
+static long scan_header_bytes(__u32 k, void *vctx)
+{
+	__u32 i = k * SCAN_BYTES_PER_CALL;
+
+#pragma unroll
+	for (int j = 0; j < SCAN_BYTES_PER_CALL - 1; j++) {
+		if (header_byte_step(i + j, vctx))
+			return 1;
+		asm volatile("" ::: "memory");
+	}
+	return header_byte_step(i + SCAN_BYTES_PER_CALL - 1, vctx);
+}
+
 /* ---- the header scan word by word ----
- * The same result as scan_header_byte's machine, 8 bytes at a time: a bitmap of the line ends
+ * The same result as header_byte_step's machine, 8 bytes at a time: a bitmap of the line ends
  * in the first bytes, then one step per line: the end of the headers, or the name compared in
  * 8-byte words, or on to the next line end through the bitmap. */
 
@@ -341,7 +363,7 @@ int classify_payload(struct __sk_buff *skb, __u32 svc, __u32 payload_off, __u32 
 			sb->scan_state[BS_LINE] = 0;
 			sb->scan_state[BS_VALUE] = 0;
 			sb->scan_state[BS_CLASS] = -1;
-			bpf_loop(SLUICE_SCAN_LEN, scan_header_byte, &hs, 0);
+			bpf_loop(SLUICE_SCAN_LEN / SCAN_BYTES_PER_CALL, scan_header_bytes, &hs, 0);
 			cls = (int)sb->scan_state[BS_CLASS];
 		}
 		if (cls >= 0 && no_header)

@@ -19,7 +19,8 @@ FAMILY_PATHS="xdp.non-service xdp.non-service-port-sweep
 	tc-ingress.request-body-segment xdp.syn-retransmit xdp.new-syn-admitted xdp.new-syn-stream
 	xdp.handshake-ack xdp.handshake-ack-http tc-ingress.request-start
 	tc-ingress.request-start-keepalive tc-ingress.request-start-stream
-	tc-ingress.request-start-keepalive-stream tc-ingress.request-start-path-rules xdp.syn-refused-rst
+	tc-ingress.request-start-keepalive-stream tc-ingress.request-start-path-rules
+	tc-ingress.request-start-blank-value xdp.syn-refused-rst
 	tc-ingress.request-refused-429-rst tc-ingress.request-refused-429-rst-stream
 	tc-ingress.request-refused-429-rst-after-server-data"
 OTHER_PATHS="tc-ingress.forged-data tc-ingress.tcp-turn-start tc-egress.tcp-turn-end
