@@ -66,6 +66,8 @@ static int run_then_edit(struct fixture *f, struct daemon *d, const char *runnin
 	assert_non_null(d->books);
 	assert_int_equal(maps_assign_indices(&d->m, &d->cfg, d->idx), 0);
 	assert_int_equal(maps_program_services(&d->m, &d->cfg, d->idx), 0);
+	/* the tick's reader, as daemon_init makes it: a reload tells it which slots it reads */
+	assert_int_equal(maps_reader_init(&d->rd, &d->m), 0);
 	for (int i = 0; i < n; i++)
 		service_ctl_init(&d->ctl[i], &d->cfg.services[i], &d->cfg, 1, now);
 	d->events = fopen("/dev/null", "w");
@@ -75,6 +77,7 @@ static int run_then_edit(struct fixture *f, struct daemon *d, const char *runnin
 
 static void daemon_gone(struct daemon *d)
 {
+	maps_reader_free(&d->rd);
 	recon_free(&d->recon);
 	fclose(d->events);
 	free(d->ctl);
