@@ -641,8 +641,8 @@ static int model_path_has(const char *b, size_t len, const char *prefix)
 	return 0;
 }
 
-/* The class CONFIG gives a request from 203.0.113.5 (trusted, in no source rule) without DSCP:
- * its rules in order, the default L2. */
+/* The class CONFIG gives a request from 203.0.113.5 or 2001:db8::5 (trusted, in no source rule)
+ * without DSCP: its rules in order, the default L2. */
 static int model_class(const char *b, size_t seg_len)
 {
 	size_t len = seg_len < MODEL_SCAN_LEN ? seg_len : MODEL_SCAN_LEN;
@@ -790,6 +790,8 @@ static void test_classification_matches_model_on_cut_heads(void **state)
 		struct pkt_spec rq = request("203.0.113.5", (uint16_t)(50000 + i), "");
 		rq.payload = text;
 		rq.payload_len = len;
+		if (i % 3 == 2) /* IPv6 too: the payload further in, from a client inside trust_from */
+			rq.v6 = 1, rq.src = "2001:db8::5", rq.dst = "2001:db8::1";
 		handshake(f, &rq);
 		admitted(f, &rq);
 		for (int c = 0; c < 4; c++) {
