@@ -53,9 +53,7 @@ struct {
 
 static __always_inline struct sluice_client_memo *client_memo_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&client_memo, &zero);
+	return only_entry(&client_memo);
 }
 
 static __always_inline int same_flow_key(const struct sluice_flow_key *a,

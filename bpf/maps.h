@@ -9,6 +9,15 @@
 #include "sluice.h"
 #include "map_shapes.h"
 
+/* The entry of a one-entry map (a per-CPU scratch or memo, a global): key 0. NULL only for a
+ * map that is not a one-entry array, so callers check it for the verifier and nothing else. */
+static __always_inline void *only_entry(void *map)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(map, &zero);
+}
+
 /* Destination port (host order) -> service index + 1; 0 = not a service. One array lookup is
  * all a non-service packet pays. Written by the controller on (re)load. */
 struct {

@@ -41,8 +41,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 static __always_inline struct sluice_pkt_stats *pkt_counters(void)
 {
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&pkt_stats, &zero);
+	return only_entry(&pkt_stats);
 }
 
 /* A port shared by address-specific services: the service at the packet's local address (the
@@ -97,9 +96,7 @@ struct {
 
 static __always_inline struct pkt_offs *parse_offsets_here(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&parse_offsets, &zero);
+	return only_entry(&parse_offsets);
 }
 
 /* Parse a frame and find the service it belongs to: the service index, or -1 for anything
