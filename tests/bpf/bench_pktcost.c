@@ -638,6 +638,7 @@ struct ctx {
 	const struct fam *f;
 	int xdp, tci, tce;
 	uint16_t dport;
+	const char *req;                 /* the request's bytes; NULL: REQ */
 	char src[48];
 };
 
@@ -653,7 +654,9 @@ static struct pkt_spec req_of(const struct ctx *c, const char *src, uint16_t spo
 {
 	struct pkt_spec s = { .v6 = c->f->v6, .vlan = c->f->vlan, .src = src, .dst = c->f->server,
 			      .sport = sport, .dport = dport, .seq = 5000u + sport, .ack = 77,
-			      .ackf = 1, .psh = 1, .payload = REQ, .payload_len = sizeof(REQ) - 1 };
+			      .ackf = 1, .psh = 1, .payload = c->req ? c->req : REQ };
+
+	s.payload_len = strlen(s.payload);
 	return s;
 }
 
@@ -730,17 +733,6 @@ static size_t prep_request(void *vc, int i, uint8_t *pkt)
  * word, so the byte machine decides it (any client can have each of its requests take it). */
 static const char REQ_BLANKS[] = "GET /item HTTP/1.1\r\nHost: bench\r\nUser-Agent: loadgen\r\n"
 				 "Accept: */*\r\nX-Priority:          L3\r\n\r\n";
-
-static size_t prep_request_blanks(void *vc, int i, uint8_t *pkt)
-{
-	struct ctx *c = vc;
-	uint16_t sport = new_client(c->f, c->src, sizeof(c->src));
-	struct pkt_spec s = req_of(c, c->src, sport, c->dport);
-
-	s.payload = REQ_BLANKS, s.payload_len = sizeof(REQ_BLANKS) - 1;
-	handshake(c, &s);
-	return build_pkt(pkt, &s);
-}
 
 /* The server's answer to the client request s (RESP, at the client's ack), acknowledging
  * acked bytes of it. */
@@ -969,8 +961,10 @@ static void family_paths(const struct fam *f, int xdp, int tci, int tce, int rep
 	loop_path(NAME("tc-ingress.request-start-path-rules"), tci, 1, loops, prep_request, &c,
 		  TC_ACT_UNSPEC, MOVES([T_ARRIVALS] = 1, [T_ADMITTED] = 1, [T_INFLIGHT] = 1));
 	c.dport = 8080;
-	loop_path(NAME("tc-ingress.request-start-blank-value"), tci, 1, loops, prep_request_blanks,
-		  &c, TC_ACT_UNSPEC, MOVES([T_ARRIVALS] = 1, [T_ADMITTED] = 1, [T_INFLIGHT] = 1));
+	c.req = REQ_BLANKS;
+	loop_path(NAME("tc-ingress.request-start-blank-value"), tci, 1, loops, prep_request, &c,
+		  TC_ACT_UNSPEC, MOVES([T_ARRIVALS] = 1, [T_ADMITTED] = 1, [T_INFLIGHT] = 1));
+	c.req = NULL;
 
 	/* SYN refused with an RST (XDP_TX): service `tiny` holds its one slot (a connection
 	 * whose query is unanswered: busy; an idle one would hold nothing). */
