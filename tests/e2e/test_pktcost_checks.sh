@@ -53,6 +53,11 @@ ok $? "among them xdp.established-ack and tc-ingress.request-start-stream.v6"
 ok $? "no path failed its checks (nothing from bench_pktcost on stderr)" \
 	"$(grep 'bench_pktcost:' "$TMP/err" | head -10)"
 
+# The host's memory, before the paths and after them: two chases each, in ns (a positive number).
+nhost=$(grep -cE '^host: memory-chase-4MiB ns: [0-9]+\.[0-9] memory-chase-64MiB ns: [0-9]+\.[0-9] \(' "$TMP/out")
+[ "$nhost" = 2 ] && ! grep -qE '^host: .* ns: (-|0\.0 )' "$TMP/out"
+ok $? "the host's memory is timed before the paths and after them" "$(grep '^host: ' "$TMP/out")"
+
 # The points beyond the paths, with their own checks, in the same run: 1 and 4096 services
 # with 100 and 60,000 flows, every CPU at once, and whole requests on every CPU, after which in
 # flight must be back where it was and every request admitted and sampled.
