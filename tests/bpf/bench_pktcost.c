@@ -1652,11 +1652,11 @@ static void add_pkt_stats(struct sluice_maps *m, struct sluice_pkt_stats *sum)
 
 /* The host's memory as a path that misses the cache meets it: ns per dependent load, random
  * 64-byte lines linked in one cycle over `bytes` of 4 KiB pages (as a large map's vmalloc'ed
- * memory is: every line can be a TLB miss too), best of the rounds. On a shared VM the
- * neighbours move this by a factor of two within minutes, and the paths that take a miss per
- * new connection (a new SYN's handshake slot, a request start's flow entry) move with it: it
- * is printed before the paths and after them, so that a run's figures are read against the
- * memory they ran on. 4 MiB is the handshake table's size; 64 MiB lies past any cache. */
+ * memory is: every line can be a TLB miss too), best of the rounds: what a miss costs on the
+ * host the run was taken on, for the paths that take one per new connection (a new SYN's
+ * handshake slot, a request start's flow entry). Printed before the paths and after them, so
+ * that a run whose host changed under it shows it. 4 MiB is the handshake table's size; 64 MiB
+ * lies past any cache. */
 static double chase_ns(size_t bytes)
 {
 	size_t n = bytes / 64, steps = 1000000, *order;
