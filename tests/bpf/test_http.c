@@ -127,6 +127,17 @@ static void server_closes(struct fixture *f, const struct pkt_spec *c)
 	egress(f, &s);
 }
 
+/* The connection of client segment c ends cleanly: the client's FIN right after c (TC
+ * ingress), then the server's close. */
+static void both_close_after(struct fixture *f, const struct pkt_spec *c)
+{
+	struct pkt_spec fin = *c;
+
+	fin.seq += (uint32_t)c->payload_len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
+	admitted(f, &fin);
+	server_closes(f, &fin);
+}
+
 /* The handshake of the connection a request segment belongs to, as a real client makes it:
  * SYN at seq - 1 (XDP), the server's SYN-ACK at ack - 1 (TC egress), the client's ACK (XDP). */
 static void handshake(struct fixture *f, const struct pkt_spec *rq)
@@ -807,10 +818,7 @@ static void test_classification_matches_model_on_cut_heads(void **state)
 		seen[want]++;
 		cut += len < d.n;
 		long_blanks += d.long_value;
-		struct pkt_spec fin = rq;
-		fin.seq += (uint32_t)len, fin.payload_len = 0, fin.fin = 1, fin.psh = 0;
-		admitted(f, &fin);
-		server_closes(f, &fin);
+		both_close_after(f, &rq);
 	}
 	print_message("# classes L0-L3 %d / %d / %d / %d, %d cut, %d with a long blank run\n",
 		      seen[0], seen[1], seen[2], seen[3], cut, long_blanks);
@@ -3142,12 +3150,7 @@ static void test_spent_gathers_tried_again(void **state)
 			/* A tick came first: it gathered. This attempt's upload ends (the client's
 			 * FIN, the server's close), or each retry would leave a request open and the
 			 * seventh would find its class's room (6 of the limit's 8) taken. */
-			struct pkt_spec fin = b[2];
-
-			fin.seq += (uint32_t)fin.payload_len, fin.payload_len = 0, fin.fin = 1;
-			fin.psh = 0;
-			admitted(f, &fin);
-			server_closes(f, &fin);
+			both_close_after(f, &b[2]);
 			assert_int_equal(inflight(f), 0);
 			continue;
 		}
