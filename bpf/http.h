@@ -76,10 +76,9 @@ static __always_inline long header_byte_step(__u32 i, struct header_scan *hs)
  * priority value behind 8 or more blanks and have each of its requests scanned this way: one
  * byte a call cost a request start 1,308 ns over empty against 388 for the word-wise scan
  * (6 alternating pktcost runs, median); eight a call, 649 (in 5 other runs 4 a call 809, 16
- * a call 659). The
- * barrier between two steps has each read the machine's state from the map value, so the
- * verifier checks eight steps, not every sequence of their exits (TC ingress 118,123
- * instructions against 115,705). */
+ * a call 659). The barrier between two steps has each read the machine's state from the map
+ * value, so the verifier checks eight steps, not every sequence of their exits (TC ingress
+ * 118,123 instructions against 115,705). */
 #define SCAN_BYTES_PER_CALL 8
 
 static long scan_header_bytes(__u32 k, void *vctx)
@@ -275,7 +274,7 @@ static __always_inline int path_rule_matches(const char *b, __u32 off, __u32 len
 
 	if (!n || n > SLUICE_PATH_LEN || off + n > len)
 		return 0;
-	off &= 31; /* it is below 24 (after a method's space): the verifier is told so */
+	off &= 31; /* at most 24 (just after a method's space): the verifier is told so */
 #pragma unroll
 	for (int w = 0; w < SLUICE_PATH_LEN / 8; w++) {
 		__u64 m = n >= 8 * (w + 1) ? ~0ull : n <= 8 * w ? 0 : (1ull << (8 * (n - 8 * w))) - 1;
